@@ -1,0 +1,219 @@
+//! Devices: the one async `Device` trait every backend implements, and its errors.
+//!
+//! Backends: `sim` (the virtual phone, in-process) and `adb` (real phones through an adb
+//! server). Callers above this layer (runner, server, scripts) only see `dyn Device`, so a
+//! task behaves the same on either. Coordinates here are pixels: the normalized → pixel
+//! transform happens above, where the screen size is known.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::{AppRef, Key, PixelPoint, ScreenSize};
+
+/// What a device is, as far as callers care.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DeviceInfo {
+    /// The serial (`emulator-5554`, `127.0.0.1:5555`, `sim-1`).
+    pub serial: String,
+    /// `sim` or `adb`.
+    pub backend: String,
+    /// The model name (`ro.product.model`).
+    pub model: String,
+    /// The screen size as the device reports it now (after rotation and `wm size` overrides).
+    pub screen: ScreenSize,
+    /// Dots per inch (`wm density`).
+    pub density: u32,
+    /// 0, 1, 2 or 3 quarter turns.
+    pub rotation: u8,
+}
+
+/// A captured screen. Backends return whichever form they have natively; the other is
+/// produced on demand, so nobody pays for an encode or decode they do not use.
+#[derive(Debug, Clone)]
+pub struct Screenshot {
+    pub width: u32,
+    pub height: u32,
+    pub data: ScreenshotData,
+}
+
+#[derive(Debug, Clone)]
+pub enum ScreenshotData {
+    Png(Bytes),
+    /// Tightly packed RGBA8, `width * height * 4` bytes.
+    Rgba(Bytes),
+}
+
+impl Screenshot {
+    /// PNG bytes, encoding the raw pixels when needed.
+    pub fn png(&self) -> Result<Bytes, DeviceError> {
+        match &self.data {
+            ScreenshotData::Png(b) => Ok(b.clone()),
+            ScreenshotData::Rgba(raw) => {
+                let mut out = Vec::with_capacity(raw.len() / 4);
+                image::codecs::png::PngEncoder::new_with_quality(
+                    &mut out,
+                    image::codecs::png::CompressionType::Fast,
+                    image::codecs::png::FilterType::Adaptive,
+                )
+                .write_image(
+                    raw,
+                    self.width,
+                    self.height,
+                    image::ExtendedColorType::Rgba8,
+                )
+                .map_err(|e| DeviceError::Protocol(format!("PNG encode failed: {e}")))?;
+                Ok(Bytes::from(out))
+            }
+        }
+    }
+
+    /// Raw RGBA8 pixels, decoding the PNG when needed.
+    pub fn rgba(&self) -> Result<Bytes, DeviceError> {
+        match &self.data {
+            ScreenshotData::Rgba(b) => Ok(b.clone()),
+            ScreenshotData::Png(png) => {
+                let img = image::load_from_memory_with_format(png, image::ImageFormat::Png)
+                    .map_err(|e| {
+                        DeviceError::Protocol(format!("screenshot is not a valid PNG: {e}"))
+                    })?;
+                Ok(Bytes::from(img.to_rgba8().into_raw()))
+            }
+        }
+    }
+}
+
+use image::ImageEncoder as _;
+
+/// The app in the foreground.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CurrentApp {
+    pub package: String,
+    /// The activity class, when the backend can tell (`.MainActivity` or fully qualified).
+    pub activity: Option<String>,
+}
+
+/// An installed app.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AppInfo {
+    pub package: String,
+    /// The label a person sees in the launcher, when known.
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ScreenState {
+    pub awake: bool,
+    pub locked: bool,
+}
+
+/// Why a device call failed. Every variant maps to one code and an actionable hint.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DeviceError {
+    #[error("device {serial} is disconnected")]
+    Disconnected { serial: String },
+    #[error("{op} timed out after {} ms", after.as_millis())]
+    Timeout { op: String, after: Duration },
+    /// uiautomator could not produce a hierarchy (`could not get idle state`, null root).
+    #[error("UI hierarchy unavailable: {0}")]
+    HierarchyUnavailable(String),
+    #[error("`{command}` failed with exit code {exit_code}: {stderr}")]
+    CommandFailed {
+        command: String,
+        exit_code: i32,
+        stderr: String,
+    },
+    #[error("app not found: {0}")]
+    AppNotFound(String),
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error("not supported by this device: {0}")]
+    Unsupported(String),
+    #[error("device protocol error: {0}")]
+    Protocol(String),
+}
+
+impl DeviceError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            DeviceError::Disconnected { .. } => "device_disconnected",
+            DeviceError::Timeout { .. } => "timeout",
+            DeviceError::HierarchyUnavailable(_) => "hierarchy_unavailable",
+            DeviceError::CommandFailed { .. } => "action_failed",
+            DeviceError::AppNotFound(_) => "app_not_found",
+            DeviceError::InvalidInput(_) => "invalid_input",
+            DeviceError::Unsupported(_) => "unsupported",
+            DeviceError::Protocol(_) => "device_protocol",
+        }
+    }
+
+    pub fn hint(&self) -> String {
+        match self {
+            DeviceError::Disconnected { .. } => {
+                "Device disconnected. Try: 1) replug USB 2) `droidpilot devices` 3) `adb kill-server && adb start-server`".into()
+            }
+            DeviceError::Timeout { .. } => "The device is slow or hung. Try again; if it persists run `droidpilot doctor`.".into(),
+            DeviceError::HierarchyUnavailable(_) => {
+                "uiautomator could not read the screen (an animation or a secure window). Wait a moment and retry; the screenshot still works.".into()
+            }
+            DeviceError::CommandFailed { .. } => "Run the same command with `adb shell` to see what the device says.".into(),
+            DeviceError::AppNotFound(_) => "List installed apps with GET /v1/devices/{id}/apps, or launch by package name.".into(),
+            DeviceError::InvalidInput(_) => "Check the action's arguments against the README's action reference.".into(),
+            DeviceError::Unsupported(_) => "Use another backend or action for this device.".into(),
+            DeviceError::Protocol(_) => "The device answered something unexpected. Run `droidpilot doctor`.".into(),
+        }
+    }
+
+    /// Whether the device is gone (as opposed to one call failing).
+    pub fn is_disconnect(&self) -> bool {
+        matches!(self, DeviceError::Disconnected { .. })
+    }
+}
+
+/// The one interface every device backend implements. All coordinates are pixels.
+///
+/// Implementations must be cheap to share (`Arc<dyn Device>`) and safe to call from
+/// several tasks; a backend that needs exclusive access serializes internally.
+#[async_trait]
+pub trait Device: Send + Sync {
+    /// A stable id for this device within the pool (usually the serial).
+    fn serial(&self) -> &str;
+    async fn info(&self) -> Result<DeviceInfo, DeviceError>;
+    async fn screenshot(&self) -> Result<Screenshot, DeviceError>;
+    /// The UI hierarchy as uiautomator XML, shaped like a real dump.
+    async fn hierarchy(&self) -> Result<String, DeviceError>;
+
+    async fn tap(&self, p: PixelPoint) -> Result<(), DeviceError>;
+    async fn long_press(&self, p: PixelPoint, duration_ms: u64) -> Result<(), DeviceError>;
+    async fn double_tap(&self, p: PixelPoint) -> Result<(), DeviceError>;
+    async fn swipe(
+        &self,
+        from: PixelPoint,
+        to: PixelPoint,
+        duration_ms: u64,
+    ) -> Result<(), DeviceError>;
+    /// Types into the focused field. Full Unicode (CJK, emoji, RTL) where the backend can.
+    async fn type_text(&self, text: &str) -> Result<(), DeviceError>;
+    /// Clears the focused field.
+    async fn clear_text(&self) -> Result<(), DeviceError>;
+    async fn key(&self, key: Key) -> Result<(), DeviceError>;
+
+    async fn launch_app(&self, app: &AppRef) -> Result<(), DeviceError>;
+    async fn current_app(&self) -> Result<CurrentApp, DeviceError>;
+    async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError>;
+    async fn open_url(&self, url: &str) -> Result<(), DeviceError>;
+    async fn screen_state(&self) -> Result<ScreenState, DeviceError>;
+
+    /// A cheap liveness probe for the pool's health checks (an `echo` over adb).
+    async fn health(&self) -> Result<(), DeviceError> {
+        self.info().await.map(|_| ())
+    }
+    /// Re-establishes a lost connection (`adb connect` for TCP devices). Backends that
+    /// cannot lose their connection keep the default.
+    async fn reconnect(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,458 @@
+//! Table tests for every action's wire format and every validation message.
+
+use super::*;
+use serde_json::json;
+
+fn parse(v: Value) -> Result<Action, ActionError> {
+    ActionParser::new().parse(&v)
+}
+
+fn pt(x: f64, y: f64) -> NormPoint {
+    NormPoint::new(x, y).unwrap()
+}
+
+#[test]
+fn seed_examples_parse_as_written() {
+    let table: Vec<(Value, Action)> = vec![
+        (
+            json!({"action": "tap", "coordinate": [0.5, 0.3]}),
+            Action::Tap {
+                target: TargetField(Target::Coordinate(pt(0.5, 0.3))),
+            },
+        ),
+        (
+            json!({"action": "tap", "element": 12}),
+            Action::Tap {
+                target: TargetField(Target::Element(12)),
+            },
+        ),
+        (
+            json!({"action": "tap", "selector": "#btn_send"}),
+            Action::Tap {
+                target: TargetField(Target::Selector("#btn_send".into())),
+            },
+        ),
+        (
+            json!({"action": "swipe", "start": [0.5, 0.8], "end": [0.5, 0.2], "duration": 300}),
+            Action::Swipe {
+                path: SwipePath::Points {
+                    start: pt(0.5, 0.8),
+                    end: pt(0.5, 0.2),
+                },
+                duration_ms: Some(300),
+            },
+        ),
+        (
+            json!({"action": "type", "text": "search query"}),
+            Action::Type {
+                text: "search query".into(),
+                target: None,
+                clear_first: false,
+            },
+        ),
+        (json!({"action": "back"}), Action::Key { key: Key::Back }),
+        (json!({"action": "home"}), Action::Key { key: Key::Home }),
+        (
+            json!({"action": "recent"}),
+            Action::Key { key: Key::Recents },
+        ),
+        (
+            json!({"action": "FINISH", "reason": "Task completed successfully"}),
+            Action::Finish {
+                success: true,
+                reason: Some("Task completed successfully".into()),
+                answer: None,
+            },
+        ),
+        (
+            json!({"action": "ask_user", "question": "Which option do you prefer?"}),
+            Action::AskUser {
+                question: "Which option do you prefer?".into(),
+                options: None,
+            },
+        ),
+        (
+            json!({"action": "mcp_call", "tool": "amap_search", "args": {"query": "coffee shop"}}),
+            Action::McpCall {
+                tool: "amap_search".into(),
+                args: json!({"query": "coffee shop"}),
+            },
+        ),
+    ];
+    for (input, want) in table {
+        assert_eq!(parse(input.clone()).unwrap(), want, "input: {input}");
+    }
+}
+
+#[test]
+fn every_action_kind_parses() {
+    let table: Vec<(Value, &str)> = vec![
+        (json!({"action": "click", "coordinate": [0.1, 0.2]}), "tap"),
+        (
+            json!({"action": "long_press", "element": 3, "duration_ms": 800}),
+            "long_press",
+        ),
+        (
+            json!({"action": "double_tap", "selector": ":text(\"OK\")"}),
+            "double_tap",
+        ),
+        (json!({"action": "swipe", "direction": "up"}), "swipe"),
+        (
+            json!({"action": "swipe", "direction": "left", "selector": "#carousel"}),
+            "swipe",
+        ),
+        (json!({"action": "scroll", "direction": "down"}), "scroll"),
+        (
+            json!({"action": "scroll", "direction": "down", "container": "#list"}),
+            "scroll",
+        ),
+        (
+            json!({"action": "type", "text": "hi", "element": 2, "clear_first": true}),
+            "type",
+        ),
+        (json!({"action": "clear", "selector": "#input"}), "clear"),
+        (json!({"action": "key", "key": "ENTER"}), "key"),
+        (json!({"action": "enter"}), "key"),
+        (json!({"action": "menu"}), "key"),
+        (json!({"action": "power"}), "key"),
+        (json!({"action": "recents"}), "key"),
+        (
+            json!({"action": "launch_app", "package": "com.android.settings"}),
+            "launch_app",
+        ),
+        (
+            json!({"action": "launch_app", "label": "Clock"}),
+            "launch_app",
+        ),
+        (json!({"action": "open_app", "app": "Clock"}), "launch_app"),
+        (
+            json!({"action": "open_url", "url": "https://example.org"}),
+            "open_url",
+        ),
+        (json!({"action": "wait", "ms": 500}), "wait"),
+        (
+            json!({"action": "wait_for", "selector": "#done", "timeout_ms": 3000}),
+            "wait_for",
+        ),
+        (
+            json!({"action": "wait_for_gone", "selector": "#spinner"}),
+            "wait_for_gone",
+        ),
+        (
+            json!({"action": "finish", "success": false, "reason": "no network"}),
+            "finish",
+        ),
+        (
+            json!({"action": "Long Press", "coordinate": [0.5, 0.5]}),
+            "long_press",
+        ),
+    ];
+    for (input, name) in table {
+        let a = parse(input.clone()).unwrap_or_else(|e| panic!("{input}: {e}"));
+        assert_eq!(a.name(), name, "input: {input}");
+    }
+}
+
+#[test]
+fn launch_app_reads_package_or_label() {
+    assert_eq!(
+        parse(json!({"action": "launch_app", "app": "com.android.deskclock"})).unwrap(),
+        Action::LaunchApp {
+            app: AppRef::Package("com.android.deskclock".into())
+        }
+    );
+    assert_eq!(
+        parse(json!({"action": "launch_app", "app": "Google Maps"})).unwrap(),
+        Action::LaunchApp {
+            app: AppRef::Label("Google Maps".into())
+        }
+    );
+}
+
+#[test]
+fn finish_status_words() {
+    let a = parse(json!({"action": "finish", "status": "failure", "reason": "x"})).unwrap();
+    assert!(matches!(a, Action::Finish { success: false, .. }));
+    let a = parse(json!({"action": "finish", "answer": "42"})).unwrap();
+    assert_eq!(
+        a,
+        Action::Finish {
+            success: true,
+            reason: None,
+            answer: Some("42".into())
+        }
+    );
+}
+
+#[test]
+fn validation_messages_are_for_people() {
+    let table: Vec<(Value, &str)> = vec![
+        (
+            json!({"action": "tapp", "coordinate": [0.5, 0.5]}),
+            "unknown action `tapp` (did you mean `tap`?); allowed actions: tap, long_press",
+        ),
+        (json!({"action": "swip"}), "did you mean `swipe`?"),
+        (
+            json!({"action": "fly"}),
+            "unknown action `fly`; allowed actions: tap,",
+        ),
+        (
+            json!({"action": "tap", "coordinate": [1.2, 0.5]}),
+            "Agent predicted invalid coordinate: [1.2, 0.5]. Coordinates must be in [0, 1].",
+        ),
+        (
+            json!({"action": "tap"}),
+            "`tap` needs field `coordinate`: give one of `coordinate`",
+        ),
+        (
+            json!({"action": "tap", "coordnate": [0.5, 0.5]}),
+            "`tap` needs field `coordinate`",
+        ),
+        (
+            json!({"action": "type", "text": 5}),
+            "`type` field `text` is invalid: expected a string, got a number",
+        ),
+        (json!({"action": "type"}), "`type` needs field `text`"),
+        (
+            json!({"action": "tap", "element": "three"}),
+            "`tap` field `element` is invalid: expected an element id",
+        ),
+        (
+            json!({"action": "tap", "element": 1, "coordinate": [0.1, 0.1]}),
+            "`tap` takes only one of `coordinate`, `element`, `selector`, got `coordinate` and `element`",
+        ),
+        (
+            json!({"action": "swipe", "start": [0.5, 0.5]}),
+            "`swipe` needs field `end`",
+        ),
+        (
+            json!({"action": "swipe"}),
+            "`swipe` needs field `start`: give `start` and `end`",
+        ),
+        (
+            json!({"action": "swipe", "start": [0.5, 0.5], "end": [0.5], "duration": 100}),
+            "`swipe` field `end` is invalid: expected [x, y]",
+        ),
+        (
+            json!({"action": "scroll", "direction": "sideways"}),
+            "`sideways` is not one of up, down, left, right",
+        ),
+        (
+            json!({"action": "key", "key": "volume_up"}),
+            "unknown key `volume_up`; allowed keys: back, home, recents, enter, menu, power",
+        ),
+        (
+            json!({"action": "wait", "ms": -5}),
+            "`wait` field `ms` is invalid: expected whole milliseconds",
+        ),
+        (
+            json!({"action": "wait", "ms": 3_600_000}),
+            "longer than the limit",
+        ),
+        (json!({"action": "wait"}), "`wait` needs field `ms`"),
+        (
+            json!({"action": "open_url", "url": "example.org"}),
+            "has no scheme; write it as https://example.org",
+        ),
+        (
+            json!({"action": "ask_user", "question": ""}),
+            "`ask_user` field `question` is invalid: must not be empty",
+        ),
+        (
+            json!({"action": "ask_user", "question": "q", "options": [1, 2]}),
+            "expected a list of strings",
+        ),
+        (
+            json!({"action": "mcp_call", "tool": "x", "args": [1]}),
+            "`mcp_call` field `args` is invalid: expected an object, got an array",
+        ),
+        (
+            json!({"action": "type", "text": "a", "clear_frist": true}),
+            "`type` has unknown field `clear_frist` (did you mean `clear_first`?)",
+        ),
+        (
+            json!({"action": "launch_app"}),
+            "`launch_app` needs field `package`",
+        ),
+        (
+            json!({"action": 5}),
+            "missing field `action`; allowed actions: tap",
+        ),
+        (json!({"coordinate": [0.5, 0.5]}), "missing field `action`"),
+        (json!([1, 2]), "must be a JSON object"),
+    ];
+    for (input, want) in table {
+        let err = parse(input.clone()).expect_err(&format!("{input} should fail"));
+        let msg = err.to_string();
+        assert!(
+            msg.contains(want),
+            "input {input}\n  got:  {msg}\n  want: …{want}…"
+        );
+    }
+}
+
+#[test]
+fn error_codes_and_hints() {
+    let e = parse(json!({"action": "tapp"})).unwrap_err();
+    assert_eq!(e.code(), "unknown_action");
+    assert!(e.hint().contains("`tap`"));
+    let e = parse(json!({"action": "tap", "coordinate": [2, 0]})).unwrap_err();
+    assert_eq!(e.code(), "invalid_coordinate");
+    assert_eq!(
+        parse(json!({"action": "type"})).unwrap_err().code(),
+        "invalid_action"
+    );
+}
+
+#[test]
+fn extra_fields_from_models_are_tolerated() {
+    let a = parse(json!({"action": "tap", "element": 4, "thought": "the send button"})).unwrap();
+    assert_eq!(
+        a,
+        Action::Tap {
+            target: TargetField(Target::Element(4))
+        }
+    );
+}
+
+#[test]
+fn json_syntax_errors_give_the_position() {
+    let e = ActionParser::new()
+        .parse_str("{\"action\": \"tap\", \"coordinate\": [0.5, }")
+        .unwrap_err();
+    assert!(
+        matches!(e, ActionParseError::Json { line: 1, column, .. } if column > 30),
+        "{e}"
+    );
+    assert!(
+        e.to_string().starts_with("invalid JSON at line 1, column"),
+        "{e}"
+    );
+}
+
+#[test]
+fn custom_actions_registered_at_run_time() {
+    let mut p = ActionParser::new();
+    assert!(p.parse(&json!({"action": "take_photo"})).is_err());
+    p.register("take_photo").unwrap();
+    let a = p
+        .parse(&json!({"action": "take_photo", "camera": "front"}))
+        .unwrap();
+    assert_eq!(a.name(), "take_photo");
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        json!({"action": "take_photo", "camera": "front"})
+    );
+    assert!(p.allowed().contains(&"take_photo".to_string()));
+    assert!(p.register("tap").is_err(), "built-ins cannot be shadowed");
+    assert!(p.register("click").is_err(), "aliases cannot be shadowed");
+    assert!(p.register("rm -rf").is_err());
+}
+
+/// Serializing any action and parsing it back gives the same action.
+#[test]
+fn round_trip_every_kind() {
+    let inputs = vec![
+        json!({"action": "tap", "coordinate": [0.5, 0.3]}),
+        json!({"action": "tap", "selector": "#a"}),
+        json!({"action": "long_press", "element": 3, "duration_ms": 800}),
+        json!({"action": "double_tap", "element": 1}),
+        json!({"action": "swipe", "start": [0.5, 0.8], "end": [0.5, 0.2], "duration_ms": 300}),
+        json!({"action": "swipe", "direction": "left", "selector": "#carousel"}),
+        json!({"action": "scroll", "direction": "down", "container": "#list"}),
+        json!({"action": "scroll", "direction": "up", "element": 7}),
+        json!({"action": "type", "text": "héllo 世界 🎉", "element": 2, "clear_first": true}),
+        json!({"action": "type", "text": ""}),
+        json!({"action": "clear"}),
+        json!({"action": "key", "key": "power"}),
+        json!({"action": "launch_app", "label": "Clock"}),
+        json!({"action": "launch_app", "package": "com.android.settings"}),
+        json!({"action": "open_url", "url": "https://example.org"}),
+        json!({"action": "wait", "ms": 10}),
+        json!({"action": "wait_for", "selector": "#x", "timeout_ms": 100}),
+        json!({"action": "wait_for_gone", "selector": "#x", "timeout_ms": 100}),
+        json!({"action": "finish", "success": false, "reason": "r", "answer": "a"}),
+        json!({"action": "ask_user", "question": "q", "options": ["a", "b"]}),
+        json!({"action": "mcp_call", "tool": "t", "args": {"k": 1}}),
+    ];
+    for input in inputs {
+        let a = parse(input.clone()).unwrap_or_else(|e| panic!("{input}: {e}"));
+        let out = serde_json::to_value(&a).unwrap();
+        assert_eq!(parse(out.clone()).unwrap(), a, "{input} → {out}");
+        let via_serde: Action = serde_json::from_value(out).unwrap();
+        assert_eq!(via_serde, a);
+    }
+}
+
+#[test]
+fn serialized_form_is_canonical() {
+    let a = parse(json!({"action": "click", "coordinate": [0.5, 0.3]})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        json!({"action": "tap", "coordinate": [0.5, 0.3]})
+    );
+    let a = parse(json!({"action": "recent"})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        json!({"action": "key", "key": "recents"})
+    );
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)),
+            any::<i64>().prop_map(|i| Value::Number(i.into())),
+            "[a-z_ ]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("action".to_string()),
+                        Just("coordinate".to_string()),
+                        Just("element".to_string()),
+                        Just("selector".to_string()),
+                        Just("text".to_string()),
+                        Just("start".to_string()),
+                        Just("end".to_string()),
+                        Just("direction".to_string()),
+                        Just("ms".to_string()),
+                        "[a-z]{1,8}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn no_input_panics(mut v in arb_json(), name in prop::sample::select(BUILTIN_ACTIONS.to_vec())) {
+            let _ = parse(v.clone());
+            if let Value::Object(m) = &mut v {
+                m.insert("action".into(), Value::String(name.into()));
+            }
+            if let Ok(a) = parse(v) {
+                // Whatever parses must survive its own round trip.
+                let out = serde_json::to_value(&a).unwrap();
+                prop_assert_eq!(parse(out).unwrap(), a);
+            }
+        }
+
+        #[test]
+        fn no_text_panics(s in ".{0,64}") {
+            let _ = ActionParser::new().parse_str(&s);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Pure domain types: actions, geometry, tasks, steps, events and their ids. No I/O here;
+//! every other layer builds on these.
+
+pub mod action;
+pub mod geometry;
+
+pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Target};
+pub use geometry::{
+    Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,
+};
+pub mod task;
+pub use task::{NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus};

@@ -1,0 +1,368 @@
+//! Tasks: what a caller asks for (`TaskSpec`, parsed from the request), and what the
+//! store keeps (`Task`, `TaskStatus`). Parsing happens once, here, so every layer above
+//! holds a spec that is already valid.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// A task id: a UUIDv7, so ids sort by creation time (the list cursor relies on it).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
+#[serde(transparent)]
+#[schema(value_type = String, format = Uuid)]
+pub struct TaskId(pub Uuid);
+
+impl TaskId {
+    pub fn new() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
+impl Default for TaskId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Display for TaskId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::str::FromStr for TaskId {
+    type Err = uuid::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(Self)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Queued,
+    Running,
+    WaitingForUser,
+    Succeeded,
+    Failed,
+    /// Stopped at `max_steps` without the agent finishing.
+    Incomplete,
+    TimedOut,
+    Cancelled,
+    /// The server stopped while the task ran.
+    Interrupted,
+}
+
+impl TaskStatus {
+    pub const ALL: [TaskStatus; 9] = [
+        TaskStatus::Queued,
+        TaskStatus::Running,
+        TaskStatus::WaitingForUser,
+        TaskStatus::Succeeded,
+        TaskStatus::Failed,
+        TaskStatus::Incomplete,
+        TaskStatus::TimedOut,
+        TaskStatus::Cancelled,
+        TaskStatus::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::Running => "running",
+            TaskStatus::WaitingForUser => "waiting_for_user",
+            TaskStatus::Succeeded => "succeeded",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Incomplete => "incomplete",
+            TaskStatus::TimedOut => "timed_out",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        !matches!(
+            self,
+            TaskStatus::Queued | TaskStatus::Running | TaskStatus::WaitingForUser
+        )
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for TaskStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TaskStatus::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown status `{s}`; one of: {}",
+                    TaskStatus::ALL.map(TaskStatus::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// Limits on what a task may ask for.
+pub const MAX_INSTRUCTION_CHARS: usize = 10_000;
+pub const MAX_STEPS_LIMIT: u32 = 1_000;
+pub const MAX_TIMEOUT_SECONDS: u64 = 24 * 3600;
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 600;
+
+/// A validated request for a task. Built only by `TaskSpec::parse`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TaskSpec {
+    pub instruction: String,
+    /// Higher runs first; equal priorities run in submission order.
+    pub priority: i32,
+    pub max_steps: u32,
+    pub timeout_seconds: u64,
+    /// Run on this device only.
+    pub device_id: Option<String>,
+    /// Otherwise, any device that matches these constraints.
+    pub device: Option<DeviceConstraints>,
+    /// Which agent drives the task (kind, provider, model…); server defaults when absent.
+    #[schema(value_type = Option<Object>)]
+    pub agent: Option<Value>,
+    /// The caller's own id for this task (a coordinator's `task_id`).
+    pub external_id: Option<String>,
+    pub session_id: Option<String>,
+    /// Free-form JSON kept with the task and returned as is.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+/// Which devices may run a task.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceConstraints {
+    /// `sim` or `adb`.
+    pub backend: Option<String>,
+    /// Device model, as in `ro.product.model`.
+    pub model: Option<String>,
+    /// A package that must be installed.
+    pub package: Option<String>,
+}
+
+/// The raw request body for a new task, before parsing. Accepts the coordinator's field
+/// names (`ai_prompt`, `task_id`) beside ours.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTask {
+    /// What to do, in plain language: "open Clock and set an alarm for 7:30".
+    pub instruction: Option<String>,
+    /// The coordinator's name for `instruction`.
+    pub ai_prompt: Option<String>,
+    pub priority: Option<i32>,
+    pub max_steps: Option<u32>,
+    pub timeout_seconds: Option<u64>,
+    pub device_id: Option<String>,
+    pub device: Option<DeviceConstraints>,
+    #[schema(value_type = Option<Object>)]
+    pub agent: Option<Value>,
+    /// The caller's own id for the task; stored as `external_id`.
+    pub task_id: Option<String>,
+    pub session_id: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+/// Why a task request was refused; each names the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TaskSpecError {
+    #[error(
+        "field `instruction` is required (or `ai_prompt`): say what the agent should do, e.g. \"open Clock and set an alarm for 7:30\""
+    )]
+    MissingInstruction,
+    #[error("give either `instruction` or `ai_prompt`, not both")]
+    BothInstructions,
+    #[error("field `{field}` is invalid: {reason}")]
+    Invalid { field: &'static str, reason: String },
+}
+
+impl TaskSpec {
+    pub fn parse(req: NewTask) -> Result<Self, TaskSpecError> {
+        let instruction = match (req.instruction, req.ai_prompt) {
+            (Some(_), Some(_)) => return Err(TaskSpecError::BothInstructions),
+            (Some(i), None) | (None, Some(i)) => i,
+            (None, None) => return Err(TaskSpecError::MissingInstruction),
+        };
+        let instruction = instruction.trim().to_string();
+        if instruction.is_empty() {
+            return Err(TaskSpecError::MissingInstruction);
+        }
+        let inv = |field, reason: String| TaskSpecError::Invalid { field, reason };
+        if instruction.chars().count() > MAX_INSTRUCTION_CHARS {
+            return Err(inv(
+                "instruction",
+                format!("longer than {MAX_INSTRUCTION_CHARS} characters"),
+            ));
+        }
+        let max_steps = req.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+        if !(1..=MAX_STEPS_LIMIT).contains(&max_steps) {
+            return Err(inv(
+                "max_steps",
+                format!("{max_steps} is outside 1..={MAX_STEPS_LIMIT}"),
+            ));
+        }
+        let timeout_seconds = req.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+        if !(1..=MAX_TIMEOUT_SECONDS).contains(&timeout_seconds) {
+            return Err(inv(
+                "timeout_seconds",
+                format!("{timeout_seconds} is outside 1..={MAX_TIMEOUT_SECONDS}"),
+            ));
+        }
+        let priority = req.priority.unwrap_or(0);
+        if !(-1000..=1000).contains(&priority) {
+            return Err(inv(
+                "priority",
+                format!("{priority} is outside -1000..=1000"),
+            ));
+        }
+        let nonempty = |field, v: Option<String>| -> Result<Option<String>, TaskSpecError> {
+            match v {
+                Some(s) if s.trim().is_empty() => Err(TaskSpecError::Invalid {
+                    field,
+                    reason: "must not be empty".into(),
+                }),
+                Some(s) if s.len() > 200 => Err(TaskSpecError::Invalid {
+                    field,
+                    reason: "longer than 200 bytes".into(),
+                }),
+                other => Ok(other),
+            }
+        };
+        if let Some(a) = &req.agent
+            && !a.is_object()
+        {
+            return Err(inv("agent", "expected an object such as {\"kind\": \"navigator\", \"provider\": \"openai\", \"model\": \"gpt-4o\"}".into()));
+        }
+        if let Some(m) = &req.metadata
+            && !m.is_object()
+        {
+            return Err(inv("metadata", "expected a JSON object".into()));
+        }
+        Ok(TaskSpec {
+            instruction,
+            priority,
+            max_steps,
+            timeout_seconds,
+            device_id: nonempty("device_id", req.device_id)?,
+            device: req.device,
+            agent: req.agent,
+            external_id: nonempty("task_id", req.task_id)?,
+            session_id: nonempty("session_id", req.session_id)?,
+            metadata: req.metadata,
+        })
+    }
+}
+
+/// A task as stored and returned by the API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Task {
+    pub id: TaskId,
+    pub status: TaskStatus,
+    #[serde(flatten)]
+    pub spec: TaskSpec,
+    /// The device that ran (or runs) the task.
+    pub assigned_device: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Why the task ended (or why it is waiting), in words.
+    pub reason: Option<String>,
+    /// The agent's answer, when it finished with one.
+    pub answer: Option<String>,
+    pub steps: u32,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
+    pub cancel_requested: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(v: Value) -> NewTask {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn defaults_and_coordinator_fields() {
+        let s = TaskSpec::parse(req(
+            json!({"ai_prompt": "  open Clock  ", "task_id": "c-1", "session_id": "s"}),
+        ))
+        .unwrap();
+        assert_eq!(s.instruction, "open Clock");
+        assert_eq!(
+            (s.max_steps, s.timeout_seconds, s.priority),
+            (DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT_SECONDS, 0)
+        );
+        assert_eq!(s.external_id.as_deref(), Some("c-1"));
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let table = [
+            (json!({}), "`instruction` is required"),
+            (json!({"instruction": "   "}), "`instruction` is required"),
+            (json!({"instruction": "a", "ai_prompt": "b"}), "not both"),
+            (
+                json!({"instruction": "a", "max_steps": 0}),
+                "field `max_steps` is invalid",
+            ),
+            (
+                json!({"instruction": "a", "timeout_seconds": 999999999}),
+                "field `timeout_seconds` is invalid",
+            ),
+            (
+                json!({"instruction": "a", "priority": 5000}),
+                "field `priority` is invalid",
+            ),
+            (
+                json!({"instruction": "a", "agent": "gpt"}),
+                "field `agent` is invalid",
+            ),
+            (
+                json!({"instruction": "a", "device_id": ""}),
+                "field `device_id` is invalid",
+            ),
+            (
+                json!({"instruction": "x".repeat(MAX_INSTRUCTION_CHARS + 1)}),
+                "field `instruction` is invalid",
+            ),
+        ];
+        for (input, want) in table {
+            let e = TaskSpec::parse(req(input.clone())).unwrap_err().to_string();
+            assert!(e.contains(want), "{input}: {e}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_by_name() {
+        let e = serde_json::from_value::<NewTask>(json!({"instruction": "a", "max_step": 3}))
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown field `max_step`"), "{e}");
+    }
+
+    #[test]
+    fn status_strings_round_trip() {
+        for s in TaskStatus::ALL {
+            assert_eq!(s.as_str().parse::<TaskStatus>().unwrap(), s);
+            assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
+        }
+        assert!("done".parse::<TaskStatus>().unwrap_err().contains("queued"));
+    }
+}

@@ -1,0 +1,11 @@
+//! droidpilot: a server for LLM agents that operate Android phones.
+//!
+//! The crate is a library first so that the binary, `tests/` and `benches/` all run the
+//! same code. Layers, lowest first (lower layers never import higher ones): `domain`,
+//! `screen`, `device`, `llm`, `agent`, `run`, `script`, `store`, `server`, `cli`.
+//! See ARCHITECTURE.md for the map.
+
+pub mod device;
+pub mod domain;
+pub mod screen;
+pub mod store;

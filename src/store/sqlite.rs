@@ -1,0 +1,339 @@
+//! The SQLite backend: one file in WAL mode, migrations embedded at compile time, runtime
+//! queries only (the build needs no DATABASE_URL).
+//!
+//! WAL lets readers (dashboards, SSE) run while a runner commits steps; `synchronous =
+//! NORMAL` is the documented safe pairing with WAL (a committed transaction survives a
+//! process crash; only an OS crash may lose the last few).
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+
+use super::{CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
+use crate::domain::task::DeviceConstraints;
+use crate::domain::{Task, TaskId, TaskSpec, TaskStatus};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and runs pending migrations.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
+        }
+        let opts = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(5));
+        Self::connect(opts).await
+    }
+
+    /// An in-memory database, for benchmarks that must not touch the disk.
+    pub async fn in_memory() -> Result<Self, StoreError> {
+        let opts = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        // One connection: each in-memory connection would be a separate database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    async fn connect(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(opts)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// The journal mode the database reports (`wal` for a file).
+    pub async fn journal_mode(&self) -> Result<String, StoreError> {
+        Ok(sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+fn parse_ts(s: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| StoreError::Corrupt(format!("bad timestamp `{s}`: {e}")))
+}
+
+fn opt_ts(s: Option<String>) -> Result<Option<DateTime<Utc>>, StoreError> {
+    s.as_deref().map(parse_ts).transpose()
+}
+
+fn opt_json<T: serde::de::DeserializeOwned>(
+    s: Option<String>,
+    col: &str,
+) -> Result<Option<T>, StoreError> {
+    s.map(|s| {
+        serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))
+    })
+    .transpose()
+}
+
+fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
+    v.as_ref()
+        .map(|v| serde_json::to_string(v).expect("serializing plain data cannot fail"))
+}
+
+const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, agent, \
+     external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
+     tokens_in, tokens_out, cost_usd, cancel_requested";
+
+fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
+    let id: String = r.try_get("id")?;
+    let status: String = r.try_get("status")?;
+    Ok(Task {
+        id: id
+            .parse()
+            .map_err(|e| StoreError::Corrupt(format!("task id `{id}`: {e}")))?,
+        status: status.parse().map_err(StoreError::Corrupt)?,
+        spec: TaskSpec {
+            instruction: r.try_get("instruction")?,
+            priority: r.try_get("priority")?,
+            max_steps: r.try_get::<i64, _>("max_steps")? as u32,
+            timeout_seconds: r.try_get::<i64, _>("timeout_seconds")? as u64,
+            device_id: r.try_get("device_id")?,
+            device: opt_json::<DeviceConstraints>(r.try_get("constraints")?, "constraints")?,
+            agent: opt_json(r.try_get("agent")?, "agent")?,
+            external_id: r.try_get("external_id")?,
+            session_id: r.try_get("session_id")?,
+            metadata: opt_json(r.try_get("metadata")?, "metadata")?,
+        },
+        assigned_device: r.try_get("assigned_device")?,
+        created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
+        started_at: opt_ts(r.try_get("started_at")?)?,
+        finished_at: opt_ts(r.try_get("finished_at")?)?,
+        reason: r.try_get("reason")?,
+        answer: r.try_get("answer")?,
+        steps: r.try_get::<i64, _>("steps")? as u32,
+        tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
+        tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
+        cost_usd: r.try_get("cost_usd")?,
+        cancel_requested: r.try_get::<i64, _>("cancel_requested")? != 0,
+    })
+}
+
+/// Cursors are opaque to clients: base64url of the last task id of the page.
+fn encode_cursor(id: TaskId) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.to_string())
+}
+
+fn decode_cursor(c: &str) -> Result<TaskId, StoreError> {
+    let bad = || {
+        StoreError::InvalidCursor(format!(
+            "`{c}` is not a cursor this server issued; use `next_cursor` from the previous page"
+        ))
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(c)
+        .map_err(|_| bad())?;
+    std::str::from_utf8(&raw)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn create_task(&self, spec: TaskSpec) -> Result<Task, StoreError> {
+        let id = TaskId::new();
+        let now = Utc::now();
+        sqlx::query(
+            "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
+             agent, external_id, session_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(TaskStatus::Queued.as_str())
+        .bind(&spec.instruction)
+        .bind(spec.priority)
+        .bind(spec.max_steps as i64)
+        .bind(spec.timeout_seconds as i64)
+        .bind(&spec.device_id)
+        .bind(to_json(&spec.device))
+        .bind(to_json(&spec.agent))
+        .bind(&spec.external_id)
+        .bind(&spec.session_id)
+        .bind(to_json(&spec.metadata))
+        .bind(ts(now))
+        .execute(&self.pool)
+        .await?;
+        self.get_task(id).await
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Task, StoreError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?"
+        )))
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::TaskNotFound(id))?;
+        task_from_row(&row)
+    }
+
+    async fn list_tasks(&self, f: TaskFilter) -> Result<TaskPage, StoreError> {
+        let limit = f.limit.clamp(1, 500);
+        let before = f.cursor.as_deref().map(decode_cursor).transpose()?;
+        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE 1=1"
+        ));
+        if let Some(s) = f.status {
+            q.push(" AND status = ").push_bind(s.as_str());
+        }
+        if let Some(b) = before {
+            q.push(" AND id < ").push_bind(b.to_string());
+        }
+        // One extra row tells whether another page exists.
+        q.push(" ORDER BY id DESC LIMIT ")
+            .push_bind(limit as i64 + 1);
+        let rows = q.build().fetch_all(&self.pool).await?;
+        let mut tasks = rows
+            .iter()
+            .map(task_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = if tasks.len() > limit as usize {
+            tasks.truncate(limit as usize);
+            tasks.last().map(|t| encode_cursor(t.id))
+        } else {
+            None
+        };
+        Ok(TaskPage { tasks, next_cursor })
+    }
+
+    async fn cancel_task(&self, id: TaskId) -> Result<(Task, CancelOutcome), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let status: Option<String> = sqlx::query_scalar("SELECT status FROM tasks WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&mut *tx)
+            .await?;
+        let status: TaskStatus = status
+            .ok_or(StoreError::TaskNotFound(id))?
+            .parse()
+            .map_err(StoreError::Corrupt)?;
+        let outcome = match status {
+            s if s.is_terminal() => return Err(StoreError::AlreadyFinished { id, status: s }),
+            TaskStatus::Running => {
+                sqlx::query("UPDATE tasks SET cancel_requested = 1 WHERE id = ?")
+                    .bind(id.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                CancelOutcome::Requested
+            }
+            _ => {
+                sqlx::query(
+                    "UPDATE tasks SET status = 'cancelled', cancel_requested = 1, finished_at = ?, \
+                     reason = COALESCE(reason, 'cancelled by request') WHERE id = ?",
+                )
+                .bind(ts(Utc::now()))
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+                CancelOutcome::Cancelled
+            }
+        };
+        tx.commit().await?;
+        Ok((self.get_task(id).await?, outcome))
+    }
+
+    async fn append_event(
+        &self,
+        stream: &str,
+        kind: &str,
+        payload: &serde_json::Value,
+    ) -> Result<StoredEvent, StoreError> {
+        let now = Utc::now();
+        // The insert computes the next seq itself, so concurrent writers to one stream
+        // serialize on SQLite's write lock instead of racing a read-then-write.
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO events (stream, seq, type, payload, created_at) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE stream = ?1), ?2, ?3, ?4) RETURNING seq",
+        )
+        .bind(stream)
+        .bind(kind)
+        .bind(payload.to_string())
+        .bind(ts(now))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(StoredEvent {
+            stream: stream.into(),
+            seq,
+            kind: kind.into(),
+            payload: payload.clone(),
+            created_at: now,
+        })
+    }
+
+    async fn events_since(
+        &self,
+        stream: &str,
+        since: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query("SELECT stream, seq, type, payload, created_at FROM events WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?")
+            .bind(stream)
+            .bind(since)
+            .bind(limit.clamp(1, 10_000) as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredEvent {
+                    stream: r.try_get("stream")?,
+                    seq: r.try_get("seq")?,
+                    kind: r.try_get("type")?,
+                    payload: serde_json::from_str(&r.try_get::<String, _>("payload")?)
+                        .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
+                    created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn close(&self) {
+        // A checkpoint folds the WAL back into the main file so the database is one file again.
+        let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await;
+        self.pool.close().await;
+    }
+}
