@@ -5,7 +5,11 @@
 //! `screen`, `device`, `llm`, `agent`, `run`, `script`, `store`, `server`, `cli`.
 //! See ARCHITECTURE.md for the map.
 
+pub mod cli;
+pub mod config;
 pub mod device;
 pub mod domain;
+pub mod run;
 pub mod screen;
+pub mod server;
 pub mod store;

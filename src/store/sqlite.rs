@@ -337,3 +337,110 @@ impl Store for SqliteStore {
         self.pool.close().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{NewTask, TaskSpec};
+    use std::sync::Arc;
+
+    fn spec(i: &str) -> TaskSpec {
+        TaskSpec::parse(NewTask {
+            instruction: Some(i.into()),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn file_database_runs_in_wal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(&dir.path().join("nested/dir/db.sqlite"))
+            .await
+            .unwrap();
+        assert_eq!(s.journal_mode().await.unwrap(), "wal");
+        s.close().await;
+    }
+
+    #[tokio::test]
+    async fn event_seq_is_gapless_per_stream_under_concurrency() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(SqliteStore::open(&dir.path().join("db")).await.unwrap());
+        let mut handles = Vec::new();
+        for i in 0..40 {
+            let s = s.clone();
+            let stream = if i % 2 == 0 { "a" } else { "b" };
+            handles.push(tokio::spawn(async move {
+                s.append_event(stream, "x", &serde_json::json!({"i": i}))
+                    .await
+                    .unwrap()
+                    .seq
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        for stream in ["a", "b"] {
+            let seqs: Vec<i64> = s
+                .events_since(stream, 0, 100)
+                .await
+                .unwrap()
+                .iter()
+                .map(|e| e.seq)
+                .collect();
+            assert_eq!(seqs, (1..=20).collect::<Vec<_>>(), "stream {stream}");
+        }
+        let tail = s.events_since("a", 18, 100).await.unwrap();
+        assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![19, 20]);
+    }
+
+    #[tokio::test]
+    async fn cursors_from_elsewhere_are_refused() {
+        let s = SqliteStore::in_memory().await.unwrap();
+        s.create_task(spec("a")).await.unwrap();
+        for bad in ["zzz", "bm90LWEtdXVpZA", ""] {
+            let r = s
+                .list_tasks(TaskFilter {
+                    limit: 10,
+                    cursor: Some(bad.into()),
+                    ..Default::default()
+                })
+                .await;
+            assert!(matches!(r, Err(StoreError::InvalidCursor(_))), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn cancel_of_running_task_only_flags_it() {
+        let s = SqliteStore::in_memory().await.unwrap();
+        let t = s.create_task(spec("a")).await.unwrap();
+        sqlx::query("UPDATE tasks SET status = 'running' WHERE id = ?")
+            .bind(t.id.to_string())
+            .execute(s.pool())
+            .await
+            .unwrap();
+        let (t2, outcome) = s.cancel_task(t.id).await.unwrap();
+        assert_eq!(outcome, CancelOutcome::Requested);
+        assert_eq!(t2.status, TaskStatus::Running);
+        assert!(t2.cancel_requested);
+    }
+
+    #[tokio::test]
+    async fn every_field_round_trips() {
+        let s = SqliteStore::in_memory().await.unwrap();
+        let mut sp = spec("full");
+        sp.device = Some(DeviceConstraints {
+            backend: Some("adb".into()),
+            model: Some("Pixel 7".into()),
+            package: Some("com.x".into()),
+        });
+        sp.agent = Some(serde_json::json!({"kind": "navigator"}));
+        sp.metadata = Some(serde_json::json!({"k": [1, 2]}));
+        sp.external_id = Some("ext".into());
+        sp.session_id = Some("sess".into());
+        sp.device_id = Some("sim-1".into());
+        let t = s.create_task(sp.clone()).await.unwrap();
+        assert_eq!(t.spec, sp);
+        assert_eq!(s.get_task(t.id).await.unwrap(), t);
+    }
+}

@@ -1,0 +1,102 @@
+//! The `droidpilot` command line: argument definitions and the commands' bodies. The
+//! binary (`src/main.rs`) only parses and dispatches.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, LogFormat, Overrides};
+use crate::server::{ServeOptions, Server};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "droidpilot",
+    version,
+    about = "A server for LLM agents that operate Android phones."
+)]
+pub struct Cli {
+    /// Log format: text for terminals, json for log shippers.
+    #[arg(long, global = true, value_enum)]
+    pub log_format: Option<LogFormat>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP/WebSocket server: device pool, task queue and API on 127.0.0.1:8080 by default.
+    Serve(ServeArgs),
+    /// Print the OpenAPI 3.1 document of the HTTP API (the committed copy is openapi/openapi.json).
+    Openapi,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// A TOML file layered over the defaults and config/local.toml.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// The address to listen on, e.g. 127.0.0.1:8080 (non-loopback addresses need a token).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<SocketAddr>,
+    /// Where the database and artifacts live (default ./data).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Serve without authentication on a non-loopback address. Dangerous; logged loudly.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+}
+
+/// Loads the configuration for `serve` (flags over env over files over defaults).
+pub fn load_config(
+    args: &ServeArgs,
+    log_format: Option<LogFormat>,
+) -> Result<Config, crate::config::ConfigError> {
+    Config::load(
+        std::path::Path::new("config"),
+        &Overrides {
+            config_file: args.config.clone(),
+            bind: args.bind,
+            data_dir: args.data_dir.clone(),
+            log_format,
+        },
+    )
+}
+
+/// Installs the tracing subscriber. `RUST_LOG` beats the configured level.
+pub fn init_logging(format: LogFormat, level: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// `droidpilot serve`.
+pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Result<()> {
+    let config = load_config(&args, log_format)?;
+    init_logging(config.log.format, &config.log.level);
+    let server = Server::build(
+        config.clone(),
+        ServeOptions {
+            insecure_no_auth: args.insecure_no_auth,
+        },
+    )
+    .await?;
+    tracing::info!(
+        addr = %server.local_addr(),
+        database = %config.database_path().display(),
+        auth = if config.server.tokens.is_empty() { "off" } else { "bearer" },
+        "droidpilot {} listening; API docs at http://{}/docs",
+        env!("CARGO_PKG_VERSION"),
+        server.local_addr()
+    );
+    server.run(crate::server::shutdown_signal()).await?;
+    Ok(())
+}

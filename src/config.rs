@@ -1,0 +1,290 @@
+//! Configuration: the embedded `config/default.toml`, then `config/local.toml`, then
+//! `--config PATH`, then `DROIDPILOT_*` variables, then flags. Parsed once at start-up
+//! into typed structs, so a bad value stops the server with the key's name instead of
+//! failing later.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The defaults, embedded so the binary runs with no files next to it.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub storage: StorageConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    pub tokens: Vec<String>,
+    pub request_timeout_secs: u64,
+    pub body_limit_bytes: usize,
+    pub cors_origins: Vec<String>,
+    pub shutdown_grace_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    pub database: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+// Tokens are secrets: Debug shows how many there are, never what they are.
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("bind", &self.bind)
+            .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("body_limit_bytes", &self.body_limit_bytes)
+            .field("cors_origins", &self.cors_origins)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("server", &self.server)
+            .field("storage", &self.storage)
+            .field("log", &self.log)
+            .finish()
+    }
+}
+
+/// Command-line overrides, applied last.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub config_file: Option<PathBuf>,
+    pub bind: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration file {path} not found")]
+    MissingFile { path: PathBuf },
+    #[error("invalid configuration: {0}")]
+    Invalid(#[from] config::ConfigError),
+    #[error("invalid configuration: {0}")]
+    Value(String),
+}
+
+impl Config {
+    /// Loads the layered configuration. `local_dir` is where `local.toml` is looked for
+    /// (`./config` for the binary).
+    pub fn load(local_dir: &Path, o: &Overrides) -> Result<Self, ConfigError> {
+        Self::load_with_env(local_dir, o, std::env::vars())
+    }
+
+    /// As `load`, with the environment given explicitly (tests must not mutate the
+    /// process environment).
+    pub fn load_with_env(
+        local_dir: &Path,
+        o: &Overrides,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut b = config::Config::builder()
+            .add_source(config::File::from_str(
+                DEFAULT_TOML,
+                config::FileFormat::Toml,
+            ))
+            .add_source(config::File::from(local_dir.join("local.toml")).required(false));
+        if let Some(p) = &o.config_file {
+            if !p.exists() {
+                return Err(ConfigError::MissingFile { path: p.clone() });
+            }
+            b = b.add_source(config::File::from(p.as_path()));
+        }
+        let vars: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("DROIDPILOT_"))
+            .collect();
+        b = b.add_source(
+            config::Environment::with_prefix("DROIDPILOT")
+                .prefix_separator("_")
+                .separator("__")
+                .list_separator(",")
+                .with_list_parse_key("server.tokens")
+                .with_list_parse_key("server.cors_origins")
+                .try_parsing(true)
+                .source(Some(vars)),
+        );
+        if let Some(bind) = o.bind {
+            b = b.set_override("server.bind", bind.to_string())?;
+        }
+        if let Some(d) = &o.data_dir {
+            b = b.set_override("storage.data_dir", d.to_string_lossy().to_string())?;
+        }
+        if let Some(f) = o.log_format {
+            b = b.set_override(
+                "log.format",
+                if f == LogFormat::Json { "json" } else { "text" },
+            )?;
+        }
+        let cfg: Config = b.build()?.try_deserialize()?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.server.tokens.iter().any(|t| t.trim().len() < 8) {
+            return Err(ConfigError::Value(
+                "server.tokens: every token must have at least 8 characters (generate one with `openssl rand -hex 32`)".into(),
+            ));
+        }
+        if self.server.body_limit_bytes < 1024 {
+            return Err(ConfigError::Value(
+                "server.body_limit_bytes must be at least 1024".into(),
+            ));
+        }
+        if self.server.request_timeout_secs == 0 {
+            return Err(ConfigError::Value(
+                "server.request_timeout_secs must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn database_path(&self) -> PathBuf {
+        self.storage.data_dir.join(&self.storage.database)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(env: &[(&str, &str)], o: Overrides) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        Config::load_with_env(
+            dir.path(),
+            &o,
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+    }
+
+    #[test]
+    fn defaults_need_no_files() {
+        let c = load(&[], Overrides::default()).unwrap();
+        assert_eq!(c.server.bind.to_string(), "127.0.0.1:8080");
+        assert!(c.server.tokens.is_empty());
+        assert_eq!(c.database_path(), PathBuf::from("./data/droidpilot.db"));
+        assert_eq!(c.log.format, LogFormat::Text);
+    }
+
+    #[test]
+    fn env_and_flags_override_in_order() {
+        let c = load(
+            &[
+                ("DROIDPILOT_SERVER__BIND", "0.0.0.0:9000"),
+                ("DROIDPILOT_SERVER__TOKENS", "secret-one,secret-two"),
+                ("DROIDPILOT_LOG__FORMAT", "json"),
+            ],
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.server.bind.to_string(), "0.0.0.0:9000");
+        assert_eq!(c.server.tokens, vec!["secret-one", "secret-two"]);
+        assert_eq!(c.log.format, LogFormat::Json);
+        let c = load(
+            &[("DROIDPILOT_SERVER__BIND", "0.0.0.0:9000")],
+            Overrides {
+                bind: Some("127.0.0.1:1".parse().unwrap()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            c.server.bind.to_string(),
+            "127.0.0.1:1",
+            "flags beat the environment"
+        );
+    }
+
+    #[test]
+    fn local_and_explicit_files_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("local.toml"),
+            "[server]\nrequest_timeout_secs = 5\n",
+        )
+        .unwrap();
+        let extra = dir.path().join("extra.toml");
+        std::fs::write(&extra, "[storage]\ndata_dir = \"/var/lib/droidpilot\"\n").unwrap();
+        let o = Overrides {
+            config_file: Some(extra),
+            ..Default::default()
+        };
+        let c = Config::load_with_env(dir.path(), &o, std::iter::empty()).unwrap();
+        assert_eq!(c.server.request_timeout_secs, 5);
+        assert_eq!(c.storage.data_dir, PathBuf::from("/var/lib/droidpilot"));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let e = load(
+            &[("DROIDPILOT_SERVER__BIND", "not-an-address")],
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("bind"), "{e}");
+        let e = load(
+            &[("DROIDPILOT_SERVER__TOKENS", "short")],
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("server.tokens"), "{e}");
+        let o = Overrides {
+            config_file: Some("/nonexistent/x.toml".into()),
+            ..Default::default()
+        };
+        assert!(matches!(load(&[], o), Err(ConfigError::MissingFile { .. })));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("local.toml"), "[server]\nbnd = \"x\"\n").unwrap();
+        let e = Config::load_with_env(dir.path(), &Overrides::default(), std::iter::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bnd"), "unknown keys are refused by name: {e}");
+    }
+
+    #[test]
+    fn debug_never_shows_tokens() {
+        let c = load(
+            &[("DROIDPILOT_SERVER__TOKENS", "supersecrettoken")],
+            Overrides::default(),
+        )
+        .unwrap();
+        let dbg = format!("{c:?}");
+        assert!(
+            !dbg.contains("supersecrettoken") && dbg.contains("1 redacted"),
+            "{dbg}"
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! Running tasks: the queue operations the API calls (submit, cancel) and, as it grows,
+//! the scheduler and the per-task runner loop.
+
+pub mod queue;

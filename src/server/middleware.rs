@@ -1,0 +1,123 @@
+//! Cross-cutting request handling that is ours rather than tower-http's: bearer-token
+//! authentication, rewriting any non-JSON error into the one error shape, and HTTP
+//! metrics.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use super::error::ApiError;
+use super::state::AppState;
+
+/// Paths that answer without a token: probes must work for orchestrators that hold none.
+const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz"];
+
+/// Requires `Authorization: Bearer <token>` when tokens are configured.
+pub async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if state.token_digests.is_empty() || PUBLIC_PATHS.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    let ok = presented.is_some_and(|t| {
+        // Comparing fixed-size digests keeps the comparison's time independent of how
+        // much of the token matched.
+        let d: [u8; 32] = Sha256::digest(t.as_bytes()).into();
+        state
+            .token_digests
+            .iter()
+            .fold(false, |acc, k| acc | constant_time_eq(k, &d))
+    });
+    if ok {
+        return next.run(req).await;
+    }
+    let message = if presented.is_some() {
+        "the bearer token is not valid"
+    } else {
+        "authentication required"
+    };
+    let mut resp = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        message,
+        "Send `Authorization: Bearer <token>` with one of the tokens in server.tokens.",
+    )
+    .into_response();
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"droidpilot\""),
+    );
+    resp
+}
+
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Turns any error response that is not already JSON (405 from the router, 413 and 408
+/// from tower-http layers, a caught panic) into the one error shape.
+pub async fn json_errors(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let mut out = ApiError::from_status(status, &text).into_response();
+    // Keep headers that matter to clients (Allow on 405, request id, WWW-Authenticate).
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// Counts requests and records latency by route template (not raw path, so ids do not
+/// explode the label set).
+pub async fn http_metrics(req: Request<Body>, next: Next) -> Response {
+    let start = Instant::now();
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16().to_string();
+    metrics::counter!("droidpilot_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status).increment(1);
+    metrics::histogram!("droidpilot_http_request_duration_seconds", "method" => method, "route" => route).record(start.elapsed().as_secs_f64());
+    resp
+}
+
+/// The panic handler for `CatchPanicLayer`: a 500 in the one error shape, never the
+/// panic message (it may hold request data).
+pub fn panic_response(_err: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::internal("the server hit an internal error while handling this request")
+        .into_response()
+}

@@ -1,0 +1,285 @@
+//! The HTTP server: axum router, middleware stack, OpenAPI + Swagger UI, start-up checks
+//! and graceful shutdown. Handlers live one file per resource and stay thin.
+
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod middleware;
+pub mod openapi;
+pub mod state;
+pub mod tasks;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Method, StatusCode, header};
+use axum::response::IntoResponse;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::config::Config;
+use crate::store::{SqliteStore, Store, StoreError};
+use error::ApiError;
+use state::AppState;
+
+/// Why the server did not start. Each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(
+        "refusing to listen on {addr} without authentication: anyone who can reach this address could drive your phones.\n\
+         Fix: set server.tokens (e.g. DROIDPILOT_SERVER__TOKENS=$(openssl rand -hex 32)), or bind 127.0.0.1.\n\
+         To accept the risk on a trusted network, pass --insecure-no-auth."
+    )]
+    NoAuthOnPublicAddress { addr: SocketAddr },
+    #[error(
+        "cannot listen on {addr}: {source}. Is another droidpilot running? Pick another port with --bind 127.0.0.1:PORT."
+    )]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot open the database at {path}: {source}")]
+    Store { path: String, source: StoreError },
+    #[error("server error: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+/// Options that are not configuration values.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServeOptions {
+    /// Allow a non-loopback bind without tokens (loudly).
+    pub insecure_no_auth: bool,
+}
+
+/// The Prometheus recorder is process-global; tests build many servers in one process.
+fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            // Another recorder may already be installed (a host app embedding us); then our
+            // handle renders only what we record through it, which is still correct.
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
+}
+
+/// The full OpenAPI document and the routes it describes.
+pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(health::metrics))
+        .routes(routes!(tasks::create_task, tasks::list_tasks))
+        .routes(routes!(tasks::get_task))
+        .routes(routes!(tasks::cancel_task))
+        .split_for_parts()
+}
+
+/// The OpenAPI document as committed at `openapi/openapi.json`.
+pub fn openapi_json() -> String {
+    let (_, api) = api_router();
+    let mut s = api
+        .to_pretty_json()
+        .expect("the OpenAPI document serializes");
+    s.push('\n');
+    s
+}
+
+/// Builds the complete application (routes + middleware) for a state.
+pub fn app(state: AppState) -> Router {
+    let cfg = &state.config.server;
+    let (api, spec) = api_router();
+    let request_id = HeaderName::from_static("x-request-id");
+
+    let cors = if cfg.cors_origins.is_empty() {
+        None
+    } else {
+        let origins = if cfg.cors_origins.iter().any(|o| o == "*") {
+            AllowOrigin::any()
+        } else {
+            AllowOrigin::list(cfg.cors_origins.iter().filter_map(|o| o.parse().ok()))
+        };
+        Some(
+            CorsLayer::new()
+                .allow_origin(origins)
+                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE]),
+        )
+    };
+
+    let router = api
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", spec))
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::from_status(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this method is not allowed on this path",
+            )
+            .into_response()
+        })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::auth,
+        ))
+        .layer(DefaultBodyLimit::max(cfg.body_limit_bytes))
+        .layer(axum::middleware::from_fn(middleware::http_metrics))
+        .with_state(state.clone());
+
+    // Outermost first: request ids and tracing see everything, the error rewriter sees
+    // what every inner layer produced.
+    let stack = ServiceBuilder::new()
+        .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION, header::COOKIE]))
+        .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(request_id))
+        .layer(axum::middleware::from_fn(middleware::json_errors))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(CompressionLayer::new())
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(cfg.request_timeout_secs)))
+        .layer(RequestBodyLimitLayer::new(cfg.body_limit_bytes));
+    let router = router.layer(stack);
+    match cors {
+        Some(c) => router.layer(c),
+        None => router,
+    }
+}
+
+/// A bound, ready-to-run server.
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    store: Arc<dyn Store>,
+    grace: Duration,
+}
+
+impl Server {
+    /// Checks the configuration, opens the store, binds the port.
+    pub async fn build(config: Config, opts: ServeOptions) -> Result<Self, StartError> {
+        let addr = config.server.bind;
+        if !addr.ip().is_loopback() && config.server.tokens.is_empty() {
+            if !opts.insecure_no_auth {
+                return Err(StartError::NoAuthOnPublicAddress { addr });
+            }
+            tracing::warn!(%addr, "!!! --insecure-no-auth: serving WITHOUT authentication on a non-loopback address. Anyone who can reach it can drive your devices. !!!");
+        }
+        let db = config.database_path();
+        let store = SqliteStore::open(&db)
+            .await
+            .map_err(|source| StartError::Store {
+                path: db.display().to_string(),
+                source,
+            })?;
+        let store: Arc<dyn Store> = Arc::new(store);
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Bind { addr, source })?;
+        let state = AppState {
+            store: store.clone(),
+            token_digests: Arc::new(
+                config
+                    .server
+                    .tokens
+                    .iter()
+                    .map(|t| Sha256::digest(t.trim().as_bytes()).into())
+                    .collect(),
+            ),
+            metrics: metrics_handle(),
+            started_at: Instant::now(),
+            config: Arc::new(config.clone()),
+        };
+        Ok(Self {
+            listener,
+            router: app(state),
+            store,
+            grace: Duration::from_secs(config.server.shutdown_grace_secs),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to the
+    /// grace period) and closes the database cleanly.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        let (tx, mut rx) = tokio::sync::watch::channel(false);
+        let signal = async move {
+            shutdown.await;
+            let _ = tx.send(true);
+        };
+        let serve = axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(signal);
+        let grace = self.grace;
+        let forced = async move {
+            let _ = rx.wait_for(|stopping| *stopping).await;
+            tokio::time::sleep(grace).await;
+        };
+        let result = tokio::select! {
+            r = serve => r.map_err(StartError::from),
+            _ = forced => {
+                tracing::warn!(grace_secs = grace.as_secs(), "connections still open after the grace period; closing them");
+                Ok(())
+            }
+        };
+        self.store.close().await;
+        tracing::info!("stopped; database closed");
+        result
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("SIGINT received; shutting down"),
+        _ = term => tracing::info!("SIGTERM received; shutting down"),
+    }
+}

@@ -1,0 +1,19 @@
+//! The one state struct every handler receives.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use crate::config::Config;
+use crate::store::Store;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub config: Arc<Config>,
+    pub metrics: PrometheusHandle,
+    /// SHA-256 of each configured bearer token; the tokens themselves are not kept.
+    pub token_digests: Arc<Vec<[u8; 32]>>,
+    pub started_at: Instant,
+}

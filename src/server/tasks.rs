@@ -1,0 +1,132 @@
+//! Task endpoints. Each handler parses, calls one queue/store function, and maps the error.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiError, ErrorResponse};
+use super::extract::{Json, Path, Query};
+use super::state::AppState;
+use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus};
+use crate::run::queue;
+use crate::store::{CancelOutcome, TaskFilter, TaskPage};
+
+/// Submit a task. It is validated, stored as `queued` and returned.
+#[utoipa::path(
+    post, path = "/v1/tasks", tag = "tasks",
+    request_body = NewTask,
+    responses(
+        (status = 201, description = "Queued", body = Task, headers(("Location" = String, description = "The task's URL"))),
+        (status = 400, description = "Malformed JSON", body = ErrorResponse),
+        (status = 413, description = "Body too large", body = ErrorResponse),
+        (status = 415, description = "Not JSON", body = ErrorResponse),
+        (status = 422, description = "A field is missing or invalid", body = ErrorResponse),
+    )
+)]
+pub async fn create_task(
+    State(s): State<AppState>,
+    Json(req): Json<NewTask>,
+) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
+    let spec = TaskSpec::parse(req)?;
+    let task = queue::submit(s.store.as_ref(), spec).await?;
+    let mut h = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
+        h.insert(header::LOCATION, v);
+    }
+    Ok((StatusCode::CREATED, h, Json(task)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Only tasks with this status.
+    status: Option<TaskStatus>,
+    /// Page size, 1–500 (default 50).
+    limit: Option<u32>,
+    /// `next_cursor` from the previous page.
+    cursor: Option<String>,
+}
+
+/// List tasks, newest first, one page at a time.
+#[utoipa::path(
+    get, path = "/v1/tasks", tag = "tasks", params(ListParams),
+    responses((status = 200, body = TaskPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
+)]
+pub async fn list_tasks(
+    State(s): State<AppState>,
+    Query(p): Query<ListParams>,
+) -> Result<Json<TaskPage>, ApiError> {
+    let limit = p.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("limit {limit} is outside 1..=500"),
+            "Use a limit between 1 and 500 and follow `next_cursor` for more.",
+        ));
+    }
+    Ok(Json(
+        s.store
+            .list_tasks(TaskFilter {
+                status: p.status,
+                limit,
+                cursor: p.cursor,
+            })
+            .await?,
+    ))
+}
+
+/// One task with its summary: status, steps, tokens, cost, reason.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, body = Task), (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse))
+)]
+pub async fn get_task(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<Json<Task>, ApiError> {
+    Ok(Json(s.store.get_task(id).await?))
+}
+
+/// The result of a cancel request.
+#[derive(Debug, serde::Serialize, serde::Deserialize, ToSchema)]
+pub struct CancelResponse {
+    /// `cancelled` (done now) or `requested` (the runner stops at the next step).
+    pub outcome: String,
+    pub task: Task,
+}
+
+/// Cancel a task. A queued or waiting task is cancelled at once (200); a running one stops
+/// at its next step boundary (202).
+#[utoipa::path(
+    post, path = "/v1/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses(
+        (status = 200, description = "Cancelled", body = CancelResponse),
+        (status = 202, description = "Cancellation requested", body = CancelResponse),
+        (status = 404, body = ErrorResponse),
+        (status = 409, description = "Already finished", body = ErrorResponse),
+    )
+)]
+pub async fn cancel_task(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<(StatusCode, Json<CancelResponse>), ApiError> {
+    let (task, outcome) = queue::cancel(s.store.as_ref(), id).await?;
+    Ok(match outcome {
+        CancelOutcome::Cancelled => (
+            StatusCode::OK,
+            Json(CancelResponse {
+                outcome: "cancelled".into(),
+                task,
+            }),
+        ),
+        CancelOutcome::Requested => (
+            StatusCode::ACCEPTED,
+            Json(CancelResponse {
+                outcome: "requested".into(),
+                task,
+            }),
+        ),
+    })
+}

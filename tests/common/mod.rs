@@ -1,0 +1,139 @@
+//! The one test helper: `spawn_app()` starts the real server on a random port with a
+//! fresh database in a temporary directory, and returns a client for it.
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use droidpilot::config::{Config, Overrides};
+use droidpilot::server::{ServeOptions, Server};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub data_dir: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<()>>,
+    // Dropped last: removes the directory when the test ends.
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request reaches the server")
+    }
+
+    pub async fn post_json(&self, path: &str, body: &serde_json::Value) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("request reaches the server")
+    }
+
+    /// Stops the server gracefully and waits until the database is closed. Returns the
+    /// data directory so another app can be started on the same files.
+    pub async fn stop(mut self) -> (PathBuf, Option<tempfile::TempDir>) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.handle.take() {
+            h.await.expect("server task finished cleanly");
+        }
+        (self.data_dir.clone(), self._tmp.take())
+    }
+}
+
+/// Configuration for a test server: loopback, random port, the given data directory,
+/// and `env` as the only environment.
+pub fn test_config(data_dir: &Path, env: &[(&str, &str)]) -> Config {
+    let overrides = Overrides {
+        bind: Some("127.0.0.1:0".parse().unwrap()),
+        data_dir: Some(data_dir.to_path_buf()),
+        ..Default::default()
+    };
+    Config::load_with_env(
+        data_dir,
+        &overrides,
+        env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+    )
+    .expect("test configuration is valid")
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(&[]).await
+}
+
+/// Starts a server with extra `DROIDPILOT_*` settings, on a fresh data directory.
+pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().to_path_buf();
+    let mut app = spawn_app_on(&dir, env).await;
+    app._tmp = Some(tmp);
+    app
+}
+
+/// Starts a server on an existing data directory (restart tests).
+pub async fn spawn_app_on(dir: &Path, env: &[(&str, &str)]) -> TestApp {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let server = Server::build(test_config(dir, env), ServeOptions::default())
+        .await
+        .expect("server starts");
+    let addr = server.local_addr();
+    let (tx, rx) = oneshot::channel::<()>();
+    let handle = tokio::spawn(async move {
+        server
+            .run(async move {
+                let _ = rx.await;
+            })
+            .await
+            .expect("server runs and stops cleanly");
+    });
+    TestApp {
+        addr,
+        client: reqwest::Client::new(),
+        data_dir: dir.to_path_buf(),
+        stop: Some(tx),
+        handle: Some(handle),
+        _tmp: None,
+    }
+}
+
+/// Reads a response as the one error shape and returns (code, message, hint).
+pub async fn error_of(resp: reqwest::Response) -> (u16, String, String, String) {
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        ct.starts_with("application/json"),
+        "error responses are JSON, got content-type `{ct}`"
+    );
+    let v: serde_json::Value = resp.json().await.expect("error body is JSON");
+    let e = &v["error"];
+    let field = |k: &str| {
+        e[k].as_str()
+            .unwrap_or_else(|| panic!("error.{k} is a string in {v}"))
+            .to_string()
+    };
+    let (code, message, hint) = (field("code"), field("message"), field("hint"));
+    assert!(
+        !message.is_empty() && !hint.is_empty(),
+        "message and hint are filled: {v}"
+    );
+    (status, code, message, hint)
+}
