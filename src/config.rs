@@ -227,6 +227,19 @@ mod tests {
     }
 
     #[test]
+    fn other_droidpilot_variables_are_not_configuration() {
+        let c = load(
+            &[
+                ("DROIDPILOT_REQUIRE_ADB", "1"),
+                ("DROIDPILOT_LOG__LEVEL", "debug"),
+            ],
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.log.level, "debug");
+    }
+
+    #[test]
     fn local_and_explicit_files_layer() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(

@@ -10,3 +10,5 @@ pub use geometry::{
 };
 pub mod task;
 pub use task::{NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus};
+pub mod step;
+pub use step::{Intervention, Step, StepOutcome, StepTimings};

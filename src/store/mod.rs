@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::{Task, TaskId, TaskSpec, TaskStatus};
+use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
 
 pub use sqlite::SqliteStore;
 
@@ -18,6 +18,18 @@ pub enum StoreError {
     TaskNotFound(TaskId),
     #[error("task {id} is already {status}")]
     AlreadyFinished { id: TaskId, status: TaskStatus },
+    #[error("task {task} has no step {n}")]
+    StepNotFound { task: TaskId, n: u32 },
+    #[error("no open question `{0}`")]
+    InterventionNotFound(String),
+    #[error("question `{0}` was already answered")]
+    AlreadyAnswered(String),
+    #[error("task {id} is {status}, not {expected}")]
+    WrongStatus {
+        id: TaskId,
+        status: TaskStatus,
+        expected: &'static str,
+    },
     #[error("invalid cursor: {0}")]
     InvalidCursor(String),
     #[error("stored data is corrupt: {0}")]
@@ -57,6 +69,18 @@ pub struct StoredEvent {
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// A content-addressed file under the data directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Artifact {
+    pub sha256: String,
+    /// `screenshot`, `hierarchy`, …
+    pub kind: String,
+    pub media_type: String,
+    /// Relative to the data directory.
+    pub path: String,
+    pub bytes: u64,
+}
+
 /// What cancelling did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {
@@ -89,6 +113,46 @@ pub trait Store: Send + Sync + 'static {
         since: i64,
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError>;
+    /// Queued tasks in run order: highest priority first, then oldest.
+    async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError>;
+    /// Moves a queued task to `running` on `device`. False when it was no longer queued
+    /// (cancelled meanwhile, or taken by another scheduler).
+    async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError>;
+    /// Moves a task between non-terminal states (`running` ⇄ `waiting_for_user`).
+    async fn set_task_status(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+    ) -> Result<Task, StoreError>;
+    /// Ends a task. A task that already ended keeps its first ending (returns WrongStatus).
+    async fn finish_task(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+        answer: Option<&str>,
+    ) -> Result<Task, StoreError>;
+    /// Commits a step and adds its tokens and cost to the task's totals, atomically.
+    async fn append_step(&self, step: &Step) -> Result<(), StoreError>;
+    async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError>;
+    async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError>;
+    /// Records a content-addressed file; recording the same hash twice is a no-op.
+    async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError>;
+    async fn artifact(&self, sha256: &str) -> Result<Option<Artifact>, StoreError>;
+    async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError>;
+    /// Records the answer to an open question.
+    async fn answer_intervention(
+        &self,
+        id: &str,
+        answer: &str,
+        by: &str,
+    ) -> Result<Intervention, StoreError>;
+    async fn interventions(&self, task: TaskId) -> Result<Vec<Intervention>, StoreError>;
+    /// At start-up: tasks left running (or waiting on a person) by a previous process.
+    /// With `requeue`, they go back to the queue; otherwise they become `interrupted`.
+    async fn recover_running(&self, requeue: bool, reason: &str)
+    -> Result<Vec<TaskId>, StoreError>;
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
 }

@@ -18,9 +18,11 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::{CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
+use super::{Artifact, CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
 use crate::domain::task::DeviceConstraints;
-use crate::domain::{Task, TaskId, TaskSpec, TaskStatus};
+use crate::domain::{
+    Intervention, Step, StepOutcome, StepTimings, Task, TaskId, TaskSpec, TaskStatus,
+};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -145,6 +147,51 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
         tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
         cost_usd: r.try_get("cost_usd")?,
         cancel_requested: r.try_get::<i64, _>("cancel_requested")? != 0,
+    })
+}
+
+const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd \
+     FROM steps WHERE task_id = ? ORDER BY n";
+const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd \
+     FROM steps WHERE task_id = ? AND n = ?";
+const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE id = ?";
+const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE task_id = ? ORDER BY created_at, id";
+
+fn step_from_row(r: &SqliteRow) -> Result<Step, StoreError> {
+    let id: String = r.try_get("task_id")?;
+    Ok(Step {
+        task_id: id
+            .parse()
+            .map_err(|e| StoreError::Corrupt(format!("step task id `{id}`: {e}")))?,
+        n: r.try_get::<i64, _>("n")? as u32,
+        started_at: parse_ts(&r.try_get::<String, _>("started_at")?)?,
+        thinking: r.try_get("thinking")?,
+        action: opt_json(r.try_get("action")?, "action")?,
+        outcome: opt_json::<StepOutcome>(r.try_get("result")?, "result")?
+            .ok_or_else(|| StoreError::Corrupt("step without result".into()))?,
+        screen: opt_json(r.try_get("screen")?, "screen")?,
+        screenshot: r.try_get("screenshot")?,
+        timings: opt_json::<StepTimings>(r.try_get("timings")?, "timings")?.unwrap_or_default(),
+        tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
+        tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
+        cost_usd: r.try_get("cost_usd")?,
+    })
+}
+
+fn intervention_from_row(r: &SqliteRow) -> Result<Intervention, StoreError> {
+    let id: String = r.try_get("task_id")?;
+    Ok(Intervention {
+        id: r.try_get("id")?,
+        task_id: id
+            .parse()
+            .map_err(|e| StoreError::Corrupt(format!("intervention task id `{id}`: {e}")))?,
+        kind: r.try_get("kind")?,
+        question: r.try_get("question")?,
+        options: opt_json(r.try_get("options")?, "options")?,
+        answer: r.try_get("answer")?,
+        answered_by: r.try_get("answered_by")?,
+        created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
+        answered_at: opt_ts(r.try_get("answered_at")?)?,
     })
 }
 
@@ -325,6 +372,250 @@ impl Store for SqliteStore {
                         .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
                     created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
                 })
+            })
+            .collect()
+    }
+
+    async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE status = 'queued' ORDER BY priority DESC, id ASC LIMIT ?"
+        )))
+        .bind(limit.clamp(1, 10_000) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(task_from_row).collect()
+    }
+
+    async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
+        let r = sqlx::query(
+            "UPDATE tasks SET status = 'running', assigned_device = ?, started_at = COALESCE(started_at, ?), reason = NULL \
+             WHERE id = ? AND status = 'queued'",
+        )
+        .bind(device)
+        .bind(ts(Utc::now()))
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn set_task_status(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        debug_assert!(!status.is_terminal(), "use finish_task to end a task");
+        let r = sqlx::query("UPDATE tasks SET status = ?, reason = ? WHERE id = ? AND status IN ('running', 'waiting_for_user')")
+            .bind(status.as_str())
+            .bind(reason)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        let task = self.get_task(id).await?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::WrongStatus {
+                id,
+                status: task.status,
+                expected: "running or waiting_for_user",
+            });
+        }
+        Ok(task)
+    }
+
+    async fn finish_task(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+        answer: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        let r = sqlx::query(
+            "UPDATE tasks SET status = ?, reason = ?, answer = ?, finished_at = ? \
+             WHERE id = ? AND status IN ('queued', 'running', 'waiting_for_user')",
+        )
+        .bind(status.as_str())
+        .bind(reason)
+        .bind(answer)
+        .bind(ts(Utc::now()))
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        let task = self.get_task(id).await?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::WrongStatus {
+                id,
+                status: task.status,
+                expected: "queued, running or waiting_for_user",
+            });
+        }
+        Ok(task)
+    }
+
+    async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO steps (task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(step.task_id.to_string())
+        .bind(step.n as i64)
+        .bind(ts(step.started_at))
+        .bind(&step.thinking)
+        .bind(to_json(&step.action))
+        .bind(to_json(&Some(&step.outcome)))
+        .bind(to_json(&step.screen))
+        .bind(&step.screenshot)
+        .bind(to_json(&Some(&step.timings)))
+        .bind(step.tokens_in as i64)
+        .bind(step.tokens_out as i64)
+        .bind(step.cost_usd)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ? WHERE id = ?")
+            .bind(step.tokens_in as i64)
+            .bind(step.tokens_out as i64)
+            .bind(step.cost_usd)
+            .bind(step.task_id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
+        self.get_task(id).await?;
+        let rows = sqlx::query(STEP_SELECT_ALL)
+            .bind(id.to_string())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(step_from_row).collect()
+    }
+
+    async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError> {
+        let row = sqlx::query(STEP_SELECT_ONE)
+            .bind(id.to_string())
+            .bind(n as i64)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::StepNotFound { task: id, n })?;
+        step_from_row(&row)
+    }
+
+    async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING")
+            .bind(&a.sha256)
+            .bind(&a.kind)
+            .bind(&a.media_type)
+            .bind(&a.path)
+            .bind(a.bytes as i64)
+            .bind(ts(Utc::now()))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn artifact(&self, sha256: &str) -> Result<Option<Artifact>, StoreError> {
+        let row = sqlx::query(
+            "SELECT sha256, kind, media_type, path, bytes FROM artifacts WHERE sha256 = ?",
+        )
+        .bind(sha256)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            Ok(Artifact {
+                sha256: r.try_get("sha256")?,
+                kind: r.try_get("kind")?,
+                media_type: r.try_get("media_type")?,
+                path: r.try_get("path")?,
+                bytes: r.try_get::<i64, _>("bytes")? as u64,
+            })
+        })
+        .transpose()
+    }
+
+    async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO interventions (id, task_id, kind, question, options, answer, answered_by, created_at, answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&iv.id)
+        .bind(iv.task_id.to_string())
+        .bind(&iv.kind)
+        .bind(&iv.question)
+        .bind(to_json(&iv.options))
+        .bind(&iv.answer)
+        .bind(&iv.answered_by)
+        .bind(ts(iv.created_at))
+        .bind(iv.answered_at.map(ts))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn answer_intervention(
+        &self,
+        id: &str,
+        answer: &str,
+        by: &str,
+    ) -> Result<Intervention, StoreError> {
+        let r = sqlx::query("UPDATE interventions SET answer = ?, answered_by = ?, answered_at = ? WHERE id = ? AND answered_at IS NULL")
+            .bind(answer)
+            .bind(by)
+            .bind(ts(Utc::now()))
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        let row = sqlx::query(INTERVENTION_SELECT_ONE)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let iv = row
+            .as_ref()
+            .map(intervention_from_row)
+            .transpose()?
+            .ok_or_else(|| StoreError::InterventionNotFound(id.into()))?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::AlreadyAnswered(id.into()));
+        }
+        Ok(iv)
+    }
+
+    async fn interventions(&self, task: TaskId) -> Result<Vec<Intervention>, StoreError> {
+        let rows = sqlx::query(INTERVENTION_SELECT_TASK)
+            .bind(task.to_string())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(intervention_from_row).collect()
+    }
+
+    async fn recover_running(
+        &self,
+        requeue: bool,
+        reason: &str,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM tasks WHERE status IN ('running', 'waiting_for_user') ORDER BY id",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        if requeue {
+            sqlx::query("UPDATE tasks SET status = 'queued', reason = ? WHERE status IN ('running', 'waiting_for_user')")
+                .bind(reason)
+                .execute(&mut *tx)
+                .await?;
+        } else {
+            sqlx::query("UPDATE tasks SET status = 'interrupted', reason = ?, finished_at = ? WHERE status IN ('running', 'waiting_for_user')")
+                .bind(reason)
+                .bind(ts(Utc::now()))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        ids.iter()
+            .map(|s| {
+                s.parse()
+                    .map_err(|e| StoreError::Corrupt(format!("task id `{s}`: {e}")))
             })
             .collect()
     }

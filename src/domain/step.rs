@@ -1,0 +1,77 @@
+//! Steps: one pass of observe → decide → act → settle → verify, as recorded. A step is
+//! committed before the next one starts, so a crash loses at most the step in flight.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::TaskId;
+
+/// Where the time of one step went, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StepTimings {
+    pub screenshot_ms: u64,
+    pub hierarchy_ms: u64,
+    pub inference_ms: u64,
+    pub action_ms: u64,
+    pub settle_ms: u64,
+    /// Time in droidpilot's own code (parsing, validation, recording), excluding the above.
+    pub overhead_ms: f64,
+}
+
+/// What a step's action did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StepOutcome {
+    /// `ok`, `failed`, `skipped` (middleware), `rejected` (invalid action).
+    pub status: String,
+    /// Error details when it failed: code, message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the screen changed after the action (when that could be checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screen_changed: Option<bool>,
+    /// Free-form details: the resolved pixel point, an MCP result, the user's answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<Value>,
+}
+
+/// A recorded step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Step {
+    pub task_id: TaskId,
+    /// 1-based.
+    pub n: u32,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub thinking: Option<String>,
+    /// The action as JSON (an `Action`, or what the model sent when it was rejected).
+    #[schema(value_type = Option<Object>)]
+    pub action: Option<Value>,
+    pub outcome: StepOutcome,
+    /// The screen as the agent saw it (the ScreenRepresentation summary and app).
+    #[schema(value_type = Option<Object>)]
+    pub screen: Option<Value>,
+    /// sha256 of the screenshot artifact, when one was taken.
+    pub screenshot: Option<String>,
+    pub timings: StepTimings,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
+}
+
+/// A question the agent asked a person, and its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Intervention {
+    /// The prompt id clients answer to.
+    pub id: String,
+    pub task_id: TaskId,
+    /// `ask_user`, `cancel`, `takeover`.
+    pub kind: String,
+    pub question: Option<String>,
+    pub options: Option<Vec<String>>,
+    pub answer: Option<String>,
+    /// `rest`, `websocket`, `timeout`.
+    pub answered_by: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub answered_at: Option<chrono::DateTime<chrono::Utc>>,
+}
