@@ -122,7 +122,12 @@ impl Config {
         }
         let vars: config::Map<String, String> = env
             .into_iter()
-            .filter(|(k, _)| k.starts_with("DROIDPILOT_"))
+            // Only DROIDPILOT_SECTION__KEY is configuration; other DROIDPILOT_* variables
+            // (DROIDPILOT_REQUIRE_ADB for the tests) are switches read elsewhere.
+            .filter(|(k, _)| {
+                k.strip_prefix("DROIDPILOT_")
+                    .is_some_and(|rest| rest.contains("__"))
+            })
             .collect();
         b = b.add_source(
             config::Environment::with_prefix("DROIDPILOT")
