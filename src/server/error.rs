@@ -180,6 +180,20 @@ impl From<QueryRejection> for ApiError {
     }
 }
 
+impl From<crate::run::interaction::AnswerError> for ApiError {
+    fn from(e: crate::run::interaction::AnswerError) -> Self {
+        match e {
+            crate::run::interaction::AnswerError::NoOpenQuestion(id) => Self::new(
+                StatusCode::CONFLICT,
+                "no_open_question",
+                format!("task {id} is not waiting for an answer"),
+                "Answer only after a `task.ask_user` event; its `prompt_id` names the question.",
+            ),
+            crate::run::interaction::AnswerError::Store(s) => s.into(),
+        }
+    }
+}
+
 impl From<TaskSpecError> for ApiError {
     fn from(e: TaskSpecError) -> Self {
         Self::new(
@@ -205,6 +219,34 @@ impl From<StoreError> for ApiError {
                 "task_finished",
                 format!("task {id} is already {status}"),
                 "Only queued, running or waiting tasks can be cancelled.",
+            ),
+            StoreError::StepNotFound { task, n } => Self::new(
+                StatusCode::NOT_FOUND,
+                "step_not_found",
+                format!("task {task} has no step {n}"),
+                "Steps are numbered from 1; GET /v1/tasks/{id}/steps lists them.",
+            ),
+            StoreError::AlreadyAnswered(p) => Self::new(
+                StatusCode::CONFLICT,
+                "already_answered",
+                format!("question `{p}` was already answered (or timed out)"),
+                "Each question takes one answer; watch the task's events for the next `task.ask_user`.",
+            ),
+            StoreError::InterventionNotFound(p) => Self::new(
+                StatusCode::NOT_FOUND,
+                "question_not_found",
+                format!("no question `{p}`"),
+                "Use the prompt_id from the `task.ask_user` event.",
+            ),
+            StoreError::WrongStatus {
+                id,
+                status,
+                expected,
+            } => Self::new(
+                StatusCode::CONFLICT,
+                "wrong_status",
+                format!("task {id} is {status}, not {expected}"),
+                "Check the task's status with GET /v1/tasks/{id}.",
             ),
             StoreError::InvalidCursor(m) => Self::new(
                 StatusCode::BAD_REQUEST,

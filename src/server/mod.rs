@@ -2,6 +2,7 @@
 //! and graceful shutdown. Handlers live one file per resource and stay thin.
 
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod health;
 pub mod middleware;
@@ -36,6 +37,8 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::config::Config;
+use crate::run::events::EventBus;
+use crate::run::interaction::Prompts;
 use crate::store::{SqliteStore, Store, StoreError};
 use error::ApiError;
 use state::AppState;
@@ -93,6 +96,11 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::create_task, tasks::list_tasks))
         .routes(routes!(tasks::get_task))
         .routes(routes!(tasks::cancel_task))
+        .routes(routes!(tasks::answer_task))
+        .routes(routes!(tasks::list_steps))
+        .routes(routes!(tasks::list_interventions))
+        .routes(routes!(events::task_events))
+        .routes(routes!(events::websocket))
         .split_for_parts()
 }
 
@@ -176,6 +184,7 @@ pub struct Server {
     router: Router,
     store: Arc<dyn Store>,
     grace: Duration,
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Server {
@@ -199,7 +208,11 @@ impl Server {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
+        let (stopping, shutdown) = tokio::sync::watch::channel(false);
         let state = AppState {
+            bus: EventBus::new(store.clone(), 4096),
+            prompts: Arc::new(Prompts::default()),
+            shutdown,
             store: store.clone(),
             token_digests: Arc::new(
                 config
@@ -218,6 +231,7 @@ impl Server {
             router: app(state),
             store,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
+            stopping,
         })
     }
 
@@ -233,9 +247,12 @@ impl Server {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
-        let (tx, mut rx) = tokio::sync::watch::channel(false);
+        let tx = self.stopping;
+        let mut rx = tx.subscribe();
         let signal = async move {
             shutdown.await;
+            // Streams (SSE, WebSocket) watch this and end, so graceful shutdown does not
+            // wait on them for the whole grace period.
             let _ = tx.send(true);
         };
         let serve = axum::serve(

@@ -16,6 +16,7 @@ use super::error::{ErrorDetail, ErrorResponse};
     ),
     tags(
         (name = "tasks", description = "Submit, list, inspect and cancel tasks"),
+        (name = "events", description = "Live progress: SSE per task, one WebSocket for many"),
         (name = "health", description = "Probes and metrics"),
     ),
     components(schemas(ErrorResponse, ErrorDetail)),

@@ -6,6 +6,8 @@ use std::time::Instant;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::config::Config;
+use crate::run::events::EventBus;
+use crate::run::interaction::Prompts;
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -16,4 +18,8 @@ pub struct AppState {
     /// SHA-256 of each configured bearer token; the tokens themselves are not kept.
     pub token_digests: Arc<Vec<[u8; 32]>>,
     pub started_at: Instant,
+    pub bus: EventBus,
+    pub prompts: Arc<Prompts>,
+    /// Flips to true when the server starts shutting down; long-lived streams end then.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
 }

@@ -29,7 +29,7 @@ pub async fn create_task(
     Json(req): Json<NewTask>,
 ) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
     let spec = TaskSpec::parse(req)?;
-    let task = queue::submit(s.store.as_ref(), spec).await?;
+    let task = queue::submit(&s.bus, spec).await?;
     let mut h = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
         h.insert(header::LOCATION, v);
@@ -112,7 +112,7 @@ pub async fn cancel_task(
     State(s): State<AppState>,
     Path(id): Path<TaskId>,
 ) -> Result<(StatusCode, Json<CancelResponse>), ApiError> {
-    let (task, outcome) = queue::cancel(s.store.as_ref(), id).await?;
+    let (task, outcome) = queue::cancel(&s.bus, id).await?;
     Ok(match outcome {
         CancelOutcome::Cancelled => (
             StatusCode::OK,
@@ -129,4 +129,61 @@ pub async fn cancel_task(
             }),
         ),
     })
+}
+
+/// An answer to the agent's question.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The text given back to the agent (one of the offered options, or free text).
+    pub answer: String,
+    /// Which question; the task's open question when omitted.
+    pub prompt_id: Option<String>,
+}
+
+/// Answer the question a task is waiting on (`task.ask_user`).
+#[utoipa::path(
+    post, path = "/v1/tasks/{id}/answer", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    request_body = AnswerRequest,
+    responses(
+        (status = 200, description = "Recorded and delivered", body = crate::domain::Intervention),
+        (status = 404, body = ErrorResponse),
+        (status = 409, description = "No open question, or already answered", body = ErrorResponse),
+    )
+)]
+pub async fn answer_task(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+    Json(req): Json<AnswerRequest>,
+) -> Result<Json<crate::domain::Intervention>, ApiError> {
+    Ok(Json(
+        s.prompts
+            .answer(&s.bus, id, req.prompt_id.as_deref(), &req.answer, "rest")
+            .await?,
+    ))
+}
+
+/// Every recorded step of a task, in order.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/steps", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, body = Vec<crate::domain::Step>), (status = 404, body = ErrorResponse))
+)]
+pub async fn list_steps(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<Json<Vec<crate::domain::Step>>, ApiError> {
+    Ok(Json(s.store.steps(id).await?))
+}
+
+/// The questions a task asked and their answers.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/interventions", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, body = Vec<crate::domain::Intervention>), (status = 404, body = ErrorResponse))
+)]
+pub async fn list_interventions(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<Json<Vec<crate::domain::Intervention>>, ApiError> {
+    s.store.get_task(id).await?;
+    Ok(Json(s.store.interventions(id).await?))
 }

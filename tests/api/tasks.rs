@@ -1,9 +1,6 @@
-//! The HTTP API end to end: a real server on a random port, a fresh SQLite file per test,
-//! requests over TCP. Covers every endpoint and every error path of the foundation.
+//! Tasks, probes, auth and errors over real HTTP.
 
-mod common;
-
-use common::{error_of, spawn_app, spawn_app_on, spawn_app_with};
+use crate::common::{self, error_of, spawn_app, spawn_app_on, spawn_app_with};
 use serde_json::{Value, json};
 
 #[tokio::test]

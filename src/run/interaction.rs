@@ -1,0 +1,162 @@
+//! Questions to people (`ask_user`): the runner asks and waits; an answer arrives over
+//! REST or WebSocket from whoever is watching. Each question is an intervention row
+//! first, so an answer is never lost even if it arrives while no runner waits (after a
+//! restart the row still records the question and its answer).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use super::events::EventBus;
+use crate::domain::{Intervention, TaskId, TaskStatus};
+use crate::store::StoreError;
+
+/// How a question ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskOutcome {
+    Answered { answer: String, by: String },
+    TimedOut,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("task {0} has no open question")]
+    NoOpenQuestion(TaskId),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Live questions: prompt id → the runner waiting on it.
+#[derive(Default)]
+pub struct Prompts {
+    waiting: Mutex<HashMap<String, oneshot::Sender<(String, String)>>>,
+}
+
+impl Prompts {
+    /// Asks, marks the task `waiting_for_user`, publishes `task.ask_user`, and waits up to
+    /// `timeout` for an answer. The task goes back to `running` either way.
+    pub async fn ask(
+        &self,
+        bus: &EventBus,
+        task: TaskId,
+        question: &str,
+        options: Option<Vec<String>>,
+        timeout: Duration,
+    ) -> Result<(String, AskOutcome), StoreError> {
+        let prompt_id = format!("p-{}", uuid::Uuid::now_v7().simple());
+        let (tx, rx) = oneshot::channel();
+        self.waiting
+            .lock()
+            .expect("prompt registry lock")
+            .insert(prompt_id.clone(), tx);
+        let store = bus.store();
+        let iv = Intervention {
+            id: prompt_id.clone(),
+            task_id: task,
+            kind: "ask_user".into(),
+            question: Some(question.to_string()),
+            options: options.clone(),
+            answer: None,
+            answered_by: None,
+            created_at: chrono::Utc::now(),
+            answered_at: None,
+        };
+        store.create_intervention(&iv).await?;
+        store
+            .set_task_status(task, TaskStatus::WaitingForUser, Some(question))
+            .await?;
+        bus.publish(
+            &task.to_string(),
+            "task.ask_user",
+            json!({"task_id": task, "prompt_id": prompt_id, "question": question, "options": options, "timeout_secs": timeout.as_secs()}),
+        )
+        .await?;
+        let outcome = match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok((answer, by))) => AskOutcome::Answered { answer, by },
+            _ => {
+                self.waiting
+                    .lock()
+                    .expect("prompt registry lock")
+                    .remove(&prompt_id);
+                // Close the question so a late answer is refused rather than lost silently.
+                match store.answer_intervention(&prompt_id, "", "timeout").await {
+                    Ok(_) => AskOutcome::TimedOut,
+                    // An answer won the race after the timer fired: honour it.
+                    Err(StoreError::AlreadyAnswered(_)) => {
+                        let ivs = store.interventions(task).await?;
+                        match ivs.into_iter().find(|i| i.id == prompt_id) {
+                            Some(Intervention {
+                                answer: Some(a),
+                                answered_by: Some(b),
+                                ..
+                            }) if b != "timeout" => AskOutcome::Answered { answer: a, by: b },
+                            _ => AskOutcome::TimedOut,
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        if outcome == AskOutcome::TimedOut {
+            bus.publish(
+                &task.to_string(),
+                "task.answer_timeout",
+                json!({"task_id": task, "prompt_id": prompt_id}),
+            )
+            .await?;
+        }
+        store
+            .set_task_status(task, TaskStatus::Running, None)
+            .await?;
+        Ok((prompt_id, outcome))
+    }
+
+    /// Answers the task's open question (`prompt_id` picks one when given). Records the
+    /// answer, wakes the waiting runner, publishes `task.answered`.
+    pub async fn answer(
+        &self,
+        bus: &EventBus,
+        task: TaskId,
+        prompt_id: Option<&str>,
+        answer: &str,
+        by: &str,
+    ) -> Result<Intervention, AnswerError> {
+        let store = bus.store();
+        store.get_task(task).await?;
+        let open = store
+            .interventions(task)
+            .await?
+            .into_iter()
+            .filter(|i| i.kind == "ask_user" && i.answered_at.is_none())
+            .filter(|i| prompt_id.is_none_or(|p| p == i.id))
+            .next_back();
+        let Some(open) = open else {
+            if let Some(p) = prompt_id {
+                // Distinguish "already answered" from "never asked".
+                if store.interventions(task).await?.iter().any(|i| i.id == p) {
+                    return Err(StoreError::AlreadyAnswered(p.to_string()).into());
+                }
+            }
+            return Err(AnswerError::NoOpenQuestion(task));
+        };
+        let iv = store.answer_intervention(&open.id, answer, by).await?;
+        if let Some(tx) = self
+            .waiting
+            .lock()
+            .expect("prompt registry lock")
+            .remove(&open.id)
+        {
+            let _ = tx.send((answer.to_string(), by.to_string()));
+        }
+        bus.publish(
+            &task.to_string(),
+            "task.answered",
+            json!({"task_id": task, "prompt_id": open.id, "answer": answer, "by": by}),
+        )
+        .await?;
+        Ok(iv)
+    }
+}

@@ -1,0 +1,8 @@
+//! The HTTP API end to end: a real server on a random port, a fresh SQLite file per test,
+//! requests over TCP. One test binary with a module per area keeps link time down.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod streaming;
+mod tasks;

@@ -1,0 +1,251 @@
+//! Live streams: SSE resume by `since` and `Last-Event-ID`, the WebSocket protocol.
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::common::{TestApp, error_of, spawn_app};
+
+/// Reads SSE events (type, id, data) until the server closes the stream.
+async fn read_sse(resp: reqwest::Response) -> Vec<(String, i64, Value)> {
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), resp.text())
+        .await
+        .expect("stream ends after task.finished")
+        .unwrap();
+    parse_sse(&body)
+}
+
+fn parse_sse(body: &str) -> Vec<(String, i64, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let (mut kind, mut id, mut data) = (None, None, None);
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event: ") {
+                    kind = Some(v.to_string());
+                } else if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.parse().ok();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str(v).ok();
+                }
+            }
+            Some((kind?, id.unwrap_or(-1), data?))
+        })
+        .collect()
+}
+
+async fn new_task(app: &TestApp) -> String {
+    let t: Value = app
+        .post_json("/v1/tasks", &json!({"instruction": "stream me"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    t["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn sse_replays_and_ends_after_finish() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    app.client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    let events = read_sse(app.get(&format!("/v1/tasks/{id}/events")).await).await;
+    let kinds: Vec<(&str, i64)> = events.iter().map(|(k, s, _)| (k.as_str(), *s)).collect();
+    assert_eq!(kinds, vec![("task.queued", 1), ("task.finished", 2)]);
+    assert_eq!(events[1].2["payload"]["status"], "cancelled");
+    assert_eq!(events[1].2["stream"], id.as_str());
+}
+
+#[tokio::test]
+async fn sse_resumes_with_since_and_last_event_id() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    app.client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    let by_query = read_sse(app.get(&format!("/v1/tasks/{id}/events?since=1")).await).await;
+    assert_eq!(by_query.iter().map(|e| e.1).collect::<Vec<_>>(), vec![2]);
+    let r = app
+        .client
+        .get(app.url(&format!("/v1/tasks/{id}/events")))
+        .header("Last-Event-ID", "1")
+        .send()
+        .await
+        .unwrap();
+    let by_header = read_sse(r).await;
+    assert_eq!(by_header.iter().map(|e| e.1).collect::<Vec<_>>(), vec![2]);
+}
+
+#[tokio::test]
+async fn sse_delivers_live_events() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    let resp = app.get(&format!("/v1/tasks/{id}/events")).await;
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("task.queued"));
+    // The cancel happens after the client connected: it arrives live.
+    app.client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    let mut rest = String::new();
+    while let Some(chunk) = tokio::time::timeout(std::time::Duration::from_secs(5), body.next())
+        .await
+        .unwrap()
+    {
+        rest.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    let events = parse_sse(&rest);
+    assert_eq!(events.last().map(|e| e.0.as_str()), Some("task.finished"));
+}
+
+#[tokio::test]
+async fn sse_errors_use_the_shape() {
+    let app = spawn_app().await;
+    let (status, code, _, _) = error_of(
+        app.get("/v1/tasks/01a1ffb2-747e-7756-9ab6-b6911e673bb6/events")
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (404, "task_not_found"));
+    let id = new_task(&app).await;
+    let (status, code, _, _) =
+        error_of(app.get(&format!("/v1/tasks/{id}/events?since=abc")).await).await;
+    assert_eq!((status, code.as_str()), (400, "invalid_query"));
+}
+
+#[tokio::test]
+async fn answer_without_a_question_is_a_conflict() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    let (status, code, _, hint) = error_of(
+        app.post_json(&format!("/v1/tasks/{id}/answer"), &json!({"answer": "yes"}))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "no_open_question"));
+    assert!(hint.contains("task.ask_user"));
+    let (status, code, _, _) = error_of(
+        app.post_json(&format!("/v1/tasks/{id}/answer"), &json!({"answr": "yes"}))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "invalid_request"));
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn ws_connect(app: &TestApp) -> Ws {
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/v1/ws", app.addr))
+        .await
+        .expect("websocket upgrade");
+    ws
+}
+
+async fn ws_send(ws: &mut Ws, v: Value) {
+    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+}
+
+async fn ws_recv(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(std::time::Duration::from_secs(5), ws.next())
+            .await
+            .expect("a message in time")
+            .unwrap()
+            .unwrap();
+        if let Message::Text(t) = msg {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn websocket_subscribe_replay_and_cancel() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    let mut ws = ws_connect(&app).await;
+    ws_send(&mut ws, json!({"type": "subscribe", "tasks": [id]})).await;
+    let mut got = vec![ws_recv(&mut ws).await, ws_recv(&mut ws).await];
+    got.sort_by_key(|v| v["type"].as_str().unwrap_or_default().to_string());
+    assert_eq!(got[0]["type"], "event");
+    assert_eq!(got[0]["event"]["type"], "task.queued");
+    assert_eq!(got[1]["type"], "subscribed");
+
+    ws_send(&mut ws, json!({"type": "cancel", "task_id": id})).await;
+    let mut types = Vec::new();
+    for _ in 0..2 {
+        let v = ws_recv(&mut ws).await;
+        types.push(match v["type"].as_str().unwrap() {
+            "event" => v["event"]["type"].as_str().unwrap().to_string(),
+            other => other.to_string(),
+        });
+    }
+    types.sort();
+    assert_eq!(types, vec!["cancelled", "task.finished"]);
+
+    ws_send(&mut ws, json!({"type": "ping"})).await;
+    assert_eq!(ws_recv(&mut ws).await["type"], "pong");
+}
+
+#[tokio::test]
+async fn websocket_since_skips_what_the_client_has() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    app.client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    let mut ws = ws_connect(&app).await;
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "tasks": [id], "since": {id.clone(): 1}}),
+    )
+    .await;
+    let mut events = Vec::new();
+    for _ in 0..2 {
+        let v = ws_recv(&mut ws).await;
+        if v["type"] == "event" {
+            events.push(v["event"]["seq"].as_i64().unwrap());
+        }
+    }
+    assert_eq!(events, vec![2]);
+}
+
+#[tokio::test]
+async fn websocket_bad_messages_get_errors_not_disconnects() {
+    let app = spawn_app().await;
+    let mut ws = ws_connect(&app).await;
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "tasks": ["01a1ffb2-747e-7756-9ab6-b6911e673bb6"]}),
+    )
+    .await;
+    let v = ws_recv(&mut ws).await;
+    assert_eq!(
+        (v["type"].as_str(), v["error"]["code"].as_str()),
+        (Some("error"), Some("task_not_found"))
+    );
+    ws.send(Message::Text("not json".into())).await.unwrap();
+    let v = ws_recv(&mut ws).await;
+    assert_eq!(v["error"]["code"], "invalid_message");
+    assert!(v["error"]["hint"].as_str().unwrap().contains("subscribe"));
+    ws_send(&mut ws, json!({"type": "fly"})).await;
+    assert_eq!(ws_recv(&mut ws).await["error"]["code"], "invalid_message");
+    ws_send(&mut ws, json!({"type": "ping"})).await;
+    assert_eq!(
+        ws_recv(&mut ws).await["type"],
+        "pong",
+        "the session survives bad messages"
+    );
+}
