@@ -126,13 +126,9 @@ impl Prompts {
     ) -> Result<Intervention, AnswerError> {
         let store = bus.store();
         store.get_task(task).await?;
-        let open = store
-            .interventions(task)
-            .await?
-            .into_iter()
-            .filter(|i| i.kind == "ask_user" && i.answered_at.is_none())
-            .filter(|i| prompt_id.is_none_or(|p| p == i.id))
-            .next_back();
+        let open = store.interventions(task).await?.into_iter().rfind(|i| {
+            i.kind == "ask_user" && i.answered_at.is_none() && prompt_id.is_none_or(|p| p == i.id)
+        });
         let Some(open) = open else {
             if let Some(p) = prompt_id {
                 // Distinguish "already answered" from "never asked".
