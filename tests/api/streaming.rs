@@ -175,7 +175,7 @@ async fn websocket_subscribe_replay_and_cancel() {
     let id = new_task(&app).await;
     let mut ws = ws_connect(&app).await;
     ws_send(&mut ws, json!({"type": "subscribe", "tasks": [id]})).await;
-    let mut got = vec![ws_recv(&mut ws).await, ws_recv(&mut ws).await];
+    let mut got = [ws_recv(&mut ws).await, ws_recv(&mut ws).await];
     got.sort_by_key(|v| v["type"].as_str().unwrap_or_default().to_string());
     assert_eq!(got[0]["type"], "event");
     assert_eq!(got[0]["event"]["type"], "task.queued");
