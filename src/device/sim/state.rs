@@ -393,6 +393,8 @@ pub struct Shop {
     /// When the promo pop-up interrupts (virtual ms), once per install.
     pub promo_due_ms: Option<u64>,
     pub promo_shown: bool,
+    /// When the catalogue started loading (virtual ms); it loads once per app start.
+    pub catalogue_at_ms: u64,
 }
 
 impl Shop {
@@ -625,7 +627,7 @@ impl PhoneState {
         self.recents.insert(0, app);
         self.opened();
         if app == AppId::Shop {
-            super::apps::shop::on_open(self);
+            super::apps::shop::on_open(self, fresh);
         }
     }
 
