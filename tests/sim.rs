@@ -586,3 +586,285 @@ async fn screenshot_shows_what_the_hierarchy_describes() {
     let shot = d2.screenshot().await.unwrap().rgba().unwrap();
     assert!(px(&shot, 5, 2390)[0] < 140, "dimmed background");
 }
+
+fn faulty(f: SimFaults) -> SimDevice {
+    SimDevice::new(SimConfig {
+        seed: 42,
+        faults: f,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn fault_hierarchy_failures() {
+    let d = faulty(SimFaults {
+        hierarchy_error_rate: 1.0,
+        ..Default::default()
+    });
+    match d.hierarchy().await {
+        Err(DeviceError::HierarchyUnavailable(m)) => {
+            assert_eq!(m, "ERROR: could not get idle state.")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(d.screenshot().await.is_ok(), "screenshots still work");
+    let d = faulty(SimFaults {
+        null_root_rate: 1.0,
+        ..Default::default()
+    });
+    match d.hierarchy().await {
+        Err(DeviceError::HierarchyUnavailable(m)) => assert!(m.contains("null root"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // At a partial rate some dumps fail and some succeed.
+    let d = faulty(SimFaults {
+        hierarchy_error_rate: 0.5,
+        ..Default::default()
+    });
+    let mut ok = 0;
+    for _ in 0..40 {
+        ok += d.hierarchy().await.is_ok() as u32;
+    }
+    assert!((5..35).contains(&ok), "{ok}");
+}
+
+#[tokio::test]
+async fn fault_slow_dumps_and_screenshots() {
+    // The fault sleeps for real (callers' timeouts must see it); a lower bound only.
+    let d = faulty(SimFaults {
+        slow_dump_rate: 1.0,
+        slow_dump_ms: 300,
+        slow_screenshot_rate: 1.0,
+        slow_screenshot_ms: 200,
+        ..Default::default()
+    });
+    let t0 = std::time::Instant::now();
+    d.hierarchy().await.unwrap();
+    assert!(t0.elapsed() >= std::time::Duration::from_millis(300));
+    let t1 = std::time::Instant::now();
+    d.screenshot().await.unwrap();
+    assert!(t1.elapsed() >= std::time::Duration::from_millis(200));
+    let timed = tokio::time::timeout(std::time::Duration::from_millis(50), d.hierarchy()).await;
+    assert!(timed.is_err(), "a caller's timeout fires on a slow dump");
+}
+
+#[tokio::test]
+async fn fault_dropped_taps_and_popups() {
+    let d = faulty(SimFaults {
+        dropped_tap_rate: 1.0,
+        ..Default::default()
+    });
+    d.launch_app(&AppRef::Label("Settings".into()))
+        .await
+        .unwrap();
+    tap_text(&d, "Bluetooth").await;
+    assert!(!d.state().settings.bluetooth, "the tap was lost");
+
+    let d = faulty(SimFaults {
+        popup_rate: 1.0,
+        ..Default::default()
+    });
+    d.launch_app(&AppRef::Label("Settings".into()))
+        .await
+        .unwrap();
+    assert!(d.state().dialog.is_none());
+    d.tap(p(540, 1300)).await.unwrap();
+    let dialog = d.state().dialog.expect("a pop-up interrupted");
+    assert!(!dialog.buttons.is_empty());
+    // It blocks the app until dismissed.
+    d.tap(p(540, 552)).await.unwrap();
+    assert!(!d.state().settings.bluetooth);
+    d.set_faults(SimFaults::default()).unwrap();
+    d.key(Key::Back).await.unwrap();
+    assert!(d.state().dialog.is_none(), "back dismisses it");
+    d.tap(p(540, 552)).await.unwrap();
+    assert!(d.state().settings.bluetooth);
+}
+
+#[tokio::test]
+async fn fault_renamed_ids_and_reordered_lists() {
+    let d = faulty(SimFaults {
+        renamed_ids: true,
+        ..Default::default()
+    });
+    d.launch_app(&AppRef::Label("Settings".into()))
+        .await
+        .unwrap();
+    let xml = d.hierarchy().await.unwrap();
+    assert!(xml.contains("com.android.settings:id/switchWidget"));
+    assert!(!xml.contains("switch_widget"));
+    assert!(
+        xml.contains("android:id/title"),
+        "framework ids never change"
+    );
+
+    let names = |d: &SimDevice| {
+        let d = d.hierarchy_now();
+        parse(&d)
+            .into_iter()
+            .filter(|n| n.id.ends_with("cliv_name_textview"))
+            .map(|n| n.text)
+            .collect::<Vec<_>>()
+    };
+    let plain = launched("Contacts").await;
+    let shuffled = faulty(SimFaults {
+        reorder_lists: true,
+        ..Default::default()
+    });
+    shuffled
+        .launch_app(&AppRef::Label("Contacts".into()))
+        .await
+        .unwrap();
+    let again = faulty(SimFaults {
+        reorder_lists: true,
+        ..Default::default()
+    });
+    again
+        .launch_app(&AppRef::Label("Contacts".into()))
+        .await
+        .unwrap();
+    assert_eq!(names(&plain)[..2], ["Ada Byron", "Alice Martin"]);
+    assert_ne!(names(&plain), names(&shuffled));
+    assert_eq!(names(&shuffled), names(&again), "same seed, same order");
+}
+
+#[tokio::test]
+async fn fault_delayed_elements() {
+    let d = faulty(SimFaults {
+        delayed_elements_ms: 5_000,
+        ..Default::default()
+    });
+    d.set_state({
+        let mut s = d.state();
+        s.shop.notifications_allowed = Some(true);
+        s.shop.promo_shown = true;
+        s
+    });
+    d.launch_app(&AppRef::Label("Shop".into())).await.unwrap();
+    d.advance_clock(1_000);
+    assert!(
+        find(&nodes(&d).await, "Wireless Earbuds").is_none(),
+        "still loading"
+    );
+    d.advance_clock(5_000);
+    assert!(find(&nodes(&d).await, "Wireless Earbuds").is_some());
+}
+
+#[tokio::test]
+async fn fault_disconnect_after_n_commands_and_reconnect() {
+    let d = faulty(SimFaults {
+        disconnect_after: Some(3),
+        ..Default::default()
+    });
+    for _ in 0..3 {
+        d.info().await.unwrap();
+    }
+    let e = d.tap(p(1, 1)).await.unwrap_err();
+    assert!(e.is_disconnect());
+    assert!(
+        d.hierarchy().await.unwrap_err().is_disconnect(),
+        "stays down"
+    );
+    assert!(d.health().await.is_err());
+    d.reconnect().await.unwrap();
+    d.health().await.unwrap();
+    d.hierarchy().await.unwrap();
+}
+
+#[tokio::test]
+async fn fault_black_screenshots_on_secure_screens() {
+    let d = faulty(SimFaults {
+        secure_black: true,
+        ..Default::default()
+    });
+    let mut s = d.state();
+    s.shop.notifications_allowed = Some(true);
+    s.shop.promo_shown = true;
+    s.shop.cart = vec![(1, 1)];
+    d.set_state(s);
+    d.launch_app(&AppRef::Label("Shop".into())).await.unwrap();
+    let catalogue = d.screenshot().await.unwrap().rgba().unwrap();
+    assert!(catalogue.chunks(4).any(|p| p[0] > 0));
+    d.apply(Cmd::Push {
+        page: Page::Checkout,
+    });
+    let shot = d.screenshot().await.unwrap();
+    let px = shot.rgba().unwrap();
+    assert!(
+        px.chunks(4).all(|p| p == [0, 0, 0, 255]),
+        "secure screen is black"
+    );
+    assert!(
+        find(&nodes(&d).await, "Place order").is_some(),
+        "the hierarchy still works"
+    );
+}
+
+#[tokio::test]
+async fn snapshot_restore_and_reset() {
+    let d = launched("Notes").await;
+    let snap = d.snapshot();
+    let json = serde_json::to_string(&snap).unwrap();
+    tap_text(&d, "New text note").await;
+    d.type_text("scratch").await.unwrap();
+    d.key(Key::Back).await.unwrap();
+    d.key(Key::Back).await.unwrap();
+    assert_eq!(d.state().notes.len(), 3);
+    let before = d.hierarchy_now();
+    d.restore(serde_json::from_str(&json).unwrap());
+    assert_eq!(d.state(), snap.state);
+    assert_ne!(d.hierarchy_now(), before);
+    let t = task("clock.alarm_0730").unwrap();
+    d.reset_to(&t);
+    assert_eq!(d.state(), t.initial_state());
+    assert_eq!(d.state().fg, Fg::Home);
+}
+
+#[tokio::test]
+async fn config_deserializes_and_refuses_mistakes() {
+    let cfg: SimConfig = serde_json::from_value(serde_json::json!({
+        "serial": "sim-2", "width": 720, "height": 1600, "seed": 9,
+        "faults": {"dropped_tap_rate": 0.1, "disconnect_after": 100},
+        "task": "settings.bluetooth_on"
+    }))
+    .unwrap();
+    let d = SimDevice::new(cfg).unwrap();
+    let info = d.info().await.unwrap();
+    assert_eq!(
+        (
+            info.serial.as_str(),
+            info.screen.width,
+            info.screen.height,
+            info.density
+        ),
+        ("sim-2", 720, 1600, 420)
+    );
+    let shot = d.screenshot().await.unwrap();
+    assert_eq!(shot.rgba().unwrap().len(), 720 * 1600 * 4);
+    assert!(shot.png().unwrap().starts_with(b"\x89PNG"));
+    parse(&d.hierarchy().await.unwrap());
+
+    assert!(
+        serde_json::from_value::<SimConfig>(serde_json::json!({"faults": {"droped_tap_rate": 1}}))
+            .is_err()
+    );
+    let bad = SimDevice::new(SimConfig {
+        task: Some("nope".into()),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(
+        bad.to_string().contains("settings.bluetooth_on"),
+        "lists known tasks: {bad}"
+    );
+    let bad = SimDevice::new(SimConfig {
+        faults: SimFaults {
+            popup_rate: 2.0,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(bad.to_string().contains("popup_rate"));
+}
