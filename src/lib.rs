@@ -5,7 +5,9 @@
 //! `screen`, `device`, `llm`, `agent`, `run`, `script`, `store`, `server`, `cli`.
 //! See ARCHITECTURE.md for the map.
 
+pub mod agent;
 pub mod device;
 pub mod domain;
+pub mod llm;
 pub mod screen;
 pub mod store;
