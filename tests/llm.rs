@@ -1,0 +1,569 @@
+//! Round trips through wiremock in each provider's real wire format: replies, tool
+//! calls, errors (401, 429 + Retry-After, 500, malformed bodies), the request bodies we
+//! send, and full agent decisions for every provider × agent kind.
+
+use std::time::Duration;
+
+use droidpilot::llm::{
+    ApiKey, ChatModel, ChatRequest, ImageData, Message, ModelConfig, Part, ProviderKind,
+    StopReason, ToolChoice, ToolSpec, build_model_with_key,
+};
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+fn cfg(provider: ProviderKind, model: &str, server: &MockServer) -> ModelConfig {
+    let mut c = ModelConfig::new(provider, model);
+    c.base_url = Some(match provider {
+        ProviderKind::Openai => format!("{}/v1", server.uri()),
+        _ => server.uri(),
+    });
+    c.backoff_ms = 1;
+    c.max_retries = 2;
+    c.timeout_secs = 5;
+    c
+}
+
+fn model(
+    provider: ProviderKind,
+    m: &str,
+    server: &MockServer,
+    key: &str,
+) -> std::sync::Arc<dyn ChatModel> {
+    build_model_with_key(&cfg(provider, m, server), Some(ApiKey::new(key))).unwrap()
+}
+
+fn tiny_png() -> Vec<u8> {
+    let img = image::RgbImage::from_pixel(4, 8, image::Rgb([10, 20, 30]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+fn request_with_image_and_tool() -> ChatRequest {
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct TapArgs {
+        element: u32,
+    }
+    let mut r = ChatRequest::new(
+        Some("You operate an Android phone.".into()),
+        vec![Message::user(vec![
+            Part::Text("Open Settings".into()),
+            Part::Image(ImageData::from_bytes(tiny_png()).unwrap()),
+        ])],
+    );
+    r.tools = vec![ToolSpec::of::<TapArgs>("tap", "Tap an element")];
+    r.tool_choice = ToolChoice::Required;
+    r
+}
+
+fn body_of(req: &Request) -> Value {
+    serde_json::from_slice(&req.body).unwrap()
+}
+
+// ---------------------------------------------------------------- OpenAI
+
+fn openai_tool_reply() -> Value {
+    json!({
+      "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+      "object": "chat.completion",
+      "created": 1741570283,
+      "model": "gpt-4o-2024-08-06",
+      "choices": [{
+        "index": 0,
+        "message": {
+          "role": "assistant",
+          "content": null,
+          "tool_calls": [{
+            "id": "call_abc123",
+            "type": "function",
+            "function": {"name": "tap", "arguments": "{\"element\":3}"}
+          }],
+          "refusal": null,
+          "annotations": []
+        },
+        "logprobs": null,
+        "finish_reason": "tool_calls"
+      }],
+      "usage": {
+        "prompt_tokens": 1117, "completion_tokens": 46, "total_tokens": 1163,
+        "prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+      },
+      "service_tier": "default",
+      "system_fingerprint": "fp_fc9f1d7035"
+    })
+}
+
+#[tokio::test]
+async fn openai_tool_call_round_trip_and_request_shape() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-test-key"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(openai_tool_reply()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let m = model(ProviderKind::Openai, "gpt-4o", &server, "sk-test-key");
+    let reply = m.chat(&request_with_image_and_tool()).await.unwrap();
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].name, "tap");
+    assert_eq!(reply.tool_calls[0].id, "call_abc123");
+    assert_eq!(
+        reply.tool_calls[0].arguments().unwrap(),
+        json!({"element": 3})
+    );
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(reply.usage.input_tokens, 1117);
+    assert_eq!(reply.usage.cached_input_tokens, 1024);
+    assert_eq!(reply.usage.output_tokens, 46);
+    assert_eq!(reply.model, "gpt-4o-2024-08-06");
+
+    let sent = body_of(&server.received_requests().await.unwrap()[0]);
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "system", "content": "You operate an Android phone."})
+    );
+    let parts = &sent["messages"][1]["content"];
+    assert_eq!(parts[0], json!({"type": "text", "text": "Open Settings"}));
+    assert!(
+        parts[1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,iVBORw0KGgo")
+    );
+    assert_eq!(sent["tools"][0]["type"], "function");
+    assert_eq!(sent["tools"][0]["function"]["name"], "tap");
+    assert_eq!(
+        sent["tools"][0]["function"]["parameters"]["required"],
+        json!(["element"])
+    );
+    assert_eq!(sent["tool_choice"], "required");
+    // A custom base_url is a local server: `max_tokens`, not `max_completion_tokens`.
+    assert_eq!(sent["max_tokens"], 1024);
+}
+
+#[tokio::test]
+async fn openai_text_reply_without_key_for_local_servers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "qwen2.5-vl",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there", "tool_calls": [], "reasoning_content": null},
+                         "logprobs": null, "finish_reason": "stop", "stop_reason": null}],
+            "usage": {"prompt_tokens": 12, "total_tokens": 15, "completion_tokens": 3, "prompt_tokens_details": null}
+        })))
+        .mount(&server)
+        .await;
+    let c = cfg(ProviderKind::Openai, "qwen2.5-vl", &server);
+    let m = build_model_with_key(&c, c.resolve_key_with(|_| None).unwrap()).unwrap();
+    let reply = m
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "Hello there");
+    assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    assert_eq!(reply.usage.output_tokens, 3);
+    let req = &server.received_requests().await.unwrap()[0];
+    assert!(req.headers.get("authorization").is_none());
+}
+
+#[tokio::test]
+async fn openai_401_names_the_variable_and_hides_the_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({
+            "error": {"message": "Incorrect API key provided: sk-live-********************************wxyz. You can find your API key at https://platform.openai.com/account/api-keys.",
+                      "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let m = model(
+        ProviderKind::Openai,
+        "gpt-4o",
+        &server,
+        "sk-live-supersecretvalue1234wxyz",
+    );
+    let e = m
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_unauthorized");
+    assert_eq!(e.hint(), "401 from OpenAI: check OPENAI_API_KEY");
+    let shown = format!("{e} {e:?} {}", e.hint());
+    assert!(!shown.contains("supersecret"), "{shown}");
+    assert!(!shown.contains("sk-live"), "{shown}");
+}
+
+#[tokio::test]
+async fn openai_429_with_retry_after_then_success() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_json(json!({"error": {"message": "Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used 30000, Requested 1200. Please try again in 1s.", "type": "tokens", "param": null, "code": "rate_limit_exceeded"}})),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(openai_tool_reply()))
+        .mount(&server)
+        .await;
+    let m = model(ProviderKind::Openai, "gpt-4o", &server, "sk-x");
+    let started = std::time::Instant::now();
+    let reply = m
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "Retry-After was not honoured"
+    );
+    assert_eq!(reply.attempts, 2);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn openai_500_is_retried_then_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_json(json!({"error": {"message": "The server had an error while processing your request. Sorry about that!", "type": "server_error", "param": null, "code": null}})))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let m = model(ProviderKind::Openai, "gpt-4o", &server, "sk-x");
+    let e = m
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_server_error");
+    assert!(e.to_string().contains("after 3 attempts"), "{e}");
+    assert!(e.to_string().contains("The server had an error"), "{e}");
+}
+
+#[tokio::test]
+async fn openai_malformed_bodies_are_clear_errors() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_string("{\"id\": \"chatcmpl-1\", \"choices\": [{\"index\": 0, \"mess"),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"object": "list", "data": []})),
+        )
+        .mount(&server)
+        .await;
+    let m = model(ProviderKind::Openai, "gpt-4o", &server, "sk-x");
+    let req = ChatRequest::new(None, vec![Message::user_text("hi")]);
+    let e = m.chat(&req).await.unwrap_err();
+    assert_eq!(e.code(), "llm_malformed_reply");
+    assert!(e.to_string().contains("not JSON"), "{e}");
+    let e = m.chat(&req).await.unwrap_err();
+    assert!(e.to_string().contains("choices[0]"), "{e}");
+    assert!(e.hint().contains("base_url"));
+}
+
+#[tokio::test]
+async fn timeouts_say_the_model_is_not_responding() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(openai_tool_reply())
+                .set_delay(Duration::from_secs(3)),
+        )
+        .mount(&server)
+        .await;
+    let mut c = cfg(ProviderKind::Openai, "gpt-4o", &server);
+    c.timeout_secs = 1;
+    c.max_retries = 1;
+    let m = build_model_with_key(&c, None).unwrap();
+    let e = m
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_timeout");
+    assert_eq!(
+        e.hint(),
+        format!(
+            "Model is not responding. Check the server at {}/v1/chat/completions, or run `droidpilot doctor`",
+            server.uri()
+        )
+    );
+}
+
+#[tokio::test]
+async fn unreachable_server_has_the_doctor_hint() {
+    let mut c = ModelConfig::new(ProviderKind::Openai, "m");
+    c.base_url = Some("http://127.0.0.1:9/v1".into());
+    c.max_retries = 1;
+    c.backoff_ms = 1;
+    let m = build_model_with_key(&c, None).unwrap();
+    let e = m
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_unreachable", "{e}");
+    assert!(e.hint().contains("droidpilot doctor"));
+}
+
+// ---------------------------------------------------------------- Anthropic
+
+fn anthropic_tool_reply() -> Value {
+    json!({
+      "id": "msg_01Aq9w938a90dw8q",
+      "type": "message",
+      "role": "assistant",
+      "model": "claude-sonnet-4-5-20250929",
+      "content": [
+        {"type": "text", "text": "I'll tap the Settings icon."},
+        {"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": "tap", "input": {"element": 3}}
+      ],
+      "stop_reason": "tool_use",
+      "stop_sequence": null,
+      "usage": {"input_tokens": 120, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 1800, "output_tokens": 64, "service_tier": "standard"}
+    })
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_round_trip_with_cache_control_and_image_blocks() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("x-api-key", "ant-key"))
+        .and(header("anthropic-version", "2023-06-01"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(anthropic_tool_reply()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let m = model(
+        ProviderKind::Anthropic,
+        "claude-sonnet-4-5",
+        &server,
+        "ant-key",
+    );
+    let reply = m.chat(&request_with_image_and_tool()).await.unwrap();
+    assert_eq!(reply.text, "I'll tap the Settings icon.");
+    assert_eq!(reply.tool_calls[0].name, "tap");
+    assert_eq!(
+        reply.tool_calls[0].arguments().unwrap(),
+        json!({"element": 3})
+    );
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(reply.usage.input_tokens, 1920);
+    assert_eq!(reply.usage.cached_input_tokens, 1800);
+
+    let sent = body_of(&server.received_requests().await.unwrap()[0]);
+    assert_eq!(
+        sent["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(sent["system"][0]["text"], "You operate an Android phone.");
+    assert_eq!(
+        sent["tools"][0]["input_schema"]["required"],
+        json!(["element"])
+    );
+    assert_eq!(sent["tool_choice"], json!({"type": "any"}));
+    let img = &sent["messages"][0]["content"][1];
+    assert_eq!(img["type"], "image");
+    assert_eq!(img["source"]["type"], "base64");
+    assert_eq!(img["source"]["media_type"], "image/png");
+    assert!(
+        img["source"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBORw0KGgo")
+    );
+    assert_eq!(sent["max_tokens"], 1024);
+}
+
+#[tokio::test]
+async fn anthropic_errors_401_529_and_malformed() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("x-api-key", "bad"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}, "request_id": "req_011"})))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(header("x-api-key", "busy"))
+        .respond_with(ResponseTemplate::new(529).set_body_json(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(header("x-api-key", "weird"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": "msg_1", "type": "message", "role": "assistant"})),
+        )
+        .mount(&server)
+        .await;
+    let req = ChatRequest::new(Some("s".into()), vec![Message::user_text("hi")]);
+    let e = model(ProviderKind::Anthropic, "claude", &server, "bad")
+        .chat(&req)
+        .await
+        .unwrap_err();
+    assert_eq!(e.hint(), "401 from Anthropic: check ANTHROPIC_API_KEY");
+    assert!(e.to_string().contains("invalid x-api-key"));
+    let e = model(ProviderKind::Anthropic, "claude", &server, "busy")
+        .chat(&req)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_server_error");
+    assert!(e.to_string().contains("overloaded_error"), "{e}");
+    let e = model(ProviderKind::Anthropic, "claude", &server, "weird")
+        .chat(&req)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_malformed_reply");
+    assert!(e.to_string().contains("`content`"), "{e}");
+}
+
+#[tokio::test]
+async fn anthropic_429_with_http_date_retry_after_then_success() {
+    let server = MockServer::start().await;
+    let when = (chrono::Utc::now() + chrono::Duration::seconds(1))
+        .to_rfc2822()
+        .replace("+0000", "GMT");
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", when.as_str()).set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(anthropic_tool_reply()))
+        .mount(&server)
+        .await;
+    let reply = model(ProviderKind::Anthropic, "claude", &server, "k")
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap();
+    assert_eq!(reply.attempts, 2);
+}
+
+// ---------------------------------------------------------------- Gemini
+
+fn gemini_function_reply() -> Value {
+    json!({
+      "candidates": [{
+        "content": {"parts": [{"functionCall": {"name": "tap", "args": {"element": 3}}}], "role": "model"},
+        "finishReason": "STOP",
+        "index": 0,
+        "avgLogprobs": -0.0012
+      }],
+      "usageMetadata": {"promptTokenCount": 1530, "candidatesTokenCount": 8, "totalTokenCount": 1580, "thoughtsTokenCount": 42,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 272}, {"modality": "IMAGE", "tokenCount": 1258}]},
+      "modelVersion": "gemini-2.5-flash",
+      "responseId": "mRAfaPfUCqGvz7IPw4bDoQs"
+    })
+}
+
+#[tokio::test]
+async fn gemini_function_call_round_trip_with_inline_data_and_header_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/gemini-2.5-flash:generateContent"))
+        .and(header("x-goog-api-key", "g-key"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(gemini_function_reply()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let m = model(ProviderKind::Gemini, "gemini-2.5-flash", &server, "g-key");
+    let reply = m.chat(&request_with_image_and_tool()).await.unwrap();
+    assert_eq!(reply.tool_calls[0].name, "tap");
+    assert_eq!(
+        reply.tool_calls[0].arguments().unwrap(),
+        json!({"element": 3})
+    );
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(reply.usage.input_tokens, 1530);
+    assert_eq!(reply.usage.output_tokens, 50);
+
+    let req = &server.received_requests().await.unwrap()[0];
+    assert!(req.url.query().is_none(), "the key must not be in the URL");
+    let sent = body_of(req);
+    assert_eq!(
+        sent["systemInstruction"]["parts"][0]["text"],
+        "You operate an Android phone."
+    );
+    assert_eq!(sent["contents"][0]["role"], "user");
+    let img = &sent["contents"][0]["parts"][1]["inline_data"];
+    assert_eq!(img["mime_type"], "image/png");
+    assert!(img["data"].as_str().unwrap().starts_with("iVBORw0KGgo"));
+    let decl = &sent["tools"][0]["functionDeclarations"][0];
+    assert_eq!(decl["name"], "tap");
+    assert_eq!(decl["parametersJsonSchema"]["required"], json!(["element"]));
+    assert_eq!(sent["toolConfig"]["functionCallingConfig"]["mode"], "ANY");
+}
+
+#[tokio::test]
+async fn gemini_bad_key_is_unauthorized_and_500_and_malformed_are_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("x-goog-api-key", "bad"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
+            "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}})))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(header("x-goog-api-key", "down"))
+        .respond_with(ResponseTemplate::new(503).set_body_json(json!({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}})))
+        .expect(3)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(header("x-goog-api-key", "blocked"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 10}})))
+        .mount(&server)
+        .await;
+    let req = ChatRequest::new(None, vec![Message::user_text("hi")]);
+    let e = model(ProviderKind::Gemini, "gemini-2.5-flash", &server, "bad")
+        .chat(&req)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_unauthorized");
+    assert_eq!(e.hint(), "400 from Gemini: check GEMINI_API_KEY");
+    let e = model(ProviderKind::Gemini, "gemini-2.5-flash", &server, "down")
+        .chat(&req)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "llm_server_error");
+    assert!(e.to_string().contains("UNAVAILABLE"));
+    let e = model(ProviderKind::Gemini, "gemini-2.5-flash", &server, "blocked")
+        .chat(&req)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("blocked (SAFETY)"), "{e}");
+}
+
+#[tokio::test]
+async fn gemini_text_reply_with_thought_parts() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "candidates": [{"content": {"parts": [{"text": "Planning the tap", "thought": true}, {"text": "Done."}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7},
+            "modelVersion": "gemini-2.5-pro"
+        })))
+        .mount(&server)
+        .await;
+    let r = model(ProviderKind::Gemini, "gemini-2.5-pro", &server, "k")
+        .chat(&ChatRequest::new(None, vec![Message::user_text("hi")]))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "Done.");
+    assert_eq!(r.reasoning.as_deref(), Some("Planning the tap"));
+    assert_eq!(r.stop_reason, StopReason::EndTurn);
+}
