@@ -567,3 +567,527 @@ async fn gemini_text_reply_with_thought_parts() {
     assert_eq!(r.reasoning.as_deref(), Some("Planning the tap"));
     assert_eq!(r.stop_reason, StopReason::EndTurn);
 }
+
+// ---------------------------------------------------------------- agents
+
+mod agents {
+    use super::*;
+    use droidpilot::agent::spec::ProviderKeys;
+    use droidpilot::agent::{
+        AgentContext, AgentDefaults, AgentSpec, History, Observation, build_agent,
+    };
+    use droidpilot::domain::action::TargetField;
+    use droidpilot::domain::{Action, Bounds, Key, NormPoint, Target};
+    use droidpilot::llm::{ModelPrice, PriceTable};
+    use droidpilot::screen::{ActionableElement, ElementAction, ScreenRepresentation};
+
+    pub fn screen() -> ScreenRepresentation {
+        let el = |id: u32, sel: &str, text: &str, top: i32| ActionableElement {
+            element_id: id,
+            selector: sel.into(),
+            alternative_selectors: vec![format!(":text(\"{text}\")")],
+            kind: "TextView".into(),
+            text: text.into(),
+            actions: vec![ElementAction::Click],
+            bounds: Bounds::new(0, top, 1080, top + 160),
+        };
+        ScreenRepresentation {
+            app_package: Some("com.android.settings".into()),
+            activity: None,
+            has_modal: false,
+            elements: "[0] TextView \"Network & internet\"\n[1] TextView \"Connected devices\"\n[2] TextView \"Apps\"\n[3] Switch \"Wi-Fi\" checked=false".into(),
+            summary: "com.android.settings: 4 actionable".into(),
+            actionable_elements: vec![
+                el(0, "#network", "Network & internet", 300),
+                el(1, "#devices", "Connected devices", 460),
+                el(2, "#apps", "Apps", 620),
+                el(3, "#wifi", "Wi-Fi", 780),
+            ],
+        }
+    }
+
+    pub fn ctx() -> AgentContext {
+        AgentContext {
+            instruction: "Turn on Wi-Fi".into(),
+            observation: Observation {
+                screen: screen(),
+                screenshot: Some(ImageData::from_bytes(tiny_png()).unwrap()),
+                step_count: 2,
+                max_steps: 20,
+                elapsed: Duration::from_secs(12),
+            },
+            history: History::new(4),
+        }
+    }
+
+    fn text_reply(p: ProviderKind, text: &str) -> Value {
+        match p {
+            ProviderKind::Openai => {
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}})
+            }
+            ProviderKind::Anthropic => {
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
+                "usage": {"input_tokens": 1000, "output_tokens": 50}})
+            }
+            ProviderKind::Gemini => {
+                json!({"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 1000, "candidatesTokenCount": 50, "totalTokenCount": 1050}, "modelVersion": "m"})
+            }
+        }
+    }
+
+    fn tool_reply(p: ProviderKind, name: &str, args: Value) -> Value {
+        match p {
+            ProviderKind::Openai => {
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}})
+            }
+            ProviderKind::Anthropic => {
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                "content": [{"type": "text", "text": "Turning Wi-Fi on."}, {"type": "tool_use", "id": "toolu_1", "name": name, "input": args}],
+                "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1000, "output_tokens": 50}})
+            }
+            ProviderKind::Gemini => {
+                json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": name, "args": args}}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 1000, "candidatesTokenCount": 50, "totalTokenCount": 1050}, "modelVersion": "m"})
+            }
+        }
+    }
+
+    fn defaults(server: &MockServer) -> AgentDefaults {
+        let mut d = AgentDefaults::default();
+        d.keys = ProviderKeys {
+            openai: Some(ApiKey::new("sk-o")),
+            anthropic: Some(ApiKey::new("k-a")),
+            gemini: Some(ApiKey::new("k-g")),
+        };
+        d.navigator.backoff_ms = 1;
+        d.vision.backoff_ms = 1;
+        d.prices = PriceTable(
+            [(
+                "m".to_string(),
+                ModelPrice {
+                    input_per_mtok: 1.0,
+                    output_per_mtok: 4.0,
+                    cached_input_per_mtok: None,
+                },
+            )]
+            .into_iter()
+            .collect(),
+        );
+        let _ = server;
+        d
+    }
+
+    fn spec(kind: &str, p: ProviderKind, server: &MockServer, format: Option<&str>) -> AgentSpec {
+        let (prov, base) = match p {
+            ProviderKind::Openai => ("openai", format!("{}/v1", server.uri())),
+            ProviderKind::Anthropic => ("anthropic", server.uri()),
+            ProviderKind::Gemini => ("gemini", server.uri()),
+        };
+        let mut v = json!({"kind": kind, "provider": prov, "model": "m", "base_url": base});
+        if let Some(f) = format {
+            v["format"] = json!(f);
+        }
+        AgentSpec::from_json(&v).unwrap()
+    }
+
+    const PROVIDERS: [ProviderKind; 3] = [
+        ProviderKind::Openai,
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+    ];
+
+    fn tap_el(id: u32) -> Action {
+        Action::Tap {
+            target: TargetField(Target::Element(id)),
+        }
+    }
+
+    #[tokio::test]
+    async fn navigator_round_trip_on_every_provider() {
+        for p in PROVIDERS {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                    p,
+                    "tap",
+                    json!({"element": 3}),
+                )))
+                .mount(&server)
+                .await;
+            let mut agent =
+                build_agent(&spec("navigator", p, &server, None), &defaults(&server)).unwrap();
+            let d = agent.next(&ctx()).await.unwrap();
+            assert_eq!(d.action, tap_el(3), "{p}");
+            assert_eq!(d.usage.input_tokens, 1000, "{p}");
+            assert_eq!(d.usage.output_tokens, 50, "{p}");
+            assert!(
+                (d.cost.unwrap() - (1000.0 * 1.0 + 50.0 * 4.0) / 1e6).abs() < 1e-12,
+                "{p}"
+            );
+            assert_eq!((d.model_calls, d.retries), (1, 0));
+            let sent = String::from_utf8(server.received_requests().await.unwrap()[0].body.clone())
+                .unwrap();
+            assert!(
+                sent.contains("[3] Switch \\\"Wi-Fi\\\""),
+                "{p}: the screen text must be sent"
+            );
+            assert!(sent.contains("Task: Turn on Wi-Fi"), "{p}");
+            assert!(
+                sent.contains("scroll_to_find") && sent.contains("wait_for_gone"),
+                "{p}: tools"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn vision_round_trip_on_every_provider_and_format() {
+        let cases = [
+            (
+                ProviderKind::Openai,
+                "ui-tars",
+                "Thought: Wi-Fi switch.\nAction: click(point='<point>500 250</point>')",
+                [0.5, 0.25],
+            ),
+            (
+                ProviderKind::Anthropic,
+                "generic",
+                "<thinking>Wi-Fi switch.</thinking><tool_call>{\"action\": \"tap\", \"coordinate\": [0.5, 0.25]}</tool_call>",
+                [0.5, 0.25],
+            ),
+            (
+                ProviderKind::Gemini,
+                "autoglm",
+                "<think>Wi-Fi switch.</think><answer>do(action=\"Tap\", element=[500,250])</answer>",
+                [0.5, 0.25],
+            ),
+            (
+                ProviderKind::Anthropic,
+                "mai-ui",
+                "<thinking>Wi-Fi switch.</thinking><tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"click\", \"coordinate\": [999, 0]}}</tool_call>",
+                [1.0, 0.0],
+            ),
+            (
+                ProviderKind::Gemini,
+                "mai-ui",
+                "<thinking>Wi-Fi switch.</thinking><tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"click\", \"coordinate\": [0, 999]}}</tool_call>",
+                [0.0, 1.0],
+            ),
+        ];
+        for (p, format, text, [x, y]) in cases {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(p, text)))
+                .mount(&server)
+                .await;
+            let mut agent = build_agent(
+                &spec("vision", p, &server, Some(format)),
+                &defaults(&server),
+            )
+            .unwrap();
+            let d = agent.next(&ctx()).await.unwrap();
+            assert_eq!(
+                d.action,
+                Action::Tap {
+                    target: TargetField(Target::Coordinate(NormPoint::new(x, y).unwrap()))
+                },
+                "{p} {format}"
+            );
+            assert_eq!(d.thinking, "Wi-Fi switch.", "{p} {format}");
+            assert_eq!(d.raw, text);
+            let sent = String::from_utf8(server.received_requests().await.unwrap()[0].body.clone())
+                .unwrap();
+            assert!(
+                sent.contains("iVBORw0KGgo"),
+                "{p} {format}: the screenshot must be sent"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn replay_agent_returns_actions_then_finishes() {
+        let server = MockServer::start().await;
+        let s = AgentSpec::from_json(&json!({"kind": "replay", "actions": [{"action": "tap", "element": 3}, {"action": "back"}]})).unwrap();
+        let mut agent = build_agent(&s, &defaults(&server)).unwrap();
+        assert_eq!(agent.next(&ctx()).await.unwrap().action, tap_el(3));
+        assert_eq!(
+            agent.next(&ctx()).await.unwrap().action,
+            Action::Key { key: Key::Back }
+        );
+        let last = agent.next(&ctx()).await.unwrap();
+        assert!(last.action.is_terminal());
+        assert_eq!(last.model_calls, 0);
+        assert!(server.received_requests().await.unwrap().is_empty());
+    }
+
+    /// MAI-UI as its users run it: vLLM's OpenAI-compatible server, no key, screenshots
+    /// as image_url parts, the MAI-UI system prompt, 0–999 coordinates.
+    #[tokio::test]
+    async fn vision_mai_ui_through_vllm_openai_api() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "chatcmpl-8f2b", "object": "chat.completion", "created": 1767000000, "model": "MAI-UI-8B",
+                "choices": [{"index": 0, "message": {"role": "assistant", "reasoning_content": null, "content":
+                    "<thinking>\nThe Wi-Fi toggle is on the right of the Wi-Fi row. I will click it.\n</thinking>\n<tool_call>\n{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"click\", \"coordinate\": [874, 333]}}\n</tool_call>",
+                    "tool_calls": []}, "logprobs": null, "finish_reason": "stop", "stop_reason": null}],
+                "usage": {"prompt_tokens": 1422, "total_tokens": 1480, "completion_tokens": 58, "prompt_tokens_details": null},
+                "prompt_logprobs": null, "kv_transfer_params": null
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let mut d = AgentDefaults::default();
+        d.vision.base_url = Some(format!("{}/v1", server.uri()));
+        let s = AgentSpec::from_json(&json!({"kind": "vision", "format": "mai-ui", "provider": "openai", "model": "MAI-UI-8B", "base_url": format!("{}/v1", server.uri())})).unwrap();
+        let mut agent = build_agent(&s, &d).unwrap();
+        let dec = agent.next(&ctx()).await.unwrap();
+        let Action::Tap {
+            target: TargetField(Target::Coordinate(p)),
+        } = dec.action
+        else {
+            panic!("{:?}", dec.action)
+        };
+        assert!((p.x() - 874.0 / 999.0).abs() < 1e-9 && (p.y() - 333.0 / 999.0).abs() < 1e-9);
+        assert!(dec.thinking.starts_with("The Wi-Fi toggle"));
+        assert_eq!(dec.usage.input_tokens, 1422);
+
+        let req = &server.received_requests().await.unwrap()[0];
+        assert!(
+            req.headers.get("authorization").is_none(),
+            "local vLLM needs no key"
+        );
+        let body = body_of(req);
+        assert_eq!(body["model"], "MAI-UI-8B");
+        assert_eq!(body["messages"][0]["role"], "system");
+        let system = body["messages"][0]["content"].as_str().unwrap();
+        assert!(system.contains("{\"name\": \"mobile_use\", \"arguments\": <args-json-object>}"));
+        assert!(system.contains("0 to 999"));
+        let user = &body["messages"][1]["content"];
+        assert!(
+            user[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("Task: Turn on Wi-Fi")
+        );
+        assert_eq!(user[1]["type"], "image_url");
+        assert!(
+            user[1]["image_url"]["url"]
+                .as_str()
+                .unwrap()
+                .starts_with("data:image/png;base64,")
+        );
+        assert!(
+            body.get("tools").is_none(),
+            "MAI-UI answers in text, not native tools"
+        );
+    }
+
+    #[tokio::test]
+    async fn vision_self_corrects_once_and_counts_the_retry() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(ProviderKind::Openai,
+                "<thinking>x</thinking><tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"clik\", \"coordinate\": [10, 10]}}</tool_call>")))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(ProviderKind::Openai,
+                "<thinking>fixed</thinking><tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"system_button\", \"button\": \"back\"}}</tool_call>")))
+            .mount(&server)
+            .await;
+        let mut agent = build_agent(
+            &spec("vision", ProviderKind::Openai, &server, Some("mai-ui")),
+            &defaults(&server),
+        )
+        .unwrap();
+        let d = agent.next(&ctx()).await.unwrap();
+        assert_eq!(d.action, Action::Key { key: Key::Back });
+        assert_eq!((d.retries, d.model_calls), (1, 2));
+        assert_eq!(d.usage.input_tokens, 2000);
+        let second = body_of(&server.received_requests().await.unwrap()[1]);
+        let msgs = second["messages"].as_array().unwrap();
+        assert_eq!(msgs[2]["role"], "assistant");
+        let correction = msgs[3]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            correction.contains("unknown action `clik` (did you mean `click`?)"),
+            "{correction}"
+        );
+    }
+
+    #[tokio::test]
+    async fn vision_gives_up_after_one_correction_with_a_clear_error() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(
+                ProviderKind::Gemini,
+                "I think I should tap Wi-Fi.",
+            )))
+            .expect(2)
+            .mount(&server)
+            .await;
+        let mut agent = build_agent(
+            &spec("vision", ProviderKind::Gemini, &server, Some("generic")),
+            &defaults(&server),
+        )
+        .unwrap();
+        let e = agent.next(&ctx()).await.err().unwrap();
+        assert_eq!(e.code(), "agent_unparseable");
+        assert!(
+            e.to_string()
+                .contains("after 2 attempts: no <tool_call> found"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn navigator_corrects_an_unknown_element_through_a_tool_result() {
+        for p in PROVIDERS {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                    p,
+                    "tap",
+                    json!({"element": 42}),
+                )))
+                .up_to_n_times(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                    p,
+                    "tap",
+                    json!({"selector": "#wifi"}),
+                )))
+                .mount(&server)
+                .await;
+            let mut agent =
+                build_agent(&spec("navigator", p, &server, None), &defaults(&server)).unwrap();
+            let d = agent.next(&ctx()).await.unwrap();
+            assert_eq!(
+                d.action,
+                Action::Tap {
+                    target: TargetField(Target::Selector("#wifi".into()))
+                }
+            );
+            assert_eq!(d.retries, 1);
+            let second =
+                String::from_utf8(server.received_requests().await.unwrap()[1].body.clone())
+                    .unwrap();
+            assert!(
+                second.contains(
+                    "there is no element 42 on this screen; element ids on this screen are 0–3"
+                ),
+                "{p}: {second}"
+            );
+            let v: Value = serde_json::from_str(&second).unwrap();
+            match p {
+                ProviderKind::Openai => assert_eq!(v["messages"][3]["role"], "tool"),
+                ProviderKind::Anthropic => {
+                    assert_eq!(v["messages"][2]["content"][0]["type"], "tool_result")
+                }
+                ProviderKind::Gemini => {
+                    assert!(v["contents"][2]["parts"][0]["functionResponse"].is_object())
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn navigator_answers_read_element_locally_and_maps_mcp_tools() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                ProviderKind::Openai,
+                "read_element",
+                json!({"element": 3}),
+            )))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                ProviderKind::Openai,
+                "get_weather",
+                json!({"city": "Paris"}),
+            )))
+            .mount(&server)
+            .await;
+        let mut d = defaults(&server);
+        d.mcp_tools = vec![droidpilot::agent::McpTool {
+            name: "get_weather".into(),
+            description: "Weather for a city".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        }];
+        let mut agent =
+            build_agent(&spec("navigator", ProviderKind::Openai, &server, None), &d).unwrap();
+        let dec = agent.next(&ctx()).await.unwrap();
+        assert_eq!(
+            dec.action,
+            Action::McpCall {
+                tool: "get_weather".into(),
+                args: json!({"city": "Paris"})
+            }
+        );
+        assert_eq!((dec.model_calls, dec.retries), (2, 0));
+        let second = body_of(&server.received_requests().await.unwrap()[1]);
+        let tool_msg = &second["messages"][3];
+        assert_eq!(tool_msg["role"], "tool");
+        assert!(
+            tool_msg["content"]
+                .as_str()
+                .unwrap()
+                .contains("\"selector\": \"#wifi\"")
+        );
+        assert!(
+            second["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["function"]["name"] == "get_weather")
+        );
+    }
+
+    #[tokio::test]
+    async fn navigator_grounds_a_described_target_with_a_vision_model() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                ProviderKind::Openai,
+                "tap",
+                json!({"description": "the blue avatar at the top"}),
+            )))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/grounder/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(ProviderKind::Openai,
+                "<thinking>avatar</thinking><tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"click\", \"coordinate\": [999, 0]}}</tool_call>")))
+            .mount(&server)
+            .await;
+        let mut d = defaults(&server);
+        let mut g = ModelConfig::new(ProviderKind::Openai, "m");
+        g.base_url = Some(format!("{}/grounder/v1", server.uri()));
+        d.grounding = Some(g);
+        let mut agent =
+            build_agent(&spec("navigator", ProviderKind::Openai, &server, None), &d).unwrap();
+        let dec = agent.next(&ctx()).await.unwrap();
+        assert_eq!(
+            dec.action,
+            Action::Tap {
+                target: TargetField(Target::Coordinate(NormPoint::new(1.0, 0.0).unwrap()))
+            }
+        );
+        assert_eq!(dec.model_calls, 2);
+        assert_eq!(dec.usage.input_tokens, 2000);
+    }
+}
