@@ -5,10 +5,12 @@
 //! `screen`, `device`, `llm`, `agent`, `run`, `script`, `store`, `server`, `cli`.
 //! See ARCHITECTURE.md for the map.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod device;
 pub mod domain;
+pub mod llm;
 pub mod run;
 pub mod screen;
 pub mod server;

@@ -1,0 +1,200 @@
+//! Agents: the `Agent` trait and its kinds. `navigator` reads the accessibility tree and
+//! calls tools natively; `vision` reads screenshots and answers in a model family's
+//! own format (MAI-UI, UI-TARS, AutoGLM, generic); `replay` returns recorded actions.
+//! Every output ends as a validated `Action`; a reply that does not parse gets one
+//! self-correction attempt with the error text, counted in `Decision::retries`.
+
+pub mod context;
+pub mod grounding;
+pub mod navigator;
+pub mod parse_error;
+pub mod replay;
+pub mod spec;
+pub mod vision;
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::domain::Action;
+use crate::llm::{ChatModel, ChatReply, ChatRequest, LlmError, PriceTable, Usage};
+
+pub use context::{AgentContext, History, Note, Observation, StepRecord};
+pub use grounding::{Grounded, Grounder, GroundingRequest, ModelGrounder};
+pub use navigator::NavigatorAgent;
+pub use parse_error::ParseError;
+pub use replay::ReplayAgent;
+pub use spec::{AgentDefaults, AgentKind, AgentSpec, SpecError, build_agent};
+pub use vision::{VisionAgent, VisionFormat};
+
+/// What the agent decided at one step, with its cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub thinking: String,
+    pub action: Action,
+    /// The model's last reply as text (tool calls rendered as JSON), for the trajectory.
+    pub raw: String,
+    /// Tokens of every model call this decision made (retries and grounding included).
+    pub usage: Usage,
+    /// USD, when the model has a price in the table.
+    pub cost: Option<f64>,
+    pub model_calls: u32,
+    /// Self-correction attempts: the runner charges them to the step budget.
+    pub retries: u32,
+    /// Time spent waiting on models.
+    pub model_time: Duration,
+    /// Time spent in droidpilot's own code (building prompts, parsing, validating).
+    pub own_time: Duration,
+}
+
+impl Decision {
+    /// A decision made without a model.
+    pub fn local(action: Action) -> Self {
+        Self {
+            thinking: String::new(),
+            raw: serde_json::to_string(&action).unwrap_or_default(),
+            action,
+            usage: Usage::default(),
+            cost: None,
+            model_calls: 0,
+            retries: 0,
+            model_time: Duration::ZERO,
+            own_time: Duration::ZERO,
+        }
+    }
+}
+
+#[async_trait]
+pub trait Agent: Send {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError>;
+    /// `vision/mai-ui openai:MAI-UI-8B`, for logs and task records.
+    fn describe(&self) -> String;
+}
+
+/// An MCP tool the agent may call; its result comes back through the history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct McpTool {
+    pub name: String,
+    pub description: String,
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    #[error("the model's answer could not be used after {attempts} attempts: {error}")]
+    Parse {
+        error: ParseError,
+        raw: String,
+        attempts: u32,
+        usage: Usage,
+    },
+    #[error("this agent needs a screenshot, and the observation has none")]
+    NeedsScreenshot,
+    #[error("grounding failed: {0}")]
+    Grounding(String),
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+}
+
+impl AgentError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            AgentError::Llm(e) => e.code(),
+            AgentError::Parse { .. } => "agent_unparseable",
+            AgentError::NeedsScreenshot => "agent_needs_screenshot",
+            AgentError::Grounding(_) => "agent_grounding_failed",
+            AgentError::Spec(_) => "invalid_agent",
+        }
+    }
+    pub fn hint(&self) -> String {
+        match self {
+            AgentError::Llm(e) => e.hint(),
+            AgentError::Parse { error, .. } => error.hint(),
+            AgentError::NeedsScreenshot => {
+                "Vision agents read screenshots; check that the device returns them.".into()
+            }
+            AgentError::Grounding(_) => {
+                "Check the grounding model configuration, or give element ids instead.".into()
+            }
+            AgentError::Spec(e) => e.hint(),
+        }
+    }
+}
+
+/// Counts model calls, tokens, cost and time across one decision.
+pub(crate) struct Meter<'a> {
+    prices: &'a PriceTable,
+    started: Instant,
+    pub usage: Usage,
+    pub cost: Option<f64>,
+    pub calls: u32,
+    pub model_time: Duration,
+}
+
+impl<'a> Meter<'a> {
+    pub fn new(prices: &'a PriceTable) -> Self {
+        Self {
+            prices,
+            started: Instant::now(),
+            usage: Usage::default(),
+            cost: None,
+            calls: 0,
+            model_time: Duration::ZERO,
+        }
+    }
+
+    pub async fn call(
+        &mut self,
+        model: &dyn ChatModel,
+        req: &ChatRequest,
+    ) -> Result<ChatReply, AgentError> {
+        let t = Instant::now();
+        let r = model.chat(req).await;
+        self.model_time += t.elapsed();
+        let reply = r?;
+        self.add(&model.config().model, &reply.usage);
+        Ok(reply)
+    }
+
+    pub fn add(&mut self, model: &str, usage: &Usage) {
+        self.calls += 1;
+        self.usage += *usage;
+        if let Some(c) = self.prices.cost(model, usage) {
+            *self.cost.get_or_insert(0.0) += c;
+        }
+    }
+
+    pub fn add_cost(&mut self, usage: Usage, cost: Option<f64>, calls: u32) {
+        self.calls += calls;
+        self.usage += usage;
+        if let Some(c) = cost {
+            *self.cost.get_or_insert(0.0) += c;
+        }
+    }
+
+    pub fn decision(self, thinking: String, action: Action, raw: String, retries: u32) -> Decision {
+        Decision {
+            thinking,
+            action,
+            raw,
+            usage: self.usage,
+            cost: self.cost,
+            model_calls: self.calls,
+            retries,
+            own_time: self.started.elapsed().saturating_sub(self.model_time),
+            model_time: self.model_time,
+        }
+    }
+}
+
+/// The correction message a model gets after an unusable answer.
+pub(crate) fn correction(err: &ParseError) -> String {
+    format!(
+        "Your previous answer could not be executed: {err}\nAnswer again with exactly one action in the required format."
+    )
+}

@@ -1,0 +1,563 @@
+//! The navigator: reads the screen's element list and acts through native tool calls
+//! (tap/long_press by element or selector, type, clear, scroll, scroll_to_find,
+//! read_element, read_screen, wait_for, wait_for_gone, launch_app, back, home, finish,
+//! ask_user, plus the registered MCP tools). Tool arguments are described by schemars
+//! structs; each call becomes canonical action JSON validated by `ActionParser`.
+//!
+//! `read_element` and `read_screen` are answered here from the observation (they do
+//! not touch the phone), within the same decision. `scroll_to_find` is a custom action
+//! (`Action::Custom`) that the runner executes.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde_json::{Map, Value, json};
+
+use super::grounding::{Grounder, GroundingRequest};
+use super::parse_error::ParseError;
+use super::{Agent, AgentContext, AgentError, Decision, McpTool, Meter};
+use crate::domain::ActionParser;
+use crate::llm::{
+    ChatModel, ChatRequest, Message, Part, PriceTable, Role, ToolCall, ToolChoice, ToolSpec,
+};
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct TargetArgs {
+    /// Element id from the current screen list.
+    element: Option<u32>,
+    /// A selector: `#resource_id`, `:text("Send")`, `:desc("Send")`, `Button:text("Send")`.
+    selector: Option<String>,
+    /// The element in words, when it has no id (a grounding model will locate it).
+    description: Option<String>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct LongPressArgs {
+    element: Option<u32>,
+    selector: Option<String>,
+    description: Option<String>,
+    /// Hold time in milliseconds (default about 800).
+    duration_ms: Option<u64>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct TypeArgs {
+    text: String,
+    /// The field; the focused field when absent.
+    element: Option<u32>,
+    selector: Option<String>,
+    /// Replace the field's content instead of appending.
+    clear_first: Option<bool>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct FieldArgs {
+    element: Option<u32>,
+    selector: Option<String>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[schemars(rename_all = "lowercase")]
+enum Dir {
+    Up,
+    Down,
+    Left,
+    Right,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct ScrollArgs {
+    /// `down` reveals what is below.
+    direction: Dir,
+    /// The scrollable container; the main one when absent.
+    element: Option<u32>,
+    selector: Option<String>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct ScrollToFindArgs {
+    /// What to bring on screen.
+    selector: String,
+    direction: Option<Dir>,
+    /// Give up after this many scrolls (default 10).
+    max_swipes: Option<u32>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct WaitForArgs {
+    selector: String,
+    timeout_ms: Option<u64>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct LaunchArgs {
+    /// e.g. com.android.settings
+    package: Option<String>,
+    /// The name under the icon, e.g. Settings.
+    label: Option<String>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct NoArgs {}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct FinishArgs {
+    success: bool,
+    /// Why it failed, or a summary.
+    reason: Option<String>,
+    /// The information the task asked for.
+    answer: Option<String>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct AskUserArgs {
+    question: String,
+    options: Option<Vec<String>>,
+}
+
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "tap",
+    "long_press",
+    "type",
+    "clear",
+    "scroll",
+    "scroll_to_find",
+    "read_element",
+    "read_screen",
+    "wait_for",
+    "wait_for_gone",
+    "launch_app",
+    "back",
+    "home",
+    "finish",
+    "ask_user",
+];
+
+/// Information rounds (read_element/read_screen) allowed before an action is required.
+const MAX_INFO_ROUNDS: u32 = 2;
+
+pub fn builtin_tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::of::<TargetArgs>("tap", "Tap an element."),
+        ToolSpec::of::<LongPressArgs>("long_press", "Long-press an element."),
+        ToolSpec::of::<TypeArgs>("type", "Type text into a field."),
+        ToolSpec::of::<FieldArgs>("clear", "Empty a text field."),
+        ToolSpec::of::<ScrollArgs>("scroll", "Scroll the screen or a container."),
+        ToolSpec::of::<ScrollToFindArgs>(
+            "scroll_to_find",
+            "Scroll until an element matching the selector is visible.",
+        ),
+        ToolSpec::of::<FieldArgs>(
+            "read_element",
+            "Read one element's full text and properties (does not act).",
+        ),
+        ToolSpec::of::<NoArgs>(
+            "read_screen",
+            "Read every element of the screen, untruncated (does not act).",
+        ),
+        ToolSpec::of::<WaitForArgs>(
+            "wait_for",
+            "Wait until an element matching the selector appears.",
+        ),
+        ToolSpec::of::<WaitForArgs>(
+            "wait_for_gone",
+            "Wait until no element matches the selector.",
+        ),
+        ToolSpec::of::<LaunchArgs>("launch_app", "Open an app by package or label."),
+        ToolSpec::of::<NoArgs>("back", "Press Back."),
+        ToolSpec::of::<NoArgs>("home", "Go to the home screen."),
+        ToolSpec::of::<FinishArgs>(
+            "finish",
+            "End the task: done (success true) or impossible (success false).",
+        ),
+        ToolSpec::of::<AskUserArgs>("ask_user", "Ask the user a question only they can answer."),
+    ]
+}
+
+pub struct NavigatorAgent {
+    model: Arc<dyn ChatModel>,
+    parser: ActionParser,
+    tools: Vec<ToolSpec>,
+    mcp_names: Vec<String>,
+    system: String,
+    prices: PriceTable,
+    screenshot: bool,
+    grounder: Option<Arc<dyn Grounder>>,
+}
+
+enum Outcome {
+    Act(crate::domain::Action),
+    Info(String),
+}
+
+impl NavigatorAgent {
+    /// `screenshot`: add the screenshot to each request (for vision-capable models).
+    pub fn new(
+        model: Arc<dyn ChatModel>,
+        mcp_tools: &[McpTool],
+        prices: PriceTable,
+        screenshot: bool,
+    ) -> Self {
+        let mut parser = ActionParser::new();
+        let _ = parser.register("scroll_to_find");
+        let mut tools = builtin_tools();
+        let mut system = include_str!("../../prompts/navigator.v1.md").to_string();
+        if !mcp_tools.is_empty() {
+            system.push_str("\n## MCP tools available\n");
+        }
+        for t in mcp_tools {
+            system.push_str(&format!("- {}: {}\n", t.name, t.description));
+            tools.push(ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.input_schema.clone(),
+            });
+        }
+        Self {
+            model,
+            parser,
+            tools,
+            mcp_names: mcp_tools.iter().map(|t| t.name.clone()).collect(),
+            system,
+            prices,
+            screenshot,
+            grounder: None,
+        }
+    }
+
+    pub fn with_grounder(mut self, g: Arc<dyn Grounder>) -> Self {
+        self.grounder = Some(g);
+        self
+    }
+
+    pub fn build_request(&self, ctx: &AgentContext) -> ChatRequest {
+        let s = &ctx.observation.screen;
+        let mut text = ctx.header();
+        let h = ctx.history.render();
+        if !h.is_empty() {
+            text.push('\n');
+            text.push_str(&h);
+        }
+        text.push_str(&format!(
+            "\nCurrent screen ({}{}):\n{}",
+            s.app_package.as_deref().unwrap_or("unknown app"),
+            if s.has_modal {
+                ", a dialog is open"
+            } else {
+                ""
+            },
+            s.elements
+        ));
+        let mut parts = vec![Part::Text(text)];
+        if self.screenshot
+            && let Some(img) = &ctx.observation.screenshot
+        {
+            parts.push(Part::Image(img.clone()));
+        }
+        let mut req = ChatRequest::new(Some(self.system.clone()), vec![Message::user(parts)]);
+        req.tools = self.tools.clone();
+        req.tool_choice = ToolChoice::Required;
+        req
+    }
+
+    /// Turns one tool call into an action (or an information answer). Grounding is
+    /// handled by the caller when this returns `NeedsGrounding`.
+    fn interpret(&self, call: &ToolCall, ctx: &AgentContext) -> Result<Interpreted, ParseError> {
+        let args = call
+            .arguments()
+            .map_err(|e| ParseError::json(&e, &call.raw_arguments, 0))?;
+        let Value::Object(mut args) = args else {
+            return Err(ParseError::InvalidField {
+                action: call.name.clone(),
+                field: "arguments".into(),
+                reason: "expected a JSON object".into(),
+            });
+        };
+        let name = call.name.as_str();
+        if self.mcp_names.iter().any(|n| n == name) {
+            let a = self
+                .parser
+                .parse(&json!({"action": "mcp_call", "tool": name, "args": args}))?;
+            return Ok(Interpreted::Done(Outcome::Act(a)));
+        }
+        let screen = &ctx.observation.screen;
+        match name {
+            "read_screen" => return Ok(Interpreted::Done(Outcome::Info(screen.elements.clone()))),
+            "read_element" => {
+                let el = self.find_element(&args, screen, name)?;
+                return Ok(Interpreted::Done(Outcome::Info(
+                    serde_json::to_string_pretty(el).unwrap_or_default(),
+                )));
+            }
+            _ => {}
+        }
+        if !BUILTIN_TOOLS.contains(&name) {
+            let mut allowed: Vec<&str> = BUILTIN_TOOLS.to_vec();
+            allowed.extend(self.mcp_names.iter().map(String::as_str));
+            return Err(ParseError::unknown(name, &allowed));
+        }
+        let description = match args.remove("description") {
+            Some(Value::String(d)) if !d.trim().is_empty() => Some(d),
+            _ => None,
+        };
+        if let Some(Value::Number(n)) = args.get("element") {
+            let id = n.as_u64();
+            let known = id.is_some_and(|id| {
+                screen
+                    .actionable_elements
+                    .iter()
+                    .any(|e| e.element_id as u64 == id)
+            });
+            if !known {
+                if let Some(d) = description.filter(|_| self.grounder.is_some()) {
+                    args.remove("element");
+                    return Ok(Interpreted::Ground {
+                        name: name.into(),
+                        args,
+                        description: d,
+                    });
+                }
+                return Err(ParseError::InvalidField {
+                    action: name.into(),
+                    field: "element".into(),
+                    reason: format!(
+                        "there is no element {n} on this screen; {}",
+                        id_range(screen)
+                    ),
+                });
+            }
+        }
+        let targeted = matches!(name, "tap" | "long_press");
+        if targeted && !args.contains_key("element") && !args.contains_key("selector") {
+            return match (description, self.grounder.is_some()) {
+                (Some(d), true) => Ok(Interpreted::Ground {
+                    name: name.into(),
+                    args,
+                    description: d,
+                }),
+                _ => Err(ParseError::MissingField {
+                    action: name.into(),
+                    field: "element",
+                    example: Some("{\"element\": 3} or {\"selector\": \"#btn_send\"}"),
+                }),
+            };
+        }
+        Ok(Interpreted::Done(Outcome::Act(self.to_action(name, args)?)))
+    }
+
+    fn to_action(
+        &self,
+        name: &str,
+        mut args: Map<String, Value>,
+    ) -> Result<crate::domain::Action, ParseError> {
+        if name == "scroll_to_find" {
+            args.entry("direction").or_insert(json!("down"));
+            args.entry("max_swipes").or_insert(json!(10));
+        }
+        args.insert("action".into(), json!(name));
+        Ok(self.parser.parse(&Value::Object(args))?)
+    }
+
+    fn find_element<'s>(
+        &self,
+        args: &Map<String, Value>,
+        screen: &'s crate::screen::ScreenRepresentation,
+        tool: &str,
+    ) -> Result<&'s crate::screen::ActionableElement, ParseError> {
+        let els = &screen.actionable_elements;
+        let found = match (
+            args.get("element").and_then(Value::as_u64),
+            args.get("selector").and_then(Value::as_str),
+        ) {
+            (Some(id), _) => els.iter().find(|e| e.element_id as u64 == id),
+            (None, Some(sel)) => els
+                .iter()
+                .find(|e| e.selector == sel || e.alternative_selectors.iter().any(|a| a == sel)),
+            (None, None) => {
+                return Err(ParseError::MissingField {
+                    action: tool.into(),
+                    field: "element",
+                    example: Some("{\"element\": 3}"),
+                });
+            }
+        };
+        found.ok_or_else(|| ParseError::InvalidField {
+            action: tool.into(),
+            field: "element".into(),
+            reason: format!("no such element on this screen; {}", id_range(screen)),
+        })
+    }
+}
+
+enum Interpreted {
+    Done(Outcome),
+    Ground {
+        name: String,
+        args: Map<String, Value>,
+        description: String,
+    },
+}
+
+fn id_range(s: &crate::screen::ScreenRepresentation) -> String {
+    let ids = s.actionable_elements.iter().map(|e| e.element_id);
+    match (ids.clone().min(), ids.max()) {
+        (Some(a), Some(b)) => format!("element ids on this screen are {a}–{b}"),
+        _ => "this screen has no actionable elements".into(),
+    }
+}
+
+fn render_calls(text: &str, calls: &[ToolCall]) -> String {
+    let mut raw = text.to_string();
+    for c in calls {
+        if !raw.is_empty() {
+            raw.push('\n');
+        }
+        raw.push_str(&format!("{}({})", c.name, c.raw_arguments));
+    }
+    raw
+}
+
+#[async_trait]
+impl Agent for NavigatorAgent {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        let mut meter = Meter::new(&self.prices);
+        let mut req = self.build_request(ctx);
+        let mut retries = 0u32;
+        let mut info_rounds = 0u32;
+        loop {
+            let reply = meter.call(self.model.as_ref(), &req).await?;
+            let raw = render_calls(&reply.text, &reply.tool_calls);
+            let thinking = reply
+                .reasoning
+                .clone()
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| reply.text.trim().to_string());
+            let result = match reply.tool_calls.first() {
+                None => Err(ParseError::MissingTag {
+                    tag: "tool call",
+                    expected: "call exactly one of the tools",
+                }),
+                Some(call) => self.interpret(call, ctx),
+            };
+            let outcome = match result {
+                Ok(Interpreted::Done(o)) => Ok(o),
+                Ok(Interpreted::Ground {
+                    name,
+                    mut args,
+                    description,
+                }) => {
+                    let shot = ctx.observation.screenshot.as_ref().ok_or_else(|| {
+                        AgentError::Grounding(format!(
+                            "cannot locate \"{description}\": the observation has no screenshot"
+                        ))
+                    })?;
+                    let g = self
+                        .grounder
+                        .as_ref()
+                        .ok_or_else(|| AgentError::Grounding("no grounder configured".into()))?
+                        .ground(&GroundingRequest {
+                            description: &description,
+                            screenshot: shot,
+                        })
+                        .await?;
+                    meter.add_cost(g.usage, g.cost, g.model_calls);
+                    args.insert("coordinate".into(), json!([g.point.x(), g.point.y()]));
+                    self.to_action(&name, args).map(Outcome::Act)
+                }
+                Err(e) => Err(e),
+            };
+            let (feedback, is_error) = match outcome {
+                Ok(Outcome::Act(action)) => {
+                    return Ok(meter.decision(thinking, action, raw, retries));
+                }
+                Ok(Outcome::Info(text)) if info_rounds < MAX_INFO_ROUNDS => {
+                    info_rounds += 1;
+                    (text, false)
+                }
+                Ok(Outcome::Info(_)) => {
+                    let e = ParseError::InvalidField {
+                        action: "read".into(),
+                        field: "tool".into(),
+                        reason: "you have read enough; call an action tool now".into(),
+                    };
+                    if retries > 0 {
+                        return Err(AgentError::Parse {
+                            error: e,
+                            raw,
+                            attempts: retries + 1,
+                            usage: meter.usage,
+                        });
+                    }
+                    retries += 1;
+                    (super::correction(&e), true)
+                }
+                Err(e) if retries == 0 => {
+                    tracing::info!(error = %e, "navigator reply unusable; asking once more");
+                    retries += 1;
+                    (super::correction(&e), true)
+                }
+                Err(error) => {
+                    return Err(AgentError::Parse {
+                        error,
+                        raw,
+                        attempts: retries + 1,
+                        usage: meter.usage,
+                    });
+                }
+            };
+            // Answer every call of the assistant turn (providers require it), the first
+            // with the feedback, the rest as not executed.
+            let mut assistant = Vec::new();
+            if !reply.text.is_empty() {
+                assistant.push(Part::Text(reply.text.clone()));
+            }
+            let mut results = Vec::new();
+            for (i, c) in reply.tool_calls.iter().enumerate() {
+                assistant.push(Part::ToolCall(c.clone()));
+                results.push(Part::ToolResult {
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    content: if i == 0 {
+                        feedback.clone()
+                    } else {
+                        "not executed: call one tool per turn".into()
+                    },
+                    is_error: is_error || i > 0,
+                });
+            }
+            if reply.tool_calls.is_empty() {
+                if assistant.is_empty() {
+                    // Providers refuse empty text blocks.
+                    assistant.push(Part::Text("(empty reply)".into()));
+                }
+                results.push(Part::Text(feedback));
+            }
+            req.messages.push(Message {
+                role: Role::Assistant,
+                parts: assistant,
+            });
+            req.messages.push(Message::user(results));
+        }
+    }
+    fn describe(&self) -> String {
+        let c = self.model.config();
+        format!(
+            "navigator {}:{}",
+            c.provider.display_name().to_lowercase(),
+            c.model
+        )
+    }
+}

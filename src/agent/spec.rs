@@ -1,0 +1,465 @@
+//! `AgentSpec`: the `agent` object of `POST /v1/tasks`, its validation (errors name the
+//! field), the configured defaults it is merged with, and `build_agent`.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::grounding::ModelGrounder;
+use super::navigator::{BUILTIN_TOOLS, NavigatorAgent};
+use super::replay::ReplayAgent;
+use super::vision::{UiTarsCoords, VisionAgent, VisionFormat};
+use super::{Agent, AgentError, McpTool};
+use crate::domain::action::closest;
+use crate::domain::{Action, ActionParser};
+use crate::llm::{ApiKey, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    Navigator,
+    Vision,
+    Replay,
+}
+
+/// Which agent runs a task. Absent fields come from the configuration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, ToSchema)]
+pub struct AgentSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<AgentKind>,
+    /// Vision agents only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<VisionFormat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Replay agents only: the actions to return, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub actions: Option<Vec<Value>>,
+}
+
+/// A field of the `agent` object that is wrong, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("agent.{field}: {message}")]
+pub struct SpecError {
+    pub field: String,
+    pub message: String,
+}
+
+impl SpecError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+    pub fn code(&self) -> &'static str {
+        "invalid_agent"
+    }
+    pub fn hint(&self) -> String {
+        "Send e.g. {\"kind\": \"vision\", \"format\": \"mai-ui\", \"provider\": \"openai\", \"model\": \"MAI-UI-8B\", \"base_url\": \"http://gpu:8000/v1\"}; omitted fields use the server's defaults.".into()
+    }
+}
+
+const FIELDS: &[&str] = &["kind", "format", "provider", "model", "base_url", "actions"];
+
+fn enum_field<T: for<'de> Deserialize<'de>>(
+    obj: &serde_json::Map<String, Value>,
+    field: &str,
+    allowed: &[&str],
+) -> Result<Option<T>, SpecError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => serde_json::from_value(Value::String(s.clone()))
+            .map(Some)
+            .map_err(|_| {
+                let near = closest(s, allowed.iter().copied())
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                SpecError::new(
+                    field,
+                    format!("unknown value `{s}`{near}; allowed: {}", allowed.join(", ")),
+                )
+            }),
+        Some(_) => Err(SpecError::new(
+            field,
+            format!("expected a string, one of {}", allowed.join(", ")),
+        )),
+    }
+}
+
+fn string_field(
+    obj: &serde_json::Map<String, Value>,
+    field: &str,
+) -> Result<Option<String>, SpecError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
+        Some(Value::String(_)) => Err(SpecError::new(field, "must not be empty")),
+        Some(_) => Err(SpecError::new(field, "expected a string")),
+    }
+}
+
+impl AgentSpec {
+    /// Reads the `agent` object with errors that name the field.
+    pub fn from_json(v: &Value) -> Result<Self, SpecError> {
+        let obj = v.as_object().ok_or_else(|| {
+            SpecError::new("", "expected an object like {\"kind\": \"navigator\"}")
+        })?;
+        for k in obj.keys() {
+            if !FIELDS.contains(&k.as_str()) {
+                let near = closest(k, FIELDS.iter().copied())
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                return Err(SpecError::new(
+                    k.clone(),
+                    format!("unknown field{near}; fields: {}", FIELDS.join(", ")),
+                ));
+            }
+        }
+        let spec = AgentSpec {
+            kind: enum_field(obj, "kind", &["navigator", "vision", "replay"])?,
+            format: enum_field(obj, "format", &["mai-ui", "ui-tars", "autoglm", "generic"])?,
+            provider: enum_field(obj, "provider", &["openai", "anthropic", "gemini"])?,
+            model: string_field(obj, "model")?,
+            base_url: string_field(obj, "base_url")?,
+            actions: match obj.get("actions") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(a)) => Some(a.clone()),
+                Some(_) => return Err(SpecError::new("actions", "expected a list of actions")),
+            },
+        };
+        Ok(spec)
+    }
+
+    /// Cross-field rules, given the kind the defaults would pick.
+    pub fn validate(&self, defaults: &AgentDefaults) -> Result<AgentKind, SpecError> {
+        let kind = self.kind.unwrap_or(defaults.kind);
+        if self.format.is_some() && kind != AgentKind::Vision {
+            return Err(SpecError::new(
+                "format",
+                "is for vision agents only; remove it or set \"kind\": \"vision\"",
+            ));
+        }
+        if let Some(u) = &self.base_url
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            return Err(SpecError::new(
+                "base_url",
+                format!("must start with http:// or https://, got `{u}`"),
+            ));
+        }
+        match kind {
+            AgentKind::Replay => {
+                for f in ["format", "provider", "model", "base_url"] {
+                    let set = match f {
+                        "provider" => self.provider.is_some(),
+                        "model" => self.model.is_some(),
+                        "base_url" => self.base_url.is_some(),
+                        _ => false,
+                    };
+                    if set {
+                        return Err(SpecError::new(f, "replay agents use no model"));
+                    }
+                }
+                if self.actions.is_none() {
+                    return Err(SpecError::new(
+                        "actions",
+                        "replay agents need the list of actions to replay",
+                    ));
+                }
+            }
+            _ => {
+                if self.actions.is_some() {
+                    return Err(SpecError::new("actions", "is for replay agents only"));
+                }
+                let base = defaults.model_for(kind);
+                if self.provider.is_some_and(|p| p != base.provider) && self.model.is_none() {
+                    return Err(SpecError::new(
+                        "model",
+                        format!(
+                            "is required when `provider` differs from the default ({})",
+                            base.provider.display_name().to_lowercase()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(kind)
+    }
+
+    /// The model configuration for this spec: the default one for its kind, with the
+    /// spec's provider, model and base URL on top. A different provider starts clean
+    /// (the default's key and base URL belong to the default provider).
+    pub fn model_config(&self, kind: AgentKind, defaults: &AgentDefaults) -> ModelConfig {
+        let base = defaults.model_for(kind);
+        let mut c = match self.provider {
+            Some(p) if p != base.provider => ModelConfig {
+                provider: p,
+                base_url: None,
+                api_key: None,
+                ..base.clone()
+            },
+            _ => base.clone(),
+        };
+        if let Some(m) = &self.model {
+            c.model = m.clone();
+        }
+        if let Some(u) = &self.base_url {
+            c.base_url = Some(u.clone());
+        }
+        c
+    }
+}
+
+/// Keys from the configuration, used before the environment variables.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderKeys {
+    #[serde(default)]
+    pub openai: Option<ApiKey>,
+    #[serde(default)]
+    pub anthropic: Option<ApiKey>,
+    #[serde(default)]
+    pub gemini: Option<ApiKey>,
+}
+
+impl ProviderKeys {
+    pub fn get(&self, p: ProviderKind) -> Option<&ApiKey> {
+        match p {
+            ProviderKind::Openai => self.openai.as_ref(),
+            ProviderKind::Anthropic => self.anthropic.as_ref(),
+            ProviderKind::Gemini => self.gemini.as_ref(),
+        }
+    }
+}
+
+fn default_navigator_model() -> ModelConfig {
+    ModelConfig::new(ProviderKind::Openai, "gpt-4o")
+}
+fn default_vision_model() -> ModelConfig {
+    let mut c = ModelConfig::new(ProviderKind::Openai, "MAI-UI-8B");
+    c.base_url = Some("http://127.0.0.1:8000/v1".into());
+    c.vision = true;
+    c
+}
+fn default_history_steps() -> usize {
+    8
+}
+fn default_kind() -> AgentKind {
+    AgentKind::Navigator
+}
+fn default_format() -> VisionFormat {
+    VisionFormat::MaiUi
+}
+
+/// The `[agent]` section of the server configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentDefaults {
+    #[serde(default = "default_kind")]
+    pub kind: AgentKind,
+    #[serde(default = "default_navigator_model")]
+    pub navigator: ModelConfig,
+    #[serde(default = "default_vision_model")]
+    pub vision: ModelConfig,
+    #[serde(default = "default_format")]
+    pub vision_format: VisionFormat,
+    #[serde(default)]
+    pub ui_tars_coords: UiTarsCoords,
+    /// Add the screenshot to navigator requests when its model reads images.
+    #[serde(default)]
+    pub navigator_screenshot: bool,
+    /// A vision model the navigator asks when a target cannot be resolved.
+    #[serde(default)]
+    pub grounding: Option<ModelConfig>,
+    #[serde(default = "default_format")]
+    pub grounding_format: VisionFormat,
+    #[serde(default = "default_history_steps")]
+    pub history_steps: usize,
+    #[serde(default)]
+    pub prices: PriceTable,
+    #[serde(default)]
+    pub keys: ProviderKeys,
+    #[serde(default)]
+    pub mcp_tools: Vec<McpTool>,
+}
+
+impl Default for AgentDefaults {
+    fn default() -> Self {
+        Self {
+            kind: default_kind(),
+            navigator: default_navigator_model(),
+            vision: default_vision_model(),
+            vision_format: default_format(),
+            ui_tars_coords: UiTarsCoords::default(),
+            navigator_screenshot: false,
+            grounding: None,
+            grounding_format: default_format(),
+            history_steps: default_history_steps(),
+            prices: PriceTable::default(),
+            keys: ProviderKeys::default(),
+            mcp_tools: Vec::new(),
+        }
+    }
+}
+
+impl AgentDefaults {
+    pub fn model_for(&self, kind: AgentKind) -> &ModelConfig {
+        match kind {
+            AgentKind::Vision => &self.vision,
+            _ => &self.navigator,
+        }
+    }
+
+    fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
+        if cfg.api_key.is_some() {
+            return Ok(cfg.api_key.clone());
+        }
+        if let Some(k) = self.keys.get(cfg.provider) {
+            return Ok(Some(k.clone()));
+        }
+        Ok(cfg.resolve_key()?)
+    }
+}
+
+/// Builds the agent a task asked for.
+pub fn build_agent(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+) -> Result<Box<dyn Agent>, AgentError> {
+    let kind = spec.validate(defaults)?;
+    for t in &defaults.mcp_tools {
+        if BUILTIN_TOOLS.contains(&t.name.as_str()) || t.name == "mobile_use" {
+            return Err(SpecError::new(
+                "mcp_tools",
+                format!("MCP tool `{}` shadows a built-in tool; rename it", t.name),
+            )
+            .into());
+        }
+    }
+    if kind == AgentKind::Replay {
+        let parser = ActionParser::new();
+        let actions = spec
+            .actions
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, v)| {
+                parser
+                    .parse(v)
+                    .map_err(|e| SpecError::new(format!("actions[{i}]"), e.to_string()))
+            })
+            .collect::<Result<Vec<Action>, _>>()?;
+        return Ok(Box::new(ReplayAgent::new(actions)));
+    }
+    let cfg = spec.model_config(kind, defaults);
+    cfg.validate()
+        .map_err(|e| SpecError::new("base_url", e.to_string()))?;
+    let model = build_model_with_key(&cfg, defaults.key_for(&cfg)?)?;
+    Ok(match kind {
+        AgentKind::Vision => Box::new(
+            VisionAgent::new(
+                model,
+                spec.format.unwrap_or(defaults.vision_format),
+                &defaults.mcp_tools,
+                defaults.prices.clone(),
+            )
+            .with_ui_tars_coords(defaults.ui_tars_coords),
+        ),
+        _ => {
+            let mut nav = NavigatorAgent::new(
+                model,
+                &defaults.mcp_tools,
+                defaults.prices.clone(),
+                defaults.navigator_screenshot && cfg.vision,
+            );
+            if let Some(g) = &defaults.grounding {
+                let gm = build_model_with_key(g, defaults.key_for(g)?)?;
+                nav = nav.with_grounder(Arc::new(ModelGrounder::new(
+                    gm,
+                    defaults.grounding_format,
+                    defaults.prices.clone(),
+                )));
+            }
+            Box::new(nav)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(v: Value) -> SpecError {
+        match AgentSpec::from_json(&v) {
+            Err(e) => e,
+            Ok(s) => s.validate(&AgentDefaults::default()).unwrap_err(),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(
+            err(json!({"kind": "visoin"})).to_string(),
+            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay"
+        );
+        assert_eq!(
+            err(json!({"kind": "navigator", "format": "mai-ui"})).field,
+            "format"
+        );
+        assert_eq!(
+            err(json!({"kind": "vision", "format": "maiui"})).field,
+            "format"
+        );
+        assert_eq!(err(json!({"provider": "anthropic"})).field, "model");
+        assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
+        assert_eq!(
+            err(json!({"modle": "x"})).to_string(),
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions"
+        );
+        assert_eq!(err(json!({"kind": "replay"})).field, "actions");
+        assert_eq!(
+            err(json!({"kind": "replay", "actions": [], "model": "x"})).field,
+            "model"
+        );
+    }
+
+    #[test]
+    fn spec_merges_over_defaults() {
+        let d = AgentDefaults::default();
+        let s = AgentSpec::from_json(&json!({"kind": "vision", "format": "mai-ui", "provider": "openai", "model": "MAI-UI-2B", "base_url": "http://gpu:8000/v1"})).unwrap();
+        let c = s.model_config(s.validate(&d).unwrap(), &d);
+        assert_eq!(
+            (c.provider, c.model.as_str(), c.base_url()),
+            (ProviderKind::Openai, "MAI-UI-2B", "http://gpu:8000/v1")
+        );
+        let s = AgentSpec::from_json(&json!({"provider": "gemini", "model": "gemini-2.5-flash"}))
+            .unwrap();
+        let c = s.model_config(s.validate(&d).unwrap(), &d);
+        assert_eq!(c.base_url(), "https://generativelanguage.googleapis.com");
+        let typed: AgentSpec =
+            serde_json::from_value(json!({"kind": "vision", "format": "ui-tars"})).unwrap();
+        assert_eq!(typed.format, Some(VisionFormat::UiTars));
+    }
+
+    #[tokio::test]
+    async fn replay_builds_and_reports_bad_actions_by_index() {
+        let d = AgentDefaults::default();
+        let s = AgentSpec::from_json(
+            &json!({"kind": "replay", "actions": [{"action": "back"}, {"action": "tapp"}]}),
+        )
+        .unwrap();
+        let e = build_agent(&s, &d).err().unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("agent.actions[1]: unknown action `tapp`"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,361 @@
+//! The one place that talks HTTP to providers: per-attempt timeout, retries with
+//! exponential backoff (backon's schedule) on 429, 5xx, timeouts and refused
+//! connections, honouring `Retry-After` (seconds or HTTP-date) and `retry-after-ms`.
+//!
+//! backon's `Retryable` helper cannot replace its next delay with a server-sent one,
+//! so the loop is written here and only the delay schedule comes from backon.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::Value;
+
+use super::config::{ApiKey, ModelConfig, ProviderKind};
+use super::error::{LlmError, redact};
+
+/// A JSON body that came back with 2xx, and how long the successful attempt took.
+pub struct HttpReply {
+    pub body: Value,
+    pub latency: Duration,
+    pub attempts: u32,
+}
+
+pub struct HttpClient {
+    client: reqwest::Client,
+    provider: ProviderKind,
+    timeout: Duration,
+    max_retries: u32,
+    backoff: Duration,
+    max_retry_after: Duration,
+}
+
+fn install_crypto() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        // Another part of the process may have installed one already; that is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+impl HttpClient {
+    pub fn new(cfg: &ModelConfig) -> Result<Self, LlmError> {
+        install_crypto();
+        let client = reqwest::Client::builder()
+            .connect_timeout(cfg.timeout().min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| LlmError::Config {
+                message: format!("cannot build an HTTP client: {e}"),
+            })?;
+        Ok(Self {
+            client,
+            provider: cfg.provider,
+            timeout: cfg.timeout(),
+            max_retries: cfg.max_retries,
+            backoff: Duration::from_millis(cfg.backoff_ms),
+            max_retry_after: Duration::from_secs(cfg.max_retry_after_secs),
+        })
+    }
+
+    /// POSTs `body` as JSON and returns the parsed 2xx reply. `key` is only used to
+    /// scrub it from error messages; the caller has put it into `headers`.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &Value,
+        key: Option<&ApiKey>,
+    ) -> Result<HttpReply, LlmError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Config {
+            message: format!("request body does not serialize: {e}"),
+        })?;
+        let mut schedule = ExponentialBuilder::default()
+            .with_min_delay(self.backoff)
+            .with_max_delay(Duration::from_secs(30))
+            .with_max_times(self.max_retries as usize)
+            .with_jitter()
+            .build();
+        // URLs for Gemini carry no key (it goes in a header), but strip any query anyway.
+        let shown_url = url.split('?').next().unwrap_or(url).to_string();
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let started = Instant::now();
+            let sent = self
+                .client
+                .post(url)
+                .headers(headers.clone())
+                .header("content-type", "application/json")
+                .timeout(self.timeout)
+                .body(bytes.clone())
+                .send()
+                .await;
+            let failure = match sent {
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let retry_after = retry_after(resp.headers());
+                    let text = match resp.text().await {
+                        Ok(t) => t,
+                        Err(e) if e.is_timeout() => {
+                            // A body that stalls mid-read is not retried: the tokens
+                            // generated so far are already billed.
+                            return Err(LlmError::Timeout {
+                                url: shown_url,
+                                after: self.timeout,
+                                attempts,
+                            });
+                        }
+                        Err(e) => {
+                            return Err(LlmError::Malformed {
+                                provider: self.provider,
+                                message: format!("reading the body failed: {e}"),
+                            });
+                        }
+                    };
+                    if (200..300).contains(&status) {
+                        let body =
+                            serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
+                                provider: self.provider,
+                                message: format!(
+                                    "body is not JSON ({e}); it starts with {:?}",
+                                    excerpt(&redact(&text, key.map(ApiKey::expose)))
+                                ),
+                            })?;
+                        return Ok(HttpReply {
+                            body,
+                            latency: started.elapsed(),
+                            attempts,
+                        });
+                    }
+                    let message = redact(&error_message(&text), key.map(ApiKey::expose));
+                    Failure::Status {
+                        status,
+                        message,
+                        retry_after,
+                    }
+                }
+                Err(e) if e.is_timeout() => Failure::Timeout,
+                Err(e) if e.is_connect() || e.is_request() => {
+                    Failure::Connect(redact(&error_chain(&e), key.map(ApiKey::expose)))
+                }
+                Err(e) => {
+                    return Err(LlmError::Unreachable {
+                        url: shown_url,
+                        message: redact(&error_chain(&e), key.map(ApiKey::expose)),
+                    });
+                }
+            };
+            let retryable = match &failure {
+                Failure::Status { status, .. } => {
+                    *status == 429 || *status == 408 || *status >= 500
+                }
+                Failure::Timeout | Failure::Connect(_) => true,
+            };
+            let next = if retryable { schedule.next() } else { None };
+            let wait = match (&failure, next) {
+                (
+                    Failure::Status {
+                        retry_after: Some(ra),
+                        ..
+                    },
+                    Some(_),
+                ) if *ra <= self.max_retry_after => Some(*ra),
+                (
+                    Failure::Status {
+                        retry_after: Some(_),
+                        ..
+                    },
+                    Some(_),
+                ) => None,
+                (_, d) => d,
+            };
+            match wait {
+                Some(d) => {
+                    tracing::warn!(
+                        provider = %self.provider, url = %shown_url, attempt = attempts,
+                        delay_ms = d.as_millis() as u64, "model call failed, retrying"
+                    );
+                    tokio::time::sleep(d).await;
+                }
+                None => return Err(self.final_error(failure, shown_url, attempts)),
+            }
+        }
+    }
+
+    fn final_error(&self, f: Failure, url: String, attempts: u32) -> LlmError {
+        let provider = self.provider;
+        match f {
+            Failure::Timeout => LlmError::Timeout {
+                url,
+                after: self.timeout,
+                attempts,
+            },
+            Failure::Connect(message) => LlmError::Unreachable { url, message },
+            Failure::Status {
+                status,
+                message,
+                retry_after,
+            } => match status {
+                401 | 403 => LlmError::Unauthorized {
+                    provider,
+                    status,
+                    message,
+                },
+                // Gemini answers a bad key with 400 INVALID_ARGUMENT / API_KEY_INVALID.
+                400 if message.contains("API key not valid")
+                    || message.contains("API_KEY_INVALID") =>
+                {
+                    LlmError::Unauthorized {
+                        provider,
+                        status,
+                        message,
+                    }
+                }
+                429 => LlmError::RateLimited {
+                    provider,
+                    attempts,
+                    retry_after,
+                    message,
+                },
+                s if s >= 500 => LlmError::Server {
+                    provider,
+                    status,
+                    attempts,
+                    message,
+                },
+                _ => LlmError::BadRequest {
+                    provider,
+                    status,
+                    message,
+                },
+            },
+        }
+    }
+}
+
+enum Failure {
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    Timeout,
+    Connect(String),
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+fn excerpt(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+/// The human message of a provider error body. OpenAI, Anthropic and Gemini all put it
+/// at `error.message`; vLLM's older servers at top-level `message`.
+pub fn error_message(text: &str) -> String {
+    let v: Option<Value> = serde_json::from_str(text).ok();
+    let from_json = v.as_ref().and_then(|v| {
+        let e = v.get("error");
+        let msg = e
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .or_else(|| e.and_then(Value::as_str))
+            .or_else(|| v.get("message").and_then(Value::as_str))
+            .or_else(|| v.get("detail").and_then(Value::as_str))?;
+        let status = e
+            .and_then(|e| e.get("status").or_else(|| e.get("type")))
+            .and_then(Value::as_str);
+        Some(match status {
+            Some(s) => format!("{msg} ({s})"),
+            None => msg.to_string(),
+        })
+    });
+    from_json.unwrap_or_else(|| {
+        let t = excerpt(text.trim());
+        if t.is_empty() { "empty body".into() } else { t }
+    })
+}
+
+/// `Retry-After: 7`, `Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`, or `retry-after-ms: 1500`.
+pub fn retry_after(h: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) = h
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    parse_retry_after(h.get("retry-after")?, chrono::Utc::now())
+}
+
+pub fn parse_retry_after(v: &HeaderValue, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let s = v.to_str().ok()?.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(s).ok()?;
+    let delta = when.with_timezone(&chrono::Utc) - now;
+    Some(delta.to_std().unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = chrono::Utc
+            .with_ymd_and_hms(2015, 10, 21, 7, 27, 50)
+            .unwrap();
+        let p = |s: &'static str| parse_retry_after(&HeaderValue::from_static(s), now);
+        assert_eq!(p("3"), Some(Duration::from_secs(3)));
+        assert_eq!(
+            p("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(p("Wed, 21 Oct 2015 07:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(p("soon"), None);
+        assert_eq!(p("-1"), None);
+        let mut h = HeaderMap::new();
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn error_messages_come_from_each_providers_shape() {
+        assert_eq!(
+            error_message(
+                r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#
+            ),
+            "Incorrect API key (invalid_request_error)"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded (overloaded_error)"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}"#
+            ),
+            "Resource exhausted (RESOURCE_EXHAUSTED)"
+        );
+        assert_eq!(
+            error_message("<html>502 Bad Gateway</html>"),
+            "<html>502 Bad Gateway</html>"
+        );
+        assert_eq!(error_message(""), "empty body");
+    }
+}

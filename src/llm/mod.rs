@@ -1,0 +1,62 @@
+//! Model clients behind one `ChatModel` trait: OpenAI Chat Completions (and every
+//! OpenAI-compatible server through `base_url`), Anthropic Messages, Gemini
+//! generateContent. Messages with text and images, tools as JSON schemas, usage and
+//! cost, retries with backoff honouring `Retry-After`, per-request timeouts, and errors
+//! with hints. Keys live in `ApiKey`, which never prints.
+//!
+//! Streaming is not used: agents need the whole reply before they can act, so `ttft`
+//! stays `None`.
+
+pub mod anthropic;
+pub mod config;
+pub mod error;
+pub mod gemini;
+pub mod http;
+pub mod openai;
+pub mod types;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use config::{ApiKey, ModelConfig, ModelPrice, PriceTable, ProviderKind};
+pub use error::LlmError;
+pub use types::{
+    ChatReply, ChatRequest, ImageData, ImageMime, Message, Part, Role, StopReason, ToolCall,
+    ToolChoice, ToolSpec, Usage,
+};
+
+/// One chat model endpoint. Implementations are cheap to share (`Arc<dyn ChatModel>`).
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The configuration this client was built from (provider, model, base URL, vision).
+    fn config(&self) -> &ModelConfig;
+    /// One request, with retries on transient failures.
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatReply, LlmError>;
+}
+
+/// Builds the client for `cfg`, taking the key from the config or the provider's
+/// environment variable.
+pub fn build_model(cfg: &ModelConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
+    let key = cfg.resolve_key()?;
+    build_model_with_key(cfg, key)
+}
+
+pub fn build_model_with_key(
+    cfg: &ModelConfig,
+    key: Option<ApiKey>,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    let need = |k: Option<ApiKey>| {
+        k.ok_or(LlmError::MissingKey {
+            provider: cfg.provider,
+            env_var: cfg.provider.key_env(),
+        })
+    };
+    Ok(match cfg.provider {
+        ProviderKind::Openai => Arc::new(openai::OpenAiChat::new(cfg.clone(), key)?),
+        ProviderKind::Anthropic => {
+            Arc::new(anthropic::AnthropicChat::new(cfg.clone(), need(key)?)?)
+        }
+        ProviderKind::Gemini => Arc::new(gemini::GeminiChat::new(cfg.clone(), need(key)?)?),
+    })
+}

@@ -1,0 +1,344 @@
+//! The provider-neutral request and reply: messages with text, image, tool-call and
+//! tool-result parts; tools as JSON schemas; usage, stop reason and timings.
+//!
+//! Every provider module translates these to and from its own wire format, so agents
+//! never see a provider's JSON.
+
+use std::ops::{Add, AddAssign};
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::LlmError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// A PNG or JPEG image. The bytes are kept as they came from the device; base64 is
+/// produced only when a request body is written.
+#[derive(Clone, PartialEq)]
+pub struct ImageData {
+    mime: ImageMime,
+    bytes: Bytes,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageMime {
+    Png,
+    Jpeg,
+}
+
+impl ImageMime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImageMime::Png => "image/png",
+            ImageMime::Jpeg => "image/jpeg",
+        }
+    }
+}
+
+impl std::fmt::Debug for ImageData {
+    // Screenshots are large; a Debug dump of a request must stay readable.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ImageData({}, {} bytes)",
+            self.mime.as_str(),
+            self.bytes.len()
+        )
+    }
+}
+
+impl ImageData {
+    /// Accepts PNG or JPEG bytes, recognised by their magic numbers.
+    pub fn from_bytes(bytes: impl Into<Bytes>) -> Result<Self, LlmError> {
+        let bytes = bytes.into();
+        let mime = if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+            ImageMime::Png
+        } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            ImageMime::Jpeg
+        } else {
+            return Err(LlmError::InvalidImage {
+                reason: format!(
+                    "{} bytes that are neither PNG nor JPEG (no magic number)",
+                    bytes.len()
+                ),
+            });
+        };
+        Ok(Self { mime, bytes })
+    }
+    pub fn mime(&self) -> ImageMime {
+        self.mime
+    }
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+    pub fn base64(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(&self.bytes)
+    }
+    /// `data:image/png;base64,…` as OpenAI-compatible servers take it.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime.as_str(), self.base64())
+    }
+    /// Width and height read from the PNG IHDR or the JPEG SOF marker, without decoding.
+    pub fn dimensions(&self) -> Option<(u32, u32)> {
+        let b = &self.bytes;
+        match self.mime {
+            ImageMime::Png => {
+                let w = u32::from_be_bytes(b.get(16..20)?.try_into().ok()?);
+                let h = u32::from_be_bytes(b.get(20..24)?.try_into().ok()?);
+                Some((w, h))
+            }
+            ImageMime::Jpeg => {
+                let mut i = 2;
+                while i + 9 < b.len() {
+                    if b[i] != 0xFF {
+                        return None;
+                    }
+                    let marker = b[i + 1];
+                    let len = u16::from_be_bytes([b[i + 2], b[i + 3]]) as usize;
+                    if matches!(marker, 0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF) {
+                        let h = u16::from_be_bytes([b[i + 5], b[i + 6]]) as u32;
+                        let w = u16::from_be_bytes([b[i + 7], b[i + 8]]) as u32;
+                        return Some((w, h));
+                    }
+                    i += 2 + len;
+                }
+                None
+            }
+        }
+    }
+}
+
+/// A tool call the model made. `raw_arguments` is the text as the model wrote it (OpenAI
+/// sends a JSON string), so a syntax error can be reported with its offset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub raw_arguments: String,
+}
+
+impl ToolCall {
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: &Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            raw_arguments: arguments.to_string(),
+        }
+    }
+    /// The arguments as JSON; an empty string counts as `{}` (some servers send that).
+    pub fn arguments(&self) -> Result<Value, serde_json::Error> {
+        if self.raw_arguments.trim().is_empty() {
+            return Ok(Value::Object(Default::default()));
+        }
+        serde_json::from_str(&self.raw_arguments)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    Image(ImageData),
+    /// In an assistant message: a call the model made earlier.
+    ToolCall(ToolCall),
+    /// In a user message: the result of an earlier tool call.
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    pub fn user(parts: Vec<Part>) -> Self {
+        Self {
+            role: Role::User,
+            parts,
+        }
+    }
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self::user(vec![Part::Text(text.into())])
+    }
+    pub fn assistant_text(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+}
+
+/// A tool the model may call, described by a JSON schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+impl ToolSpec {
+    /// A tool whose arguments are the struct `T`, described by its schemars schema.
+    pub fn of<T: JsonSchema>(name: &str, description: &str) -> Self {
+        let mut parameters = serde_json::to_value(schemars::schema_for!(T))
+            .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+        if let Value::Object(m) = &mut parameters {
+            // Providers reject or ignore these meta keys; they only cost tokens.
+            m.remove("$schema");
+            m.remove("title");
+        }
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    /// The model must call some tool (OpenAI `required`, Anthropic `any`, Gemini `ANY`).
+    Required,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The stable prefix: cached by providers that support it (Anthropic `cache_control`).
+    pub system: Option<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
+    /// `None` uses the model configuration's `max_tokens`.
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+}
+
+impl ChatRequest {
+    pub fn new(system: Option<String>, messages: Vec<Message>) -> Self {
+        Self {
+            system,
+            messages,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: None,
+            temperature: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    StopSequence,
+    ContentFilter,
+    Other(String),
+}
+
+/// Token counts of one call (or a sum of calls). `input_tokens` includes the cached ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+}
+
+impl Add for Usage {
+    type Output = Usage;
+    fn add(self, o: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens + o.input_tokens,
+            output_tokens: self.output_tokens + o.output_tokens,
+            cached_input_tokens: self.cached_input_tokens + o.cached_input_tokens,
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, o: Usage) {
+        *self = *self + o;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatReply {
+    /// The visible text (concatenated text parts).
+    pub text: String,
+    /// Reasoning the provider returned separately (Anthropic thinking blocks, Gemini
+    /// thought parts, vLLM `reasoning_content`).
+    pub reasoning: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub stop_reason: StopReason,
+    pub usage: Usage,
+    /// The model that answered, as the provider names it.
+    pub model: String,
+    /// Wall time of the successful HTTP exchange (retries excluded).
+    pub latency: Duration,
+    /// Time to first token; only streaming calls can know it, and none stream yet.
+    pub ttft: Option<Duration>,
+    /// Attempts the HTTP layer needed (1 when the first one succeeded).
+    pub attempts: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_recognised_by_magic_and_measured() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend_from_slice(&1080u32.to_be_bytes());
+        png.extend_from_slice(&2400u32.to_be_bytes());
+        let img = ImageData::from_bytes(png).unwrap();
+        assert_eq!(img.mime(), ImageMime::Png);
+        assert_eq!(img.dimensions(), Some((1080, 2400)));
+        assert!(
+            img.data_url()
+                .starts_with("data:image/png;base64,iVBORw0KGgo")
+        );
+        let err = ImageData::from_bytes(&b"GIF89a"[..]).unwrap_err();
+        assert_eq!(err.code(), "llm_invalid_image");
+    }
+
+    #[test]
+    fn tool_spec_from_schemars_drops_meta_keys() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Args {
+            /// The element id.
+            element: u32,
+        }
+        let t = ToolSpec::of::<Args>("tap", "Tap an element");
+        assert!(t.parameters.get("$schema").is_none());
+        assert_eq!(t.parameters["type"], "object");
+        assert_eq!(t.parameters["required"][0], "element");
+    }
+
+    #[test]
+    fn empty_tool_arguments_are_an_empty_object() {
+        let c = ToolCall {
+            id: "1".into(),
+            name: "back".into(),
+            raw_arguments: " ".into(),
+        };
+        assert_eq!(c.arguments().unwrap(), serde_json::json!({}));
+    }
+}
