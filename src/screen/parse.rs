@@ -1,0 +1,431 @@
+//! uiautomator output (bytes or text) → `UiTree`, junk included.
+//!
+//! What real phones and scripts hand us is often not clean XML: a UTF-8 BOM, a UTF-16
+//! file whose declaration says UTF-8 (PowerShell redirects), `UI hierchary dumped to: …`
+//! printed before or after the document, uiautomator's `ERROR: …` lines instead of a
+//! dump, or nothing at all. `decode` and `clean` strip exactly that junk and classify the
+//! rest; roxmltree does the XML itself (it never expands DTD entities here: DTDs are
+//! refused, and it parses nesting iteratively). The depth walk below uses an explicit
+//! stack, so a hostile 100 000-deep dump is a `too_deep` error, never a stack overflow.
+
+use std::borrow::Cow;
+
+use crate::domain::Bounds;
+
+use super::tree::{UiNode, UiTree};
+
+/// Dumps larger than this are refused before parsing (real ones are under 200 KB).
+pub const MAX_DUMP_BYTES: usize = 10 * 1024 * 1024;
+/// Nesting deeper than this is refused (real apps stay under 60).
+pub const MAX_DEPTH: usize = 500;
+
+/// Why a dump could not become a `UiTree`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("the UI dump is empty")]
+    Empty,
+    /// uiautomator printed an error instead of a dump.
+    #[error("UI hierarchy unavailable: {0}")]
+    HierarchyUnavailable(String),
+    #[error("the UI dump is {bytes} bytes, over the {limit}-byte limit")]
+    TooLarge { bytes: usize, limit: usize },
+    #[error("the UI dump nests deeper than {limit} levels")]
+    TooDeep { limit: usize },
+    #[error("the UI dump is not valid text: {0}")]
+    Encoding(String),
+    #[error("the UI dump is not well-formed XML: {message} (line {line}, column {column})")]
+    Xml {
+        message: String,
+        line: u32,
+        column: u32,
+    },
+    #[error("the XML is not a uiautomator hierarchy: root element is <{root}>")]
+    NotAHierarchy { root: String },
+}
+
+impl ParseError {
+    /// The stable error code of the JSON error shape.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ParseError::Empty => "hierarchy_empty",
+            ParseError::HierarchyUnavailable(_) => "hierarchy_unavailable",
+            ParseError::TooLarge { .. } => "hierarchy_too_large",
+            ParseError::TooDeep { .. } => "hierarchy_too_deep",
+            ParseError::Encoding(_) | ParseError::Xml { .. } | ParseError::NotAHierarchy { .. } => {
+                "hierarchy_invalid"
+            }
+        }
+    }
+
+    /// What a person can do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            ParseError::Empty => "uiautomator wrote nothing. Run `adb shell uiautomator dump /sdcard/d.xml` and check the file is not empty; retry after the screen settles.".into(),
+            ParseError::HierarchyUnavailable(_) => "uiautomator could not read the screen (an animation, a video or a secure window). Wait a moment and retry; the screenshot still works.".into(),
+            ParseError::TooLarge { .. } => "This is not a normal screen dump. Check that the right file was passed, or dump a simpler screen.".into(),
+            ParseError::TooDeep { .. } => "The view hierarchy is pathologically deep; this is likely a broken or hostile dump, not a real screen.".into(),
+            ParseError::Encoding(_) => "Save the dump as UTF-8 (or UTF-16 with a BOM); avoid console code-page conversions such as PowerShell `>` redirects.".into(),
+            ParseError::Xml { .. } => "Pull the file with `adb pull` instead of copying console output; a truncated dump means uiautomator was interrupted.".into(),
+            ParseError::NotAHierarchy { .. } => "Pass the output of `uiautomator dump` (a <hierarchy> document).".into(),
+        }
+    }
+}
+
+/// Turns raw bytes into text: strips a UTF-8 BOM, decodes UTF-16 (with a BOM, or
+/// detected from `<\0`/`\0<`) whatever the declaration claims, and refuses oversized input.
+pub fn decode(bytes: &[u8]) -> Result<Cow<'_, str>, ParseError> {
+    if bytes.len() > MAX_DUMP_BYTES {
+        return Err(ParseError::TooLarge {
+            bytes: bytes.len(),
+            limit: MAX_DUMP_BYTES,
+        });
+    }
+    let utf16 = |data: &[u8], le: bool| -> Result<Cow<'_, str>, ParseError> {
+        let units = data.chunks_exact(2).map(|c| {
+            if le {
+                u16::from_le_bytes([c[0], c[1]])
+            } else {
+                u16::from_be_bytes([c[0], c[1]])
+            }
+        });
+        char::decode_utf16(units)
+            .collect::<Result<String, _>>()
+            .map(Cow::Owned)
+            .map_err(|e| ParseError::Encoding(format!("invalid UTF-16: {e}")))
+    };
+    match bytes {
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, true),
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, false),
+        [b'<', 0, ..] => utf16(bytes, true),
+        [0, b'<', ..] => utf16(bytes, false),
+        _ => {
+            let b = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+            std::str::from_utf8(b).map(Cow::Borrowed).map_err(|e| {
+                ParseError::Encoding(format!(
+                    "not UTF-8 (first bad byte at offset {})",
+                    e.valid_up_to()
+                ))
+            })
+        }
+    }
+}
+
+/// Cuts the XML document out of uiautomator's console output and classifies what is not
+/// a document (empty output, `ERROR:` lines).
+pub fn clean(text: &str) -> Result<&str, ParseError> {
+    let text = text.trim_start_matches('\u{feff}');
+    if text.len() > MAX_DUMP_BYTES {
+        return Err(ParseError::TooLarge {
+            bytes: text.len(),
+            limit: MAX_DUMP_BYTES,
+        });
+    }
+    if text.trim().is_empty() {
+        return Err(ParseError::Empty);
+    }
+    let start = text.find("<?xml").or_else(|| text.find("<hierarchy"));
+    let Some(start) = start else {
+        // No document at all: uiautomator's own error lines are the common case.
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("");
+        if let Some(line) = text.lines().map(str::trim).find(|l| l.starts_with("ERROR")) {
+            return Err(ParseError::HierarchyUnavailable(line.to_string()));
+        }
+        if first.starts_with('<') {
+            // Some other XML; let roxmltree and the root check explain.
+            return Ok(text.trim());
+        }
+        return Err(ParseError::HierarchyUnavailable(truncate(first, 120)));
+    };
+    let rest = &text[start..];
+    let end = if let Some(i) = rest.rfind("</hierarchy>") {
+        i + "</hierarchy>".len()
+    } else {
+        // `<hierarchy rotation="0"/>` (no windows) or a truncated dump: keep everything up
+        // to the last `>` and let the XML parser report truncation precisely.
+        rest.rfind('>').map_or(rest.len(), |i| i + 1)
+    };
+    Ok(&rest[..end])
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// Bytes → `UiTree`: `decode`, `clean`, then `parse_clean`.
+pub fn parse_bytes(bytes: &[u8]) -> Result<UiTree, ParseError> {
+    let text = decode(bytes)?;
+    parse(&text)
+}
+
+/// Text → `UiTree`, cleaning console junk first.
+pub fn parse(text: &str) -> Result<UiTree, ParseError> {
+    parse_clean(clean(text)?)
+}
+
+/// A clean XML document → `UiTree`.
+pub fn parse_clean(xml: &str) -> Result<UiTree, ParseError> {
+    if xml.len() > MAX_DUMP_BYTES {
+        return Err(ParseError::TooLarge {
+            bytes: xml.len(),
+            limit: MAX_DUMP_BYTES,
+        });
+    }
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: false,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(xml, opts).map_err(|e| {
+        let pos = e.pos();
+        ParseError::Xml {
+            message: e.to_string(),
+            line: pos.row,
+            column: pos.col,
+        }
+    })?;
+    let root = doc.root_element();
+    let mut tree = UiTree {
+        rotation: None,
+        nodes: Vec::with_capacity(xml.len() / 350),
+        roots: Vec::new(),
+    };
+    match root.tag_name().name() {
+        "hierarchy" => {
+            tree.rotation = root
+                .attribute("rotation")
+                .and_then(|r| r.trim().parse().ok());
+            build(&mut tree, root.children())?;
+        }
+        // A bare `<node>` document (some tools save one window) is one window.
+        "node" => build(&mut tree, std::iter::once(root))?,
+        other => {
+            return Err(ParseError::NotAHierarchy {
+                root: truncate(other, 40),
+            });
+        }
+    }
+    Ok(tree)
+}
+
+/// Appends `<node>` elements in pre-order with an explicit stack (no recursion).
+fn build<'a, 'i: 'a>(
+    tree: &mut UiTree,
+    top: impl Iterator<Item = roxmltree::Node<'a, 'i>>,
+) -> Result<(), ParseError> {
+    // Stack of (xml node, parent arena index, position among siblings, depth); pushed in
+    // reverse so that pops come out in document order.
+    let mut stack: Vec<(roxmltree::Node<'a, 'i>, Option<usize>, usize, usize)> = Vec::new();
+    let tops: Vec<_> = top.filter(is_node).collect();
+    for (i, n) in tops.into_iter().enumerate().rev() {
+        stack.push((n, None, i, 0));
+    }
+    let mut kids = Vec::new();
+    while let Some((xn, parent, pos, depth)) = stack.pop() {
+        if depth >= MAX_DEPTH {
+            return Err(ParseError::TooDeep { limit: MAX_DEPTH });
+        }
+        let id = tree.nodes.len();
+        let path = match parent {
+            None => pos.to_string(),
+            Some(p) => {
+                let pp = &tree.nodes[p].path;
+                let mut s = String::with_capacity(pp.len() + 3);
+                s.push_str(pp);
+                s.push('.');
+                s.push_str(&pos.to_string());
+                s
+            }
+        };
+        let mut node = node_from_xml(&xn);
+        node.path = path;
+        node.depth = depth as u16;
+        node.parent = parent;
+        match parent {
+            None => tree.roots.push(id),
+            Some(p) => tree.nodes[p].children.push(id),
+        }
+        tree.nodes.push(node);
+        kids.clear();
+        kids.extend(xn.children().filter(is_node));
+        for (i, k) in kids.iter().enumerate().rev() {
+            stack.push((*k, Some(id), i, depth + 1));
+        }
+    }
+    Ok(())
+}
+
+fn is_node(n: &roxmltree::Node) -> bool {
+    n.is_element() && n.tag_name().name() == "node"
+}
+
+fn node_from_xml(xn: &roxmltree::Node) -> UiNode {
+    let mut n = UiNode {
+        enabled: true,
+        visible: true,
+        ..Default::default()
+    };
+    for a in xn.attributes() {
+        let v = a.value();
+        let flag = || v == "true";
+        match a.name() {
+            "index" => n.index = v.trim().parse().ok(),
+            "text" => n.text = v.to_string(),
+            "resource-id" => n.resource_id = v.to_string(),
+            "class" => n.class = v.to_string(),
+            "package" => n.package = v.to_string(),
+            "content-desc" => n.content_desc = v.to_string(),
+            "hint" => n.hint = v.to_string(),
+            "bounds" => n.bounds = parse_bounds(v).unwrap_or_default(),
+            "checkable" => n.checkable = flag(),
+            "checked" => n.checked = flag(),
+            "clickable" => n.clickable = flag(),
+            "long-clickable" => n.long_clickable = flag(),
+            "enabled" => n.enabled = flag(),
+            "focusable" => n.focusable = flag(),
+            "focused" => n.focused = flag(),
+            "scrollable" => n.scrollable = flag(),
+            "selected" => n.selected = flag(),
+            "password" => n.password = flag(),
+            "visible-to-user" => n.visible = flag(),
+            "NAF" => n.naf = flag(),
+            "drawing-order" => n.drawing_order = v.trim().parse().ok(),
+            "display-id" => n.display_id = v.trim().parse().ok(),
+            _ => {}
+        }
+    }
+    // The secret never enters the tree, so no later layer can leak it.
+    if n.password && !n.text.is_empty() {
+        n.text = super::elements::REDACTED.to_string();
+    }
+    n
+}
+
+/// `[l,t][r,b]` → `Bounds`. `None` for anything else (the node then counts as zero-size).
+pub fn parse_bounds(s: &str) -> Option<Bounds> {
+    let s = s.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let (a, b) = s.split_once("][")?;
+    let pair = |p: &str| -> Option<(i32, i32)> {
+        let (x, y) = p.split_once(',')?;
+        Some((x.trim().parse().ok()?, y.trim().parse().ok()?))
+    };
+    let (l, t) = pair(a)?;
+    let (r, bo) = pair(b)?;
+    Some(Bounds::new(l, t, r, bo))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ONE: &str = r#"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="1"><node index="0" text="Hi&#10;there" resource-id="a:id/t" class="android.widget.TextView" package="a" content-desc="" checkable="false" checked="false" clickable="true" enabled="true" focusable="false" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,0][100,50]" NAF="true" drawing-order="3" hint="h" visible-to-user="false" display-id="2"><node index="0" text="secret" class="android.widget.EditText" password="true" bounds="[1,2][3,4]"/></node></hierarchy>"#;
+
+    #[test]
+    fn every_attribute_generation_is_read() {
+        let t = parse(ONE).unwrap();
+        assert_eq!(t.rotation, Some(1));
+        let n = &t.nodes[0];
+        assert_eq!(n.text, "Hi\nthere");
+        assert_eq!(n.short_id(), "t");
+        assert!(n.clickable && n.naf && !n.visible && n.enabled);
+        assert_eq!((n.drawing_order, n.display_id), (Some(3), Some(2)));
+        assert_eq!(n.hint, "h");
+        assert_eq!(n.bounds, Bounds::new(0, 0, 100, 50));
+        assert_eq!(t.nodes[1].path, "0.0");
+        assert_eq!(t.nodes[1].bounds, Bounds::new(1, 2, 3, 4));
+    }
+
+    #[test]
+    fn password_text_never_enters_the_tree() {
+        let t = parse(ONE).unwrap();
+        assert_eq!(t.nodes[1].text, "••••");
+        assert!(!format!("{t:?}").contains("secret"));
+    }
+
+    #[test]
+    fn junk_around_the_document_is_cut() {
+        let s = format!(
+            "\u{feff}UI hierchary dumped to: /sdcard/x.xml\r\n{ONE}UI hierchary dumped to: /dev/tty\r\n"
+        );
+        assert_eq!(parse(&s).unwrap().nodes.len(), 2);
+    }
+
+    #[test]
+    fn utf16_with_a_utf8_declaration_decodes() {
+        let mut b = vec![0xFF, 0xFE];
+        for u in ONE.replace("><", ">\r\n<").encode_utf16() {
+            b.extend_from_slice(&u.to_le_bytes());
+        }
+        assert_eq!(parse_bytes(&b).unwrap().nodes.len(), 2);
+        // Without a BOM too.
+        assert_eq!(parse_bytes(&b[2..]).unwrap().nodes.len(), 2);
+    }
+
+    #[test]
+    fn uiautomator_errors_are_typed() {
+        for s in [
+            "ERROR: null root node returned by UiTestAutomationBridge.\n",
+            "ERROR: could not get idle state.",
+        ] {
+            let e = parse(s).unwrap_err();
+            assert_eq!(e.code(), "hierarchy_unavailable", "{s}");
+            assert!(e.hint().contains("retry"));
+        }
+        assert_eq!(parse(" \n").unwrap_err(), ParseError::Empty);
+        assert_eq!(parse_bytes(b"").unwrap_err(), ParseError::Empty);
+    }
+
+    #[test]
+    fn limits_are_errors_not_crashes() {
+        let deep = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(100_000),
+            "</node>".repeat(100_000)
+        );
+        assert_eq!(
+            parse(&deep).unwrap_err(),
+            ParseError::TooDeep { limit: MAX_DEPTH }
+        );
+        let ok = format!(
+            "<hierarchy>{}{}</hierarchy>",
+            "<node>".repeat(499),
+            "</node>".repeat(499)
+        );
+        assert_eq!(parse(&ok).unwrap().nodes.len(), 499);
+        let big = vec![b' '; MAX_DUMP_BYTES + 1];
+        assert_eq!(parse_bytes(&big).unwrap_err().code(), "hierarchy_too_large");
+    }
+
+    #[test]
+    fn entities_are_not_expanded() {
+        let bomb = r#"<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><hierarchy><node text="&b;"/></hierarchy>"#;
+        assert_eq!(parse(bomb).unwrap_err().code(), "hierarchy_invalid");
+    }
+
+    #[test]
+    fn truncated_xml_is_a_clear_error() {
+        match parse("<hierarchy><node text=\"a\"><node").unwrap_err() {
+            ParseError::Xml { line, message, .. } => {
+                assert_eq!(line, 1);
+                assert!(message.contains("never closed"), "{message}");
+            }
+            e => panic!("{e:?}"),
+        }
+        assert_eq!(parse("<html/>").unwrap_err().code(), "hierarchy_invalid");
+    }
+
+    #[test]
+    fn bounds_syntax() {
+        assert_eq!(
+            parse_bounds("[-5,0][1080,2400]"),
+            Some(Bounds::new(-5, 0, 1080, 2400))
+        );
+        assert_eq!(parse_bounds("[0,0][1,"), None);
+        assert_eq!(parse_bounds(""), None);
+    }
+}

@@ -1,0 +1,605 @@
+//! The screen layer against the real-world corpus (`../shared/fixtures/uiautomator`):
+//! every dump parses (or fails clearly), nothing panics, the three representations and
+//! the selector engine behave on real screens, and arbitrary input never panics.
+
+use std::collections::{BTreeSet, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use droidpilot::domain::{Bounds, Target};
+use droidpilot::screen::cli::{Format, ScreenArgs, run, run_on_bytes};
+use droidpilot::screen::{
+    ElementAction, RedactionPattern, ReprOptions, Screen, Selector, diff, layout_hash, parse,
+    parse_bytes,
+};
+use proptest::prelude::*;
+
+fn fixtures() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/uiautomator");
+    assert!(
+        dir.join("INDEX.tsv").is_file(),
+        "fixture corpus missing at {} — the repo must sit next to `shared/` (clone it beside the checkout)",
+        dir.display()
+    );
+    dir
+}
+
+struct Entry {
+    file: String,
+    nodes: usize,
+    packages: BTreeSet<String>,
+}
+
+fn index() -> Vec<Entry> {
+    let text = std::fs::read_to_string(fixtures().join("INDEX.tsv")).expect("read INDEX.tsv");
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            Entry {
+                file: c[0].to_string(),
+                nodes: c[4].parse().expect("nodes column"),
+                packages: c[6]
+                    .split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(String::from)
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// A real dump by number prefix (`"005"`).
+fn real(prefix: &str) -> Screen {
+    let dir = fixtures().join("real");
+    let name = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no real/{prefix}*"));
+    let bytes = read(&format!("real/{name}"));
+    let text = droidpilot::screen::parse::decode(&bytes).unwrap();
+    Screen::from_xml(&text, &ReprOptions::default()).unwrap()
+}
+
+fn files(sub: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures().join(sub))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_real_dump_parses_completely_and_keeps_every_window() {
+    let idx = index();
+    let real: Vec<&Entry> = idx.iter().filter(|e| e.file.starts_with("real/")).collect();
+    assert_eq!(
+        real.len(),
+        files("real").len(),
+        "INDEX.tsv and real/ disagree"
+    );
+    assert!(real.len() >= 58);
+    for e in real {
+        let tree = catch_unwind(|| parse_bytes(&read(&e.file)))
+            .unwrap_or_else(|_| panic!("{}: panicked", e.file))
+            .unwrap_or_else(|err| panic!("{}: {err}", e.file));
+        assert_eq!(tree.nodes.len(), e.nodes, "{}: node count", e.file);
+        let pkgs: BTreeSet<String> = tree
+            .nodes
+            .iter()
+            .map(|n| n.package.clone())
+            .filter(|p| !p.is_empty())
+            .collect();
+        assert_eq!(pkgs, e.packages, "{}: packages (every window kept)", e.file);
+        // Index paths are unique and resolve back to their node.
+        for (i, n) in tree.nodes.iter().enumerate() {
+            assert_eq!(
+                tree.node_by_path(&n.path),
+                Some(i),
+                "{}: path {}",
+                e.file,
+                n.path
+            );
+        }
+    }
+}
+
+#[test]
+fn every_real_dump_yields_consistent_representations() {
+    let opts = ReprOptions::default();
+    for f in files("real") {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let bytes = std::fs::read(&f).unwrap();
+            let text = droidpilot::screen::parse::decode(&bytes).unwrap();
+            let screen = Screen::from_xml(&text, &opts).unwrap();
+            let compact = screen.compact(&opts.compact);
+            let repr = screen.representation(&opts);
+
+            // The compact format keeps every actionable element, each on its own `[id]` line.
+            let ids: Vec<u32> = compact
+                .lines()
+                .filter_map(|l| {
+                    l.trim_start()
+                        .strip_prefix('[')?
+                        .split(']')
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            let want: Vec<u32> = (0..screen.elements.elements.len() as u32).collect();
+            assert_eq!(ids, want, "{name}: compact ids");
+            // Every visible actionable node is an element (nothing dropped by the filter).
+            let s = screen.elements.screen;
+            for (i, n) in screen.tree.nodes.iter().enumerate() {
+                let shown = n.is_actionable()
+                    && screen.tree.is_on_screen(i, &s)
+                    && screen
+                        .tree
+                        .ancestors(i)
+                        .all(|a| screen.tree.is_on_screen(a, &s));
+                assert_eq!(
+                    shown,
+                    screen.elements.for_node(i).is_some(),
+                    "{name}: node {} ({})",
+                    n.path,
+                    n.class
+                );
+            }
+
+            // JSON: one entry per element; selectors resolve back to the element.
+            assert_eq!(
+                repr.actionable_elements.len(),
+                screen.elements.elements.len()
+            );
+            let json = serde_json::to_value(&repr).unwrap();
+            assert!(json["actionable_elements"].is_array() && json["elements"].is_string());
+            for a in &repr.actionable_elements {
+                let node = screen.elements.get(a.element_id).unwrap().node;
+                let sel = Selector::parse(&a.selector)
+                    .unwrap_or_else(|e| panic!("{name}: {} does not parse: {e}", a.selector));
+                let m = screen.find(&sel);
+                assert!(
+                    m.is_unique() && m.nodes[0] == node,
+                    "{name}: {} → {:?}",
+                    a.selector,
+                    m
+                );
+                if sel.is_index_based() {
+                    assert!(
+                        !a.alternative_selectors.is_empty(),
+                        "{name}: {} has no alternatives",
+                        a.selector
+                    );
+                }
+                for alt in &a.alternative_selectors {
+                    Selector::parse(alt).unwrap_or_else(|e| panic!("{name}: alt {alt}: {e}"));
+                }
+                assert!(!a.actions.is_empty());
+                assert_eq!(
+                    screen.resolve(&Target::Element(a.element_id)).unwrap(),
+                    a.bounds
+                );
+            }
+
+            // Tree format: a header plus one line per node.
+            let tree_text = screen.tree_text(None);
+            assert_eq!(
+                tree_text.lines().count(),
+                screen.tree.nodes.len() + 1,
+                "{name}"
+            );
+
+            // Hash is deterministic and a screen does not differ from itself.
+            let again = Screen::from_xml(&text, &opts).unwrap();
+            assert_eq!(layout_hash(&screen.tree), layout_hash(&again.tree));
+            assert!(
+                diff(
+                    (&screen.tree, &screen.elements),
+                    (&again.tree, &again.elements)
+                )
+                .is_empty()
+            );
+        }));
+        assert!(result.is_ok(), "{name}: panicked");
+    }
+}
+
+#[test]
+fn malformed_dumps_parse_after_cleanup_or_fail_clearly() {
+    let idx: HashMap<String, usize> = index().into_iter().map(|e| (e.file, e.nodes)).collect();
+    for f in files("malformed") {
+        let rel = format!("malformed/{}", f.file_name().unwrap().to_string_lossy());
+        let bytes = std::fs::read(&f).unwrap();
+        let r = catch_unwind(|| parse_bytes(&bytes)).unwrap_or_else(|_| panic!("{rel}: panicked"));
+        match r {
+            Ok(tree) => assert_eq!(Some(&tree.nodes.len()), idx.get(&rel), "{rel}"),
+            Err(e) => {
+                // Only the dump that is uiautomator's error line may fail, and it must be typed.
+                assert_eq!(idx.get(&rel), Some(&0), "{rel}: {e}");
+                assert_eq!(e.code(), "hierarchy_unavailable", "{rel}");
+                assert!(e.to_string().contains("null root node"));
+                assert!(!e.hint().is_empty());
+            }
+        }
+    }
+}
+
+// ---- table tests on real dumps ---------------------------------------------------------
+
+#[test]
+fn compact_format_table() {
+    // (dump, lines that must appear verbatim, has_modal)
+    let table: &[(&str, &[&str], bool)] = &[
+        (
+            "005",
+            &[
+                "com.google.android.permissioncontroller (dialog on top)",
+                "  \"Allow Camera to access this device’s location?\"",
+                "  [2] Radio \"Precise\" on @30,52",
+                "  [6] Button \"Don’t allow\" @51,89",
+            ],
+            true,
+        ),
+        (
+            "010",
+            &["android (dialog on top)", "[1] Button \"Wait\" @51,91"],
+            true,
+        ),
+        (
+            "009",
+            &[
+                "[0] Button \"RAD\" @8,7",
+                "  [6] Button \"7\" @13,47",
+                " [23] View \"Advanced operations\" click @97,69",
+            ],
+            false,
+        ),
+        (
+            "001",
+            &[" [3] Switch \"Opcje programisty, Włączony\" on @93,11"],
+            false,
+        ),
+        // The keyboard and status bar windows are kept but do not make a dialog.
+        (
+            "039",
+            &[" [18] Edit \"littlest pet shop\" long focused @37,9"],
+            false,
+        ),
+        ("059", &["[61] Button \"Create new task\" @93,95"], false),
+    ];
+    for (dump, lines, modal) in table {
+        let s = real(dump);
+        let c = s.compact(&Default::default());
+        for l in *lines {
+            assert!(
+                c.lines().any(|x| x == *l),
+                "{dump}: missing line {l:?} in\n{c}"
+            );
+        }
+        assert_eq!(s.has_modal, *modal, "{dump}");
+    }
+}
+
+#[test]
+fn tree_format_table() {
+    let s = real("009");
+    let t = s.tree_text(Some("Calculator"));
+    let mut lines = t.lines();
+    assert_eq!(
+        lines.next(),
+        Some("[Screen: com.google.android.calculator / Calculator]")
+    );
+    assert_eq!(lines.next(), Some("  [0] FrameLayout"));
+    assert!(
+        t.contains("\n                [0.0.0.0.0.0.0.0] Button \"RAD\" @mode {clickable} desc=\"radian mode\"\n"),
+        "{t}"
+    );
+    // The seed format's shape for an empty field with a hint.
+    let xml = r#"<hierarchy><node class="android.widget.FrameLayout" package="com.example.app" bounds="[0,0][100,100]"><node class="android.widget.LinearLayout" bounds="[0,0][100,100]"><node class="android.widget.TextView" text="Welcome" resource-id="com.example.app:id/text_welcome" bounds="[0,0][100,10]"/><node class="android.widget.Button" text="Continue" resource-id="com.example.app:id/btn_continue" clickable="true" bounds="[0,10][100,20]"/><node class="android.widget.EditText" text="" resource-id="com.example.app:id/input_email" hint="Enter email" bounds="[0,20][100,30]"/></node></node></hierarchy>"#;
+    let s = Screen::from_xml(xml, &ReprOptions::default()).unwrap();
+    assert_eq!(
+        s.tree_text(Some("MainActivity")),
+        "[Screen: com.example.app / MainActivity]\n  [0] FrameLayout\n    [0.0] LinearLayout\n      [0.0.0] TextView \"Welcome\" @text_welcome\n      [0.0.1] Button \"Continue\" @btn_continue {clickable}\n      [0.0.2] EditText \"\" @input_email {editable} hint=\"Enter email\"\n"
+    );
+}
+
+#[test]
+fn json_representation_table() {
+    let s = real("005");
+    let r = s.representation(&ReprOptions {
+        activity: Some("GrantPermissionsActivity".into()),
+        ..Default::default()
+    });
+    assert_eq!(
+        r.app_package.as_deref(),
+        Some("com.google.android.permissioncontroller")
+    );
+    assert_eq!(r.activity.as_deref(), Some("GrantPermissionsActivity"));
+    assert!(r.has_modal);
+    assert!(
+        r.summary.contains("7 actionable elements") && r.summary.contains("dialog"),
+        "{}",
+        r.summary
+    );
+    let deny = r
+        .actionable_elements
+        .iter()
+        .find(|a| a.text == "Don’t allow")
+        .expect("deny button");
+    assert_eq!(deny.kind, "Button");
+    assert_eq!(deny.actions, vec![ElementAction::Click]);
+    assert!(deny.selector.starts_with('#'), "{}", deny.selector);
+    let precise = r
+        .actionable_elements
+        .iter()
+        .find(|a| a.text == "Precise")
+        .unwrap();
+    assert_eq!(precise.kind, "RadioButton");
+
+    let s = real("009");
+    let r = s.representation(&ReprOptions::default());
+    let rad = &r.actionable_elements[0];
+    assert_eq!((rad.selector.as_str(), rad.text.as_str()), ("#mode", "RAD"));
+    assert_eq!(
+        rad.alternative_selectors[..2],
+        [
+            ":text(\"RAD\")".to_string(),
+            ":desc(\"radian mode\")".to_string()
+        ]
+    );
+    let more = &r.actionable_elements[1];
+    assert_eq!(more.selector, ":desc(\"More options\")");
+    assert_eq!(
+        more.actions,
+        vec![ElementAction::Click, ElementAction::LongClick]
+    );
+    let pager = r
+        .actionable_elements
+        .iter()
+        .find(|a| a.selector == "#pad_pager")
+        .unwrap();
+    assert!(pager.actions.contains(&ElementAction::Scroll));
+}
+
+#[test]
+fn password_fields_and_patterns_never_leave_the_layer() {
+    // M03 holds a password field; its text must not appear anywhere.
+    let bytes = read(&format!(
+        "malformed/{}",
+        files("malformed")
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .find(|n| n.starts_with("M03"))
+            .unwrap()
+    ));
+    let tree = parse_bytes(&bytes).unwrap();
+    let pw: Vec<_> = tree.nodes.iter().filter(|n| n.password).collect();
+    assert!(!pw.is_empty());
+    assert!(pw.iter().all(|n| n.text.is_empty() || n.text == "••••"));
+
+    let xml = r#"<hierarchy><node class="android.widget.FrameLayout" package="p" bounds="[0,0][100,100]"><node class="android.widget.EditText" password="true" text="hunter2" clickable="true" bounds="[0,0][100,10]"/><node class="android.widget.TextView" text="Card 4111 1111 1111 1111" bounds="[0,10][100,20]"/></node></hierarchy>"#;
+    let opts = ReprOptions {
+        redact: vec![RedactionPattern::shape("9999 9999 9999 9999").unwrap()],
+        ..Default::default()
+    };
+    let s = Screen::from_xml(xml, &opts).unwrap();
+    let everything = format!(
+        "{}{}{}{:?}",
+        s.compact(&opts.compact),
+        s.tree_text(None),
+        serde_json::to_string(&s.representation(&opts)).unwrap(),
+        s.tree
+    );
+    assert!(
+        !everything.contains("hunter2") && !everything.contains("4111"),
+        "{everything}"
+    );
+    assert!(everything.contains("Card ••••"));
+}
+
+#[test]
+fn selector_engine_table() {
+    let s = real("009");
+    // (selector, matches, unique)
+    let table: &[(&str, usize, bool)] = &[
+        ("#mode", 1, true),
+        ("#com.google.android.calculator:id/mode", 1, true),
+        (":text(\"RAD\")", 1, true),
+        (":desc(\"radian mode\")", 1, true),
+        ("Button:text(\"7\")", 1, true),
+        ("Button", 18, false),
+        (":text(\"nope\")", 0, false),
+        ("[0.0.0.0.0.0.0.0]", 1, true),
+        ("[9]", 0, false),
+    ];
+    for (sel, n, unique) in table {
+        let m = s.find(&Selector::parse(sel).unwrap());
+        assert_eq!((m.nodes.len(), m.is_unique()), (*n, *unique), "{sel}");
+    }
+    // Resolution: unique → bounds; ambiguous → candidates; typo → suggestion.
+    let b = s
+        .resolve(&Target::Selector(":text(\"RAD\")".into()))
+        .unwrap();
+    assert_eq!(b, Bounds::new(0, 98, 259, 266));
+    let e = s.resolve(&Target::Selector("Button".into())).unwrap_err();
+    assert_eq!(e.code(), "element_ambiguous");
+    assert!(
+        e.to_string()
+            .contains("element 0 [0.0.0.0.0.0.0.0] Button \"RAD\""),
+        "{e}"
+    );
+    let e = s
+        .resolve(&Target::Selector(":text(\"Rad\")".into()))
+        .unwrap_err();
+    assert_eq!(e.code(), "element_not_found");
+    assert!(
+        e.hint().contains("Did you mean :text(\"RAD\")"),
+        "{}",
+        e.hint()
+    );
+    let e = s
+        .resolve(&Target::Selector(":text(\"RAD\"".into()))
+        .unwrap_err();
+    assert_eq!(e.code(), "invalid_selector");
+    let e = s.resolve(&Target::Element(999)).unwrap_err();
+    assert!(e.to_string().contains("numbered 0–23"), "{e}");
+
+    // Share sheet: unlabeled `#item` targets fall back to an index path with alternatives.
+    let s = real("012");
+    let r = s.representation(&ReprOptions::default());
+    let item = r
+        .actionable_elements
+        .iter()
+        .find(|a| a.text == "item")
+        .unwrap();
+    assert!(item.selector.starts_with('['), "{}", item.selector);
+    assert!(!item.alternative_selectors.is_empty());
+}
+
+#[test]
+fn diff_and_hash_on_a_real_screen_change() {
+    let before = real("001");
+    let xml = String::from_utf8(read(&format!(
+        "real/{}",
+        files("real")[0].file_name().unwrap().to_string_lossy()
+    )))
+    .unwrap();
+    // Turn one switch off and retitle a row: what a model should be told.
+    let after_xml = xml
+        .replacen("Pokaż dotknięcia", "Pokaż kliknięcia", 1)
+        .replacen(r#"text="Włączono" resource-id="android:id/switch_widget" class="android.widget.Switch" package="com.android.settings" content-desc="" checkable="true" checked="true""#, r#"text="Wyłączono" resource-id="android:id/switch_widget" class="android.widget.Switch" package="com.android.settings" content-desc="" checkable="true" checked="false""#, 1);
+    assert_ne!(after_xml, xml);
+    let after = Screen::from_xml(&after_xml, &ReprOptions::default()).unwrap();
+    let d = diff(
+        (&before.tree, &before.elements),
+        (&after.tree, &after.elements),
+    );
+    let p = d.to_prompt(10);
+    assert!(!d.is_empty(), "{p}");
+    assert!(p.lines().count() <= 11, "{p}");
+    assert!(p.contains("Pokaż kliknięcia"), "{p}");
+    assert_ne!(layout_hash(&before.tree), layout_hash(&after.tree));
+}
+
+// ---- CLI -------------------------------------------------------------------------------
+
+fn cli(dump: &Path, format: Format, tokens: bool) -> anyhow::Result<String> {
+    let mut out = Vec::new();
+    run(
+        &ScreenArgs {
+            dump: dump.to_path_buf(),
+            format,
+            tokens,
+        },
+        &mut out,
+    )?;
+    Ok(String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn cli_prints_each_format_and_token_counts() {
+    let f = files("real")
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("/009"))
+        .unwrap();
+    let tree = cli(&f, Format::Tree, false).unwrap();
+    assert!(tree.starts_with("[Screen: com.google.android.calculator]\n  [0] FrameLayout"));
+    let compact = cli(&f, Format::Compact, false).unwrap();
+    assert!(compact.starts_with("com.google.android.calculator\n[0] Button \"RAD\""));
+    let json: serde_json::Value =
+        serde_json::from_str(&cli(&f, Format::Json, false).unwrap()).unwrap();
+    assert_eq!(json["actionable_elements"].as_array().unwrap().len(), 24);
+    let with_tokens = cli(&f, Format::Compact, true).unwrap();
+    let last = with_tokens.lines().rev().nth(1).unwrap();
+    assert!(last.starts_with("o200k tokens: tree "), "{last}");
+    assert!(with_tokens.contains("actionable elements: 24"));
+}
+
+#[test]
+fn cli_errors_carry_hints() {
+    let m01 = files("malformed")
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("M01"))
+        .unwrap();
+    let e = cli(&m01, Format::Compact, false).unwrap_err().to_string();
+    assert!(
+        e.contains("UI hierarchy unavailable") && e.contains("hint: "),
+        "{e}"
+    );
+    let e = cli(Path::new("/nonexistent/d.xml"), Format::Tree, false).unwrap_err();
+    assert!(format!("{e:#}").contains("/nonexistent/d.xml"));
+    let args = ScreenArgs {
+        dump: "-".into(),
+        format: Format::Compact,
+        tokens: false,
+    };
+    let mut out = Vec::new();
+    let e = run_on_bytes(b"", &args, &mut out).unwrap_err().to_string();
+    assert!(e.contains("empty"), "{e}");
+}
+
+// ---- no panic on arbitrary input -------------------------------------------------------
+
+fn sample_dump() -> String {
+    String::from_utf8(read(&format!(
+        "real/{}",
+        files("real")[4].file_name().unwrap().to_string_lossy()
+    )))
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn parser_never_panics_on_arbitrary_bytes(b in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = parse_bytes(&b);
+    }
+
+    #[test]
+    fn pipeline_never_panics_on_mangled_real_dumps(cut in 0usize..8000, at in 0usize..8000, junk in ".{0,12}") {
+        let d = sample_dump();
+        let mut s: String = d.chars().take(cut.max(1) * d.chars().count() / 8000).collect();
+        let pos = s.char_indices().nth(at % (s.chars().count() + 1)).map_or(s.len(), |(i, _)| i);
+        s.insert_str(pos, &junk);
+        if let Ok(screen) = Screen::from_xml(&s, &ReprOptions::default()) {
+            let _ = screen.representation(&ReprOptions::default());
+            let _ = screen.tree_text(None);
+            let _ = layout_hash(&screen.tree);
+        }
+    }
+
+    #[test]
+    fn arbitrary_attribute_values_never_panic(text in ".{0,20}", bounds in ".{0,20}", flag in ".{0,6}") {
+        let esc = |s: &str| s.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;");
+        let xml = format!(r#"<hierarchy rotation="{}"><node text="{}" bounds="{}" clickable="{}" class="{}" resource-id="{}"/></hierarchy>"#, esc(&flag), esc(&text), esc(&bounds), esc(&flag), esc(&text), esc(&text));
+        if let Ok(tree) = parse(&xml) {
+            let s = Screen::new(tree, &ReprOptions::default());
+            let _ = s.representation(&ReprOptions::default());
+        }
+    }
+
+    #[test]
+    fn selector_parser_never_panics_and_round_trips(s in ".{0,40}") {
+        match Selector::parse(&s) {
+            Ok(sel) => prop_assert_eq!(Selector::parse(&sel.to_string()).unwrap(), sel),
+            Err(e) => prop_assert!(e.column >= 1 && e.column <= s.chars().count() + 1),
+        }
+    }
+
+    #[test]
+    fn selector_text_survives_any_string(t in ".{0,30}") {
+        let sel = Selector::Text { class: Some("Button".into()), text: t };
+        prop_assert_eq!(Selector::parse(&sel.to_string()).unwrap(), sel);
+    }
+}
