@@ -7,6 +7,8 @@
 
 pub mod sim;
 
+pub mod exec;
+
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -208,6 +210,13 @@ pub trait Device: Send + Sync {
     async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError>;
     async fn open_url(&self, url: &str) -> Result<(), DeviceError>;
     async fn screen_state(&self) -> Result<ScreenState, DeviceError>;
+
+    /// Lets `ms` of the device's time pass (the `wait` action). Real phones simply take
+    /// the time; the virtual phone advances its own clock, so a wait means the same thing
+    /// on both (a pop-up that appears "2 s later" appears).
+    async fn wait(&self, ms: u64) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
 
     /// A cheap liveness probe for the pool's health checks (an `echo` over adb).
     async fn health(&self) -> Result<(), DeviceError> {

@@ -686,6 +686,11 @@ impl Device for SimDevice {
         Ok(())
     }
 
+    /// Waiting on the virtual phone is its clock moving, not real time passing.
+    async fn wait(&self, ms: u64) {
+        self.advance_clock(ms);
+    }
+
     async fn screen_state(&self) -> Result<ScreenState, DeviceError> {
         let mut g = self.lock();
         self.begin(&mut g)?;

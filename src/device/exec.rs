@@ -1,0 +1,298 @@
+//! Executes one `Action` on a `Device`: the step from "what the agent decided" to pixels.
+//!
+//! Targets resolve here: a normalized coordinate through the `CoordinateTransform`, an
+//! element id or selector through the current `Screen` (its bounds' centre). Directions
+//! become swipes inside the target (or the screen's middle band): `scroll down` reveals
+//! what is below, so the finger moves up. `wait_for` / `wait_for_gone` poll the hierarchy.
+//! Actions that are not device actions (finish, ask_user, mcp_call, custom) are refused;
+//! the runner handles them before calling this.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{Device, DeviceError};
+use crate::domain::action::{SwipePath, TargetField};
+use crate::domain::{Action, Bounds, CoordinateTransform, Direction, PixelPoint, ScreenSize, Target};
+use crate::screen::pipeline::{ReprOptions, Screen};
+
+/// Default press length for `long_press` without `duration_ms` (Android's long-press
+/// timeout is 400–500 ms; 800 is safely past it).
+pub const DEFAULT_LONG_PRESS_MS: u64 = 800;
+pub const DEFAULT_SWIPE_MS: u64 = 300;
+/// How often `wait_for` re-reads the hierarchy.
+const POLL_EVERY: Duration = Duration::from_millis(250);
+
+/// What the executor needs besides the device.
+pub struct ExecContext<'a> {
+    /// The screen the action was decided on; needed for element and selector targets.
+    pub screen: Option<&'a Screen>,
+    pub size: ScreenSize,
+    pub transform: &'a dyn CoordinateTransform,
+}
+
+/// What an executed action did, for the step record.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ExecOutcome {
+    pub detail: Value,
+}
+
+/// Why an action failed, sorted by what a caller should do about it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExecError {
+    /// The target is not on the screen (or is ambiguous): re-observe and decide again.
+    #[error("{message}")]
+    ElementNotFound { selector: Option<String>, message: String, hint: String },
+    /// The device refused or failed the input.
+    #[error("{0}")]
+    Device(#[from] DeviceError),
+    /// `wait_for` / `wait_for_gone` ran out of time.
+    #[error("`{selector}` {what} within {} ms", timeout.as_millis())]
+    Timeout { selector: String, what: &'static str, timeout: Duration },
+    /// The action is not something a device does.
+    #[error("`{0}` is not a device action; the runner handles it")]
+    NotADeviceAction(String),
+}
+
+impl ExecError {
+    /// The `error_type` of the REST error object: element_not_found, action_failed,
+    /// timeout or permission_denied.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            ExecError::ElementNotFound { .. } => "element_not_found",
+            ExecError::Timeout { .. } => "timeout",
+            ExecError::Device(DeviceError::Timeout { .. }) => "timeout",
+            ExecError::Device(DeviceError::CommandFailed { stderr, .. }) if stderr.contains("ermission") => "permission_denied",
+            _ => "action_failed",
+        }
+    }
+
+    pub fn hint(&self) -> String {
+        match self {
+            ExecError::ElementNotFound { hint, .. } => hint.clone(),
+            ExecError::Device(e) => e.hint(),
+            ExecError::Timeout { .. } => "Raise `timeout_ms`, or check with GET /v1/devices/{id}/screen what the screen shows.".into(),
+            ExecError::NotADeviceAction(_) => "Send finish, ask_user and mcp_call as part of a task, not to a device.".into(),
+        }
+    }
+
+    pub fn selector(&self) -> Option<&str> {
+        match self {
+            ExecError::ElementNotFound { selector, .. } => selector.as_deref(),
+            ExecError::Timeout { selector, .. } => Some(selector),
+            _ => None,
+        }
+    }
+
+    /// Whether trying again (after re-observing) may help.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ExecError::ElementNotFound { .. } | ExecError::Timeout { .. } => true,
+            ExecError::Device(e) => !matches!(e, DeviceError::InvalidInput(_) | DeviceError::Unsupported(_) | DeviceError::AppNotFound(_)),
+            ExecError::NotADeviceAction(_) => false,
+        }
+    }
+}
+
+fn target_selector(t: &Target) -> Option<String> {
+    match t {
+        Target::Selector(s) => Some(s.clone()),
+        Target::Element(id) => Some(format!("element {id}")),
+        Target::Coordinate(_) => None,
+    }
+}
+
+/// The bounds an element/selector target covers.
+fn target_bounds(t: &Target, ctx: &ExecContext<'_>) -> Result<Bounds, ExecError> {
+    let Some(screen) = ctx.screen else {
+        return Err(ExecError::ElementNotFound {
+            selector: target_selector(t),
+            message: "no screen was observed to resolve this target against".into(),
+            hint: "Use a coordinate target, or observe the screen first.".into(),
+        });
+    };
+    screen.resolve(t).map_err(|e| ExecError::ElementNotFound { selector: target_selector(t), message: e.to_string(), hint: e.hint() })
+}
+
+fn target_point(t: &Target, ctx: &ExecContext<'_>) -> Result<PixelPoint, ExecError> {
+    match t {
+        Target::Coordinate(p) => Ok(ctx.transform.to_pixel(*p, ctx.size)),
+        other => Ok(target_bounds(other, ctx)?.center()),
+    }
+}
+
+/// A swipe across the middle 60% of `area` (the screen when none), moving content in
+/// `dir` for scrolls: content moves opposite to the finger.
+fn directional_swipe(area: Bounds, dir: Direction, scroll: bool) -> (PixelPoint, PixelPoint) {
+    let c = area.center();
+    let (dx, dy) = ((area.width() as f64 * 0.3) as i32, (area.height() as f64 * 0.3) as i32);
+    // For a swipe, `up` means the finger moves up. For a scroll, `down` means reveal
+    // what is below, which is also the finger moving up.
+    let finger_up = match (dir, scroll) {
+        (Direction::Up, false) | (Direction::Down, true) => Some(true),
+        (Direction::Down, false) | (Direction::Up, true) => Some(false),
+        _ => None,
+    };
+    let finger_left = match (dir, scroll) {
+        (Direction::Left, false) | (Direction::Right, true) => Some(true),
+        (Direction::Right, false) | (Direction::Left, true) => Some(false),
+        _ => None,
+    };
+    match (finger_up, finger_left) {
+        (Some(true), _) => (PixelPoint { x: c.x, y: c.y + dy }, PixelPoint { x: c.x, y: c.y - dy }),
+        (Some(false), _) => (PixelPoint { x: c.x, y: c.y - dy }, PixelPoint { x: c.x, y: c.y + dy }),
+        (_, Some(true)) => (PixelPoint { x: c.x + dx, y: c.y }, PixelPoint { x: c.x - dx, y: c.y }),
+        _ => (PixelPoint { x: c.x - dx, y: c.y }, PixelPoint { x: c.x + dx, y: c.y }),
+    }
+}
+
+fn full_screen(size: ScreenSize) -> Bounds {
+    Bounds::new(0, 0, size.width as i32, size.height as i32)
+}
+
+/// The area a scroll without a container acts on: the largest scrollable element on
+/// screen, else the whole screen.
+fn default_scroll_area(ctx: &ExecContext<'_>) -> Bounds {
+    ctx.screen
+        .and_then(|s| {
+            s.elements
+                .elements
+                .iter()
+                .filter(|e| e.actions.contains(&crate::screen::ElementAction::Scroll))
+                .max_by_key(|e| e.bounds.width() as i64 * e.bounds.height() as i64)
+                .map(|e| e.bounds)
+        })
+        .unwrap_or_else(|| full_screen(ctx.size))
+}
+
+fn pt(p: PixelPoint) -> Value {
+    json!([p.x, p.y])
+}
+
+/// Runs one device action.
+pub async fn execute(device: &dyn Device, action: &Action, ctx: &ExecContext<'_>) -> Result<ExecOutcome, ExecError> {
+    let detail = match action {
+        Action::Tap { target: TargetField(t) } => {
+            let p = target_point(t, ctx)?;
+            device.tap(p).await?;
+            json!({"point": pt(p)})
+        }
+        Action::LongPress { target: TargetField(t), duration_ms } => {
+            let p = target_point(t, ctx)?;
+            let ms = duration_ms.unwrap_or(DEFAULT_LONG_PRESS_MS);
+            device.long_press(p, ms).await?;
+            json!({"point": pt(p), "duration_ms": ms})
+        }
+        Action::DoubleTap { target: TargetField(t) } => {
+            let p = target_point(t, ctx)?;
+            device.double_tap(p).await?;
+            json!({"point": pt(p)})
+        }
+        Action::Swipe { path, duration_ms } => {
+            let (from, to) = match path {
+                SwipePath::Points { start, end } => (ctx.transform.to_pixel(*start, ctx.size), ctx.transform.to_pixel(*end, ctx.size)),
+                SwipePath::Direction { direction, target } => {
+                    let area = match target {
+                        Some(TargetField(t @ Target::Coordinate(_))) => {
+                            let c = target_point(t, ctx)?;
+                            let full = full_screen(ctx.size);
+                            Bounds::new(full.left, c.y - full.height() / 4, full.right, c.y + full.height() / 4)
+                        }
+                        Some(TargetField(t)) => target_bounds(t, ctx)?,
+                        None => full_screen(ctx.size),
+                    };
+                    directional_swipe(area, *direction, false)
+                }
+            };
+            let ms = duration_ms.unwrap_or(DEFAULT_SWIPE_MS);
+            device.swipe(from, to, ms).await?;
+            json!({"from": pt(from), "to": pt(to), "duration_ms": ms})
+        }
+        Action::Scroll { direction, container } => {
+            let area = match container {
+                Some(TargetField(t @ Target::Coordinate(_))) => {
+                    let c = target_point(t, ctx)?;
+                    Bounds::new(c.x - 200, c.y - 400, c.x + 200, c.y + 400).intersect(&full_screen(ctx.size))
+                }
+                Some(TargetField(t)) => target_bounds(t, ctx)?,
+                None => default_scroll_area(ctx),
+            };
+            let (from, to) = directional_swipe(area, *direction, true);
+            device.swipe(from, to, DEFAULT_SWIPE_MS).await?;
+            json!({"from": pt(from), "to": pt(to)})
+        }
+        Action::Type { text, target, clear_first } => {
+            let focused = match target {
+                Some(TargetField(t)) => {
+                    let p = target_point(t, ctx)?;
+                    device.tap(p).await?;
+                    Some(pt(p))
+                }
+                None => None,
+            };
+            if *clear_first {
+                device.clear_text().await?;
+            }
+            device.type_text(text).await?;
+            // The text itself is not repeated here: it may be a password.
+            json!({"focused": focused, "chars": text.chars().count(), "cleared": clear_first})
+        }
+        Action::Clear { target } => {
+            if let Some(TargetField(t)) = target {
+                let p = target_point(t, ctx)?;
+                device.tap(p).await?;
+            }
+            device.clear_text().await?;
+            json!({})
+        }
+        Action::Key { key } => {
+            device.key(*key).await?;
+            json!({"key": key})
+        }
+        Action::LaunchApp { app } => {
+            device.launch_app(app).await?;
+            json!({"app": app})
+        }
+        Action::OpenUrl { url } => {
+            device.open_url(url).await?;
+            json!({"url": url})
+        }
+        Action::Wait { ms } => {
+            device.wait(*ms).await;
+            json!({"waited_ms": ms})
+        }
+        Action::WaitFor { selector, timeout_ms } => wait_until(device, selector, *timeout_ms, true).await?,
+        Action::WaitForGone { selector, timeout_ms } => wait_until(device, selector, *timeout_ms, false).await?,
+        other @ (Action::Finish { .. } | Action::AskUser { .. } | Action::McpCall { .. } | Action::Custom(_)) => {
+            return Err(ExecError::NotADeviceAction(other.name().to_string()));
+        }
+    };
+    Ok(ExecOutcome { detail })
+}
+
+/// Polls the hierarchy until `selector` matches (`present`) or stops matching.
+async fn wait_until(device: &dyn Device, selector: &str, timeout_ms: u64, present: bool) -> Result<Value, ExecError> {
+    let sel = crate::screen::selector::Selector::parse(selector).map_err(|e| ExecError::ElementNotFound {
+        selector: Some(selector.to_string()),
+        message: format!("invalid selector: {e}"),
+        hint: "Selectors look like #id, :text(\"Send\"), :desc(\"…\"), Button:text(\"OK\") or [0.1.2].".into(),
+    })?;
+    let timeout = Duration::from_millis(timeout_ms);
+    let start = Instant::now();
+    loop {
+        // A dump that fails (idle-state errors mid-animation) counts as "not yet".
+        if let Ok(xml) = device.hierarchy().await
+            && let Ok(screen) = Screen::from_xml(&xml, &ReprOptions::default())
+        {
+            let found = !screen.find(&sel).is_empty();
+            if found == present {
+                return Ok(json!({"waited_ms": start.elapsed().as_millis() as u64}));
+            }
+        }
+        if start.elapsed() >= timeout {
+            return Err(ExecError::Timeout { selector: selector.to_string(), what: if present { "did not appear" } else { "did not go away" }, timeout });
+        }
+        tokio::time::sleep(POLL_EVERY.min(timeout.saturating_sub(start.elapsed()))).await;
+    }
+}

@@ -1,0 +1,212 @@
+//! The scheduler: turns queued tasks into running ones. It takes tasks in queue order
+//! (priority, then FIFO), leases a matching free device from the pool, marks the task
+//! running, builds its agent and spawns one runner per task, up to a server-wide limit.
+//! A task whose device never frees up leaves the queue after `queue_timeout_secs` as
+//! `timed_out` with a reason that says so.
+//!
+//! It wakes on a `Notify` (a task was queued, a runner finished, a device came back) and
+//! on a short poll as a safety net, so a missed wake-up costs a poll interval, not a hang.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use super::runner::{Runner, StopSignal};
+use crate::agent::Agent;
+use crate::device::pool::{DeviceMatcher, DevicePool, PoolError};
+use crate::domain::{Task, TaskId, TaskStatus};
+use crate::store::StoreError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerConfig {
+    /// Tasks running at once, server-wide.
+    pub max_concurrent_tasks: usize,
+    /// How long a task may wait for a matching device before it times out.
+    pub queue_timeout_secs: u64,
+    /// The safety-net poll when nothing wakes the scheduler.
+    pub poll_ms: u64,
+    /// At start-up, requeue tasks a previous process left running instead of marking
+    /// them interrupted.
+    pub resume_interrupted: bool,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self { max_concurrent_tasks: 16, queue_timeout_secs: 3600, poll_ms: 500, resume_interrupted: false }
+    }
+}
+
+/// Builds the agent for a task (from its `agent` spec and the server's defaults).
+pub type AgentFactory = Arc<dyn Fn(&Task) -> Result<Box<dyn Agent>, String> + Send + Sync>;
+
+/// Running tasks and how to stop them; shared with the API for cancels.
+#[derive(Default)]
+pub struct RunningTasks {
+    stops: Mutex<HashMap<TaskId, watch::Sender<StopSignal>>>,
+}
+
+impl RunningTasks {
+    pub fn signal(&self, id: TaskId, s: StopSignal) -> bool {
+        self.stops.lock().expect("running lock").get(&id).map(|tx| tx.send(s).is_ok()).unwrap_or(false)
+    }
+    pub fn signal_all(&self, s: StopSignal) {
+        for tx in self.stops.lock().expect("running lock").values() {
+            let _ = tx.send(s);
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.stops.lock().expect("running lock").len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn insert(&self, id: TaskId) -> watch::Receiver<StopSignal> {
+        let (tx, rx) = watch::channel(StopSignal::None);
+        self.stops.lock().expect("running lock").insert(id, tx);
+        rx
+    }
+    fn remove(&self, id: TaskId) {
+        self.stops.lock().expect("running lock").remove(&id);
+    }
+}
+
+#[derive(Clone)]
+pub struct Scheduler {
+    pub runner: Arc<Runner>,
+    pub pool: DevicePool,
+    pub agents: AgentFactory,
+    pub cfg: SchedulerConfig,
+    pub wake: Arc<Notify>,
+    pub running: Arc<RunningTasks>,
+}
+
+impl Scheduler {
+    /// At start-up: deal with tasks a previous process left running.
+    pub async fn recover(&self) -> Result<(), StoreError> {
+        let store = self.runner.bus.store();
+        let reason = if self.cfg.resume_interrupted {
+            "the server restarted while the task ran; resuming from its last committed step"
+        } else {
+            "the server stopped while the task ran (its committed steps are kept); resubmit it, or set scheduler.resume_interrupted = true"
+        };
+        for id in store.recover_running(self.cfg.resume_interrupted, reason).await? {
+            let (kind, status) = if self.cfg.resume_interrupted { ("task.requeued", "queued") } else { ("task.finished", "interrupted") };
+            self.runner.bus.publish(&id.to_string(), kind, json!({"task_id": id, "status": status, "reason": reason})).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs until `shutdown` flips to true; then tells runners to stop after their
+    /// current step and waits for them (they mark their tasks interrupted).
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut runners: JoinSet<()> = JoinSet::new();
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            if let Err(e) = self.schedule_once(&mut runners).await {
+                tracing::error!(error = %e, "scheduler pass failed; retrying");
+            }
+            while runners.try_join_next().is_some() {}
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(self.cfg.poll_ms)) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+        self.running.signal_all(StopSignal::Shutdown);
+        while runners.join_next().await.is_some() {}
+    }
+
+    /// One pass over the queue. Public for benchmarks and tests that drive it by hand.
+    pub async fn schedule_once(&self, runners: &mut JoinSet<()>) -> Result<(), StoreError> {
+        let store = self.runner.bus.store().clone();
+        let free_slots = self.cfg.max_concurrent_tasks.saturating_sub(self.running.len());
+        if free_slots == 0 {
+            return Ok(());
+        }
+        let queued = store.queued_tasks(200).await?;
+        let mut started = 0;
+        for task in queued {
+            if started >= free_slots {
+                break;
+            }
+            let waited = chrono::Utc::now().signed_duration_since(task.created_at).to_std().unwrap_or_default();
+            if waited >= Duration::from_secs(self.cfg.queue_timeout_secs) {
+                let reason = format!(
+                    "no matching device became free within queue_timeout_secs ({}); check GET /v1/devices and the task's device constraints",
+                    self.cfg.queue_timeout_secs
+                );
+                if let Ok(t) = store.finish_task(task.id, TaskStatus::TimedOut, Some(&reason), None).await {
+                    self.runner.bus.publish(&t.id.to_string(), "task.finished", json!({"task_id": t.id, "status": t.status, "reason": reason})).await?;
+                }
+                continue;
+            }
+            if self.try_start(task, runners).await? {
+                started += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn matcher(task: &Task) -> DeviceMatcher {
+        let c = task.spec.device.clone().unwrap_or_default();
+        DeviceMatcher { id: task.spec.device_id.clone(), backend: c.backend, model: c.model }
+    }
+
+    async fn try_start(&self, task: Task, runners: &mut JoinSet<()>) -> Result<bool, StoreError> {
+        let store = self.runner.bus.store().clone();
+        let owner = task.id.to_string();
+        let ttl = Duration::from_secs(task.spec.timeout_seconds + 120);
+        let lease = match self.pool.lease(&owner, &Self::matcher(&task), ttl) {
+            Ok(l) => l,
+            Err(PoolError::NoneAvailable(_)) | Err(PoolError::NotFound(_)) => return Ok(false),
+            Err(e) => {
+                tracing::warn!(task = %task.id, error = %e, "lease failed");
+                return Ok(false);
+            }
+        };
+        // An installed-package constraint needs the device itself to answer.
+        if let Some(pkg) = task.spec.device.as_ref().and_then(|c| c.package.clone()) {
+            let has = lease.device.installed_apps().await.map(|apps| apps.iter().any(|a| a.package == pkg)).unwrap_or(false);
+            if !has {
+                drop(lease);
+                return Ok(false);
+            }
+        }
+        if !store.start_task(task.id, &lease.id).await? {
+            return Ok(false); // cancelled meanwhile
+        }
+        let task = store.get_task(task.id).await?;
+        let agent = match (self.agents)(&task) {
+            Ok(a) => a,
+            Err(msg) => {
+                let reason = format!("cannot build the agent: {msg}");
+                let t = store.finish_task(task.id, TaskStatus::Failed, Some(&reason), None).await?;
+                self.runner.bus.publish(&t.id.to_string(), "task.finished", json!({"task_id": t.id, "status": t.status, "reason": reason})).await?;
+                return Ok(false);
+            }
+        };
+        let stop = self.running.insert(task.id);
+        let runner = self.runner.clone();
+        let running = self.running.clone();
+        let wake = self.wake.clone();
+        let device = lease.device.clone();
+        runners.spawn(async move {
+            let id = task.id;
+            if let Err(e) = runner.run(task, device, agent, stop).await {
+                tracing::error!(task = %id, error = %e, "runner could not record the task's end");
+            }
+            drop(lease);
+            running.remove(id);
+            wake.notify_one();
+        });
+        Ok(true)
+    }
+}
