@@ -660,11 +660,13 @@ mod agents {
     }
 
     fn defaults(server: &MockServer) -> AgentDefaults {
-        let mut d = AgentDefaults::default();
-        d.keys = ProviderKeys {
-            openai: Some(ApiKey::new("sk-o")),
-            anthropic: Some(ApiKey::new("k-a")),
-            gemini: Some(ApiKey::new("k-g")),
+        let mut d = AgentDefaults {
+            keys: ProviderKeys {
+                openai: Some(ApiKey::new("sk-o")),
+                anthropic: Some(ApiKey::new("k-a")),
+                gemini: Some(ApiKey::new("k-g")),
+            },
+            ..AgentDefaults::default()
         };
         d.navigator.backoff_ms = 1;
         d.vision.backoff_ms = 1;

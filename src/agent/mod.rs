@@ -88,7 +88,7 @@ pub enum AgentError {
     Llm(#[from] LlmError),
     #[error("the model's answer could not be used after {attempts} attempts: {error}")]
     Parse {
-        error: ParseError,
+        error: Box<ParseError>,
         raw: String,
         attempts: u32,
         usage: Usage,

@@ -495,7 +495,7 @@ impl Agent for NavigatorAgent {
                     };
                     if retries > 0 {
                         return Err(AgentError::Parse {
-                            error: e,
+                            error: Box::new(e),
                             raw,
                             attempts: retries + 1,
                             usage: meter.usage,
@@ -511,7 +511,7 @@ impl Agent for NavigatorAgent {
                 }
                 Err(error) => {
                     return Err(AgentError::Parse {
-                        error,
+                        error: Box::new(error),
                         raw,
                         attempts: retries + 1,
                         usage: meter.usage,

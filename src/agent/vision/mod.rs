@@ -166,7 +166,7 @@ impl Agent for VisionAgent {
                 }
                 Err(error) => {
                     return Err(AgentError::Parse {
-                        error,
+                        error: Box::new(error),
                         raw,
                         attempts: retries + 1,
                         usage: meter.usage,
