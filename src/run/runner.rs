@@ -394,7 +394,7 @@ impl Runner {
                         let act_start = Instant::now();
                         let (result, latest) = self.act(device, &action, obs.clone(), size).await;
                         step.timings.action_ms = act_start.elapsed().as_millis() as u64;
-                        let mw_outcome = result.as_ref().map(|d| d.clone()).map_err(|e| e.to_string());
+                        let mw_outcome = result.clone().map_err(|e| e.to_string());
                         for m in &self.middleware {
                             m.after(task.id, n, &action, &mw_outcome).await;
                         }

@@ -55,7 +55,7 @@ impl StuckDetector {
             }
         }
         let run = self.same_layout.max(self.same_tap);
-        if run == 0 || run % self.threshold != 0 {
+        if run == 0 || !run.is_multiple_of(self.threshold) {
             // Progress resets the escalation once the streak is broken.
             if run == 1 {
                 self.level = 0;
