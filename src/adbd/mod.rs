@@ -7,5 +7,9 @@
 //! services), `cli` (`droidpilot sim`).
 
 pub mod cmdline;
+pub mod commands;
 pub mod packet;
+pub mod server;
+
+pub use server::{Adbd, AdbdOptions, serve};
 pub mod shell_v2;
