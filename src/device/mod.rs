@@ -5,6 +5,8 @@
 //! task behaves the same on either. Coordinates here are pixels: the normalized → pixel
 //! transform happens above, where the screen size is known.
 
+pub mod adb;
+
 use std::time::Duration;
 
 use async_trait::async_trait;
