@@ -6,6 +6,7 @@
 //! transform happens above, where the screen size is known.
 
 pub mod adb;
+pub mod sim;
 
 use std::time::Duration;
 

@@ -1,0 +1,2 @@
+//! Virtual phone render and hierarchy benchmarks (filled in below).
+fn main() {}

@@ -1,0 +1,65 @@
+//! Fault injection for the virtual phone: the ways real phones misbehave, seeded so that
+//! a run can be replayed exactly. All faults are off by default.
+//!
+//! Random faults draw from the device's ChaCha8 stream only when their rate is above
+//! zero, in command order, so the same seed and the same commands give the same faults.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Per-device fault configuration (`[devices.sim.faults]` in the config file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimFaults {
+    /// Probability that a dump fails with `ERROR: could not get idle state.`.
+    pub hierarchy_error_rate: f64,
+    /// Probability that a dump fails with a null root node.
+    pub null_root_rate: f64,
+    /// Probability that a dump is slow, and by how much (real ms).
+    pub slow_dump_rate: f64,
+    pub slow_dump_ms: u64,
+    /// Probability that a screenshot is slow, and by how much (real ms).
+    pub slow_screenshot_rate: f64,
+    pub slow_screenshot_ms: u64,
+    /// Probability that a tap (or long press, or swipe) is lost.
+    pub dropped_tap_rate: f64,
+    /// Probability, after each input command in an app, that a pop-up interrupts.
+    pub popup_rate: f64,
+    /// Resource-ids renamed as by an app update (`switch_widget` → `switchWidget`).
+    pub renamed_ids: bool,
+    /// List items shown in a seeded shuffled order.
+    pub reorder_lists: bool,
+    /// Extra virtual ms before loading content appears (browser pages, shop catalogue).
+    pub delayed_elements_ms: u64,
+    /// The connection drops after this many commands; `reconnect()` restores it.
+    pub disconnect_after: Option<u64>,
+    /// Screenshots of secure screens (FLAG_SECURE, e.g. the shop's checkout) come out
+    /// black, as `screencap` does on a real phone.
+    pub secure_black: bool,
+}
+
+impl SimFaults {
+    /// Checks the rates, so a typo in the config is refused up front.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, r) in [
+            ("hierarchy_error_rate", self.hierarchy_error_rate),
+            ("null_root_rate", self.null_root_rate),
+            ("slow_dump_rate", self.slow_dump_rate),
+            ("slow_screenshot_rate", self.slow_screenshot_rate),
+            ("dropped_tap_rate", self.dropped_tap_rate),
+            ("popup_rate", self.popup_rate),
+        ] {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(format!(
+                    "faults.{name} = {r} is not a probability; use a value between 0 and 1"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The message uiautomator prints when the UI never settles.
+pub const IDLE_STATE_ERROR: &str = "ERROR: could not get idle state.";
+/// The message uiautomator prints when the accessibility tree has no root.
+pub const NULL_ROOT_ERROR: &str = "ERROR: null root node returned by UiTestAutomationBridge.";

@@ -1,0 +1,712 @@
+//! The virtual phone: a deterministic Android phone that implements `Device` in-process.
+//!
+//! `SimDevice` holds a `PhoneState` (plain data), builds the screen from it on demand
+//! (`ui::build`), and derives the hierarchy XML, the screenshot and touch hit-testing
+//! from that one widget tree. Time is virtual: every command advances the clock by a
+//! fixed amount (`advance_clock` for explicit waits), so the same commands always give
+//! the same screens, byte for byte. Faults (`SimFaults`) are seeded the same way.
+//!
+//! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
+//! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
+//! `faults`, `tasks` (scored tasks with checkers and reference solutions).
+
+pub mod apps;
+pub mod faults;
+pub mod render;
+pub mod state;
+pub mod tasks;
+pub mod ui;
+pub mod widget;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::{AppRef, Key, PixelPoint, ScreenSize};
+
+use super::ScreenshotData;
+use super::{AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot};
+
+pub use faults::{IDLE_STATE_ERROR, NULL_ROOT_ERROR, SimFaults};
+pub use state::{AppId, Cmd, Fg, Page, PhoneState};
+pub use tasks::{Difficulty, SimTask, run_reference, task, tasks};
+
+use state::Dialog;
+use widget::{Hit, IdStyle, Screen, Widget};
+
+/// Virtual ms each kind of command takes.
+pub const TAP_MS: u64 = 400;
+pub const OBSERVE_MS: u64 = 250;
+pub const KEY_MS: u64 = 300;
+pub const LAUNCH_MS: u64 = 800;
+/// Movement below this many pixels is a tap, not a swipe (Android's touch slop).
+pub const TOUCH_SLOP: i32 = 24;
+
+/// One virtual phone's configuration (`[[devices.sim]]` in the config file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimConfig {
+    pub serial: String,
+    pub model: String,
+    pub width: u32,
+    pub height: u32,
+    pub density: u32,
+    /// Seeds every random fault (and the reordered-list permutation).
+    pub seed: u64,
+    pub faults: SimFaults,
+    /// A task id from `tasks()` whose initial state the phone starts in.
+    pub task: Option<String>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            serial: "sim-1".into(),
+            model: "Pixel 8 (virtual)".into(),
+            width: 1080,
+            height: 2400,
+            density: 420,
+            seed: 0,
+            faults: SimFaults::default(),
+            task: None,
+        }
+    }
+}
+
+impl SimConfig {
+    pub fn validate(&self) -> Result<(), DeviceError> {
+        if !(320..=4096).contains(&self.width) || !(320..=8192).contains(&self.height) {
+            return Err(DeviceError::InvalidInput(format!(
+                "sim screen {}x{} is out of range; use a width in 320..=4096 and a height in 320..=8192 (default 1080x2400)",
+                self.width, self.height
+            )));
+        }
+        if let Some(t) = &self.task
+            && task(t).is_none()
+        {
+            return Err(DeviceError::InvalidInput(format!(
+                "unknown sim task `{t}`; known tasks: {}",
+                tasks().iter().map(|t| t.id).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        self.faults.validate().map_err(DeviceError::InvalidInput)
+    }
+}
+
+/// Everything needed to put a phone back exactly where it was: the state, the fault
+/// stream's position, the command count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimSnapshot {
+    pub state: PhoneState,
+    pub rng_word_pos: u128,
+    pub commands: u64,
+    pub disconnected: bool,
+}
+
+struct Inner {
+    st: PhoneState,
+    faults: SimFaults,
+    rng: ChaCha8Rng,
+    commands: u64,
+    disconnected: bool,
+}
+
+/// The virtual phone. Cheap to share behind an `Arc`; calls serialize on an internal lock
+/// that is never held across an await.
+pub struct SimDevice {
+    cfg: SimConfig,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for SimDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimDevice")
+            .field("serial", &self.cfg.serial)
+            .finish()
+    }
+}
+
+/// What a touch did, for the caller's own bookkeeping.
+enum Gesture {
+    Tap,
+    Long,
+}
+
+impl SimDevice {
+    /// A phone in its default state (or the configured task's initial state).
+    pub fn new(cfg: SimConfig) -> Result<Self, DeviceError> {
+        cfg.validate()?;
+        let st = match cfg.task.as_deref().and_then(task) {
+            Some(t) => t.initial_state(),
+            None => PhoneState::default(),
+        };
+        Ok(SimDevice {
+            inner: Mutex::new(Inner {
+                st,
+                faults: cfg.faults.clone(),
+                rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+                commands: 0,
+                disconnected: false,
+            }),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave PhoneState half-updated in a way
+        // that matters more than losing the device, so recover the guard.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ctx(&self, faults: &SimFaults) -> ui::Ctx {
+        let mut cx = ui::Ctx::new(self.cfg.width, self.cfg.height);
+        cx.reorder = faults.reorder_lists.then_some(self.cfg.seed);
+        cx.extra_delay_ms = faults.delayed_elements_ms;
+        cx
+    }
+
+    /// A copy of the phone's state (what task checkers read).
+    pub fn state(&self) -> PhoneState {
+        self.lock().st.clone()
+    }
+    /// Replaces the phone's state.
+    pub fn set_state(&self, st: PhoneState) {
+        self.lock().st = st;
+    }
+    pub fn faults(&self) -> SimFaults {
+        self.lock().faults.clone()
+    }
+    /// Changes the faults at run time (the command counter restarts for
+    /// `disconnect_after`).
+    pub fn set_faults(&self, f: SimFaults) -> Result<(), DeviceError> {
+        f.validate().map_err(DeviceError::InvalidInput)?;
+        let mut g = self.lock();
+        g.faults = f;
+        g.commands = 0;
+        Ok(())
+    }
+    pub fn snapshot(&self) -> SimSnapshot {
+        let g = self.lock();
+        SimSnapshot {
+            state: g.st.clone(),
+            rng_word_pos: g.rng.get_word_pos(),
+            commands: g.commands,
+            disconnected: g.disconnected,
+        }
+    }
+    pub fn restore(&self, s: SimSnapshot) {
+        let mut g = self.lock();
+        g.st = s.state;
+        g.rng = ChaCha8Rng::seed_from_u64(self.cfg.seed);
+        g.rng.set_word_pos(s.rng_word_pos);
+        g.commands = s.commands;
+        g.disconnected = s.disconnected;
+    }
+    /// Puts the phone in a task's initial state, with a fresh fault stream.
+    pub fn reset_to(&self, t: &SimTask) {
+        let mut g = self.lock();
+        g.st = t.initial_state();
+        g.rng = ChaCha8Rng::seed_from_u64(self.cfg.seed);
+        g.commands = 0;
+        g.disconnected = false;
+    }
+    /// Back to the default state.
+    pub fn reset(&self) {
+        let mut g = self.lock();
+        g.st = PhoneState::default();
+        g.rng = ChaCha8Rng::seed_from_u64(self.cfg.seed);
+        g.commands = 0;
+        g.disconnected = false;
+    }
+    /// Lets virtual time pass (what a `wait` action means on this phone).
+    pub fn advance_clock(&self, ms: u64) {
+        self.lock().st.advance(ms);
+    }
+    /// The current screen's widget tree, without counting as a command.
+    pub fn screen(&self) -> Screen {
+        let g = self.lock();
+        ui::build(&g.st, &self.ctx(&g.faults))
+    }
+    /// The hierarchy XML now, without faults or clock movement (benches, debugging).
+    pub fn hierarchy_now(&self) -> String {
+        let g = self.lock();
+        let ids = if g.faults.renamed_ids {
+            IdStyle::Renamed
+        } else {
+            IdStyle::AsIs
+        };
+        widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids)
+    }
+    /// The screenshot pixels now, without faults or clock movement.
+    pub fn render_now(&self) -> Vec<u8> {
+        let screen = self.screen();
+        render::render(&screen, self.cfg.width, self.cfg.height, false)
+    }
+    /// Runs a command as if a widget that holds it were tapped (tests, tools).
+    pub fn apply(&self, cmd: Cmd) {
+        self.lock().st.apply(cmd);
+    }
+
+    /// Counts a command and fails it when the connection is (or just went) down.
+    fn begin(&self, g: &mut Inner) -> Result<(), DeviceError> {
+        if g.disconnected {
+            return Err(self.disconnected());
+        }
+        g.commands += 1;
+        if let Some(n) = g.faults.disconnect_after
+            && g.commands > n
+        {
+            g.disconnected = true;
+            return Err(self.disconnected());
+        }
+        Ok(())
+    }
+    fn disconnected(&self) -> DeviceError {
+        DeviceError::Disconnected {
+            serial: self.cfg.serial.clone(),
+        }
+    }
+
+    fn chance(g: &mut Inner, rate: f64) -> bool {
+        rate > 0.0 && g.rng.random::<f64>() < rate
+    }
+
+    /// After an input command: maybe a random pop-up.
+    fn after_input(g: &mut Inner) {
+        if g.st.dialog.is_none() && matches!(g.st.fg, Fg::App(_)) {
+            let rate = g.faults.popup_rate;
+            if Self::chance(g, rate) {
+                let pick = g.rng.random_range(0..3u32);
+                let pkg = g.st.package();
+                g.st.dialog = Some(match pick {
+                    0 => Dialog::alert(
+                        state::SYSTEMUI,
+                        "battery",
+                        "Battery low",
+                        "15% battery remaining. Turn on Battery Saver?",
+                    )
+                    .button("android:id/button2", "Not now", Cmd::CloseDialog)
+                    .button("android:id/button1", "Turn on", Cmd::CloseDialog),
+                    1 => Dialog::alert(pkg, "rate", "Enjoying the app?", "Rate us on Google Play.")
+                        .button("android:id/button2", "Later", Cmd::CloseDialog)
+                        .button("android:id/button1", "Rate", Cmd::CloseDialog),
+                    _ => Dialog::alert(
+                        state::SYSTEMUI,
+                        "update",
+                        "System update available",
+                        "Restart to install?",
+                    )
+                    .button("android:id/button2", "Later", Cmd::CloseDialog)
+                    .button("android:id/button1", "Restart", Cmd::CloseDialog),
+                });
+            }
+        }
+    }
+
+    fn touch(&self, p: PixelPoint, gesture: Gesture) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(TAP_MS);
+        if !g.st.awake {
+            return Ok(());
+        }
+        let rate = g.faults.dropped_tap_rate;
+        if Self::chance(&mut g, rate) {
+            return Ok(());
+        }
+        let cx = self.ctx(&g.faults);
+        let screen = ui::build(&g.st, &cx);
+        let long = matches!(gesture, Gesture::Long);
+        let want = |w: &Widget| {
+            (long && w.on_long.is_some())
+                || w.on_tap.is_some()
+                || w.field.is_some()
+                || w.slider.is_some()
+        };
+        let (win, hit) = screen.hit_window(p, &want);
+        if let Hit::Widget(w) = hit {
+            let in_dialog = win.is_some_and(|i| screen.windows[i].modal);
+            let cmd = if long && w.on_long.is_some() {
+                w.on_long.clone()
+            } else if let Some(f) = &w.field {
+                Some(Cmd::Focus { field: f.clone() })
+            } else if let Some(make) = w.slider {
+                let frac = (p.x - w.frame.left).clamp(0, w.frame.width().max(1)) as i64 * 255
+                    / w.frame.width().max(1) as i64;
+                Some(make(frac as u8))
+            } else {
+                w.on_tap.clone()
+            };
+            if let Some(cmd) = cmd {
+                if in_dialog {
+                    g.st.dialog = None;
+                }
+                g.st.apply(cmd);
+            }
+        }
+        Self::after_input(&mut g);
+        Ok(())
+    }
+
+    fn set_awake(st: &mut PhoneState, awake: bool) {
+        st.awake = awake;
+        if !awake {
+            st.locked = true;
+            st.keyboard = false;
+        }
+    }
+}
+
+impl Screen {
+    /// Hit-testing that also says which window took the touch.
+    pub fn hit_window(
+        &self,
+        p: PixelPoint,
+        want: &dyn Fn(&Widget) -> bool,
+    ) -> (Option<usize>, Hit<'_>) {
+        for (i, w) in self.windows.iter().enumerate().rev() {
+            if !w.touchable || !w.root.bounds.contains(p) {
+                continue;
+            }
+            return match w.root.hit(p, want) {
+                Some(x) => (Some(i), Hit::Widget(x)),
+                None => (Some(i), Hit::Blocked),
+            };
+        }
+        (None, Hit::Blocked)
+    }
+}
+
+fn app_of(app: &AppRef) -> Result<Option<AppId>, DeviceError> {
+    let s = match app {
+        AppRef::Package(p) => p,
+        AppRef::Label(l) => l,
+    };
+    if s == state::LAUNCHER_PACKAGE
+        || s.eq_ignore_ascii_case("launcher")
+        || s.eq_ignore_ascii_case("home")
+    {
+        return Ok(None);
+    }
+    AppId::find(s).map(Some).ok_or_else(|| {
+        DeviceError::AppNotFound(format!(
+            "`{s}` is not installed on the virtual phone; installed: {}",
+            AppId::ALL
+                .iter()
+                .map(|a| format!("{} ({})", a.label(), a.package()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+#[async_trait]
+impl Device for SimDevice {
+    fn serial(&self) -> &str {
+        &self.cfg.serial
+    }
+
+    async fn info(&self) -> Result<DeviceInfo, DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        Ok(DeviceInfo {
+            serial: self.cfg.serial.clone(),
+            backend: "sim".into(),
+            model: self.cfg.model.clone(),
+            screen: ScreenSize {
+                width: self.cfg.width,
+                height: self.cfg.height,
+            },
+            density: self.cfg.density,
+            rotation: 0,
+        })
+    }
+
+    async fn screenshot(&self) -> Result<Screenshot, DeviceError> {
+        let (screen, black, delay) = {
+            let mut g = self.lock();
+            self.begin(&mut g)?;
+            g.st.advance(OBSERVE_MS);
+            let rate = g.faults.slow_screenshot_rate;
+            let delay = Self::chance(&mut g, rate).then_some(g.faults.slow_screenshot_ms);
+            let screen = ui::build(&g.st, &self.ctx(&g.faults));
+            let black = !g.st.awake || (g.faults.secure_black && screen.secure());
+            (screen, black, delay)
+        };
+        if let Some(ms) = delay {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        let px = render::render(&screen, self.cfg.width, self.cfg.height, black);
+        Ok(Screenshot {
+            width: self.cfg.width,
+            height: self.cfg.height,
+            data: ScreenshotData::Rgba(Bytes::from(px)),
+        })
+    }
+
+    async fn hierarchy(&self) -> Result<String, DeviceError> {
+        let (result, delay) = {
+            let mut g = self.lock();
+            self.begin(&mut g)?;
+            g.st.advance(OBSERVE_MS);
+            let (e, n, s) = (
+                g.faults.hierarchy_error_rate,
+                g.faults.null_root_rate,
+                g.faults.slow_dump_rate,
+            );
+            let result = if Self::chance(&mut g, e) {
+                Err(DeviceError::HierarchyUnavailable(IDLE_STATE_ERROR.into()))
+            } else if Self::chance(&mut g, n) {
+                Err(DeviceError::HierarchyUnavailable(NULL_ROOT_ERROR.into()))
+            } else {
+                let ids = if g.faults.renamed_ids {
+                    IdStyle::Renamed
+                } else {
+                    IdStyle::AsIs
+                };
+                Ok(widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids))
+            };
+            let delay = Self::chance(&mut g, s).then_some(g.faults.slow_dump_ms);
+            (result, delay)
+        };
+        if let Some(ms) = delay {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        result
+    }
+
+    async fn tap(&self, p: PixelPoint) -> Result<(), DeviceError> {
+        self.touch(p, Gesture::Tap)
+    }
+
+    async fn long_press(&self, p: PixelPoint, _duration_ms: u64) -> Result<(), DeviceError> {
+        self.touch(p, Gesture::Long)
+    }
+
+    async fn double_tap(&self, p: PixelPoint) -> Result<(), DeviceError> {
+        self.touch(p, Gesture::Tap)?;
+        self.touch(p, Gesture::Tap)
+    }
+
+    async fn swipe(
+        &self,
+        from: PixelPoint,
+        to: PixelPoint,
+        duration_ms: u64,
+    ) -> Result<(), DeviceError> {
+        let (dx, dy) = (to.x - from.x, to.y - from.y);
+        if dx.abs() < TOUCH_SLOP && dy.abs() < TOUCH_SLOP {
+            return if duration_ms >= 500 {
+                self.touch(from, Gesture::Long)
+            } else {
+                self.touch(from, Gesture::Tap)
+            };
+        }
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(duration_ms.clamp(100, 2_000));
+        if !g.st.awake {
+            return Ok(());
+        }
+        let rate = g.faults.dropped_tap_rate;
+        if Self::chance(&mut g, rate) {
+            return Ok(());
+        }
+        if g.st.locked {
+            if dy < -(self.cfg.height as i32 / 5) {
+                g.st.locked = false;
+            }
+            return Ok(());
+        }
+        let cx = self.ctx(&g.faults);
+        let screen = ui::build(&g.st, &cx);
+        let (_, hit) =
+            screen.hit_window(from, &|w: &Widget| w.scroll.is_some() || w.slider.is_some());
+        match hit {
+            Hit::Widget(w) if w.slider.is_some() => {
+                if let Some(make) = w.slider {
+                    let frac = (to.x - w.frame.left).clamp(0, w.frame.width().max(1)) as i64 * 255
+                        / w.frame.width().max(1) as i64;
+                    g.st.apply(make(frac as u8));
+                }
+            }
+            Hit::Widget(w) => {
+                if let Some(info) = &w.scroll {
+                    if let Some(rest) = info.key.strip_prefix("picker:") {
+                        // A NumberPicker: one value per row height swiped; up shows later values.
+                        let mut parts = rest.rsplitn(2, ':');
+                        let modulo = parts.next().and_then(|m| m.parse().ok()).unwrap_or(60);
+                        let field = parts.next().unwrap_or_default().to_string();
+                        let steps = (-dy as f32 / cx.d(170) as f32).round() as i32;
+                        if steps != 0 {
+                            g.st.apply(Cmd::Pick {
+                                field,
+                                delta: steps,
+                                modulo,
+                            });
+                        }
+                    } else if dy.abs() >= dx.abs() {
+                        // Content follows the finger: dragging up by N shows N pixels more.
+                        let v = (info.cur - dy).clamp(0, info.max);
+                        g.st.scroll.insert(info.key.clone(), v);
+                    }
+                }
+            }
+            Hit::Blocked => {
+                let from_lower = from.y > self.cfg.height as i32 / 2;
+                match g.st.fg {
+                    Fg::Home
+                        if dy < -(self.cfg.height as i32 / 8)
+                            && from_lower
+                            && g.st.dialog.is_none() =>
+                    {
+                        g.st.apply(Cmd::OpenDrawer)
+                    }
+                    Fg::Drawer if dy > self.cfg.height as i32 / 8 => g.st.home(),
+                    _ => {}
+                }
+            }
+        }
+        Self::after_input(&mut g);
+        Ok(())
+    }
+
+    async fn type_text(&self, text: &str) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(KEY_MS);
+        g.st.type_text(text);
+        Ok(())
+    }
+
+    async fn clear_text(&self) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(KEY_MS);
+        g.st.clear_text();
+        Ok(())
+    }
+
+    async fn key(&self, key: Key) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(KEY_MS);
+        match key {
+            Key::Power => {
+                let awake = !g.st.awake;
+                Self::set_awake(&mut g.st, awake);
+                return Ok(());
+            }
+            _ if !g.st.awake => return Ok(()),
+            Key::Back => g.st.back(),
+            Key::Home => {
+                g.st.locked = false;
+                g.st.home();
+            }
+            Key::Recents => {
+                g.st.dialog = None;
+                g.st.fg = Fg::Recents;
+                g.st.focus = None;
+                g.st.keyboard = false;
+            }
+            Key::Enter => g.st.enter(),
+            Key::Menu => {}
+        }
+        Self::after_input(&mut g);
+        Ok(())
+    }
+
+    async fn launch_app(&self, app: &AppRef) -> Result<(), DeviceError> {
+        let target = app_of(app)?;
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(LAUNCH_MS);
+        match target {
+            Some(a) => g.st.launch(a),
+            None => g.st.home(),
+        }
+        Ok(())
+    }
+
+    async fn current_app(&self) -> Result<CurrentApp, DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        Ok(match g.st.fg {
+            Fg::App(a) => CurrentApp {
+                package: a.package().into(),
+                activity: Some(a.activity().into()),
+            },
+            Fg::Recents => CurrentApp {
+                package: state::LAUNCHER_PACKAGE.into(),
+                activity: Some("com.android.quickstep.RecentsActivity".into()),
+            },
+            Fg::Home | Fg::Drawer => CurrentApp {
+                package: state::LAUNCHER_PACKAGE.into(),
+                activity: Some(
+                    "com.google.android.apps.nexuslauncher.NexusLauncherActivity".into(),
+                ),
+            },
+        })
+    }
+
+    async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        Ok(AppId::ALL
+            .iter()
+            .map(|a| AppInfo {
+                package: a.package().into(),
+                label: Some(a.label().into()),
+            })
+            .collect())
+    }
+
+    async fn open_url(&self, url: &str) -> Result<(), DeviceError> {
+        let u = url.trim();
+        if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() < 10 {
+            return Err(DeviceError::InvalidInput(format!(
+                "`{url}` is not an http(s) URL; pass a full URL such as https://example.com"
+            )));
+        }
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(LAUNCH_MS);
+        g.st.launch(AppId::Browser);
+        apps::browser::open(&mut g.st, u);
+        Ok(())
+    }
+
+    async fn screen_state(&self) -> Result<ScreenState, DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        Ok(ScreenState {
+            awake: g.st.awake,
+            locked: g.st.locked,
+        })
+    }
+
+    async fn health(&self) -> Result<(), DeviceError> {
+        if self.lock().disconnected {
+            return Err(self.disconnected());
+        }
+        Ok(())
+    }
+
+    async fn reconnect(&self) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        g.disconnected = false;
+        // The disconnect fault fires once; after a reconnect the link stays up.
+        g.faults.disconnect_after = None;
+        Ok(())
+    }
+}

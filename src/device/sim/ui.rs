@@ -1,0 +1,645 @@
+//! Builds the `Screen` (windows of widgets) from `PhoneState`: the system chrome shared
+//! by every app (status bar, toolbar, keyboard, dialogs, toasts), the launcher and
+//! recents, and the scrolling-list helper. App screens live in `apps/`.
+//!
+//! Layout is written in "design pixels" for a 1080-wide phone and scaled by width/1080,
+//! so any configured size works; a taller screen simply shows more rows.
+
+use crate::domain::Bounds;
+
+use super::apps;
+use super::state::{AppId, Dialog, Fg, IME_PACKAGE, LAUNCHER_PACKAGE, PhoneState, SYSTEMUI};
+use super::state::{Cmd, HOUR_MS};
+use super::widget::{ACCENT, Look, SUBTLE, SURFACE, Screen, TextSize, WHITE, Widget, Window, flag};
+
+/// Rendering-relevant knobs derived from the device config and its faults.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub w: i32,
+    pub h: i32,
+    /// Scale from design pixels (1080 wide) to device pixels.
+    pub s: f32,
+    /// Seed for the "reordered list items" fault; None keeps lists in order.
+    pub reorder: Option<u64>,
+    /// Extra loading delay from the "delayed elements" fault, in virtual ms.
+    pub extra_delay_ms: u64,
+}
+
+pub const STATUS_BAR: i32 = 84;
+pub const TOOLBAR: i32 = 168;
+pub const ROW: i32 = 168;
+pub const KEYBOARD: i32 = 880;
+
+impl Ctx {
+    pub fn new(w: u32, h: u32) -> Self {
+        Ctx {
+            w: w as i32,
+            h: h as i32,
+            s: w as f32 / 1080.0,
+            reorder: None,
+            extra_delay_ms: 0,
+        }
+    }
+    /// Design pixels → device pixels.
+    pub fn d(&self, v: i32) -> i32 {
+        (v as f32 * self.s).round() as i32
+    }
+    /// A rectangle in design pixels.
+    pub fn r(&self, l: i32, t: i32, r: i32, b: i32) -> Bounds {
+        Bounds::new(self.d(l), self.d(t), self.d(r).min(self.w), self.d(b))
+    }
+    pub fn full(&self) -> Bounds {
+        Bounds::new(0, 0, self.w, self.h)
+    }
+    /// Top of the content below status bar and toolbar.
+    pub fn content_top(&self) -> i32 {
+        self.d(STATUS_BAR + TOOLBAR)
+    }
+    pub fn keyboard_top(&self) -> i32 {
+        self.h - self.d(KEYBOARD)
+    }
+    /// The bottom of the area an app lays out its bottom bar in: above the keyboard when
+    /// it is shown (adjustResize), the screen bottom otherwise.
+    pub fn bottom(&self, st: &PhoneState) -> i32 {
+        if st.keyboard {
+            self.keyboard_top()
+        } else {
+            self.h
+        }
+    }
+    /// Whether content that loads `base_ms` after its page opened is there yet.
+    pub fn loaded(&self, st: &PhoneState, base_ms: u64) -> bool {
+        st.clock_ms >= st.page_at_ms + base_ms + self.extra_delay_ms
+    }
+    /// The order list `key` shows its `n` items in: identity, or a seeded permutation
+    /// under the "reordered list items" fault (stable for a given seed and list).
+    pub fn order(&self, key: &str, n: usize) -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..n).collect();
+        if let Some(seed) = self.reorder {
+            use rand::SeedableRng;
+            use rand::seq::SliceRandom;
+            let mut h: u64 = seed ^ 0x9e37_79b9_7f4a_7c15;
+            for b in key.bytes() {
+                h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+            }
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(h);
+            idx.shuffle(&mut rng);
+        }
+        idx
+    }
+}
+
+/// The app frame: root FrameLayout, a content LinearLayout, a toolbar with an optional
+/// up button, a title and action buttons, then the page's content.
+pub fn app_frame(
+    cx: &Ctx,
+    title: &str,
+    up: bool,
+    actions: Vec<Widget>,
+    content: Vec<Widget>,
+) -> Widget {
+    let tb = Bounds::new(0, cx.d(STATUS_BAR), cx.w, cx.content_top());
+    let mut toolbar = Widget::view_group(tb).id("toolbar").bg(SURFACE);
+    let mut x = cx.d(48);
+    if up {
+        toolbar = toolbar.child(
+            Widget::image_button(
+                cx.r(24, STATUS_BAR + 24, 144, STATUS_BAR + 144),
+                "Navigate up",
+                Cmd::Back,
+            )
+            .id("android:id/home"),
+        );
+        x = cx.d(180);
+    }
+    let n = actions.len() as i32;
+    let title_right = cx.w - cx.d(24 + 144 * n);
+    toolbar = toolbar.child(
+        Widget::text_view(Bounds::new(x, tb.top, title_right, tb.bottom), title)
+            .size(TextSize::Title)
+            .bold(),
+    );
+    toolbar = toolbar.kids(actions);
+    Widget::frame_layout(cx.full()).child(
+        Widget::linear(Bounds::new(0, cx.d(STATUS_BAR), cx.w, cx.h))
+            .id("android:id/content")
+            .bg(WHITE)
+            .child(toolbar)
+            .kids(content),
+    )
+}
+
+/// The i-th toolbar action slot from the right.
+pub fn action_slot(cx: &Ctx, i: i32) -> Bounds {
+    let right = 1080 - 24 - 144 * i;
+    cx.r(right - 144, STATUS_BAR + 12, right, STATUS_BAR + 156)
+}
+
+/// A vertical list that scrolls by `st.scroll[key]`. Rows are laid out with `top == 0`
+/// and stacked in order; rows outside `area` are dropped and partly visible rows are
+/// clipped, like a RecyclerView.
+pub fn scroll_list(
+    st: &PhoneState,
+    cx: &Ctx,
+    key: &str,
+    area: Bounds,
+    rows: Vec<Widget>,
+) -> Widget {
+    let order = cx.order(key, rows.len());
+    let mut slots: Vec<Option<Widget>> = rows.into_iter().map(Some).collect();
+    let mut laid = Vec::with_capacity(slots.len());
+    let mut y = 0;
+    for i in order {
+        if let Some(mut r) = slots.get_mut(i).and_then(Option::take) {
+            let h = r.frame.height();
+            r.shift(area.top + y - r.frame.top);
+            y += h;
+            laid.push(r);
+        }
+    }
+    let max = (y - area.height()).max(0);
+    let off = st.scroll.get(key).copied().unwrap_or(0).clamp(0, max);
+    let mut list =
+        Widget::new("androidx.recyclerview.widget.RecyclerView", area).id("recycler_view");
+    if max > 0 {
+        list.flags |= flag::SCROLLABLE | flag::FOCUSABLE;
+        list.scroll = Some(super::widget::ScrollInfo {
+            key: key.to_string(),
+            max,
+            cur: off,
+        });
+    }
+    for mut r in laid {
+        r.shift(-off);
+        list.children.push(r);
+    }
+    list.clip(&area);
+    list
+}
+
+/// A settings-style row: title, optional summary, optional trailing widget.
+pub fn row(cx: &Ctx, height: i32, title: &str, summary: &str, tap: Option<Cmd>) -> Widget {
+    let b = Bounds::new(0, 0, cx.w, cx.d(height));
+    let mut r = Widget::linear(b);
+    if let Some(c) = tap {
+        r = r.tap(c);
+    }
+    let text_right = cx.w - cx.d(220);
+    if summary.is_empty() {
+        r.child(
+            Widget::text_view(Bounds::new(cx.d(48), 0, text_right, b.bottom), title)
+                .id("android:id/title"),
+        )
+    } else {
+        let mid = b.bottom / 2 + cx.d(8);
+        r.child(
+            Widget::text_view(Bounds::new(cx.d(48), cx.d(16), text_right, mid), title)
+                .id("android:id/title"),
+        )
+        .child(
+            Widget::text_view(
+                Bounds::new(cx.d(48), mid, text_right, b.bottom - cx.d(16)),
+                summary,
+            )
+            .id("android:id/summary")
+            .fg(SUBTLE)
+            .size(TextSize::Small),
+        )
+    }
+}
+
+/// A floating action button at the bottom right.
+pub fn fab(cx: &Ctx, st: &PhoneState, text: &str, desc: &str, id: &str, cmd: Cmd) -> Widget {
+    let bottom = cx.bottom(st) - cx.d(60);
+    let mut w = Widget::new(
+        "android.widget.ImageButton",
+        Bounds::new(
+            cx.w - cx.d(228),
+            bottom - cx.d(168),
+            cx.w - cx.d(60),
+            bottom,
+        ),
+    )
+    .id(id)
+    .desc(desc)
+    .look(Look::Fab)
+    .bg(ACCENT)
+    .fg(WHITE)
+    .tap(cmd);
+    w.text = String::new();
+    w.hint = text.to_string();
+    w
+}
+
+pub fn clock_text(ms: u64) -> String {
+    let m = (ms / 60_000) % (24 * 60);
+    format!("{}:{:02}", m / 60, m % 60)
+}
+
+fn status_bar(st: &PhoneState, cx: &Ctx) -> Window {
+    let b = Bounds::new(0, 0, cx.w, cx.d(STATUS_BAR));
+    let mut icons = Vec::new();
+    let mut x = cx.w - cx.d(48);
+    let mut icon = |desc: &str, glyph: &str| {
+        let r = Bounds::new(x - cx.d(120), 0, x, b.bottom);
+        x -= cx.d(130);
+        let mut w = Widget::new("android.widget.ImageView", r)
+            .desc(desc)
+            .look(Look::Text)
+            .fg(super::widget::TEXT)
+            .size(TextSize::Small);
+        w.hint = glyph.into();
+        icons.push(w);
+    };
+    icon("Battery 85 percent.", "85%");
+    if st.settings.airplane {
+        icon("Airplane mode.", "AIR");
+    }
+    if st.settings.wifi {
+        icon("Wifi signal full.", "WiFi");
+    }
+    if st.settings.bluetooth {
+        icon("Bluetooth on.", "BT");
+    }
+    let root = Widget::frame_layout(b)
+        .id("com.android.systemui:id/status_bar_container")
+        .bg(SURFACE)
+        .child(
+            Widget::text_view(cx.r(48, 0, 300, STATUS_BAR), clock_text(st.clock_ms))
+                .id("com.android.systemui:id/clock")
+                .size(TextSize::Small),
+        )
+        .kids(icons);
+    Window::new(SYSTEMUI, root)
+}
+
+const KEY_ROWS: [&str; 3] = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
+
+fn keyboard(cx: &Ctx) -> Window {
+    let top = cx.keyboard_top();
+    let b = Bounds::new(0, top, cx.w, cx.h);
+    let key_h = cx.d(KEYBOARD - 80) / 4;
+    let key_w = cx.w / 10;
+    let mut kids = Vec::new();
+    let key = |r: Bounds, label: &str, desc: &str, cmd: Cmd| {
+        let mut k = Widget::new("android.widget.FrameLayout", r)
+            .desc(desc)
+            .look(Look::Key)
+            .bg(WHITE)
+            .tap(cmd);
+        k.hint = label.to_string();
+        k
+    };
+    for (ri, keys) in KEY_ROWS.iter().enumerate() {
+        let n = keys.chars().count() as i32;
+        let x0 = (cx.w - n * key_w) / 2 - if ri == 2 { key_w / 2 } else { 0 };
+        let y = top + cx.d(40) + ri as i32 * key_h;
+        for (i, c) in keys.chars().enumerate() {
+            let r = Bounds::new(
+                x0 + i as i32 * key_w + 4,
+                y + 6,
+                x0 + (i as i32 + 1) * key_w - 4,
+                y + key_h - 6,
+            );
+            kids.push(key(r, &c.to_string(), &c.to_string(), Cmd::KeyChar { c }));
+        }
+        if ri == 2 {
+            let r = Bounds::new(x0 + n * key_w + 4, y + 6, cx.w - 8, y + key_h - 6);
+            kids.push(key(r, "DEL", "Delete", Cmd::KeyDelete));
+        }
+    }
+    let y = top + cx.d(40) + 3 * key_h;
+    kids.push(key(
+        Bounds::new(key_w + 4, y + 6, 2 * key_w - 4, y + key_h - 6),
+        ",",
+        ",",
+        Cmd::KeyChar { c: ',' },
+    ));
+    kids.push(key(
+        Bounds::new(2 * key_w + 4, y + 6, 7 * key_w - 4, y + key_h - 6),
+        "space",
+        "Space",
+        Cmd::KeyChar { c: ' ' },
+    ));
+    kids.push(key(
+        Bounds::new(7 * key_w + 4, y + 6, 8 * key_w - 4, y + key_h - 6),
+        ".",
+        ".",
+        Cmd::KeyChar { c: '.' },
+    ));
+    kids.push(
+        key(
+            Bounds::new(8 * key_w + 4, y + 6, cx.w - 8, y + key_h - 6),
+            "ENTER",
+            "Enter",
+            Cmd::KeyEnter,
+        )
+        .bg(ACCENT)
+        .fg(WHITE),
+    );
+    let root = Widget::frame_layout(b).bg([232, 234, 237]).child(
+        Widget::frame_layout(b)
+            .id("com.google.android.inputmethod.latin:id/keyboard_holder")
+            .kids(kids),
+    );
+    Window::new(IME_PACKAGE, root)
+}
+
+fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
+    let mut panel_kids = Vec::new();
+    let left = cx.d(90);
+    let right = cx.w - cx.d(90);
+    let mut y = 0;
+    if d.menu {
+        for b in &d.buttons {
+            panel_kids.push(
+                Widget::linear(Bounds::new(left, y, right, y + cx.d(150)))
+                    .tap(b.cmd.clone())
+                    .child(
+                        Widget::text_view(
+                            Bounds::new(left + cx.d(48), y, right, y + cx.d(150)),
+                            &b.text,
+                        )
+                        .id(&b.id),
+                    ),
+            );
+            y += cx.d(150);
+        }
+    } else {
+        y += cx.d(40);
+        if !d.title.is_empty() {
+            panel_kids.push(
+                Widget::text_view(
+                    Bounds::new(left + cx.d(60), y, right - cx.d(60), y + cx.d(110)),
+                    &d.title,
+                )
+                .id("android:id/alertTitle")
+                .size(TextSize::Title)
+                .bold(),
+            );
+            y += cx.d(120);
+        }
+        if !d.message.is_empty() {
+            let lines = super::render::wrap_count(&d.message, (right - left - cx.d(120)) as usize);
+            let h = cx.d(60) * lines.max(1) as i32 + cx.d(30);
+            panel_kids.push(
+                Widget::text_view(
+                    Bounds::new(left + cx.d(60), y, right - cx.d(60), y + h),
+                    &d.message,
+                )
+                .id("android:id/message")
+                .fg(SUBTLE),
+            );
+            y += h + cx.d(20);
+        }
+        let n = d.buttons.len().max(1) as i32;
+        let bw = (right - left - cx.d(60)) / n;
+        for (i, b) in d.buttons.iter().enumerate() {
+            let x = left + cx.d(30) + i as i32 * bw;
+            panel_kids.push(
+                Widget::button(
+                    Bounds::new(x + cx.d(10), y, x + bw - cx.d(10), y + cx.d(130)),
+                    &b.text,
+                    b.cmd.clone(),
+                )
+                .id(&b.id),
+            );
+        }
+        y += cx.d(170);
+    }
+    let top = (cx.h - y) / 2;
+    for k in &mut panel_kids {
+        k.shift(top);
+    }
+    let panel = Widget::linear(Bounds::new(left, top, right, top + y))
+        .id(if d.menu {
+            "android:id/select_dialog_listview"
+        } else {
+            "android:id/parentPanel"
+        })
+        .bg(WHITE)
+        .kids(panel_kids);
+    let mut w = Window::new(&d.package, Widget::frame_layout(cx.full()).child(panel));
+    w.modal = true;
+    w.dim = true;
+    w
+}
+
+fn toast_window(text: &str, st: &PhoneState, cx: &Ctx) -> Window {
+    let bottom = cx.bottom(st) - cx.d(200);
+    let b = Bounds::new(cx.d(120), bottom - cx.d(120), cx.w - cx.d(120), bottom);
+    let root = Widget::frame_layout(b).bg([60, 64, 67]).child(
+        Widget::text_view(
+            Bounds::new(b.left + cx.d(40), b.top, b.right - cx.d(20), b.bottom),
+            text,
+        )
+        .id("android:id/message")
+        .fg(WHITE)
+        .size(TextSize::Small),
+    );
+    let mut w = Window::new(st.package(), root);
+    w.touchable = false;
+    w
+}
+
+fn app_icon(cx: &Ctx, b: Bounds, app: AppId) -> Widget {
+    let mut w = Widget::text_view(b, app.label())
+        .id("icon")
+        .desc(app.label())
+        .look(Look::AppIcon)
+        .tap(Cmd::Launch { app })
+        .flags(flag::LONG_CLICKABLE);
+    w.size = TextSize::Small;
+    let _ = cx;
+    w
+}
+
+const HOME_APPS: [AppId; 5] = [
+    AppId::Messages,
+    AppId::Contacts,
+    AppId::Browser,
+    AppId::Clock,
+    AppId::Settings,
+];
+
+fn grid(cx: &Ctx, top: i32, apps: &[AppId]) -> Vec<Widget> {
+    apps.iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (c, r) = (i as i32 % 4, i as i32 / 4);
+            app_icon(
+                cx,
+                cx.r(c * 270, top + r * 330, c * 270 + 270, top + r * 330 + 300),
+                *a,
+            )
+        })
+        .collect()
+}
+
+fn launcher(st: &PhoneState, cx: &Ctx, drawer: bool) -> Window {
+    let mut root = Widget::frame_layout(cx.full()).bg([210, 227, 252]);
+    if drawer {
+        let mut apps = AppId::ALL.to_vec();
+        apps.sort_by_key(|a| a.label());
+        let panel = Widget::frame_layout(Bounds::new(0, cx.d(STATUS_BAR), cx.w, cx.h))
+            .id("apps_view")
+            .bg(WHITE)
+            .child(
+                Widget::text_view(
+                    cx.r(48, STATUS_BAR + 20, 1032, STATUS_BAR + 160),
+                    "All apps",
+                )
+                .size(TextSize::Title)
+                .bold(),
+            )
+            .child(
+                Widget::new(
+                    "androidx.recyclerview.widget.RecyclerView",
+                    Bounds::new(0, cx.d(STATUS_BAR + 180), cx.w, cx.h),
+                )
+                .id("apps_list_view")
+                .kids(grid(cx, STATUS_BAR + 200, &apps)),
+            );
+        root = root.child(panel);
+    } else {
+        let day = st.clock_ms / (24 * HOUR_MS);
+        const DAYS: [&str; 7] = [
+            "Tuesday",
+            "Wednesday",
+            "Thursday",
+            "Friday",
+            "Saturday",
+            "Sunday",
+            "Monday",
+        ];
+        let date = format!("{}, Jan {}", DAYS[(day % 7) as usize], 2 + day);
+        root = root
+            .child(
+                Widget::text_view(cx.r(60, 200, 1020, 320), date)
+                    .id("date")
+                    .size(TextSize::Title),
+            )
+            .child(
+                Widget::view_group(Bounds::new(0, cx.h - cx.d(1000), cx.w, cx.h - cx.d(300)))
+                    .id("workspace")
+                    .kids(grid(cx, 0, &HOME_APPS).into_iter().map(|mut w| {
+                        w.shift(cx.h - cx.d(1000));
+                        w
+                    })),
+            )
+            .child(
+                Widget::image_button(
+                    Bounds::new(
+                        cx.w / 2 - cx.d(90),
+                        cx.h - cx.d(260),
+                        cx.w / 2 + cx.d(90),
+                        cx.h - cx.d(80),
+                    ),
+                    "All apps",
+                    Cmd::OpenDrawer,
+                )
+                .id("all_apps_button"),
+            );
+    }
+    Window::new(LAUNCHER_PACKAGE, root)
+}
+
+fn recents(st: &PhoneState, cx: &Ctx) -> Window {
+    let mut kids = Vec::new();
+    if st.recents.is_empty() {
+        kids.push(
+            Widget::text_view(cx.r(0, 1000, 1080, 1150), "No recent items").id("empty_message"),
+        );
+    }
+    for (i, a) in st.recents.iter().enumerate() {
+        let top = STATUS_BAR + 60 + i as i32 * 380;
+        kids.push(
+            Widget::frame_layout(cx.r(120, top, 960, top + 340))
+                .id("snapshot")
+                .desc(a.label())
+                .bg(WHITE)
+                .tap(Cmd::Recent { app: *a })
+                .child(
+                    Widget::text_view(cx.r(160, top, 920, top + 120), a.label())
+                        .id("title")
+                        .bold(),
+                )
+                .child(
+                    Widget::text_view(cx.r(160, top + 120, 920, top + 240), "Tap to open")
+                        .fg(SUBTLE)
+                        .size(TextSize::Small),
+                ),
+        );
+    }
+    let list = Widget::frame_layout(Bounds::new(0, cx.d(STATUS_BAR), cx.w, cx.h - cx.d(240)))
+        .id("overview_panel")
+        .kids(kids);
+    let mut list = list;
+    list.clip(&Bounds::new(0, cx.d(STATUS_BAR), cx.w, cx.h - cx.d(240)));
+    let root = Widget::frame_layout(cx.full())
+        .bg([95, 99, 104])
+        .child(list)
+        .child(
+            Widget::button(
+                Bounds::new(
+                    cx.w / 2 - cx.d(200),
+                    cx.h - cx.d(200),
+                    cx.w / 2 + cx.d(200),
+                    cx.h - cx.d(80),
+                ),
+                "Clear all",
+                Cmd::RecentsClear,
+            )
+            .id("clear_all"),
+        );
+    Window::new(LAUNCHER_PACKAGE, root)
+}
+
+fn lock_screen(st: &PhoneState, cx: &Ctx) -> Window {
+    let root = Widget::frame_layout(cx.full())
+        .id("com.android.systemui:id/keyguard_root_view")
+        .bg([32, 33, 36])
+        .child(
+            Widget::text_view(cx.r(0, 500, 1080, 700), clock_text(st.clock_ms))
+                .id("com.android.systemui:id/keyguard_clock")
+                .size(TextSize::Title)
+                .fg(WHITE),
+        )
+        .child(
+            Widget::text_view(cx.r(0, 2000, 1080, 2100), "Swipe up to unlock")
+                .id("com.android.systemui:id/keyguard_indication_text")
+                .fg(WHITE),
+        );
+    Window::new(SYSTEMUI, root)
+}
+
+/// The whole screen for a state.
+pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
+    let mut windows = Vec::with_capacity(5);
+    let mut secure = false;
+    match st.fg {
+        _ if st.locked => windows.push(lock_screen(st, cx)),
+        Fg::Home => windows.push(launcher(st, cx, false)),
+        Fg::Drawer => windows.push(launcher(st, cx, true)),
+        Fg::Recents => windows.push(recents(st, cx)),
+        Fg::App(app) => {
+            let (root, sec) = apps::build(app, st, cx);
+            secure = sec;
+            let mut w = Window::new(app.package(), root);
+            w.secure = sec;
+            windows.push(w);
+        }
+    }
+    windows.push(status_bar(st, cx));
+    if let Some(d) = &st.dialog {
+        windows.push(dialog_window(d, cx));
+    }
+    if st.keyboard && st.focus.is_some() {
+        windows.push(keyboard(cx));
+    }
+    if let Some(t) = &st.toast {
+        windows.push(toast_window(&t.text, st, cx));
+    }
+    let _ = secure;
+    Screen { windows }
+}
