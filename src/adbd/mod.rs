@@ -6,6 +6,7 @@
 //! commands over the `Device` trait plus adbd-local state), `server` (connections, streams,
 //! services), `cli` (`droidpilot sim`).
 
+pub mod cli;
 pub mod cmdline;
 pub mod commands;
 pub mod packet;

@@ -6,6 +6,8 @@
 //! transform happens above, where the screen size is known.
 
 pub mod adb;
+pub mod cli;
+pub mod pool;
 pub mod sim;
 
 use std::time::Duration;

@@ -245,7 +245,7 @@ mod tests {
     fn marker_is_found_from_the_end() {
         assert_eq!(
             find_last(b"a__DP_EXIT:0\nx__DP_EXIT:3\n", EXIT_MARKER.as_bytes()),
-            Some(13)
+            Some(14)
         );
         assert_eq!(find_last(b"", EXIT_MARKER.as_bytes()), None);
     }
