@@ -6,6 +6,7 @@
 //! `gaps.rs`, every workaround for the crate's gaps. Every piece of model or user text that
 //! goes onto a device command line is quoted with `adbd::cmdline::quote`.
 
+pub mod bench;
 pub mod gaps;
 pub mod host;
 mod worker;
