@@ -118,12 +118,13 @@ impl Canvas<'_> {
         }
         let i = ((y * self.w + x) * 4) as usize;
         let a = a as u32;
-        for k in 0..3 {
-            let old = self.px[i + k] as u32;
-            self.px[i + k] = ((old * (255 - a) + c[k] as u32 * a) / 255) as u8;
+        for (dst, src) in self.px[i..i + 3].iter_mut().zip(c) {
+            *dst = ((*dst as u32 * (255 - a) + src as u32 * a) / 255) as u8;
         }
     }
     /// One line of text with its top-left at (x, y), clipped.
+    // Private painter primitives: a style struct would only rename these arguments.
+    #[allow(clippy::too_many_arguments)]
     fn line(
         &mut self,
         x: i32,
@@ -172,6 +173,7 @@ impl Canvas<'_> {
         }
     }
     /// Wrapped text inside `frame`, vertically centred, clipped to `clip`.
+    #[allow(clippy::too_many_arguments)]
     fn text(
         &mut self,
         frame: Bounds,

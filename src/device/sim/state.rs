@@ -393,6 +393,8 @@ pub struct Shop {
     /// When the promo pop-up interrupts (virtual ms), once per install.
     pub promo_due_ms: Option<u64>,
     pub promo_shown: bool,
+    /// When the catalogue started loading (virtual ms); it loads once per app start.
+    pub catalogue_at_ms: u64,
 }
 
 impl Shop {
@@ -625,7 +627,7 @@ impl PhoneState {
         self.recents.insert(0, app);
         self.opened();
         if app == AppId::Shop {
-            super::apps::shop::on_open(self);
+            super::apps::shop::on_open(self, fresh);
         }
     }
 
@@ -786,5 +788,56 @@ impl PhoneState {
             self.toast = None;
         }
         super::apps::shop::tick(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn airplane_mode_turns_radios_off_and_back_keeps_app_state() {
+        let mut st = PhoneState::default();
+        st.launch(AppId::Settings);
+        st.apply(Cmd::Toggle {
+            setting: Setting::Bluetooth,
+        });
+        st.apply(Cmd::Toggle {
+            setting: Setting::Airplane,
+        });
+        assert!(st.settings.airplane && !st.settings.wifi && !st.settings.bluetooth);
+        st.apply(Cmd::Push {
+            page: Page::SettingsAbout,
+        });
+        st.home();
+        st.launch(AppId::Settings);
+        assert_eq!(
+            st.page(),
+            Some(&Page::SettingsAbout),
+            "the app resumes where it was"
+        );
+        st.back();
+        st.back();
+        assert_eq!(st.fg, Fg::Home);
+        assert!(
+            st.stacks.contains_key(&AppId::Settings),
+            "back at the root keeps the task"
+        );
+    }
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let mut st = PhoneState::default();
+        st.launch(AppId::Shop);
+        let json = serde_json::to_string(&st).unwrap();
+        assert_eq!(serde_json::from_str::<PhoneState>(&json).unwrap(), st);
+    }
+
+    #[test]
+    fn app_lookup_by_package_or_label() {
+        assert_eq!(AppId::find("com.android.settings"), Some(AppId::Settings));
+        assert_eq!(AppId::find("browser"), Some(AppId::Browser));
+        assert_eq!(AppId::find("CHROME"), Some(AppId::Browser));
+        assert_eq!(AppId::find("Calculator"), None);
     }
 }

@@ -48,8 +48,7 @@ pub fn apply(st: &mut PhoneState, cmd: Cmd) {
                     id
                 }
             };
-            st.contacts
-                .sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+            st.contacts.sort_by_key(|c| c.name.to_lowercase());
             st.toast("Contact saved");
             if let Some(s) = st.app().and_then(|a| st.stacks.get_mut(&a)) {
                 s.pop();

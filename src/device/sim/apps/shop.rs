@@ -75,7 +75,10 @@ pub fn money(cents: u64) -> String {
 }
 
 /// First open asks for the notification permission.
-pub fn on_open(st: &mut PhoneState) {
+pub fn on_open(st: &mut PhoneState, fresh: bool) {
+    if fresh {
+        st.shop.catalogue_at_ms = st.clock_ms;
+    }
     if st.shop.notifications_allowed.is_none() && st.dialog.is_none() {
         let mut d = Dialog::alert(
             PERMISSION_PACKAGE,
@@ -426,7 +429,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> (Widget, bool) {
         }
         _ => {
             let mut kids = Vec::new();
-            if !cx.loaded(st, LOAD_MS) {
+            if st.clock_ms < st.shop.catalogue_at_ms + LOAD_MS + cx.extra_delay_ms {
                 kids.push(
                     Widget::new(
                         "android.widget.ProgressBar",
