@@ -290,6 +290,17 @@ async fn the_adb_path_end_to_end() {
     assert_eq!(state, DeviceState::Available);
     assert_eq!(dev.shell_ok("echo back").await.unwrap(), "back\n");
 
+    // The sim's own disconnect fault drops the TCP link; `reconnect()` (adb connect) restores it.
+    sim.set_faults(droidpilot::device::sim::SimFaults {
+        disconnect_after: Some(0),
+        ..Default::default()
+    })
+    .unwrap();
+    let err = dev.tap(PixelPoint { x: 8, y: 1300 }).await.unwrap_err();
+    assert!(err.is_disconnect(), "{err:?}");
+    dev.reconnect().await.unwrap();
+    assert_eq!(dev.shell_ok("echo again").await.unwrap(), "again\n");
+
     let host = AdbHost::new(opts);
     assert!(
         host.devices()

@@ -176,6 +176,10 @@ impl Adbd {
 
     async fn connection(self, sock: TcpStream) -> Result<(), PacketError> {
         sock.set_nodelay(true)?;
+        // A host connecting again is a replug: a device that had dropped comes back.
+        if self.device.health().await.is_err_and(|e| e.is_disconnect()) {
+            let _ = self.device.reconnect().await;
+        }
         let (mut rd, mut wr) = sock.into_split();
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
         let writer = tokio::spawn(async move {
@@ -328,7 +332,30 @@ impl Adbd {
 
     async fn run_service(self, kind: Service, mut io: StreamIo) {
         let commands = Commands::new(self.device.clone(), self.state.clone());
-        let res = match kind {
+        let res = self.serve_stream(kind, &mut io, &commands).await;
+        // A device that dropped its link (the sim's disconnect fault) drops the TCP
+        // connection too, as an unplugged phone does, instead of answering.
+        if self.gone().await {
+            self.drop_connections();
+            return;
+        }
+        if res.is_ok() {
+            io.close().await;
+        }
+    }
+
+    /// Whether the device has dropped its link.
+    async fn gone(&self) -> bool {
+        self.device.health().await.is_err_and(|e| e.is_disconnect())
+    }
+
+    async fn serve_stream(
+        &self,
+        kind: Service,
+        io: &mut StreamIo,
+        commands: &Commands,
+    ) -> Result<(), Closed> {
+        match kind {
             Service::Shell { v2, command } => {
                 if command.trim().is_empty() {
                     let msg = b"droidpilot sim: interactive shells are not supported; pass a command (adb shell CMD)\n";
@@ -344,7 +371,10 @@ impl Adbd {
                     } else {
                         Vec::new()
                     };
-                    let out = run_with_stdin(&command, &commands, stdin).await;
+                    let out = run_with_stdin(&command, commands, stdin).await;
+                    if self.gone().await {
+                        return Err(Closed);
+                    }
                     let chunk = (io.max_payload as usize).saturating_sub(5).max(1);
                     let mut r = Ok(());
                     for (stream, data) in &out.events {
@@ -365,13 +395,19 @@ impl Adbd {
                     }
                     r
                 } else {
-                    let out = cmdline::run_line(&command, &commands).await;
+                    let out = cmdline::run_line(&command, commands).await;
+                    if self.gone().await {
+                        return Err(Closed);
+                    }
                     let merged: Vec<u8> = out.events.into_iter().flat_map(|(_, d)| d).collect();
                     io.write(&merged).await
                 }
             }
             Service::Exec(command) => {
-                let out = cmdline::run_line(&command, &commands).await;
+                let out = cmdline::run_line(&command, commands).await;
+                if self.gone().await {
+                    return Err(Closed);
+                }
                 let merged: Vec<u8> = out.events.into_iter().flat_map(|(_, d)| d).collect();
                 io.write(&merged).await
             }
@@ -379,9 +415,6 @@ impl Adbd {
                 Ok(bytes) => io.write(&bytes).await,
                 Err(_) => Ok(()),
             },
-        };
-        if res.is_ok() {
-            io.close().await;
         }
     }
 }
