@@ -301,6 +301,25 @@ async fn the_adb_path_end_to_end() {
     dev.reconnect().await.unwrap();
     assert_eq!(dev.shell_ok("echo again").await.unwrap(), "again\n");
 
+    // AUTH mode: adb answers the token with its key, then the device is usable.
+    let authd = Adbd::new(
+        sim.clone(),
+        AdbdOptions {
+            auth: true,
+            ..AdbdOptions::default()
+        },
+    );
+    let auth_addr = authd.spawn("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let host = AdbHost::new(opts.clone());
+    host.connect(&auth_addr.to_string()).await.unwrap();
+    let authed = AdbDevice::new(auth_addr.to_string(), opts.clone());
+    authed.reconnect().await.unwrap();
+    assert_eq!(
+        authed.shell_ok("getprop ro.product.model").await.unwrap(),
+        "Pixel 8 (virtual)\n"
+    );
+    authd.shutdown();
+
     let host = AdbHost::new(opts);
     assert!(
         host.devices()
