@@ -301,6 +301,24 @@ async fn the_adb_path_end_to_end() {
     dev.reconnect().await.unwrap();
     assert_eq!(dev.shell_ok("echo again").await.unwrap(), "again\n");
 
+    // doctor: every check on this device passes, and the tool/server checks too.
+    let checks = droidpilot::device::cli::doctor(&opts).await;
+    for name in [
+        "adb binary",
+        "adb server",
+        &format!("{serial} shell"),
+        &format!("{serial} uiautomator"),
+        &format!("{serial} screencap"),
+        &format!("{serial} ADB Keyboard"),
+    ] {
+        let c = checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no check {name}: {checks:?}"));
+        // ADB Keyboard was uninstalled above for the `input text` path.
+        assert_eq!(c.ok, !name.ends_with("ADB Keyboard"), "{c:?}");
+    }
+
     // AUTH mode: adb answers the token with its key, then the device is usable.
     let authd = Adbd::new(
         sim.clone(),
