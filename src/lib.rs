@@ -5,6 +5,7 @@
 //! `screen`, `device`, `llm`, `agent`, `run`, `script`, `store`, `server`, `cli`.
 //! See ARCHITECTURE.md for the map.
 
+pub mod adbd;
 pub mod agent;
 pub mod cli;
 pub mod config;

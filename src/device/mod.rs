@@ -5,6 +5,9 @@
 //! task behaves the same on either. Coordinates here are pixels: the normalized → pixel
 //! transform happens above, where the screen size is known.
 
+pub mod adb;
+pub mod cli;
+pub mod pool;
 pub mod sim;
 
 pub mod exec;

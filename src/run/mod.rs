@@ -8,5 +8,6 @@ pub mod mcp;
 pub mod middleware;
 pub mod queue;
 pub mod runner;
+pub mod scheduler;
 
 pub mod stuck;

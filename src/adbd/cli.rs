@@ -1,0 +1,117 @@
+//! `droidpilot sim`: a virtual phone served as an adbd over TCP, for the real `adb` tool
+//! (`adb connect 127.0.0.1:5555`) and the ADB backend.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use super::{Adbd, AdbdOptions};
+use crate::device::sim::{SimConfig, SimDevice, SimFaults};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimArgs {
+    /// TCP port to listen on.
+    #[arg(long, default_value_t = 5555)]
+    pub port: u16,
+    /// Address to bind (use 0.0.0.0 to serve other hosts).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The phone's serial inside droidpilot.
+    #[arg(long, default_value = "sim-1")]
+    pub serial: String,
+    /// Require the adb AUTH exchange, like a phone with USB debugging authorization.
+    #[arg(long)]
+    pub auth: bool,
+    /// Faults as `key=value` pairs separated by commas, e.g.
+    /// `hierarchy_error_rate=0.2,dropped_tap_rate=0.1,renamed_ids=true`.
+    #[arg(long)]
+    pub faults: Option<String>,
+    /// Seed for every random fault.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Start in a task's initial state.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Do not install the ADB Keyboard IME (typing then uses `input text`, ASCII only).
+    #[arg(long)]
+    pub no_adb_keyboard: bool,
+}
+
+/// Parses `a=1,b=true,c=0.5` into `SimFaults`, naming the bad key on error.
+pub fn parse_faults(spec: &str) -> anyhow::Result<SimFaults> {
+    let mut obj = serde_json::Map::new();
+    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').with_context(|| {
+            format!("fault `{pair}` is not key=value (example: dropped_tap_rate=0.1)")
+        })?;
+        let value = serde_json::from_str(v.trim())
+            .unwrap_or_else(|_| serde_json::Value::String(v.trim().into()));
+        obj.insert(k.trim().to_string(), value);
+    }
+    let faults: SimFaults = serde_json::from_value(serde_json::Value::Object(obj)).context(
+        "bad --faults; keys are the fields of [devices.sim.faults] in config/default.toml",
+    )?;
+    faults.validate().map_err(anyhow::Error::msg)?;
+    Ok(faults)
+}
+
+/// Runs until Ctrl-C.
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    let faults = match &args.faults {
+        Some(f) => parse_faults(f)?,
+        None => SimFaults::default(),
+    };
+    let cfg = SimConfig {
+        serial: args.serial.clone(),
+        seed: args.seed,
+        faults,
+        task: args.task.clone(),
+        ..SimConfig::default()
+    };
+    let device = Arc::new(SimDevice::new(cfg).map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?);
+    let opts = AdbdOptions {
+        auth: args.auth,
+        adb_keyboard: !args.no_adb_keyboard,
+        ..AdbdOptions::default()
+    };
+    let adbd = Adbd::new(device, opts);
+    let addr: SocketAddr = format!("{}:{}", args.host, args.port)
+        .parse()
+        .with_context(|| {
+            format!(
+                "`{}:{}` is not an address to listen on",
+                args.host, args.port
+            )
+        })?;
+    let bound = adbd
+        .spawn(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}; is another `droidpilot sim` or emulator using the port? Try --port"))?;
+    println!(
+        "droidpilot sim: virtual phone {} listening on {bound}",
+        args.serial
+    );
+    println!("  connect with: adb connect {bound}");
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    adbd.shutdown();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_parse_from_pairs() {
+        let f = parse_faults("dropped_tap_rate=0.25, renamed_ids=true,disconnect_after=3").unwrap();
+        assert_eq!(f.dropped_tap_rate, 0.25);
+        assert!(f.renamed_ids);
+        assert_eq!(f.disconnect_after, Some(3));
+        assert!(parse_faults("nope=1").is_err());
+        assert!(parse_faults("dropped_tap_rate=2").is_err());
+        assert!(parse_faults("dropped_tap_rate").is_err());
+    }
+}

@@ -1,0 +1,367 @@
+//! `droidpilot devices` and `droidpilot doctor`: what the pool sees, and what is wrong
+//! with the ADB setup, with fixes a person can follow.
+
+use std::time::Duration;
+
+use super::Device as _;
+use super::adb::{AdbDevice, AdbHost, AdbOptions};
+use super::pool::{DevicePool, DeviceSummary, PoolOptions};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DevicesArgs {
+    /// The adb server (host:port).
+    #[arg(long, default_value = "127.0.0.1:5037", env = "DROIDPILOT_ADB_SERVER")]
+    pub adb_server: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DoctorArgs {
+    #[arg(long, default_value = "127.0.0.1:5037", env = "DROIDPILOT_ADB_SERVER")]
+    pub adb_server: String,
+    /// The adb program.
+    #[arg(long, default_value = "adb")]
+    pub adb_path: String,
+}
+
+fn adb_options(server: &str, adb_path: &str) -> anyhow::Result<AdbOptions> {
+    let addr =
+        super::adb::host::resolve(server).map_err(|e| anyhow::anyhow!("--adb-server: {e}"))?;
+    Ok(AdbOptions {
+        server: addr,
+        adb_path: adb_path.to_string(),
+        ..AdbOptions::default()
+    })
+}
+
+/// The `devices` table.
+pub fn format_devices_table(rows: &[DeviceSummary]) -> String {
+    let mut lines = vec![[
+        "ID".to_string(),
+        "BACKEND".into(),
+        "MODEL".into(),
+        "STATE".into(),
+        "SCREEN".into(),
+    ]];
+    for r in rows {
+        lines.push([
+            r.id.clone(),
+            r.backend.clone(),
+            if r.model.is_empty() {
+                "-".into()
+            } else {
+                r.model.clone()
+            },
+            r.state.as_str().into(),
+            r.screen
+                .map_or("-".into(), |s| format!("{}x{}", s.width, s.height)),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for l in &lines {
+        let cells: Vec<String> = l
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    if rows.is_empty() {
+        out.push_str("(no devices) Try: 1) replug USB and accept the debugging prompt 2) `adb connect HOST:PORT` 3) `droidpilot sim` for a virtual phone\n");
+    }
+    out
+}
+
+/// `droidpilot devices`: `base` carries the configured devices (virtual phones, serials);
+/// the adb server's devices are discovered on top.
+pub async fn run_devices(args: &DevicesArgs, base: PoolOptions) -> anyhow::Result<()> {
+    let adb = adb_options(&args.adb_server, "adb")?;
+    let opts = PoolOptions {
+        adb: Some(adb),
+        auto_discover: true,
+        ..base
+    };
+    let pool = DevicePool::new(opts)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    let rows = pool.list();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", format_devices_table(&rows));
+    }
+    Ok(())
+}
+
+/// One line of the doctor's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+    /// What to do when it failed (or a recommendation when it passed with a caveat).
+    pub fix: Option<String>,
+}
+
+const RESTART_FIX: &str =
+    "Try: 1) replug USB 2) `droidpilot devices` 3) `adb kill-server && adb start-server`";
+
+/// Runs every check; never fails, a failure is a line in the report.
+pub async fn doctor(opts: &AdbOptions) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let bin = tokio::process::Command::new(&opts.adb_path)
+        .arg("version")
+        .output()
+        .await;
+    match bin {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let detail = text.lines().take(2).collect::<Vec<_>>().join("; ");
+            checks.push(Check { name: "adb binary".into(), ok: true, detail, fix: None });
+        }
+        Ok(o) => checks.push(Check {
+            name: "adb binary".into(),
+            ok: false,
+            detail: String::from_utf8_lossy(&o.stderr).trim().to_string(),
+            fix: Some("Reinstall adb (Debian/Ubuntu: `apt-get install adb`; others: Android platform-tools).".into()),
+        }),
+        Err(e) => checks.push(Check {
+            name: "adb binary".into(),
+            ok: false,
+            detail: format!("`{}` not runnable: {e}", opts.adb_path),
+            fix: Some("Install adb (Debian/Ubuntu: `apt-get install adb`; others: Android platform-tools) and put it on PATH.".into()),
+        }),
+    }
+    let host = AdbHost::new(opts.clone());
+    let _ = host.ensure_server().await;
+    match host.version().await {
+        Ok(v) => checks.push(Check {
+            name: "adb server".into(),
+            ok: true,
+            detail: format!("{} answers, version {v}", opts.server),
+            fix: None,
+        }),
+        Err(e) => {
+            checks.push(Check {
+                name: "adb server".into(),
+                ok: false,
+                detail: e.to_string(),
+                fix: Some("Try: `adb kill-server && adb start-server`; for a remote server check the address and firewall.".into()),
+            });
+            return checks;
+        }
+    }
+    let devices = match host.devices().await {
+        Ok(d) => d,
+        Err(e) => {
+            checks.push(Check {
+                name: "adb devices".into(),
+                ok: false,
+                detail: e.to_string(),
+                fix: Some(RESTART_FIX.into()),
+            });
+            return checks;
+        }
+    };
+    if devices.is_empty() {
+        checks.push(Check {
+            name: "adb devices".into(),
+            ok: false,
+            detail: "the server sees no device".into(),
+            fix: Some("Try: 1) replug USB and accept the debugging prompt 2) `adb connect HOST:PORT` 3) `droidpilot sim` for a virtual phone".into()),
+        });
+    }
+    for d in devices {
+        let name = |what: &str| format!("{} {what}", d.serial);
+        if !d.is_online() {
+            let fix = match d.state.as_str() {
+                "unauthorized" => {
+                    "Unlock the phone and accept the USB debugging prompt (tick \"Always allow\")."
+                        .to_string()
+                }
+                _ => RESTART_FIX.to_string(),
+            };
+            checks.push(Check {
+                name: name("state"),
+                ok: false,
+                detail: d.state.clone(),
+                fix: Some(fix),
+            });
+            continue;
+        }
+        let dev = AdbDevice::new(
+            d.serial.clone(),
+            AdbOptions {
+                timeout: Duration::from_secs(8),
+                ..opts.clone()
+            },
+        );
+        let r = dev.shell("echo ok").await;
+        match r {
+            Ok(o) if o.stdout_str().trim() == "ok" && o.exit_code == 0 => checks.push(Check {
+                name: name("shell"),
+                ok: true,
+                detail: "echo ok, exit code 0".into(),
+                fix: None,
+            }),
+            Ok(o) => checks.push(Check {
+                name: name("shell"),
+                ok: false,
+                detail: format!(
+                    "unexpected answer {:?} (exit {})",
+                    o.stdout_str(),
+                    o.exit_code
+                ),
+                fix: Some(RESTART_FIX.into()),
+            }),
+            Err(e) => {
+                checks.push(Check {
+                    name: name("shell"),
+                    ok: false,
+                    detail: e.to_string(),
+                    fix: Some(RESTART_FIX.into()),
+                });
+                continue;
+            }
+        }
+        match dev.hierarchy().await {
+            Ok(x) => checks.push(Check { name: name("uiautomator"), ok: true, detail: format!("dump of {} bytes", x.len()), fix: None }),
+            Err(e) => checks.push(Check {
+                name: name("uiautomator"),
+                ok: false,
+                detail: e.to_string(),
+                fix: Some("Wake and unlock the phone, wait for animations to stop, and retry; some secure screens cannot be dumped.".into()),
+            }),
+        }
+        match dev.screenshot().await {
+            Ok(s) => checks.push(Check {
+                name: name("screencap"),
+                ok: true,
+                detail: format!("{}x{}", s.width, s.height),
+                fix: None,
+            }),
+            Err(e) => checks.push(Check {
+                name: name("screencap"),
+                ok: false,
+                detail: e.to_string(),
+                fix: Some(RESTART_FIX.into()),
+            }),
+        }
+        match dev.has_adb_keyboard().await {
+            Ok(true) => checks.push(Check {
+                name: name("ADB Keyboard"),
+                ok: true,
+                detail: "installed (Unicode typing available)".into(),
+                fix: None,
+            }),
+            Ok(false) => checks.push(Check {
+                name: name("ADB Keyboard"),
+                ok: false,
+                detail: "not installed: typing is limited to ASCII via `input text`".into(),
+                fix: Some(format!(
+                    "To type any language, {}",
+                    super::adb::ADB_KEYBOARD_HINT
+                )),
+            }),
+            Err(e) => checks.push(Check {
+                name: name("ADB Keyboard"),
+                ok: false,
+                detail: e.to_string(),
+                fix: None,
+            }),
+        }
+    }
+    checks
+}
+
+pub fn format_report(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for c in checks {
+        out.push_str(&format!(
+            "[{}] {}: {}\n",
+            if c.ok { " ok " } else { "FAIL" },
+            c.name,
+            c.detail
+        ));
+        if let Some(f) = &c.fix {
+            out.push_str(&format!("       {f}\n"));
+        }
+    }
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    out.push_str(&if failed == 0 {
+        "All checks passed.\n".to_string()
+    } else {
+        format!("{failed} check(s) failed.\n")
+    });
+    out
+}
+
+/// `droidpilot doctor`; returns whether every check passed (the binary sets the exit code).
+pub async fn run_doctor(args: &DoctorArgs) -> anyhow::Result<bool> {
+    let opts = adb_options(&args.adb_server, &args.adb_path)?;
+    let checks = doctor(&opts).await;
+    print!("{}", format_report(&checks));
+    Ok(checks.iter().all(|c| c.ok))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::pool::DeviceState;
+    use crate::domain::ScreenSize;
+
+    #[test]
+    fn table_lists_every_column() {
+        let rows = vec![DeviceSummary {
+            id: "127.0.0.1:5555".into(),
+            backend: "adb".into(),
+            model: "Pixel 8".into(),
+            state: DeviceState::Available,
+            screen: Some(ScreenSize {
+                width: 1080,
+                height: 2400,
+            }),
+            lease_owner: None,
+            consecutive_failures: 0,
+            last_error: None,
+        }];
+        let t = format_devices_table(&rows);
+        assert!(t.starts_with("ID"));
+        assert!(
+            t.contains("127.0.0.1:5555  adb      Pixel 8  available  1080x2400"),
+            "{t}"
+        );
+        assert!(format_devices_table(&[]).contains("droidpilot sim"));
+    }
+
+    #[tokio::test]
+    async fn doctor_explains_a_missing_server() {
+        let opts = AdbOptions {
+            adb_path: "/nonexistent/adb".into(),
+            ..AdbOptions::local(1)
+        };
+        let checks = doctor(&opts).await;
+        assert!(
+            !checks[0].ok
+                && checks[0]
+                    .fix
+                    .as_deref()
+                    .unwrap()
+                    .contains("apt-get install adb")
+        );
+        let server = checks.iter().find(|c| c.name == "adb server").unwrap();
+        assert!(!server.ok && server.fix.as_deref().unwrap().contains("adb kill-server"));
+    }
+}
