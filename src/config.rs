@@ -17,6 +17,73 @@ pub struct Config {
     pub server: ServerConfig,
     pub storage: StorageConfig,
     pub log: LogConfig,
+    pub devices: DevicesConfig,
+    pub runner: crate::run::runner::RunnerConfig,
+    pub scheduler: crate::run::scheduler::SchedulerConfig,
+    /// Agent defaults: which kind and model a task gets when it does not say.
+    #[serde(default)]
+    pub agent: crate::agent::spec::AgentDefaults,
+}
+
+/// Where devices come from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicesConfig {
+    /// Virtual phones (`[[devices.sim]]`); one by default.
+    #[serde(default)]
+    pub sim: Vec<crate::device::sim::SimConfig>,
+    pub adb: AdbConfig,
+    pub health_interval_secs: u64,
+    pub quarantine_after: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdbConfig {
+    /// Use the ADB backend at all.
+    pub enabled: bool,
+    /// The adb server, `host:port` (IPv4).
+    pub server: std::net::SocketAddrV4,
+    /// The adb program (for starting a local server and for `doctor`).
+    pub adb_path: String,
+    /// Pool every device the adb server reports.
+    pub auto_discover: bool,
+    /// Serials to pool (USB serials or already-connected `host:port`).
+    pub serials: Vec<String>,
+    /// `host:port` addresses to `adb connect` at start.
+    pub connect: Vec<String>,
+    pub timeout_secs: u64,
+    pub slow_timeout_secs: u64,
+    /// `png` (exec-out screencap -p) or `framebuffer`.
+    pub screenshot: String,
+}
+
+impl DevicesConfig {
+    /// The pool's options from the configuration.
+    pub fn pool_options(&self) -> crate::device::pool::PoolOptions {
+        let adb = self.adb.enabled.then(|| crate::device::adb::AdbOptions {
+            server: self.adb.server,
+            adb_path: self.adb.adb_path.clone(),
+            timeout: std::time::Duration::from_secs(self.adb.timeout_secs),
+            slow_timeout: std::time::Duration::from_secs(self.adb.slow_timeout_secs),
+            screenshot: if self.adb.screenshot == "framebuffer" {
+                crate::device::adb::ScreenshotMethod::Framebuffer
+            } else {
+                crate::device::adb::ScreenshotMethod::Png
+            },
+            ..Default::default()
+        });
+        crate::device::pool::PoolOptions {
+            sims: self.sim.clone(),
+            adb,
+            adb_serials: self.adb.serials.clone(),
+            adb_connect: self.adb.connect.clone(),
+            auto_discover: self.adb.enabled && self.adb.auto_discover,
+            health_interval: std::time::Duration::from_secs(self.health_interval_secs.max(1)),
+            quarantine_after: self.quarantine_after.max(1),
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Clone, Deserialize)]
@@ -71,6 +138,10 @@ impl std::fmt::Debug for Config {
             .field("server", &self.server)
             .field("storage", &self.storage)
             .field("log", &self.log)
+            .field("devices", &self.devices)
+            .field("runner", &self.runner)
+            .field("scheduler", &self.scheduler)
+            .field("agent", &self.agent)
             .finish()
     }
 }
@@ -136,6 +207,8 @@ impl Config {
                 .list_separator(",")
                 .with_list_parse_key("server.tokens")
                 .with_list_parse_key("server.cors_origins")
+                .with_list_parse_key("devices.adb.serials")
+                .with_list_parse_key("devices.adb.connect")
                 .try_parsing(true)
                 .source(Some(vars)),
         );
@@ -166,6 +239,23 @@ impl Config {
             return Err(ConfigError::Value(
                 "server.body_limit_bytes must be at least 1024".into(),
             ));
+        }
+        if !matches!(self.devices.adb.screenshot.as_str(), "png" | "framebuffer") {
+            return Err(ConfigError::Value(format!(
+                "devices.adb.screenshot: `{}` is neither `png` nor `framebuffer`",
+                self.devices.adb.screenshot
+            )));
+        }
+        let mut serials = std::collections::HashSet::new();
+        for s in &self.devices.sim {
+            s.validate()
+                .map_err(|e| ConfigError::Value(format!("devices.sim `{}`: {e}", s.serial)))?;
+            if !serials.insert(s.serial.clone()) {
+                return Err(ConfigError::Value(format!(
+                    "devices.sim: serial `{}` is used twice; give each virtual phone its own serial",
+                    s.serial
+                )));
+            }
         }
         if self.server.request_timeout_secs == 0 {
             return Err(ConfigError::Value(
@@ -290,6 +380,54 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("bnd"), "unknown keys are refused by name: {e}");
+    }
+
+    #[test]
+    fn virtual_phones_default_to_one_and_files_replace_the_list() {
+        let c = load(&[], Overrides::default()).unwrap();
+        assert_eq!(
+            c.devices
+                .sim
+                .iter()
+                .map(|s| s.serial.as_str())
+                .collect::<Vec<_>>(),
+            vec!["sim-1"]
+        );
+        assert!(c.devices.adb.enabled && c.devices.adb.auto_discover);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("local.toml"),
+            "[[devices.sim]]\nserial = \"a\"\n[[devices.sim]]\nserial = \"b\"\nwidth = 720\nheight = 1600\n[devices.adb]\nenabled = false\n",
+        )
+        .unwrap();
+        let c =
+            Config::load_with_env(dir.path(), &Overrides::default(), std::iter::empty()).unwrap();
+        assert_eq!(
+            c.devices
+                .sim
+                .iter()
+                .map(|s| s.serial.as_str())
+                .collect::<Vec<_>>(),
+            vec!["a", "b"]
+        );
+        assert_eq!(c.devices.sim[1].width, 720);
+        assert!(c.devices.pool_options().adb.is_none());
+        std::fs::write(dir.path().join("local.toml"), "[devices]\nsim = []\n").unwrap();
+        let c =
+            Config::load_with_env(dir.path(), &Overrides::default(), std::iter::empty()).unwrap();
+        assert!(
+            c.devices.sim.is_empty(),
+            "`sim = []` removes the default phone"
+        );
+        std::fs::write(
+            dir.path().join("local.toml"),
+            "[[devices.sim]]\nserial = \"x\"\n[[devices.sim]]\nserial = \"x\"\n",
+        )
+        .unwrap();
+        let e = Config::load_with_env(dir.path(), &Overrides::default(), std::iter::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("used twice"), "{e}");
     }
 
     #[test]

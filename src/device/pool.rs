@@ -20,7 +20,7 @@ use crate::device::sim::{SimConfig, SimDevice};
 use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceState {
     Available,
@@ -41,7 +41,7 @@ impl DeviceState {
 }
 
 /// One row of `droidpilot devices` / `GET /v1/devices`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeviceSummary {
     pub id: String,
     pub backend: String,

@@ -19,7 +19,10 @@ pub struct ArtifactStore {
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     #[error("cannot write artifact {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -27,37 +30,104 @@ pub enum ArtifactError {
 impl ArtifactStore {
     /// `data_dir` is the server's data directory; files go under `data_dir/artifacts`.
     pub fn new(data_dir: &Path, store: Arc<dyn Store>) -> Self {
-        Self { root: data_dir.to_path_buf(), store }
+        Self {
+            root: data_dir.to_path_buf(),
+            store,
+        }
     }
 
     /// Stores bytes, returns their sha256 (hex). Storing the same bytes again is cheap.
-    pub async fn put(&self, kind: &str, media_type: &str, ext: &str, bytes: &[u8]) -> Result<String, ArtifactError> {
+    pub async fn put(
+        &self,
+        kind: &str,
+        media_type: &str,
+        ext: &str,
+        bytes: &[u8],
+    ) -> Result<String, ArtifactError> {
         let sha = hex::encode(Sha256::digest(bytes));
         let rel = format!("artifacts/{}/{}.{}", &sha[..2], sha, ext);
         let path = self.root.join(&rel);
         if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
-            let io = |source| ArtifactError::Io { path: path.display().to_string(), source };
+            let io = |source| ArtifactError::Io {
+                path: path.display().to_string(),
+                source,
+            };
             if let Some(dir) = path.parent() {
                 tokio::fs::create_dir_all(dir).await.map_err(io)?;
             }
-            let tmp = path.with_extension(format!("{ext}.tmp{}", std::process::id()));
+            // A unique temporary name: identical bytes (two phones showing the same screen)
+            // may be written by several tasks at once.
+            static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = path.with_extension(format!("{ext}.{}.{n}.tmp", std::process::id()));
             tokio::fs::write(&tmp, bytes).await.map_err(io)?;
-            tokio::fs::rename(&tmp, &path).await.map_err(io)?;
+            if let Err(e) = tokio::fs::rename(&tmp, &path).await {
+                let _ = tokio::fs::remove_file(&tmp).await;
+                // Losing the race to a writer of the same bytes is success.
+                if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
+                    return Err(io(e));
+                }
+            }
         }
         self.store
-            .put_artifact(&Artifact { sha256: sha.clone(), kind: kind.into(), media_type: media_type.into(), path: rel, bytes: bytes.len() as u64 })
+            .put_artifact(&Artifact {
+                sha256: sha.clone(),
+                kind: kind.into(),
+                media_type: media_type.into(),
+                path: rel,
+                bytes: bytes.len() as u64,
+            })
             .await?;
         Ok(sha)
     }
 
     /// Reads an artifact's bytes by hash.
     pub async fn get(&self, sha256: &str) -> Result<Option<(Artifact, Vec<u8>)>, ArtifactError> {
-        let Some(a) = self.store.artifact(sha256).await? else { return Ok(None) };
+        let Some(a) = self.store.artifact(sha256).await? else {
+            return Ok(None);
+        };
         let path = self.root.join(&a.path);
         match tokio::fs::read(&path).await {
             Ok(b) => Ok(Some((a, b))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ArtifactError::Io { path: path.display().to_string(), source }),
+            Err(source) => Err(ArtifactError::Io {
+                path: path.display().to_string(),
+                source,
+            }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SqliteStore;
+
+    #[tokio::test]
+    async fn concurrent_writers_of_the_same_bytes_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(&dir.path().join("db")).await.unwrap());
+        let a = ArtifactStore::new(dir.path(), store);
+        let bytes = vec![7u8; 256 * 1024];
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                let (a, b) = (a.clone(), bytes.clone());
+                tokio::spawn(async move { a.put("screenshot", "image/png", "png", &b).await })
+            })
+            .collect();
+        let mut shas = std::collections::HashSet::new();
+        for h in handles {
+            shas.insert(h.await.unwrap().unwrap());
+        }
+        assert_eq!(shas.len(), 1);
+        let sha = shas.into_iter().next().unwrap();
+        let (meta, got) = a.get(&sha).await.unwrap().unwrap();
+        assert_eq!(got, bytes);
+        assert_eq!(meta.bytes, bytes.len() as u64);
+        let leftovers = std::fs::read_dir(dir.path().join("artifacts").join(&sha[..2]))
+            .unwrap()
+            .count();
+        assert_eq!(leftovers, 1, "no temporary files left behind");
     }
 }

@@ -1,10 +1,12 @@
 //! The HTTP server: axum router, middleware stack, OpenAPI + Swagger UI, start-up checks
 //! and graceful shutdown. Handlers live one file per resource and stay thin.
 
+pub mod devices;
 pub mod error;
 pub mod events;
 pub mod extract;
 pub mod health;
+pub mod images;
 pub mod middleware;
 pub mod openapi;
 pub mod state;
@@ -36,9 +38,16 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
+use crate::agent::spec::{AgentSpec, build_agent};
 use crate::config::Config;
+use crate::device::pool::DevicePool;
+use crate::domain::Task;
+use crate::run::artifacts::ArtifactStore;
+use crate::run::events::DEVICES_STREAM;
 use crate::run::events::EventBus;
 use crate::run::interaction::Prompts;
+use crate::run::runner::Runner;
+use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
 use crate::store::{SqliteStore, Store, StoreError};
 use error::ApiError;
 use state::AppState;
@@ -61,6 +70,8 @@ pub enum StartError {
     },
     #[error("cannot open the database at {path}: {source}")]
     Store { path: String, source: StoreError },
+    #[error("cannot set up the device pool: {0}")]
+    Devices(crate::device::pool::PoolError),
     #[error("server error: {0}")]
     Serve(#[from] std::io::Error),
 }
@@ -101,6 +112,14 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::list_interventions))
         .routes(routes!(events::task_events))
         .routes(routes!(events::websocket))
+        .routes(routes!(tasks::step_screenshot))
+        .routes(routes!(devices::list_devices, devices::add_device))
+        .routes(routes!(devices::get_device, devices::remove_device))
+        .routes(routes!(devices::screenshot))
+        .routes(routes!(devices::hierarchy))
+        .routes(routes!(devices::screen))
+        .routes(routes!(devices::apps))
+        .routes(routes!(devices::act))
         .split_for_parts()
 }
 
@@ -185,6 +204,7 @@ pub struct Server {
     store: Arc<dyn Store>,
     grace: Duration,
     stopping: tokio::sync::watch::Sender<bool>,
+    scheduler: Scheduler,
 }
 
 impl Server {
@@ -209,10 +229,71 @@ impl Server {
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
         let (stopping, shutdown) = tokio::sync::watch::channel(false);
+        let bus = EventBus::new(store.clone(), 4096);
+        let prompts = Arc::new(Prompts::default());
+        let pool = DevicePool::new(config.devices.pool_options())
+            .await
+            .map_err(StartError::Devices)?;
+        // Pool events travel like task events: persisted on the `devices` stream, then live.
+        let mut device_events = pool.subscribe();
+        let device_bus = bus.clone();
+        tokio::spawn(async move {
+            loop {
+                match device_events.recv().await {
+                    Ok(ev) => {
+                        let payload = serde_json::to_value(&ev).unwrap_or_default();
+                        if let Err(e) = device_bus.publish(DEVICES_STREAM, ev.name(), payload).await
+                        {
+                            tracing::warn!(error = %e, "could not record a device event");
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "device events dropped")
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+        let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
+        let runner = Arc::new(Runner::new(
+            bus.clone(),
+            prompts.clone(),
+            artifacts.clone(),
+            config.runner.clone(),
+        ));
+        let defaults = config.agent.clone();
+        let agents: AgentFactory = Arc::new(move |task: &Task| {
+            let spec = match &task.spec.agent {
+                Some(v) => AgentSpec::from_json(v).map_err(|e| e.to_string())?,
+                None => AgentSpec::default(),
+            };
+            build_agent(&spec, &defaults).map_err(|e| format!("{e}. {}", e.hint()))
+        });
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let running = Arc::new(RunningTasks::default());
+        let scheduler = Scheduler {
+            runner,
+            pool: pool.clone(),
+            agents,
+            cfg: config.scheduler.clone(),
+            wake: wake.clone(),
+            running: running.clone(),
+        };
+        scheduler
+            .recover()
+            .await
+            .map_err(|source| StartError::Store {
+                path: db.display().to_string(),
+                source,
+            })?;
         let state = AppState {
-            bus: EventBus::new(store.clone(), 4096),
-            prompts: Arc::new(Prompts::default()),
+            bus,
+            prompts,
             shutdown,
+            pool,
+            artifacts,
+            wake,
+            running,
             store: store.clone(),
             token_digests: Arc::new(
                 config
@@ -232,7 +313,13 @@ impl Server {
             store,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
             stopping,
+            scheduler,
         })
+    }
+
+    /// The device pool (tests and embedders add devices they hold).
+    pub fn pool(&self) -> DevicePool {
+        self.scheduler.pool.clone()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -249,6 +336,10 @@ impl Server {
     ) -> Result<(), StartError> {
         let tx = self.stopping;
         let mut rx = tx.subscribe();
+        // The scheduler runs with the server; on shutdown it stops taking work and tells
+        // runners to stop after their current step (they mark their tasks interrupted).
+        let scheduler_stop = tx.subscribe();
+        let scheduler = tokio::spawn(self.scheduler.run(scheduler_stop));
         let signal = async move {
             shutdown.await;
             // Streams (SSE, WebSocket) watch this and end, so graceful shutdown does not
@@ -273,6 +364,12 @@ impl Server {
                 Ok(())
             }
         };
+        if tokio::time::timeout(grace.max(Duration::from_secs(1)), scheduler)
+            .await
+            .is_err()
+        {
+            tracing::warn!("runners did not stop within the grace period");
+        }
         self.store.close().await;
         tracing::info!("stopped; database closed");
         result

@@ -6,8 +6,11 @@ use std::time::Instant;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::config::Config;
+use crate::device::pool::DevicePool;
+use crate::run::artifacts::ArtifactStore;
 use crate::run::events::EventBus;
 use crate::run::interaction::Prompts;
+use crate::run::scheduler::RunningTasks;
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -22,4 +25,10 @@ pub struct AppState {
     pub prompts: Arc<Prompts>,
     /// Flips to true when the server starts shutting down; long-lived streams end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    pub pool: DevicePool,
+    pub artifacts: ArtifactStore,
+    /// Wakes the scheduler (a task was queued or cancelled).
+    pub wake: Arc<tokio::sync::Notify>,
+    /// Running tasks, for cancels.
+    pub running: Arc<RunningTasks>,
 }

@@ -29,7 +29,9 @@ pub async fn create_task(
     Json(req): Json<NewTask>,
 ) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
     let spec = TaskSpec::parse(req)?;
+    check_runnable(&s, &spec)?;
     let task = queue::submit(&s.bus, spec).await?;
+    s.wake.notify_one();
     let mut h = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
         h.insert(header::LOCATION, v);
@@ -113,6 +115,8 @@ pub async fn cancel_task(
     Path(id): Path<TaskId>,
 ) -> Result<(StatusCode, Json<CancelResponse>), ApiError> {
     let (task, outcome) = queue::cancel(&s.bus, id).await?;
+    s.running.signal(id, crate::run::runner::StopSignal::Cancel);
+    s.wake.notify_one();
     Ok(match outcome {
         CancelOutcome::Cancelled => (
             StatusCode::OK,
@@ -186,4 +190,70 @@ pub async fn list_interventions(
 ) -> Result<Json<Vec<crate::domain::Intervention>>, ApiError> {
     s.store.get_task(id).await?;
     Ok(Json(s.store.interventions(id).await?))
+}
+
+/// Refuses, at submission, what could never run: an agent spec with a bad field, or a
+/// device id the pool does not know (a typo would otherwise wait out the queue timeout).
+fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
+    if let Some(a) = &spec.agent {
+        crate::agent::spec::AgentSpec::from_json(a)
+            .and_then(|a| a.validate(&s.config.agent).map(|_| ()))
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_agent",
+                    e.to_string(),
+                    e.hint(),
+                )
+            })?;
+    }
+    if let Some(d) = &spec.device_id
+        && s.pool.summary(d).is_none()
+    {
+        let known: Vec<String> = s.pool.list().into_iter().map(|d| d.id).collect();
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_device",
+            format!("no device `{d}` in the pool"),
+            format!(
+                "Known devices: {}. Add one with POST /v1/devices, or omit device_id to run on any free device.",
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The screenshot a step was decided on.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/steps/{n}/screenshot", tag = "tasks",
+    params(("id" = String, Path, description = "Task id (UUID)"), ("n" = u32, Path, description = "Step number, from 1")),
+    responses((status = 200, content_type = "image/png", body = Vec<u8>), (status = 404, body = ErrorResponse))
+)]
+pub async fn step_screenshot(
+    State(s): State<AppState>,
+    Path((id, n)): Path<(TaskId, u32)>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let step = s.store.step(id, n).await?;
+    let none = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_screenshot",
+            format!("step {n} of task {id} has no screenshot"),
+            "The screen was secure (black) or the capture failed; the step's `screen` field says which.",
+        )
+    };
+    let sha = step.screenshot.ok_or_else(none)?;
+    let (art, bytes) = s
+        .artifacts
+        .get(&sha)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .ok_or_else(none)?;
+    Ok(([(header::CONTENT_TYPE, art.media_type)], bytes).into_response())
 }

@@ -73,7 +73,8 @@ async fn create_get_and_list_a_task() {
 
 #[tokio::test]
 async fn coordinator_fields_are_accepted() {
-    let app = spawn_app().await;
+    // The shipped defaults: `sim-1` exists.
+    let app = common::spawn_app_with_toml("", &[]).await;
     let body = json!({"task_id": "coord-17", "ai_prompt": "Turn on Bluetooth", "device_id": "sim-1", "session_id": "s-9", "max_steps": 12, "timeout_seconds": 90});
     let r = app.post_json("/v1/tasks", &body).await;
     assert_eq!(r.status(), 201);

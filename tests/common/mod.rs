@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 pub struct TestApp {
     pub addr: SocketAddr,
+    pub pool: droidpilot::device::pool::DevicePool,
     pub client: reqwest::Client,
     pub data_dir: PathBuf,
     stop: Option<oneshot::Sender<()>>,
@@ -63,22 +64,30 @@ pub fn test_config(data_dir: &Path, env: &[(&str, &str)]) -> Config {
         data_dir: Some(data_dir.to_path_buf()),
         ..Default::default()
     };
-    Config::load_with_env(
-        data_dir,
-        &overrides,
-        env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
-    )
-    .expect("test configuration is valid")
+    // Test servers never start or talk to a real adb server unless a test asks.
+    let mut vars: Vec<(String, String)> =
+        vec![("DROIDPILOT_DEVICES__ADB__ENABLED".into(), "false".into())];
+    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Config::load_with_env(data_dir, &overrides, vars).expect("test configuration is valid")
 }
 
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(&[]).await
 }
 
-/// Starts a server with extra `DROIDPILOT_*` settings, on a fresh data directory.
+/// No devices: tasks stay queued, which is what tests of the queue itself want.
+pub const NO_DEVICES: &str = "[devices]\nsim = []\n";
+
+/// Starts a server with extra `DROIDPILOT_*` settings and no devices, on a fresh data directory.
 pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
+    spawn_app_with_toml(NO_DEVICES, env).await
+}
+
+/// Starts a server whose `config/local.toml` is `toml` (empty: the shipped defaults).
+pub async fn spawn_app_with_toml(toml: &str, env: &[(&str, &str)]) -> TestApp {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().to_path_buf();
+    std::fs::write(dir.join("local.toml"), toml).expect("write local.toml");
     let mut app = spawn_app_on(&dir, env).await;
     app._tmp = Some(tmp);
     app
@@ -91,6 +100,7 @@ pub async fn spawn_app_on(dir: &Path, env: &[(&str, &str)]) -> TestApp {
         .await
         .expect("server starts");
     let addr = server.local_addr();
+    let pool = server.pool();
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(async move {
         server
@@ -102,6 +112,7 @@ pub async fn spawn_app_on(dir: &Path, env: &[(&str, &str)]) -> TestApp {
     });
     TestApp {
         addr,
+        pool,
         client: reqwest::Client::new(),
         data_dir: dir.to_path_buf(),
         stop: Some(tx),

@@ -1,0 +1,51 @@
+//! Screenshot re-encoding for the API: scale with fast_image_resize (SIMD, much faster
+//! than image's resize for the 10-megapixel frames phones produce) and encode JPEG with
+//! jpeg-encoder or PNG with image.
+
+use fast_image_resize as fr;
+
+/// Scales RGBA pixels by `scale` and encodes them. Returns the bytes and the media type.
+pub fn encode(
+    rgba: &[u8],
+    width: u32,
+    height: u32,
+    scale: f32,
+    jpeg: bool,
+    quality: u8,
+) -> Result<(Vec<u8>, &'static str), String> {
+    let (w, h) = (
+        ((width as f32 * scale).round() as u32).max(1),
+        ((height as f32 * scale).round() as u32).max(1),
+    );
+    let pixels: Vec<u8> = if (w, h) == (width, height) {
+        rgba.to_vec()
+    } else {
+        let src = fr::images::ImageRef::new(width, height, rgba, fr::PixelType::U8x4)
+            .map_err(|e| format!("bad frame: {e}"))?;
+        let mut dst = fr::images::Image::new(w, h, fr::PixelType::U8x4);
+        fr::Resizer::new()
+            .resize(
+                &src,
+                &mut dst,
+                &fr::ResizeOptions::new()
+                    .resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Bilinear)),
+            )
+            .map_err(|e| format!("resize failed: {e}"))?;
+        dst.into_vec()
+    };
+    if jpeg {
+        let mut out = Vec::new();
+        let enc = jpeg_encoder::Encoder::new(&mut out, quality);
+        enc.encode(&pixels, w as u16, h as u16, jpeg_encoder::ColorType::Rgba)
+            .map_err(|e| format!("JPEG encode failed: {e}"))?;
+        Ok((out, "image/jpeg"))
+    } else {
+        let shot = crate::device::Screenshot {
+            width: w,
+            height: h,
+            data: crate::device::ScreenshotData::Rgba(pixels.into()),
+        };
+        let png = shot.png().map_err(|e| e.to_string())?;
+        Ok((png.to_vec(), "image/png"))
+    }
+}

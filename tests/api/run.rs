@@ -1,0 +1,608 @@
+//! Tasks running end to end through the server on the virtual phone: model replies come
+//! from wiremock in OpenAI's wire format, and the phone's own checker decides whether the
+//! task really got done.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use droidpilot::device::sim::tasks::task as sim_task;
+use droidpilot::device::sim::{SimConfig, SimDevice};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::common::{TestApp, error_of, spawn_app_with};
+
+/// An app with no configured phones; tests add the `SimDevice`s they hold.
+async fn bare_app(extra: &[(&str, &str)]) -> TestApp {
+    let mut env = vec![
+        ("DROIDPILOT_RUNNER__SETTLE_TIMEOUT_MS", "300"),
+        ("DROIDPILOT_RUNNER__SETTLE_POLL_MS", "10"),
+        ("DROIDPILOT_SCHEDULER__POLL_MS", "50"),
+    ];
+    env.extend_from_slice(extra);
+    let app = spawn_app_with(&env).await;
+    for d in app.pool.list() {
+        app.pool.remove(&d.id).await.unwrap();
+    }
+    app
+}
+
+async fn add_phone(app: &TestApp, serial: &str, task: Option<&str>) -> Arc<SimDevice> {
+    let cfg = SimConfig {
+        serial: serial.into(),
+        width: 540,
+        height: 1200,
+        ..Default::default()
+    };
+    let phone = Arc::new(SimDevice::new(cfg).unwrap());
+    if let Some(t) = task {
+        phone.reset_to(&sim_task(t).unwrap());
+    }
+    app.pool.add_device(phone.clone(), "sim").await.unwrap();
+    phone
+}
+
+/// Serves the given assistant replies in order (OpenAI Chat Completions shape); the
+/// `status` list lets a test inject errors before a reply.
+struct Script {
+    replies: Vec<(u16, String)>,
+    next: AtomicUsize,
+}
+
+impl Respond for Script {
+    fn respond(&self, _req: &Request) -> ResponseTemplate {
+        let i = self
+            .next
+            .fetch_add(1, Ordering::SeqCst)
+            .min(self.replies.len() - 1);
+        let (status, content) = &self.replies[i];
+        if *status != 200 {
+            return ResponseTemplate::new(*status)
+                .insert_header("retry-after", "0")
+                .set_body_json(json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded", "code": "rate_limit_exceeded"}}));
+        }
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": format!("chatcmpl-{i}"), "object": "chat.completion", "created": 1_700_000_000, "model": "ui-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240}
+        }))
+    }
+}
+
+async fn model(replies: Vec<(u16, String)>) -> (MockServer, Arc<Script>) {
+    let server = MockServer::start().await;
+    let script = Arc::new(Script {
+        replies,
+        next: AtomicUsize::new(0),
+    });
+    struct Shared(Arc<Script>);
+    impl Respond for Shared {
+        fn respond(&self, r: &Request) -> ResponseTemplate {
+            self.0.respond(r)
+        }
+    }
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(Shared(script.clone()))
+        .mount(&server)
+        .await;
+    (server, script)
+}
+
+/// The generic vision format: `<thinking>…</thinking><tool_call>{action JSON}</tool_call>`.
+fn generic(thinking: &str, action: &Value) -> String {
+    format!("<thinking>{thinking}</thinking><tool_call>{action}</tool_call>")
+}
+
+fn agent_for(server: &MockServer) -> Value {
+    json!({"kind": "vision", "format": "generic", "provider": "openai", "model": "ui-model", "base_url": format!("{}/v1", server.uri())})
+}
+
+async fn wait_done(app: &TestApp, id: &str) -> Value {
+    for _ in 0..600 {
+        let t: Value = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if !matches!(
+            t["status"].as_str(),
+            Some("queued" | "running" | "waiting_for_user")
+        ) {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} did not finish");
+}
+
+async fn wait_status(app: &TestApp, id: &str, status: &str) {
+    for _ in 0..600 {
+        let t: Value = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if t["status"] == status {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("task {id} never became {status}");
+}
+
+async fn submit(app: &TestApp, body: Value) -> String {
+    let r = app.post_json("/v1/tasks", &body).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let v: Value = r.json().await.unwrap();
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// The reference solution of a scored task, as model replies, then finish.
+fn replies_for(task: &str) -> Vec<(u16, String)> {
+    let t = sim_task(task).unwrap();
+    let mut v: Vec<(u16, String)> = t
+        .reference()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            (
+                200,
+                generic(&format!("step {i}"), &serde_json::to_value(a).unwrap()),
+            )
+        })
+        .collect();
+    v.push((
+        200,
+        generic(
+            "done",
+            &json!({"action": "finish", "reason": "Bluetooth is on"}),
+        ),
+    ));
+    v
+}
+
+#[tokio::test]
+async fn a_task_completes_on_the_virtual_phone_with_a_real_model_protocol() {
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
+    let (server, _) = model(replies_for("settings.bluetooth_on")).await;
+    let id = submit(&app, json!({"instruction": "Turn on Bluetooth", "agent": agent_for(&server), "device_id": "sim-1"})).await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["reason"], "Bluetooth is on");
+    assert!(
+        sim_task("settings.bluetooth_on")
+            .unwrap()
+            .check(&phone.state()),
+        "the phone's checker confirms it"
+    );
+    assert!(
+        t["tokens_in"].as_u64().unwrap() >= 1200,
+        "tokens are aggregated: {t}"
+    );
+
+    let steps: Vec<Value> = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(steps.len() as u64, t["steps"].as_u64().unwrap());
+    assert_eq!(steps[0]["thinking"], "step 0");
+    let shot = app.get(&format!("/v1/tasks/{id}/steps/1/screenshot")).await;
+    assert_eq!(shot.headers()["content-type"], "image/png");
+    assert_eq!(&shot.bytes().await.unwrap()[..4], b"\x89PNG");
+    // The model saw the screenshot: every request carried an image part.
+    let reqs = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&reqs[0].body).unwrap();
+    assert!(
+        body.to_string().contains("data:image/png;base64,"),
+        "screenshot sent as an image part"
+    );
+    // The device is free again.
+    let d: Value = app.get("/v1/devices/sim-1").await.json().await.unwrap();
+    assert_eq!(d["state"], "available");
+}
+
+#[tokio::test]
+async fn rate_limits_then_success_and_a_malformed_reply_then_self_correction() {
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
+    let mut replies = vec![(429, String::new()), (429, String::new())];
+    replies.push((200, "<thinking>hmm</thinking><tool_call>{\"action\": \"tapp\", \"coordinate\": [0.5, 0.5]</tool_call>".into()));
+    replies.extend(replies_for("settings.bluetooth_on"));
+    let (server, script) = model(replies).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "Turn on Bluetooth", "agent": agent_for(&server)}),
+    )
+    .await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert!(
+        sim_task("settings.bluetooth_on")
+            .unwrap()
+            .check(&phone.state())
+    );
+    let reqs = server.received_requests().await.unwrap();
+    assert!(
+        script.next.load(Ordering::SeqCst) >= 4,
+        "two 429s, one bad reply, then the solution"
+    );
+    // The correction request told the model what was wrong.
+    let correction: Value = serde_json::from_slice(&reqs[3].body).unwrap();
+    assert!(
+        correction.to_string().contains("tapp"),
+        "the error text goes back to the model"
+    );
+}
+
+#[tokio::test]
+async fn ask_user_round_trip_over_rest_and_over_websocket() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let replay = |q: &str| json!({"kind": "replay", "actions": [{"action": "ask_user", "question": q, "options": ["red", "blue"]}]});
+    // REST
+    let id = submit(
+        &app,
+        json!({"instruction": "ask", "agent": replay("Which colour?")}),
+    )
+    .await;
+    wait_status(&app, &id, "waiting_for_user").await;
+    let r = app
+        .post_json(
+            &format!("/v1/tasks/{id}/answer"),
+            &json!({"answer": "blue"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    let ivs: Value = app
+        .get(&format!("/v1/tasks/{id}/interventions"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (ivs[0]["answer"].as_str(), ivs[0]["answered_by"].as_str()),
+        (Some("blue"), Some("rest"))
+    );
+    let (status, code, _, _) = error_of(
+        app.post_json(
+            &format!("/v1/tasks/{id}/answer"),
+            &json!({"answer": "again"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "no_open_question"));
+
+    // WebSocket: the prompt arrives as an event, the answer goes back on the socket.
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/v1/ws", app.addr))
+        .await
+        .unwrap();
+    ws.send(Message::Text(
+        json!({"type": "subscribe", "all": true}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    let id = submit(
+        &app,
+        json!({"instruction": "ask again", "agent": replay("Size?")}),
+    )
+    .await;
+    let prompt_id = loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(msg.to_text().unwrap()).unwrap();
+        if v["type"] == "event"
+            && v["event"]["type"] == "task.ask_user"
+            && v["event"]["stream"] == id.as_str()
+        {
+            assert_eq!(v["event"]["payload"]["options"], json!(["red", "blue"]));
+            break v["event"]["payload"]["prompt_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+    };
+    ws.send(Message::Text(
+        json!({"type": "answer", "task_id": id, "prompt_id": prompt_id, "answer": "large"})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    let ivs: Value = app
+        .get(&format!("/v1/tasks/{id}/interventions"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (ivs[0]["answer"].as_str(), ivs[0]["answered_by"].as_str()),
+        (Some("large"), Some("websocket"))
+    );
+}
+
+#[tokio::test]
+async fn a_running_task_is_cancelled_over_rest() {
+    let app = bare_app(&[
+        ("DROIDPILOT_RUNNER__STEP_DELAY_MS", "50"),
+        ("DROIDPILOT_RUNNER__STUCK_THRESHOLD", "1000"),
+    ])
+    .await;
+    add_phone(&app, "sim-1", None).await;
+    let actions: Vec<Value> = (0..200)
+        .map(|_| json!({"action": "swipe", "direction": "left"}))
+        .collect();
+    let id = submit(&app, json!({"instruction": "wander", "max_steps": 500, "agent": {"kind": "replay", "actions": actions}})).await;
+    wait_status(&app, &id, "running").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "a running task stops at its next step");
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "cancelled");
+    assert!(t["steps"].as_u64().unwrap() >= 1);
+}
+
+#[tokio::test]
+async fn ten_tasks_on_ten_phones_at_once() {
+    // Slow steps keep all ten running at the same time.
+    let app = bare_app(&[("DROIDPILOT_RUNNER__STEP_DELAY_MS", "400")]).await;
+    let mut phones = Vec::new();
+    for i in 0..10 {
+        phones.push(add_phone(&app, &format!("sim-{i}"), Some("settings.bluetooth_on")).await);
+    }
+    let t = sim_task("settings.bluetooth_on").unwrap();
+    let actions: Vec<Value> = t
+        .reference()
+        .iter()
+        .map(|a| serde_json::to_value(a).unwrap())
+        .collect();
+    let body =
+        json!({"instruction": t.instruction, "agent": {"kind": "replay", "actions": actions}});
+    let ids: Vec<String> =
+        futures::future::join_all((0..10).map(|_| submit(&app, body.clone()))).await;
+    let mut devices = std::collections::HashSet::new();
+    for id in &ids {
+        let done = wait_done(&app, id).await;
+        assert_eq!(done["status"], "succeeded", "{done}");
+        devices.insert(done["assigned_device"].as_str().unwrap().to_string());
+    }
+    assert_eq!(devices.len(), 10, "ten at once, each on its own phone");
+    assert!(
+        phones.iter().all(|p| t.check(&p.state())),
+        "every phone's checker passes"
+    );
+}
+
+#[tokio::test]
+async fn submission_refuses_what_could_never_run() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let (status, code, msg, hint) = error_of(
+        app.post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "device_id": "pixel-9"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "unknown_device"));
+    assert!(
+        msg.contains("pixel-9") && hint.contains("sim-1"),
+        "{msg} / {hint}"
+    );
+    let (status, code, msg, _) = error_of(
+        app.post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "agent": {"kind": "visoin"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "invalid_agent"));
+    assert!(msg.contains("vision"), "did-you-mean: {msg}");
+}
+
+#[tokio::test]
+async fn a_task_whose_device_never_frees_up_times_out_in_the_queue() {
+    let app = bare_app(&[("DROIDPILOT_SCHEDULER__QUEUE_TIMEOUT_SECS", "1")]).await;
+    add_phone(&app, "sim-1", None).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "needs a tablet", "device": {"model": "Galaxy Tab"}}),
+    )
+    .await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "timed_out");
+    assert!(
+        t["reason"].as_str().unwrap().contains("queue_timeout_secs"),
+        "{t}"
+    );
+}
+
+#[tokio::test]
+async fn device_endpoints_show_and_drive_the_phone() {
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "sim-1", None).await;
+    let list: Value = app.get("/v1/devices").await.json().await.unwrap();
+    assert_eq!(list["devices"][0]["id"], "sim-1");
+    assert_eq!(list["devices"][0]["backend"], "sim");
+    assert_eq!(
+        list["devices"][0]["screen"],
+        json!({"width": 540, "height": 1200})
+    );
+
+    let png = app.get("/v1/devices/sim-1/screenshot").await;
+    assert_eq!(png.headers()["content-type"], "image/png");
+    let img = image::load_from_memory(&png.bytes().await.unwrap()).unwrap();
+    assert_eq!((img.width(), img.height()), (540, 1200));
+    let jpg = app
+        .get("/v1/devices/sim-1/screenshot?format=jpeg&scale=0.5")
+        .await;
+    assert_eq!(jpg.headers()["content-type"], "image/jpeg");
+    let img = image::load_from_memory(&jpg.bytes().await.unwrap()).unwrap();
+    assert_eq!((img.width(), img.height()), (270, 600));
+    let (status, code, _, _) =
+        error_of(app.get("/v1/devices/sim-1/screenshot?scale=2").await).await;
+    assert_eq!((status, code.as_str()), (400, "invalid_query"));
+
+    let xml = app
+        .get("/v1/devices/sim-1/hierarchy")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(xml.starts_with("<?xml") && xml.contains("<hierarchy"));
+    let screen: Value = app
+        .get("/v1/devices/sim-1/screen")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let settings = screen["actionable_elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["text"] == "Settings")
+        .expect("the launcher shows Settings");
+    assert!(!settings["selector"].as_str().unwrap().is_empty());
+
+    // One action by selector, as an agent would; the app opens.
+    let r = app
+        .post_json(
+            "/v1/devices/sim-1/actions",
+            &json!({"action": "tap", "selector": settings["selector"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let r: Value = app
+        .post_json(
+            "/v1/devices/sim-1/actions",
+            &json!({"action": "wait", "ms": 10}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(r["duration_ms"].is_u64());
+    use droidpilot::device::Device;
+    assert_eq!(
+        phone.current_app().await.unwrap().package,
+        "com.android.settings"
+    );
+
+    // A target that is not there: the error object carries what a caller needs to recover.
+    let r = app
+        .post_json(
+            "/v1/devices/sim-1/actions",
+            &json!({"action": "tap", "selector": "#no_such_thing"}),
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["error_type"], "element_not_found");
+    assert_eq!(v["error"]["selector"], "#no_such_thing");
+    assert!(v["error"]["screen_state"]["actionable_elements"].is_array());
+    assert!(!v["error"]["hint"].as_str().unwrap().is_empty());
+    // Bad actions and unknown devices.
+    let (status, code, msg, _) = error_of(
+        app.post_json(
+            "/v1/devices/sim-1/actions",
+            &json!({"action": "tap", "coordinate": [1.2, 0.5]}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "invalid_coordinate"));
+    assert!(msg.contains("[1.2, 0.5]"));
+    let (status, code, _, _) = error_of(
+        app.post_json("/v1/devices/sim-1/actions", &json!({"action": "finish"}))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "not_a_device_action"));
+    let (status, code, _, _) = error_of(app.get("/v1/devices/nope/screen").await).await;
+    assert_eq!((status, code.as_str()), (404, "device_not_found"));
+    let (status, code, _, _) = error_of(
+        app.post_json("/v1/devices", &json!({"address": "10.0.0.9:5555"}))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "adb_not_configured"));
+
+    let r = app
+        .client
+        .delete(app.url("/v1/devices/sim-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let list: Value = app.get("/v1/devices").await.json().await.unwrap();
+    assert_eq!(list["devices"], json!([]));
+}
+
+#[tokio::test]
+async fn a_leased_device_refuses_manual_actions_unless_forced() {
+    let app = bare_app(&[
+        ("DROIDPILOT_RUNNER__STEP_DELAY_MS", "50"),
+        ("DROIDPILOT_RUNNER__STUCK_THRESHOLD", "1000"),
+    ])
+    .await;
+    add_phone(&app, "sim-1", None).await;
+    let actions: Vec<Value> = (0..100)
+        .map(|_| json!({"action": "wait", "ms": 10}))
+        .collect();
+    let id = submit(&app, json!({"instruction": "hold", "max_steps": 200, "agent": {"kind": "replay", "actions": actions}})).await;
+    wait_status(&app, &id, "running").await;
+    let (status, code, msg, _) = error_of(
+        app.post_json("/v1/devices/sim-1/actions", &json!({"action": "home"}))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "device_busy"));
+    assert!(msg.contains(&id));
+    let r = app
+        .post_json(
+            "/v1/devices/sim-1/actions?force=true",
+            &json!({"action": "home"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    app.client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    wait_done(&app, &id).await;
+}
+
+#[tokio::test]
+async fn the_default_configuration_serves_one_virtual_phone() {
+    let app = crate::common::spawn_app_with_toml("", &[]).await;
+    let list: Value = app.get("/v1/devices").await.json().await.unwrap();
+    let devices = list["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(
+        (devices[0]["id"].as_str(), devices[0]["state"].as_str()),
+        (Some("sim-1"), Some("available"))
+    );
+}
