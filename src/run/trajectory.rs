@@ -200,7 +200,12 @@ impl Trajectory {
                 }
                 Action::McpCall { tool, .. } => {
                     if let Some(d) = detail {
-                        let text = d.get("text").and_then(Value::as_str).map(String::from).unwrap_or_else(|| d.to_string());
+                        // The runner records `{"tool": …, "result": <string or JSON>}`.
+                        let text = match d.get("result") {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(v) => v.to_string(),
+                            None => d.to_string(),
+                        };
                         h.push_note(Note::McpResult {
                             step: s.n,
                             tool: tool.clone(),

@@ -505,6 +505,187 @@ mod tests {
         assert_eq!(redact_url(&u), "https://hooks.example.com/a/b");
     }
 
+    use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    fn payload() -> WebhookPayload {
+        let spec = TaskSpec::parse(NewTask {
+            ai_prompt: Some("open Clock".into()),
+            task_id: Some("coord-42".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let task = Task {
+            id: TaskId::new(),
+            status: TaskStatus::Succeeded,
+            spec,
+            assigned_device: Some("sim-1".into()),
+            created_at: chrono::Utc::now(),
+            started_at: None,
+            finished_at: Some(chrono::Utc::now()),
+            reason: Some("alarm set".into()),
+            answer: None,
+            steps: 3,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: 0.0,
+            cancel_requested: false,
+        };
+        WebhookPayload::task_finished(CoordinatorResult::new(&task, &[]).unwrap())
+    }
+
+    fn sender(max_attempts: u32) -> WebhookSender {
+        WebhookSender::new(WebhookConfig {
+            secret: WebhookSecret::new("topsecret"),
+            max_attempts,
+            timeout_ms: 2_000,
+            backoff_initial_ms: 5,
+            backoff_max_ms: 20,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn delivery_is_signed_and_verifies_on_the_receiver_side() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/hook"))
+            .respond_with(ResponseTemplate::new(204))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let p = payload();
+        let d = sender(3)
+            .deliver(&format!("{}/hook?token=abc", server.uri()), &p)
+            .await
+            .unwrap();
+        assert_eq!(d, Delivered { attempts: 1, status: 204 });
+        let req = &server.received_requests().await.unwrap()[0];
+        let h = |k: &str| req.headers.get(k).unwrap().to_str().unwrap().to_string();
+        assert!(verify(b"topsecret", &h(TIMESTAMP_HEADER), &req.body, &h(SIGNATURE_HEADER)));
+        assert!(verify_fresh(
+            b"topsecret",
+            &h(TIMESTAMP_HEADER),
+            &req.body,
+            &h(SIGNATURE_HEADER),
+            chrono::Utc::now().timestamp(),
+            300
+        ));
+        assert!(!verify(b"wrong", &h(TIMESTAMP_HEADER), &req.body, &h(SIGNATURE_HEADER)));
+        assert_eq!(h(EVENT_HEADER), "task.finished");
+        assert_eq!(h(DELIVERY_HEADER), p.delivery_id.to_string());
+        assert_eq!(h("content-type"), "application/json");
+        let v: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+        assert_eq!((v["task_id"].as_str(), v["status"].as_str()), (Some("coord-42"), Some("success")));
+        assert_eq!((v["steps_taken"].as_u64(), v["event"].as_str()), (Some(3), Some("task.finished")));
+    }
+
+    #[tokio::test]
+    async fn a_server_error_is_retried_then_succeeds() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(500))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let d = sender(3).deliver(&server.uri(), &payload()).await.unwrap();
+        assert_eq!(d, Delivered { attempts: 2, status: 200 });
+        let reqs = server.received_requests().await.unwrap();
+        let ids: Vec<_> = reqs.iter().map(|r| r.headers.get(DELIVERY_HEADER).unwrap().clone()).collect();
+        assert_eq!(ids[0], ids[1], "one delivery id across attempts");
+        assert_eq!(reqs[1].headers.get(ATTEMPT_HEADER).unwrap(), "2");
+    }
+
+    #[tokio::test]
+    async fn too_many_requests_with_retry_after_is_retried() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "0"))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(202))
+            .mount(&server)
+            .await;
+        let d = sender(2).deliver(&server.uri(), &payload()).await.unwrap();
+        assert_eq!(d.attempts, 2);
+    }
+
+    #[tokio::test]
+    async fn a_client_error_is_not_retried() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(400).set_body_string("unknown task_id"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let e = sender(5).deliver(&server.uri(), &payload()).await.unwrap_err();
+        match &e {
+            WebhookError::Rejected { status, attempts, detail, .. } => {
+                assert_eq!((*status, *attempts), (400, 1));
+                assert!(detail.contains("unknown task_id"), "{detail}");
+            }
+            other => panic!("expected Rejected, got {other:?}"),
+        }
+        assert!(e.to_string().contains("not retried"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn gives_up_after_max_attempts_and_says_how_many() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503))
+            .expect(3)
+            .mount(&server)
+            .await;
+        let e = sender(3).deliver(&server.uri(), &payload()).await.unwrap_err();
+        assert!(matches!(e, WebhookError::GaveUp { attempts: 3, .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("after 3 attempt(s)") && msg.contains("HTTP 503"), "{msg}");
+        assert!(!msg.contains("topsecret"));
+    }
+
+    #[tokio::test]
+    async fn slow_receivers_and_closed_ports_are_retried_as_transport_errors() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_millis(800)))
+            .expect(2)
+            .mount(&server)
+            .await;
+        let s = WebhookSender::new(WebhookConfig {
+            timeout_ms: 100,
+            max_attempts: 2,
+            backoff_initial_ms: 5,
+            backoff_max_ms: 10,
+            ..Default::default()
+        })
+        .unwrap();
+        let e = s.deliver(&server.uri(), &payload()).await.unwrap_err();
+        assert!(e.to_string().contains("timed out") && e.to_string().contains("2 attempt"), "{e}");
+
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let e = s.deliver(&format!("http://127.0.0.1:{port}/h"), &payload()).await.unwrap_err();
+        assert!(matches!(e, WebhookError::GaveUp { attempts: 2, .. }), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn unusable_urls_fail_fast() {
+        let e = sender(3).deliver("ftp://example.com/x", &payload()).await.unwrap_err();
+        assert!(e.to_string().contains("not http or https"), "{e}");
+        let e = sender(3).deliver("not a url", &payload()).await.unwrap_err();
+        assert!(matches!(e, WebhookError::InvalidUrl { .. }), "{e:?}");
+    }
+
     #[test]
     fn bad_configuration_is_refused_with_the_key_name() {
         let e = WebhookSender::new(WebhookConfig {
