@@ -218,7 +218,12 @@ mod tests {
     fn counts_only_successful_device_actions() {
         let t = task(TaskStatus::Succeeded, Some("coord-7"));
         let steps = vec![
-            step(t.id, 1, json!({"action": "launch_app", "package": "com.android.deskclock"}), "ok"),
+            step(
+                t.id,
+                1,
+                json!({"action": "launch_app", "package": "com.android.deskclock"}),
+                "ok",
+            ),
             step(t.id, 2, json!({"action": "tap", "element": 3}), "failed"),
             step(t.id, 3, json!({"action": "wait", "ms": 100}), "ok"),
             step(t.id, 4, json!({"action": "finish", "success": true}), "ok"),
@@ -229,7 +234,13 @@ mod tests {
         assert_eq!((r.steps_taken, r.actions_executed), (4, 1));
         assert_eq!(r.completion_reason, "done");
         let v = serde_json::to_value(&r).unwrap();
-        for k in ["task_id", "status", "steps_taken", "actions_executed", "completion_reason"] {
+        for k in [
+            "task_id",
+            "status",
+            "steps_taken",
+            "actions_executed",
+            "completion_reason",
+        ] {
             assert!(v.get(k).is_some(), "{k} missing from {v}");
         }
         assert_eq!(v["status"], "success");
@@ -258,7 +269,11 @@ mod tests {
         ];
         assert_eq!(want.len(), TaskStatus::ALL.len());
         for (s, c) in want {
-            assert_eq!(CoordinatorStatus::from_task_status(s).map(|c| c.as_str()), c, "{s}");
+            assert_eq!(
+                CoordinatorStatus::from_task_status(s).map(|c| c.as_str()),
+                c,
+                "{s}"
+            );
             assert_eq!(s.is_terminal(), c.is_some(), "{s}");
             let r = CoordinatorResult::new(&task(s, None), &[]);
             match c {

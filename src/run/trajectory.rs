@@ -102,7 +102,9 @@ pub enum TrajectoryError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not a droidpilot trajectory: {reason}. Give the directory written by `droidpilot export`, its trajectory.json, or the .tar.gz from GET /v1/tasks/{{id}}/export")]
+    #[error(
+        "{path} is not a droidpilot trajectory: {reason}. Give the directory written by `droidpilot export`, its trajectory.json, or the .tar.gz from GET /v1/tasks/{{id}}/export"
+    )]
     Invalid { path: PathBuf, reason: String },
     #[error("cannot build the archive: {0}")]
     Archive(String),
@@ -190,7 +192,9 @@ impl Trajectory {
             let detail = s.outcome.detail.as_ref();
             match &action {
                 Action::AskUser { question, .. } => {
-                    if let Some(answer) = detail.and_then(|d| d.get("answer")).and_then(Value::as_str) {
+                    if let Some(answer) =
+                        detail.and_then(|d| d.get("answer")).and_then(Value::as_str)
+                    {
                         h.push_note(Note::UserAnswer {
                             step: s.n,
                             question: question.clone(),
@@ -220,7 +224,11 @@ impl Trajectory {
             if let Some(e) = &s.outcome.error {
                 outcome = format!("{outcome}: {e}");
             } else if let Some(changed) = s.outcome.screen_changed {
-                outcome = if changed { "screen changed".into() } else { "no visible change".into() };
+                outcome = if changed {
+                    "screen changed".into()
+                } else {
+                    "no visible change".into()
+                };
             }
             h.push_step(StepRecord {
                 step: s.n,
@@ -238,7 +246,10 @@ impl Trajectory {
             reason,
         };
         if self.format != FORMAT {
-            return Err(invalid(format!("`format` is `{}`, expected `{FORMAT}`", self.format)));
+            return Err(invalid(format!(
+                "`format` is `{}`, expected `{FORMAT}`",
+                self.format
+            )));
         }
         if self.version > FORMAT_VERSION {
             return Err(invalid(format!(
@@ -284,7 +295,10 @@ impl TrajectoryBundle {
         if t.status != TaskStatus::Queued {
             return Err(TrajectoryError::Seed {
                 task,
-                reason: format!("it is {}; only a queued task can take a saved history", t.status),
+                reason: format!(
+                    "it is {}; only a queued task can take a saved history",
+                    t.status
+                ),
             });
         }
         if !store.steps(task).await?.is_empty() {
@@ -338,7 +352,11 @@ async fn collect(
         };
         match artifacts.get(sha).await? {
             Some((a, bytes)) => {
-                let png = if a.media_type == "image/png" { bytes } else { to_png(&bytes)? };
+                let png = if a.media_type == "image/png" {
+                    bytes
+                } else {
+                    to_png(&bytes)?
+                };
                 files.push((screenshot_name(s.n), png));
             }
             None => {
@@ -358,10 +376,13 @@ async fn collect(
 /// Screenshots are stored as PNG today; anything else is converted so the export's
 /// `.png` names never lie.
 fn to_png(bytes: &[u8]) -> Result<Vec<u8>, TrajectoryError> {
-    let img = image::load_from_memory(bytes).map_err(|e| TrajectoryError::Archive(format!("a screenshot cannot be decoded: {e}")))?;
+    let img = image::load_from_memory(bytes)
+        .map_err(|e| TrajectoryError::Archive(format!("a screenshot cannot be decoded: {e}")))?;
     let mut out = std::io::Cursor::new(Vec::new());
     img.write_to(&mut out, image::ImageFormat::Png)
-        .map_err(|e| TrajectoryError::Archive(format!("a screenshot cannot be encoded as PNG: {e}")))?;
+        .map_err(|e| {
+            TrajectoryError::Archive(format!("a screenshot cannot be encoded as PNG: {e}"))
+        })?;
     Ok(out.into_inner())
 }
 
@@ -375,13 +396,16 @@ pub async fn export_dir(
 ) -> Result<ExportSummary, TrajectoryError> {
     let (t, files, summary) = collect(store, artifacts, id).await?;
     let shots = out.join("screenshots");
-    tokio::fs::create_dir_all(&shots).await.map_err(io("create", &shots))?;
+    tokio::fs::create_dir_all(&shots)
+        .await
+        .map_err(io("create", &shots))?;
     for (name, bytes) in files {
         let p = out.join(name);
         tokio::fs::write(&p, bytes).await.map_err(io("write", &p))?;
     }
     // Written last, so a directory with a trajectory.json has all its screenshots.
-    let json = serde_json::to_vec_pretty(&t).map_err(|e| TrajectoryError::Archive(e.to_string()))?;
+    let json =
+        serde_json::to_vec_pretty(&t).map_err(|e| TrajectoryError::Archive(e.to_string()))?;
     let p = out.join(TRAJECTORY_FILE);
     tokio::fs::write(&p, json).await.map_err(io("write", &p))?;
     Ok(summary)
@@ -395,9 +419,15 @@ pub async fn export_archive(
     id: TaskId,
 ) -> Result<Vec<u8>, TrajectoryError> {
     let (t, files, _) = collect(store, artifacts, id).await?;
-    let json = serde_json::to_vec_pretty(&t).map_err(|e| TrajectoryError::Archive(e.to_string()))?;
+    let json =
+        serde_json::to_vec_pretty(&t).map_err(|e| TrajectoryError::Archive(e.to_string()))?;
     let prefix = id.to_string();
-    let mtime = t.task.finished_at.unwrap_or(t.task.created_at).timestamp().max(0) as u64;
+    let mtime = t
+        .task
+        .finished_at
+        .unwrap_or(t.task.created_at)
+        .timestamp()
+        .max(0) as u64;
     // Compressing is CPU work; keep it off the async workers.
     tokio::task::spawn_blocking(move || {
         let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -461,10 +491,19 @@ fn read(path: &Path, with_screenshots: bool) -> Result<TrajectoryBundle, Traject
     read_dir(dir, path, with_screenshots)
 }
 
-fn read_dir(dir: &Path, json_path: &Path, with_screenshots: bool) -> Result<TrajectoryBundle, TrajectoryError> {
-    let len = std::fs::metadata(json_path).map_err(io("read", json_path))?.len();
+fn read_dir(
+    dir: &Path,
+    json_path: &Path,
+    with_screenshots: bool,
+) -> Result<TrajectoryBundle, TrajectoryError> {
+    let len = std::fs::metadata(json_path)
+        .map_err(io("read", json_path))?
+        .len();
     if len > MAX_JSON_BYTES {
-        return Err(TrajectoryError::Invalid { path: json_path.into(), reason: format!("it is {len} bytes, over the {MAX_JSON_BYTES} limit") });
+        return Err(TrajectoryError::Invalid {
+            path: json_path.into(),
+            reason: format!("it is {len} bytes, over the {MAX_JSON_BYTES} limit"),
+        });
     }
     let json = std::fs::read(json_path).map_err(io("read", json_path))?;
     let trajectory = parse(json_path, &json)?;
@@ -485,7 +524,10 @@ fn read_dir(dir: &Path, json_path: &Path, with_screenshots: bool) -> Result<Traj
             }
         }
     }
-    Ok(TrajectoryBundle { trajectory, screenshots })
+    Ok(TrajectoryBundle {
+        trajectory,
+        screenshots,
+    })
 }
 
 fn read_archive(path: &Path, with_screenshots: bool) -> Result<TrajectoryBundle, TrajectoryError> {
@@ -493,7 +535,10 @@ fn read_archive(path: &Path, with_screenshots: bool) -> Result<TrajectoryBundle,
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(f));
     let mut json = None;
     let mut screenshots = BTreeMap::new();
-    let bad = |e: std::io::Error| TrajectoryError::Invalid { path: path.to_path_buf(), reason: format!("the archive is damaged: {e}") };
+    let bad = |e: std::io::Error| TrajectoryError::Invalid {
+        path: path.to_path_buf(),
+        reason: format!("the archive is damaged: {e}"),
+    };
     for entry in ar.entries().map_err(bad)? {
         let mut entry = entry.map_err(bad)?;
         if entry.header().entry_type() != tar::EntryType::Regular {
@@ -506,7 +551,10 @@ fn read_archive(path: &Path, with_screenshots: bool) -> Result<TrajectoryBundle,
             continue;
         }
         if entry.size() > MAX_JSON_BYTES {
-            return Err(TrajectoryError::Invalid { path: path.into(), reason: format!("entry {name} is too large") });
+            return Err(TrajectoryError::Invalid {
+                path: path.into(),
+                reason: format!("entry {name} is too large"),
+            });
         }
         let mut buf = Vec::with_capacity(entry.size() as usize);
         entry.read_to_end(&mut buf).map_err(bad)?;
@@ -516,9 +564,15 @@ fn read_archive(path: &Path, with_screenshots: bool) -> Result<TrajectoryBundle,
             screenshots.insert(n, buf);
         }
     }
-    let json = json.ok_or_else(|| TrajectoryError::Invalid { path: path.into(), reason: format!("the archive holds no {TRAJECTORY_FILE}") })?;
+    let json = json.ok_or_else(|| TrajectoryError::Invalid {
+        path: path.into(),
+        reason: format!("the archive holds no {TRAJECTORY_FILE}"),
+    })?;
     let trajectory = parse(path, &json)?;
-    Ok(TrajectoryBundle { trajectory, screenshots })
+    Ok(TrajectoryBundle {
+        trajectory,
+        screenshots,
+    })
 }
 
 #[cfg(test)]
@@ -539,7 +593,10 @@ mod tests {
         let p = dir.path().join(TRAJECTORY_FILE);
         std::fs::write(&p, b"{\"format\": \"other\"}").unwrap();
         let e = load(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("not a droidpilot trajectory") && e.contains("droidpilot export"), "{e}");
+        assert!(
+            e.contains("not a droidpilot trajectory") && e.contains("droidpilot export"),
+            "{e}"
+        );
         let e = load(&dir.path().join("nope")).unwrap_err().to_string();
         assert!(e.contains("cannot read"), "{e}");
     }

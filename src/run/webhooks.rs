@@ -143,20 +143,26 @@ pub struct Delivered {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
-    #[error("webhook URL `{url}` is not usable: {reason}. Use an absolute http(s) URL such as https://example.com/hooks/droidpilot")]
+    #[error(
+        "webhook URL `{url}` is not usable: {reason}. Use an absolute http(s) URL such as https://example.com/hooks/droidpilot"
+    )]
     InvalidUrl { url: String, reason: String },
     #[error("webhook configuration is invalid: {0}")]
     Config(String),
     #[error("cannot encode the webhook payload: {0}")]
     Encode(#[from] serde_json::Error),
-    #[error("webhook to {url} was refused with HTTP {status} after {attempts} attempt(s), not retried: {detail}")]
+    #[error(
+        "webhook to {url} was refused with HTTP {status} after {attempts} attempt(s), not retried: {detail}"
+    )]
     Rejected {
         url: String,
         status: u16,
         attempts: u32,
         detail: String,
     },
-    #[error("webhook to {url} gave up after {attempts} attempt(s); last error: {last}. Check that the receiver is up and answers 2xx within the timeout")]
+    #[error(
+        "webhook to {url} gave up after {attempts} attempt(s); last error: {last}. Check that the receiver is up and answers 2xx within the timeout"
+    )]
     GaveUp {
         url: String,
         attempts: u32,
@@ -166,7 +172,10 @@ pub enum WebhookError {
 
 /// The signature header's value for `body` sent at `timestamp`: `sha256=<hex>`.
 pub fn sign(secret: &[u8], timestamp: &str, body: &[u8]) -> String {
-    format!("sha256={}", hex::encode(mac(secret, timestamp, body).finalize().into_bytes()))
+    format!(
+        "sha256={}",
+        hex::encode(mac(secret, timestamp, body).finalize().into_bytes())
+    )
 }
 
 fn mac(secret: &[u8], timestamp: &str, body: &[u8]) -> HmacSha256 {
@@ -433,7 +442,9 @@ impl WebhookSender {
                 .get(reqwest::header::LOCATION)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("?");
-            format!("redirected to `{to}`; configure the final URL (redirects are not followed, they would drop the signed body)")
+            format!(
+                "redirected to `{to}`; configure the final URL (redirects are not followed, they would drop the signed body)"
+            )
         } else {
             let text = resp.text().await.unwrap_or_default();
             let excerpt: String = text.chars().take(200).collect();
@@ -461,10 +472,22 @@ mod tests {
         assert!(sig.starts_with("sha256=") && sig.len() == 7 + 64, "{sig}");
         assert!(verify(b"s3cret", "1700000000", body, &sig));
         assert!(!verify(b"other", "1700000000", body, &sig), "wrong secret");
-        assert!(!verify(b"s3cret", "1700000001", body, &sig), "timestamp is signed");
-        assert!(!verify(b"s3cret", "1700000000", b"{}", &sig), "body is signed");
-        assert!(!verify(b"s3cret", "1700000000", body, &sig[7..]), "prefix required");
-        assert!(!verify(b"s3cret", "1700000000", body, "sha256=zz"), "bad hex");
+        assert!(
+            !verify(b"s3cret", "1700000001", body, &sig),
+            "timestamp is signed"
+        );
+        assert!(
+            !verify(b"s3cret", "1700000000", b"{}", &sig),
+            "body is signed"
+        );
+        assert!(
+            !verify(b"s3cret", "1700000000", body, &sig[7..]),
+            "prefix required"
+        );
+        assert!(
+            !verify(b"s3cret", "1700000000", body, "sha256=zz"),
+            "bad hex"
+        );
     }
 
     #[test]
@@ -473,14 +496,20 @@ mod tests {
         let sig = sign(b"key", "1", b"{}");
         let mut m = <HmacSha256 as Mac>::new_from_slice(b"key").unwrap();
         m.update(b"1.{}");
-        assert_eq!(sig, format!("sha256={}", hex::encode(m.finalize().into_bytes())));
+        assert_eq!(
+            sig,
+            format!("sha256={}", hex::encode(m.finalize().into_bytes()))
+        );
     }
 
     #[test]
     fn freshness_window() {
         let sig = sign(b"k", "1000", b"x");
         assert!(verify_fresh(b"k", "1000", b"x", &sig, 1200, 300));
-        assert!(!verify_fresh(b"k", "1000", b"x", &sig, 1400, 300), "too old");
+        assert!(
+            !verify_fresh(b"k", "1000", b"x", &sig, 1400, 300),
+            "too old"
+        );
         assert!(!verify_fresh(b"k", "soon", b"x", &sig, 1000, 300));
     }
 
@@ -491,9 +520,16 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(cfg.max_attempts, 3);
-        assert_eq!(cfg.timeout_ms, WebhookConfig::default().timeout_ms, "defaults fill in");
+        assert_eq!(
+            cfg.timeout_ms,
+            WebhookConfig::default().timeout_ms,
+            "defaults fill in"
+        );
         let dbg = format!("{cfg:?}");
-        assert!(!dbg.contains("hunter2") && dbg.contains("[redacted]"), "{dbg}");
+        assert!(
+            !dbg.contains("hunter2") && dbg.contains("[redacted]"),
+            "{dbg}"
+        );
         let e = serde_json::from_value::<WebhookConfig>(serde_json::json!({"max_attempt": 3}))
             .unwrap_err();
         assert!(e.to_string().contains("unknown field `max_attempt`"), "{e}");
@@ -561,10 +597,21 @@ mod tests {
             .deliver(&format!("{}/hook?token=abc", server.uri()), &p)
             .await
             .unwrap();
-        assert_eq!(d, Delivered { attempts: 1, status: 204 });
+        assert_eq!(
+            d,
+            Delivered {
+                attempts: 1,
+                status: 204
+            }
+        );
         let req = &server.received_requests().await.unwrap()[0];
         let h = |k: &str| req.headers.get(k).unwrap().to_str().unwrap().to_string();
-        assert!(verify(b"topsecret", &h(TIMESTAMP_HEADER), &req.body, &h(SIGNATURE_HEADER)));
+        assert!(verify(
+            b"topsecret",
+            &h(TIMESTAMP_HEADER),
+            &req.body,
+            &h(SIGNATURE_HEADER)
+        ));
         assert!(verify_fresh(
             b"topsecret",
             &h(TIMESTAMP_HEADER),
@@ -573,13 +620,24 @@ mod tests {
             chrono::Utc::now().timestamp(),
             300
         ));
-        assert!(!verify(b"wrong", &h(TIMESTAMP_HEADER), &req.body, &h(SIGNATURE_HEADER)));
+        assert!(!verify(
+            b"wrong",
+            &h(TIMESTAMP_HEADER),
+            &req.body,
+            &h(SIGNATURE_HEADER)
+        ));
         assert_eq!(h(EVENT_HEADER), "task.finished");
         assert_eq!(h(DELIVERY_HEADER), p.delivery_id.to_string());
         assert_eq!(h("content-type"), "application/json");
         let v: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
-        assert_eq!((v["task_id"].as_str(), v["status"].as_str()), (Some("coord-42"), Some("success")));
-        assert_eq!((v["steps_taken"].as_u64(), v["event"].as_str()), (Some(3), Some("task.finished")));
+        assert_eq!(
+            (v["task_id"].as_str(), v["status"].as_str()),
+            (Some("coord-42"), Some("success"))
+        );
+        assert_eq!(
+            (v["steps_taken"].as_u64(), v["event"].as_str()),
+            (Some(3), Some("task.finished"))
+        );
     }
 
     #[tokio::test]
@@ -597,9 +655,18 @@ mod tests {
             .mount(&server)
             .await;
         let d = sender(3).deliver(&server.uri(), &payload()).await.unwrap();
-        assert_eq!(d, Delivered { attempts: 2, status: 200 });
+        assert_eq!(
+            d,
+            Delivered {
+                attempts: 2,
+                status: 200
+            }
+        );
         let reqs = server.received_requests().await.unwrap();
-        let ids: Vec<_> = reqs.iter().map(|r| r.headers.get(DELIVERY_HEADER).unwrap().clone()).collect();
+        let ids: Vec<_> = reqs
+            .iter()
+            .map(|r| r.headers.get(DELIVERY_HEADER).unwrap().clone())
+            .collect();
         assert_eq!(ids[0], ids[1], "one delivery id across attempts");
         assert_eq!(reqs[1].headers.get(ATTEMPT_HEADER).unwrap(), "2");
     }
@@ -628,9 +695,17 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let e = sender(5).deliver(&server.uri(), &payload()).await.unwrap_err();
+        let e = sender(5)
+            .deliver(&server.uri(), &payload())
+            .await
+            .unwrap_err();
         match &e {
-            WebhookError::Rejected { status, attempts, detail, .. } => {
+            WebhookError::Rejected {
+                status,
+                attempts,
+                detail,
+                ..
+            } => {
                 assert_eq!((*status, *attempts), (400, 1));
                 assert!(detail.contains("unknown task_id"), "{detail}");
             }
@@ -647,10 +722,19 @@ mod tests {
             .expect(3)
             .mount(&server)
             .await;
-        let e = sender(3).deliver(&server.uri(), &payload()).await.unwrap_err();
-        assert!(matches!(e, WebhookError::GaveUp { attempts: 3, .. }), "{e:?}");
+        let e = sender(3)
+            .deliver(&server.uri(), &payload())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, WebhookError::GaveUp { attempts: 3, .. }),
+            "{e:?}"
+        );
         let msg = e.to_string();
-        assert!(msg.contains("after 3 attempt(s)") && msg.contains("HTTP 503"), "{msg}");
+        assert!(
+            msg.contains("after 3 attempt(s)") && msg.contains("HTTP 503"),
+            "{msg}"
+        );
         assert!(!msg.contains("topsecret"));
     }
 
@@ -671,18 +755,37 @@ mod tests {
         })
         .unwrap();
         let e = s.deliver(&server.uri(), &payload()).await.unwrap_err();
-        assert!(e.to_string().contains("timed out") && e.to_string().contains("2 attempt"), "{e}");
+        assert!(
+            e.to_string().contains("timed out") && e.to_string().contains("2 attempt"),
+            "{e}"
+        );
 
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let e = s.deliver(&format!("http://127.0.0.1:{port}/h"), &payload()).await.unwrap_err();
-        assert!(matches!(e, WebhookError::GaveUp { attempts: 2, .. }), "{e:?}");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = s
+            .deliver(&format!("http://127.0.0.1:{port}/h"), &payload())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, WebhookError::GaveUp { attempts: 2, .. }),
+            "{e:?}"
+        );
     }
 
     #[tokio::test]
     async fn unusable_urls_fail_fast() {
-        let e = sender(3).deliver("ftp://example.com/x", &payload()).await.unwrap_err();
+        let e = sender(3)
+            .deliver("ftp://example.com/x", &payload())
+            .await
+            .unwrap_err();
         assert!(e.to_string().contains("not http or https"), "{e}");
-        let e = sender(3).deliver("not a url", &payload()).await.unwrap_err();
+        let e = sender(3)
+            .deliver("not a url", &payload())
+            .await
+            .unwrap_err();
         assert!(matches!(e, WebhookError::InvalidUrl { .. }), "{e:?}");
     }
 
