@@ -11,3 +11,7 @@ pub mod runner;
 pub mod scheduler;
 
 pub mod stuck;
+
+pub mod result;
+pub mod trajectory;
+pub mod webhooks;

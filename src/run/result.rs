@@ -1,0 +1,285 @@
+//! The result of a finished task in the shape a backend coordinator expects (seed 004):
+//! `task_id`, `status` (`success` | `failed` | `timeout` | `error`), `steps_taken`,
+//! `actions_executed`, `completion_reason`, plus our own id, the answer, tokens and cost.
+//! Webhooks send it, and handlers can return it for finished tasks.
+//!
+//! Status mapping (every terminal `TaskStatus` maps to one coordinator status):
+//!
+//! | TaskStatus    | status    | why |
+//! | ------------- | --------- | --- |
+//! | `succeeded`   | `success` | the agent finished and said it succeeded |
+//! | `failed`      | `failed`  | the agent gave up, got stuck, or the device was lost |
+//! | `incomplete`  | `failed`  | `max_steps` ran out: the work was tried and not done |
+//! | `timed_out`   | `timeout` | `timeout_seconds` ran out |
+//! | `cancelled`   | `error`   | stopped from outside; the task's outcome is unknown, so a coordinator should not treat it as the agent failing |
+//! | `interrupted` | `error`   | the server stopped under the task; same reasoning |
+//!
+//! Queued, running and waiting tasks have no result yet: building one is refused with
+//! [`NotFinished`] rather than inventing a fifth status the coordinator does not know.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::{Step, Task, TaskId, TaskStatus};
+
+/// The coordinator's four outcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CoordinatorStatus {
+    Success,
+    Failed,
+    Timeout,
+    Error,
+}
+
+impl CoordinatorStatus {
+    /// The coordinator status of a terminal task status; `None` while the task is still
+    /// queued, running or waiting for a person.
+    pub fn from_task_status(s: TaskStatus) -> Option<Self> {
+        match s {
+            TaskStatus::Succeeded => Some(Self::Success),
+            TaskStatus::Failed | TaskStatus::Incomplete => Some(Self::Failed),
+            TaskStatus::TimedOut => Some(Self::Timeout),
+            TaskStatus::Cancelled | TaskStatus::Interrupted => Some(Self::Error),
+            TaskStatus::Queued | TaskStatus::Running | TaskStatus::WaitingForUser => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Failed => "failed",
+            Self::Timeout => "timeout",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// Actions that operate the phone. Waiting, finishing, asking a person, MCP tools and
+/// custom actions do not count as "actions executed" for the coordinator.
+pub const DEVICE_ACTIONS: [&str; 10] = [
+    "tap",
+    "long_press",
+    "double_tap",
+    "swipe",
+    "scroll",
+    "type",
+    "clear",
+    "key",
+    "launch_app",
+    "open_url",
+];
+
+/// Whether a recorded step executed an action on the device successfully.
+pub fn is_executed_device_action(step: &Step) -> bool {
+    step.outcome.status == "ok"
+        && step
+            .action
+            .as_ref()
+            .and_then(|a| a.get("action"))
+            .and_then(|a| a.as_str())
+            .is_some_and(|name| DEVICE_ACTIONS.contains(&name))
+}
+
+/// A finished task, as the coordinator reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CoordinatorResult {
+    /// The caller's `task_id` when it gave one, otherwise our id.
+    pub task_id: String,
+    pub status: CoordinatorStatus,
+    /// Steps recorded (every observe → decide → act pass, including `finish`).
+    pub steps_taken: u32,
+    /// Steps whose device action (tap, swipe, type, key, launch_app…) completed.
+    pub actions_executed: u32,
+    /// Why the task ended, in words.
+    pub completion_reason: String,
+    /// Our id for the task (for `/v1/tasks/{id}` and its trajectory).
+    pub id: TaskId,
+    /// Our finer-grained status (`succeeded`, `incomplete`, `cancelled`…).
+    pub task_status: TaskStatus,
+    /// The agent's answer, when it finished with one.
+    pub answer: Option<String>,
+    pub session_id: Option<String>,
+    /// The device that ran the task.
+    pub device_id: Option<String>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Asked for the result of a task that has not ended.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "task {id} is {status} and has no result yet; wait for `task.finished` or poll GET /v1/tasks/{id}"
+)]
+pub struct NotFinished {
+    pub id: TaskId,
+    pub status: TaskStatus,
+}
+
+impl CoordinatorResult {
+    /// Builds the result from a task and its recorded steps (`Store::steps`).
+    pub fn new(task: &Task, steps: &[Step]) -> Result<Self, NotFinished> {
+        let status = CoordinatorStatus::from_task_status(task.status).ok_or(NotFinished {
+            id: task.id,
+            status: task.status,
+        })?;
+        // The task row counts steps as they are committed; the step list is the same
+        // data, so the larger of the two covers a caller that passed a partial list.
+        let steps_taken = task.steps.max(steps.len() as u32);
+        let actions_executed = steps
+            .iter()
+            .filter(|s| is_executed_device_action(s))
+            .count() as u32;
+        Ok(Self {
+            task_id: task
+                .spec
+                .external_id
+                .clone()
+                .unwrap_or_else(|| task.id.to_string()),
+            status,
+            steps_taken,
+            actions_executed,
+            completion_reason: task
+                .reason
+                .clone()
+                .unwrap_or_else(|| task.status.as_str().to_string()),
+            id: task.id,
+            task_status: task.status,
+            answer: task.answer.clone(),
+            session_id: task.spec.session_id.clone(),
+            device_id: task.assigned_device.clone(),
+            tokens_in: task.tokens_in,
+            tokens_out: task.tokens_out,
+            cost_usd: task.cost_usd,
+            started_at: task.started_at,
+            finished_at: task.finished_at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{NewTask, StepOutcome, StepTimings, TaskSpec};
+    use serde_json::{Value, json};
+
+    fn task(status: TaskStatus, external: Option<&str>) -> Task {
+        let spec = TaskSpec::parse(NewTask {
+            ai_prompt: Some("open Clock".into()),
+            task_id: external.map(String::from),
+            session_id: Some("s-9".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        Task {
+            id: TaskId::new(),
+            status,
+            spec,
+            assigned_device: Some("sim-1".into()),
+            created_at: chrono::Utc::now(),
+            started_at: Some(chrono::Utc::now()),
+            finished_at: Some(chrono::Utc::now()),
+            reason: Some("done".into()),
+            answer: Some("07:30".into()),
+            steps: 4,
+            tokens_in: 100,
+            tokens_out: 20,
+            cost_usd: 0.5,
+            cancel_requested: false,
+        }
+    }
+
+    fn step(id: TaskId, n: u32, action: Value, status: &str) -> Step {
+        Step {
+            task_id: id,
+            n,
+            started_at: chrono::Utc::now(),
+            thinking: None,
+            action: Some(action),
+            outcome: StepOutcome {
+                status: status.into(),
+                error: None,
+                screen_changed: None,
+                detail: None,
+            },
+            screen: None,
+            screenshot: None,
+            timings: StepTimings::default(),
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: 0.0,
+        }
+    }
+
+    #[test]
+    fn counts_only_successful_device_actions() {
+        let t = task(TaskStatus::Succeeded, Some("coord-7"));
+        let steps = vec![
+            step(
+                t.id,
+                1,
+                json!({"action": "launch_app", "package": "com.android.deskclock"}),
+                "ok",
+            ),
+            step(t.id, 2, json!({"action": "tap", "element": 3}), "failed"),
+            step(t.id, 3, json!({"action": "wait", "ms": 100}), "ok"),
+            step(t.id, 4, json!({"action": "finish", "success": true}), "ok"),
+        ];
+        let r = CoordinatorResult::new(&t, &steps).unwrap();
+        assert_eq!(r.task_id, "coord-7");
+        assert_eq!(r.status, CoordinatorStatus::Success);
+        assert_eq!((r.steps_taken, r.actions_executed), (4, 1));
+        assert_eq!(r.completion_reason, "done");
+        let v = serde_json::to_value(&r).unwrap();
+        for k in [
+            "task_id",
+            "status",
+            "steps_taken",
+            "actions_executed",
+            "completion_reason",
+        ] {
+            assert!(v.get(k).is_some(), "{k} missing from {v}");
+        }
+        assert_eq!(v["status"], "success");
+    }
+
+    #[test]
+    fn our_id_when_the_caller_gave_none() {
+        let t = task(TaskStatus::Failed, None);
+        let r = CoordinatorResult::new(&t, &[]).unwrap();
+        assert_eq!(r.task_id, t.id.to_string());
+        assert_eq!(r.steps_taken, 4, "falls back to the task's own count");
+    }
+
+    #[test]
+    fn every_status_maps_and_unfinished_tasks_are_refused() {
+        let want = [
+            (TaskStatus::Succeeded, Some("success")),
+            (TaskStatus::Failed, Some("failed")),
+            (TaskStatus::Incomplete, Some("failed")),
+            (TaskStatus::TimedOut, Some("timeout")),
+            (TaskStatus::Cancelled, Some("error")),
+            (TaskStatus::Interrupted, Some("error")),
+            (TaskStatus::Queued, None),
+            (TaskStatus::Running, None),
+            (TaskStatus::WaitingForUser, None),
+        ];
+        assert_eq!(want.len(), TaskStatus::ALL.len());
+        for (s, c) in want {
+            assert_eq!(
+                CoordinatorStatus::from_task_status(s).map(|c| c.as_str()),
+                c,
+                "{s}"
+            );
+            assert_eq!(s.is_terminal(), c.is_some(), "{s}");
+            let r = CoordinatorResult::new(&task(s, None), &[]);
+            match c {
+                Some(c) => assert_eq!(serde_json::to_value(r.unwrap().status).unwrap(), c),
+                None => assert!(r.unwrap_err().to_string().contains("no result yet")),
+            }
+        }
+    }
+}
