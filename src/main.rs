@@ -26,6 +26,38 @@ fn main() -> std::process::ExitCode {
                 print!("{}", droidpilot::server::openapi_json());
                 Ok(())
             }
+            Command::Screen(args) => {
+                droidpilot::screen::cli::run(&args, &mut std::io::stdout().lock())
+            }
+            Command::Sim(args) => {
+                droidpilot::cli::init_logging(
+                    cli.log_format
+                        .unwrap_or(droidpilot::config::LogFormat::Text),
+                    "info",
+                );
+                droidpilot::adbd::cli::run(args).await
+            }
+            Command::Devices(args) => {
+                let base = droidpilot::config::Config::load(
+                    std::path::Path::new("config"),
+                    &Default::default(),
+                )
+                .map(|c| droidpilot::device::pool::PoolOptions {
+                    sims: c.devices.sim,
+                    ..Default::default()
+                })
+                .unwrap_or_default();
+                droidpilot::device::cli::run_devices(&args, base).await
+            }
+            Command::Doctor(args) => match droidpilot::device::cli::run_doctor(&args).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(anyhow::anyhow!("some checks failed; see the fixes above")),
+                Err(e) => Err(e),
+            },
+            Command::Bench(droidpilot::cli::BenchCommand::Adb(args)) => {
+                droidpilot::cli::bench_adb(args).await
+            }
+            Command::Export(args) => droidpilot::cli::export(args).await,
         }
     });
     match result {

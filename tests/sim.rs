@@ -868,3 +868,67 @@ async fn config_deserializes_and_refuses_mistakes() {
     .unwrap_err();
     assert!(bad.to_string().contains("popup_rate"));
 }
+
+/// Every screen the virtual phone shows on the way through every task goes through the
+/// real screen parser, and what the model reads holds what a person sees: every visible
+/// label on screen appears in the compact text or in its element's label, unless that
+/// label was visibly clipped (ends with `…`) at the label length cap.
+#[tokio::test]
+async fn every_screen_parses_and_its_representation_holds_what_a_person_sees() {
+    use droidpilot::screen::{ReprOptions, Screen};
+    let mut screens = 0;
+    for t in droidpilot::device::sim::tasks::tasks() {
+        let phone = SimDevice::new(SimConfig::default()).unwrap();
+        phone.reset_to(&t);
+        let mut actions = t.reference();
+        actions.insert(0, droidpilot::domain::Action::Wait { ms: 0 });
+        for (i, a) in actions.iter().enumerate() {
+            droidpilot::device::sim::tasks::run_actions(&phone, std::slice::from_ref(a))
+                .await
+                .unwrap();
+            let xml = phone.hierarchy().await.unwrap();
+            let screen = Screen::from_xml(&xml, &ReprOptions::default())
+                .unwrap_or_else(|e| panic!("{} step {i}: {e}", t.id));
+            let repr = screen.representation(&ReprOptions::default());
+            assert!(
+                !repr.actionable_elements.is_empty(),
+                "{} step {i}: nothing to act on",
+                t.id
+            );
+            for n in &screen.tree.nodes {
+                let text = n.text.trim();
+                let visible = n.visible
+                    && !n.bounds.is_empty()
+                    && n.bounds.top >= 0
+                    && n.bounds.bottom <= 2400;
+                if !visible
+                    || text.chars().count() < 2
+                    || n.password
+                    || n.package.contains("systemui")
+                {
+                    continue;
+                }
+                let probe: String = text.chars().take(12).collect();
+                // Labels merge child text and are capped (MAX_LABEL_CHARS) to bound tokens:
+                // text may be missing only inside an element whose label says it was clipped.
+                let in_labels = repr
+                    .actionable_elements
+                    .iter()
+                    .any(|e| e.text.contains(probe.trim()));
+                let inside_clipped = repr.actionable_elements.iter().any(|e| {
+                    e.text.ends_with('…')
+                        && e.bounds.intersect(&n.bounds) == n.bounds
+                        && !n.bounds.is_empty()
+                });
+                assert!(
+                    repr.elements.contains(probe.trim()) || in_labels || inside_clipped,
+                    "{} step {i}: `{text}` is on screen but not in what the model reads:\n{}",
+                    t.id,
+                    repr.elements
+                );
+            }
+            screens += 1;
+        }
+    }
+    assert!(screens > 200, "{screens} screens checked");
+}

@@ -29,6 +29,53 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print the OpenAPI 3.1 document of the HTTP API (the committed copy is openapi/openapi.json).
     Openapi,
+    /// Read a uiautomator dump (a file, or - for stdin) and print what the model would see.
+    Screen(crate::screen::cli::ScreenArgs),
+    /// Serve a virtual phone as an adbd over TCP, for `adb connect 127.0.0.1:PORT`.
+    Sim(crate::adbd::cli::SimArgs),
+    /// List the devices droidpilot can reach: id, backend, model, state and screen.
+    Devices(crate::device::cli::DevicesArgs),
+    /// Check adb, the adb server and each device, and print fixes for what is wrong.
+    Doctor(crate::device::cli::DoctorArgs),
+    /// Measure droidpilot itself and print figures (not pass/fail).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Write a task's trajectory.json and screenshots/NNNN.png into a directory.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Latency of the ADB backend through the real adb server, against the adb CLI doing the same.
+    Adb(BenchAdbArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchAdbArgs {
+    /// The device's serial as `adb devices` shows it (e.g. 127.0.0.1:5555 for `droidpilot sim`).
+    #[arg(long)]
+    pub serial: String,
+    /// The adb server, host:port.
+    #[arg(long, default_value = "127.0.0.1:5037")]
+    pub adb_server: std::net::SocketAddrV4,
+    /// Repetitions per operation.
+    #[arg(long, default_value_t = 30)]
+    pub iterations: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The task id.
+    pub id: crate::domain::TaskId,
+    /// The directory to write into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A TOML file layered over the defaults (to find the data directory).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// The data directory holding droidpilot.db (default ./data).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -98,5 +145,55 @@ pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Re
         server.local_addr()
     );
     server.run(crate::server::shutdown_signal()).await?;
+    Ok(())
+}
+
+/// `droidpilot bench adb`.
+pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
+    let opts = crate::device::adb::AdbOptions {
+        server: args.adb_server,
+        ..Default::default()
+    };
+    let dev = crate::device::adb::AdbDevice::new(&args.serial, opts);
+    let rows = crate::device::adb::bench::bench_adb(&dev, args.iterations).await?;
+    print!("{}", crate::device::adb::bench::format_rows(&rows));
+    Ok(())
+}
+
+/// `droidpilot export ID --out DIR`.
+pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
+    use std::sync::Arc;
+    let config = Config::load(
+        std::path::Path::new("config"),
+        &Overrides {
+            config_file: args.config.clone(),
+            data_dir: args.data_dir.clone(),
+            ..Default::default()
+        },
+    )?;
+    let db = config.database_path();
+    if !db.exists() {
+        anyhow::bail!(
+            "no database at {}; pass --data-dir where `droidpilot serve` keeps its data",
+            db.display()
+        );
+    }
+    let store: Arc<dyn crate::store::Store> = Arc::new(crate::store::SqliteStore::open(&db).await?);
+    let artifacts =
+        crate::run::artifacts::ArtifactStore::new(&config.storage.data_dir, store.clone());
+    let summary =
+        crate::run::trajectory::export_dir(store.as_ref(), &artifacts, args.id, &args.out).await?;
+    println!(
+        "wrote {}/trajectory.json: {} steps, {} screenshots{}",
+        args.out.display(),
+        summary.steps,
+        summary.screenshots,
+        if summary.missing_screenshots > 0 {
+            format!(" ({} missing on disk)", summary.missing_screenshots)
+        } else {
+            String::new()
+        }
+    );
+    store.close().await;
     Ok(())
 }

@@ -257,3 +257,76 @@ pub async fn step_screenshot(
         .ok_or_else(none)?;
     Ok(([(header::CONTENT_TYPE, art.media_type)], bytes).into_response())
 }
+
+impl From<crate::run::trajectory::TrajectoryError> for ApiError {
+    fn from(e: crate::run::trajectory::TrajectoryError) -> Self {
+        use crate::run::trajectory::TrajectoryError as T;
+        match e {
+            T::Store(s) => s.into(),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+}
+
+/// The whole run as JSON: the task summary and every step with its action, thinking,
+/// outcome, timings and screenshot name.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/trajectory", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, body = crate::run::trajectory::Trajectory), (status = 404, body = ErrorResponse))
+)]
+pub async fn trajectory(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<Json<crate::run::trajectory::Trajectory>, ApiError> {
+    Ok(Json(
+        crate::run::trajectory::Trajectory::build(s.store.as_ref(), id).await?,
+    ))
+}
+
+/// The run as a `.tar.gz` holding `{id}/trajectory.json` and `{id}/screenshots/NNNN.png`
+/// (what `droidpilot export` writes into a directory).
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/export", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, content_type = "application/gzip", body = Vec<u8>), (status = 404, body = ErrorResponse))
+)]
+pub async fn export(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let bytes = crate::run::trajectory::export_archive(s.store.as_ref(), &s.artifacts, id).await?;
+    let disposition = format!("attachment; filename=\"{id}.tar.gz\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/gzip".to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// The result in the coordinator's terms: `task_id` (yours, when you gave one), `status`
+/// (success, failed, timeout, error), `steps_taken`, `actions_executed`, `completion_reason`.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/result", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, body = crate::run::result::CoordinatorResult), (status = 404, body = ErrorResponse),
+              (status = 409, description = "The task has not finished", body = ErrorResponse))
+)]
+pub async fn result(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<Json<crate::run::result::CoordinatorResult>, ApiError> {
+    let task = s.store.get_task(id).await?;
+    let steps = s.store.steps(id).await?;
+    crate::run::result::CoordinatorResult::new(&task, &steps)
+        .map(Json)
+        .map_err(|nf| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "task_not_finished",
+                format!("task {} is still {}", nf.id, nf.status),
+                "Wait for `task.finished` (GET /v1/tasks/{id}/events), then ask again.",
+            )
+        })
+}

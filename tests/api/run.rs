@@ -209,6 +209,38 @@ async fn a_task_completes_on_the_virtual_phone_with_a_real_model_protocol() {
     // The device is free again.
     let d: Value = app.get("/v1/devices/sim-1").await.json().await.unwrap();
     assert_eq!(d["state"], "available");
+
+    // The run as a coordinator, a trajectory reader and an archiver see it.
+    let r: Value = app
+        .get(&format!("/v1/tasks/{id}/result"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (r["status"].as_str(), r["completion_reason"].as_str()),
+        (Some("success"), Some("Bluetooth is on"))
+    );
+    let reference = sim_task("settings.bluetooth_on").unwrap().reference().len() as u64;
+    assert_eq!(r["actions_executed"].as_u64(), Some(reference));
+    assert_eq!(r["steps_taken"], t["steps"]);
+    let tr: Value = app
+        .get(&format!("/v1/tasks/{id}/trajectory"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        tr["steps"].as_array().unwrap().len() as u64,
+        t["steps"].as_u64().unwrap()
+    );
+    let archive = app.get(&format!("/v1/tasks/{id}/export")).await;
+    assert_eq!(archive.headers()["content-type"], "application/gzip");
+    assert_eq!(
+        &archive.bytes().await.unwrap()[..2],
+        &[0x1f, 0x8b],
+        "gzip magic"
+    );
 }
 
 #[tokio::test]

@@ -176,6 +176,12 @@ async fn cancel_queued_then_cancel_again_conflicts() {
         .json()
         .await
         .unwrap();
+    let (status, code, _, _) = error_of(
+        app.get(&format!("/v1/tasks/{}/result", t["id"].as_str().unwrap()))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "task_not_finished"));
     let path = format!("/v1/tasks/{}/cancel", t["id"].as_str().unwrap());
     let r = app.client.post(app.url(&path)).send().await.unwrap();
     assert_eq!(r.status(), 200);
@@ -186,6 +192,16 @@ async fn cancel_queued_then_cancel_again_conflicts() {
     let (status, code, message, _) =
         error_of(app.client.post(app.url(&path)).send().await.unwrap()).await;
     assert_eq!((status, code.as_str()), (409, "task_finished"));
+    let r: Value = app
+        .get(&format!("/v1/tasks/{}/result", t["id"].as_str().unwrap()))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        r["status"], "error",
+        "a cancelled task reports `error` to a coordinator"
+    );
     assert!(message.contains("cancelled"), "{message}");
 }
 
