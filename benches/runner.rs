@@ -32,6 +32,15 @@ fn levels_from_env() -> Option<Vec<ConcurrencyLevel>> {
         .collect()
 }
 
+/// Steps whose settle times out are left out of the overhead anyway; a short timeout
+/// only saves wall time.
+fn quick_settle() -> droidpilot::run::runner::RunnerConfig {
+    droidpilot::run::runner::RunnerConfig {
+        settle_timeout_ms: 300,
+        ..Default::default()
+    }
+}
+
 fn overhead_per_step(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     let mut g = c.benchmark_group("runner");
     g.sample_size(10)
@@ -42,6 +51,8 @@ fn overhead_per_step(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
             let opts = RunnerBenchOptions {
                 overhead_steps: iters as usize,
                 levels: Vec::new(),
+                png_from_device: vec![false],
+                runner: quick_settle(),
                 ..RunnerBenchOptions::default()
             };
             let r = rt

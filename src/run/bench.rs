@@ -952,6 +952,8 @@ async fn overhead_run(
 async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
     let mut png = Vec::new();
     let mut png_sub = Vec::new();
+    let mut decode = Vec::new();
+    let mut small_pngs = 0usize;
     let mut parse = Vec::new();
     let mut sha = Vec::new();
     let mut hash = Vec::new();
@@ -971,6 +973,17 @@ async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
         let t0 = Instant::now();
         let Ok(bytes) = shot.png() else { continue };
         png.push(t0.elapsed());
+        // The runner's black-screen check decodes every PNG under 64 KiB.
+        small_pngs += usize::from(bytes.len() < 64 * 1024);
+        let as_png = Screenshot {
+            width: shot.width,
+            height: shot.height,
+            data: ScreenshotData::Png(bytes.clone()),
+        };
+        let t0 = Instant::now();
+        if as_png.rgba().is_ok() {
+            decode.push(t0.elapsed());
+        }
         if let Ok(raw) = shot.rgba() {
             use image::ImageEncoder as _;
             let t0 = Instant::now();
@@ -1018,6 +1031,14 @@ async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
         ComponentCost {
             component: "  the same with FilterType::Sub instead of Adaptive",
             mean_ms: mean(&png_sub),
+        },
+        ComponentCost {
+            component: if small_pngs * 2 >= png.len() {
+                "PNG decode (runner's is_black: most PNGs < 64 KiB)"
+            } else {
+                "PNG decode (runner's is_black: most PNGs >= 64 KiB)"
+            },
+            mean_ms: mean(&decode),
         },
         ComponentCost {
             component: "XML parse + representation (Screen::from_xml)",
@@ -1499,7 +1520,7 @@ mod tests {
                 o.store_calls
             );
         }
-        assert_eq!(r.overhead[0].components.len(), 5);
+        assert_eq!(r.overhead[0].components.len(), 6);
 
         let l = &r.levels[0];
         assert_eq!((l.tasks, l.succeeded, l.unfinished), (3, 3, 0));
