@@ -280,6 +280,8 @@ pub struct LevelReport {
     pub overhead_under_load: Percentiles,
     /// Steps left out of `overhead_under_load` (settle slept, or could not delimit).
     pub overhead_excluded: usize,
+    /// Up to five tasks that ended other than succeeded: `status: reason`.
+    pub failures: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -1190,13 +1192,18 @@ async fn level_run(
     let (mut steps, mut succeeded, mut unfinished) = (0, 0, 0);
     let mut overhead = Vec::new();
     let mut overhead_excluded = 0;
+    let mut failures = Vec::new();
     for (id, probe) in &probes {
         let t = env.store.inner.get_task(*id).await?;
         steps += t.steps as usize;
         match t.status {
             TaskStatus::Succeeded => succeeded += 1,
             s if !s.is_terminal() => unfinished += 1,
-            _ => {}
+            s => {
+                if failures.len() < 5 {
+                    failures.push(format!("{s}: {}", t.reason.as_deref().unwrap_or("")));
+                }
+            }
         }
         let recorded = env.store.inner.steps(*id).await?;
         for (k, seg) in segment(&probe.log(), settle_poll(&opts.runner))
@@ -1241,6 +1248,7 @@ async fn level_run(
         lagged_messages: lag.lagged,
         overhead_under_load: Percentiles::of(overhead),
         overhead_excluded,
+        failures,
     })
 }
 
@@ -1523,7 +1531,12 @@ mod tests {
         assert_eq!(r.overhead[0].components.len(), 6);
 
         let l = &r.levels[0];
-        assert_eq!((l.tasks, l.succeeded, l.unfinished), (3, 3, 0));
+        assert_eq!(
+            (l.tasks, l.succeeded, l.unfinished),
+            (3, 3, 0),
+            "{:?}",
+            l.failures
+        );
         // Each task: 2 screen-changing actions, then finish.
         assert_eq!(l.steps, 9, "{l:?}");
         // started + finished per task, observed + decided + executed per step.
