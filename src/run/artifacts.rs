@@ -10,6 +10,9 @@ use sha2::{Digest, Sha256};
 
 use crate::store::{Artifact, Store, StoreError};
 
+/// Makes temporary file names unique within the process.
+static TMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 #[derive(Clone)]
 pub struct ArtifactStore {
     root: PathBuf,
@@ -55,7 +58,10 @@ impl ArtifactStore {
             if let Some(dir) = path.parent() {
                 tokio::fs::create_dir_all(dir).await.map_err(io)?;
             }
-            let tmp = path.with_extension(format!("{ext}.tmp{}", std::process::id()));
+            // A name of its own per write: two runners storing the same bytes at once
+            // (phones on the same screen) must not rename each other's file away.
+            let n = TMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = path.with_extension(format!("{ext}.tmp{}-{n}", std::process::id()));
             tokio::fs::write(&tmp, bytes).await.map_err(io)?;
             tokio::fs::rename(&tmp, &path).await.map_err(io)?;
         }
@@ -85,5 +91,40 @@ impl ArtifactStore {
                 source,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SqliteStore;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_puts_of_the_same_bytes_all_succeed() {
+        let dir =
+            std::env::temp_dir().join(format!("droidpilot-artifacts-test-{}", std::process::id()));
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(&dir.join("db.sqlite")).await.unwrap());
+        let arts = ArtifactStore::new(&dir, store);
+        let bytes = vec![7u8; 256 * 1024];
+        let puts: Vec<_> = (0..16)
+            .map(|_| {
+                let (a, b) = (arts.clone(), bytes.clone());
+                tokio::spawn(async move { a.put("screenshot", "image/png", "png", &b).await })
+            })
+            .collect();
+        let mut shas = Vec::new();
+        for p in puts {
+            shas.push(
+                p.await
+                    .unwrap()
+                    .expect("every concurrent put of identical bytes succeeds"),
+            );
+        }
+        shas.dedup();
+        assert_eq!(shas.len(), 1);
+        let (_, read) = arts.get(&shas[0]).await.unwrap().unwrap();
+        assert_eq!(read, bytes);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
