@@ -2,6 +2,7 @@
 //! the scheduler and the per-task runner loop.
 
 pub mod artifacts;
+pub mod bench;
 pub mod events;
 pub mod interaction;
 pub mod mcp;

@@ -1,0 +1,1558 @@
+//! `droidpilot bench runner`: what the agent loop itself costs, measured on the virtual
+//! phone with the replay agent and a real SQLite file (WAL, `SqliteStore::open`) in a
+//! temporary directory. Figures, not pass/fail; `benches/runner.rs` runs the same code
+//! under criterion.
+//!
+//! ## Server overhead per step
+//!
+//! A step's wall time is one turn of the runner's loop, measured as a cycle: from the
+//! start of the step's first `screenshot()` call to the start of the next step's (for a
+//! task's last step, to the moment the runner drops the agent, which is after
+//! `finish_task` and `task.finished`). The overhead is that wall time minus the time
+//! spent inside the device (every `Device` call: screenshot rendering, hierarchy dump,
+//! input, `current_app`) and inside the agent (`Agent::next`). Both are measured in
+//! nanoseconds by decorators (`TimedDevice`, `TimedAgent`) that wrap the `SimDevice` and
+//! the `ReplayAgent`; overlapping device calls (observe runs three concurrently) count
+//! once, as the union of their intervals. The runner's own `StepTimings` are not used:
+//! their parts are whole milliseconds, so `overhead_ms` could be off by up to 5 ms.
+//!
+//! What the overhead includes, split into phases by where the time falls between the
+//! decorated calls:
+//! - `observe→decide`: PNG encoding of the sim's raw RGBA frame (a real phone's
+//!   `screencap -p` arrives as PNG and skips this), the black-screen check, uiautomator
+//!   XML parse + screen representation, sha256 + artifact file write + its SQLite row,
+//!   the `step.observed` event (SQLite commit + broadcast), building the agent context;
+//! - `decide→act`: the `step.decided` event, middleware, resolving the target;
+//! - `act/settle gaps`: parsing and hashing the hierarchy dumps the settle loop reads
+//!   (and the settle poll's sleeps, see below);
+//! - `record→next`: `append_step` (SQLite commit), the `step.executed` event, the next
+//!   loop turn's cancel check (`get_task`).
+//!
+//! A `TimedStore` decorator also times every `Store` call, so the SQLite share is
+//! reported per call kind, and a component table times PNG encode, parse and sha256 on
+//! their own.
+//!
+//! Steps whose settle found no screen change wait out `settle_timeout_ms` in poll sleeps,
+//! which are deliberate waiting, not overhead; they are left out of the overhead figures
+//! and counted (`settle_timeouts`). So are steps the probe could not delimit (a failed
+//! action re-uses its observation, so the next step has no screenshot of its own).
+//!
+//! The overhead run drives tasks one at a time through `Runner::run` on one phone (by
+//! default 1080x2400, a real phone's size), cycling through every sim task's reference
+//! solution, after one unmeasured warm-up task.
+//!
+//! ## Concurrency
+//!
+//! For each level, N virtual phones (540x1200 by default, so rendering does not drown
+//! the server's own cost on a small machine) go into a `DevicePool`; N tasks are queued,
+//! each pinned to its phone (`device_id`), with the prefix of a sim task's reference
+//! solution (at most `steps_per_task - 1` actions, then `finish`). The real `Scheduler`
+//! leases, starts and runs them with `max_concurrent_tasks = N`. Reported: committed
+//! steps per second over the whole level (scheduler start to the last `task.finished`
+//! received), and event lag as seen by a subscriber reading `EventBus::feed(Filter::All)`:
+//! from the moment the event's SQLite insert returned (just before the broadcast) to
+//! its receipt, and from its `created_at` (taken before the insert) to its receipt.
+//! Overhead per step is reported under load too; there it includes waiting for a worker
+//! thread.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::sync::{Notify, watch};
+
+use super::artifacts::ArtifactStore;
+use super::events::{EventBus, FeedItem, Filter};
+use super::interaction::Prompts;
+use super::runner::{Runner, RunnerConfig, StopSignal};
+use super::scheduler::{AgentFactory, RunningTasks, Scheduler, SchedulerConfig};
+use crate::agent::{Agent, AgentContext, AgentError, Decision, ReplayAgent};
+use crate::device::pool::{DevicePool, PoolError, PoolOptions};
+use crate::device::sim::tasks::{SimTask, tasks};
+use crate::device::sim::{SimConfig, SimDevice};
+use crate::device::{
+    AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot, ScreenshotData,
+};
+use crate::domain::{
+    Action, AppRef, Key, NewTask, PixelPoint, ScreenSize, Step, Task, TaskId, TaskSpec, TaskStatus,
+};
+use crate::domain::{Intervention, TaskSpecError};
+use crate::screen::{ReprOptions, Screen, layout_hash};
+use crate::store::{
+    Artifact, CancelOutcome, SqliteStore, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
+};
+
+/// One concurrency level: `phones` virtual phones, one task of up to `steps_per_task`
+/// steps each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ConcurrencyLevel {
+    pub phones: usize,
+    pub steps_per_task: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunnerBenchOptions {
+    /// Steps measured (one task at a time) for the overhead figures.
+    pub overhead_steps: usize,
+    pub overhead_screen: ScreenSize,
+    /// One overhead run per entry: `false` = the sim's raw RGBA frames (the runner encodes
+    /// PNG), `true` = PNG encoded inside the device, as a real phone delivers it.
+    pub png_from_device: Vec<bool>,
+    pub levels: Vec<ConcurrencyLevel>,
+    pub concurrency_screen: ScreenSize,
+    /// Where the SQLite files and artifacts go; a fresh temporary directory (removed
+    /// afterwards) when `None`.
+    pub data_dir: Option<PathBuf>,
+    pub runner: RunnerConfig,
+    /// Gives up on a concurrency level after this long (a hung level is reported, not waited for).
+    pub level_timeout: Duration,
+}
+
+impl Default for RunnerBenchOptions {
+    /// The figures: N = 10, 100, 500, sized to finish in a few minutes on 2 cores.
+    fn default() -> Self {
+        Self {
+            overhead_steps: 400,
+            overhead_screen: ScreenSize {
+                width: 1080,
+                height: 2400,
+            },
+            png_from_device: vec![false, true],
+            levels: vec![
+                ConcurrencyLevel {
+                    phones: 10,
+                    steps_per_task: 20,
+                },
+                ConcurrencyLevel {
+                    phones: 100,
+                    steps_per_task: 8,
+                },
+                ConcurrencyLevel {
+                    phones: 500,
+                    steps_per_task: 4,
+                },
+            ],
+            concurrency_screen: ScreenSize {
+                width: 540,
+                height: 1200,
+            },
+            data_dir: None,
+            runner: RunnerConfig::default(),
+            level_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerBenchError {
+    #[error("cannot prepare the benchmark's data directory {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("device pool: {0}")]
+    Pool(#[from] PoolError),
+    #[error("virtual phone: {0}")]
+    Device(#[from] DeviceError),
+    #[error("task spec: {0}")]
+    Spec(#[from] TaskSpecError),
+}
+
+impl RunnerBenchError {
+    pub fn hint(&self) -> String {
+        match self {
+            RunnerBenchError::Io { .. } => "Check that the directory is writable and has free space, or pass another data directory.".into(),
+            RunnerBenchError::Device(e) => e.hint(),
+            RunnerBenchError::Pool(e) => e.hint(),
+            _ => "This is a bug in the benchmark or the store; please report it with the output.".into(),
+        }
+    }
+}
+
+/// p50/p99/mean/max of a sample, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub n: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Percentiles {
+    pub fn of(mut xs: Vec<Duration>) -> Self {
+        if xs.is_empty() {
+            return Self::default();
+        }
+        xs.sort_unstable();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        // Nearest rank: the smallest value with at least p% of the sample at or below it.
+        let rank = |p: f64| ms(xs[((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1]);
+        Self {
+            n: xs.len(),
+            p50_ms: rank(0.50),
+            p99_ms: rank(0.99),
+            mean_ms: xs.iter().map(|d| ms(*d)).sum::<f64>() / xs.len() as f64,
+            max_ms: ms(xs[xs.len() - 1]),
+        }
+    }
+}
+
+/// Mean time per step in one phase of the loop.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseCost {
+    pub phase: &'static str,
+    pub mean_ms: f64,
+}
+
+/// One kind of `Store` call, as timed by the decorator.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoreCallStat {
+    pub call: &'static str,
+    pub calls: u64,
+    pub per_step: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+/// A piece of the overhead timed on its own (mean over sample screens).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComponentCost {
+    pub component: &'static str,
+    pub mean_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OverheadReport {
+    pub screen: ScreenSize,
+    /// Whether the device handed over PNG (as `screencap -p`) instead of raw RGBA (the
+    /// sim's native form, which the runner then encodes).
+    pub png_from_device: bool,
+    pub tasks: usize,
+    /// Steps the tasks committed (the warm-up task excluded).
+    pub steps: usize,
+    /// Steps left out: settle waited for a change that did not come.
+    pub settle_timeouts: usize,
+    /// Which actions those were (action name → count).
+    pub settle_timeout_actions: Vec<(String, usize)>,
+    /// Steps left out: the settle loop slept at least once (the screen changed late).
+    pub settle_polled: usize,
+    /// Steps left out: the probe could not delimit them.
+    pub unsegmented: usize,
+    /// Committed steps whose outcome was not `ok` (they are still measured).
+    pub not_ok: usize,
+    pub step_wall: Percentiles,
+    pub device: Percentiles,
+    pub agent: Percentiles,
+    pub overhead: Percentiles,
+    pub phases: Vec<PhaseCost>,
+    pub store_calls: Vec<StoreCallStat>,
+    pub components: Vec<ComponentCost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelReport {
+    pub phones: usize,
+    pub steps_per_task: usize,
+    pub screen: ScreenSize,
+    pub tasks: usize,
+    pub succeeded: usize,
+    /// Tasks that had not finished when `level_timeout` ran out.
+    pub unfinished: usize,
+    pub steps: usize,
+    pub elapsed_s: f64,
+    pub steps_per_s: f64,
+    pub events: usize,
+    /// Event lag from the SQLite insert returning to the subscriber's receipt.
+    pub lag_from_commit: Percentiles,
+    /// Event lag from `created_at` (before the insert) to receipt, by the wall clock.
+    pub lag_from_created_at: Percentiles,
+    /// Broadcast messages the subscriber fell behind by (re-read from the store).
+    pub lagged_messages: u64,
+    pub overhead_under_load: Percentiles,
+    /// Steps left out of `overhead_under_load` (settle slept, or could not delimit).
+    pub overhead_excluded: usize,
+    /// Up to five tasks that ended other than succeeded: `status: reason`.
+    pub failures: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunnerBenchReport {
+    pub worker_threads: usize,
+    pub runner: RunnerConfig,
+    /// Raw frames (the sim as it is), then PNG from the device (as a real phone).
+    pub overhead: Vec<OverheadReport>,
+    pub levels: Vec<LevelReport>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Probes
+
+#[derive(Default)]
+struct ProbeLog {
+    device: Vec<(Instant, Instant, &'static str)>,
+    agent: Vec<(Instant, Instant)>,
+    done: Option<Instant>,
+}
+
+/// What one task's device and agent did, and when.
+#[derive(Default)]
+struct Probe(Mutex<ProbeLog>);
+
+impl Probe {
+    fn log(&self) -> std::sync::MutexGuard<'_, ProbeLog> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn device(&self, start: Instant, what: &'static str) {
+        let end = Instant::now();
+        self.log().device.push((start, end, what));
+    }
+}
+
+/// A `Device` that times every call it forwards.
+struct TimedDevice {
+    inner: Arc<dyn Device>,
+    probe: Arc<Probe>,
+    /// Encode screenshots to PNG inside the device, as a real phone's `screencap -p` does.
+    png_frames: bool,
+}
+
+macro_rules! timed {
+    ($self:ident, $what:literal, $call:expr) => {{
+        let t0 = Instant::now();
+        let r = $call.await;
+        $self.probe.device(t0, $what);
+        r
+    }};
+}
+
+#[async_trait]
+impl Device for TimedDevice {
+    fn serial(&self) -> &str {
+        self.inner.serial()
+    }
+    async fn info(&self) -> Result<DeviceInfo, DeviceError> {
+        timed!(self, "info", self.inner.info())
+    }
+    async fn screenshot(&self) -> Result<Screenshot, DeviceError> {
+        timed!(self, "screenshot", async {
+            let shot = self.inner.screenshot().await?;
+            if !self.png_frames {
+                return Ok(shot);
+            }
+            let png = shot.png()?;
+            Ok(Screenshot {
+                width: shot.width,
+                height: shot.height,
+                data: ScreenshotData::Png(png),
+            })
+        })
+    }
+    async fn hierarchy(&self) -> Result<String, DeviceError> {
+        timed!(self, "hierarchy", self.inner.hierarchy())
+    }
+    async fn tap(&self, p: PixelPoint) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.tap(p))
+    }
+    async fn long_press(&self, p: PixelPoint, duration_ms: u64) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.long_press(p, duration_ms))
+    }
+    async fn double_tap(&self, p: PixelPoint) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.double_tap(p))
+    }
+    async fn swipe(
+        &self,
+        from: PixelPoint,
+        to: PixelPoint,
+        duration_ms: u64,
+    ) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.swipe(from, to, duration_ms))
+    }
+    async fn type_text(&self, text: &str) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.type_text(text))
+    }
+    async fn clear_text(&self) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.clear_text())
+    }
+    async fn key(&self, key: Key) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.key(key))
+    }
+    async fn launch_app(&self, app: &AppRef) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.launch_app(app))
+    }
+    async fn current_app(&self) -> Result<CurrentApp, DeviceError> {
+        timed!(self, "current_app", self.inner.current_app())
+    }
+    async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError> {
+        timed!(self, "installed_apps", self.inner.installed_apps())
+    }
+    async fn open_url(&self, url: &str) -> Result<(), DeviceError> {
+        timed!(self, "input", self.inner.open_url(url))
+    }
+    async fn screen_state(&self) -> Result<ScreenState, DeviceError> {
+        timed!(self, "screen_state", self.inner.screen_state())
+    }
+    async fn wait(&self, ms: u64) {
+        timed!(self, "wait", self.inner.wait(ms))
+    }
+    async fn health(&self) -> Result<(), DeviceError> {
+        timed!(self, "health", self.inner.health())
+    }
+    async fn reconnect(&self) -> Result<(), DeviceError> {
+        timed!(self, "reconnect", self.inner.reconnect())
+    }
+}
+
+/// An `Agent` that times its decisions; dropping it marks the task's end.
+struct TimedAgent {
+    inner: Box<dyn Agent>,
+    probe: Arc<Probe>,
+}
+
+#[async_trait]
+impl Agent for TimedAgent {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        let t0 = Instant::now();
+        let r = self.inner.next(ctx).await;
+        let t1 = Instant::now();
+        self.probe.log().agent.push((t0, t1));
+        r
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+impl Drop for TimedAgent {
+    fn drop(&mut self) {
+        self.probe.log().done = Some(Instant::now());
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct CallStat {
+    calls: u64,
+    total: Duration,
+    max: Duration,
+}
+
+/// A `Store` that times every call and remembers when each event's insert returned.
+struct TimedStore {
+    inner: Arc<dyn Store>,
+    stats: Mutex<HashMap<&'static str, CallStat>>,
+    committed: Mutex<HashMap<(String, i64), Instant>>,
+    track_events: AtomicBool,
+}
+
+impl TimedStore {
+    fn new(inner: Arc<dyn Store>) -> Self {
+        Self {
+            inner,
+            stats: Mutex::default(),
+            committed: Mutex::default(),
+            track_events: AtomicBool::new(false),
+        }
+    }
+    fn note(&self, call: &'static str, t0: Instant) {
+        let d = t0.elapsed();
+        let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let e = s.entry(call).or_default();
+        e.calls += 1;
+        e.total += d;
+        e.max = e.max.max(d);
+    }
+    fn take_stats(&self) -> HashMap<&'static str, CallStat> {
+        std::mem::take(&mut *self.stats.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+    fn committed_at(&self, stream: &str, seq: i64) -> Option<Instant> {
+        self.committed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(stream.to_string(), seq))
+            .copied()
+    }
+}
+
+macro_rules! store_call {
+    ($self:ident, $name:literal, $call:expr) => {{
+        let t0 = Instant::now();
+        let r = $call.await;
+        $self.note($name, t0);
+        r
+    }};
+}
+
+#[async_trait]
+impl Store for TimedStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        store_call!(self, "ping", self.inner.ping())
+    }
+    async fn create_task(&self, spec: TaskSpec) -> Result<Task, StoreError> {
+        store_call!(self, "create_task", self.inner.create_task(spec))
+    }
+    async fn get_task(&self, id: TaskId) -> Result<Task, StoreError> {
+        store_call!(self, "get_task", self.inner.get_task(id))
+    }
+    async fn list_tasks(&self, filter: TaskFilter) -> Result<TaskPage, StoreError> {
+        store_call!(self, "list_tasks", self.inner.list_tasks(filter))
+    }
+    async fn cancel_task(&self, id: TaskId) -> Result<(Task, CancelOutcome), StoreError> {
+        store_call!(self, "cancel_task", self.inner.cancel_task(id))
+    }
+    async fn append_event(
+        &self,
+        stream: &str,
+        kind: &str,
+        payload: &serde_json::Value,
+    ) -> Result<StoredEvent, StoreError> {
+        let r = store_call!(
+            self,
+            "append_event",
+            self.inner.append_event(stream, kind, payload)
+        );
+        if let Ok(ev) = &r
+            && self.track_events.load(Ordering::Relaxed)
+        {
+            self.committed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((ev.stream.clone(), ev.seq), Instant::now());
+        }
+        r
+    }
+    async fn events_since(
+        &self,
+        stream: &str,
+        since: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        store_call!(
+            self,
+            "events_since",
+            self.inner.events_since(stream, since, limit)
+        )
+    }
+    async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError> {
+        store_call!(self, "queued_tasks", self.inner.queued_tasks(limit))
+    }
+    async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
+        store_call!(self, "start_task", self.inner.start_task(id, device))
+    }
+    async fn set_task_status(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        store_call!(
+            self,
+            "set_task_status",
+            self.inner.set_task_status(id, status, reason)
+        )
+    }
+    async fn finish_task(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+        answer: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        store_call!(
+            self,
+            "finish_task",
+            self.inner.finish_task(id, status, reason, answer)
+        )
+    }
+    async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
+        store_call!(self, "append_step", self.inner.append_step(step))
+    }
+    async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
+        store_call!(self, "steps", self.inner.steps(id))
+    }
+    async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError> {
+        store_call!(self, "step", self.inner.step(id, n))
+    }
+    async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError> {
+        store_call!(self, "put_artifact", self.inner.put_artifact(a))
+    }
+    async fn artifact(&self, sha256: &str) -> Result<Option<Artifact>, StoreError> {
+        store_call!(self, "artifact", self.inner.artifact(sha256))
+    }
+    async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
+        store_call!(
+            self,
+            "create_intervention",
+            self.inner.create_intervention(iv)
+        )
+    }
+    async fn answer_intervention(
+        &self,
+        id: &str,
+        answer: &str,
+        by: &str,
+    ) -> Result<Intervention, StoreError> {
+        store_call!(
+            self,
+            "answer_intervention",
+            self.inner.answer_intervention(id, answer, by)
+        )
+    }
+    async fn interventions(&self, task: TaskId) -> Result<Vec<Intervention>, StoreError> {
+        store_call!(self, "interventions", self.inner.interventions(task))
+    }
+    async fn recover_running(
+        &self,
+        requeue: bool,
+        reason: &str,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        store_call!(
+            self,
+            "recover_running",
+            self.inner.recover_running(requeue, reason)
+        )
+    }
+    async fn close(&self) {
+        self.inner.close().await
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Turning a probe's log into per-step samples
+
+const PHASES: [&str; 5] = [
+    "observe gaps",
+    "observe→decide",
+    "decide→act",
+    "act/settle gaps",
+    "record→next",
+];
+
+#[derive(Debug, Clone)]
+struct StepSample {
+    wall: Duration,
+    device: Duration,
+    agent: Duration,
+    phases: [Duration; 5],
+    /// Gaps between device calls after the action at least as long as the settle poll:
+    /// the settle loop slept (the screen changed late or not at all).
+    settle_sleeps: u32,
+}
+
+impl StepSample {
+    fn overhead(&self) -> Duration {
+        self.wall.saturating_sub(self.device + self.agent)
+    }
+}
+
+/// Total time covered by a set of intervals (overlaps counted once).
+fn union(spans: &[(Instant, Instant)]) -> Duration {
+    let mut v = spans.to_vec();
+    v.sort_unstable();
+    let mut total = Duration::ZERO;
+    let mut cur: Option<(Instant, Instant)> = None;
+    for (s, e) in v {
+        match &mut cur {
+            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+            _ => {
+                if let Some((cs, ce)) = cur {
+                    total += ce - cs;
+                }
+                cur = Some((s, e));
+            }
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+/// One sample per agent decision, `None` where the step could not be delimited.
+fn segment(log: &ProbeLog, settle_poll: Duration) -> Vec<Option<StepSample>> {
+    let mut device = log.device.clone();
+    device.sort_unstable_by_key(|s| s.0);
+    let mut agent = log.agent.clone();
+    agent.sort_unstable();
+    // Step k starts at its observation's screenshot: the first one after decision k-1.
+    let starts: Vec<Option<Instant>> = agent
+        .iter()
+        .enumerate()
+        .map(|(k, &(a_start, _))| {
+            let after = if k == 0 { None } else { Some(agent[k - 1].1) };
+            device
+                .iter()
+                .find(|(s, _, w)| {
+                    *w == "screenshot" && after.is_none_or(|a| *s >= a) && *s < a_start
+                })
+                .map(|s| s.0)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(agent.len());
+    for (k, &(a_start, a_end)) in agent.iter().enumerate() {
+        let Some(s) = starts[k] else {
+            out.push(None);
+            continue;
+        };
+        let end = match starts.get(k + 1) {
+            Some(Some(e)) => Some(*e),
+            Some(None) => None,
+            None => log.done,
+        };
+        let Some(e) = end else {
+            out.push(None);
+            continue;
+        };
+        let inside: Vec<(Instant, Instant)> = device
+            .iter()
+            .filter(|(ds, _, _)| *ds >= s && *ds < e)
+            .map(|(ds, de, _)| (*ds, (*de).min(e)))
+            .collect();
+        let observe: Vec<_> = inside
+            .iter()
+            .copied()
+            .filter(|(ds, _)| *ds < a_start)
+            .collect();
+        let act: Vec<_> = inside
+            .iter()
+            .copied()
+            .filter(|(ds, _)| *ds >= a_end)
+            .collect();
+        let obs_end = observe.iter().map(|x| x.1).max().unwrap_or(s);
+        let (dev_obs, dev_act) = (union(&observe), union(&act));
+        let mut phases = [Duration::ZERO; 5];
+        phases[0] = (obs_end - s).saturating_sub(dev_obs);
+        phases[1] = a_start.saturating_duration_since(obs_end);
+        let settle_sleeps = act
+            .windows(2)
+            .filter(|w| w[1].0.saturating_duration_since(w[0].1) >= settle_poll)
+            .count() as u32;
+        let last = match (act.iter().map(|x| x.0).min(), act.iter().map(|x| x.1).max()) {
+            (Some(first), Some(last)) => {
+                phases[2] = first.saturating_duration_since(a_end);
+                phases[3] = (last - first).saturating_sub(dev_act);
+                last
+            }
+            _ => a_end,
+        };
+        phases[4] = e.saturating_duration_since(last);
+        out.push(Some(StepSample {
+            wall: e - s,
+            device: dev_obs + dev_act,
+            agent: a_end - a_start,
+            phases,
+            settle_sleeps,
+        }));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// The runs
+
+struct Env {
+    store: Arc<TimedStore>,
+    runner: Runner,
+}
+
+async fn env(dir: &std::path::Path, cfg: &RunnerConfig) -> Result<Env, RunnerBenchError> {
+    let io = |source| RunnerBenchError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.join("bench.sqlite")).await?);
+    let store = Arc::new(TimedStore::new(sqlite));
+    let dyn_store: Arc<dyn Store> = store.clone();
+    // The server's own bus capacity (server::mod uses 4096).
+    let bus = EventBus::new(dyn_store.clone(), 4096);
+    let runner = Runner::new(
+        bus,
+        Arc::new(Prompts::default()),
+        ArtifactStore::new(dir, dyn_store),
+        cfg.clone(),
+    );
+    Ok(Env { store, runner })
+}
+
+/// The concurrency workload: `len` actions that each change the screen at once
+/// (launch an app, go home, the next app…), so settle never polls and the level measures
+/// the server, not the settle timeout. Phones start at different apps.
+fn tour(phone: usize, len: usize) -> Vec<Action> {
+    const APPS: [&str; 5] = ["Settings", "Contacts", "Clock", "Messages", "Notes"];
+    (0..len)
+        .map(|i| {
+            if i % 2 == 0 {
+                Action::LaunchApp {
+                    app: AppRef::Label(APPS[(phone + i / 2) % APPS.len()].into()),
+                }
+            } else {
+                Action::Key { key: Key::Home }
+            }
+        })
+        .collect()
+}
+
+fn sim_config(serial: String, size: ScreenSize) -> SimConfig {
+    SimConfig {
+        serial,
+        width: size.width,
+        height: size.height,
+        ..SimConfig::default()
+    }
+}
+
+fn new_task(
+    instruction: &str,
+    max_steps: usize,
+    device_id: Option<String>,
+) -> Result<TaskSpec, TaskSpecError> {
+    TaskSpec::parse(NewTask {
+        instruction: Some(instruction.into()),
+        max_steps: Some(max_steps as u32 + 5),
+        device_id,
+        ..Default::default()
+    })
+}
+
+/// The settle loop's poll interval (the runner clamps it to at least 10 ms); a gap this
+/// long between device calls after an action is one of its sleeps.
+fn settle_poll(cfg: &RunnerConfig) -> Duration {
+    Duration::from_millis(cfg.settle_poll_ms.max(10))
+}
+
+fn no_stop() -> (watch::Sender<StopSignal>, watch::Receiver<StopSignal>) {
+    watch::channel(StopSignal::None)
+}
+
+async fn overhead_run(
+    opts: &RunnerBenchOptions,
+    dir: &std::path::Path,
+    png_frames: bool,
+) -> Result<OverheadReport, RunnerBenchError> {
+    let env = env(dir, &opts.runner).await?;
+    let all = tasks();
+    let phone = Arc::new(SimDevice::new(sim_config(
+        "bench-overhead".into(),
+        opts.overhead_screen,
+    ))?);
+    let mut samples = Vec::new();
+    let (mut tasks_run, mut steps, mut settle_timeouts, mut unsegmented, mut not_ok) =
+        (0, 0, 0, 0, 0);
+    let mut settle_polled = 0;
+    let mut timeout_actions: HashMap<String, usize> = HashMap::new();
+    let poll = settle_poll(&opts.runner);
+    // Task 0 warms up SQLite, the page cache and the allocator; it is not measured.
+    let mut i = 0usize;
+    while steps < opts.overhead_steps.max(1) {
+        let t: &SimTask = &all[i % all.len()];
+        phone.reset_to(t);
+        let probe = Arc::new(Probe::default());
+        let device: Arc<dyn Device> = Arc::new(TimedDevice {
+            inner: phone.clone(),
+            probe: probe.clone(),
+            png_frames,
+        });
+        let actions = t.reference();
+        let spec = new_task(t.instruction, actions.len() + 1, None)?;
+        let task = env.store.create_task(spec).await?;
+        env.store.start_task(task.id, phone.serial()).await?;
+        let task = env.store.get_task(task.id).await?;
+        let agent = Box::new(TimedAgent {
+            inner: Box::new(ReplayAgent::new(actions)),
+            probe: probe.clone(),
+        });
+        let (_tx, rx) = no_stop();
+        let done = env.runner.run(task, device, agent, rx).await?;
+        if i == 0 {
+            env.store.take_stats();
+            i += 1;
+            continue;
+        }
+        i += 1;
+        tasks_run += 1;
+        let recorded = env.store.inner.steps(done.id).await?;
+        steps += recorded.len();
+        let segs = segment(&probe.log(), poll);
+        for (k, seg) in segs.into_iter().enumerate() {
+            let rec = recorded.get(k);
+            if rec.is_some_and(|s| s.outcome.status != "ok") {
+                not_ok += 1;
+            }
+            match seg {
+                None => unsegmented += 1,
+                Some(_) if rec.is_some_and(|s| s.outcome.screen_changed == Some(false)) => {
+                    settle_timeouts += 1;
+                    let name = rec
+                        .and_then(|r| r.action.as_ref())
+                        .and_then(|a| a.get("action"))
+                        .and_then(|a| a.as_str())
+                        .unwrap_or("?");
+                    *timeout_actions.entry(name.to_string()).or_default() += 1;
+                }
+                Some(s) if s.settle_sleeps > 0 => settle_polled += 1,
+                Some(s) => samples.push(s),
+            }
+        }
+    }
+    let stats = env.store.take_stats();
+    let mut store_calls: Vec<StoreCallStat> = stats
+        .into_iter()
+        .map(|(call, s)| StoreCallStat {
+            call,
+            calls: s.calls,
+            per_step: s.calls as f64 / steps.max(1) as f64,
+            mean_ms: s.total.as_secs_f64() * 1000.0 / s.calls.max(1) as f64,
+            max_ms: s.max.as_secs_f64() * 1000.0,
+        })
+        .collect();
+    store_calls.sort_by(|a, b| (b.mean_ms * b.per_step).total_cmp(&(a.mean_ms * a.per_step)));
+    env.runner.bus.store().close().await;
+    let n = samples.len().max(1) as f64;
+    let phases = PHASES
+        .iter()
+        .enumerate()
+        .map(|(j, phase)| PhaseCost {
+            phase,
+            mean_ms: samples
+                .iter()
+                .map(|s| s.phases[j].as_secs_f64() * 1000.0)
+                .sum::<f64>()
+                / n,
+        })
+        .collect();
+    let mut settle_timeout_actions: Vec<(String, usize)> = timeout_actions.into_iter().collect();
+    settle_timeout_actions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(OverheadReport {
+        screen: opts.overhead_screen,
+        png_from_device: png_frames,
+        tasks: tasks_run,
+        steps,
+        settle_timeouts,
+        settle_timeout_actions,
+        settle_polled,
+        unsegmented,
+        not_ok,
+        step_wall: Percentiles::of(samples.iter().map(|s| s.wall).collect()),
+        device: Percentiles::of(samples.iter().map(|s| s.device).collect()),
+        agent: Percentiles::of(samples.iter().map(|s| s.agent).collect()),
+        overhead: Percentiles::of(samples.iter().map(StepSample::overhead).collect()),
+        phases,
+        store_calls,
+        components: components(&phone, &all).await,
+    })
+}
+
+/// Overhead pieces timed on their own, over the first screen of each sim task.
+async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
+    let mut png = Vec::new();
+    let mut png_sub = Vec::new();
+    let mut decode = Vec::new();
+    let mut small_pngs = 0usize;
+    let mut parse = Vec::new();
+    let mut sha = Vec::new();
+    let mut hash = Vec::new();
+    let size = phone.config();
+    let opts = ReprOptions {
+        screen: Some(ScreenSize {
+            width: size.width,
+            height: size.height,
+        }),
+        ..ReprOptions::default()
+    };
+    for t in all.iter().take(12) {
+        phone.reset_to(t);
+        let (Ok(shot), Ok(xml)) = (phone.screenshot().await, phone.hierarchy().await) else {
+            continue;
+        };
+        let t0 = Instant::now();
+        let Ok(bytes) = shot.png() else { continue };
+        png.push(t0.elapsed());
+        // The runner's black-screen check decodes every PNG under 64 KiB.
+        small_pngs += usize::from(bytes.len() < 64 * 1024);
+        let as_png = Screenshot {
+            width: shot.width,
+            height: shot.height,
+            data: ScreenshotData::Png(bytes.clone()),
+        };
+        let t0 = Instant::now();
+        if as_png.rgba().is_ok() {
+            decode.push(t0.elapsed());
+        }
+        if let Ok(raw) = shot.rgba() {
+            use image::ImageEncoder as _;
+            let t0 = Instant::now();
+            let mut out = Vec::with_capacity(raw.len() / 4);
+            let enc = image::codecs::png::PngEncoder::new_with_quality(
+                &mut out,
+                image::codecs::png::CompressionType::Fast,
+                image::codecs::png::FilterType::Sub,
+            );
+            if enc
+                .write_image(
+                    &raw,
+                    shot.width,
+                    shot.height,
+                    image::ExtendedColorType::Rgba8,
+                )
+                .is_ok()
+            {
+                png_sub.push(t0.elapsed());
+            }
+        }
+        let t0 = Instant::now();
+        let screen = Screen::from_xml(&xml, &opts);
+        if let Ok(s) = &screen {
+            std::hint::black_box(s.representation(&opts));
+        }
+        parse.push(t0.elapsed());
+        let t0 = Instant::now();
+        std::hint::black_box(Sha256::digest(&bytes));
+        sha.push(t0.elapsed());
+        if let Ok(tree) = crate::screen::parse(&xml) {
+            let t0 = Instant::now();
+            std::hint::black_box(layout_hash(&tree));
+            hash.push(t0.elapsed());
+        }
+    }
+    let mean = |v: &[Duration]| {
+        v.iter().map(|d| d.as_secs_f64() * 1000.0).sum::<f64>() / v.len().max(1) as f64
+    };
+    vec![
+        ComponentCost {
+            component: "PNG encode of the RGBA frame (Screenshot::png)",
+            mean_ms: mean(&png),
+        },
+        ComponentCost {
+            component: "  the same with FilterType::Sub instead of Adaptive",
+            mean_ms: mean(&png_sub),
+        },
+        ComponentCost {
+            component: if small_pngs * 2 >= png.len() {
+                "PNG decode (runner's is_black: most PNGs < 64 KiB)"
+            } else {
+                "PNG decode (runner's is_black: most PNGs >= 64 KiB)"
+            },
+            mean_ms: mean(&decode),
+        },
+        ComponentCost {
+            component: "XML parse + representation (Screen::from_xml)",
+            mean_ms: mean(&parse),
+        },
+        ComponentCost {
+            component: "sha256 of the PNG",
+            mean_ms: mean(&sha),
+        },
+        ComponentCost {
+            component: "layout_hash of a parsed tree",
+            mean_ms: mean(&hash),
+        },
+    ]
+}
+
+struct LagStats {
+    from_commit: Vec<Duration>,
+    from_created: Vec<Duration>,
+    events: usize,
+    finished: usize,
+    lagged: u64,
+    last_finish: Option<Instant>,
+}
+
+async fn level_run(
+    opts: &RunnerBenchOptions,
+    level: ConcurrencyLevel,
+    dir: &std::path::Path,
+) -> Result<LevelReport, RunnerBenchError> {
+    let env = env(dir, &opts.runner).await?;
+    let all = tasks();
+    // Health checks would add device calls nobody asked for mid-measurement.
+    let pool = DevicePool::new(PoolOptions {
+        health_interval: Duration::from_secs(3600),
+        ..PoolOptions::default()
+    })
+    .await?;
+    let mut plans: HashMap<TaskId, (Vec<Action>, Arc<Probe>)> = HashMap::new();
+    let mut probes = Vec::with_capacity(level.phones);
+    for i in 0..level.phones {
+        let serial = format!("bench-{i:04}");
+        let t = &all[i % all.len()];
+        let phone = Arc::new(SimDevice::new(sim_config(
+            serial.clone(),
+            opts.concurrency_screen,
+        ))?);
+        phone.reset_to(t);
+        let probe = Arc::new(Probe::default());
+        pool.add_device(
+            Arc::new(TimedDevice {
+                inner: phone,
+                probe: probe.clone(),
+                png_frames: false,
+            }),
+            "sim",
+        )
+        .await?;
+        let actions = tour(i, level.steps_per_task.saturating_sub(1));
+        let task = env
+            .store
+            .create_task(new_task(t.instruction, actions.len() + 1, Some(serial))?)
+            .await?;
+        plans.insert(task.id, (actions, probe.clone()));
+        probes.push((task.id, probe));
+    }
+    let plans = Arc::new(Mutex::new(plans));
+    let agents: AgentFactory = Arc::new(move |task: &Task| {
+        let (actions, probe) = plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&task.id)
+            .ok_or_else(|| format!("no benchmark plan for task {}", task.id))?;
+        Ok(Box::new(TimedAgent {
+            inner: Box::new(ReplayAgent::new(actions)),
+            probe,
+        }) as Box<dyn Agent>)
+    });
+    let scheduler = Scheduler {
+        runner: Arc::new(env.runner.clone()),
+        pool: pool.clone(),
+        agents,
+        cfg: SchedulerConfig {
+            max_concurrent_tasks: level.phones,
+            queue_timeout_secs: 3600,
+            poll_ms: 50,
+            resume_interrupted: false,
+        },
+        wake: Arc::new(Notify::new()),
+        running: Arc::new(RunningTasks::default()),
+    };
+    env.store.take_stats();
+    env.store.track_events.store(true, Ordering::Relaxed);
+
+    let mut feed = env.runner.bus.feed(Filter::All);
+    let store = env.store.clone();
+    let want = level.phones;
+    let subscriber = tokio::spawn(async move {
+        let mut s = LagStats {
+            from_commit: Vec::new(),
+            from_created: Vec::new(),
+            events: 0,
+            finished: 0,
+            lagged: 0,
+            last_finish: None,
+        };
+        while s.finished < want {
+            match feed.next().await {
+                Ok(Some(FeedItem::Event(ev))) => {
+                    let now = Instant::now();
+                    let wall = chrono::Utc::now();
+                    s.events += 1;
+                    if let Some(at) = store.committed_at(&ev.stream, ev.seq) {
+                        s.from_commit.push(now.saturating_duration_since(at));
+                    }
+                    s.from_created.push(
+                        wall.signed_duration_since(ev.created_at)
+                            .to_std()
+                            .unwrap_or_default(),
+                    );
+                    if ev.kind == "task.finished" {
+                        s.finished += 1;
+                        s.last_finish = Some(now);
+                    }
+                }
+                Ok(Some(FeedItem::Lagged { missed })) => s.lagged += missed,
+                Ok(None) | Err(_) => break,
+            }
+        }
+        s
+    });
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let t0 = Instant::now();
+    let sched = tokio::spawn(scheduler.run(shutdown_rx));
+    let lag = match tokio::time::timeout(opts.level_timeout, subscriber).await {
+        Ok(Ok(s)) => Some(s),
+        _ => None,
+    };
+    let elapsed = lag
+        .as_ref()
+        .and_then(|l| l.last_finish)
+        .map(|t| t - t0)
+        .unwrap_or_else(|| t0.elapsed());
+    let _ = shutdown_tx.send(true);
+    let _ = sched.await;
+    env.store.track_events.store(false, Ordering::Relaxed);
+
+    let (mut steps, mut succeeded, mut unfinished) = (0, 0, 0);
+    let mut overhead = Vec::new();
+    let mut overhead_excluded = 0;
+    let mut failures = Vec::new();
+    for (id, probe) in &probes {
+        let t = env.store.inner.get_task(*id).await?;
+        steps += t.steps as usize;
+        match t.status {
+            TaskStatus::Succeeded => succeeded += 1,
+            s if !s.is_terminal() => unfinished += 1,
+            s => {
+                if failures.len() < 5 {
+                    failures.push(format!("{s}: {}", t.reason.as_deref().unwrap_or("")));
+                }
+            }
+        }
+        let recorded = env.store.inner.steps(*id).await?;
+        for (k, seg) in segment(&probe.log(), settle_poll(&opts.runner))
+            .into_iter()
+            .enumerate()
+        {
+            match seg {
+                Some(s)
+                    if s.settle_sleeps == 0
+                        && recorded
+                            .get(k)
+                            .is_none_or(|r| r.outcome.screen_changed != Some(false)) =>
+                {
+                    overhead.push(s.overhead())
+                }
+                _ => overhead_excluded += 1,
+            }
+        }
+    }
+    env.runner.bus.store().close().await;
+    let lag = lag.unwrap_or(LagStats {
+        from_commit: Vec::new(),
+        from_created: Vec::new(),
+        events: 0,
+        finished: 0,
+        lagged: 0,
+        last_finish: None,
+    });
+    Ok(LevelReport {
+        phones: level.phones,
+        steps_per_task: level.steps_per_task,
+        screen: opts.concurrency_screen,
+        tasks: level.phones,
+        succeeded,
+        unfinished,
+        steps,
+        elapsed_s: elapsed.as_secs_f64(),
+        steps_per_s: steps as f64 / elapsed.as_secs_f64().max(1e-9),
+        events: lag.events,
+        lag_from_commit: Percentiles::of(lag.from_commit),
+        lag_from_created_at: Percentiles::of(lag.from_created),
+        lagged_messages: lag.lagged,
+        overhead_under_load: Percentiles::of(overhead),
+        overhead_excluded,
+        failures,
+    })
+}
+
+/// Runs the overhead measurement, then each concurrency level, on the caller's runtime.
+pub async fn bench_runner(opts: RunnerBenchOptions) -> Result<RunnerBenchReport, RunnerBenchError> {
+    let (root, temporary) = match &opts.data_dir {
+        Some(d) => (d.clone(), false),
+        None => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            (
+                std::env::temp_dir().join(format!(
+                    "droidpilot-bench-runner-{}-{nanos}",
+                    std::process::id()
+                )),
+                true,
+            )
+        }
+    };
+    let result = async {
+        let mut overhead = Vec::new();
+        for &png in &opts.png_from_device {
+            let dir = root.join(if png { "overhead-png" } else { "overhead-rgba" });
+            overhead.push(overhead_run(&opts, &dir, png).await?);
+        }
+        let mut levels = Vec::new();
+        for (i, level) in opts.levels.iter().enumerate() {
+            levels.push(
+                level_run(
+                    &opts,
+                    *level,
+                    &root.join(format!("level-{i}-n{}", level.phones)),
+                )
+                .await?,
+            );
+        }
+        Ok(RunnerBenchReport {
+            worker_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+            runner: opts.runner.clone(),
+            overhead,
+            levels,
+        })
+    }
+    .await;
+    if temporary {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    result
+}
+
+/// The report as tables for a terminal.
+pub fn format_report(r: &RunnerBenchReport) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let pct = |p: &Percentiles| {
+        format!(
+            "{:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+            p.p50_ms, p.p99_ms, p.mean_ms, p.max_ms
+        )
+    };
+    let _ = writeln!(
+        s,
+        "droidpilot bench runner  (tokio worker threads: {})",
+        r.worker_threads
+    );
+    for o in &r.overhead {
+        let frames = if o.png_from_device {
+            "PNG from the device (as adb `screencap -p`)"
+        } else {
+            "raw RGBA frames, encoded to PNG by the runner (the sim as it is)"
+        };
+        let _ = writeln!(
+            s,
+            "\nServer overhead per step: replay agent, virtual phone {}x{}, {frames}, SQLite file (WAL), one task at a time",
+            o.screen.width, o.screen.height
+        );
+        let _ = writeln!(
+            s,
+            "  {} tasks, {} steps committed, {} measured; left out: {} settle timeouts {:?}, {} settle polled, {} undelimited; {} steps not ok",
+            o.tasks,
+            o.steps,
+            o.overhead.n,
+            o.settle_timeouts,
+            o.settle_timeout_actions,
+            o.settle_polled,
+            o.unsegmented,
+            o.not_ok
+        );
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>8} {:>8} {:>8} {:>8}",
+            "ms per step", "p50", "p99", "mean", "max"
+        );
+        for (name, p) in [
+            ("step wall time", &o.step_wall),
+            ("  inside the device", &o.device),
+            ("  inside the agent", &o.agent),
+            ("  server overhead", &o.overhead),
+        ] {
+            let _ = writeln!(s, "  {name:<28} {}", pct(p));
+        }
+        let _ = writeln!(s, "  targets: overhead p50 <= 1 ms, p99 <= 5 ms");
+        let _ = writeln!(s, "  overhead by phase (mean ms per step)");
+        for p in &o.phases {
+            let _ = writeln!(s, "    {:<26} {:>8.3}", p.phase, p.mean_ms);
+        }
+        let _ = writeln!(
+            s,
+            "  store calls               calls/step  mean ms   max ms  ms/step"
+        );
+        for c in &o.store_calls {
+            let _ = writeln!(
+                s,
+                "    {:<24} {:>8.2} {:>8.3} {:>8.3} {:>8.3}",
+                c.call,
+                c.per_step,
+                c.mean_ms,
+                c.max_ms,
+                c.per_step * c.mean_ms
+            );
+        }
+    }
+    if let Some(o) = r.overhead.first() {
+        let _ = writeln!(
+            s,
+            "\nComponents on their own, {}x{} (mean ms)",
+            o.screen.width, o.screen.height
+        );
+        for c in &o.components {
+            let _ = writeln!(s, "    {:<48} {:>8.3}", c.component, c.mean_ms);
+        }
+    }
+    if let Some(l) = r.levels.first() {
+        let _ = writeln!(
+            s,
+            "\nConcurrency: N phones x the replay agent through the Scheduler, phones {}x{}",
+            l.screen.width, l.screen.height
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  {:>5} {:>6} {:>6} {:>8} {:>8} {:>7} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>7} | {:>8} {:>8}",
+        "N",
+        "steps",
+        "ok",
+        "elapsed",
+        "steps/s",
+        "events",
+        "lagged",
+        "lag p50",
+        "lag p99",
+        "lag* p50",
+        "lag* p99",
+        "unfin.",
+        "ovh p50",
+        "ovh p99"
+    );
+    for l in &r.levels {
+        let _ = writeln!(
+            s,
+            "  {:>5} {:>6} {:>6} {:>7.2}s {:>8.1} {:>7} {:>7} | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>7} | {:>6.2}ms {:>6.2}ms",
+            l.phones,
+            l.steps,
+            l.succeeded,
+            l.elapsed_s,
+            l.steps_per_s,
+            l.events,
+            l.lagged_messages,
+            l.lag_from_commit.p50_ms,
+            l.lag_from_commit.p99_ms,
+            l.lag_from_created_at.p50_ms,
+            l.lag_from_created_at.p99_ms,
+            l.unfinished,
+            l.overhead_under_load.p50_ms,
+            l.overhead_under_load.p99_ms
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  lag: SQLite insert returned -> subscriber (EventBus::feed(All)) received; lag*: from created_at (before the insert)."
+    );
+    let _ = writeln!(
+        s,
+        "  ok = tasks succeeded of N; ovh = server overhead per step under load (includes waiting for a worker thread)."
+    );
+    s
+}
+
+/// `json!` of the report, for `--json` output.
+pub fn report_json(r: &RunnerBenchReport) -> serde_json::Value {
+    json!(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let xs: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        let p = Percentiles::of(xs);
+        assert_eq!(
+            (p.n, p.p50_ms, p.p99_ms, p.max_ms),
+            (100, 50.0, 99.0, 100.0)
+        );
+        assert_eq!(Percentiles::of(Vec::new()).n, 0);
+    }
+
+    #[test]
+    fn overlapping_device_calls_count_once() {
+        let t = Instant::now();
+        let ms = |n| t + Duration::from_millis(n);
+        assert_eq!(
+            union(&[(ms(0), ms(10)), (ms(5), ms(12)), (ms(20), ms(25))]),
+            Duration::from_millis(17)
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_tiny_run_reports_consistent_counts() {
+        let dir =
+            std::env::temp_dir().join(format!("droidpilot-bench-test-{}", std::process::id()));
+        let opts = RunnerBenchOptions {
+            overhead_steps: 12,
+            overhead_screen: ScreenSize {
+                width: 540,
+                height: 1200,
+            },
+            levels: vec![ConcurrencyLevel {
+                phones: 3,
+                steps_per_task: 3,
+            }],
+            data_dir: Some(dir.clone()),
+            runner: RunnerConfig {
+                settle_timeout_ms: 300,
+                settle_poll_ms: 10,
+                ..RunnerConfig::default()
+            },
+            level_timeout: Duration::from_secs(120),
+            ..RunnerBenchOptions::default()
+        };
+        let r = bench_runner(opts).await.expect("bench runs");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(r.overhead.len(), 2, "raw frames, then PNG from the device");
+        assert!(!r.overhead[0].png_from_device && r.overhead[1].png_from_device);
+        for o in &r.overhead {
+            assert!(o.steps >= 12 && o.tasks >= 1, "{o:?}");
+            assert_eq!(
+                o.overhead.n + o.settle_timeouts + o.settle_polled + o.unsegmented,
+                o.steps,
+                "every committed step is measured or accounted for: {o:?}"
+            );
+            assert_eq!(
+                o.settle_timeout_actions.iter().map(|a| a.1).sum::<usize>(),
+                o.settle_timeouts
+            );
+            assert_eq!(
+                o.unsegmented, 0,
+                "replayed reference solutions never re-use an observation"
+            );
+            assert_eq!(o.step_wall.n, o.overhead.n);
+            assert!(o.overhead.mean_ms <= o.step_wall.mean_ms);
+            let phase_sum: f64 = o.phases.iter().map(|p| p.mean_ms).sum();
+            let parts = o.device.mean_ms + o.agent.mean_ms + phase_sum;
+            assert!(
+                (parts - o.step_wall.mean_ms).abs() < 1e-6 * o.step_wall.mean_ms.max(1.0),
+                "device + agent + phases = wall ({parts} vs {})",
+                o.step_wall.mean_ms
+            );
+            assert!(
+                o.store_calls
+                    .iter()
+                    .any(|c| c.call == "append_step" && (c.per_step - 1.0).abs() < 1e-9),
+                "one step commit per step: {:?}",
+                o.store_calls
+            );
+        }
+        assert_eq!(r.overhead[0].components.len(), 6);
+
+        let l = &r.levels[0];
+        assert_eq!(
+            (l.tasks, l.succeeded, l.unfinished),
+            (3, 3, 0),
+            "{:?}",
+            l.failures
+        );
+        // Each task: 2 screen-changing actions, then finish.
+        assert_eq!(l.steps, 9, "{l:?}");
+        // started + finished per task, observed + decided + executed per step.
+        assert_eq!(
+            l.events,
+            2 * l.tasks + 3 * l.steps,
+            "the subscriber saw every event once"
+        );
+        assert_eq!(l.lag_from_created_at.n, l.events);
+        assert!(l.lag_from_commit.n <= l.events);
+        assert_eq!(l.overhead_under_load.n + l.overhead_excluded, l.steps);
+        assert!(l.steps_per_s > 0.0);
+        let text = format_report(&r);
+        assert!(
+            text.contains("server overhead") && text.contains("steps/s"),
+            "{text}"
+        );
+    }
+}
