@@ -57,6 +57,9 @@ fn main() -> std::process::ExitCode {
             Command::Bench(droidpilot::cli::BenchCommand::Adb(args)) => {
                 droidpilot::cli::bench_adb(args).await
             }
+            Command::Bench(droidpilot::cli::BenchCommand::Runner(args)) => {
+                droidpilot::cli::bench_runner(args).await
+            }
             Command::Export(args) => droidpilot::cli::export(args).await,
         }
     });

@@ -48,6 +48,15 @@ pub enum Command {
 pub enum BenchCommand {
     /// Latency of the ADB backend through the real adb server, against the adb CLI doing the same.
     Adb(BenchAdbArgs),
+    /// Server overhead per step (replay agent, virtual phone, SQLite) and throughput with N phones.
+    Runner(BenchRunnerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchRunnerArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -157,6 +166,23 @@ pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
     let dev = crate::device::adb::AdbDevice::new(&args.serial, opts);
     let rows = crate::device::adb::bench::bench_adb(&dev, args.iterations).await?;
     print!("{}", crate::device::adb::bench::format_rows(&rows));
+    Ok(())
+}
+
+/// `droidpilot bench runner`.
+pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
+    use crate::run::bench;
+    let report = bench::bench_runner(bench::RunnerBenchOptions::default())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&bench::report_json(&report))?
+        );
+    } else {
+        print!("{}", bench::format_report(&report));
+    }
     Ok(())
 }
 

@@ -1,0 +1,164 @@
+//! Crash safety with a real process: the server binary is SIGKILLed mid-task and started
+//! again on the same files. Committed steps survive, the task is `interrupted` with a
+//! reason, and the task that was queued behind it runs.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn start(dir: &std::path::Path, port: u16) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .arg("serve")
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let proc = Proc(child);
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if client
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await
+            .is_ok()
+        {
+            return proc;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server did not come up on port {port}");
+}
+
+async fn get(port: u16, path: &str) -> Value {
+    reqwest::get(format!("http://127.0.0.1:{port}{path}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn submit(port: u16, body: Value) -> String {
+    let r = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/v1/tasks"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn sigkill_mid_task_then_restart() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/local.toml"),
+        format!(
+            "[server]\nbind = \"127.0.0.1:{port}\"\n[storage]\ndata_dir = \"data\"\n[devices.adb]\nenabled = false\n\
+             [[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n\
+             [runner]\nstep_delay_ms = 150\nstuck_threshold = 1000\nsettle_timeout_ms = 200\n[scheduler]\npoll_ms = 50\n"
+        ),
+    )
+    .unwrap();
+
+    let server = start(dir.path(), port).await;
+    let long: Vec<Value> = (0..300)
+        .map(|_| json!({"action": "swipe", "direction": "left"}))
+        .collect();
+    let a = submit(port, json!({"instruction": "long task", "max_steps": 400, "agent": {"kind": "replay", "actions": long}})).await;
+    let b = submit(port, json!({"instruction": "queued behind", "agent": {"kind": "replay", "actions": [{"action": "home"}]}})).await;
+    // Let a few steps commit.
+    let mut committed = 0;
+    for _ in 0..200 {
+        committed = get(port, &format!("/v1/tasks/{a}")).await["steps"]
+            .as_u64()
+            .unwrap();
+        if committed >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(committed >= 3, "the long task made progress");
+    assert_eq!(
+        get(port, &format!("/v1/tasks/{b}")).await["status"],
+        "queued",
+        "b waits for the only phone"
+    );
+
+    // SIGKILL: no shutdown hook runs.
+    let mut server = server;
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    drop(server);
+
+    let _server = start(dir.path(), port).await;
+    let t = get(port, &format!("/v1/tasks/{a}")).await;
+    assert_eq!(t["status"], "interrupted", "{t}");
+    assert!(
+        t["reason"].as_str().unwrap().contains("server stopped"),
+        "{t}"
+    );
+    let steps: Vec<Value> =
+        serde_json::from_value(get(port, &format!("/v1/tasks/{a}/steps")).await).unwrap();
+    assert!(
+        steps.len() as u64 >= committed,
+        "every step committed before the kill is still there"
+    );
+    let numbers: Vec<u64> = steps.iter().map(|s| s["n"].as_u64().unwrap()).collect();
+    assert_eq!(
+        numbers,
+        (1..=steps.len() as u64).collect::<Vec<_>>(),
+        "no gaps, no half-written step"
+    );
+    assert_eq!(
+        t["steps"].as_u64().unwrap(),
+        steps.len() as u64,
+        "the task's totals match its steps"
+    );
+
+    // The queued task runs on the freed phone.
+    let mut status = Value::Null;
+    for _ in 0..200 {
+        status = get(port, &format!("/v1/tasks/{b}")).await["status"].clone();
+        if status == "succeeded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, "succeeded");
+    // The event history shows the interruption.
+    let events = reqwest::get(format!("http://127.0.0.1:{port}/v1/tasks/{a}/events"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(events.contains("event: task.finished") && events.contains("interrupted"));
+}
