@@ -23,6 +23,9 @@ pub struct Config {
     /// Agent defaults: which kind and model a task gets when it does not say.
     #[serde(default)]
     pub agent: crate::agent::spec::AgentDefaults,
+    /// Where finished tasks' results are posted.
+    #[serde(default)]
+    pub webhooks: crate::run::webhooks::WebhookConfig,
 }
 
 /// Where devices come from.

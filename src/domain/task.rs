@@ -140,6 +140,9 @@ pub struct TaskSpec {
     /// Free-form JSON kept with the task and returned as is.
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
+    /// Where to POST the result when the task ends (signed; see README "Webhooks").
+    #[serde(default)]
+    pub webhook_url: Option<String>,
 }
 
 /// Which devices may run a task.
@@ -175,6 +178,8 @@ pub struct NewTask {
     pub session_id: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
+    /// Where to POST the result when the task ends (http or https).
+    pub webhook_url: Option<String>,
 }
 
 /// Why a task request was refused; each names the field.
@@ -252,7 +257,13 @@ impl TaskSpec {
         {
             return Err(inv("metadata", "expected a JSON object".into()));
         }
+        if let Some(u) = &req.webhook_url
+            && !(u.starts_with("http://") || u.starts_with("https://")) | (u.len() > 2000)
+        {
+            return Err(inv("webhook_url", format!("`{u}` is not an http(s) URL")));
+        }
         Ok(TaskSpec {
+            webhook_url: req.webhook_url,
             instruction,
             priority,
             max_steps,

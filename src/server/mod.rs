@@ -70,6 +70,8 @@ pub enum StartError {
     },
     #[error("cannot open the database at {path}: {source}")]
     Store { path: String, source: StoreError },
+    #[error("invalid configuration: {0}")]
+    Config(String),
     #[error("cannot set up the device pool: {0}")]
     Devices(crate::device::pool::PoolError),
     #[error("server error: {0}")]
@@ -258,6 +260,10 @@ impl Server {
             }
         });
         let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
+        let webhooks = crate::run::webhooks::WebhookSender::new(config.webhooks.clone())
+            .map_err(|e| StartError::Config(e.to_string()))?;
+        let default_hook = Some(config.webhooks.url.clone()).filter(|u| !u.is_empty());
+        crate::run::webhooks::spawn_deliverer(bus.clone(), webhooks, default_hook);
         let runner = Arc::new(Runner::new(
             bus.clone(),
             prompts.clone(),

@@ -114,7 +114,7 @@ fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
 
 const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, agent, \
      external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
-     tokens_in, tokens_out, cost_usd, cancel_requested";
+     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url";
 
 fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
     let id: String = r.try_get("id")?;
@@ -135,6 +135,7 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
             external_id: r.try_get("external_id")?,
             session_id: r.try_get("session_id")?,
             metadata: opt_json(r.try_get("metadata")?, "metadata")?,
+            webhook_url: r.try_get("webhook_url")?,
         },
         assigned_device: r.try_get("assigned_device")?,
         created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
@@ -227,7 +228,7 @@ impl Store for SqliteStore {
         let now = Utc::now();
         sqlx::query(
             "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
-             agent, external_id, session_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             agent, external_id, session_id, metadata, created_at, webhook_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(id.to_string())
         .bind(TaskStatus::Queued.as_str())
@@ -242,6 +243,7 @@ impl Store for SqliteStore {
         .bind(&spec.session_id)
         .bind(to_json(&spec.metadata))
         .bind(ts(now))
+        .bind(&spec.webhook_url)
         .execute(&self.pool)
         .await?;
         self.get_task(id).await

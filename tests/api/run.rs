@@ -638,3 +638,82 @@ async fn the_default_configuration_serves_one_virtual_phone() {
         (Some("sim-1"), Some("available"))
     );
 }
+
+#[tokio::test]
+async fn a_finished_task_posts_a_signed_result_to_its_webhook() {
+    let app = bare_app(&[
+        ("DROIDPILOT_WEBHOOKS__SECRET", "hook-secret-123"),
+        ("DROIDPILOT_WEBHOOKS__BACKOFF_INITIAL_MS", "10"),
+    ])
+    .await;
+    add_phone(&app, "sim-1", None).await;
+    let receiver = MockServer::start().await;
+    // The first delivery fails: it is retried.
+    Mock::given(method("POST"))
+        .and(path("/hook"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .mount(&receiver)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/hook"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(&receiver)
+        .await;
+    let id = submit(
+        &app,
+        json!({"task_id": "coord-42", "ai_prompt": "go home", "webhook_url": format!("{}/hook", receiver.uri()),
+               "agent": {"kind": "replay", "actions": [{"action": "home"}]}}),
+    )
+    .await;
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    let mut reqs = Vec::new();
+    for _ in 0..100 {
+        reqs = receiver.received_requests().await.unwrap();
+        if reqs.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(reqs.len(), 2, "one failed attempt, one delivery");
+    let last = &reqs[1];
+    let header = |h: &str| {
+        last.headers
+            .get(h)
+            .unwrap_or_else(|| panic!("{h} sent"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        droidpilot::run::webhooks::verify(
+            b"hook-secret-123",
+            &header("x-droidpilot-timestamp"),
+            &last.body,
+            &header("x-droidpilot-signature")
+        ),
+        "the signature verifies with the shared secret"
+    );
+    assert!(!droidpilot::run::webhooks::verify(
+        b"wrong",
+        &header("x-droidpilot-timestamp"),
+        &last.body,
+        &header("x-droidpilot-signature")
+    ));
+    let body: Value = serde_json::from_slice(&last.body).unwrap();
+    assert_eq!(
+        (body["task_id"].as_str(), body["status"].as_str()),
+        (Some("coord-42"), Some("success"))
+    );
+    assert_eq!(body["actions_executed"], 1);
+    let (status, code, msg, _) = error_of(
+        app.post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "webhook_url": "ftp://x"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "invalid_task"));
+    assert!(msg.contains("webhook_url"));
+}
