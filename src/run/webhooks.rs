@@ -461,6 +461,61 @@ impl WebhookSender {
     }
 }
 
+/// Follows every stream on the bus and, for each `task.finished`, posts the task's
+/// `CoordinatorResult` to its `webhook_url` (or the configured default). Each delivery
+/// runs in its own task, so a slow receiver delays no other. Failures are logged with
+/// what was tried; they never affect the task.
+pub fn spawn_deliverer(
+    bus: super::events::EventBus,
+    sender: WebhookSender,
+    default_url: Option<String>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut feed = bus.feed(super::events::Filter::All);
+        loop {
+            let ev = match feed.next().await {
+                Ok(Some(super::events::FeedItem::Event(ev))) => ev,
+                Ok(Some(super::events::FeedItem::Lagged { .. })) => continue,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook deliverer could not read events");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            if ev.kind != "task.finished" {
+                continue;
+            }
+            let Ok(id) = ev.stream.parse::<crate::domain::TaskId>() else {
+                continue;
+            };
+            let store = bus.store().clone();
+            let (sender, default_url) = (sender.clone(), default_url.clone());
+            tokio::spawn(async move {
+                let Ok(task) = store.get_task(id).await else {
+                    return;
+                };
+                let Some(url) = task.spec.webhook_url.clone().or(default_url) else {
+                    return;
+                };
+                let steps = store.steps(id).await.unwrap_or_default();
+                let Ok(result) = CoordinatorResult::new(&task, &steps) else {
+                    return;
+                };
+                match sender
+                    .deliver(&url, &WebhookPayload::task_finished(result))
+                    .await
+                {
+                    Ok(d) => {
+                        tracing::info!(task = %id, attempts = d.attempts, status = d.status, "webhook delivered")
+                    }
+                    Err(e) => tracing::warn!(task = %id, error = %e, "webhook delivery failed"),
+                }
+            });
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -805,59 +860,4 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("backoff_max_ms"), "{e}");
     }
-}
-
-/// Follows every stream on the bus and, for each `task.finished`, posts the task's
-/// `CoordinatorResult` to its `webhook_url` (or the configured default). Each delivery
-/// runs in its own task, so a slow receiver delays no other. Failures are logged with
-/// what was tried; they never affect the task.
-pub fn spawn_deliverer(
-    bus: super::events::EventBus,
-    sender: WebhookSender,
-    default_url: Option<String>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut feed = bus.feed(super::events::Filter::All);
-        loop {
-            let ev = match feed.next().await {
-                Ok(Some(super::events::FeedItem::Event(ev))) => ev,
-                Ok(Some(super::events::FeedItem::Lagged { .. })) => continue,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "webhook deliverer could not read events");
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    continue;
-                }
-            };
-            if ev.kind != "task.finished" {
-                continue;
-            }
-            let Ok(id) = ev.stream.parse::<crate::domain::TaskId>() else {
-                continue;
-            };
-            let store = bus.store().clone();
-            let (sender, default_url) = (sender.clone(), default_url.clone());
-            tokio::spawn(async move {
-                let Ok(task) = store.get_task(id).await else {
-                    return;
-                };
-                let Some(url) = task.spec.webhook_url.clone().or(default_url) else {
-                    return;
-                };
-                let steps = store.steps(id).await.unwrap_or_default();
-                let Ok(result) = CoordinatorResult::new(&task, &steps) else {
-                    return;
-                };
-                match sender
-                    .deliver(&url, &WebhookPayload::task_finished(result))
-                    .await
-                {
-                    Ok(d) => {
-                        tracing::info!(task = %id, attempts = d.attempts, status = d.status, "webhook delivered")
-                    }
-                    Err(e) => tracing::warn!(task = %id, error = %e, "webhook delivery failed"),
-                }
-            });
-        }
-    })
 }
