@@ -29,18 +29,41 @@ struct Env {
 
 async fn env(cfg: RunnerConfig) -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("db.sqlite")).await.unwrap());
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&dir.path().join("db.sqlite"))
+            .await
+            .unwrap(),
+    );
     let bus = EventBus::new(store.clone(), 1024);
-    let runner = Runner::new(bus, Arc::new(Prompts::default()), ArtifactStore::new(dir.path(), store.clone()), cfg);
-    Env { runner, store, _dir: dir }
+    let runner = Runner::new(
+        bus,
+        Arc::new(Prompts::default()),
+        ArtifactStore::new(dir.path(), store.clone()),
+        cfg,
+    );
+    Env {
+        runner,
+        store,
+        _dir: dir,
+    }
 }
 
 fn quick() -> RunnerConfig {
-    RunnerConfig { retry_backoff_ms: vec![10], settle_timeout_ms: 300, settle_poll_ms: 10, ..Default::default() }
+    RunnerConfig {
+        retry_backoff_ms: vec![10],
+        settle_timeout_ms: 300,
+        settle_poll_ms: 10,
+        ..Default::default()
+    }
 }
 
 async fn start(store: &Arc<dyn Store>, instruction: &str, max_steps: u32, device: &str) -> Task {
-    let spec = TaskSpec::parse(NewTask { instruction: Some(instruction.into()), max_steps: Some(max_steps), ..Default::default() }).unwrap();
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some(instruction.into()),
+        max_steps: Some(max_steps),
+        ..Default::default()
+    })
+    .unwrap();
     let t = store.create_task(spec).await.unwrap();
     assert!(store.start_task(t.id, device).await.unwrap());
     store.get_task(t.id).await.unwrap()
@@ -49,7 +72,11 @@ async fn start(store: &Arc<dyn Store>, instruction: &str, max_steps: u32, device
 /// A half-size phone: the sim scales its layout with the width, so tasks behave the
 /// same, and unoptimized test builds render a quarter of the pixels.
 fn small() -> SimConfig {
-    SimConfig { width: 540, height: 1200, ..SimConfig::default() }
+    SimConfig {
+        width: 540,
+        height: 1200,
+        ..SimConfig::default()
+    }
 }
 
 fn no_stop() -> watch::Receiver<StopSignal> {
@@ -68,12 +95,41 @@ async fn every_reference_solution_passes_through_the_full_loop() {
         phone.reset_to(&t);
         let steps = t.reference();
         let task = start(&e.store, t.instruction, steps.len() as u32 + 5, "sim-1").await;
-        let done = e.runner.run(task, phone.clone(), Box::new(ReplayAgent::new(steps.clone())), no_stop()).await.unwrap();
-        assert_eq!(done.status, TaskStatus::Succeeded, "{}: {:?}", t.id, done.reason);
-        assert!(t.check(&phone.state()), "{}: the phone's checker disagrees after the loop", t.id);
+        let done = e
+            .runner
+            .run(
+                task,
+                phone.clone(),
+                Box::new(ReplayAgent::new(steps.clone())),
+                no_stop(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            done.status,
+            TaskStatus::Succeeded,
+            "{}: {:?}",
+            t.id,
+            done.reason
+        );
+        assert!(
+            t.check(&phone.state()),
+            "{}: the phone's checker disagrees after the loop",
+            t.id
+        );
         let recorded = e.store.steps(done.id).await.unwrap();
-        assert_eq!(recorded.len(), steps.len() + 1, "{}: one step per action plus finish", t.id);
-        assert!(recorded.iter().all(|s| s.outcome.status == "ok"), "{}: {:?}", t.id, recorded.iter().map(|s| &s.outcome).collect::<Vec<_>>());
+        assert_eq!(
+            recorded.len(),
+            steps.len() + 1,
+            "{}: one step per action plus finish",
+            t.id
+        );
+        assert!(
+            recorded.iter().all(|s| s.outcome.status == "ok"),
+            "{}: {:?}",
+            t.id,
+            recorded.iter().map(|s| &s.outcome).collect::<Vec<_>>()
+        );
         assert_eq!(done.steps as usize, recorded.len());
     }
 }
@@ -83,21 +139,44 @@ async fn steps_record_screenshots_timings_and_events() {
     let e = env(quick()).await;
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     let task = start(&e.store, "open settings", 10, "sim-1").await;
-    let actions = vec![Action::LaunchApp { app: droidpilot::domain::AppRef::Label("Settings".into()) }];
-    let done = e.runner.run(task, phone, Box::new(ReplayAgent::new(actions)), no_stop()).await.unwrap();
+    let actions = vec![Action::LaunchApp {
+        app: droidpilot::domain::AppRef::Label("Settings".into()),
+    }];
+    let done = e
+        .runner
+        .run(task, phone, Box::new(ReplayAgent::new(actions)), no_stop())
+        .await
+        .unwrap();
     let steps = e.store.steps(done.id).await.unwrap();
     let first = &steps[0];
     let sha = first.screenshot.as_deref().expect("a screenshot per step");
     let art = e.store.artifact(sha).await.unwrap().expect("artifact row");
     assert!(art.path.starts_with("artifacts/") && art.path.ends_with(".png"));
-    assert_eq!(first.outcome.screen_changed, Some(true), "launching an app changes the screen");
-    assert!(first.screen.as_ref().unwrap()["summary"].as_str().unwrap().contains("actionable"));
-    let events = e.store.events_since(&done.id.to_string(), 0, 100).await.unwrap();
+    assert_eq!(
+        first.outcome.screen_changed,
+        Some(true),
+        "launching an app changes the screen"
+    );
+    assert!(
+        first.screen.as_ref().unwrap()["summary"]
+            .as_str()
+            .unwrap()
+            .contains("actionable")
+    );
+    let events = e
+        .store
+        .events_since(&done.id.to_string(), 0, 100)
+        .await
+        .unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds.first(), Some(&"task.started"));
     assert_eq!(kinds.last(), Some(&"task.finished"));
     for k in ["step.observed", "step.decided", "step.executed"] {
-        assert_eq!(kinds.iter().filter(|x| **x == k).count(), 2, "{k} per step: {kinds:?}");
+        assert_eq!(
+            kinds.iter().filter(|x| **x == k).count(),
+            2,
+            "{k} per step: {kinds:?}"
+        );
     }
     let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "gapless");
@@ -109,7 +188,10 @@ struct Wanderer;
 impl Agent for Wanderer {
     async fn next(&mut self, _ctx: &AgentContext) -> Result<Decision, AgentError> {
         Ok(Decision::local(Action::Swipe {
-            path: droidpilot::domain::action::SwipePath::Direction { direction: droidpilot::domain::Direction::Left, target: None },
+            path: droidpilot::domain::action::SwipePath::Direction {
+                direction: droidpilot::domain::Direction::Left,
+                target: None,
+            },
             duration_ms: None,
         }))
     }
@@ -120,10 +202,18 @@ impl Agent for Wanderer {
 
 #[tokio::test]
 async fn max_steps_marks_the_task_incomplete() {
-    let e = env(RunnerConfig { stuck_threshold: 100, ..quick() }).await;
+    let e = env(RunnerConfig {
+        stuck_threshold: 100,
+        ..quick()
+    })
+    .await;
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     let task = start(&e.store, "wander", 4, "sim-1").await;
-    let done = e.runner.run(task, phone, Box::new(Wanderer), no_stop()).await.unwrap();
+    let done = e
+        .runner
+        .run(task, phone, Box::new(Wanderer), no_stop())
+        .await
+        .unwrap();
     assert_eq!(done.status, TaskStatus::Incomplete);
     assert!(done.reason.as_deref().unwrap().contains("max_steps (4)"));
     assert_eq!(e.store.steps(done.id).await.unwrap().len(), 4);
@@ -131,7 +221,12 @@ async fn max_steps_marks_the_task_incomplete() {
 
 #[tokio::test]
 async fn cancel_stops_at_a_step_boundary_keeping_committed_steps() {
-    let e = env(RunnerConfig { stuck_threshold: 100, step_delay_ms: 20, ..quick() }).await;
+    let e = env(RunnerConfig {
+        stuck_threshold: 100,
+        step_delay_ms: 20,
+        ..quick()
+    })
+    .await;
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     let task = start(&e.store, "wander", 1000, "sim-1").await;
     let (tx, rx) = watch::channel(StopSignal::None);
@@ -142,19 +237,44 @@ async fn cancel_stops_at_a_step_boundary_keeping_committed_steps() {
     let done = handle.await.unwrap().unwrap();
     assert_eq!(done.status, TaskStatus::Cancelled);
     let n = e.store.steps(done.id).await.unwrap().len();
-    assert!(n >= 1 && n as u32 == done.steps, "committed steps survive the cancel ({n})");
+    assert!(
+        n >= 1 && n as u32 == done.steps,
+        "committed steps survive the cancel ({n})"
+    );
 }
 
 #[tokio::test]
 async fn stuck_agent_gets_a_diagnostic_then_is_stopped() {
     // Tapping the status bar changes nothing: stuck.
-    let e = env(RunnerConfig { stuck_threshold: 2, ask_user_when_stuck: false, ..quick() }).await;
+    let e = env(RunnerConfig {
+        stuck_threshold: 2,
+        ask_user_when_stuck: false,
+        ..quick()
+    })
+    .await;
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     let task = start(&e.store, "tap nothing", 50, "sim-1").await;
-    let tap = Action::Tap { target: droidpilot::domain::action::TargetField(droidpilot::domain::Target::Coordinate(droidpilot::domain::NormPoint::new(0.5, 0.005).unwrap())) };
-    let done = e.runner.run(task, phone, Box::new(ReplayAgent::new(vec![tap; 20])), no_stop()).await.unwrap();
+    let tap = Action::Tap {
+        target: droidpilot::domain::action::TargetField(droidpilot::domain::Target::Coordinate(
+            droidpilot::domain::NormPoint::new(0.5, 0.005).unwrap(),
+        )),
+    };
+    let done = e
+        .runner
+        .run(
+            task,
+            phone,
+            Box::new(ReplayAgent::new(vec![tap; 20])),
+            no_stop(),
+        )
+        .await
+        .unwrap();
     assert_eq!(done.status, TaskStatus::Failed);
-    assert!(done.reason.as_deref().unwrap().starts_with("stuck:"), "{:?}", done.reason);
+    assert!(
+        done.reason.as_deref().unwrap().starts_with("stuck:"),
+        "{:?}",
+        done.reason
+    );
     assert!(done.steps < 20, "stopped early, after {} steps", done.steps);
 }
 
@@ -164,9 +284,21 @@ async fn ask_user_waits_for_an_answer_and_feeds_it_back() {
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     let task = start(&e.store, "ask me", 10, "sim-1").await;
     let id = task.id;
-    let ask = Action::AskUser { question: "Which colour?".into(), options: Some(vec!["red".into(), "blue".into()]) };
+    let ask = Action::AskUser {
+        question: "Which colour?".into(),
+        options: Some(vec!["red".into(), "blue".into()]),
+    };
     let runner = e.runner.clone();
-    let handle = tokio::spawn(async move { runner.run(task, phone, Box::new(ReplayAgent::new(vec![ask])), no_stop()).await });
+    let handle = tokio::spawn(async move {
+        runner
+            .run(
+                task,
+                phone,
+                Box::new(ReplayAgent::new(vec![ask])),
+                no_stop(),
+            )
+            .await
+    });
     // Wait until the task waits, then answer as a dashboard would.
     let mut waited = 0;
     while e.store.get_task(id).await.unwrap().status != TaskStatus::WaitingForUser {
@@ -174,16 +306,34 @@ async fn ask_user_waits_for_an_answer_and_feeds_it_back() {
         waited += 1;
         assert!(waited < 500, "the task never asked");
     }
-    let iv = e.runner.prompts.answer(&e.runner.bus, id, None, "blue", "rest").await.unwrap();
+    let iv = e
+        .runner
+        .prompts
+        .answer(&e.runner.bus, id, None, "blue", "rest")
+        .await
+        .unwrap();
     assert_eq!(iv.answer.as_deref(), Some("blue"));
     let done = handle.await.unwrap().unwrap();
     assert_eq!(done.status, TaskStatus::Succeeded);
     let steps = e.store.steps(id).await.unwrap();
     assert_eq!(steps[0].outcome.detail.as_ref().unwrap()["answer"], "blue");
     let ivs = e.store.interventions(id).await.unwrap();
-    assert_eq!((ivs.len(), ivs[0].answered_by.as_deref()), (1, Some("rest")));
-    let kinds: Vec<String> = e.store.events_since(&id.to_string(), 0, 100).await.unwrap().into_iter().map(|e| e.kind).collect();
-    assert!(kinds.contains(&"task.ask_user".to_string()) && kinds.contains(&"task.answered".to_string()));
+    assert_eq!(
+        (ivs.len(), ivs[0].answered_by.as_deref()),
+        (1, Some("rest"))
+    );
+    let kinds: Vec<String> = e
+        .store
+        .events_since(&id.to_string(), 0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert!(
+        kinds.contains(&"task.ask_user".to_string())
+            && kinds.contains(&"task.answered".to_string())
+    );
 }
 
 #[tokio::test]
@@ -191,12 +341,31 @@ async fn unknown_mcp_tool_is_reported_to_the_agent_not_fatal() {
     let e = env(quick()).await;
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     let task = start(&e.store, "search", 10, "sim-1").await;
-    let call = Action::McpCall { tool: "amap_search".into(), args: json!({"query": "coffee"}) };
-    let done = e.runner.run(task, phone, Box::new(ReplayAgent::new(vec![call])), no_stop()).await.unwrap();
+    let call = Action::McpCall {
+        tool: "amap_search".into(),
+        args: json!({"query": "coffee"}),
+    };
+    let done = e
+        .runner
+        .run(
+            task,
+            phone,
+            Box::new(ReplayAgent::new(vec![call])),
+            no_stop(),
+        )
+        .await
+        .unwrap();
     assert_eq!(done.status, TaskStatus::Succeeded);
     let steps = e.store.steps(done.id).await.unwrap();
     assert_eq!(steps[0].outcome.status, "failed");
-    assert!(steps[0].outcome.error.as_deref().unwrap().contains("tool not available: `amap_search`"));
+    assert!(
+        steps[0]
+            .outcome
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("tool not available: `amap_search`")
+    );
 }
 
 #[tokio::test]
@@ -204,27 +373,81 @@ async fn a_missing_element_is_retried_then_reported() {
     let e = env(quick()).await;
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     let task = start(&e.store, "tap a ghost", 10, "sim-1").await;
-    let tap = Action::Tap { target: droidpilot::domain::action::TargetField(droidpilot::domain::Target::Selector("#no_such_button".into())) };
-    let done = e.runner.run(task, phone, Box::new(ReplayAgent::new(vec![tap])), no_stop()).await.unwrap();
-    assert_eq!(done.status, TaskStatus::Succeeded, "the replay goes on to finish");
+    let tap = Action::Tap {
+        target: droidpilot::domain::action::TargetField(droidpilot::domain::Target::Selector(
+            "#no_such_button".into(),
+        )),
+    };
+    let done = e
+        .runner
+        .run(
+            task,
+            phone,
+            Box::new(ReplayAgent::new(vec![tap])),
+            no_stop(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        done.status,
+        TaskStatus::Succeeded,
+        "the replay goes on to finish"
+    );
     let s = &e.store.steps(done.id).await.unwrap()[0];
     assert_eq!(s.outcome.status, "failed");
-    assert!(s.outcome.error.as_deref().unwrap().starts_with("element_not_found"), "{:?}", s.outcome);
+    assert!(
+        s.outcome
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("element_not_found"),
+        "{:?}",
+        s.outcome
+    );
 }
 
 #[tokio::test]
 async fn a_dropped_device_is_waited_for_and_the_task_resumes() {
     let e = env(quick()).await;
-    let cfg = SimConfig { faults: droidpilot::device::sim::faults::SimFaults { disconnect_after: Some(12), ..Default::default() }, ..small() };
+    let cfg = SimConfig {
+        faults: droidpilot::device::sim::faults::SimFaults {
+            disconnect_after: Some(12),
+            ..Default::default()
+        },
+        ..small()
+    };
     let phone = Arc::new(SimDevice::new(cfg).unwrap());
-    let t = tasks().into_iter().find(|t| t.reference().len() >= 4).unwrap();
+    let t = tasks()
+        .into_iter()
+        .find(|t| t.reference().len() >= 4)
+        .unwrap();
     phone.reset_to(&t);
     let task = start(&e.store, t.instruction, 30, "sim-1").await;
-    let done = e.runner.run(task, phone.clone(), Box::new(ReplayAgent::new(t.reference())), no_stop()).await.unwrap();
+    let done = e
+        .runner
+        .run(
+            task,
+            phone.clone(),
+            Box::new(ReplayAgent::new(t.reference())),
+            no_stop(),
+        )
+        .await
+        .unwrap();
     assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
     assert!(t.check(&phone.state()));
-    let kinds: Vec<String> = e.store.events_since(&done.id.to_string(), 0, 500).await.unwrap().into_iter().map(|e| e.kind).collect();
-    assert!(kinds.contains(&"task.device_lost".to_string()) && kinds.contains(&"task.device_back".to_string()), "{kinds:?}");
+    let kinds: Vec<String> = e
+        .store
+        .events_since(&done.id.to_string(), 0, 500)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert!(
+        kinds.contains(&"task.device_lost".to_string())
+            && kinds.contains(&"task.device_back".to_string()),
+        "{kinds:?}"
+    );
 }
 
 #[tokio::test]
@@ -236,43 +459,121 @@ async fn a_device_that_never_returns_fails_the_task_cleanly() {
         fn serial(&self) -> &str {
             "gone-1"
         }
-        async fn info(&self) -> Result<droidpilot::device::DeviceInfo, droidpilot::device::DeviceError> {
+        async fn info(
+            &self,
+        ) -> Result<droidpilot::device::DeviceInfo, droidpilot::device::DeviceError> {
             Ok(droidpilot::device::DeviceInfo {
                 serial: "gone-1".into(),
                 backend: "test".into(),
                 model: "x".into(),
-                screen: droidpilot::domain::ScreenSize { width: 100, height: 200 },
+                screen: droidpilot::domain::ScreenSize {
+                    width: 100,
+                    height: 200,
+                },
                 density: 160,
                 rotation: 0,
             })
         }
-        async fn screenshot(&self) -> Result<droidpilot::device::Screenshot, droidpilot::device::DeviceError> {
+        async fn screenshot(
+            &self,
+        ) -> Result<droidpilot::device::Screenshot, droidpilot::device::DeviceError> {
             Err(gone())
         }
         async fn hierarchy(&self) -> Result<String, droidpilot::device::DeviceError> {
             Err(gone())
         }
-        async fn tap(&self, _: droidpilot::domain::PixelPoint) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn long_press(&self, _: droidpilot::domain::PixelPoint, _: u64) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn double_tap(&self, _: droidpilot::domain::PixelPoint) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn swipe(&self, _: droidpilot::domain::PixelPoint, _: droidpilot::domain::PixelPoint, _: u64) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn type_text(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn clear_text(&self) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn key(&self, _: droidpilot::domain::Key) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn launch_app(&self, _: &droidpilot::domain::AppRef) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn current_app(&self) -> Result<droidpilot::device::CurrentApp, droidpilot::device::DeviceError> { Err(gone()) }
-        async fn installed_apps(&self) -> Result<Vec<droidpilot::device::AppInfo>, droidpilot::device::DeviceError> { Err(gone()) }
-        async fn open_url(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
-        async fn screen_state(&self) -> Result<droidpilot::device::ScreenState, droidpilot::device::DeviceError> { Err(gone()) }
-        async fn health(&self) -> Result<(), droidpilot::device::DeviceError> { Err(gone()) }
+        async fn tap(
+            &self,
+            _: droidpilot::domain::PixelPoint,
+        ) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn long_press(
+            &self,
+            _: droidpilot::domain::PixelPoint,
+            _: u64,
+        ) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn double_tap(
+            &self,
+            _: droidpilot::domain::PixelPoint,
+        ) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn swipe(
+            &self,
+            _: droidpilot::domain::PixelPoint,
+            _: droidpilot::domain::PixelPoint,
+            _: u64,
+        ) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn type_text(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn clear_text(&self) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn key(
+            &self,
+            _: droidpilot::domain::Key,
+        ) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn launch_app(
+            &self,
+            _: &droidpilot::domain::AppRef,
+        ) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn current_app(
+            &self,
+        ) -> Result<droidpilot::device::CurrentApp, droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn installed_apps(
+            &self,
+        ) -> Result<Vec<droidpilot::device::AppInfo>, droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn open_url(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn screen_state(
+            &self,
+        ) -> Result<droidpilot::device::ScreenState, droidpilot::device::DeviceError> {
+            Err(gone())
+        }
+        async fn health(&self) -> Result<(), droidpilot::device::DeviceError> {
+            Err(gone())
+        }
     }
     fn gone() -> droidpilot::device::DeviceError {
-        droidpilot::device::DeviceError::Disconnected { serial: "gone-1".into() }
+        droidpilot::device::DeviceError::Disconnected {
+            serial: "gone-1".into(),
+        }
     }
-    let e = env(RunnerConfig { reconnect_wait_secs: 1, ..quick() }).await;
+    let e = env(RunnerConfig {
+        reconnect_wait_secs: 1,
+        ..quick()
+    })
+    .await;
     let task = start(&e.store, "anything", 10, "gone-1").await;
-    let done = e.runner.run(task, Arc::new(Gone), Box::new(ReplayAgent::new(vec![])), no_stop()).await.unwrap();
+    let done = e
+        .runner
+        .run(
+            task,
+            Arc::new(Gone),
+            Box::new(ReplayAgent::new(vec![])),
+            no_stop(),
+        )
+        .await
+        .unwrap();
     assert_eq!(done.status, TaskStatus::Failed);
     let reason = done.reason.unwrap();
-    assert!(reason.contains("did not come back within 1 s") && reason.contains("replug USB"), "{reason}");
+    assert!(
+        reason.contains("did not come back within 1 s") && reason.contains("replug USB"),
+        "{reason}"
+    );
 }

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use super::{Device, DeviceError};
 use crate::domain::action::{SwipePath, TargetField};
-use crate::domain::{Action, Bounds, CoordinateTransform, Direction, PixelPoint, ScreenSize, Target};
+use crate::domain::{
+    Action, Bounds, CoordinateTransform, Direction, PixelPoint, ScreenSize, Target,
+};
 use crate::screen::pipeline::{ReprOptions, Screen};
 
 /// Default press length for `long_press` without `duration_ms` (Android's long-press
@@ -43,13 +45,21 @@ pub struct ExecOutcome {
 pub enum ExecError {
     /// The target is not on the screen (or is ambiguous): re-observe and decide again.
     #[error("{message}")]
-    ElementNotFound { selector: Option<String>, message: String, hint: String },
+    ElementNotFound {
+        selector: Option<String>,
+        message: String,
+        hint: String,
+    },
     /// The device refused or failed the input.
     #[error("{0}")]
     Device(#[from] DeviceError),
     /// `wait_for` / `wait_for_gone` ran out of time.
     #[error("`{selector}` {what} within {} ms", timeout.as_millis())]
-    Timeout { selector: String, what: &'static str, timeout: Duration },
+    Timeout {
+        selector: String,
+        what: &'static str,
+        timeout: Duration,
+    },
     /// The action is not something a device does.
     #[error("`{0}` is not a device action; the runner handles it")]
     NotADeviceAction(String),
@@ -63,7 +73,11 @@ impl ExecError {
             ExecError::ElementNotFound { .. } => "element_not_found",
             ExecError::Timeout { .. } => "timeout",
             ExecError::Device(DeviceError::Timeout { .. }) => "timeout",
-            ExecError::Device(DeviceError::CommandFailed { stderr, .. }) if stderr.contains("ermission") => "permission_denied",
+            ExecError::Device(DeviceError::CommandFailed { stderr, .. })
+                if stderr.contains("ermission") =>
+            {
+                "permission_denied"
+            }
             _ => "action_failed",
         }
     }
@@ -89,7 +103,12 @@ impl ExecError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ExecError::ElementNotFound { .. } | ExecError::Timeout { .. } => true,
-            ExecError::Device(e) => !matches!(e, DeviceError::InvalidInput(_) | DeviceError::Unsupported(_) | DeviceError::AppNotFound(_)),
+            ExecError::Device(e) => !matches!(
+                e,
+                DeviceError::InvalidInput(_)
+                    | DeviceError::Unsupported(_)
+                    | DeviceError::AppNotFound(_)
+            ),
             ExecError::NotADeviceAction(_) => false,
         }
     }
@@ -112,7 +131,11 @@ fn target_bounds(t: &Target, ctx: &ExecContext<'_>) -> Result<Bounds, ExecError>
             hint: "Use a coordinate target, or observe the screen first.".into(),
         });
     };
-    screen.resolve(t).map_err(|e| ExecError::ElementNotFound { selector: target_selector(t), message: e.to_string(), hint: e.hint() })
+    screen.resolve(t).map_err(|e| ExecError::ElementNotFound {
+        selector: target_selector(t),
+        message: e.to_string(),
+        hint: e.hint(),
+    })
 }
 
 fn target_point(t: &Target, ctx: &ExecContext<'_>) -> Result<PixelPoint, ExecError> {
@@ -126,7 +149,10 @@ fn target_point(t: &Target, ctx: &ExecContext<'_>) -> Result<PixelPoint, ExecErr
 /// `dir` for scrolls: content moves opposite to the finger.
 fn directional_swipe(area: Bounds, dir: Direction, scroll: bool) -> (PixelPoint, PixelPoint) {
     let c = area.center();
-    let (dx, dy) = ((area.width() as f64 * 0.3) as i32, (area.height() as f64 * 0.3) as i32);
+    let (dx, dy) = (
+        (area.width() as f64 * 0.3) as i32,
+        (area.height() as f64 * 0.3) as i32,
+    );
     // For a swipe, `up` means the finger moves up. For a scroll, `down` means reveal
     // what is below, which is also the finger moving up.
     let finger_up = match (dir, scroll) {
@@ -140,10 +166,46 @@ fn directional_swipe(area: Bounds, dir: Direction, scroll: bool) -> (PixelPoint,
         _ => None,
     };
     match (finger_up, finger_left) {
-        (Some(true), _) => (PixelPoint { x: c.x, y: c.y + dy }, PixelPoint { x: c.x, y: c.y - dy }),
-        (Some(false), _) => (PixelPoint { x: c.x, y: c.y - dy }, PixelPoint { x: c.x, y: c.y + dy }),
-        (_, Some(true)) => (PixelPoint { x: c.x + dx, y: c.y }, PixelPoint { x: c.x - dx, y: c.y }),
-        _ => (PixelPoint { x: c.x - dx, y: c.y }, PixelPoint { x: c.x + dx, y: c.y }),
+        (Some(true), _) => (
+            PixelPoint {
+                x: c.x,
+                y: c.y + dy,
+            },
+            PixelPoint {
+                x: c.x,
+                y: c.y - dy,
+            },
+        ),
+        (Some(false), _) => (
+            PixelPoint {
+                x: c.x,
+                y: c.y - dy,
+            },
+            PixelPoint {
+                x: c.x,
+                y: c.y + dy,
+            },
+        ),
+        (_, Some(true)) => (
+            PixelPoint {
+                x: c.x + dx,
+                y: c.y,
+            },
+            PixelPoint {
+                x: c.x - dx,
+                y: c.y,
+            },
+        ),
+        _ => (
+            PixelPoint {
+                x: c.x - dx,
+                y: c.y,
+            },
+            PixelPoint {
+                x: c.x + dx,
+                y: c.y,
+            },
+        ),
     }
 }
 
@@ -171,33 +233,52 @@ fn pt(p: PixelPoint) -> Value {
 }
 
 /// Runs one device action.
-pub async fn execute(device: &dyn Device, action: &Action, ctx: &ExecContext<'_>) -> Result<ExecOutcome, ExecError> {
+pub async fn execute(
+    device: &dyn Device,
+    action: &Action,
+    ctx: &ExecContext<'_>,
+) -> Result<ExecOutcome, ExecError> {
     let detail = match action {
-        Action::Tap { target: TargetField(t) } => {
+        Action::Tap {
+            target: TargetField(t),
+        } => {
             let p = target_point(t, ctx)?;
             device.tap(p).await?;
             json!({"point": pt(p)})
         }
-        Action::LongPress { target: TargetField(t), duration_ms } => {
+        Action::LongPress {
+            target: TargetField(t),
+            duration_ms,
+        } => {
             let p = target_point(t, ctx)?;
             let ms = duration_ms.unwrap_or(DEFAULT_LONG_PRESS_MS);
             device.long_press(p, ms).await?;
             json!({"point": pt(p), "duration_ms": ms})
         }
-        Action::DoubleTap { target: TargetField(t) } => {
+        Action::DoubleTap {
+            target: TargetField(t),
+        } => {
             let p = target_point(t, ctx)?;
             device.double_tap(p).await?;
             json!({"point": pt(p)})
         }
         Action::Swipe { path, duration_ms } => {
             let (from, to) = match path {
-                SwipePath::Points { start, end } => (ctx.transform.to_pixel(*start, ctx.size), ctx.transform.to_pixel(*end, ctx.size)),
+                SwipePath::Points { start, end } => (
+                    ctx.transform.to_pixel(*start, ctx.size),
+                    ctx.transform.to_pixel(*end, ctx.size),
+                ),
                 SwipePath::Direction { direction, target } => {
                     let area = match target {
                         Some(TargetField(t @ Target::Coordinate(_))) => {
                             let c = target_point(t, ctx)?;
                             let full = full_screen(ctx.size);
-                            Bounds::new(full.left, c.y - full.height() / 4, full.right, c.y + full.height() / 4)
+                            Bounds::new(
+                                full.left,
+                                c.y - full.height() / 4,
+                                full.right,
+                                c.y + full.height() / 4,
+                            )
                         }
                         Some(TargetField(t)) => target_bounds(t, ctx)?,
                         None => full_screen(ctx.size),
@@ -209,11 +290,15 @@ pub async fn execute(device: &dyn Device, action: &Action, ctx: &ExecContext<'_>
             device.swipe(from, to, ms).await?;
             json!({"from": pt(from), "to": pt(to), "duration_ms": ms})
         }
-        Action::Scroll { direction, container } => {
+        Action::Scroll {
+            direction,
+            container,
+        } => {
             let area = match container {
                 Some(TargetField(t @ Target::Coordinate(_))) => {
                     let c = target_point(t, ctx)?;
-                    Bounds::new(c.x - 200, c.y - 400, c.x + 200, c.y + 400).intersect(&full_screen(ctx.size))
+                    Bounds::new(c.x - 200, c.y - 400, c.x + 200, c.y + 400)
+                        .intersect(&full_screen(ctx.size))
                 }
                 Some(TargetField(t)) => target_bounds(t, ctx)?,
                 None => default_scroll_area(ctx),
@@ -222,7 +307,11 @@ pub async fn execute(device: &dyn Device, action: &Action, ctx: &ExecContext<'_>
             device.swipe(from, to, DEFAULT_SWIPE_MS).await?;
             json!({"from": pt(from), "to": pt(to)})
         }
-        Action::Type { text, target, clear_first } => {
+        Action::Type {
+            text,
+            target,
+            clear_first,
+        } => {
             let focused = match target {
                 Some(TargetField(t)) => {
                     let p = target_point(t, ctx)?;
@@ -262,9 +351,18 @@ pub async fn execute(device: &dyn Device, action: &Action, ctx: &ExecContext<'_>
             device.wait(*ms).await;
             json!({"waited_ms": ms})
         }
-        Action::WaitFor { selector, timeout_ms } => wait_until(device, selector, *timeout_ms, true).await?,
-        Action::WaitForGone { selector, timeout_ms } => wait_until(device, selector, *timeout_ms, false).await?,
-        other @ (Action::Finish { .. } | Action::AskUser { .. } | Action::McpCall { .. } | Action::Custom(_)) => {
+        Action::WaitFor {
+            selector,
+            timeout_ms,
+        } => wait_until(device, selector, *timeout_ms, true).await?,
+        Action::WaitForGone {
+            selector,
+            timeout_ms,
+        } => wait_until(device, selector, *timeout_ms, false).await?,
+        other @ (Action::Finish { .. }
+        | Action::AskUser { .. }
+        | Action::McpCall { .. }
+        | Action::Custom(_)) => {
             return Err(ExecError::NotADeviceAction(other.name().to_string()));
         }
     };
@@ -272,7 +370,12 @@ pub async fn execute(device: &dyn Device, action: &Action, ctx: &ExecContext<'_>
 }
 
 /// Polls the hierarchy until `selector` matches (`present`) or stops matching.
-async fn wait_until(device: &dyn Device, selector: &str, timeout_ms: u64, present: bool) -> Result<Value, ExecError> {
+async fn wait_until(
+    device: &dyn Device,
+    selector: &str,
+    timeout_ms: u64,
+    present: bool,
+) -> Result<Value, ExecError> {
     let sel = crate::screen::selector::Selector::parse(selector).map_err(|e| ExecError::ElementNotFound {
         selector: Some(selector.to_string()),
         message: format!("invalid selector: {e}"),
@@ -291,7 +394,15 @@ async fn wait_until(device: &dyn Device, selector: &str, timeout_ms: u64, presen
             }
         }
         if start.elapsed() >= timeout {
-            return Err(ExecError::Timeout { selector: selector.to_string(), what: if present { "did not appear" } else { "did not go away" }, timeout });
+            return Err(ExecError::Timeout {
+                selector: selector.to_string(),
+                what: if present {
+                    "did not appear"
+                } else {
+                    "did not go away"
+                },
+                timeout,
+            });
         }
         tokio::time::sleep(POLL_EVERY.min(timeout.saturating_sub(start.elapsed()))).await;
     }

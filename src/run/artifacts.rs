@@ -19,7 +19,10 @@ pub struct ArtifactStore {
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     #[error("cannot write artifact {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -27,16 +30,28 @@ pub enum ArtifactError {
 impl ArtifactStore {
     /// `data_dir` is the server's data directory; files go under `data_dir/artifacts`.
     pub fn new(data_dir: &Path, store: Arc<dyn Store>) -> Self {
-        Self { root: data_dir.to_path_buf(), store }
+        Self {
+            root: data_dir.to_path_buf(),
+            store,
+        }
     }
 
     /// Stores bytes, returns their sha256 (hex). Storing the same bytes again is cheap.
-    pub async fn put(&self, kind: &str, media_type: &str, ext: &str, bytes: &[u8]) -> Result<String, ArtifactError> {
+    pub async fn put(
+        &self,
+        kind: &str,
+        media_type: &str,
+        ext: &str,
+        bytes: &[u8],
+    ) -> Result<String, ArtifactError> {
         let sha = hex::encode(Sha256::digest(bytes));
         let rel = format!("artifacts/{}/{}.{}", &sha[..2], sha, ext);
         let path = self.root.join(&rel);
         if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
-            let io = |source| ArtifactError::Io { path: path.display().to_string(), source };
+            let io = |source| ArtifactError::Io {
+                path: path.display().to_string(),
+                source,
+            };
             if let Some(dir) = path.parent() {
                 tokio::fs::create_dir_all(dir).await.map_err(io)?;
             }
@@ -45,19 +60,30 @@ impl ArtifactStore {
             tokio::fs::rename(&tmp, &path).await.map_err(io)?;
         }
         self.store
-            .put_artifact(&Artifact { sha256: sha.clone(), kind: kind.into(), media_type: media_type.into(), path: rel, bytes: bytes.len() as u64 })
+            .put_artifact(&Artifact {
+                sha256: sha.clone(),
+                kind: kind.into(),
+                media_type: media_type.into(),
+                path: rel,
+                bytes: bytes.len() as u64,
+            })
             .await?;
         Ok(sha)
     }
 
     /// Reads an artifact's bytes by hash.
     pub async fn get(&self, sha256: &str) -> Result<Option<(Artifact, Vec<u8>)>, ArtifactError> {
-        let Some(a) = self.store.artifact(sha256).await? else { return Ok(None) };
+        let Some(a) = self.store.artifact(sha256).await? else {
+            return Ok(None);
+        };
         let path = self.root.join(&a.path);
         match tokio::fs::read(&path).await {
             Ok(b) => Ok(Some((a, b))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ArtifactError::Io { path: path.display().to_string(), source }),
+            Err(source) => Err(ArtifactError::Io {
+                path: path.display().to_string(),
+                source,
+            }),
         }
     }
 }

@@ -34,11 +34,19 @@ pub struct McpRegistry {
 
 impl McpRegistry {
     pub fn register(&self, name: &str, handler: Arc<dyn McpHandler>) {
-        self.tools.write().expect("mcp registry lock").insert(name.to_string(), handler);
+        self.tools
+            .write()
+            .expect("mcp registry lock")
+            .insert(name.to_string(), handler);
     }
 
     pub fn names(&self) -> Vec<String> {
-        self.tools.read().expect("mcp registry lock").keys().cloned().collect()
+        self.tools
+            .read()
+            .expect("mcp registry lock")
+            .keys()
+            .cloned()
+            .collect()
     }
 
     /// The tools as agents describe them to models.
@@ -47,21 +55,49 @@ impl McpRegistry {
             .read()
             .expect("mcp registry lock")
             .iter()
-            .map(|(n, h)| crate::agent::McpTool { name: n.clone(), description: h.description(), input_schema: h.input_schema() })
+            .map(|(n, h)| crate::agent::McpTool {
+                name: n.clone(),
+                description: h.description(),
+                input_schema: h.input_schema(),
+            })
             .collect()
     }
 
     pub async fn call(&self, tool: &str, args: Value, timeout: Duration) -> McpResult {
-        let handler = self.tools.read().expect("mcp registry lock").get(tool).cloned();
+        let handler = self
+            .tools
+            .read()
+            .expect("mcp registry lock")
+            .get(tool)
+            .cloned();
         let Some(h) = handler else {
             let available = self.names();
-            let list = if available.is_empty() { "none are registered".to_string() } else { format!("available: {}", available.join(", ")) };
-            return McpResult { is_error: true, content: Value::String(format!("tool not available: `{tool}` ({list})")) };
+            let list = if available.is_empty() {
+                "none are registered".to_string()
+            } else {
+                format!("available: {}", available.join(", "))
+            };
+            return McpResult {
+                is_error: true,
+                content: Value::String(format!("tool not available: `{tool}` ({list})")),
+            };
         };
         match tokio::time::timeout(timeout, h.call(args)).await {
-            Ok(Ok(v)) => McpResult { is_error: false, content: v },
-            Ok(Err(e)) => McpResult { is_error: true, content: Value::String(e) },
-            Err(_) => McpResult { is_error: true, content: Value::String(format!("tool `{tool}` timed out after {} ms", timeout.as_millis())) },
+            Ok(Ok(v)) => McpResult {
+                is_error: false,
+                content: v,
+            },
+            Ok(Err(e)) => McpResult {
+                is_error: true,
+                content: Value::String(e),
+            },
+            Err(_) => McpResult {
+                is_error: true,
+                content: Value::String(format!(
+                    "tool `{tool}` timed out after {} ms",
+                    timeout.as_millis()
+                )),
+            },
         }
     }
 }

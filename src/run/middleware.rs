@@ -24,7 +24,13 @@ pub trait ActionMiddleware: Send + Sync {
         Verdict::Run(action)
     }
     /// `outcome` is `Ok(detail)` or `Err(message)`.
-    async fn after(&self, task: TaskId, step: u32, action: &Action, outcome: &Result<Value, String>) {
+    async fn after(
+        &self,
+        task: TaskId,
+        step: u32,
+        action: &Action,
+        outcome: &Result<Value, String>,
+    ) {
         let _ = (task, step, action, outcome);
     }
 }
@@ -32,5 +38,9 @@ pub trait ActionMiddleware: Send + Sync {
 /// Runs a custom action (`ActionParser::register`) on the task's device.
 #[async_trait]
 pub trait CustomActionHandler: Send + Sync {
-    async fn run(&self, device: &dyn Device, args: &serde_json::Map<String, Value>) -> Result<Value, String>;
+    async fn run(
+        &self,
+        device: &dyn Device,
+        args: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String>;
 }

@@ -27,7 +27,10 @@ use crate::agent::{Agent, AgentError, Decision};
 use crate::device::exec::{self, ExecContext, ExecError};
 use crate::device::{Device, DeviceError, ScreenshotData};
 use crate::domain::action::TargetField;
-use crate::domain::{Action, CoordinateTransform, LinearTransform, ScreenSize, Step, StepOutcome, StepTimings, Task, TaskStatus};
+use crate::domain::{
+    Action, CoordinateTransform, LinearTransform, ScreenSize, Step, StepOutcome, StepTimings, Task,
+    TaskStatus,
+};
 use crate::llm::ImageData;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, layout_hash};
 use crate::store::StoreError;
@@ -142,7 +145,11 @@ struct End {
 
 impl End {
     fn new(status: TaskStatus, reason: impl Into<String>) -> Self {
-        Self { status, reason: reason.into(), answer: None }
+        Self {
+            status,
+            reason: reason.into(),
+            answer: None,
+        }
     }
 }
 
@@ -156,7 +163,12 @@ enum Fatal {
 }
 
 impl Runner {
-    pub fn new(bus: EventBus, prompts: Arc<Prompts>, artifacts: ArtifactStore, cfg: RunnerConfig) -> Self {
+    pub fn new(
+        bus: EventBus,
+        prompts: Arc<Prompts>,
+        artifacts: ArtifactStore,
+        cfg: RunnerConfig,
+    ) -> Self {
         Self {
             bus,
             prompts,
@@ -171,13 +183,26 @@ impl Runner {
     }
 
     /// Runs `task` (already `running` in the store) to its end and returns it as stored.
-    pub async fn run(&self, task: Task, device: Arc<dyn Device>, mut agent: Box<dyn Agent>, stop: watch::Receiver<StopSignal>) -> Result<Task, StoreError> {
+    pub async fn run(
+        &self,
+        task: Task,
+        device: Arc<dyn Device>,
+        mut agent: Box<dyn Agent>,
+        stop: watch::Receiver<StopSignal>,
+    ) -> Result<Task, StoreError> {
         let id = task.id;
         let stream = id.to_string();
         self.bus
-            .publish(&stream, "task.started", json!({"task_id": id, "device": task.assigned_device, "agent": agent.describe()}))
+            .publish(
+                &stream,
+                "task.started",
+                json!({"task_id": id, "device": task.assigned_device, "agent": agent.describe()}),
+            )
             .await?;
-        let end = match self.run_loop(&task, device.as_ref(), agent.as_mut(), stop).await {
+        let end = match self
+            .run_loop(&task, device.as_ref(), agent.as_mut(), stop)
+            .await
+        {
             Ok(end) => end,
             Err(Fatal::Store(e)) => return Err(e),
             Err(Fatal::Device(msg)) => End::new(TaskStatus::Failed, msg),
@@ -185,7 +210,12 @@ impl Runner {
         if end.status == TaskStatus::Incomplete {
             tracing::warn!(task = %id, "task reached max_steps without finishing");
         }
-        let finished = match self.bus.store().finish_task(id, end.status, Some(&end.reason), end.answer.as_deref()).await {
+        let finished = match self
+            .bus
+            .store()
+            .finish_task(id, end.status, Some(&end.reason), end.answer.as_deref())
+            .await
+        {
             Ok(t) => t,
             // Cancelled meanwhile (a queued-cancel race): keep the first ending.
             Err(StoreError::WrongStatus { .. }) => self.bus.store().get_task(id).await?,
@@ -202,7 +232,13 @@ impl Runner {
         Ok(finished)
     }
 
-    async fn run_loop(&self, task: &Task, device: &dyn Device, agent: &mut dyn Agent, mut stop: watch::Receiver<StopSignal>) -> Result<End, Fatal> {
+    async fn run_loop(
+        &self,
+        task: &Task,
+        device: &dyn Device,
+        agent: &mut dyn Agent,
+        mut stop: watch::Receiver<StopSignal>,
+    ) -> Result<End, Fatal> {
         let store = self.bus.store().clone();
         let stream = task.id.to_string();
         let started = Instant::now();
@@ -213,13 +249,28 @@ impl Runner {
         let mut history = History::new(self.cfg.history_steps);
         let committed = store.steps(task.id).await?;
         for s in &committed {
-            if let Some(a) = s.action.as_ref().and_then(|v| serde_json::from_value::<Action>(v.clone()).ok()) {
-                history.push_step(StepRecord { step: s.n, thinking: s.thinking.clone().unwrap_or_default(), action: a, outcome: s.outcome.status.clone() });
+            if let Some(a) = s
+                .action
+                .as_ref()
+                .and_then(|v| serde_json::from_value::<Action>(v.clone()).ok())
+            {
+                history.push_step(StepRecord {
+                    step: s.n,
+                    thinking: s.thinking.clone().unwrap_or_default(),
+                    action: a,
+                    outcome: s.outcome.status.clone(),
+                });
             }
         }
         let mut n = committed.len() as u32;
         if n > 0 {
-            self.bus.publish(&stream, "task.resumed", json!({"task_id": task.id, "from_step": n + 1})).await?;
+            self.bus
+                .publish(
+                    &stream,
+                    "task.resumed",
+                    json!({"task_id": task.id, "from_step": n + 1}),
+                )
+                .await?;
         }
 
         let size = self.screen_size(device).await?;
@@ -230,18 +281,34 @@ impl Runner {
 
         loop {
             match *stop.borrow_and_update() {
-                StopSignal::Cancel => return Ok(End::new(TaskStatus::Cancelled, "cancelled by request")),
-                StopSignal::Shutdown => return Ok(End::new(TaskStatus::Interrupted, "the server shut down while the task ran; resubmit it or enable runner resume")),
+                StopSignal::Cancel => {
+                    return Ok(End::new(TaskStatus::Cancelled, "cancelled by request"));
+                }
+                StopSignal::Shutdown => {
+                    return Ok(End::new(
+                        TaskStatus::Interrupted,
+                        "the server shut down while the task ran; resubmit it or enable runner resume",
+                    ));
+                }
                 StopSignal::None => {}
             }
             if store.get_task(task.id).await?.cancel_requested {
                 return Ok(End::new(TaskStatus::Cancelled, "cancelled by request"));
             }
             if started.elapsed() >= deadline {
-                return Ok(End::new(TaskStatus::TimedOut, format!("the task ran longer than timeout_seconds ({})", task.spec.timeout_seconds)));
+                return Ok(End::new(
+                    TaskStatus::TimedOut,
+                    format!(
+                        "the task ran longer than timeout_seconds ({})",
+                        task.spec.timeout_seconds
+                    ),
+                ));
             }
             if n >= max_steps {
-                return Ok(End::new(TaskStatus::Incomplete, format!("reached max_steps ({max_steps}) without the agent finishing")));
+                return Ok(End::new(
+                    TaskStatus::Incomplete,
+                    format!("reached max_steps ({max_steps}) without the agent finishing"),
+                ));
             }
             n += 1;
             let step_start = Instant::now();
@@ -257,7 +324,12 @@ impl Runner {
                         n -= 1; // the step did not happen; redo it
                         continue;
                     }
-                    Err(e) => return Err(Fatal::Device(format!("cannot observe the screen: {e}. {}", e.hint()))),
+                    Err(e) => {
+                        return Err(Fatal::Device(format!(
+                            "cannot observe the screen: {e}. {}",
+                            e.hint()
+                        )));
+                    }
                 },
             };
             self.bus
@@ -271,13 +343,21 @@ impl Runner {
 
             // decide
             if let Some(d) = diagnostic.take() {
-                history.push_note(Note::McpResult { step: n - 1, tool: "droidpilot".into(), result: d, is_error: true });
+                history.push_note(Note::McpResult {
+                    step: n - 1,
+                    tool: "droidpilot".into(),
+                    result: d,
+                    is_error: true,
+                });
             }
             let ctx = AgentContext {
                 instruction: task.spec.instruction.clone(),
                 observation: Observation {
                     screen: obs.repr.clone(),
-                    screenshot: obs.png.as_ref().and_then(|b| ImageData::from_bytes(b.clone()).ok()),
+                    screenshot: obs
+                        .png
+                        .as_ref()
+                        .and_then(|b| ImageData::from_bytes(b.clone()).ok()),
                     step_count: n - 1,
                     max_steps,
                     elapsed: started.elapsed(),
@@ -291,33 +371,61 @@ impl Runner {
                 started_at,
                 thinking: None,
                 action: None,
-                outcome: StepOutcome { status: "ok".into(), error: None, screen_changed: None, detail: None },
-                screen: Some(json!({"summary": obs.repr.summary, "app": obs.repr.app_package, "activity": obs.repr.activity,
-                                    "has_modal": obs.repr.has_modal, "sensitive": obs.sensitive, "layout_hash": obs.layout.map(|h| format!("{h:016x}"))})),
+                outcome: StepOutcome {
+                    status: "ok".into(),
+                    error: None,
+                    screen_changed: None,
+                    detail: None,
+                },
+                screen: Some(
+                    json!({"summary": obs.repr.summary, "app": obs.repr.app_package, "activity": obs.repr.activity,
+                                    "has_modal": obs.repr.has_modal, "sensitive": obs.sensitive, "layout_hash": obs.layout.map(|h| format!("{h:016x}"))}),
+                ),
                 screenshot: obs.screenshot_sha.clone(),
-                timings: StepTimings { screenshot_ms: obs.screenshot_ms, hierarchy_ms: obs.hierarchy_ms, ..Default::default() },
+                timings: StepTimings {
+                    screenshot_ms: obs.screenshot_ms,
+                    hierarchy_ms: obs.hierarchy_ms,
+                    ..Default::default()
+                },
                 tokens_in: 0,
                 tokens_out: 0,
                 cost_usd: 0.0,
             };
             let decision: Decision = match decided {
                 Ok(d) => d,
-                Err(AgentError::Parse { error, raw, usage, .. }) => {
+                Err(AgentError::Parse {
+                    error, raw, usage, ..
+                }) => {
                     rejected_in_a_row += 1;
                     step.thinking = Some(raw.chars().take(4000).collect());
-                    step.outcome = StepOutcome { status: "rejected".into(), error: Some(error.to_string()), screen_changed: None, detail: None };
+                    step.outcome = StepOutcome {
+                        status: "rejected".into(),
+                        error: Some(error.to_string()),
+                        screen_changed: None,
+                        detail: None,
+                    };
                     step.tokens_in = usage.input_tokens;
                     step.tokens_out = usage.output_tokens;
                     self.record(&stream, &mut step, step_start, None).await?;
                     if rejected_in_a_row >= self.cfg.max_rejected_in_a_row {
-                        return Ok(End::new(TaskStatus::Failed, format!("the model's answers could not be used {rejected_in_a_row} times in a row: {error}")));
+                        return Ok(End::new(
+                            TaskStatus::Failed,
+                            format!(
+                                "the model's answers could not be used {rejected_in_a_row} times in a row: {error}"
+                            ),
+                        ));
                     }
                     cached = Some(obs);
                     continue;
                 }
                 Err(e) => {
                     let msg = format!("the model failed: {e}. {}", e.hint());
-                    step.outcome = StepOutcome { status: "failed".into(), error: Some(format!("{}: {e}", e.code())), screen_changed: None, detail: None };
+                    step.outcome = StepOutcome {
+                        status: "failed".into(),
+                        error: Some(format!("{}: {e}", e.code())),
+                        screen_changed: None,
+                        detail: None,
+                    };
                     self.record(&stream, &mut step, step_start, None).await?;
                     return Ok(End::new(TaskStatus::Failed, msg));
                 }
@@ -339,12 +447,30 @@ impl Runner {
             let action = decision.action.clone();
             let mut outcome_text: String;
             match &action {
-                Action::Finish { success, reason, answer } => {
+                Action::Finish {
+                    success,
+                    reason,
+                    answer,
+                } => {
                     step.outcome.detail = Some(json!({"success": success}));
                     self.record(&stream, &mut step, step_start, None).await?;
-                    let status = if *success { TaskStatus::Succeeded } else { TaskStatus::Failed };
-                    let reason = reason.clone().unwrap_or_else(|| if *success { "the agent finished the task".into() } else { "the agent gave up".into() });
-                    return Ok(End { status, reason, answer: answer.clone() });
+                    let status = if *success {
+                        TaskStatus::Succeeded
+                    } else {
+                        TaskStatus::Failed
+                    };
+                    let reason = reason.clone().unwrap_or_else(|| {
+                        if *success {
+                            "the agent finished the task".into()
+                        } else {
+                            "the agent gave up".into()
+                        }
+                    });
+                    return Ok(End {
+                        status,
+                        reason,
+                        answer: answer.clone(),
+                    });
                 }
                 Action::AskUser { question, options } => {
                     let timeout = Duration::from_secs(self.cfg.ask_user_timeout_secs);
@@ -354,40 +480,82 @@ impl Runner {
                     };
                     let answer = match outcome {
                         AskOutcome::Answered { answer, by } => {
-                            step.outcome.detail = Some(json!({"prompt_id": prompt_id, "answer": answer, "by": by}));
+                            step.outcome.detail =
+                                Some(json!({"prompt_id": prompt_id, "answer": answer, "by": by}));
                             answer
                         }
                         AskOutcome::TimedOut => {
-                            step.outcome = StepOutcome { status: "failed".into(), error: Some("no answer in time".into()), screen_changed: None, detail: Some(json!({"prompt_id": prompt_id})) };
+                            step.outcome = StepOutcome {
+                                status: "failed".into(),
+                                error: Some("no answer in time".into()),
+                                screen_changed: None,
+                                detail: Some(json!({"prompt_id": prompt_id})),
+                            };
                             if self.cfg.ask_user_timeout_policy == AskTimeoutPolicy::Fail {
                                 self.record(&stream, &mut step, step_start, None).await?;
-                                return Ok(End::new(TaskStatus::Failed, format!("nobody answered \"{question}\" within {} s", timeout.as_secs())));
+                                return Ok(End::new(
+                                    TaskStatus::Failed,
+                                    format!(
+                                        "nobody answered \"{question}\" within {} s",
+                                        timeout.as_secs()
+                                    ),
+                                ));
                             }
                             "(no answer)".to_string()
                         }
                     };
-                    history.push_note(Note::UserAnswer { step: n, question: question.clone(), answer: answer.clone() });
+                    history.push_note(Note::UserAnswer {
+                        step: n,
+                        question: question.clone(),
+                        answer: answer.clone(),
+                    });
                     outcome_text = format!("the user answered: {answer}");
                 }
                 Action::McpCall { tool, args } => {
-                    let r = self.mcp.call(tool, args.clone(), Duration::from_secs(self.cfg.mcp_timeout_secs)).await;
+                    let r = self
+                        .mcp
+                        .call(
+                            tool,
+                            args.clone(),
+                            Duration::from_secs(self.cfg.mcp_timeout_secs),
+                        )
+                        .await;
                     let text = match &r.content {
                         Value::String(s) => s.clone(),
                         v => v.to_string(),
                     };
                     step.outcome = StepOutcome {
-                        status: if r.is_error { "failed".into() } else { "ok".into() },
+                        status: if r.is_error {
+                            "failed".into()
+                        } else {
+                            "ok".into()
+                        },
                         error: r.is_error.then(|| text.clone()),
                         screen_changed: None,
                         detail: Some(json!({"tool": tool, "result": r.content})),
                     };
-                    history.push_note(Note::McpResult { step: n, tool: tool.clone(), result: text.chars().take(2000).collect(), is_error: r.is_error });
-                    outcome_text = if r.is_error { "tool failed".into() } else { "tool returned".into() };
+                    history.push_note(Note::McpResult {
+                        step: n,
+                        tool: tool.clone(),
+                        result: text.chars().take(2000).collect(),
+                        is_error: r.is_error,
+                    });
+                    outcome_text = if r.is_error {
+                        "tool failed".into()
+                    } else {
+                        "tool returned".into()
+                    };
                 }
                 _ => {
-                    let (action, verdict) = self.run_middleware_before(task, n, action.clone()).await;
+                    let (action, verdict) =
+                        self.run_middleware_before(task, n, action.clone()).await;
                     if let Some(reason) = verdict {
-                        step.outcome = StepOutcome { status: "skipped".into(), error: None, screen_changed: None, detail: Some(json!({"reason": reason})) };
+                        step.outcome = StepOutcome {
+                            status: "skipped".into(),
+                            error: None,
+                            screen_changed: None,
+                            detail: Some(json!({"reason": reason})),
+                        };
                         outcome_text = format!("skipped: {reason}");
                     } else {
                         step.action = serde_json::to_value(&action).ok();
@@ -401,12 +569,24 @@ impl Runner {
                         match result {
                             Ok(detail) => {
                                 let settle_start = Instant::now();
-                                let changed = if action.expects_screen_change() { self.settle(device, latest.layout).await } else { None };
+                                let changed = if action.expects_screen_change() {
+                                    self.settle(device, latest.layout).await
+                                } else {
+                                    None
+                                };
                                 step.timings.settle_ms = settle_start.elapsed().as_millis() as u64;
                                 if self.cfg.step_delay_ms > 0 {
-                                    tokio::time::sleep(Duration::from_millis(self.cfg.step_delay_ms)).await;
+                                    tokio::time::sleep(Duration::from_millis(
+                                        self.cfg.step_delay_ms,
+                                    ))
+                                    .await;
                                 }
-                                step.outcome = StepOutcome { status: "ok".into(), error: None, screen_changed: changed, detail: Some(detail) };
+                                step.outcome = StepOutcome {
+                                    status: "ok".into(),
+                                    error: None,
+                                    screen_changed: changed,
+                                    detail: Some(detail),
+                                };
                                 outcome_text = match changed {
                                     Some(true) => "screen changed".into(),
                                     Some(false) => "no visible change".into(),
@@ -414,10 +594,22 @@ impl Runner {
                                 };
                             }
                             Err(e) if matches!(&e, ExecError::Device(d) if d.is_disconnect()) => {
-                                step.outcome = StepOutcome { status: "failed".into(), error: Some(e.to_string()), screen_changed: None, detail: None };
+                                step.outcome = StepOutcome {
+                                    status: "failed".into(),
+                                    error: Some(e.to_string()),
+                                    screen_changed: None,
+                                    detail: None,
+                                };
                                 self.record(&stream, &mut step, step_start, None).await?;
-                                history.push_step(StepRecord { step: n, thinking: decision.thinking.clone(), action: action.clone(), outcome: format!("failed: {e}") });
-                                let de = DeviceError::Disconnected { serial: device.serial().to_string() };
+                                history.push_step(StepRecord {
+                                    step: n,
+                                    thinking: decision.thinking.clone(),
+                                    action: action.clone(),
+                                    outcome: format!("failed: {e}"),
+                                });
+                                let de = DeviceError::Disconnected {
+                                    serial: device.serial().to_string(),
+                                };
                                 self.await_reconnect(device, &stream, &de).await?;
                                 continue;
                             }
@@ -426,7 +618,9 @@ impl Runner {
                                     status: "failed".into(),
                                     error: Some(format!("{}: {e}", e.error_type())),
                                     screen_changed: None,
-                                    detail: Some(json!({"hint": e.hint(), "selector": e.selector()})),
+                                    detail: Some(
+                                        json!({"hint": e.hint(), "selector": e.selector()}),
+                                    ),
                                 };
                                 outcome_text = format!("failed: {e}. {}", e.hint());
                                 // The retries re-observed; the next decision reuses that screen.
@@ -439,23 +633,41 @@ impl Runner {
 
             // verify: stuck detection over what the agent did and what the screen did.
             let tapped = match &action {
-                Action::Tap { target: TargetField(t) } | Action::LongPress { target: TargetField(t), .. } | Action::DoubleTap { target: TargetField(t) } => {
-                    Some(serde_json::to_string(t).unwrap_or_default())
+                Action::Tap {
+                    target: TargetField(t),
                 }
+                | Action::LongPress {
+                    target: TargetField(t),
+                    ..
+                }
+                | Action::DoubleTap {
+                    target: TargetField(t),
+                } => Some(serde_json::to_string(t).unwrap_or_default()),
                 _ => None,
             };
             match stuck.observe(obs.layout, tapped) {
                 Stuck::No => {}
                 Stuck::Diagnose(why) => {
-                    diagnostic = Some(format!("You seem stuck: {why}. Try something different: go back, scroll, or pick another element."));
+                    diagnostic = Some(format!(
+                        "You seem stuck: {why}. Try something different: go back, scroll, or pick another element."
+                    ));
                     outcome_text.push_str(" (stuck: diagnostic sent)");
                 }
                 Stuck::Escalate(why) => {
                     if self.cfg.ask_user_when_stuck {
                         step.outcome.detail = Some(json!({"stuck": why}));
-                        self.record(&stream, &mut step, step_start, Some(&mut history)).await?;
-                        history.push_step(StepRecord { step: n, thinking: decision.thinking.clone(), action: action.clone(), outcome: outcome_text.clone() });
-                        let q = format!("I seem to be stuck ({why}) on: \"{}\". How should I continue?", task.spec.instruction);
+                        self.record(&stream, &mut step, step_start, Some(&mut history))
+                            .await?;
+                        history.push_step(StepRecord {
+                            step: n,
+                            thinking: decision.thinking.clone(),
+                            action: action.clone(),
+                            outcome: outcome_text.clone(),
+                        });
+                        let q = format!(
+                            "I seem to be stuck ({why}) on: \"{}\". How should I continue?",
+                            task.spec.instruction
+                        );
                         let timeout = Duration::from_secs(self.cfg.ask_user_timeout_secs);
                         let (_, outcome) = tokio::select! {
                             r = self.prompts.ask(&self.bus, task.id, &q, None, timeout) => r?,
@@ -463,11 +675,20 @@ impl Runner {
                         };
                         match outcome {
                             AskOutcome::Answered { answer, .. } => {
-                                history.push_note(Note::UserAnswer { step: n, question: q, answer });
+                                history.push_note(Note::UserAnswer {
+                                    step: n,
+                                    question: q,
+                                    answer,
+                                });
                                 stuck.reset();
                                 continue;
                             }
-                            AskOutcome::TimedOut => return Ok(End::new(TaskStatus::Failed, format!("stuck ({why}) and nobody answered"))),
+                            AskOutcome::TimedOut => {
+                                return Ok(End::new(
+                                    TaskStatus::Failed,
+                                    format!("stuck ({why}) and nobody answered"),
+                                ));
+                            }
                         }
                     }
                     return Ok(End::new(TaskStatus::Failed, format!("stuck: {why}")));
@@ -479,18 +700,33 @@ impl Runner {
             }
 
             // record + publish
-            history.push_step(StepRecord { step: n, thinking: decision.thinking.clone(), action, outcome: outcome_text });
+            history.push_step(StepRecord {
+                step: n,
+                thinking: decision.thinking.clone(),
+                action,
+                outcome: outcome_text,
+            });
             self.record(&stream, &mut step, step_start, None).await?;
         }
     }
 
     /// Commits the step, then publishes `step.executed`.
-    async fn record(&self, stream: &str, step: &mut Step, step_start: Instant, _h: Option<&mut History>) -> Result<(), StoreError> {
+    async fn record(
+        &self,
+        stream: &str,
+        step: &mut Step,
+        step_start: Instant,
+        _h: Option<&mut History>,
+    ) -> Result<(), StoreError> {
         let t = &step.timings;
         let total = step_start.elapsed().as_secs_f64() * 1000.0;
-        step.timings.overhead_ms = (total - (t.screenshot_ms + t.hierarchy_ms + t.inference_ms + t.action_ms + t.settle_ms) as f64).max(0.0);
+        step.timings.overhead_ms = (total
+            - (t.screenshot_ms + t.hierarchy_ms + t.inference_ms + t.action_ms + t.settle_ms)
+                as f64)
+            .max(0.0);
         self.bus.store().append_step(step).await?;
-        metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.clone()).increment(1);
+        metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.clone())
+            .increment(1);
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
         self.bus
             .publish(
@@ -504,13 +740,22 @@ impl Runner {
     }
 
     async fn screen_size(&self, device: &dyn Device) -> Result<ScreenSize, Fatal> {
-        device.info().await.map(|i| i.screen).map_err(|e| Fatal::Device(format!("cannot read the device's screen size: {e}. {}", e.hint())))
+        device.info().await.map(|i| i.screen).map_err(|e| {
+            Fatal::Device(format!(
+                "cannot read the device's screen size: {e}. {}",
+                e.hint()
+            ))
+        })
     }
 
     /// Screenshot, hierarchy and foreground activity, concurrently. Either capture may
     /// fail alone: a failed tree degrades to screenshot only, a black or failed screenshot
     /// to tree only (flagged sensitive). Only when both fail is it an error.
-    async fn observe(&self, device: &dyn Device, size: ScreenSize) -> Result<Observed, DeviceError> {
+    async fn observe(
+        &self,
+        device: &dyn Device,
+        size: ScreenSize,
+    ) -> Result<Observed, DeviceError> {
         let shot = async {
             let t = Instant::now();
             (device.screenshot().await, t.elapsed().as_millis() as u64)
@@ -519,7 +764,8 @@ impl Runner {
             let t = Instant::now();
             (device.hierarchy().await, t.elapsed().as_millis() as u64)
         };
-        let ((shot, screenshot_ms), (xml, hierarchy_ms), current) = tokio::join!(shot, tree, device.current_app());
+        let ((shot, screenshot_ms), (xml, hierarchy_ms), current) =
+            tokio::join!(shot, tree, device.current_app());
 
         let mut sensitive = false;
         let mut png = None;
@@ -542,28 +788,59 @@ impl Runner {
         opts.activity = current.ok().and_then(|c| c.activity);
         let (repr, screen, tree_err) = match xml.map(|x| Screen::from_xml(&x, &opts)) {
             Ok(Ok(screen)) => (screen.representation(&opts), Some(Arc::new(screen)), None),
-            Ok(Err(parse)) => (degraded(&format!("{parse}"), &opts), None, Some(DeviceError::HierarchyUnavailable(parse.to_string()))),
+            Ok(Err(parse)) => (
+                degraded(&format!("{parse}"), &opts),
+                None,
+                Some(DeviceError::HierarchyUnavailable(parse.to_string())),
+            ),
             Err(e) => (degraded(&e.to_string(), &opts), None, Some(e)),
         };
         if png.is_none() && screen.is_none() {
             // Nothing to act on. A disconnect anywhere wins, so the caller waits for it.
-            let err = [tree_err, shot_err].into_iter().flatten().find(|e| e.is_disconnect());
-            return Err(err.unwrap_or_else(|| DeviceError::HierarchyUnavailable("neither a screenshot nor a UI tree could be captured".into())));
+            let err = [tree_err, shot_err]
+                .into_iter()
+                .flatten()
+                .find(|e| e.is_disconnect());
+            return Err(err.unwrap_or_else(|| {
+                DeviceError::HierarchyUnavailable(
+                    "neither a screenshot nor a UI tree could be captured".into(),
+                )
+            }));
         }
         let screenshot_sha = match &png {
-            Some(p) => Some(self.artifacts.put("screenshot", "image/png", "png", p).await.map_err(|e| DeviceError::Protocol(e.to_string()))?),
+            Some(p) => Some(
+                self.artifacts
+                    .put("screenshot", "image/png", "png", p)
+                    .await
+                    .map_err(|e| DeviceError::Protocol(e.to_string()))?,
+            ),
             None => None,
         };
         let layout = screen.as_ref().map(|s| layout_hash(&s.tree).0);
-        Ok(Observed { repr, screen, png, screenshot_sha, sensitive, layout, screenshot_ms, hierarchy_ms })
+        Ok(Observed {
+            repr,
+            screen,
+            png,
+            screenshot_sha,
+            sensitive,
+            layout,
+            screenshot_ms,
+            hierarchy_ms,
+        })
     }
 
     /// Asks the agent, retrying transient model failures.
-    async fn decide(&self, agent: &mut dyn Agent, ctx: &AgentContext) -> Result<Decision, AgentError> {
+    async fn decide(
+        &self,
+        agent: &mut dyn Agent,
+        ctx: &AgentContext,
+    ) -> Result<Decision, AgentError> {
         let mut attempt = 0;
         loop {
             match agent.next(ctx).await {
-                Err(AgentError::Llm(e)) if e.is_transient() && attempt < self.cfg.prediction_retries => {
+                Err(AgentError::Llm(e))
+                    if e.is_transient() && attempt < self.cfg.prediction_retries =>
+                {
                     attempt += 1;
                     tracing::warn!(error = %e, attempt, "model call failed; asking again");
                     tokio::time::sleep(self.backoff(attempt - 1)).await;
@@ -578,7 +855,12 @@ impl Runner {
         Duration::from_millis(b.get(attempt as usize).or(b.last()).copied().unwrap_or(500))
     }
 
-    async fn run_middleware_before(&self, task: &Task, n: u32, mut action: Action) -> (Action, Option<String>) {
+    async fn run_middleware_before(
+        &self,
+        task: &Task,
+        n: u32,
+        mut action: Action,
+    ) -> (Action, Option<String>) {
         for m in &self.middleware {
             match m.before(task.id, n, action).await {
                 Verdict::Run(a) => action = a,
@@ -590,20 +872,40 @@ impl Runner {
 
     /// Executes with retries, re-observing before each retry so a target that moved is
     /// found again. Returns the result and the latest observation.
-    async fn act(&self, device: &dyn Device, action: &Action, mut obs: Observed, size: ScreenSize) -> (Result<Value, ExecError>, Observed) {
+    async fn act(
+        &self,
+        device: &dyn Device,
+        action: &Action,
+        mut obs: Observed,
+        size: ScreenSize,
+    ) -> (Result<Value, ExecError>, Observed) {
         if let Action::Custom(c) = action {
             let r = match self.custom.get(&c.name) {
-                Some(h) => h.run(device, &c.args).await.map_err(|e| ExecError::Device(DeviceError::CommandFailed { command: c.name.clone(), exit_code: 1, stderr: e })),
+                Some(h) => h.run(device, &c.args).await.map_err(|e| {
+                    ExecError::Device(DeviceError::CommandFailed {
+                        command: c.name.clone(),
+                        exit_code: 1,
+                        stderr: e,
+                    })
+                }),
                 None => Err(ExecError::NotADeviceAction(c.name.clone())),
             };
             return (r, obs);
         }
         let mut attempt = 0;
         loop {
-            let ctx = ExecContext { screen: obs.screen.as_deref(), size, transform: self.transform.as_ref() };
+            let ctx = ExecContext {
+                screen: obs.screen.as_deref(),
+                size,
+                transform: self.transform.as_ref(),
+            };
             match exec::execute(device, action, &ctx).await {
                 Ok(o) => return (Ok(o.detail), obs),
-                Err(e) if e.is_retryable() && !matches!(&e, ExecError::Device(d) if d.is_disconnect()) && attempt < self.cfg.max_retries => {
+                Err(e)
+                    if e.is_retryable()
+                        && !matches!(&e, ExecError::Device(d) if d.is_disconnect())
+                        && attempt < self.cfg.max_retries =>
+                {
                     tokio::time::sleep(self.backoff(attempt)).await;
                     attempt += 1;
                     match self.observe(device, size).await {
@@ -650,14 +952,31 @@ impl Runner {
 
     /// A disconnected device: publish, then try to reconnect for up to
     /// `reconnect_wait_secs`; the loop resumes from the last committed step.
-    async fn await_reconnect(&self, device: &dyn Device, stream: &str, err: &DeviceError) -> Result<(), Fatal> {
-        self.bus.publish(stream, "task.device_lost", json!({"device": device.serial(), "error": err.to_string()})).await?;
+    async fn await_reconnect(
+        &self,
+        device: &dyn Device,
+        stream: &str,
+        err: &DeviceError,
+    ) -> Result<(), Fatal> {
+        self.bus
+            .publish(
+                stream,
+                "task.device_lost",
+                json!({"device": device.serial(), "error": err.to_string()}),
+            )
+            .await?;
         let deadline = Instant::now() + Duration::from_secs(self.cfg.reconnect_wait_secs);
         let mut delay = Duration::from_millis(200);
         loop {
             let _ = device.reconnect().await;
             if device.health().await.is_ok() {
-                self.bus.publish(stream, "task.device_back", json!({"device": device.serial()})).await?;
+                self.bus
+                    .publish(
+                        stream,
+                        "task.device_back",
+                        json!({"device": device.serial()}),
+                    )
+                    .await?;
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -694,10 +1013,17 @@ fn degraded(why: &str, opts: &ReprOptions) -> ScreenRepresentation {
 /// are checked: a black PNG compresses to a few KiB, so a large one cannot be black and
 /// is not decoded.
 fn is_black(s: &crate::device::Screenshot) -> bool {
-    let sample = |raw: &[u8]| raw.chunks_exact(4).step_by(97).all(|p| p[0] < 8 && p[1] < 8 && p[2] < 8);
+    let sample = |raw: &[u8]| {
+        raw.chunks_exact(4)
+            .step_by(97)
+            .all(|p| p[0] < 8 && p[1] < 8 && p[2] < 8)
+    };
     match &s.data {
         ScreenshotData::Rgba(raw) => !raw.is_empty() && sample(raw),
-        ScreenshotData::Png(p) if p.len() < 64 * 1024 => s.rgba().map(|raw| !raw.is_empty() && sample(&raw)).unwrap_or(false),
+        ScreenshotData::Png(p) if p.len() < 64 * 1024 => s
+            .rgba()
+            .map(|raw| !raw.is_empty() && sample(&raw))
+            .unwrap_or(false),
         ScreenshotData::Png(_) => false,
     }
 }

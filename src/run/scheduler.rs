@@ -38,7 +38,12 @@ pub struct SchedulerConfig {
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        Self { max_concurrent_tasks: 16, queue_timeout_secs: 3600, poll_ms: 500, resume_interrupted: false }
+        Self {
+            max_concurrent_tasks: 16,
+            queue_timeout_secs: 3600,
+            poll_ms: 500,
+            resume_interrupted: false,
+        }
     }
 }
 
@@ -53,7 +58,12 @@ pub struct RunningTasks {
 
 impl RunningTasks {
     pub fn signal(&self, id: TaskId, s: StopSignal) -> bool {
-        self.stops.lock().expect("running lock").get(&id).map(|tx| tx.send(s).is_ok()).unwrap_or(false)
+        self.stops
+            .lock()
+            .expect("running lock")
+            .get(&id)
+            .map(|tx| tx.send(s).is_ok())
+            .unwrap_or(false)
     }
     pub fn signal_all(&self, s: StopSignal) {
         for tx in self.stops.lock().expect("running lock").values() {
@@ -95,9 +105,23 @@ impl Scheduler {
         } else {
             "the server stopped while the task ran (its committed steps are kept); resubmit it, or set scheduler.resume_interrupted = true"
         };
-        for id in store.recover_running(self.cfg.resume_interrupted, reason).await? {
-            let (kind, status) = if self.cfg.resume_interrupted { ("task.requeued", "queued") } else { ("task.finished", "interrupted") };
-            self.runner.bus.publish(&id.to_string(), kind, json!({"task_id": id, "status": status, "reason": reason})).await?;
+        for id in store
+            .recover_running(self.cfg.resume_interrupted, reason)
+            .await?
+        {
+            let (kind, status) = if self.cfg.resume_interrupted {
+                ("task.requeued", "queued")
+            } else {
+                ("task.finished", "interrupted")
+            };
+            self.runner
+                .bus
+                .publish(
+                    &id.to_string(),
+                    kind,
+                    json!({"task_id": id, "status": status, "reason": reason}),
+                )
+                .await?;
         }
         Ok(())
     }
@@ -127,7 +151,10 @@ impl Scheduler {
     /// One pass over the queue. Public for benchmarks and tests that drive it by hand.
     pub async fn schedule_once(&self, runners: &mut JoinSet<()>) -> Result<(), StoreError> {
         let store = self.runner.bus.store().clone();
-        let free_slots = self.cfg.max_concurrent_tasks.saturating_sub(self.running.len());
+        let free_slots = self
+            .cfg
+            .max_concurrent_tasks
+            .saturating_sub(self.running.len());
         if free_slots == 0 {
             return Ok(());
         }
@@ -137,14 +164,27 @@ impl Scheduler {
             if started >= free_slots {
                 break;
             }
-            let waited = chrono::Utc::now().signed_duration_since(task.created_at).to_std().unwrap_or_default();
+            let waited = chrono::Utc::now()
+                .signed_duration_since(task.created_at)
+                .to_std()
+                .unwrap_or_default();
             if waited >= Duration::from_secs(self.cfg.queue_timeout_secs) {
                 let reason = format!(
                     "no matching device became free within queue_timeout_secs ({}); check GET /v1/devices and the task's device constraints",
                     self.cfg.queue_timeout_secs
                 );
-                if let Ok(t) = store.finish_task(task.id, TaskStatus::TimedOut, Some(&reason), None).await {
-                    self.runner.bus.publish(&t.id.to_string(), "task.finished", json!({"task_id": t.id, "status": t.status, "reason": reason})).await?;
+                if let Ok(t) = store
+                    .finish_task(task.id, TaskStatus::TimedOut, Some(&reason), None)
+                    .await
+                {
+                    self.runner
+                        .bus
+                        .publish(
+                            &t.id.to_string(),
+                            "task.finished",
+                            json!({"task_id": t.id, "status": t.status, "reason": reason}),
+                        )
+                        .await?;
                 }
                 continue;
             }
@@ -157,7 +197,11 @@ impl Scheduler {
 
     fn matcher(task: &Task) -> DeviceMatcher {
         let c = task.spec.device.clone().unwrap_or_default();
-        DeviceMatcher { id: task.spec.device_id.clone(), backend: c.backend, model: c.model }
+        DeviceMatcher {
+            id: task.spec.device_id.clone(),
+            backend: c.backend,
+            model: c.model,
+        }
     }
 
     async fn try_start(&self, task: Task, runners: &mut JoinSet<()>) -> Result<bool, StoreError> {
@@ -174,7 +218,12 @@ impl Scheduler {
         };
         // An installed-package constraint needs the device itself to answer.
         if let Some(pkg) = task.spec.device.as_ref().and_then(|c| c.package.clone()) {
-            let has = lease.device.installed_apps().await.map(|apps| apps.iter().any(|a| a.package == pkg)).unwrap_or(false);
+            let has = lease
+                .device
+                .installed_apps()
+                .await
+                .map(|apps| apps.iter().any(|a| a.package == pkg))
+                .unwrap_or(false);
             if !has {
                 drop(lease);
                 return Ok(false);
@@ -188,8 +237,17 @@ impl Scheduler {
             Ok(a) => a,
             Err(msg) => {
                 let reason = format!("cannot build the agent: {msg}");
-                let t = store.finish_task(task.id, TaskStatus::Failed, Some(&reason), None).await?;
-                self.runner.bus.publish(&t.id.to_string(), "task.finished", json!({"task_id": t.id, "status": t.status, "reason": reason})).await?;
+                let t = store
+                    .finish_task(task.id, TaskStatus::Failed, Some(&reason), None)
+                    .await?;
+                self.runner
+                    .bus
+                    .publish(
+                        &t.id.to_string(),
+                        "task.finished",
+                        json!({"task_id": t.id, "status": t.status, "reason": reason}),
+                    )
+                    .await?;
                 return Ok(false);
             }
         };

@@ -29,7 +29,14 @@ pub struct StuckDetector {
 impl StuckDetector {
     /// `threshold` repeats count as stuck (at least 2).
     pub fn new(threshold: u32) -> Self {
-        Self { threshold: threshold.max(2), last_layout: None, same_layout: 0, last_tap: None, same_tap: 0, level: 0 }
+        Self {
+            threshold: threshold.max(2),
+            last_layout: None,
+            same_layout: 0,
+            last_tap: None,
+            same_tap: 0,
+            level: 0,
+        }
     }
 
     /// Records one step: the layout the agent saw (if known) and the tap target (if any).
@@ -63,7 +70,10 @@ impl StuckDetector {
             return Stuck::No;
         }
         let why = if self.same_tap >= self.same_layout {
-            format!("the same element was tapped {} times in a row", self.same_tap)
+            format!(
+                "the same element was tapped {} times in a row",
+                self.same_tap
+            )
         } else {
             format!("the screen has not changed for {} steps", self.same_layout)
         };
@@ -117,7 +127,9 @@ mod tests {
     #[test]
     fn repeated_taps_on_an_unchanged_screen_are_stuck() {
         let mut d = StuckDetector::new(3);
-        let r: Vec<Stuck> = (0..3).map(|_| d.observe(Some(9), Some("element 4".into()))).collect();
+        let r: Vec<Stuck> = (0..3)
+            .map(|_| d.observe(Some(9), Some("element 4".into())))
+            .collect();
         assert!(matches!(r[2], Stuck::Diagnose(_)), "{r:?}");
     }
 }

@@ -169,8 +169,25 @@ pub fn parse(text: &str) -> Result<UiTree, ParseError> {
     parse_clean(clean(text)?)
 }
 
-/// A clean XML document → `UiTree`.
+/// A clean XML document → `UiTree`: the uiautomator scanner (`scan.rs`) when it
+/// recognises the document, roxmltree otherwise. Both give the same tree; the scanner
+/// only declines, so every error comes from roxmltree and reads the same either way.
 pub fn parse_clean(xml: &str) -> Result<UiTree, ParseError> {
+    if xml.len() > MAX_DUMP_BYTES {
+        return Err(ParseError::TooLarge {
+            bytes: xml.len(),
+            limit: MAX_DUMP_BYTES,
+        });
+    }
+    if let Some(tree) = super::scan::scan(xml) {
+        return Ok(tree);
+    }
+    parse_clean_roxmltree(xml)
+}
+
+/// A clean XML document → `UiTree` through roxmltree only: the reference the scanner is
+/// tested against, and the path for anything the scanner declines.
+pub fn parse_clean_roxmltree(xml: &str) -> Result<UiTree, ParseError> {
     if xml.len() > MAX_DUMP_BYTES {
         return Err(ParseError::TooLarge {
             bytes: xml.len(),
@@ -197,9 +214,7 @@ pub fn parse_clean(xml: &str) -> Result<UiTree, ParseError> {
     };
     match root.tag_name().name() {
         "hierarchy" => {
-            tree.rotation = root
-                .attribute("rotation")
-                .and_then(|r| r.trim().parse().ok());
+            tree.rotation = root.attribute("rotation").and_then(parse_rotation);
             build(&mut tree, root.children())?;
         }
         // A bare `<node>` document (some tools save one window) is one window.
@@ -265,45 +280,136 @@ fn is_node(n: &roxmltree::Node) -> bool {
 }
 
 fn node_from_xml(xn: &roxmltree::Node) -> UiNode {
-    let mut n = UiNode {
+    let mut n = new_node();
+    for a in xn.attributes() {
+        set_attribute(&mut n, a.name(), a.value());
+    }
+    finish_node(&mut n);
+    n
+}
+
+/// A node before its attributes are read: the defaults of a dump that omits them.
+pub(crate) fn new_node() -> UiNode {
+    UiNode {
         enabled: true,
         visible: true,
         ..Default::default()
-    };
-    for a in xn.attributes() {
-        let v = a.value();
-        let flag = || v == "true";
-        match a.name() {
-            "index" => n.index = v.trim().parse().ok(),
-            "text" => n.text = v.to_string(),
-            "resource-id" => n.resource_id = v.to_string(),
-            "class" => n.class = v.to_string(),
-            "package" => n.package = v.to_string(),
-            "content-desc" => n.content_desc = v.to_string(),
-            "hint" => n.hint = v.to_string(),
-            "bounds" => n.bounds = parse_bounds(v).unwrap_or_default(),
-            "checkable" => n.checkable = flag(),
-            "checked" => n.checked = flag(),
-            "clickable" => n.clickable = flag(),
-            "long-clickable" => n.long_clickable = flag(),
-            "enabled" => n.enabled = flag(),
-            "focusable" => n.focusable = flag(),
-            "focused" => n.focused = flag(),
-            "scrollable" => n.scrollable = flag(),
-            "selected" => n.selected = flag(),
-            "password" => n.password = flag(),
-            "visible-to-user" => n.visible = flag(),
-            "NAF" => n.naf = flag(),
-            "drawing-order" => n.drawing_order = v.trim().parse().ok(),
-            "display-id" => n.display_id = v.trim().parse().ok(),
-            _ => {}
-        }
     }
+}
+
+/// Attributes a `<node>` carries, in the order of `set_attribute`'s slots.
+pub(crate) const NODE_ATTRIBUTES: usize = 22;
+
+/// Reads one attribute into `n`. Shared by roxmltree and the scanner so that both read a
+/// value identically. Returns the attribute's slot (`< NODE_ATTRIBUTES`) when the name is
+/// one we read, `None` for names we ignore.
+pub(crate) fn set_attribute(n: &mut UiNode, name: &str, v: &str) -> Option<u8> {
+    let flag = || v == "true";
+    let slot = match name {
+        "index" => {
+            n.index = v.trim().parse().ok();
+            0
+        }
+        "text" => {
+            n.text = v.to_string();
+            1
+        }
+        "resource-id" => {
+            n.resource_id = v.to_string();
+            2
+        }
+        "class" => {
+            n.class = v.to_string();
+            3
+        }
+        "package" => {
+            n.package = v.to_string();
+            4
+        }
+        "content-desc" => {
+            n.content_desc = v.to_string();
+            5
+        }
+        "hint" => {
+            n.hint = v.to_string();
+            6
+        }
+        "bounds" => {
+            n.bounds = parse_bounds(v).unwrap_or_default();
+            7
+        }
+        "checkable" => {
+            n.checkable = flag();
+            8
+        }
+        "checked" => {
+            n.checked = flag();
+            9
+        }
+        "clickable" => {
+            n.clickable = flag();
+            10
+        }
+        "long-clickable" => {
+            n.long_clickable = flag();
+            11
+        }
+        "enabled" => {
+            n.enabled = flag();
+            12
+        }
+        "focusable" => {
+            n.focusable = flag();
+            13
+        }
+        "focused" => {
+            n.focused = flag();
+            14
+        }
+        "scrollable" => {
+            n.scrollable = flag();
+            15
+        }
+        "selected" => {
+            n.selected = flag();
+            16
+        }
+        "password" => {
+            n.password = flag();
+            17
+        }
+        "visible-to-user" => {
+            n.visible = flag();
+            18
+        }
+        "NAF" => {
+            n.naf = flag();
+            19
+        }
+        "drawing-order" => {
+            n.drawing_order = v.trim().parse().ok();
+            20
+        }
+        "display-id" => {
+            n.display_id = v.trim().parse().ok();
+            21
+        }
+        _ => return None,
+    };
+    Some(slot)
+}
+
+/// What happens once all attributes are read.
+pub(crate) fn finish_node(n: &mut UiNode) {
     // The secret never enters the tree, so no later layer can leak it.
     if n.password && !n.text.is_empty() {
         n.text = super::elements::REDACTED.to_string();
     }
-    n
+}
+
+/// `rotation="1"` of `<hierarchy>`.
+pub(crate) fn parse_rotation(v: &str) -> Option<u8> {
+    v.trim().parse().ok()
 }
 
 /// `[l,t][r,b]` → `Bounds`. `None` for anything else (the node then counts as zero-size).
