@@ -22,14 +22,16 @@
 use std::borrow::Cow;
 
 use super::parse::{
-    MAX_DEPTH, NODE_ATTRIBUTES, finish_node, new_node, parse_rotation, set_attribute,
+    MAX_DEPTH, NODE_ATTRIBUTES, attribute_slot, finish_node, new_node, parse_rotation, set_slot,
 };
 use super::tree::{UiNode, UiTree};
 
-const _: () = assert!(
-    NODE_ATTRIBUTES <= 32,
-    "slots must fit the duplicate bitmask"
-);
+const SLOTS: usize = NODE_ATTRIBUTES.len();
+const _: () = assert!(SLOTS < 32, "slots must fit the duplicate bitmask");
+/// `Cursor::next` index for "just after the element name".
+const START: usize = SLOTS;
+/// `Cursor::next` value for "no guess".
+const NO_GUESS: u8 = u8::MAX;
 
 /// A clean dump → its `UiTree`, or `None` when the document is not plain uiautomator
 /// output (the caller then parses it with roxmltree).
@@ -37,6 +39,7 @@ pub fn scan(xml: &str) -> Option<UiTree> {
     let mut c = Cursor {
         b: xml.as_bytes(),
         i: 0,
+        next: initial_guesses(),
     };
     if c.b.starts_with(b"<?xml ") {
         c.declaration()?;
@@ -76,6 +79,19 @@ pub fn scan(xml: &str) -> Option<UiTree> {
 struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
+    /// For each attribute slot (and `START`), the slot that followed it last time. One
+    /// dump writes every node's attributes in the same order, so after the first node
+    /// the scanner checks ` name="` with one comparison instead of reading the name.
+    next: [u8; SLOTS + 1],
+}
+
+fn initial_guesses() -> [u8; SLOTS + 1] {
+    let mut next = [NO_GUESS; SLOTS + 1];
+    next[START] = 0;
+    for (slot, n) in next.iter_mut().enumerate().take(SLOTS - 1) {
+        *n = slot as u8 + 1;
+    }
+    next
 }
 
 /// Builds `0.1.2` index paths without re-formatting the parent's.
@@ -89,6 +105,27 @@ struct PathBuf {
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
+
+/// Byte classes, looked up once per byte in the hot loops.
+const NAME: u8 = 1;
+/// Ends a plain attribute value: a quote, or something that needs decoding or declining.
+const VALUE_STOP: u8 = 2;
+
+static BYTE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.') {
+            t[c] |= NAME;
+        }
+        if b < 0x20 || matches!(b, b'"' | b'\'' | b'&' | b'<' | 0xEF) {
+            t[c] |= VALUE_STOP;
+        }
+        c += 1;
+    }
+    t
+};
 
 impl<'a> Cursor<'a> {
     fn peek(&self) -> Option<u8> {
@@ -120,17 +157,18 @@ impl<'a> Cursor<'a> {
     /// (namespaces and Unicode names are roxmltree's business).
     fn name(&mut self, src: &'a str) -> Option<&'a str> {
         let start = self.i;
-        match self.peek()? {
-            b'A'..=b'Z' | b'a'..=b'z' | b'_' => self.i += 1,
-            _ => return None,
+        if !self.peek()?.is_ascii_alphabetic() && self.b[start] != b'_' {
+            return None;
         }
-        while let Some(b) = self.peek() {
-            match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => self.i += 1,
-                b':' | 0x80.. => return None,
-                _ => break,
-            }
+        let rest = &self.b[start..];
+        let len = rest
+            .iter()
+            .position(|&c| BYTE[c as usize] & NAME == 0)
+            .unwrap_or(rest.len());
+        if rest.get(len).is_some_and(|&c| c == b':' || c >= 0x80) {
+            return None;
         }
+        self.i = start + len;
         src.get(start..self.i)
     }
 
@@ -192,12 +230,62 @@ impl<'a> Cursor<'a> {
                 self.eat(b'=')?;
                 self.skip_ws();
                 let q = self.peek().filter(|q| matches!(q, b'"' | b'\''))?;
-                let start = self.i + 1;
-                let len = self.b[start..].iter().position(|&b| b == q)?;
-                self.i = start + len + 1;
-                let value = decode_value(src.get(start..start + len)?)?;
+                self.i += 1;
+                let value = self.value(src, q)?;
                 Some(Attr::Pair(name, value))
             }
+        }
+    }
+
+    /// Consumes ` name="` when the next attribute is the one in `slot`.
+    fn guessed(&mut self, slot: u8) -> bool {
+        let Some(name) = NODE_ATTRIBUTES.get(usize::from(slot)) else {
+            return false;
+        };
+        let name = name.as_bytes();
+        let hit = self
+            .b
+            .get(self.i..self.i + name.len() + 3)
+            .is_some_and(|t| {
+                t[0] == b' ' && &t[1..=name.len()] == name && t[name.len() + 1..] == *b"=\""
+            });
+        if hit {
+            self.i += name.len() + 3;
+        }
+        hit
+    }
+
+    /// An attribute value after its opening quote `q`, through the closing quote.
+    fn value(&mut self, src: &'a str, q: u8) -> Option<Cow<'a, str>> {
+        let start = self.i;
+        let rest = &self.b[start..];
+        // Half of all values are flags.
+        for flag in ["false", "true"] {
+            if rest.len() > flag.len() && rest.starts_with(flag.as_bytes()) && rest[flag.len()] == q
+            {
+                self.i += flag.len() + 1;
+                return Some(Cow::Borrowed(flag));
+            }
+        }
+        // One pass to the closing quote, noting whether anything needs decoding.
+        let mut len = 0;
+        let mut plain = true;
+        loop {
+            let c = *rest.get(len)?;
+            if BYTE[c as usize] & VALUE_STOP != 0 {
+                if c == q {
+                    break;
+                }
+                plain &= c == b'"' || c == b'\'';
+            }
+            len += 1;
+        }
+        self.i = start + len + 1;
+        let raw = src.get(start..start + len)?;
+        if plain {
+            Some(Cow::Borrowed(raw))
+        } else {
+            decode_value(raw)
         }
     }
 
@@ -235,27 +323,36 @@ impl<'a> Cursor<'a> {
         let mut n: UiNode = new_node();
         let mut seen: u32 = 0;
         let mut others: Vec<&str> = Vec::new();
+        let mut prev = START;
         let closed = loop {
-            match self.attribute(src)? {
-                Attr::End { closed } => break closed,
-                Attr::Pair(name, value) => match set_attribute(&mut n, name, &value) {
-                    Some(slot) => {
-                        let bit = 1u32 << slot;
-                        if seen & bit != 0 {
-                            return None; // duplicate attribute: roxmltree's error
+            let guess = self.next[prev];
+            let (slot, value) = if self.guessed(guess) {
+                (guess, self.value(src, b'"')?)
+            } else {
+                match self.attribute(src)? {
+                    Attr::End { closed } => break closed,
+                    Attr::Pair(name, value) => match attribute_slot(name) {
+                        Some(slot) => (slot, value),
+                        None => {
+                            // Ignored, but still subject to XML's rules: no duplicates,
+                            // and `xmlns…` would make this a namespaced document.
+                            if others.contains(&name) || name.get(..3).is_some_and(is_xml_prefix) {
+                                return None;
+                            }
+                            others.push(name);
+                            continue;
                         }
-                        seen |= bit;
-                    }
-                    None => {
-                        // Ignored, but still subject to XML's rules: no duplicates, and
-                        // `xmlns…` would make this a namespaced document.
-                        if others.contains(&name) || name.get(..3).is_some_and(is_xml_prefix) {
-                            return None;
-                        }
-                        others.push(name);
-                    }
-                },
+                    },
+                }
+            };
+            let bit = 1u32 << slot;
+            if seen & bit != 0 {
+                return None; // duplicate attribute: roxmltree's error
             }
+            seen |= bit;
+            set_slot(&mut n, slot, &value);
+            self.next[prev] = slot;
+            prev = usize::from(slot);
         };
         finish_node(&mut n);
         let id = tree.nodes.len();
@@ -366,17 +463,11 @@ fn push_decimal(s: &mut String, mut v: usize) {
     }
 }
 
-/// An attribute value as roxmltree returns it: borrowed when there is nothing to decode.
-/// `None` for what XML forbids (`<`, a control character, U+FFFE/U+FFFF, an unknown or
+/// An attribute value that holds a reference, a control character, `<` or a byte that
+/// may start U+FFFE/U+FFFF, as roxmltree returns it. `None` for what XML forbids (`<`, a control character, U+FFFE/U+FFFF, an unknown or
 /// malformed reference).
 fn decode_value(raw: &str) -> Option<Cow<'_, str>> {
     let b = raw.as_bytes();
-    if !b
-        .iter()
-        .any(|&c| c < 0x20 || c == b'&' || c == b'<' || c == 0xEF)
-    {
-        return Some(Cow::Borrowed(raw));
-    }
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
     let mut j = 0;
     while j < b.len() {
