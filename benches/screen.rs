@@ -57,8 +57,8 @@ fn bench(cr: &mut Criterion) {
             }
         })
     });
-    // Where the time goes: the XML parser alone, our tree on top of it, and the element
-    // map + compact text from an already-parsed tree.
+    // Where the time goes: roxmltree alone, the tree (scanner, then the roxmltree path it
+    // falls back to), and the element map + compact text from an already-parsed tree.
     g.bench_function("roxmltree_only_all_58", |b| {
         b.iter(|| {
             for (_, xml) in &files {
@@ -77,6 +77,17 @@ fn bench(cr: &mut Criterion) {
         b.iter(|| {
             for (_, xml) in &files {
                 black_box(droidpilot::screen::parse(black_box(xml)).unwrap());
+            }
+        })
+    });
+    // The same, forcing the roxmltree path the scanner falls back to.
+    g.bench_function("parse_to_tree_roxmltree_all_58", |b| {
+        b.iter(|| {
+            for (_, xml) in &files {
+                let clean = droidpilot::screen::parse::clean(xml).unwrap();
+                black_box(
+                    droidpilot::screen::parse::parse_clean_roxmltree(black_box(clean)).unwrap(),
+                );
             }
         })
     });

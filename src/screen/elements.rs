@@ -135,7 +135,8 @@ pub fn one_line_cow(s: &str) -> Cow<'_, str> {
             prev_space = false;
         }
     }
-    if already && !(prev_space && !s.is_empty()) {
+    // A trailing space ends the text in a run too.
+    if already && (s.is_empty() || !prev_space) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
