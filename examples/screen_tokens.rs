@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use droidpilot::screen::{ReprOptions, Screen, UiTree, count_o200k};
+use droidpilot::screen::{CompactOptions, ReprOptions, Screen, UiTree, count_o200k};
 use serde_json::{Value, json};
 
 /// Visible, non-empty, on-screen actionable nodes, computed independently of the element
@@ -88,16 +88,51 @@ fn main() -> anyhow::Result<()> {
         })
         .collect();
     let opts = ReprOptions::default();
+    let d = CompactOptions::default();
+    let variants: Vec<(&str, CompactOptions)> = vec![
+        ("compact, default", d.clone()),
+        (
+            "compact, no positions",
+            CompactOptions {
+                positions: false,
+                ..d.clone()
+            },
+        ),
+        (
+            "compact, no nesting",
+            CompactOptions {
+                nesting: false,
+                ..d.clone()
+            },
+        ),
+        (
+            "compact, no loose text",
+            CompactOptions {
+                loose_text: false,
+                ..d.clone()
+            },
+        ),
+        (
+            "compact, labels/texts up to 200 chars",
+            CompactOptions {
+                max_label_chars: 200,
+                max_text_chars: 200,
+                ..d.clone()
+            },
+        ),
+    ];
+    let mut variant_tokens: Vec<Vec<usize>> = vec![Vec::new(); variants.len()];
     for f in &files {
         let bytes = std::fs::read(f)?;
         let text = droidpilot::screen::parse::decode(&bytes)?;
         let screen = Screen::from_xml(&text, &opts)?;
         let tree = &screen.tree;
+        for (v, (_, o)) in variant_tokens.iter_mut().zip(&variants) {
+            v.push(count_o200k(&screen.compact(o)));
+        }
         let act = present(tree, false);
         let clk = present(tree, true);
         let all: HashSet<usize> = (0..tree.nodes.len()).collect();
-        let element_nodes: HashSet<usize> =
-            screen.elements.elements.iter().map(|e| e.node).collect();
         // Which element ids the compact text really contains, parsed back from the text.
         let compact = screen.compact(&opts.compact);
         let in_compact: HashSet<usize> = compact
@@ -118,7 +153,6 @@ fn main() -> anyhow::Result<()> {
             .iter()
             .filter_map(|a| screen.elements.get(a.element_id).map(|e| e.node))
             .collect();
-        let _ = element_nodes;
         let pretty_all = serde_json::to_string_pretty(&Value::Array(
             (0..tree.nodes.len()).map(|i| node_json(tree, i)).collect(),
         ))?;
@@ -174,6 +208,12 @@ fn main() -> anyhow::Result<()> {
             r.clk_present,
             100.0 * r.clk_kept as f64 / r.clk_present.max(1) as f64
         );
+    }
+    println!("\nCompact format variants (tuning):\n");
+    println!("| variant | median tokens | p90 tokens |");
+    println!("| --- | ---: | ---: |");
+    for ((name, _), v) in variants.iter().zip(variant_tokens.iter_mut()) {
+        println!("| {name} | {} | {} |", pct(v, 0.5), pct(v, 0.9));
     }
     Ok(())
 }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use droidpilot::domain::{Bounds, Target};
 use droidpilot::screen::cli::{Format, ScreenArgs, run, run_on_bytes};
+use droidpilot::screen::parse::{clean, decode, parse_clean_roxmltree};
+use droidpilot::screen::scan::scan;
 use droidpilot::screen::{
     ElementAction, RedactionPattern, ReprOptions, Screen, Selector, diff, layout_hash, parse,
     parse_bytes,
@@ -232,6 +234,50 @@ fn malformed_dumps_parse_after_cleanup_or_fail_clearly() {
             }
         }
     }
+}
+
+/// The scanner's contract on one clean document: the roxmltree tree, or no answer.
+fn scanner_agrees(xml: &str) -> Result<bool, String> {
+    match scan(xml) {
+        None => Ok(false),
+        Some(fast) => {
+            let reference = parse_clean_roxmltree(xml);
+            if reference.as_ref() == Ok(&fast) {
+                Ok(true)
+            } else {
+                Err(format!(
+                    "scanner built a tree that roxmltree does not: {:?}",
+                    reference.map(|t| t.nodes.len())
+                ))
+            }
+        }
+    }
+}
+
+#[test]
+fn the_scanner_builds_the_roxmltree_tree_for_every_fixture() {
+    let mut fast = 0;
+    for f in files("real").into_iter().chain(files("malformed")) {
+        let rel = f.file_name().unwrap().to_string_lossy().into_owned();
+        let bytes = std::fs::read(&f).unwrap();
+        let text = decode(&bytes).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let Ok(xml) = clean(&text) else {
+            // Only uiautomator's error line has no document to scan.
+            assert!(rel.starts_with("M01"), "{rel}");
+            continue;
+        };
+        let took = scanner_agrees(xml).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        // Real dumps are exactly what the scanner is for: none may fall back (that
+        // fallback is the slow path the speed target is about).
+        assert!(
+            took || rel.starts_with('M'),
+            "{rel}: scanner declined a real dump"
+        );
+        fast += usize::from(took);
+        // And `parse` (scanner first) gives what roxmltree alone gives.
+        assert_eq!(parse(&text), parse_clean_roxmltree(xml), "{rel}");
+    }
+    assert!(fast >= 58 + 4, "{fast} fixtures took the fast path");
 }
 
 // ---- table tests on real dumps ---------------------------------------------------------
@@ -550,6 +596,42 @@ fn cli_errors_carry_hints() {
 
 // ---- no panic on arbitrary input -------------------------------------------------------
 
+/// Markup the scanner must decline or read exactly as roxmltree does.
+const JUNK: &[&str] = &[
+    "<!-- c -->",
+    "<![CDATA[x]]>",
+    "<?pi x?>",
+    "<!DOCTYPE h>",
+    "&",
+    "&amp;",
+    "&#10;",
+    "&#0;",
+    "&#xD800;",
+    "&nbsp;",
+    "<",
+    ">",
+    "\"",
+    "'",
+    "=",
+    "/>",
+    "</node>",
+    "<node>",
+    "<node/>",
+    "</hierarchy>",
+    "<hierarchy>",
+    " xmlns=\"u\"",
+    " a:b=\"c\"",
+    " text=\"dup\"",
+    " xpos=\"1\"",
+    "\r\n",
+    "\t",
+    "\u{1}",
+    "\u{fffe}",
+    "é",
+    "]]>",
+    "<?xml version=\"1.0\"?>",
+];
+
 fn sample_dump() -> String {
     String::from_utf8(read(&format!(
         "real/{}",
@@ -577,6 +659,36 @@ proptest! {
             let _ = screen.tree_text(None);
             let _ = layout_hash(&screen.tree);
         }
+    }
+
+    /// Truncation, byte flips and inserted markup on real dumps: the scanner never
+    /// panics and never builds a tree roxmltree would not.
+    #[test]
+    fn scanner_agrees_with_roxmltree_on_mangled_dumps(
+        file in 0usize..58,
+        edits in proptest::collection::vec((0usize..3, any::<prop::sample::Index>(), any::<u8>(), 0usize..JUNK.len()), 1..4),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+    ) {
+        let f = &files("real")[file];
+        let mut b = std::fs::read(f).unwrap();
+        for (kind, at, byte, junk) in edits {
+            let at = at.index(b.len() + 1);
+            match kind {
+                0 => { if at < b.len() { b[at] ^= byte.max(1) } }
+                1 => { let j = JUNK[junk].as_bytes(); b.splice(at..at, j.iter().copied()); }
+                _ => { if at < b.len() { b[at] = byte } }
+            }
+        }
+        if let Some(cut) = cut {
+            b.truncate(cut.index(b.len() + 1));
+        }
+        let text = String::from_utf8_lossy(&b);
+        if let Ok(xml) = clean(&text) {
+            prop_assert_eq!(scanner_agrees(xml).err(), None);
+            let _ = parse(&text);
+        }
+        // The raw text too, without the cleanup cutting anything off.
+        prop_assert_eq!(scanner_agrees(&text).err(), None);
     }
 
     #[test]

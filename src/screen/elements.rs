@@ -11,6 +11,8 @@
 //!   layouts that carry no text and no action disappear, and what remains is nested only
 //!   under the elements that contain it (`display_parent`).
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::domain::Bounds;
@@ -111,6 +113,32 @@ pub fn actions_of(n: &super::tree::UiNode) -> Vec<ElementAction> {
 
 /// Collapses whitespace runs (newlines from `&#10;` included) into single spaces.
 pub fn one_line(s: &str) -> String {
+    one_line_cow(s).into_owned()
+}
+
+/// `one_line` that borrows when `s` already is one line (most labels): no leading or
+/// trailing whitespace, and no whitespace but single spaces.
+pub fn one_line_cow(s: &str) -> Cow<'_, str> {
+    let mut prev_space = true; // so that a leading space counts as a run
+    let mut already = true;
+    for c in s.chars() {
+        if c == ' ' {
+            if prev_space {
+                already = false;
+                break;
+            }
+            prev_space = true;
+        } else if c.is_whitespace() {
+            already = false;
+            break;
+        } else {
+            prev_space = false;
+        }
+    }
+    // A trailing space ends the text in a run too.
+    if already && (s.is_empty() || !prev_space) {
+        return Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len());
     for w in s.split_whitespace() {
         if !out.is_empty() {
@@ -118,14 +146,28 @@ pub fn one_line(s: &str) -> String {
         }
         out.push_str(w);
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Cuts to `max` chars with an ellipsis.
 pub fn clip(s: &str, max: usize) -> String {
+    let (body, cut) = clip_parts(s, max);
+    if cut {
+        format!("{body}…")
+    } else {
+        body.to_string()
+    }
+}
+
+/// `clip` without allocating: the kept text, and whether an ellipsis follows it.
+pub fn clip_parts(s: &str, max: usize) -> (&str, bool) {
+    // A char is at most 4 bytes: short strings need no counting.
+    if s.len() <= max {
+        return (s, false);
+    }
     match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", s[..i].trim_end()),
-        None => s.to_string(),
+        Some((i, _)) => (s[..i].trim_end(), true),
+        None => (s, false),
     }
 }
 
@@ -235,17 +277,17 @@ fn area(b: &Bounds) -> i64 {
 fn own_label(node: &super::tree::UiNode) -> (String, LabelSource) {
     if !node.text.trim().is_empty() {
         (
-            clip(&one_line(&node.text), MAX_LABEL_CHARS),
+            clip(&one_line_cow(&node.text), MAX_LABEL_CHARS),
             LabelSource::Text,
         )
     } else if !node.content_desc.trim().is_empty() {
         (
-            clip(&one_line(&node.content_desc), MAX_LABEL_CHARS),
+            clip(&one_line_cow(&node.content_desc), MAX_LABEL_CHARS),
             LabelSource::Desc,
         )
     } else if !node.hint.trim().is_empty() {
         (
-            clip(&one_line(&node.hint), MAX_LABEL_CHARS),
+            clip(&one_line_cow(&node.hint), MAX_LABEL_CHARS),
             LabelSource::Hint,
         )
     } else {

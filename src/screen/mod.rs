@@ -15,6 +15,7 @@ pub mod pipeline;
 pub mod redact;
 pub mod representation;
 pub mod resolve;
+pub mod scan;
 pub mod selector;
 pub mod text;
 pub mod tokens;

@@ -169,8 +169,25 @@ pub fn parse(text: &str) -> Result<UiTree, ParseError> {
     parse_clean(clean(text)?)
 }
 
-/// A clean XML document → `UiTree`.
+/// A clean XML document → `UiTree`: the uiautomator scanner (`scan.rs`) when it
+/// recognises the document, roxmltree otherwise. Both give the same tree; the scanner
+/// only declines, so every error comes from roxmltree and reads the same either way.
 pub fn parse_clean(xml: &str) -> Result<UiTree, ParseError> {
+    if xml.len() > MAX_DUMP_BYTES {
+        return Err(ParseError::TooLarge {
+            bytes: xml.len(),
+            limit: MAX_DUMP_BYTES,
+        });
+    }
+    if let Some(tree) = super::scan::scan(xml) {
+        return Ok(tree);
+    }
+    parse_clean_roxmltree(xml)
+}
+
+/// A clean XML document → `UiTree` through roxmltree only: the reference the scanner is
+/// tested against, and the path for anything the scanner declines.
+pub fn parse_clean_roxmltree(xml: &str) -> Result<UiTree, ParseError> {
     if xml.len() > MAX_DUMP_BYTES {
         return Err(ParseError::TooLarge {
             bytes: xml.len(),
@@ -197,9 +214,7 @@ pub fn parse_clean(xml: &str) -> Result<UiTree, ParseError> {
     };
     match root.tag_name().name() {
         "hierarchy" => {
-            tree.rotation = root
-                .attribute("rotation")
-                .and_then(|r| r.trim().parse().ok());
+            tree.rotation = root.attribute("rotation").and_then(parse_rotation);
             build(&mut tree, root.children())?;
         }
         // A bare `<node>` document (some tools save one window) is one window.
@@ -265,49 +280,136 @@ fn is_node(n: &roxmltree::Node) -> bool {
 }
 
 fn node_from_xml(xn: &roxmltree::Node) -> UiNode {
-    let mut n = UiNode {
+    let mut n = new_node();
+    for a in xn.attributes() {
+        set_attribute(&mut n, a.name(), a.value());
+    }
+    finish_node(&mut n);
+    n
+}
+
+/// A node before its attributes are read: the defaults of a dump that omits them.
+pub(crate) fn new_node() -> UiNode {
+    UiNode {
         enabled: true,
         visible: true,
         ..Default::default()
-    };
-    for a in xn.attributes() {
-        let v = a.value();
-        let flag = || v == "true";
-        match a.name() {
-            "index" => n.index = v.trim().parse().ok(),
-            "text" => n.text = v.to_string(),
-            "resource-id" => n.resource_id = v.to_string(),
-            "class" => n.class = v.to_string(),
-            "package" => n.package = v.to_string(),
-            "content-desc" => n.content_desc = v.to_string(),
-            "hint" => n.hint = v.to_string(),
-            "bounds" => n.bounds = parse_bounds(v).unwrap_or_default(),
-            "checkable" => n.checkable = flag(),
-            "checked" => n.checked = flag(),
-            "clickable" => n.clickable = flag(),
-            "long-clickable" => n.long_clickable = flag(),
-            "enabled" => n.enabled = flag(),
-            "focusable" => n.focusable = flag(),
-            "focused" => n.focused = flag(),
-            "scrollable" => n.scrollable = flag(),
-            "selected" => n.selected = flag(),
-            "password" => n.password = flag(),
-            "visible-to-user" => n.visible = flag(),
-            "NAF" => n.naf = flag(),
-            "drawing-order" => n.drawing_order = v.trim().parse().ok(),
-            "display-id" => n.display_id = v.trim().parse().ok(),
-            _ => {}
-        }
     }
+}
+
+/// The `<node>` attributes we read, by slot, in the order recent uiautomator versions
+/// write them (the scanner predicts the next attribute from this order).
+pub(crate) const NODE_ATTRIBUTES: [&str; 22] = [
+    "index",
+    "text",
+    "resource-id",
+    "class",
+    "package",
+    "content-desc",
+    "checkable",
+    "checked",
+    "clickable",
+    "enabled",
+    "focusable",
+    "focused",
+    "scrollable",
+    "long-clickable",
+    "password",
+    "selected",
+    "visible-to-user",
+    "bounds",
+    "drawing-order",
+    "hint",
+    "display-id",
+    "NAF",
+];
+
+/// The slot of an attribute name in `NODE_ATTRIBUTES`, `None` for names we ignore.
+pub(crate) fn attribute_slot(name: &str) -> Option<u8> {
+    Some(match name {
+        "index" => 0,
+        "text" => 1,
+        "resource-id" => 2,
+        "class" => 3,
+        "package" => 4,
+        "content-desc" => 5,
+        "checkable" => 6,
+        "checked" => 7,
+        "clickable" => 8,
+        "enabled" => 9,
+        "focusable" => 10,
+        "focused" => 11,
+        "scrollable" => 12,
+        "long-clickable" => 13,
+        "password" => 14,
+        "selected" => 15,
+        "visible-to-user" => 16,
+        "bounds" => 17,
+        "drawing-order" => 18,
+        "hint" => 19,
+        "display-id" => 20,
+        "NAF" => 21,
+        _ => return None,
+    })
+}
+
+/// Reads one attribute into `n`. Shared by roxmltree and the scanner so that both read a
+/// value identically. Returns the attribute's slot, `None` for names we ignore.
+pub(crate) fn set_attribute(n: &mut UiNode, name: &str, v: &str) -> Option<u8> {
+    let slot = attribute_slot(name)?;
+    set_slot(n, slot, v);
+    Some(slot)
+}
+
+/// Reads the value of the attribute in `slot` into `n`.
+pub(crate) fn set_slot(n: &mut UiNode, slot: u8, v: &str) {
+    let flag = v == "true";
+    match slot {
+        0 => n.index = v.trim().parse().ok(),
+        1 => n.text = v.to_string(),
+        2 => n.resource_id = v.to_string(),
+        3 => n.class = v.to_string(),
+        4 => n.package = v.to_string(),
+        5 => n.content_desc = v.to_string(),
+        6 => n.checkable = flag,
+        7 => n.checked = flag,
+        8 => n.clickable = flag,
+        9 => n.enabled = flag,
+        10 => n.focusable = flag,
+        11 => n.focused = flag,
+        12 => n.scrollable = flag,
+        13 => n.long_clickable = flag,
+        14 => n.password = flag,
+        15 => n.selected = flag,
+        16 => n.visible = flag,
+        17 => n.bounds = parse_bounds(v).unwrap_or_default(),
+        18 => n.drawing_order = v.trim().parse().ok(),
+        19 => n.hint = v.to_string(),
+        20 => n.display_id = v.trim().parse().ok(),
+        21 => n.naf = flag,
+        _ => {}
+    }
+}
+
+/// What happens once all attributes are read.
+pub(crate) fn finish_node(n: &mut UiNode) {
     // The secret never enters the tree, so no later layer can leak it.
     if n.password && !n.text.is_empty() {
         n.text = super::elements::REDACTED.to_string();
     }
-    n
+}
+
+/// `rotation="1"` of `<hierarchy>`.
+pub(crate) fn parse_rotation(v: &str) -> Option<u8> {
+    v.trim().parse().ok()
 }
 
 /// `[l,t][r,b]` → `Bounds`. `None` for anything else (the node then counts as zero-size).
 pub fn parse_bounds(s: &str) -> Option<Bounds> {
+    plain_bounds(s.as_bytes()).or_else(|| general_bounds(s))
+}
+
+fn general_bounds(s: &str) -> Option<Bounds> {
     let s = s.trim().strip_prefix('[')?.strip_suffix(']')?;
     let (a, b) = s.split_once("][")?;
     let pair = |p: &str| -> Option<(i32, i32)> {
@@ -317,6 +419,38 @@ pub fn parse_bounds(s: &str) -> Option<Bounds> {
     let (l, t) = pair(a)?;
     let (r, bo) = pair(b)?;
     Some(Bounds::new(l, t, r, bo))
+}
+
+/// `[l,t][r,b]` exactly as uiautomator writes it (no spaces, no `+`, at most 9 digits, so
+/// no overflow): the common case without the string searches. Anything else is `None`
+/// and goes through the general reading, which gives the same answer on this form.
+fn plain_bounds(s: &[u8]) -> Option<Bounds> {
+    let mut v = [0i32; 4];
+    let mut i = 0;
+    for (k, close) in [b',', b']', b',', b']'].into_iter().enumerate() {
+        if k % 2 == 0 {
+            if *s.get(i)? != b'[' {
+                return None;
+            }
+            i += 1;
+        }
+        let neg = s.get(i) == Some(&b'-');
+        i += usize::from(neg);
+        let digits = s
+            .get(i..)?
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits == 0 || digits > 9 || *s.get(i + digits)? != close {
+            return None;
+        }
+        let n = s[i..i + digits]
+            .iter()
+            .fold(0i32, |n, &d| n * 10 + i32::from(d - b'0'));
+        v[k] = if neg { -n } else { n };
+        i += digits + 1;
+    }
+    (i == s.len()).then(|| Bounds::new(v[0], v[1], v[2], v[3]))
 }
 
 #[cfg(test)]
@@ -420,6 +554,14 @@ mod tests {
     }
 
     #[test]
+    fn attribute_slots_match_their_names() {
+        for (slot, name) in NODE_ATTRIBUTES.iter().enumerate() {
+            assert_eq!(attribute_slot(name), Some(slot as u8), "{name}");
+        }
+        assert_eq!(attribute_slot("xpos"), None);
+    }
+
+    #[test]
     fn bounds_syntax() {
         assert_eq!(
             parse_bounds("[-5,0][1080,2400]"),
@@ -427,5 +569,36 @@ mod tests {
         );
         assert_eq!(parse_bounds("[0,0][1,"), None);
         assert_eq!(parse_bounds(""), None);
+        assert_eq!(
+            parse_bounds(" [1, 2][+3,4] "),
+            Some(Bounds::new(1, 2, 3, 4))
+        );
+    }
+
+    #[test]
+    fn the_plain_bounds_reader_agrees_with_the_general_one() {
+        for s in [
+            "[0,0][1080,2400]",
+            "[-5,-0][-1,999999999]",
+            "[1,2][3,4]x",
+            "[1,2][3,4",
+            "[1,2]3,4]",
+            "[1,2][3,]",
+            "[,2][3,4]",
+            "[-,2][3,4]",
+            "[1,2][3,4][5,6]",
+            "[1,2][3,4] ",
+            "[1,2][3,4294967296]",
+            "[1,2][3,2147483647]",
+            "[1,2][3,2147483648]",
+            "[+1,2][3,4]",
+            "[1 ,2][3,4]",
+        ] {
+            if let Some(b) = plain_bounds(s.as_bytes()) {
+                assert_eq!(Some(b), general_bounds(s), "{s}");
+            }
+            assert_eq!(parse_bounds(s), general_bounds(s), "{s}");
+        }
+        assert!(plain_bounds(b"[0,0][1080,2400]").is_some());
     }
 }

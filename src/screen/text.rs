@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use super::elements::{ElementMap, LabelSource, clip, one_line};
+use super::elements::{ElementMap, LabelSource, clip_parts, one_line_cow};
 use super::representation::ElementAction;
 use super::tree::UiTree;
 
@@ -194,17 +194,18 @@ pub fn compact_text(
             match e.label_source {
                 LabelSource::None => {}
                 LabelSource::ResourceId => {
-                    let _ = write!(out, " #{}", clip(&e.label, opts.max_label_chars));
+                    out.push_str(" #");
+                    push_clipped(&mut out, &e.label, opts.max_label_chars, false);
                 }
                 LabelSource::Hint => {
-                    let _ = write!(
-                        out,
-                        " hint \"{}\"",
-                        quote(&clip(&e.label, opts.max_label_chars))
-                    );
+                    out.push_str(" hint \"");
+                    push_clipped(&mut out, &e.label, opts.max_label_chars, true);
+                    out.push('"');
                 }
                 _ => {
-                    let _ = write!(out, " \"{}\"", quote(&clip(&e.label, opts.max_label_chars)));
+                    out.push_str(" \"");
+                    push_clipped(&mut out, &e.label, opts.max_label_chars, true);
+                    out.push('"');
                 }
             }
             if n.is_editable() && e.label_source != LabelSource::Text {
@@ -244,7 +245,9 @@ pub fn compact_text(
             if opts.nesting {
                 indent(&mut out, depth_of(t.display_parent));
             }
-            let _ = writeln!(out, "\"{}\"", quote(&clip(&t.text, opts.max_text_chars)));
+            out.push('"');
+            push_clipped(&mut out, &t.text, opts.max_text_chars, true);
+            out.push_str("\"\n");
         }
     }
     out
@@ -258,14 +261,77 @@ fn indent(out: &mut String, depth: usize) {
 
 /// One line, with double quotes escaped so that a label cannot break the format.
 fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    push_quoted(&mut out, s);
+    out
+}
+
+/// `quote(s)` appended to `out`.
+fn push_quoted(out: &mut String, s: &str) {
     let s = if s.contains(['\n', '\r', '\t']) {
-        one_line(s)
+        one_line_cow(s)
     } else {
-        s.to_string()
+        s.into()
     };
-    if s.contains(['"', '\\']) {
-        s.replace('\\', "\\\\").replace('"', "\\\"")
+    if !s.contains(['"', '\\']) {
+        out.push_str(&s);
+        return;
+    }
+    for c in s.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// `quote(&clip(s, max))` appended to `out`, without the two intermediate strings.
+/// (Clipping first and then joining lines is the same as joining the clipped part and
+/// adding the ellipsis: the clipped part ends in a non-space.)
+fn push_clipped(out: &mut String, s: &str, max: usize, quoted: bool) {
+    let (body, cut) = clip_parts(s, max);
+    if quoted {
+        push_quoted(out, body);
     } else {
-        s
+        out.push_str(body);
+    }
+    if cut {
+        out.push('…');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The allocating versions these helpers replaced.
+    fn reference_one_line(s: &str) -> String {
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+    fn reference_quote_clip(s: &str, max: usize) -> String {
+        let clipped = match s.char_indices().nth(max) {
+            Some((i, _)) => format!("{}…", s[..i].trim_end()),
+            None => s.to_string(),
+        };
+        let one = if clipped.contains(['\n', '\r', '\t']) {
+            reference_one_line(&clipped)
+        } else {
+            clipped
+        };
+        one.replace('\\', "\\\\").replace('"', "\\\"")
+    }
+
+    proptest! {
+        #[test]
+        fn borrowing_helpers_match_the_allocating_ones(
+            s in "[ a\"\\\\\t\r\n\u{a0}\u{2003}é…]{0,24}",
+            max in 0usize..12,
+        ) {
+            prop_assert_eq!(one_line_cow(&s).into_owned(), reference_one_line(&s));
+            let mut out = String::new();
+            push_clipped(&mut out, &s, max, true);
+            prop_assert_eq!(out, reference_quote_clip(&s, max));
+        }
     }
 }
