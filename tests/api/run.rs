@@ -717,3 +717,26 @@ async fn a_finished_task_posts_a_signed_result_to_its_webhook() {
     assert_eq!((status, code.as_str()), (422, "invalid_task"));
     assert!(msg.contains("webhook_url"));
 }
+
+/// The README's quick-start replay example, verbatim, does what it says.
+#[tokio::test]
+async fn the_readme_replay_example_turns_on_bluetooth() {
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("-d '{\n  \"instruction\": \"turn on Bluetooth\"")
+        .expect("the example is in the README")
+        + 4;
+    let end = start + readme[start..].find("}}'").expect("example end") + 2;
+    let body: Value =
+        serde_json::from_str(&readme[start..end]).expect("the README example is valid JSON");
+    let id = submit(&app, body).await;
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    assert!(
+        sim_task("settings.bluetooth_on")
+            .unwrap()
+            .check(&phone.state()),
+        "Bluetooth is on"
+    );
+}
