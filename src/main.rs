@@ -49,11 +49,38 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_default();
                 droidpilot::device::cli::run_devices(&args, base).await
             }
-            Command::Doctor(args) => match droidpilot::device::cli::run_doctor(&args).await {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(anyhow::anyhow!("some checks failed; see the fixes above")),
-                Err(e) => Err(e),
-            },
+            Command::Doctor(args) => {
+                let adb_ok = droidpilot::device::cli::run_doctor(&args).await?;
+                // Models: the default agent kind's model counts; the other is informational.
+                let mut models_ok = true;
+                if let Ok(cfg) = droidpilot::config::Config::load(
+                    std::path::Path::new("config"),
+                    &Default::default(),
+                ) {
+                    let counted = match cfg.agent.kind {
+                        droidpilot::agent::spec::AgentKind::Vision => "vision",
+                        _ => "navigator",
+                    };
+                    println!("\nmodels:");
+                    for c in droidpilot::cli::check_models(&cfg.agent).await {
+                        let counts = c.name.starts_with(counted);
+                        let mark = if c.ok {
+                            "ok"
+                        } else if counts {
+                            "FAIL"
+                        } else {
+                            "warn"
+                        };
+                        println!("  [{mark:>4}] {}: {}", c.name, c.detail);
+                        models_ok &= c.ok || !counts;
+                    }
+                }
+                if adb_ok && models_ok {
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!("some checks failed; see the fixes above"))
+                }
+            }
             Command::Bench(droidpilot::cli::BenchCommand::Adb(args)) => {
                 droidpilot::cli::bench_adb(args).await
             }

@@ -223,3 +223,111 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
     store.close().await;
     Ok(())
 }
+
+/// One line of `doctor`'s model section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelCheck {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// Checks that each configured model's server answers and that its key is present. It
+/// asks `GET {base_url}/models` (OpenAI-compatible servers and Gemini list models there;
+/// Anthropic answers it too), so no tokens are spent. Any HTTP answer, even 401, proves
+/// the server is reachable; the key check says whether we would be let in.
+pub async fn check_models(defaults: &crate::agent::spec::AgentDefaults) -> Vec<ModelCheck> {
+    let client = match reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![ModelCheck {
+                name: "http client".into(),
+                ok: false,
+                detail: e.to_string(),
+            }];
+        }
+    };
+    let mut out = Vec::new();
+    for (role, cfg) in [
+        ("navigator", &defaults.navigator),
+        ("vision", &defaults.vision),
+    ] {
+        let name = format!("{role} model {} ({})", cfg.model, cfg.provider.display_name());
+        let url = format!("{}/models", cfg.base_url().trim_end_matches('/'));
+        let key = defaults
+            .keys
+            .get(cfg.provider)
+            .cloned()
+            .map(Some)
+            .or_else(|| cfg.resolve_key().ok())
+            .flatten();
+        let is_local = cfg.base_url.is_some();
+        match client.get(&url).send().await {
+            Ok(r) if r.status().as_u16() == 401 || r.status().as_u16() == 403 => out.push(ModelCheck {
+                name,
+                ok: key.is_some(),
+                detail: if key.is_some() {
+                    format!("{} answers; a key is configured", cfg.base_url())
+                } else {
+                    format!("{} answers but wants a key. Try: export {}", cfg.base_url(), cfg.provider.key_env())
+                },
+            }),
+            Ok(_) => out.push(ModelCheck {
+                name,
+                ok: key.is_some() || is_local,
+                detail: if key.is_some() || is_local {
+                    format!("{} answers", cfg.base_url())
+                } else {
+                    format!("{} answers, but no key is set. Try: export {}", cfg.base_url(), cfg.provider.key_env())
+                },
+            }),
+            Err(e) => out.push(ModelCheck {
+                name,
+                ok: false,
+                detail: format!(
+                    "Model is not responding ({}). Check the server at {}, or set [agent.{role}] base_url in the configuration",
+                    if e.is_timeout() { "timed out" } else { "connection failed" },
+                    cfg.base_url()
+                ),
+            }),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::spec::AgentDefaults;
+
+    #[tokio::test]
+    async fn doctor_reports_reachable_and_dead_model_servers() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::path("/v1/models"))
+            .respond_with(
+                wiremock::ResponseTemplate::new(200)
+                    .set_body_json(serde_json::json!({"object": "list", "data": []})),
+            )
+            .mount(&server)
+            .await;
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut d = AgentDefaults::default();
+        d.navigator.base_url = Some(format!("{}/v1", server.uri()));
+        d.vision.base_url = Some(format!("http://{dead}/v1"));
+        let checks = check_models(&d).await;
+        assert!(checks[0].ok, "{checks:?}");
+        assert!(!checks[1].ok);
+        assert!(
+            checks[1].detail.contains("Model is not responding")
+                && checks[1].detail.contains(&dead.to_string()),
+            "{checks:?}"
+        );
+    }
+}
