@@ -88,6 +88,11 @@ fn main() -> std::process::ExitCode {
                 droidpilot::cli::bench_runner(args).await
             }
             Command::Export(args) => droidpilot::cli::export(args).await,
+            Command::Run(args) => match droidpilot::cli::run::run(args).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(anyhow::anyhow!("the task did not succeed")),
+                Err(e) => Err(e),
+            },
         }
     });
     match result {

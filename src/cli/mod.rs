@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub mod run;
+
 use crate::config::{Config, LogFormat, Overrides};
 use crate::server::{ServeOptions, Server};
 
@@ -42,6 +44,8 @@ pub enum Command {
     Bench(BenchCommand),
     /// Write a task's trajectory.json and screenshots/NNNN.png into a directory.
     Export(ExportArgs),
+    /// Run one task in the terminal, without the server: live progress, then a summary.
+    Run(run::RunArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -255,7 +259,11 @@ pub async fn check_models(defaults: &crate::agent::spec::AgentDefaults) -> Vec<M
         ("navigator", &defaults.navigator),
         ("vision", &defaults.vision),
     ] {
-        let name = format!("{role} model {} ({})", cfg.model, cfg.provider.display_name());
+        let name = format!(
+            "{role} model {} ({})",
+            cfg.model,
+            cfg.provider.display_name()
+        );
         let url = format!("{}/models", cfg.base_url().trim_end_matches('/'));
         let key = defaults
             .keys

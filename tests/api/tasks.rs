@@ -586,3 +586,66 @@ fn binary_commands() {
         "{err}"
     );
 }
+
+/// `droidpilot run` end to end: one task in the terminal on the virtual phone, then the
+/// summary and the trajectory on disk.
+#[test]
+fn the_run_command_runs_one_task_and_saves_its_trajectory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/local.toml"),
+        "[devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n[runner]\nsettle_timeout_ms = 200\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .args([
+            "run",
+            "open settings then go home",
+            "--agent",
+            "replay",
+            "--out",
+            "traj",
+        ])
+        .args([
+            "--actions",
+            r#"[{"action": "launch_app", "label": "Settings"}, {"action": "home"}]"#,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("on sim-1 with replay"), "{stdout}");
+    assert!(stdout.contains("succeeded after 3 steps"), "{stdout}");
+    let traj: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("traj/trajectory.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(traj["steps"].as_array().unwrap().len(), 3);
+    assert!(dir.path().join("traj/screenshots/0001.png").exists());
+
+    // A task that cannot succeed exits non-zero with the reason.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .args([
+            "run",
+            "give up",
+            "--agent",
+            "replay",
+            "--actions",
+            r#"[{"action": "finish", "success": false, "reason": "impossible"}]"#,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("failed after 1 steps"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -1,0 +1,231 @@
+//! `droidpilot run "instruction"`: one task in the terminal, without the server. The same
+//! runner, store and devices as `serve`; progress is printed from the task's event feed, an
+//! `ask_user` question is answered on stdin, and Ctrl+C cancels at the next step boundary,
+//! keeps every committed step and writes the trajectory before exiting.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::agent::spec::{AgentSpec, build_agent};
+use crate::config::{Config, Overrides};
+use crate::device::pool::DevicePool;
+use crate::domain::{NewTask, TaskSpec, TaskStatus};
+use crate::run::artifacts::ArtifactStore;
+use crate::run::events::{EventBus, FeedItem, Filter};
+use crate::run::interaction::Prompts;
+use crate::run::runner::{Runner, StopSignal};
+use crate::store::{SqliteStore, Store};
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// What to do, in plain language.
+    pub instruction: String,
+    /// The device to run on (default: the first available).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// navigator, vision or replay (default: [agent] kind).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// openai, anthropic or gemini.
+    #[arg(long)]
+    pub provider: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// For self-hosted models: http://127.0.0.1:8000/v1 (vLLM, Ollama, llama.cpp…).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Vision output format: mai-ui, ui-tars, autoglm or generic.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Replay agent only: the actions, as a JSON list.
+    #[arg(long)]
+    pub actions: Option<String>,
+    #[arg(long, default_value_t = 50)]
+    pub max_steps: u32,
+    #[arg(long, default_value_t = 600)]
+    pub timeout_seconds: u64,
+    /// Where to write the trajectory (default DATA_DIR/runs/TASK_ID).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+fn agent_json(a: &RunArgs) -> anyhow::Result<Option<Value>> {
+    let mut m = serde_json::Map::new();
+    for (k, v) in [
+        ("kind", &a.agent),
+        ("provider", &a.provider),
+        ("model", &a.model),
+        ("base_url", &a.base_url),
+        ("format", &a.format),
+    ] {
+        if let Some(v) = v {
+            m.insert(k.into(), Value::String(v.clone()));
+        }
+    }
+    if let Some(actions) = &a.actions {
+        let v: Value = serde_json::from_str(actions)
+            .map_err(|e| anyhow::anyhow!("--actions is not a JSON list of actions: {e}"))?;
+        m.insert("actions".into(), v);
+    }
+    Ok((!m.is_empty()).then_some(Value::Object(m)))
+}
+
+/// Runs one task; returns whether it succeeded.
+pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
+    let config = Config::load(
+        std::path::Path::new("config"),
+        &Overrides {
+            config_file: args.config.clone(),
+            data_dir: args.data_dir.clone(),
+            ..Default::default()
+        },
+    )?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.database_path()).await?);
+    let pool = DevicePool::new(config.devices.pool_options()).await?;
+    let device_id = match &args.device {
+        Some(d) => d.clone(),
+        None => pool.list().into_iter().find(|d| d.state == crate::device::pool::DeviceState::Available).map(|d| d.id).ok_or_else(|| {
+            anyhow::anyhow!("no available device. Try: 1) `droidpilot devices` 2) plug in a phone 3) keep [[devices.sim]] in the configuration")
+        })?,
+    };
+    let device = pool.get(&device_id).ok_or_else(|| {
+        let known: Vec<String> = pool.list().into_iter().map(|d| d.id).collect();
+        anyhow::anyhow!(
+            "no device `{device_id}`; known: {}",
+            if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            }
+        )
+    })?;
+
+    let agent_value = agent_json(&args)?;
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some(args.instruction.clone()),
+        max_steps: Some(args.max_steps),
+        timeout_seconds: Some(args.timeout_seconds),
+        device_id: Some(device_id.clone()),
+        agent: agent_value.clone(),
+        ..Default::default()
+    })?;
+    let agent_spec = match &agent_value {
+        Some(v) => AgentSpec::from_json(v).map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?,
+        None => AgentSpec::default(),
+    };
+    let agent = build_agent(&agent_spec, &config.agent)
+        .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+
+    let bus = EventBus::new(store.clone(), 4096);
+    let prompts = Arc::new(Prompts::default());
+    let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
+    let runner = Runner::new(
+        bus.clone(),
+        prompts.clone(),
+        artifacts.clone(),
+        config.runner.clone(),
+    );
+    let task = store.create_task(spec).await?;
+    store.start_task(task.id, &device_id).await?;
+    let task = store.get_task(task.id).await?;
+    let id = task.id;
+    println!("task {id} on {device_id} with {}", agent.describe());
+
+    let mut feed = bus.feed(Filter::Streams([id.to_string()].into()));
+    feed.resume(&id.to_string(), 0).await?;
+    let (stop_tx, stop_rx) = watch::channel(StopSignal::None);
+    let handle = tokio::spawn({
+        let runner = runner.clone();
+        async move { runner.run(task, device, agent, stop_rx).await }
+    });
+    let max = args.max_steps;
+    let mut interrupted = false;
+    loop {
+        tokio::select! {
+            item = feed.next() => {
+                let Ok(Some(FeedItem::Event(ev))) = item else { continue };
+                let p = &ev.payload;
+                match ev.kind.as_str() {
+                    "step.decided" => {
+                        let action = p["action"].get("action").and_then(Value::as_str).unwrap_or("?");
+                        let thinking: String = p["thinking"].as_str().unwrap_or("").chars().take(70).collect();
+                        print!("\r\x1b[2K[step {}/{max}] {action:<12} {}", p["step"], thinking.replace('\n', " "));
+                        let _ = std::io::stdout().flush();
+                    }
+                    "step.executed" if p["outcome"]["status"] != "ok" => {
+                        println!("\n  {}: {}", p["outcome"]["status"].as_str().unwrap_or(""), p["outcome"]["error"].as_str().unwrap_or(""));
+                    }
+                    "task.ask_user" => {
+                        println!("\n? {}", p["question"].as_str().unwrap_or(""));
+                        if let Some(opts) = p["options"].as_array() {
+                            println!("  options: {}", opts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
+                        }
+                        print!("> ");
+                        let _ = std::io::stdout().flush();
+                        let (bus, prompts) = (bus.clone(), prompts.clone());
+                        tokio::spawn(async move {
+                            let line = tokio::task::spawn_blocking(|| {
+                                let mut s = String::new();
+                                std::io::stdin().read_line(&mut s).map(|_| s)
+                            })
+                            .await;
+                            if let Ok(Ok(answer)) = line {
+                                let _ = prompts.answer(&bus, id, None, answer.trim(), "terminal").await;
+                            }
+                        });
+                    }
+                    "task.finished" => break,
+                    _ => {}
+                }
+            }
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                println!("\nstopping after the current step (Ctrl+C again to quit now)…");
+                let _ = stop_tx.send(StopSignal::Cancel);
+            }
+            _ = tokio::signal::ctrl_c(), if interrupted => {
+                println!("\nquitting; committed steps are kept in {}", config.database_path().display());
+                break;
+            }
+        }
+    }
+    let done = match tokio::time::timeout(std::time::Duration::from_secs(5), handle).await {
+        Ok(Ok(Ok(t))) => t,
+        _ => store.get_task(id).await?,
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| config.storage.data_dir.join("runs").join(id.to_string()));
+    let saved = crate::run::trajectory::export_dir(store.as_ref(), &artifacts, id, &out).await;
+    println!(
+        "\n{} after {} steps ({} tokens in, {} out, ${:.4}): {}",
+        done.status,
+        done.steps,
+        done.tokens_in,
+        done.tokens_out,
+        done.cost_usd,
+        done.reason.clone().unwrap_or_default()
+    );
+    if let Some(a) = &done.answer {
+        println!("answer: {a}");
+    }
+    match saved {
+        Ok(s) => println!(
+            "trajectory: {}/trajectory.json ({} screenshots)",
+            out.display(),
+            s.screenshots
+        ),
+        Err(e) => eprintln!("could not write the trajectory: {e}"),
+    }
+    store.close().await;
+    Ok(done.status == TaskStatus::Succeeded)
+}
