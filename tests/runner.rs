@@ -577,3 +577,124 @@ async fn a_device_that_never_returns_fails_the_task_cleanly() {
         "{reason}"
     );
 }
+
+/// Middleware rewrites and skips actions; a custom action registered at run time runs its
+/// handler on the task's device.
+#[tokio::test]
+async fn middleware_and_custom_actions() {
+    use droidpilot::run::middleware::{ActionMiddleware, CustomActionHandler, Verdict};
+    use std::sync::Mutex;
+
+    struct Guard {
+        seen: Mutex<Vec<String>>,
+    }
+    #[async_trait]
+    impl ActionMiddleware for Guard {
+        async fn before(
+            &self,
+            _task: droidpilot::domain::TaskId,
+            _step: u32,
+            action: Action,
+        ) -> Verdict {
+            match &action {
+                // Policy: never open the Shop; home instead.
+                Action::LaunchApp {
+                    app: droidpilot::domain::AppRef::Label(l),
+                } if l == "Shop" => Verdict::Run(Action::Key {
+                    key: droidpilot::domain::Key::Home,
+                }),
+                Action::Key {
+                    key: droidpilot::domain::Key::Power,
+                } => Verdict::Skip("power is not allowed".into()),
+                _ => Verdict::Run(action),
+            }
+        }
+        async fn after(
+            &self,
+            _task: droidpilot::domain::TaskId,
+            step: u32,
+            action: &Action,
+            outcome: &Result<serde_json::Value, String>,
+        ) {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(format!("{step}:{}:{}", action.name(), outcome.is_ok()));
+        }
+    }
+    struct OpenSettings;
+    #[async_trait]
+    impl CustomActionHandler for OpenSettings {
+        async fn run(
+            &self,
+            device: &dyn Device,
+            args: &serde_json::Map<String, serde_json::Value>,
+        ) -> Result<serde_json::Value, String> {
+            device
+                .launch_app(&droidpilot::domain::AppRef::Package(
+                    "com.android.settings".into(),
+                ))
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(json!({"because": args.get("why").cloned()}))
+        }
+    }
+
+    let e = env(quick()).await;
+    let guard = Arc::new(Guard {
+        seen: Mutex::new(Vec::new()),
+    });
+    let mut runner = e.runner.clone().with_middleware(guard.clone());
+    let mut parser = droidpilot::domain::ActionParser::new();
+    runner
+        .register_action(&mut parser, "open_settings", Arc::new(OpenSettings))
+        .unwrap();
+    let custom = parser
+        .parse(&json!({"action": "open_settings", "why": "test"}))
+        .unwrap();
+
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "policy", 10, "sim-1").await;
+    let actions = vec![
+        Action::LaunchApp {
+            app: droidpilot::domain::AppRef::Label("Shop".into()),
+        },
+        Action::Key {
+            key: droidpilot::domain::Key::Power,
+        },
+        custom,
+    ];
+    let done = runner
+        .run(
+            task,
+            phone.clone(),
+            Box::new(ReplayAgent::new(actions)),
+            no_stop(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded);
+    let steps = e.store.steps(done.id).await.unwrap();
+    assert_eq!(
+        steps[0].action.as_ref().unwrap()["action"],
+        "key",
+        "the middleware rewrote launch_app(Shop) into home"
+    );
+    assert_eq!(steps[1].outcome.status, "skipped");
+    assert_eq!(
+        steps[1].outcome.detail.as_ref().unwrap()["reason"],
+        "power is not allowed"
+    );
+    assert_eq!(steps[2].outcome.status, "ok");
+    assert_eq!(steps[2].outcome.detail.as_ref().unwrap()["because"], "test");
+    assert!(phone.state().awake, "power was never pressed");
+    assert_eq!(
+        phone.current_app().await.unwrap().package,
+        "com.android.settings",
+        "the custom handler ran"
+    );
+    assert_eq!(
+        *guard.seen.lock().unwrap(),
+        vec!["1:key:true".to_string(), "3:open_settings:true".to_string()]
+    );
+}

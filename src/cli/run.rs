@@ -22,8 +22,14 @@ use crate::store::{SqliteStore, Store};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// What to do, in plain language.
-    pub instruction: String,
+    /// What to do, in plain language (taken from the trajectory with --resume).
+    #[arg(required_unless_present = "resume")]
+    pub instruction: Option<String>,
+    /// Resume a saved trajectory (a directory from `droidpilot export`, its
+    /// trajectory.json, or the .tar.gz from the API): its steps are replayed into the
+    /// history and the agent carries on from the next step.
+    #[arg(long, value_name = "PATH")]
+    pub resume: Option<PathBuf>,
     /// The device to run on (default: the first available).
     #[arg(long)]
     pub device: Option<String>,
@@ -108,9 +114,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         )
     })?;
 
+    let bundle = match &args.resume {
+        Some(p) => Some(crate::run::trajectory::load_bundle(p)?),
+        None => None,
+    };
+    let instruction = match (&args.instruction, &bundle) {
+        (Some(i), _) => i.clone(),
+        (None, Some(b)) => b.trajectory.task.spec.instruction.clone(),
+        (None, None) => anyhow::bail!("give an instruction, or --resume a saved trajectory"),
+    };
     let agent_value = agent_json(&args)?;
     let spec = TaskSpec::parse(NewTask {
-        instruction: Some(args.instruction.clone()),
+        instruction: Some(instruction),
         max_steps: Some(args.max_steps),
         timeout_seconds: Some(args.timeout_seconds),
         device_id: Some(device_id.clone()),
@@ -134,6 +149,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         config.runner.clone(),
     );
     let task = store.create_task(spec).await?;
+    if let Some(b) = &bundle {
+        let n = b.seed_task(store.as_ref(), &artifacts, task.id).await?;
+        println!("resuming after {n} saved steps");
+    }
     store.start_task(task.id, &device_id).await?;
     let task = store.get_task(task.id).await?;
     let id = task.id;

@@ -182,6 +182,26 @@ impl Runner {
         }
     }
 
+    /// Registers a custom action: agents that emit `{"action": name, …}` get it run by
+    /// `handler` on the task's device. Returns the parser that knows the name, for agents
+    /// and REST callers that must accept it.
+    pub fn register_action(
+        &mut self,
+        parser: &mut crate::domain::ActionParser,
+        name: &str,
+        handler: Arc<dyn CustomActionHandler>,
+    ) -> Result<(), String> {
+        parser.register(name)?;
+        self.custom.insert(name.to_string(), handler);
+        Ok(())
+    }
+
+    /// Adds middleware around every device action, in order.
+    pub fn with_middleware(mut self, m: Arc<dyn ActionMiddleware>) -> Self {
+        self.middleware.push(m);
+        self
+    }
+
     /// Runs `task` (already `running` in the store) to its end and returns it as stored.
     pub async fn run(
         &self,

@@ -649,3 +649,58 @@ fn the_run_command_runs_one_task_and_saves_its_trajectory() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// A saved trajectory resumes: the new task starts after the saved steps.
+#[test]
+fn the_run_command_resumes_a_saved_trajectory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/local.toml"),
+        "[devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n[runner]\nsettle_timeout_ms = 200\n",
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_droidpilot");
+    // Cut short at max_steps: incomplete, with two committed steps.
+    let out = std::process::Command::new(bin)
+        .args(["run", "open settings, then clock", "--agent", "replay", "--max-steps", "2", "--out", "first"])
+        .args(["--actions", r#"[{"action": "launch_app", "label": "Settings"}, {"action": "home"}, {"action": "launch_app", "label": "Clock"}]"#])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("incomplete after 2 steps"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = std::process::Command::new(bin)
+        .args([
+            "run", "--resume", "first", "--agent", "replay", "--out", "second",
+        ])
+        .args([
+            "--actions",
+            r#"[{"action": "launch_app", "label": "Clock"}]"#,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("resuming after 2 saved steps"), "{stdout}");
+    assert!(
+        stdout.contains("succeeded after 4 steps"),
+        "saved steps 1-2, then clock and finish: {stdout}"
+    );
+    let traj: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("second/trajectory.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        traj["task"]["instruction"], "open settings, then clock",
+        "the instruction comes from the saved run"
+    );
+}
