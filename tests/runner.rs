@@ -698,3 +698,100 @@ async fn middleware_and_custom_actions() {
         vec!["1:key:true".to_string(), "3:open_settings:true".to_string()]
     );
 }
+
+#[tokio::test]
+async fn a_failing_tree_degrades_to_screenshot_only() {
+    let e = env(quick()).await;
+    let faults = droidpilot::device::sim::faults::SimFaults {
+        hierarchy_error_rate: 1.0,
+        ..Default::default()
+    };
+    let phone = Arc::new(SimDevice::new(SimConfig { faults, ..small() }).unwrap());
+    let task = start(&e.store, "go home", 5, "sim-1").await;
+    let home = Action::Key {
+        key: droidpilot::domain::Key::Home,
+    };
+    let done = e
+        .runner
+        .run(
+            task,
+            phone,
+            Box::new(ReplayAgent::new(vec![home])),
+            no_stop(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    let s = &e.store.steps(done.id).await.unwrap()[0];
+    assert_eq!(
+        s.screen.as_ref().unwrap()["summary"],
+        "UI tree unavailable; screenshot only"
+    );
+    assert!(s.screenshot.is_some(), "the screenshot still made it");
+}
+
+#[tokio::test]
+async fn a_secure_screen_is_flagged_sensitive_and_not_stored() {
+    let e = env(quick()).await;
+    let faults = droidpilot::device::sim::faults::SimFaults {
+        secure_black: true,
+        ..Default::default()
+    };
+    let phone = Arc::new(SimDevice::new(SimConfig { faults, ..small() }).unwrap());
+    let t = droidpilot::device::sim::tasks::task("shop.cheapest_usb_c").unwrap();
+    phone.reset_to(&t);
+    let task = start(&e.store, t.instruction, 40, "sim-1").await;
+    let done = e
+        .runner
+        .run(
+            task,
+            phone.clone(),
+            Box::new(ReplayAgent::new(t.reference())),
+            no_stop(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    let steps = e.store.steps(done.id).await.unwrap();
+    let secure: Vec<_> = steps
+        .iter()
+        .filter(|s| s.screen.as_ref().unwrap()["sensitive"] == true)
+        .collect();
+    assert!(!secure.is_empty(), "the checkout is a secure screen");
+    assert!(
+        secure.iter().all(|s| s.screenshot.is_none()),
+        "a black frame is not stored as the step's screenshot"
+    );
+    assert!(
+        t.check(&phone.state()),
+        "the task still completes from the tree alone"
+    );
+}
+
+#[tokio::test]
+async fn the_task_timeout_ends_the_task() {
+    let e = env(RunnerConfig {
+        stuck_threshold: 1000,
+        step_delay_ms: 200,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some("wander".into()),
+        max_steps: Some(1000),
+        timeout_seconds: Some(1),
+        ..Default::default()
+    })
+    .unwrap();
+    let t = e.store.create_task(spec).await.unwrap();
+    e.store.start_task(t.id, "sim-1").await.unwrap();
+    let task = e.store.get_task(t.id).await.unwrap();
+    let done = e
+        .runner
+        .run(task, phone, Box::new(Wanderer), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::TimedOut);
+    assert!(done.reason.unwrap().contains("timeout_seconds (1)"));
+}
