@@ -795,3 +795,51 @@ async fn the_task_timeout_ends_the_task() {
     assert_eq!(done.status, TaskStatus::TimedOut);
     assert!(done.reason.unwrap().contains("timeout_seconds (1)"));
 }
+
+#[tokio::test]
+async fn an_unanswered_question_follows_the_timeout_policy() {
+    use droidpilot::run::runner::AskTimeoutPolicy;
+    let ask = || Action::AskUser {
+        question: "Anyone there?".into(),
+        options: None,
+    };
+    for (policy, want) in [
+        (AskTimeoutPolicy::Continue, TaskStatus::Succeeded),
+        (AskTimeoutPolicy::Fail, TaskStatus::Failed),
+    ] {
+        let e = env(RunnerConfig {
+            ask_user_timeout_secs: 1,
+            ask_user_timeout_policy: policy,
+            ..quick()
+        })
+        .await;
+        let phone = Arc::new(SimDevice::new(small()).unwrap());
+        let task = start(&e.store, "ask into the void", 5, "sim-1").await;
+        let done = e
+            .runner
+            .run(
+                task,
+                phone,
+                Box::new(ReplayAgent::new(vec![ask()])),
+                no_stop(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(done.status, want, "{policy:?}: {:?}", done.reason);
+        let ivs = e.store.interventions(done.id).await.unwrap();
+        assert_eq!(
+            ivs[0].answered_by.as_deref(),
+            Some("timeout"),
+            "the question is closed, so a late answer is refused"
+        );
+        let late = e
+            .runner
+            .prompts
+            .answer(&e.runner.bus, done.id, Some(&ivs[0].id), "too late", "rest")
+            .await;
+        assert!(late.is_err());
+        if policy == AskTimeoutPolicy::Fail {
+            assert!(done.reason.unwrap().contains("nobody answered"));
+        }
+    }
+}
