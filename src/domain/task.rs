@@ -258,7 +258,7 @@ impl TaskSpec {
             return Err(inv("metadata", "expected a JSON object".into()));
         }
         if let Some(u) = &req.webhook_url
-            && !(u.starts_with("http://") || u.starts_with("https://")) | (u.len() > 2000)
+            && (!(u.starts_with("http://") || u.starts_with("https://")) || u.len() > 2000)
         {
             return Err(inv("webhook_url", format!("`{u}` is not an http(s) URL")));
         }

@@ -171,7 +171,15 @@ impl EventFeed {
                             self.dirty.insert(ev.stream.clone());
                         }
                         _ => {
-                            self.last.insert(ev.stream.clone(), ev.seq);
+                            // A finished task's stream is done: forgetting it keeps a feed
+                            // that watches everything (webhooks, dashboards) from growing
+                            // for the life of the server, and keeps a lag's re-read to the
+                            // streams still live.
+                            if ev.kind == "task.finished" {
+                                self.last.remove(&ev.stream);
+                            } else {
+                                self.last.insert(ev.stream.clone(), ev.seq);
+                            }
                             return Ok(Some(FeedItem::Event(ev)));
                         }
                     }
@@ -225,6 +233,27 @@ mod tests {
             got.push(seq_of(feed.next().await.unwrap().unwrap()));
         }
         assert_eq!(got, vec![3, 4, 5, 6]);
+    }
+
+    #[tokio::test]
+    async fn a_feed_over_everything_forgets_finished_tasks() {
+        let bus = bus(64).await;
+        let mut feed = bus.feed(Filter::All);
+        for t in ["a", "b", "c"] {
+            bus.publish(t, "step.executed", json!({})).await.unwrap();
+            bus.publish(t, "task.finished", json!({})).await.unwrap();
+        }
+        bus.publish("live", "step.executed", json!({}))
+            .await
+            .unwrap();
+        for _ in 0..7 {
+            feed.next().await.unwrap().unwrap();
+        }
+        assert_eq!(
+            feed.last.keys().collect::<Vec<_>>(),
+            vec!["live"],
+            "only the unfinished stream is tracked"
+        );
     }
 
     #[tokio::test]

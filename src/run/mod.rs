@@ -1,5 +1,6 @@
-//! Running tasks: the queue operations the API calls (submit, cancel) and, as it grows,
-//! the scheduler and the per-task runner loop.
+//! Running tasks: the queue operations the API calls (submit, cancel), the event bus, the
+//! scheduler and the per-task runner loop, and what hangs off them (questions to people,
+//! artifacts, MCP routing, middleware, results, webhooks, trajectories, the bench).
 
 pub mod artifacts;
 pub mod bench;

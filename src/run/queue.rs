@@ -5,6 +5,8 @@
 use serde_json::json;
 
 use super::events::EventBus;
+use super::runner::StopSignal;
+use super::scheduler::RunningTasks;
 use crate::domain::{Task, TaskId, TaskSpec};
 use crate::store::{CancelOutcome, StoreError};
 
@@ -16,9 +18,18 @@ pub async fn submit(bus: &EventBus, spec: TaskSpec) -> Result<Task, StoreError> 
     Ok(task)
 }
 
-/// Cancels a task: at once when it is not running, at the next step boundary when it is.
-pub async fn cancel(bus: &EventBus, id: TaskId) -> Result<(Task, CancelOutcome), StoreError> {
+/// Cancels a task: at once when it is not running, at the next step boundary when it is
+/// (its runner is signalled here, and also sees the stored flag at the next step, which
+/// covers a runner in another process).
+pub async fn cancel(
+    bus: &EventBus,
+    running: &RunningTasks,
+    id: TaskId,
+) -> Result<(Task, CancelOutcome), StoreError> {
     let (task, outcome) = bus.store().cancel_task(id).await?;
+    if outcome == CancelOutcome::Requested {
+        running.signal(id, StopSignal::Cancel);
+    }
     let kind = match outcome {
         CancelOutcome::Cancelled => "task.finished",
         CancelOutcome::Requested => "task.cancel_requested",

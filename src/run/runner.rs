@@ -426,7 +426,7 @@ impl Runner {
                     };
                     step.tokens_in = usage.input_tokens;
                     step.tokens_out = usage.output_tokens;
-                    self.record(&stream, &mut step, step_start, None).await?;
+                    self.record(&stream, &mut step, step_start).await?;
                     if rejected_in_a_row >= self.cfg.max_rejected_in_a_row {
                         return Ok(End::new(
                             TaskStatus::Failed,
@@ -446,7 +446,7 @@ impl Runner {
                         screen_changed: None,
                         detail: None,
                     };
-                    self.record(&stream, &mut step, step_start, None).await?;
+                    self.record(&stream, &mut step, step_start).await?;
                     return Ok(End::new(TaskStatus::Failed, msg));
                 }
             };
@@ -473,7 +473,7 @@ impl Runner {
                     answer,
                 } => {
                     step.outcome.detail = Some(json!({"success": success}));
-                    self.record(&stream, &mut step, step_start, None).await?;
+                    self.record(&stream, &mut step, step_start).await?;
                     let status = if *success {
                         TaskStatus::Succeeded
                     } else {
@@ -512,7 +512,7 @@ impl Runner {
                                 detail: Some(json!({"prompt_id": prompt_id})),
                             };
                             if self.cfg.ask_user_timeout_policy == AskTimeoutPolicy::Fail {
-                                self.record(&stream, &mut step, step_start, None).await?;
+                                self.record(&stream, &mut step, step_start).await?;
                                 return Ok(End::new(
                                     TaskStatus::Failed,
                                     format!(
@@ -567,9 +567,12 @@ impl Runner {
                     };
                 }
                 _ => {
-                    let (action, verdict) =
-                        self.run_middleware_before(task, n, action.clone()).await;
-                    if let Some(reason) = verdict {
+                    let (action, skipped) =
+                        match self.run_middleware_before(task, n, action.clone()).await {
+                            Verdict::Run(a) => (a, None),
+                            Verdict::Skip(reason) => (action.clone(), Some(reason)),
+                        };
+                    if let Some(reason) = skipped {
                         step.outcome = StepOutcome {
                             status: "skipped".into(),
                             error: None,
@@ -620,7 +623,7 @@ impl Runner {
                                     screen_changed: None,
                                     detail: None,
                                 };
-                                self.record(&stream, &mut step, step_start, None).await?;
+                                self.record(&stream, &mut step, step_start).await?;
                                 history.push_step(StepRecord {
                                     step: n,
                                     thinking: decision.thinking.clone(),
@@ -676,8 +679,7 @@ impl Runner {
                 Stuck::Escalate(why) => {
                     if self.cfg.ask_user_when_stuck {
                         step.outcome.detail = Some(json!({"stuck": why}));
-                        self.record(&stream, &mut step, step_start, Some(&mut history))
-                            .await?;
+                        self.record(&stream, &mut step, step_start).await?;
                         history.push_step(StepRecord {
                             step: n,
                             thinking: decision.thinking.clone(),
@@ -714,7 +716,7 @@ impl Runner {
                     return Ok(End::new(TaskStatus::Failed, format!("stuck: {why}")));
                 }
                 Stuck::Abort(why) => {
-                    self.record(&stream, &mut step, step_start, None).await?;
+                    self.record(&stream, &mut step, step_start).await?;
                     return Ok(End::new(TaskStatus::Failed, format!("stuck: {why}")));
                 }
             }
@@ -726,7 +728,7 @@ impl Runner {
                 action,
                 outcome: outcome_text,
             });
-            self.record(&stream, &mut step, step_start, None).await?;
+            self.record(&stream, &mut step, step_start).await?;
         }
     }
 
@@ -736,7 +738,6 @@ impl Runner {
         stream: &str,
         step: &mut Step,
         step_start: Instant,
-        _h: Option<&mut History>,
     ) -> Result<(), StoreError> {
         let t = &step.timings;
         let total = step_start.elapsed().as_secs_f64() * 1000.0;
@@ -875,19 +876,14 @@ impl Runner {
         Duration::from_millis(b.get(attempt as usize).or(b.last()).copied().unwrap_or(500))
     }
 
-    async fn run_middleware_before(
-        &self,
-        task: &Task,
-        n: u32,
-        mut action: Action,
-    ) -> (Action, Option<String>) {
+    async fn run_middleware_before(&self, task: &Task, n: u32, mut action: Action) -> Verdict {
         for m in &self.middleware {
             match m.before(task.id, n, action).await {
                 Verdict::Run(a) => action = a,
-                Verdict::Skip(reason) => return (Action::Wait { ms: 0 }, Some(reason)),
+                skip @ Verdict::Skip(_) => return skip,
             }
         }
-        (action, None)
+        Verdict::Run(action)
     }
 
     /// Executes with retries, re-observing before each retry so a target that moved is

@@ -238,7 +238,8 @@ async fn handle_client(s: &AppState, feed: &mut EventFeed, text: &str) -> Value 
                 error_json(e.code, &e.message, &e.hint)
             }
         },
-        ClientMessage::Cancel { task_id } => match queue::cancel(&s.bus, task_id).await {
+        ClientMessage::Cancel { task_id } => match queue::cancel(&s.bus, &s.running, task_id).await
+        {
             Ok((task, _)) => {
                 json!({"type": "cancelled", "task_id": task_id, "status": task.status})
             }

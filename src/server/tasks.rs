@@ -114,9 +114,7 @@ pub async fn cancel_task(
     State(s): State<AppState>,
     Path(id): Path<TaskId>,
 ) -> Result<(StatusCode, Json<CancelResponse>), ApiError> {
-    let (task, outcome) = queue::cancel(&s.bus, id).await?;
-    s.running.signal(id, crate::run::runner::StopSignal::Cancel);
-    s.wake.notify_one();
+    let (task, outcome) = queue::cancel(&s.bus, &s.running, id).await?;
     Ok(match outcome {
         CancelOutcome::Cancelled => (
             StatusCode::OK,
