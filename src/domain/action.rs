@@ -234,8 +234,12 @@ pub enum ActionError {
         "an action must be a JSON object like {{\"action\": \"tap\", \"coordinate\": [0.5, 0.3]}}, got {got}"
     )]
     NotAnObject { got: &'static str },
-    #[error("missing field `action`; allowed actions: {}", allowed.join(", "))]
-    MissingTag { allowed: Vec<String> },
+    #[error("missing field `action`{}; allowed actions: {}", near.as_ref().map(|n| format!(" (found `{n}`: name it `action`)")).unwrap_or_default(), allowed.join(", "))]
+    MissingTag {
+        allowed: Vec<String>,
+        /// A key that was probably meant as the tag (`action_type`, `type`, `name`).
+        near: Option<String>,
+    },
     #[error("unknown action `{given}`{}; allowed actions: {}", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(), allowed.join(", "))]
     UnknownAction {
         given: String,
@@ -425,8 +429,13 @@ impl ActionParser {
         let tag = match obj.get("action") {
             Some(Value::String(s)) => s,
             Some(_) | None => {
+                let near = ["action_type", "actionType", "action_name", "name", "type"]
+                    .into_iter()
+                    .find(|k| obj.get(*k).is_some_and(Value::is_string))
+                    .map(Into::into);
                 return Err(ActionError::MissingTag {
                     allowed: self.allowed(),
+                    near,
                 });
             }
         };
@@ -1182,3 +1191,7 @@ fn looks_like_package(s: &str) -> bool {
 #[cfg(test)]
 #[path = "action_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "action_examples_tests.rs"]
+mod examples;
