@@ -15,6 +15,7 @@ use super::{Agent, AgentError, McpTool};
 use crate::domain::action::closest;
 use crate::domain::{Action, ActionParser};
 use crate::llm::{ApiKey, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
+use crate::screen::Selector;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -145,8 +146,8 @@ impl AgentSpec {
     }
 
     /// Cross-field rules, given the kind the defaults would pick.
-    /// The replay list, parsed; a bad action is named by its index, in words for the
-    /// person who wrote the list.
+    /// The replay list, parsed, with every selector checked; a bad action is named by its
+    /// index, in words for the person who wrote the list.
     pub fn replay_actions(&self) -> Result<Vec<Action>, SpecError> {
         let parser = ActionParser::new();
         self.actions
@@ -154,10 +155,17 @@ impl AgentSpec {
             .flatten()
             .enumerate()
             .map(|(i, v)| {
-                parser.parse(v).map_err(|e| SpecError {
+                let a = parser.parse(v).map_err(|e| SpecError {
                     specific_hint: Some(e.hint()),
                     ..SpecError::new(format!("actions[{i}]"), e.caller_message())
-                })
+                })?;
+                for (field, sel) in a.selectors() {
+                    Selector::parse(sel).map_err(|e| SpecError {
+                        specific_hint: Some(e.hint()),
+                        ..SpecError::new(format!("actions[{i}].{field}"), e.to_string())
+                    })?;
+                }
+                Ok(a)
             })
             .collect()
     }

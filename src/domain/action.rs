@@ -517,6 +517,36 @@ impl Action {
         matches!(self, Action::Finish { .. })
     }
 
+    /// Every selector the action carries, with the field it came from, so a caller can
+    /// check them all before anything runs.
+    pub fn selectors(&self) -> Vec<(&'static str, &str)> {
+        fn target<'a>(
+            t: Option<&'a TargetField>,
+            field: &'static str,
+        ) -> Vec<(&'static str, &'a str)> {
+            match t {
+                Some(TargetField(Target::Selector(s))) => vec![(field, s.as_str())],
+                _ => vec![],
+            }
+        }
+        match self {
+            Action::Tap { target: t }
+            | Action::LongPress { target: t, .. }
+            | Action::DoubleTap { target: t } => target(Some(t), "selector"),
+            Action::Swipe {
+                path: SwipePath::Direction { target: t, .. },
+                ..
+            }
+            | Action::Type { target: t, .. }
+            | Action::Clear { target: t } => target(t.as_ref(), "selector"),
+            Action::Scroll { container, .. } => target(container.as_ref(), "container"),
+            Action::WaitFor { selector, .. } | Action::WaitForGone { selector, .. } => {
+                vec![("selector", selector.as_str())]
+            }
+            _ => vec![],
+        }
+    }
+
     /// Whether this action is expected to change what is on screen (for verification).
     pub fn expects_screen_change(&self) -> bool {
         !matches!(

@@ -624,6 +624,55 @@ fn urls_and_apps_are_validated_at_parse_time() {
         );
     }
 }
+/// Every selector an action carries is listed with its field, so a list can be checked
+/// before it runs.
+#[test]
+fn selectors_lists_every_selector_with_its_field() {
+    let table: Vec<(Value, Vec<(&str, &str)>)> = vec![
+        (
+            json!({"action": "tap", "selector": "#a"}),
+            vec![("selector", "#a")],
+        ),
+        (
+            json!({"action": "long_press", "selector": "#b"}),
+            vec![("selector", "#b")],
+        ),
+        (
+            json!({"action": "double_tap", "selector": "#c"}),
+            vec![("selector", "#c")],
+        ),
+        (
+            json!({"action": "swipe", "direction": "left", "selector": "#d"}),
+            vec![("selector", "#d")],
+        ),
+        (
+            json!({"action": "scroll", "direction": "down", "container": "#e"}),
+            vec![("container", "#e")],
+        ),
+        (
+            json!({"action": "type", "text": "x", "selector": "#f"}),
+            vec![("selector", "#f")],
+        ),
+        (
+            json!({"action": "clear", "selector": "#g"}),
+            vec![("selector", "#g")],
+        ),
+        (
+            json!({"action": "wait_for", "selector": "#h"}),
+            vec![("selector", "#h")],
+        ),
+        (
+            json!({"action": "wait_for_gone", "selector": "#i"}),
+            vec![("selector", "#i")],
+        ),
+        (json!({"action": "tap", "element": 1}), vec![]),
+        (json!({"action": "back"}), vec![]),
+    ];
+    for (input, want) in table {
+        assert_eq!(parse(input.clone()).unwrap().selectors(), want, "{input}");
+    }
+}
+
 #[test]
 fn json_syntax_errors_give_the_position() {
     let e = ActionParser::new()

@@ -297,6 +297,7 @@ impl ActParams {
         let mut screen_state = false;
         for part in self.include.iter().flat_map(|s| s.split(',')) {
             match part.trim() {
+                "" => {}
                 "screen_state" => screen_state = true,
                 other => {
                     let near = crate::domain::action::closest(other, INCLUDES.iter().copied())

@@ -304,6 +304,23 @@ async fn a_malformed_selector_is_invalid_selector_with_a_caret_under_the_fault()
         assert_eq!(sel.chars().nth(caret), Some(at), "{hint}");
         assert!(msg.contains(&format!("column {}", caret + 1)), "{msg}");
     }
+    // In a replay list it is refused at submission, naming the action and field.
+    let (status, code, msg, hint) = error_of(
+        app.post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "agent": {"kind": "replay", "actions": [
+                {"action": "home"},
+                {"action": "scroll", "direction": "down", "container": "#list x"}]}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "invalid_agent"));
+    assert!(
+        msg.starts_with("agent.actions[1].container: invalid selector `#list x` at column 7"),
+        "{msg}"
+    );
+    assert!(hint.starts_with("#list x\n      ^ "), "{hint}");
 }
 
 #[tokio::test]
