@@ -432,11 +432,45 @@ fn table() -> Vec<(&'static str, Value, Want)> {
             json!({"action": "click", "element_id": 1}),
             Is(tap(Target::Element(1))),
         ),
+        (
+            "README actions: AURA type",
+            json!({"action": "type", "element_id": 2, "text": "hello@gmail.com"}),
+            Is(Action::Type {
+                text: "hello@gmail.com".into(),
+                target: Some(TargetField(Target::Element(2))),
+                clear_first: false,
+            }),
+        ),
+        (
+            "README actions: AURA scroll",
+            json!({"action": "scroll", "direction": "down"}),
+            Is(Action::Scroll {
+                direction: Direction::Down,
+                container: None,
+            }),
+        ),
+        (
+            "README actions: AURA wait",
+            json!({"action": "wait", "duration": 500}),
+            Is(Action::Wait { ms: 500 }),
+        ),
+        (
+            "README actions: AURA global_action",
+            json!({"action": "global_action", "global_action": "BACK"}),
+            Is(key(Key::Back)),
+        ),
         // README.md, "Acting on a device by hand": pixels from a screenshot.
         (
             "README acting by hand: pixel",
             json!({"action": "tap", "pixel": [540, 1200]}),
             Is(tap(Target::Pixel([540, 1200]))),
+        ),
+        // Outside a 1080×2400 screen, but the parser does not know the screen: the
+        // executor refuses it (tests/api/actions.rs).
+        (
+            "README acting by hand: pixel outside the screen",
+            json!({"action": "tap", "pixel": [1080, 600]}),
+            Is(tap(Target::Pixel([1080, 600]))),
         ),
         (
             "README acting by hand: pixels sent as coordinate",
