@@ -15,6 +15,7 @@ use super::{Agent, AgentError, McpTool};
 use crate::domain::action::closest;
 use crate::domain::{Action, ActionParser};
 use crate::llm::{ApiKey, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
+use crate::screen::Selector;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -50,6 +51,8 @@ pub struct AgentSpec {
 pub struct SpecError {
     pub field: String,
     pub message: String,
+    /// What to do, when the generic agent hint would not help (a bad replay action).
+    pub specific_hint: Option<String>,
 }
 
 impl SpecError {
@@ -57,12 +60,16 @@ impl SpecError {
         Self {
             field: field.into(),
             message: message.into(),
+            specific_hint: None,
         }
     }
     pub fn code(&self) -> &'static str {
         "invalid_agent"
     }
     pub fn hint(&self) -> String {
+        if let Some(h) = &self.specific_hint {
+            return h.clone();
+        }
         "Send e.g. {\"kind\": \"vision\", \"format\": \"mai-ui\", \"provider\": \"openai\", \"model\": \"MAI-UI-8B\", \"base_url\": \"http://gpu:8000/v1\"}; omitted fields use the server's defaults.".into()
     }
 }
@@ -139,6 +146,30 @@ impl AgentSpec {
     }
 
     /// Cross-field rules, given the kind the defaults would pick.
+    /// The replay list, parsed, with every selector checked; a bad action is named by its
+    /// index, in words for the person who wrote the list.
+    pub fn replay_actions(&self) -> Result<Vec<Action>, SpecError> {
+        let parser = ActionParser::new();
+        self.actions
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, v)| {
+                let a = parser.parse(v).map_err(|e| SpecError {
+                    specific_hint: Some(e.hint()),
+                    ..SpecError::new(format!("actions[{i}]"), e.caller_message())
+                })?;
+                for (field, sel) in a.selectors() {
+                    Selector::parse(sel).map_err(|e| SpecError {
+                        specific_hint: Some(e.hint()),
+                        ..SpecError::new(format!("actions[{i}].{field}"), e.to_string())
+                    })?;
+                }
+                Ok(a)
+            })
+            .collect()
+    }
+
     pub fn validate(&self, defaults: &AgentDefaults) -> Result<AgentKind, SpecError> {
         let kind = self.kind.unwrap_or(defaults.kind);
         if self.format.is_some() && kind != AgentKind::Vision {
@@ -174,6 +205,7 @@ impl AgentSpec {
                         "replay agents need the list of actions to replay",
                     ));
                 }
+                self.replay_actions()?;
             }
             _ => {
                 if self.actions.is_some() {
@@ -343,19 +375,7 @@ pub fn build_agent(
         }
     }
     if kind == AgentKind::Replay {
-        let parser = ActionParser::new();
-        let actions = spec
-            .actions
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, v)| {
-                parser
-                    .parse(v)
-                    .map_err(|e| SpecError::new(format!("actions[{i}]"), e.to_string()))
-            })
-            .collect::<Result<Vec<Action>, _>>()?;
-        return Ok(Box::new(ReplayAgent::new(actions)));
+        return Ok(Box::new(ReplayAgent::new(spec.replay_actions()?)));
     }
     let cfg = spec.model_config(kind, defaults);
     cfg.validate()

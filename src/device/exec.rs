@@ -1,7 +1,9 @@
 //! Executes one `Action` on a `Device`: the step from "what the agent decided" to pixels.
 //!
-//! Targets resolve here: a normalized coordinate through the `CoordinateTransform`, an
-//! element id or selector through the current `Screen` (its bounds' centre). Directions
+//! Targets resolve here: a normalized coordinate through the `CoordinateTransform`, a
+//! pixel point by checking it against the screen size, an element id or selector through
+//! the current `Screen` (its bounds' centre). A selector that does not parse is the
+//! caller's mistake (`invalid_selector`), not a missing element. Directions
 //! become swipes inside the target (or the screen's middle band): `scroll down` reveals
 //! what is below, so the finger moves up. `wait_for` / `wait_for_gone` poll the hierarchy.
 //! Actions that are not device actions (finish, ask_user, mcp_call, custom) are refused;
@@ -18,6 +20,8 @@ use crate::domain::{
     Action, Bounds, CoordinateTransform, Direction, PixelPoint, ScreenSize, Target,
 };
 use crate::screen::pipeline::{ReprOptions, Screen};
+use crate::screen::resolve::ResolveError;
+use crate::screen::selector::{Selector, SelectorError};
 
 /// Default press length for `long_press` without `duration_ms` (Android's long-press
 /// timeout is 400–500 ms; 800 is safely past it).
@@ -50,6 +54,16 @@ pub enum ExecError {
         message: String,
         hint: String,
     },
+    /// A selector that does not parse: fix it, re-observing will not help.
+    #[error("{message}")]
+    InvalidSelector {
+        selector: String,
+        message: String,
+        hint: String,
+    },
+    /// A pixel target outside the screen.
+    #[error("`pixel` [{}, {}] is outside the {}×{} screen", point[0], point[1], size.width, size.height)]
+    OffScreen { point: [u32; 2], size: ScreenSize },
     /// The device refused or failed the input.
     #[error("{0}")]
     Device(#[from] DeviceError),
@@ -67,10 +81,13 @@ pub enum ExecError {
 
 impl ExecError {
     /// The `error_type` of the REST error object: element_not_found, action_failed,
-    /// timeout or permission_denied.
+    /// timeout or permission_denied; invalid_selector and invalid_target for a target the
+    /// caller got wrong.
     pub fn error_type(&self) -> &'static str {
         match self {
             ExecError::ElementNotFound { .. } => "element_not_found",
+            ExecError::InvalidSelector { .. } => "invalid_selector",
+            ExecError::OffScreen { .. } => "invalid_target",
             ExecError::Timeout { .. } => "timeout",
             ExecError::Device(DeviceError::Timeout { .. }) => "timeout",
             ExecError::Device(DeviceError::CommandFailed { stderr, .. })
@@ -84,7 +101,13 @@ impl ExecError {
 
     pub fn hint(&self) -> String {
         match self {
-            ExecError::ElementNotFound { hint, .. } => hint.clone(),
+            ExecError::ElementNotFound { hint, .. } | ExecError::InvalidSelector { hint, .. } => {
+                hint.clone()
+            }
+            ExecError::OffScreen { size, .. } => format!(
+                "Pixels count from the top-left corner: 0 ≤ x < {} and 0 ≤ y < {}; GET /v1/devices/{{id}} gives the screen size.",
+                size.width, size.height
+            ),
             ExecError::Device(e) => e.hint(),
             ExecError::Timeout { .. } => "Raise `timeout_ms`, or check with GET /v1/devices/{id}/screen what the screen shows.".into(),
             ExecError::NotADeviceAction(_) => "Send finish, ask_user and mcp_call as part of a task, not to a device.".into(),
@@ -94,6 +117,7 @@ impl ExecError {
     pub fn selector(&self) -> Option<&str> {
         match self {
             ExecError::ElementNotFound { selector, .. } => selector.as_deref(),
+            ExecError::InvalidSelector { selector, .. } => Some(selector),
             ExecError::Timeout { selector, .. } => Some(selector),
             _ => None,
         }
@@ -109,7 +133,9 @@ impl ExecError {
                     | DeviceError::Unsupported(_)
                     | DeviceError::AppNotFound(_)
             ),
-            ExecError::NotADeviceAction(_) => false,
+            ExecError::InvalidSelector { .. }
+            | ExecError::OffScreen { .. }
+            | ExecError::NotADeviceAction(_) => false,
         }
     }
 }
@@ -118,7 +144,16 @@ fn target_selector(t: &Target) -> Option<String> {
     match t {
         Target::Selector(s) => Some(s.clone()),
         Target::Element(id) => Some(format!("element {id}")),
-        Target::Coordinate(_) => None,
+        Target::Coordinate(_) | Target::Pixel(_) => None,
+    }
+}
+
+/// A selector that does not parse, as the executor reports it.
+fn invalid_selector(e: &SelectorError) -> ExecError {
+    ExecError::InvalidSelector {
+        selector: e.input.clone(),
+        message: e.to_string(),
+        hint: e.hint(),
     }
 }
 
@@ -131,16 +166,31 @@ fn target_bounds(t: &Target, ctx: &ExecContext<'_>) -> Result<Bounds, ExecError>
             hint: "Use a coordinate target, or observe the screen first.".into(),
         });
     };
-    screen.resolve(t).map_err(|e| ExecError::ElementNotFound {
-        selector: target_selector(t),
-        message: e.to_string(),
-        hint: e.hint(),
+    screen.resolve(t).map_err(|e| match e {
+        ResolveError::InvalidSelector(se) => invalid_selector(&se),
+        e => ExecError::ElementNotFound {
+            selector: target_selector(t),
+            message: e.to_string(),
+            hint: e.hint(),
+        },
     })
 }
 
 fn target_point(t: &Target, ctx: &ExecContext<'_>) -> Result<PixelPoint, ExecError> {
     match t {
         Target::Coordinate(p) => Ok(ctx.transform.to_pixel(*p, ctx.size)),
+        Target::Pixel([x, y]) => {
+            if *x >= ctx.size.width || *y >= ctx.size.height {
+                return Err(ExecError::OffScreen {
+                    point: [*x, *y],
+                    size: ctx.size,
+                });
+            }
+            Ok(PixelPoint {
+                x: *x as i32,
+                y: *y as i32,
+            })
+        }
         other => Ok(target_bounds(other, ctx)?.center()),
     }
 }
@@ -270,7 +320,7 @@ pub async fn execute(
                 ),
                 SwipePath::Direction { direction, target } => {
                     let area = match target {
-                        Some(TargetField(t @ Target::Coordinate(_))) => {
+                        Some(TargetField(t @ (Target::Coordinate(_) | Target::Pixel(_)))) => {
                             let c = target_point(t, ctx)?;
                             let full = full_screen(ctx.size);
                             Bounds::new(
@@ -295,7 +345,7 @@ pub async fn execute(
             container,
         } => {
             let area = match container {
-                Some(TargetField(t @ Target::Coordinate(_))) => {
+                Some(TargetField(t @ (Target::Coordinate(_) | Target::Pixel(_)))) => {
                     let c = target_point(t, ctx)?;
                     Bounds::new(c.x - 200, c.y - 400, c.x + 200, c.y + 400)
                         .intersect(&full_screen(ctx.size))
@@ -376,11 +426,7 @@ async fn wait_until(
     timeout_ms: u64,
     present: bool,
 ) -> Result<Value, ExecError> {
-    let sel = crate::screen::selector::Selector::parse(selector).map_err(|e| ExecError::ElementNotFound {
-        selector: Some(selector.to_string()),
-        message: format!("invalid selector: {e}"),
-        hint: "Selectors look like #id, :text(\"Send\"), :desc(\"…\"), Button:text(\"OK\") or [0.1.2].".into(),
-    })?;
+    let sel = Selector::parse(selector).map_err(|e| invalid_selector(&e))?;
     let timeout = Duration::from_millis(timeout_ms);
     let start = Instant::now();
     loop {

@@ -7,9 +7,13 @@
 //! serde's derive cannot produce those messages for an internally tagged enum, so the
 //! parse is written by hand over `serde_json::Value`; serialization is derived.
 //!
-//! Unknown extra fields are tolerated (models like to add `"thought"`), except when one
-//! is a near-miss of a real field (`"coordnate"`), which is reported instead of silently
-//! dropped.
+//! A field the action does not use is refused by name (with "did you mean" when it is a
+//! near-miss such as `"coordnate"`), never silently dropped: a dropped `element_id` once
+//! sent typed text to whatever field had focus.
+//!
+//! Values that would reach a device are checked here, where the field is still known:
+//! `open_url` takes only an allow-list of URL schemes, `launch_app` only well-formed
+//! package names and labels without shell metacharacters.
 
 use std::collections::BTreeSet;
 
@@ -28,6 +32,9 @@ pub enum Target {
     Element(u32),
     /// A selector such as `#btn_send` or `:text("Send")`; parsed by the screen layer.
     Selector(String),
+    /// A point in pixels `[x, y]`, for people who read positions off a screenshot; checked
+    /// against the screen size when the action runs.
+    Pixel([u32; 2]),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -227,8 +234,12 @@ pub enum ActionError {
         "an action must be a JSON object like {{\"action\": \"tap\", \"coordinate\": [0.5, 0.3]}}, got {got}"
     )]
     NotAnObject { got: &'static str },
-    #[error("missing field `action`; allowed actions: {}", allowed.join(", "))]
-    MissingTag { allowed: Vec<String> },
+    #[error("missing field `action`{}; allowed actions: {}", near.as_ref().map(|n| format!(" (found `{n}`: name it `action`)")).unwrap_or_default(), allowed.join(", "))]
+    MissingTag {
+        allowed: Vec<String>,
+        /// A key that was probably meant as the tag (`action_type`, `type`, `name`).
+        near: Option<String>,
+    },
     #[error("unknown action `{given}`{}; allowed actions: {}", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(), allowed.join(", "))]
     UnknownAction {
         given: String,
@@ -247,11 +258,12 @@ pub enum ActionError {
         field: String,
         reason: String,
     },
-    #[error("`{action}` has unknown field `{given}` (did you mean `{suggestion}`?)")]
-    MistypedField {
+    #[error("`{action}` has unknown field `{given}`{}; `{action}` takes: {}", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(), if known.is_empty() { "no fields".to_string() } else { known.join(", ") })]
+    UnknownField {
         action: String,
         given: String,
-        suggestion: String,
+        suggestion: Option<String>,
+        known: Vec<String>,
     },
     #[error("`{action}` takes only one of {}, got {}", fields.join(", "), given.join(" and "))]
     Conflict {
@@ -259,8 +271,14 @@ pub enum ActionError {
         fields: Vec<String>,
         given: Vec<String>,
     },
-    #[error(transparent)]
-    InvalidCoordinate(#[from] InvalidCoordinate),
+    /// A point outside [0, 1]. `Display` is the seed's message for models; a REST caller
+    /// gets `ActionError::caller_message`, which names the field instead.
+    #[error("{source}")]
+    InvalidCoordinate {
+        action: String,
+        field: String,
+        source: InvalidCoordinate,
+    },
 }
 
 impl ActionError {
@@ -268,7 +286,7 @@ impl ActionError {
     pub fn code(&self) -> &'static str {
         match self {
             ActionError::UnknownAction { .. } => "unknown_action",
-            ActionError::InvalidCoordinate(_) => "invalid_coordinate",
+            ActionError::InvalidCoordinate { .. } => "invalid_coordinate",
             _ => "invalid_action",
         }
     }
@@ -278,10 +296,26 @@ impl ActionError {
             ActionError::UnknownAction { suggestion: Some(s), .. } => {
                 format!("Use `{s}`, or one of the allowed actions listed in the message.")
             }
-            ActionError::InvalidCoordinate(_) => {
-                "Send normalized coordinates: [x, y] with 0 ≤ x, y ≤ 1 (0.5 is the middle of the screen).".into()
+            ActionError::InvalidCoordinate { .. } => {
+                "Send normalized coordinates: [x, y] with 0 ≤ x, y ≤ 1 (0.5 is the middle of the screen); for pixels send `pixel`: [x, y] instead of `coordinate`.".into()
             }
             _ => "See the action reference in README.md (\"Actions\") for every action and its fields.".into(),
+        }
+    }
+
+    /// The message for a person or program calling the API: the same as `Display`, except
+    /// that nothing is blamed on an agent that was not there.
+    pub fn caller_message(&self) -> String {
+        match self {
+            ActionError::InvalidCoordinate {
+                action,
+                field,
+                source,
+            } => format!(
+                "`{action}` field `{field}` is invalid: [{}, {}] is outside [0, 1]; `{field}` is a fraction of the screen",
+                source.x, source.y
+            ),
+            other => other.to_string(),
         }
     }
 }
@@ -308,6 +342,7 @@ pub const BUILTIN_ACTIONS: &[&str] = &[
     "enter",
     "menu",
     "power",
+    "global_action",
     "launch_app",
     "open_url",
     "wait",
@@ -394,8 +429,13 @@ impl ActionParser {
         let tag = match obj.get("action") {
             Some(Value::String(s)) => s,
             Some(_) | None => {
+                let near = ["action_type", "actionType", "action_name", "name", "type"]
+                    .into_iter()
+                    .find(|k| obj.get(*k).is_some_and(Value::is_string))
+                    .map(Into::into);
                 return Err(ActionError::MissingTag {
                     allowed: self.allowed(),
+                    near,
                 });
             }
         };
@@ -419,7 +459,9 @@ impl ActionParser {
                 allowed,
             });
         };
-        Fields { action: name, obj }.build()
+        let fields = Fields { action: name, obj };
+        fields.check_unknown()?;
+        fields.build()
     }
 }
 
@@ -473,6 +515,36 @@ impl Action {
     /// Whether this action ends the task.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Action::Finish { .. })
+    }
+
+    /// Every selector the action carries, with the field it came from, so a caller can
+    /// check them all before anything runs.
+    pub fn selectors(&self) -> Vec<(&'static str, &str)> {
+        fn target<'a>(
+            t: Option<&'a TargetField>,
+            field: &'static str,
+        ) -> Vec<(&'static str, &'a str)> {
+            match t {
+                Some(TargetField(Target::Selector(s))) => vec![(field, s.as_str())],
+                _ => vec![],
+            }
+        }
+        match self {
+            Action::Tap { target: t }
+            | Action::LongPress { target: t, .. }
+            | Action::DoubleTap { target: t } => target(Some(t), "selector"),
+            Action::Swipe {
+                path: SwipePath::Direction { target: t, .. },
+                ..
+            }
+            | Action::Type { target: t, .. }
+            | Action::Clear { target: t } => target(t.as_ref(), "selector"),
+            Action::Scroll { container, .. } => target(container.as_ref(), "container"),
+            Action::WaitFor { selector, .. } | Action::WaitForGone { selector, .. } => {
+                vec![("selector", selector.as_str())]
+            }
+            _ => vec![],
+        }
     }
 
     /// Whether this action is expected to change what is on screen (for verification).
@@ -569,38 +641,33 @@ impl Fields<'_> {
             "clear" => Action::Clear {
                 target: self.target_optional()?.map(TargetField),
             },
-            "key" => {
-                let raw = self.string("key")?;
-                let key = Key::parse(&raw).ok_or_else(|| {
-                    self.invalid(
-                        "key",
-                        format!(
-                            "unknown key `{raw}`; allowed keys: {}",
-                            Key::ALL.map(Key::name).join(", ")
-                        ),
-                    )
-                })?;
-                Action::Key { key }
-            }
+            "key" => Action::Key {
+                key: self.key("key")?,
+            },
             "back" => Action::Key { key: Key::Back },
             "home" => Action::Key { key: Key::Home },
             "recents" => Action::Key { key: Key::Recents },
             "enter" => Action::Key { key: Key::Enter },
             "menu" => Action::Key { key: Key::Menu },
             "power" => Action::Key { key: Key::Power },
+            // AURA's primitive: {"action": "global_action", "global_action": "BACK"}.
+            "global_action" => Action::Key {
+                key: self.key("global_action")?,
+            },
             "launch_app" => {
                 let app = if self.has("package") {
                     self.forbid_with(&["package"], &["label", "app"])?;
-                    AppRef::Package(self.string("package")?)
+                    AppRef::Package(self.package("package")?)
                 } else if self.has("label") {
-                    AppRef::Label(self.string("label")?)
+                    self.forbid_with(&["label"], &["app"])?;
+                    AppRef::Label(self.label("label")?)
                 } else if self.has("app") {
                     // `app` is whatever the model wrote: a dotted name is a package.
                     let s = self.string("app")?;
                     if looks_like_package(&s) {
-                        AppRef::Package(s)
+                        AppRef::Package(self.package("app")?)
                     } else {
-                        AppRef::Label(s)
+                        AppRef::Label(self.label("app")?)
                     }
                 } else {
                     return Err(self.missing(
@@ -610,16 +677,7 @@ impl Fields<'_> {
                 };
                 Action::LaunchApp { app }
             }
-            "open_url" => {
-                let url = self.string("url")?;
-                if !url.contains(':') {
-                    return Err(self.invalid(
-                        "url",
-                        format!("`{url}` has no scheme; write it as https://{url}"),
-                    ));
-                }
-                Action::OpenUrl { url }
-            }
+            "open_url" => Action::OpenUrl { url: self.url()? },
             "wait" => Action::Wait {
                 ms: self
                     .duration(&["ms", "duration_ms", "duration"])?
@@ -676,17 +734,18 @@ impl Fields<'_> {
             },
             other => unreachable!("`{other}` is listed in BUILTIN_ACTIONS but has no parser"),
         };
-        self.check_mistyped()?;
         Ok(a)
     }
 
     fn known_fields(&self) -> &'static [&'static str] {
-        const TARGET: &[&str] = &["coordinate", "element", "selector"];
+        // Every list with a target holds TARGET_FIELDS (checked by a test).
         match self.action {
-            "tap" | "double_tap" => TARGET,
+            "tap" | "double_tap" | "clear" => TARGET_FIELDS,
             "long_press" => &[
                 "coordinate",
+                "pixel",
                 "element",
+                "element_id",
                 "selector",
                 "duration_ms",
                 "duration",
@@ -698,19 +757,31 @@ impl Fields<'_> {
                 "duration_ms",
                 "duration",
                 "coordinate",
+                "pixel",
                 "element",
+                "element_id",
                 "selector",
             ],
             "scroll" => &[
                 "direction",
                 "container",
                 "coordinate",
+                "pixel",
                 "element",
+                "element_id",
                 "selector",
             ],
-            "type" => &["text", "clear_first", "coordinate", "element", "selector"],
-            "clear" => TARGET,
+            "type" => &[
+                "text",
+                "clear_first",
+                "coordinate",
+                "pixel",
+                "element",
+                "element_id",
+                "selector",
+            ],
             "key" => &["key"],
+            "global_action" => &["global_action"],
             "launch_app" => &["package", "label", "app"],
             "open_url" => &["url"],
             "wait" => &["ms", "duration_ms", "duration"],
@@ -722,25 +793,26 @@ impl Fields<'_> {
         }
     }
 
-    /// Reports an unknown field that is one typo away from a real one.
-    fn check_mistyped(&self) -> Result<(), ActionError> {
+    /// Refuses any field the action does not use, naming it (and the field it was
+    /// probably meant to be).
+    fn check_unknown(&self) -> Result<(), ActionError> {
         let known = self.known_fields();
         for k in self.obj.keys() {
             if k == "action" || known.contains(&k.as_str()) {
                 continue;
             }
-            let near = known
+            let suggestion = known
                 .iter()
                 .map(|f| (strsim::damerau_levenshtein(k, f), *f))
-                .filter(|(d, f)| *d > 0 && *d <= 2 && f.len() > 3)
-                .min_by_key(|(d, _)| *d);
-            if let Some((_, f)) = near {
-                return Err(ActionError::MistypedField {
-                    action: self.action.into(),
-                    given: k.clone(),
-                    suggestion: f.into(),
-                });
-            }
+                .filter(|(d, f)| *d <= 2 && f.len() > 3)
+                .min_by_key(|(d, _)| *d)
+                .map(|(_, f)| f.to_string());
+            return Err(ActionError::UnknownField {
+                action: self.action.into(),
+                given: k.clone(),
+                suggestion,
+                known: known.iter().map(|f| f.to_string()).collect(),
+            });
         }
         Ok(())
     }
@@ -922,12 +994,126 @@ impl Fields<'_> {
                 format!("expected [x, y] with two numbers in [0, 1], got {v}"),
             ));
         };
-        Ok(NormPoint::new(p[0], p[1])?)
+        NormPoint::new(p[0], p[1]).map_err(|source| ActionError::InvalidCoordinate {
+            action: self.action.into(),
+            field: f.into(),
+            source,
+        })
+    }
+
+    /// `[x, y]` in whole pixels ≥ 0; the screen bounds are checked when the action runs.
+    fn pixel_value(&self, f: &str, v: &Value) -> Result<[u32; 2], ActionError> {
+        let whole = |v: &Value| {
+            v.as_u64().or_else(|| {
+                v.as_f64()
+                    .filter(|x| x.fract() == 0.0 && *x >= 0.0)
+                    .map(|x| x as u64)
+            })
+        };
+        match v {
+            Value::Array(a) if a.len() == 2 => {
+                if let (Some(x), Some(y)) = (whole(&a[0]), whole(&a[1]))
+                    && let (Ok(x), Ok(y)) = (u32::try_from(x), u32::try_from(y))
+                {
+                    return Ok([x, y]);
+                }
+            }
+            _ => {}
+        }
+        Err(self.invalid(
+            f,
+            format!("expected [x, y] in whole pixels ≥ 0 (e.g. [540, 1200]), got {v}"),
+        ))
+    }
+
+    fn key(&self, f: &str) -> Result<Key, ActionError> {
+        let raw = self.string(f)?;
+        Key::parse(&raw).ok_or_else(|| {
+            self.invalid(
+                f,
+                format!(
+                    "unknown key `{raw}`; allowed keys: {}",
+                    Key::ALL.map(Key::name).join(", ")
+                ),
+            )
+        })
+    }
+
+    /// A package name by Android's rules: two or more dot-separated segments, each a
+    /// letter followed by letters, digits or `_`.
+    fn package(&self, f: &str) -> Result<String, ActionError> {
+        let s = self.string(f)?;
+        if is_package_name(&s) {
+            return Ok(s);
+        }
+        Err(self.invalid(
+            f,
+            format!(
+                "`{s}` is not a package name; a package is dot-separated segments of letters, digits and `_`, each starting with a letter (com.android.settings)"
+            ),
+        ))
+    }
+
+    /// The name under an app's icon. It is only ever matched against the installed apps,
+    /// but shell metacharacters or control characters in one are refused all the same.
+    fn label(&self, f: &str) -> Result<String, ActionError> {
+        let s = self.string(f)?;
+        if s.chars().count() > MAX_LABEL_CHARS {
+            return Err(self.invalid(f, format!("is longer than {MAX_LABEL_CHARS} characters")));
+        }
+        if let Some(c) = s
+            .chars()
+            .find(|c| c.is_control() || SHELL_METACHARACTERS.contains(*c))
+        {
+            return Err(self.invalid(
+                f,
+                format!(
+                    "`{}` contains {c:?}; an app label has no shell metacharacters ({SHELL_METACHARACTERS}) or control characters",
+                    s.escape_debug()
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// A URL whose scheme is on the allow-list (`javascript:`, `file:` and `content:` are not).
+    fn url(&self) -> Result<String, ActionError> {
+        let url = self.string("url")?;
+        if let Some(c) = url.chars().find(|c| c.is_control() || c.is_whitespace()) {
+            return Err(self.invalid(
+                "url",
+                format!(
+                    "contains {c:?}; encode spaces as %20 and remove line breaks and control characters"
+                ),
+            ));
+        }
+        let scheme = url.split_once(':').map(|(s, _)| s).filter(|s| {
+            s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        });
+        let Some(scheme) = scheme else {
+            return Err(self.invalid(
+                "url",
+                format!("`{url}` has no scheme; write it as https://{url}"),
+            ));
+        };
+        if !URL_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+            return Err(self.invalid(
+                "url",
+                format!(
+                    "scheme `{scheme}:` is not allowed; allowed schemes: {}",
+                    URL_SCHEMES.join(", ")
+                ),
+            ));
+        }
+        Ok(url)
     }
 
     fn target_optional(&self) -> Result<Option<Target>, ActionError> {
-        let present: Vec<&str> = ["coordinate", "element", "selector"]
-            .into_iter()
+        let present: Vec<&str> = TARGET_FIELDS
+            .iter()
+            .copied()
             .filter(|f| self.has(f))
             .collect();
         match present.as_slice() {
@@ -935,11 +1121,7 @@ impl Fields<'_> {
             [one] => self.target_from_value(one, &self.obj[*one]).map(Some),
             many => Err(ActionError::Conflict {
                 action: self.action.into(),
-                fields: vec![
-                    "`coordinate`".into(),
-                    "`element`".into(),
-                    "`selector`".into(),
-                ],
+                fields: TARGET_FIELDS.iter().map(|f| format!("`{f}`")).collect(),
                 given: many.iter().map(|f| format!("`{f}`")).collect(),
             }),
         }
@@ -949,7 +1131,7 @@ impl Fields<'_> {
         self.target_optional()?.ok_or_else(|| {
             self.missing(
                 "coordinate",
-                Some("give one of `coordinate` ([x, y] in [0, 1]), `element` (an element id) or `selector` (e.g. \"#btn_send\")"),
+                Some("give one of `coordinate` ([x, y] in [0, 1]), `pixel` ([x, y] in pixels), `element` (an element id; `element_id` works too) or `selector` (e.g. \"#btn_send\")"),
             )
         })
     }
@@ -958,7 +1140,7 @@ impl Fields<'_> {
     /// an element id or a point.
     fn target_from_value(&self, f: &str, v: &Value) -> Result<Target, ActionError> {
         match (f, v) {
-            ("element", Value::Number(n)) => n
+            ("element" | "element_id", Value::Number(n)) => n
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
                 .map(Target::Element)
@@ -968,7 +1150,7 @@ impl Fields<'_> {
                         format!("expected an element id (a whole number ≥ 0), got {n}"),
                     )
                 }),
-            ("element", other) => Err(self.invalid(
+            ("element" | "element_id", other) => Err(self.invalid(
                 f,
                 format!(
                     "expected an element id (a whole number), got {}",
@@ -983,6 +1165,7 @@ impl Fields<'_> {
                 "expected a non-empty selector string such as \"#btn_send\"".into(),
             )),
             ("coordinate", v) => self.point_value(f, v).map(Target::Coordinate),
+            ("pixel", v) => self.pixel_value(f, v).map(Target::Pixel),
             (_, Value::String(s)) if !s.trim().is_empty() => Ok(Target::Selector(s.clone())),
             (_, Value::Number(n)) if n.as_u64().is_some_and(|n| n <= u32::MAX as u64) => {
                 Ok(Target::Element(n.as_u64().unwrap_or_default() as u32))
@@ -1001,6 +1184,33 @@ impl Fields<'_> {
     }
 }
 
+/// The fields that name what a pointer action aims at; at most one may be given.
+const TARGET_FIELDS: &[&str] = &["coordinate", "pixel", "element", "element_id", "selector"];
+
+/// URL schemes `open_url` hands to the phone: web pages and the intents apps register
+/// for. Not `javascript:`, `file:`, `content:` or `data:`, which reach local data.
+pub const URL_SCHEMES: &[&str] = &[
+    "http", "https", "intent", "market", "tel", "mailto", "geo", "sms", "smsto",
+];
+
+/// Characters that chain, substitute or redirect shell commands; never part of an app
+/// label we accept. (`&`, `'`, `!` and parentheses stay allowed: "myAT&T", "McDonald's".)
+const SHELL_METACHARACTERS: &str = ";|$`<>\\";
+
+const MAX_LABEL_CHARS: usize = 100;
+
+/// Android's rule for `package` in the manifest.
+pub fn is_package_name(s: &str) -> bool {
+    let mut n = 0;
+    let ok = s.split('.').all(|seg| {
+        n += 1;
+        let mut cs = seg.chars();
+        cs.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
+    ok && n >= 2 && s.len() <= 255
+}
+
 fn looks_like_package(s: &str) -> bool {
     s.contains('.')
         && !s.contains(' ')
@@ -1011,3 +1221,7 @@ fn looks_like_package(s: &str) -> bool {
 #[cfg(test)]
 #[path = "action_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "action_examples_tests.rs"]
+mod examples;

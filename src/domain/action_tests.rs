@@ -206,7 +206,7 @@ fn validation_messages_are_for_people() {
         ),
         (
             json!({"action": "tap", "coordnate": [0.5, 0.5]}),
-            "`tap` needs field `coordinate`",
+            "`tap` has unknown field `coordnate` (did you mean `coordinate`?)",
         ),
         (
             json!({"action": "type", "text": 5}),
@@ -219,7 +219,7 @@ fn validation_messages_are_for_people() {
         ),
         (
             json!({"action": "tap", "element": 1, "coordinate": [0.1, 0.1]}),
-            "`tap` takes only one of `coordinate`, `element`, `selector`, got `coordinate` and `element`",
+            "`tap` takes only one of `coordinate`, `pixel`, `element`, `element_id`, `selector`, got `coordinate` and `element`",
         ),
         (
             json!({"action": "swipe", "start": [0.5, 0.5]}),
@@ -304,15 +304,373 @@ fn error_codes_and_hints() {
     );
 }
 
+/// A field the action does not use is refused by name, for every action, never dropped.
 #[test]
-fn extra_fields_from_models_are_tolerated() {
-    let a = parse(json!({"action": "tap", "element": 4, "thought": "the send button"})).unwrap();
+fn unknown_fields_are_refused_by_name() {
+    let table: Vec<(Value, &str)> = vec![
+        (
+            json!({"action": "tap", "element": 3, "bogus": 1}),
+            "`tap` has unknown field `bogus`; `tap` takes: coordinate, pixel, element, element_id, selector",
+        ),
+        (
+            json!({"action": "tap", "element": 4, "thought": "the send button"}),
+            "`tap` has unknown field `thought`",
+        ),
+        (
+            json!({"action": "type", "text": "a", "elemnt_id": 2}),
+            "`type` has unknown field `elemnt_id` (did you mean `element_id`?)",
+        ),
+        (
+            json!({"action": "back", "key": "home"}),
+            "`back` has unknown field `key`; `back` takes: no fields",
+        ),
+        (
+            json!({"action": "wait", "ms": 5, "timeout_ms": 9}),
+            "`wait` has unknown field `timeout_ms`",
+        ),
+        (
+            json!({"action": "global_action", "global_action": "BACK", "element_id": 1}),
+            "`global_action` has unknown field `element_id`",
+        ),
+        (
+            json!({"action": "launch_app", "package": "com.a.b", "activity": ".Main"}),
+            "`launch_app` has unknown field `activity`",
+        ),
+        (
+            json!({"action": "finish", "sucess": true}),
+            "`finish` has unknown field `sucess` (did you mean `success`?)",
+        ),
+    ];
+    for (input, want) in table {
+        let e = parse(input.clone()).expect_err(&format!("{input} should be refused"));
+        assert!(
+            e.to_string().contains(want),
+            "{input}\n  got:  {e}\n  want: …{want}…"
+        );
+        assert_eq!(e.code(), "invalid_action");
+    }
+    // Every built-in action refuses a stray field, and even a null one is not ignored.
+    for name in BUILTIN_ACTIONS {
+        let e = parse(json!({"action": name, "zzz_stray": null})).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown field `zzz_stray`"),
+            "{name}: {e}"
+        );
+    }
+}
+
+/// Each action's list of known fields carries every target field, so `element_id` or
+/// `pixel` cannot be refused by one action while accepted by another.
+#[test]
+fn every_targeted_action_knows_every_target_field() {
+    for action in [
+        "tap",
+        "double_tap",
+        "long_press",
+        "swipe",
+        "scroll",
+        "type",
+        "clear",
+    ] {
+        let known = Fields {
+            action,
+            obj: &Map::new(),
+        }
+        .known_fields();
+        for f in TARGET_FIELDS {
+            assert!(known.contains(f), "{action} lacks {f}");
+        }
+    }
+}
+
+/// AURA's five primitives (seed 004), verbatim.
+#[test]
+fn aura_primitives_parse() {
+    let table: Vec<(Value, Action)> = vec![
+        (
+            json!({"action": "click", "element_id": 1}),
+            Action::Tap {
+                target: TargetField(Target::Element(1)),
+            },
+        ),
+        (
+            json!({"action": "type", "element_id": 2, "text": "hello@gmail.com"}),
+            Action::Type {
+                text: "hello@gmail.com".into(),
+                target: Some(TargetField(Target::Element(2))),
+                clear_first: false,
+            },
+        ),
+        (
+            json!({"action": "global_action", "global_action": "BACK"}),
+            Action::Key { key: Key::Back },
+        ),
+        (
+            json!({"action": "global_action", "global_action": "HOME"}),
+            Action::Key { key: Key::Home },
+        ),
+        (
+            json!({"action": "global_action", "global_action": "RECENTS"}),
+            Action::Key { key: Key::Recents },
+        ),
+        (
+            json!({"action": "global_action", "global_action": "power"}),
+            Action::Key { key: Key::Power },
+        ),
+        (
+            json!({"action": "long_press", "element_id": 7}),
+            Action::LongPress {
+                target: TargetField(Target::Element(7)),
+                duration_ms: None,
+            },
+        ),
+        (
+            json!({"action": "scroll", "direction": "down", "element_id": 4}),
+            Action::Scroll {
+                direction: Direction::Down,
+                container: Some(TargetField(Target::Element(4))),
+            },
+        ),
+    ];
+    for (input, want) in table {
+        assert_eq!(parse(input.clone()).unwrap(), want, "input: {input}");
+    }
+    let e = parse(json!({"action": "global_action", "global_action": "VOLUME_UP"})).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("`global_action` field `global_action` is invalid: unknown key `VOLUME_UP`"),
+        "{e}"
+    );
+    let e = parse(json!({"action": "global_action"})).unwrap_err();
+    assert!(e.to_string().contains("needs field `global_action`"), "{e}");
+    let e = parse(json!({"action": "tap", "element": 1, "element_id": 1})).unwrap_err();
+    assert!(
+        e.to_string().contains("got `element` and `element_id`"),
+        "{e}"
+    );
+    let e = parse(json!({"action": "click", "element_id": -1})).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("`tap` field `element_id` is invalid"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pixel_targets_are_whole_pixels() {
     assert_eq!(
-        a,
+        parse(json!({"action": "tap", "pixel": [540, 1200]})).unwrap(),
         Action::Tap {
-            target: TargetField(Target::Element(4))
+            target: TargetField(Target::Pixel([540, 1200]))
         }
     );
+    assert_eq!(
+        parse(json!({"action": "long_press", "pixel": [10.0, 20.0]})).unwrap(),
+        Action::LongPress {
+            target: TargetField(Target::Pixel([10, 20])),
+            duration_ms: None,
+        }
+    );
+    for bad in [
+        json!([-1, 5]),
+        json!([0.5, 0.5]),
+        json!([1]),
+        json!("540,1200"),
+    ] {
+        let e = parse(json!({"action": "tap", "pixel": bad})).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`tap` field `pixel` is invalid: expected [x, y] in whole pixels"),
+            "{bad}: {e}"
+        );
+    }
+    let e = parse(json!({"action": "tap", "pixel": [1, 2], "coordinate": [0.1, 0.2]})).unwrap_err();
+    assert!(
+        e.to_string().contains("got `coordinate` and `pixel`"),
+        "{e}"
+    );
+}
+
+/// The seed's message is for models; a REST caller is told which field, without blame.
+#[test]
+fn caller_messages_name_the_field_and_blame_no_agent() {
+    let e = parse(json!({"action": "tap", "coordinate": [1.2, 0.5]})).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Agent predicted invalid coordinate: [1.2, 0.5]. Coordinates must be in [0, 1]."
+    );
+    assert_eq!(
+        e.caller_message(),
+        "`tap` field `coordinate` is invalid: [1.2, 0.5] is outside [0, 1]; `coordinate` is a fraction of the screen"
+    );
+    assert!(e.hint().contains("`pixel`"), "{}", e.hint());
+    let e = parse(json!({"action": "swipe", "start": [0.5, 0.5], "end": [0.5, 3]})).unwrap_err();
+    assert!(
+        e.caller_message()
+            .starts_with("`swipe` field `end` is invalid"),
+        "{}",
+        e.caller_message()
+    );
+    let e = parse(json!({"action": "tapp"})).unwrap_err();
+    assert_eq!(e.caller_message(), e.to_string());
+}
+
+/// URLs and apps are checked where the field is known, before anything reaches a phone.
+#[test]
+fn urls_and_apps_are_validated_at_parse_time() {
+    for ok in [
+        "https://example.org",
+        "http://10.0.0.2:8080/a?b=c",
+        "intent://scan/#Intent;scheme=zxing;end",
+        "market://details?id=com.a.b",
+        "tel:+15551234",
+        "mailto:a@b.org",
+        "geo:0,0?q=coffee",
+        "HTTPS://EXAMPLE.ORG",
+    ] {
+        let a = parse(json!({"action": "open_url", "url": ok}));
+        assert!(a.is_ok(), "{ok}: {a:?}");
+    }
+    for (bad, want) in [
+        (
+            "javascript:alert(1)",
+            "scheme `javascript:` is not allowed; allowed schemes: http, https,",
+        ),
+        ("file:///sdcard/secret.db", "scheme `file:` is not allowed"),
+        (
+            "content://contacts/people",
+            "scheme `content:` is not allowed",
+        ),
+        ("data:text/html,<b>", "scheme `data:` is not allowed"),
+        (
+            "example.org",
+            "has no scheme; write it as https://example.org",
+        ),
+        ("https://a.org/x; reboot", "contains ' '"),
+        ("https://a.org/\nreboot", "contains '\\n'"),
+    ] {
+        let e = parse(json!({"action": "open_url", "url": bad})).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("`open_url` field `url` is invalid")
+                && e.to_string().contains(want),
+            "{bad}: {e}"
+        );
+    }
+    for (input, field) in [
+        (
+            json!({"action": "launch_app", "package": "com.evil; reboot"}),
+            "package",
+        ),
+        (
+            json!({"action": "launch_app", "package": "com.evil$(reboot)"}),
+            "package",
+        ),
+        (
+            json!({"action": "launch_app", "package": "settings"}),
+            "package",
+        ),
+        (
+            json!({"action": "launch_app", "package": "com.1bad.app"}),
+            "package",
+        ),
+        (
+            json!({"action": "launch_app", "app": "com.evil; reboot"}),
+            "app",
+        ),
+        (
+            json!({"action": "launch_app", "label": "Clock`reboot`"}),
+            "label",
+        ),
+        (
+            json!({"action": "launch_app", "label": "Clock\nreboot"}),
+            "label",
+        ),
+        (json!({"action": "launch_app", "label": "a | b"}), "label"),
+    ] {
+        let e = parse(input.clone()).expect_err(&format!("{input} should be refused"));
+        assert!(
+            e.to_string()
+                .starts_with(&format!("`launch_app` field `{field}` is invalid")),
+            "{input}: {e}"
+        );
+    }
+    for (input, want) in [
+        (
+            json!({"action": "launch_app", "package": "com.android.settings"}),
+            AppRef::Package("com.android.settings".into()),
+        ),
+        (
+            json!({"action": "launch_app", "package": "com.example.my_app2"}),
+            AppRef::Package("com.example.my_app2".into()),
+        ),
+        (
+            json!({"action": "launch_app", "label": "myAT&T"}),
+            AppRef::Label("myAT&T".into()),
+        ),
+        (
+            json!({"action": "launch_app", "label": "McDonald's"}),
+            AppRef::Label("McDonald's".into()),
+        ),
+        (
+            json!({"action": "launch_app", "app": "Google Maps"}),
+            AppRef::Label("Google Maps".into()),
+        ),
+    ] {
+        assert_eq!(
+            parse(input.clone()).unwrap(),
+            Action::LaunchApp { app: want },
+            "{input}"
+        );
+    }
+}
+/// Every selector an action carries is listed with its field, so a list can be checked
+/// before it runs.
+#[test]
+fn selectors_lists_every_selector_with_its_field() {
+    let table: Vec<(Value, Vec<(&str, &str)>)> = vec![
+        (
+            json!({"action": "tap", "selector": "#a"}),
+            vec![("selector", "#a")],
+        ),
+        (
+            json!({"action": "long_press", "selector": "#b"}),
+            vec![("selector", "#b")],
+        ),
+        (
+            json!({"action": "double_tap", "selector": "#c"}),
+            vec![("selector", "#c")],
+        ),
+        (
+            json!({"action": "swipe", "direction": "left", "selector": "#d"}),
+            vec![("selector", "#d")],
+        ),
+        (
+            json!({"action": "scroll", "direction": "down", "container": "#e"}),
+            vec![("container", "#e")],
+        ),
+        (
+            json!({"action": "type", "text": "x", "selector": "#f"}),
+            vec![("selector", "#f")],
+        ),
+        (
+            json!({"action": "clear", "selector": "#g"}),
+            vec![("selector", "#g")],
+        ),
+        (
+            json!({"action": "wait_for", "selector": "#h"}),
+            vec![("selector", "#h")],
+        ),
+        (
+            json!({"action": "wait_for_gone", "selector": "#i"}),
+            vec![("selector", "#i")],
+        ),
+        (json!({"action": "tap", "element": 1}), vec![]),
+        (json!({"action": "back"}), vec![]),
+    ];
+    for (input, want) in table {
+        assert_eq!(parse(input.clone()).unwrap().selectors(), want, "{input}");
+    }
 }
 
 #[test]
@@ -355,6 +713,7 @@ fn round_trip_every_kind() {
     let inputs = vec![
         json!({"action": "tap", "coordinate": [0.5, 0.3]}),
         json!({"action": "tap", "selector": "#a"}),
+        json!({"action": "tap", "pixel": [540, 1200]}),
         json!({"action": "long_press", "element": 3, "duration_ms": 800}),
         json!({"action": "double_tap", "element": 1}),
         json!({"action": "swipe", "start": [0.5, 0.8], "end": [0.5, 0.2], "duration_ms": 300}),
@@ -420,6 +779,8 @@ mod fuzz {
                         Just("action".to_string()),
                         Just("coordinate".to_string()),
                         Just("element".to_string()),
+                        Just("element_id".to_string()),
+                        Just("pixel".to_string()),
                         Just("selector".to_string()),
                         Just("text".to_string()),
                         Just("start".to_string()),

@@ -86,7 +86,7 @@ pub fn resolve_target(
     target: &Target,
 ) -> Result<Bounds, ResolveError> {
     match target {
-        Target::Coordinate(_) => Err(ResolveError::NotAnElementTarget),
+        Target::Coordinate(_) | Target::Pixel(_) => Err(ResolveError::NotAnElementTarget),
         Target::Element(id) => map
             .get(*id)
             .map(|e| e.bounds)

@@ -42,10 +42,18 @@ impl SelectorError {
     pub fn code(&self) -> &'static str {
         "invalid_selector"
     }
+    /// The selector on one line and a caret under the offending character on the next
+    /// (columns count characters), then the valid forms.
     pub fn hint(&self) -> String {
+        let line: String = self
+            .input
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
         format!(
-            "{}^ here. Valid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2].",
-            " ".repeat(self.column.saturating_sub(1))
+            "{line}\n{}^ {}\nValid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2].",
+            " ".repeat(self.column.saturating_sub(1)),
+            self.message
         )
     }
 }
@@ -212,6 +220,10 @@ impl Selector {
             }
         };
         if c.pos < c.chars.len() {
+            // Point at the stray text itself, not at the space before it.
+            while c.peek().is_some_and(char::is_whitespace) {
+                c.pos += 1;
+            }
             return Err(c.err(c.pos, "unexpected text after the selector"));
         }
         Ok(sel)
@@ -521,11 +533,33 @@ mod tests {
         assert_eq!(col("[0.a]"), 4);
         assert_eq!(col("[0.1"), 5);
         assert_eq!(col("  ?x"), 3);
-        assert_eq!(col("Button:text(\"a\") extra"), 17);
+        assert_eq!(col("Button:text(\"a\") extra"), 18);
         assert_eq!(col(":text(\"a\\n\")"), 10);
         let e = Selector::parse(":text(\"abc").unwrap_err();
         assert_eq!(e.code(), "invalid_selector");
-        assert!(e.hint().starts_with("      ^ here"), "{}", e.hint());
         assert!(e.to_string().contains("column 7"));
+    }
+
+    /// The hint repeats the selector, and its caret stands under the character at fault.
+    #[test]
+    fn the_hint_caret_points_at_the_offending_character() {
+        for (input, at) in [
+            (":text(\"abc", '"'),
+            (":txt(\"a\")", 't'),
+            ("Button:text(\"a\")x", 'x'),
+            ("#btn send", 's'),
+            ("[0.a]", 'a'),
+            ("  ?x", '?'),
+            (":text(\"a\\n\")", 'n'),
+        ] {
+            let e = Selector::parse(input).unwrap_err();
+            let hint = e.hint();
+            let lines: Vec<&str> = hint.lines().collect();
+            assert_eq!(lines[0], input, "{hint}");
+            let caret = lines[1].find('^').expect("a caret line");
+            assert_eq!(caret + 1, e.column, "{hint}");
+            assert_eq!(input.chars().nth(caret), Some(at), "{input}: {hint}");
+            assert!(lines[1].ends_with(&e.message), "{hint}");
+        }
     }
 }

@@ -277,27 +277,69 @@ pub struct ActionResult {
     pub duration_ms: u64,
 }
 
-/// Execute one action on the device, as an agent would. Body: an action object such as
-/// `{"action": "tap", "selector": "#btn_send"}`. A failure carries `error_type`
-/// (`element_not_found`, `action_failed`, `timeout`, `permission_denied`), the selector and
-/// the current screen, for recovery.
-#[utoipa::path(post, path = "/v1/devices/{id}/actions", tag = "devices", params(("id" = String, Path), ForceParam),
-    request_body(content = Object, description = "One action; see README \"Actions\""),
-    responses((status = 200, body = ActionResult), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
-              (status = 422, description = "Invalid action, or element not found", body = ErrorResponse), (status = 504, body = ErrorResponse)))]
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ActParams {
+    /// Act even though a task holds the device.
+    #[serde(default)]
+    force: bool,
+    /// Extra parts of a failure's error object, comma-separated. `screen_state` adds the
+    /// current screen (about 5 KB) to an `element_not_found` or other action failure.
+    include: Option<String>,
+}
+
+/// The extras `?include=` may ask for.
+const INCLUDES: &[&str] = &["screen_state"];
+
+impl ActParams {
+    /// Whether `?include=screen_state` was given; an unknown part is refused by name.
+    fn screen_state(&self) -> Result<bool, ApiError> {
+        let mut screen_state = false;
+        for part in self.include.iter().flat_map(|s| s.split(',')) {
+            match part.trim() {
+                "" => {}
+                "screen_state" => screen_state = true,
+                other => {
+                    let near = crate::domain::action::closest(other, INCLUDES.iter().copied())
+                        .map(|s| format!(" (did you mean `{s}`?)"))
+                        .unwrap_or_default();
+                    return Err(ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_query",
+                        format!("`include` has unknown part `{other}`{near}"),
+                        format!("`include` takes: {}.", INCLUDES.join(", ")),
+                    ));
+                }
+            }
+        }
+        Ok(screen_state)
+    }
+}
+
+/// Execute one action on the device. Body: an action object such as
+/// `{"action": "tap", "selector": "#btn_send"}` or, with pixels read off a screenshot,
+/// `{"action": "tap", "pixel": [540, 1200]}`. A failure carries `error_type`
+/// (`element_not_found`, `invalid_selector`, `invalid_target`, `action_failed`, `timeout`,
+/// `permission_denied`) and the selector; `?include=screen_state` adds the current screen.
+#[utoipa::path(post, path = "/v1/devices/{id}/actions", tag = "devices", params(("id" = String, Path), ActParams),
+    request_body(content = Object, description = "One action; see README \"Actions\". Targets: `coordinate` [x, y] in [0, 1], `pixel` [x, y] in pixels, `element` (or `element_id`), `selector`. Unknown fields are refused by name.",
+        example = json!({"action": "tap", "pixel": [540, 1200]})),
+    responses((status = 200, body = ActionResult), (status = 400, description = "Unknown `include` part", body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
+              (status = 422, description = "Invalid action or selector, pixel outside the screen, element not found", body = ErrorResponse), (status = 502, body = ErrorResponse), (status = 504, body = ErrorResponse)))]
 pub async fn act(
     State(s): State<AppState>,
     Path(id): Path<String>,
-    Query(q): Query<ForceParam>,
+    Query(q): Query<ActParams>,
     Json(body): Json<Value>,
 ) -> Result<Json<ActionResult>, Response> {
+    let with_screen = q.screen_state().map_err(IntoResponse::into_response)?;
     let dev = device(&s, &id).map_err(IntoResponse::into_response)?;
     busy_check(&s, &id, q.force).map_err(IntoResponse::into_response)?;
     let action = ActionParser::new().parse(&body).map_err(|e| {
         ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             e.code(),
-            e.to_string(),
+            e.caller_message(),
             e.hint(),
         )
         .into_response()
@@ -332,30 +374,42 @@ pub async fn act(
             detail: out.detail,
             duration_ms: start.elapsed().as_millis() as u64,
         })),
-        Err(e) => Err(action_error(dev.as_ref(), e).await),
+        Err(e) => Err(action_error(dev.as_ref(), e, with_screen).await),
     }
 }
 
-/// The action error object: the one error shape plus `error_type`, `selector` and the
-/// current `screen_state`, so a caller can recover without another request.
-async fn action_error(dev: &dyn Device, e: ExecError) -> Response {
-    let status = match e.error_type() {
-        "element_not_found" => StatusCode::UNPROCESSABLE_ENTITY,
-        "timeout" => StatusCode::GATEWAY_TIMEOUT,
-        "permission_denied" => StatusCode::FORBIDDEN,
-        _ if matches!(&e, ExecError::Device(d) if d.is_disconnect()) => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
-        _ => StatusCode::BAD_GATEWAY,
+/// The HTTP status of a failed action: the caller's mistakes are 4xx, the phone's 5xx.
+fn action_status(e: &ExecError) -> StatusCode {
+    match e {
+        ExecError::ElementNotFound { .. }
+        | ExecError::InvalidSelector { .. }
+        | ExecError::OffScreen { .. }
+        | ExecError::NotADeviceAction(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        ExecError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        ExecError::Device(_) if e.error_type() == "permission_denied" => StatusCode::FORBIDDEN,
+        ExecError::Device(d) => ApiError::from(d.clone()).status,
+    }
+}
+
+/// The action error object: the one error shape plus `error_type` and `selector`, and
+/// the current `screen_state` when the caller asked for it, to recover without another
+/// request.
+async fn action_error(dev: &dyn Device, e: ExecError, with_screen: bool) -> Response {
+    let status = action_status(&e);
+    // `error_type` keeps the four kinds agents know; `code` says which mistake it was.
+    let code = match &e {
+        ExecError::Device(d) if status.is_client_error() => d.code(),
+        _ => e.error_type(),
     };
-    let screen_state = read_screen(dev).await.ok().map(|(_, r, _)| r);
-    let body = json!({"error": {
-        "code": e.error_type(),
+    let mut body = json!({"error": {
+        "code": code,
         "error_type": e.error_type(),
         "message": e.to_string(),
         "hint": e.hint(),
         "selector": e.selector(),
-        "screen_state": screen_state,
     }});
+    if with_screen {
+        body["error"]["screen_state"] = json!(read_screen(dev).await.ok().map(|(_, r, _)| r));
+    }
     (status, axum::Json(body)).into_response()
 }

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod actions;
 mod crash;
 mod run;
 mod streaming;

@@ -545,7 +545,7 @@ async fn device_endpoints_show_and_drive_the_phone() {
     // A target that is not there: the error object carries what a caller needs to recover.
     let r = app
         .post_json(
-            "/v1/devices/sim-1/actions",
+            "/v1/devices/sim-1/actions?include=screen_state",
             &json!({"action": "tap", "selector": "#no_such_thing"}),
         )
         .await;
