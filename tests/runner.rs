@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use droidpilot::agent::context::AgentContext;
-use droidpilot::agent::replay::ReplayAgent;
+use droidpilot::agent::replay::{OnError, ReplayAgent};
 use droidpilot::agent::{Agent, AgentError, Decision};
 use droidpilot::device::Device;
 use droidpilot::device::sim::tasks::tasks;
@@ -383,7 +383,7 @@ async fn a_missing_element_is_retried_then_reported() {
         .run(
             task,
             phone,
-            Box::new(ReplayAgent::new(vec![tap])),
+            Box::new(ReplayAgent::new(vec![tap]).on_error(OnError::Continue)),
             no_stop(),
         )
         .await
@@ -391,7 +391,7 @@ async fn a_missing_element_is_retried_then_reported() {
     assert_eq!(
         done.status,
         TaskStatus::Succeeded,
-        "the replay goes on to finish"
+        "with on_error continue, the replay goes on to finish"
     );
     let s = &e.store.steps(done.id).await.unwrap()[0];
     assert_eq!(s.outcome.status, "failed");

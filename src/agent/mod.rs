@@ -71,6 +71,14 @@ pub trait Agent: Send {
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError>;
     /// `vision/mai-ui openai:MAI-UI-8B`, for logs and task records.
     fn describe(&self) -> String;
+    /// Whether a device action that failed (after the runner's retries) ends the task.
+    /// Model-driven agents read the failure and choose again; a script cannot.
+    fn fails_on_failed_action(&self) -> bool {
+        false
+    }
+    /// Called once before the first decision of a resumed task, with the steps already
+    /// committed. Model-driven agents see them through the history; a replay skips them.
+    fn resume(&mut self, _committed: &[crate::domain::Step]) {}
 }
 
 /// An MCP tool the agent may call; its result comes back through the history.

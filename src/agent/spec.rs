@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::grounding::ModelGrounder;
 use super::navigator::{BUILTIN_TOOLS, NavigatorAgent};
-use super::replay::ReplayAgent;
+use super::replay::{OnError, ReplayAgent};
 use super::vision::{UiTarsCoords, VisionAgent, VisionFormat};
 use super::{Agent, AgentError, McpTool};
 use crate::domain::action::closest;
@@ -42,6 +42,10 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub actions: Option<Vec<Value>>,
+    /// Replay agents only: `fail` (default) ends the task at the first failed step,
+    /// `continue` records the failure and goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnError>,
 }
 
 /// A field of the `agent` object that is wrong, and why.
@@ -67,7 +71,9 @@ impl SpecError {
     }
 }
 
-const FIELDS: &[&str] = &["kind", "format", "provider", "model", "base_url", "actions"];
+const FIELDS: &[&str] = &[
+    "kind", "format", "provider", "model", "base_url", "actions", "on_error",
+];
 
 fn enum_field<T: for<'de> Deserialize<'de>>(
     obj: &serde_json::Map<String, Value>,
@@ -134,6 +140,7 @@ impl AgentSpec {
                 Some(Value::Array(a)) => Some(a.clone()),
                 Some(_) => return Err(SpecError::new("actions", "expected a list of actions")),
             },
+            on_error: enum_field(obj, "on_error", &["fail", "continue"])?,
         };
         Ok(spec)
     }
@@ -178,6 +185,12 @@ impl AgentSpec {
             _ => {
                 if self.actions.is_some() {
                     return Err(SpecError::new("actions", "is for replay agents only"));
+                }
+                if self.on_error.is_some() {
+                    return Err(SpecError::new(
+                        "on_error",
+                        "is for replay agents only; a model reads a failed step and chooses again",
+                    ));
                 }
                 let base = defaults.model_for(kind);
                 if self.provider.is_some_and(|p| p != base.provider) && self.model.is_none() {
@@ -355,7 +368,9 @@ pub fn build_agent(
                     .map_err(|e| SpecError::new(format!("actions[{i}]"), e.to_string()))
             })
             .collect::<Result<Vec<Action>, _>>()?;
-        return Ok(Box::new(ReplayAgent::new(actions)));
+        return Ok(Box::new(
+            ReplayAgent::new(actions).on_error(spec.on_error.unwrap_or_default()),
+        ));
     }
     let cfg = spec.model_config(kind, defaults);
     cfg.validate()
@@ -421,8 +436,13 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error"
         );
+        assert_eq!(
+            err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),
+            "agent.on_error: unknown value `ignore`; allowed: fail, continue"
+        );
+        assert_eq!(err(json!({"on_error": "continue"})).field, "on_error");
         assert_eq!(err(json!({"kind": "replay"})).field, "actions");
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "model": "x"})).field,

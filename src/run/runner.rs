@@ -284,6 +284,7 @@ impl Runner {
         }
         let mut n = committed.len() as u32;
         if n > 0 {
+            agent.resume(&committed);
             self.bus
                 .publish(
                     &stream,
@@ -646,6 +647,10 @@ impl Runner {
                                     ),
                                 };
                                 outcome_text = format!("failed: {e}. {}", e.hint());
+                                if agent.fails_on_failed_action() {
+                                    self.record(&stream, &mut step, step_start).await?;
+                                    return Ok(failed_step_end(n, &action, &e));
+                                }
                                 // The retries re-observed; the next decision reuses that screen.
                                 cached = Some(latest);
                             }
@@ -1007,6 +1012,19 @@ impl Runner {
             delay = (delay * 2).min(Duration::from_secs(3));
         }
     }
+}
+
+/// A scripted run ends at its first failed step: the reason names the step and the error.
+fn failed_step_end(n: u32, action: &Action, e: &ExecError) -> End {
+    End::new(
+        TaskStatus::Failed,
+        format!(
+            "step {n} ({}) failed: {}: {e}. {} (a replay with \"on_error\": \"continue\" goes on after a failed step)",
+            action.name(),
+            e.error_type(),
+            e.hint()
+        ),
+    )
 }
 
 async fn wait_stop(rx: &mut watch::Receiver<StopSignal>) {
