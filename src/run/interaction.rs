@@ -8,17 +8,36 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::events::EventBus;
+use super::runner::StopSignal;
 use crate::domain::{Intervention, TaskId, TaskStatus};
 use crate::store::StoreError;
 
 /// How a question ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AskOutcome {
-    Answered { answer: String, by: String },
+    Answered {
+        answer: String,
+        by: String,
+    },
     TimedOut,
+    /// The task was cancelled or the server is stopping; the question is closed.
+    Stopped,
+}
+
+/// Who closes a question nobody answered (stored as `answered_by`).
+const CLOSERS: [&str; 3] = ["timeout", "cancelled", "shutdown"];
+
+/// Resolves when a stop arrives, with who closes the question; never when the sender is gone.
+async fn stopped(stop: &mut watch::Receiver<StopSignal>) -> &'static str {
+    let signal = stop.wait_for(|s| *s != StopSignal::None).await.map(|s| *s);
+    match signal {
+        Ok(StopSignal::Cancel) => "cancelled",
+        Ok(_) => "shutdown",
+        Err(_) => std::future::pending().await,
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +56,9 @@ pub struct Prompts {
 
 impl Prompts {
     /// Asks, marks the task `waiting_for_user`, publishes `task.ask_user`, and waits up to
-    /// `timeout` for an answer. The task goes back to `running` either way.
+    /// `timeout` for an answer, or until `stop` says the task is cancelled or the server
+    /// stops. The question is closed either way, so a late answer is refused rather than
+    /// lost; the task goes back to `running` unless it was stopped.
     pub async fn ask(
         &self,
         bus: &EventBus,
@@ -45,6 +66,7 @@ impl Prompts {
         question: &str,
         options: Option<Vec<String>>,
         timeout: Duration,
+        stop: &mut watch::Receiver<StopSignal>,
     ) -> Result<(String, AskOutcome), StoreError> {
         let prompt_id = format!("p-{}", uuid::Uuid::now_v7().simple());
         let (tx, rx) = oneshot::channel();
@@ -74,44 +96,65 @@ impl Prompts {
             json!({"task_id": task, "prompt_id": prompt_id, "question": question, "options": options, "timeout_secs": timeout.as_secs()}),
         )
         .await?;
-        let outcome = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok((answer, by))) => AskOutcome::Answered { answer, by },
-            _ => {
-                self.waiting
-                    .lock()
-                    .expect("prompt registry lock")
-                    .remove(&prompt_id);
-                // Close the question so a late answer is refused rather than lost silently.
-                match store.answer_intervention(&prompt_id, "", "timeout").await {
-                    Ok(_) => AskOutcome::TimedOut,
-                    // An answer won the race after the timer fired: honour it.
-                    Err(StoreError::AlreadyAnswered(_)) => {
-                        let ivs = store.interventions(task).await?;
-                        match ivs.into_iter().find(|i| i.id == prompt_id) {
-                            Some(Intervention {
-                                answer: Some(a),
-                                answered_by: Some(b),
-                                ..
-                            }) if b != "timeout" => AskOutcome::Answered { answer: a, by: b },
-                            _ => AskOutcome::TimedOut,
-                        }
-                    }
-                    Err(e) => return Err(e),
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(timeout, rx) => match r {
+                Ok(Ok((answer, by))) => AskOutcome::Answered { answer, by },
+                _ => self.close(bus, task, &prompt_id, "timeout").await?,
+            },
+            s = stopped(stop) => self.close(bus, task, &prompt_id, s).await?,
+        };
+        if outcome != AskOutcome::Stopped {
+            match store.set_task_status(task, TaskStatus::Running, None).await {
+                // Cancelled while the answer arrived: the runner sees the cancel next.
+                Ok(_) | Err(StoreError::WrongStatus { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((prompt_id, outcome))
+    }
+
+    /// Closes an unanswered question (`by` is `timeout`, `cancelled` or `shutdown`) and
+    /// publishes why. An answer that won the race after all is honoured.
+    async fn close(
+        &self,
+        bus: &EventBus,
+        task: TaskId,
+        prompt_id: &str,
+        by: &str,
+    ) -> Result<AskOutcome, StoreError> {
+        self.waiting
+            .lock()
+            .expect("prompt registry lock")
+            .remove(prompt_id);
+        let store = bus.store();
+        match store.answer_intervention(prompt_id, "", by).await {
+            Ok(_) => {}
+            Err(StoreError::AlreadyAnswered(_)) => {
+                let ivs = store.interventions(task).await?;
+                if let Some(Intervention {
+                    answer: Some(a),
+                    answered_by: Some(b),
+                    ..
+                }) = ivs.into_iter().find(|i| i.id == prompt_id)
+                    && !CLOSERS.contains(&b.as_str())
+                {
+                    return Ok(AskOutcome::Answered { answer: a, by: b });
                 }
             }
-        };
-        if outcome == AskOutcome::TimedOut {
-            bus.publish(
-                &task.to_string(),
-                "task.answer_timeout",
-                json!({"task_id": task, "prompt_id": prompt_id}),
-            )
-            .await?;
+            Err(e) => return Err(e),
         }
-        store
-            .set_task_status(task, TaskStatus::Running, None)
-            .await?;
-        Ok((prompt_id, outcome))
+        let (kind, outcome) = if by == "timeout" {
+            ("task.answer_timeout", AskOutcome::TimedOut)
+        } else {
+            ("task.question_closed", AskOutcome::Stopped)
+        };
+        bus.publish(
+            &task.to_string(),
+            kind,
+            json!({"task_id": task, "prompt_id": prompt_id, "by": by}),
+        )
+        .await?;
+        Ok(outcome)
     }
 
     /// Answers the task's open question (`prompt_id` picks one when given). Records the

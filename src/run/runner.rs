@@ -97,7 +97,8 @@ impl Default for RunnerConfig {
     }
 }
 
-/// Why the loop stops early, sent by the scheduler.
+/// Why the loop stops early, sent by the scheduler. A cancel also aborts what the step
+/// is waiting on (a model call, a device wait); a shutdown lets the step finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StopSignal {
     #[default]
@@ -106,6 +107,10 @@ pub enum StopSignal {
     Cancel,
     /// The server is shutting down: finish the step, mark the task interrupted.
     Shutdown,
+    /// The server is shutting down and resumes interrupted tasks at its next start:
+    /// finish the step and leave the task `running`, as a crash would, so start-up
+    /// requeues it (`scheduler.resume_interrupted`).
+    Suspend,
 }
 
 /// Everything the loop needs besides the task, its device and its agent.
@@ -141,6 +146,8 @@ struct End {
     status: TaskStatus,
     reason: String,
     answer: Option<String>,
+    /// Left unfinished for the next start to resume (`StopSignal::Suspend`).
+    suspended: bool,
 }
 
 impl End {
@@ -149,6 +156,17 @@ impl End {
             status,
             reason: reason.into(),
             answer: None,
+            suspended: false,
+        }
+    }
+
+    fn suspended() -> Self {
+        Self {
+            suspended: true,
+            ..Self::new(
+                TaskStatus::Running,
+                "the server shut down while the task ran; the next start resumes it from its last committed step",
+            )
         }
     }
 }
@@ -230,6 +248,9 @@ impl Runner {
         if end.status == TaskStatus::Incomplete {
             tracing::warn!(task = %id, "task reached max_steps without finishing");
         }
+        if end.suspended {
+            return self.suspend(id, &end.reason).await;
+        }
         let finished = match self
             .bus
             .store()
@@ -237,8 +258,9 @@ impl Runner {
             .await
         {
             Ok(t) => t,
-            // Cancelled meanwhile (a queued-cancel race): keep the first ending.
-            Err(StoreError::WrongStatus { .. }) => self.bus.store().get_task(id).await?,
+            // Ended meanwhile (a cancel while waiting for an answer ends the task at once,
+            // and publishes `task.finished` itself): keep the first ending.
+            Err(StoreError::WrongStatus { .. }) => return self.bus.store().get_task(id).await,
             Err(e) => return Err(e),
         };
         self.bus
@@ -250,6 +272,28 @@ impl Runner {
             )
             .await?;
         Ok(finished)
+    }
+
+    /// Leaves the task `running` (out of `waiting_for_user`) for the next start to requeue.
+    async fn suspend(&self, id: crate::domain::TaskId, reason: &str) -> Result<Task, StoreError> {
+        let store = self.bus.store();
+        match store
+            .set_task_status(id, TaskStatus::Running, Some(reason))
+            .await
+        {
+            Ok(t) => {
+                self.bus
+                    .publish(
+                        &id.to_string(),
+                        "task.suspended",
+                        json!({"task_id": id, "reason": reason}),
+                    )
+                    .await?;
+                Ok(t)
+            }
+            Err(StoreError::WrongStatus { .. }) => store.get_task(id).await,
+            Err(e) => Err(e),
+        }
     }
 
     async fn run_loop(
@@ -308,9 +352,10 @@ impl Runner {
                 StopSignal::Shutdown => {
                     return Ok(End::new(
                         TaskStatus::Interrupted,
-                        "the server shut down while the task ran; resubmit it or enable runner resume",
+                        "the server shut down while the task ran (its committed steps are kept); resubmit it, or set scheduler.resume_interrupted = true so the next start resumes such tasks",
                     ));
                 }
+                StopSignal::Suspend => return Ok(End::suspended()),
                 StopSignal::None => {}
             }
             if store.get_task(task.id).await?.cancel_requested {
@@ -338,14 +383,20 @@ impl Runner {
             // observe
             let obs = match cached.take() {
                 Some(o) => o,
-                None => match self.observe(device, size).await {
-                    Ok(o) => o,
-                    Err(e) if e.is_disconnect() => {
-                        self.await_reconnect(device, &stream, &e).await?;
+                None => match unless_cancelled(&mut stop, self.observe(device, size)).await {
+                    None => continue,
+                    Some(Ok(o)) => o,
+                    Some(Err(e)) if e.is_disconnect() => {
+                        if let Some(back) =
+                            unless_cancelled(&mut stop, self.await_reconnect(device, &stream, &e))
+                                .await
+                        {
+                            back?;
+                        }
                         n -= 1; // the step did not happen; redo it
                         continue;
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         return Err(Fatal::Device(format!(
                             "cannot observe the screen: {e}. {}",
                             e.hint()
@@ -385,7 +436,9 @@ impl Runner {
                 },
                 history: history.clone(),
             };
-            let decided = self.decide(agent, &ctx).await;
+            let Some(decided) = unless_cancelled(&mut stop, self.decide(agent, &ctx)).await else {
+                continue;
+            };
             let mut step = Step {
                 task_id: task.id,
                 n,
@@ -488,18 +541,26 @@ impl Runner {
                         }
                     });
                     return Ok(End {
-                        status,
-                        reason,
                         answer: answer.clone(),
+                        ..End::new(status, reason)
                     });
                 }
                 Action::AskUser { question, options } => {
                     let timeout = Duration::from_secs(self.cfg.ask_user_timeout_secs);
-                    let (prompt_id, outcome) = tokio::select! {
-                        r = self.prompts.ask(&self.bus, task.id, question, options.clone(), timeout) => r?,
-                        _ = wait_stop(&mut stop) => continue,
-                    };
+                    let (prompt_id, outcome) = self
+                        .prompts
+                        .ask(
+                            &self.bus,
+                            task.id,
+                            question,
+                            options.clone(),
+                            timeout,
+                            &mut stop,
+                        )
+                        .await?;
                     let answer = match outcome {
+                        // The loop's stop check ends the task; the step is not recorded.
+                        AskOutcome::Stopped => continue,
                         AskOutcome::Answered { answer, by } => {
                             step.outcome.detail =
                                 Some(json!({"prompt_id": prompt_id, "answer": answer, "by": by}));
@@ -533,14 +594,14 @@ impl Runner {
                     outcome_text = format!("the user answered: {answer}");
                 }
                 Action::McpCall { tool, args } => {
-                    let r = self
-                        .mcp
-                        .call(
-                            tool,
-                            args.clone(),
-                            Duration::from_secs(self.cfg.mcp_timeout_secs),
-                        )
-                        .await;
+                    let call = self.mcp.call(
+                        tool,
+                        args.clone(),
+                        Duration::from_secs(self.cfg.mcp_timeout_secs),
+                    );
+                    let Some(r) = unless_cancelled(&mut stop, call).await else {
+                        continue;
+                    };
                     let text = match &r.content {
                         Value::String(s) => s.clone(),
                         v => v.to_string(),
@@ -584,7 +645,11 @@ impl Runner {
                     } else {
                         step.action = serde_json::to_value(&action).ok();
                         let act_start = Instant::now();
-                        let (result, latest) = self.act(device, &action, obs.clone(), size).await;
+                        let acted = self.act(device, &action, obs.clone(), size);
+                        let Some((result, latest)) = unless_cancelled(&mut stop, acted).await
+                        else {
+                            continue;
+                        };
                         step.timings.action_ms = act_start.elapsed().as_millis() as u64;
                         let mw_outcome = result.clone().map_err(|e| e.to_string());
                         for m in &self.middleware {
@@ -594,16 +659,21 @@ impl Runner {
                             Ok(detail) => {
                                 let settle_start = Instant::now();
                                 let changed = if action.expects_screen_change() {
-                                    self.settle(device, latest.layout).await
+                                    let settled = self.settle(device, latest.layout);
+                                    match unless_cancelled(&mut stop, settled).await {
+                                        Some(c) => c,
+                                        None => continue,
+                                    }
                                 } else {
                                     None
                                 };
                                 step.timings.settle_ms = settle_start.elapsed().as_millis() as u64;
-                                if self.cfg.step_delay_ms > 0 {
-                                    tokio::time::sleep(Duration::from_millis(
-                                        self.cfg.step_delay_ms,
-                                    ))
-                                    .await;
+                                let delay = Duration::from_millis(self.cfg.step_delay_ms);
+                                if unless_cancelled(&mut stop, tokio::time::sleep(delay))
+                                    .await
+                                    .is_none()
+                                {
+                                    continue;
                                 }
                                 step.outcome = StepOutcome {
                                     status: "ok".into(),
@@ -634,7 +704,14 @@ impl Runner {
                                 let de = DeviceError::Disconnected {
                                     serial: device.serial().to_string(),
                                 };
-                                self.await_reconnect(device, &stream, &de).await?;
+                                if let Some(back) = unless_cancelled(
+                                    &mut stop,
+                                    self.await_reconnect(device, &stream, &de),
+                                )
+                                .await
+                                {
+                                    back?;
+                                }
                                 continue;
                             }
                             Err(e) => {
@@ -696,11 +773,12 @@ impl Runner {
                             task.spec.instruction
                         );
                         let timeout = Duration::from_secs(self.cfg.ask_user_timeout_secs);
-                        let (_, outcome) = tokio::select! {
-                            r = self.prompts.ask(&self.bus, task.id, &q, None, timeout) => r?,
-                            _ = wait_stop(&mut stop) => continue,
-                        };
+                        let (_, outcome) = self
+                            .prompts
+                            .ask(&self.bus, task.id, &q, None, timeout, &mut stop)
+                            .await?;
                         match outcome {
+                            AskOutcome::Stopped => continue,
                             AskOutcome::Answered { answer, .. } => {
                                 history.push_note(Note::UserAnswer {
                                     step: n,
@@ -1027,8 +1105,24 @@ fn failed_step_end(n: u32, action: &Action, e: &ExecError) -> End {
     )
 }
 
-async fn wait_stop(rx: &mut watch::Receiver<StopSignal>) {
-    let _ = rx.wait_for(|s| *s != StopSignal::None).await.map(|_| ());
+/// Runs `f` unless the task is cancelled first (`None` then): a cancel does not wait for
+/// a model call's retries, an action's retries, a settle or a reconnect to end. The
+/// caller goes back to the top of the loop, which ends the task.
+async fn unless_cancelled<F: std::future::Future>(
+    stop: &mut watch::Receiver<StopSignal>,
+    f: F,
+) -> Option<F::Output> {
+    tokio::select! {
+        r = f => Some(r),
+        _ = cancelled(stop) => None,
+    }
+}
+
+/// Resolves on a cancel; never when the sender is gone (nobody can cancel any more).
+async fn cancelled(stop: &mut watch::Receiver<StopSignal>) {
+    if stop.wait_for(|s| *s == StopSignal::Cancel).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// The representation when no tree could be read: the agent acts from the screenshot.

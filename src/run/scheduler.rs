@@ -127,7 +127,8 @@ impl Scheduler {
     }
 
     /// Runs until `shutdown` flips to true; then tells runners to stop after their
-    /// current step and waits for them (they mark their tasks interrupted).
+    /// current step and waits for them (they mark their tasks interrupted, or leave them
+    /// to be resumed when `resume_interrupted` is on).
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut runners: JoinSet<()> = JoinSet::new();
         loop {
@@ -145,7 +146,13 @@ impl Scheduler {
                 r = shutdown.changed() => if r.is_err() { break; }
             }
         }
-        self.running.signal_all(StopSignal::Shutdown);
+        // With resume on, a graceful stop leaves running tasks for the next start to
+        // resume, exactly as a crash would; otherwise they end `interrupted`.
+        self.running.signal_all(if self.cfg.resume_interrupted {
+            StopSignal::Suspend
+        } else {
+            StopSignal::Shutdown
+        });
         while runners.join_next().await.is_some() {}
     }
 

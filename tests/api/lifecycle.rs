@@ -58,3 +58,157 @@ async fn a_replay_fails_at_its_first_failed_step_unless_told_to_continue() {
         "{msg}"
     );
 }
+
+/// A task that asks a question, and a task queued behind it on the only phone.
+async fn asking_task_and_one_behind(app: &crate::common::TestApp) -> (String, String) {
+    add_phone(app, "sim-1", None).await;
+    let ask = json!({"kind": "replay", "actions": [{"action": "ask_user", "question": "Which account should I use?", "options": ["work", "home"]}]});
+    let a = submit(app, json!({"instruction": "ask", "agent": ask})).await;
+    let b = submit(
+        app,
+        json!({"instruction": "behind", "agent": {"kind": "replay", "actions": [{"action": "home"}]}}),
+    )
+    .await;
+    wait_status(app, &a, "waiting_for_user").await;
+    (a, b)
+}
+
+/// After a cancel of a task waiting on ask_user: it ended as cancelled (not with the
+/// question as its reason), its question is closed, and the phone went to the next task
+/// long before the 120 s answer timeout would have freed it.
+async fn assert_cancelled_and_released(
+    app: &crate::common::TestApp,
+    a: &str,
+    b: &str,
+    since: Instant,
+) {
+    let t = wait_done(app, a).await;
+    assert_eq!(t["status"], "cancelled", "{t}");
+    assert_eq!(t["reason"], "cancelled by request", "{t}");
+    assert_eq!(wait_done(app, b).await["status"], "succeeded");
+    assert!(
+        since.elapsed() < Duration::from_secs(10),
+        "the phone was released at once, not after ask_user_timeout_secs (took {:?})",
+        since.elapsed()
+    );
+    let r: Value = app
+        .get(&format!("/v1/tasks/{a}/result"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        !r.to_string().contains("Which account"),
+        "the result does not carry the question: {r}"
+    );
+    let ivs: Value = app
+        .get(&format!("/v1/tasks/{a}/interventions"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        ivs[0]["answered_by"], "cancelled",
+        "the question is closed: {ivs}"
+    );
+    let (status, _, _, _) = error_of(
+        app.post_json(&format!("/v1/tasks/{a}/answer"), &json!({"answer": "work"}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 409, "a late answer is refused");
+}
+
+#[tokio::test]
+async fn cancelling_a_task_waiting_on_ask_user_releases_the_phone_over_rest() {
+    let app = bare_app(&[]).await;
+    let (a, b) = asking_task_and_one_behind(&app).await;
+    let since = Instant::now();
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{a}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_cancelled_and_released(&app, &a, &b, since).await;
+}
+
+#[tokio::test]
+async fn cancelling_a_task_waiting_on_ask_user_releases_the_phone_over_websocket() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let app = bare_app(&[]).await;
+    let (a, b) = asking_task_and_one_behind(&app).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/v1/ws", app.addr))
+        .await
+        .unwrap();
+    let since = Instant::now();
+    ws.send(Message::Text(
+        json!({"type": "cancel", "task_id": a}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    let reply = loop {
+        let msg = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Message::Text(t) = msg {
+            break serde_json::from_str::<Value>(t.as_str()).unwrap();
+        }
+    };
+    assert_eq!(reply["type"], "cancelled", "{reply}");
+    assert_cancelled_and_released(&app, &a, &b, since).await;
+}
+
+#[tokio::test]
+async fn a_cancel_aborts_a_model_call_in_progress() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    // A model that takes 60 s to answer.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(60)))
+        .mount(&server)
+        .await;
+    let id = submit(
+        &app,
+        json!({"instruction": "slow model", "agent": crate::run::agent_for(&server)}),
+    )
+    .await;
+    for _ in 0..500 {
+        if !server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !server.received_requests().await.unwrap().is_empty(),
+        "the model was asked"
+    );
+    let since = Instant::now();
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "cancelled", "{t}");
+    assert_eq!(t["reason"], "cancelled by request");
+    assert!(
+        since.elapsed() < Duration::from_secs(10),
+        "the model call was dropped, not waited for (took {:?})",
+        since.elapsed()
+    );
+}
