@@ -889,3 +889,30 @@ async fn an_unanswered_question_follows_the_timeout_policy() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_shutdown_without_resume_says_how_to_enable_it() {
+    let e = env(RunnerConfig {
+        stuck_threshold: 100,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "wander", 1000, "sim-1").await;
+    let (tx, rx) = watch::channel(StopSignal::Shutdown);
+    let done = e
+        .runner
+        .run(task, phone, Box::new(Wanderer), rx)
+        .await
+        .unwrap();
+    drop(tx);
+    assert_eq!(done.status, TaskStatus::Interrupted);
+    assert!(
+        done.reason
+            .as_deref()
+            .unwrap()
+            .contains("scheduler.resume_interrupted = true"),
+        "{:?}",
+        done.reason
+    );
+}
