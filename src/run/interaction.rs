@@ -44,8 +44,46 @@ async fn stopped(stop: &mut watch::Receiver<StopSignal>) -> &'static str {
 pub enum AnswerError {
     #[error("task {0} has no open question")]
     NoOpenQuestion(TaskId),
+    /// `prompt_id` does not name the open question (a typo, or an old question's id).
+    #[error(
+        "prompt `{given}` is not the open question of task {task}; the open one is `{current}`"
+    )]
+    WrongPrompt {
+        task: TaskId,
+        given: String,
+        current: String,
+        question: String,
+    },
+    #[error("the answer is empty")]
+    EmptyAnswer { options: Vec<String> },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// The open question an answer is for: the one `prompt_id` names, which must be the
+/// task's open question, or the open question when no id is given.
+fn open_question(
+    ivs: &[Intervention],
+    task: TaskId,
+    prompt_id: Option<&str>,
+) -> Result<Intervention, AnswerError> {
+    let open = ivs
+        .iter()
+        .rfind(|i| i.kind == "ask_user" && i.answered_at.is_none());
+    match (open, prompt_id) {
+        (Some(o), Some(p)) if o.id != p => Err(AnswerError::WrongPrompt {
+            task,
+            given: p.to_string(),
+            current: o.id.clone(),
+            question: o.question.clone().unwrap_or_default(),
+        }),
+        (Some(o), _) => Ok(o.clone()),
+        // Distinguish "already answered" from "never asked".
+        (None, Some(p)) if ivs.iter().any(|i| i.id == p) => {
+            Err(StoreError::AlreadyAnswered(p.to_string()).into())
+        }
+        (None, _) => Err(AnswerError::NoOpenQuestion(task)),
+    }
 }
 
 /// Live questions: prompt id → the runner waiting on it.
@@ -169,18 +207,12 @@ impl Prompts {
     ) -> Result<Intervention, AnswerError> {
         let store = bus.store();
         store.get_task(task).await?;
-        let open = store.interventions(task).await?.into_iter().rfind(|i| {
-            i.kind == "ask_user" && i.answered_at.is_none() && prompt_id.is_none_or(|p| p == i.id)
-        });
-        let Some(open) = open else {
-            if let Some(p) = prompt_id {
-                // Distinguish "already answered" from "never asked".
-                if store.interventions(task).await?.iter().any(|i| i.id == p) {
-                    return Err(StoreError::AlreadyAnswered(p.to_string()).into());
-                }
-            }
-            return Err(AnswerError::NoOpenQuestion(task));
-        };
+        let open = open_question(&store.interventions(task).await?, task, prompt_id)?;
+        if answer.trim().is_empty() {
+            return Err(AnswerError::EmptyAnswer {
+                options: open.options.unwrap_or_default(),
+            });
+        }
         let iv = store.answer_intervention(&open.id, answer, by).await?;
         if let Some(tx) = self
             .waiting

@@ -137,9 +137,10 @@ pub async fn cancel_task(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
-    /// The text given back to the agent (one of the offered options, or free text).
+    /// The text given back to the agent (one of the offered options, or free text); not empty.
     pub answer: String,
-    /// Which question; the task's open question when omitted.
+    /// Which question; the task's open question when omitted. An id that is not the open
+    /// question is refused (409, `wrong_prompt`) with the open question's id.
     pub prompt_id: Option<String>,
 }
 
@@ -150,7 +151,8 @@ pub struct AnswerRequest {
     responses(
         (status = 200, description = "Recorded and delivered", body = crate::domain::Intervention),
         (status = 404, body = ErrorResponse),
-        (status = 409, description = "No open question, or already answered", body = ErrorResponse),
+        (status = 409, description = "No open question, already answered, or `prompt_id` is not the open question (the error names the open one)", body = ErrorResponse),
+        (status = 422, description = "An empty answer", body = ErrorResponse),
     )
 )]
 pub async fn answer_task(

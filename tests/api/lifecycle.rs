@@ -212,3 +212,57 @@ async fn a_cancel_aborts_a_model_call_in_progress() {
         since.elapsed()
     );
 }
+
+#[tokio::test]
+async fn answers_name_the_open_question_and_must_not_be_empty() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let ask = json!({"kind": "replay", "actions": [{"action": "ask_user", "question": "Which colour?", "options": ["red", "blue"]}]});
+    let id = submit(&app, json!({"instruction": "ask", "agent": ask})).await;
+    wait_status(&app, &id, "waiting_for_user").await;
+    let ivs: Value = app
+        .get(&format!("/v1/tasks/{id}/interventions"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let current = ivs[0]["id"].as_str().unwrap().to_string();
+    let answer = |body: Value| {
+        let app = &app;
+        let id = id.clone();
+        async move {
+            app.post_json(&format!("/v1/tasks/{id}/answer"), &body)
+                .await
+        }
+    };
+
+    let (status, code, msg, hint) =
+        error_of(answer(json!({"answer": "red", "prompt_id": "p-typo"})).await).await;
+    assert_eq!((status, code.as_str()), (409, "wrong_prompt"));
+    assert!(
+        msg.contains("p-typo") && msg.contains(&current) && hint.contains(&current),
+        "the error gives the open prompt id: {msg} / {hint}"
+    );
+    for empty in ["", "  "] {
+        let (status, code, _, hint) = error_of(answer(json!({"answer": empty})).await).await;
+        assert_eq!((status, code.as_str()), (422, "invalid_answer"));
+        assert!(hint.contains("red, blue"), "{hint}");
+    }
+    assert_eq!(
+        status_of(&app, &id).await,
+        "waiting_for_user",
+        "refused answers leave the question open"
+    );
+    let r = answer(json!({"answer": "blue", "prompt_id": current})).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+}
+
+async fn status_of(app: &crate::common::TestApp, id: &str) -> Value {
+    app.get(&format!("/v1/tasks/{id}"))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["status"]
+        .clone()
+}
