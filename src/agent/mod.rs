@@ -76,8 +76,10 @@ pub trait Agent: Send {
     fn fails_on_failed_action(&self) -> bool {
         false
     }
-    /// Called once before the first decision of a resumed task, with the steps already
-    /// committed. Model-driven agents see them through the history; a replay skips them.
+    /// Called by the scheduler before a task requeued after a restart runs again, with
+    /// the steps it already committed. Model-driven agents see them through the history;
+    /// a replay skips the actions they ran. (A task seeded from a saved trajectory by
+    /// `droidpilot run --resume` is given the remaining actions instead.)
     fn resume(&mut self, _committed: &[crate::domain::Step]) {}
 }
 

@@ -328,7 +328,6 @@ impl Runner {
         }
         let mut n = committed.len() as u32;
         if n > 0 {
-            agent.resume(&committed);
             self.bus
                 .publish(
                     &stream,

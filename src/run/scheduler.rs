@@ -242,7 +242,13 @@ impl Scheduler {
         }
         let task = store.get_task(task.id).await?;
         let agent = match (self.agents)(&task) {
-            Ok(a) => a,
+            Ok(mut a) => {
+                // Requeued after a restart: a replay carries on after its committed steps.
+                if task.steps > 0 {
+                    a.resume(&store.steps(task.id).await?);
+                }
+                a
+            }
             Err(msg) => {
                 let reason = format!("cannot build the agent: {msg}");
                 let t = store

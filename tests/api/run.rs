@@ -381,7 +381,19 @@ async fn a_running_task_is_cancelled_over_rest() {
         .collect();
     let id = submit(&app, json!({"instruction": "wander", "max_steps": 500, "agent": {"kind": "replay", "actions": actions}})).await;
     wait_status(&app, &id, "running").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A cancel drops the step in flight, so wait for a committed one.
+    for _ in 0..500 {
+        let t: Value = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if t["steps"].as_u64().unwrap() >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let r = app
         .client
         .post(app.url(&format!("/v1/tasks/{id}/cancel")))
