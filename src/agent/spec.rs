@@ -14,7 +14,7 @@ use super::vision::{UiTarsCoords, VisionAgent, VisionFormat};
 use super::{Agent, AgentError, McpTool};
 use crate::domain::action::closest;
 use crate::domain::{Action, ActionParser};
-use crate::llm::{ApiKey, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
+use crate::llm::{ApiKey, LlmError, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -329,6 +329,31 @@ impl AgentDefaults {
         }
     }
 
+    /// The key a spec's model (and the navigator's grounding model) would lack: checked
+    /// at submission, so a task that could never call its model is refused up front.
+    /// A local OpenAI-compatible server (any `base_url` but OpenAI's) needs none.
+    pub fn missing_key(
+        &self,
+        spec: &AgentSpec,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Option<LlmError> {
+        let kind = spec.validate(self).ok()?;
+        if kind == AgentKind::Replay {
+            return None;
+        }
+        let main = spec.model_config(kind, self);
+        let grounding = self
+            .grounding
+            .iter()
+            .filter(|_| kind == AgentKind::Navigator);
+        std::iter::once(&main).chain(grounding).find_map(|cfg| {
+            if cfg.api_key.is_some() || self.keys.get(cfg.provider).is_some() {
+                return None;
+            }
+            cfg.resolve_key_with(&env).err()
+        })
+    }
+
     fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
         if cfg.api_key.is_some() {
             return Ok(cfg.api_key.clone());
@@ -466,6 +491,36 @@ mod tests {
         let typed: AgentSpec =
             serde_json::from_value(json!({"kind": "vision", "format": "ui-tars"})).unwrap();
         assert_eq!(typed.format, Some(VisionFormat::UiTars));
+    }
+
+    #[test]
+    fn a_missing_key_is_found_unless_the_server_is_local() {
+        let d = AgentDefaults::default();
+        let no_env = |_: &str| None;
+        let spec = |v: Value| AgentSpec::from_json(&v).unwrap();
+        let e = d.missing_key(&AgentSpec::default(), no_env).unwrap();
+        assert_eq!(e.code(), "llm_missing_key");
+        assert!(e.to_string().contains("OPENAI_API_KEY"), "{e}");
+        let e = d
+            .missing_key(
+                &spec(json!({"provider": "anthropic", "model": "claude"})),
+                no_env,
+            )
+            .unwrap();
+        assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
+        let with_key = |v: &str| (v == "OPENAI_API_KEY").then(|| "sk-test".to_string());
+        assert_eq!(d.missing_key(&AgentSpec::default(), with_key), None);
+        // Ollama / vLLM on this machine, and the default vision server, need no key.
+        let local = spec(json!({"base_url": "http://127.0.0.1:11434/v1"}));
+        assert_eq!(d.missing_key(&local, no_env), None);
+        assert_eq!(
+            d.missing_key(&spec(json!({"kind": "vision"})), no_env),
+            None
+        );
+        assert_eq!(
+            d.missing_key(&spec(json!({"kind": "replay", "actions": []})), no_env),
+            None
+        );
     }
 
     #[tokio::test]

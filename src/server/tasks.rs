@@ -21,7 +21,7 @@ use crate::store::{CancelOutcome, TaskFilter, TaskPage};
         (status = 400, description = "Malformed JSON", body = ErrorResponse),
         (status = 413, description = "Body too large", body = ErrorResponse),
         (status = 415, description = "Not JSON", body = ErrorResponse),
-        (status = 422, description = "A field is missing or invalid", body = ErrorResponse),
+        (status = 422, description = "A field is missing or invalid, or the agent's model needs a key the server lacks (`missing_model_key`)", body = ErrorResponse),
     )
 )]
 pub async fn create_task(
@@ -192,12 +192,13 @@ pub async fn list_interventions(
     Ok(Json(s.store.interventions(id).await?))
 }
 
-/// Refuses, at submission, what could never run: an agent spec with a bad field, or a
-/// device id the pool does not know (a typo would otherwise wait out the queue timeout).
+/// Refuses, at submission, what could never run: an agent spec with a bad field, a model
+/// whose provider key the server lacks, or a device id the pool does not know (a typo
+/// would otherwise wait out the queue timeout).
 fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
-    if let Some(a) = &spec.agent {
-        crate::agent::spec::AgentSpec::from_json(a)
-            .and_then(|a| a.validate(&s.config.agent).map(|_| ()))
+    let agent = match &spec.agent {
+        Some(a) => crate::agent::spec::AgentSpec::from_json(a)
+            .and_then(|a| a.validate(&s.config.agent).map(|_| a))
             .map_err(|e| {
                 ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -205,7 +206,26 @@ fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
                     e.to_string(),
                     e.hint(),
                 )
-            })?;
+            })?,
+        None => crate::agent::spec::AgentSpec::default(),
+    };
+    if let Some(e) = s
+        .config
+        .agent
+        .missing_key(&agent, |v| std::env::var(v).ok())
+    {
+        let var = match &e {
+            crate::llm::LlmError::MissingKey { env_var, .. } => *env_var,
+            _ => "the provider's key variable",
+        };
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing_model_key",
+            format!("the task's agent cannot call its model: {e}"),
+            format!(
+                "Set {var} in the server's environment (keys belong to the server, never to a task) and restart it, or point agent.base_url at a local OpenAI-compatible server (Ollama, vLLM) that needs no key, or use agent.kind replay."
+            ),
+        ));
     }
     if let Some(d) = &spec.device_id
         && s.pool.summary(d).is_none()

@@ -266,3 +266,29 @@ async fn status_of(app: &crate::common::TestApp, id: &str) -> Value {
         .unwrap()["status"]
         .clone()
 }
+
+#[tokio::test]
+async fn a_task_whose_model_needs_a_key_the_server_lacks_is_refused() {
+    // The test server has an OpenAI key (a placeholder) and no Anthropic key.
+    let app = bare_app(&[]).await;
+    let (status, code, msg, hint) = error_of(
+        app.post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "agent": {"provider": "anthropic", "model": "claude-sonnet-4-5"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "missing_model_key"));
+    assert!(msg.contains("ANTHROPIC_API_KEY"), "{msg}");
+    assert!(
+        hint.contains("ANTHROPIC_API_KEY in the server's environment")
+            && hint.contains("agent.kind replay"),
+        "{hint}"
+    );
+    let list: Value = app.get("/v1/tasks").await.json().await.unwrap();
+    assert_eq!(list["tasks"], json!([]), "nothing was queued");
+    // A local OpenAI-compatible server and a replay need no key.
+    let local = json!({"instruction": "x", "agent": {"kind": "vision", "base_url": "http://127.0.0.1:11434/v1"}});
+    assert_eq!(app.post_json("/v1/tasks", &local).await.status(), 201);
+}
