@@ -301,6 +301,93 @@ pub struct Task {
     pub cancel_requested: bool,
 }
 
+/// A task as a list shows it: what it is and how it ended, without the large fields
+/// (the agent's action list, metadata, the webhook URL). `GET /v1/tasks/{id}` has the rest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TaskSummary {
+    pub id: TaskId,
+    pub status: TaskStatus,
+    /// The first 200 characters (`…` marks a cut).
+    pub instruction: String,
+    pub priority: i32,
+    pub agent: AgentSummary,
+    pub external_id: Option<String>,
+    pub session_id: Option<String>,
+    pub device_id: Option<String>,
+    pub assigned_device: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The first 500 characters (`…` marks a cut).
+    pub reason: Option<String>,
+    pub steps: u32,
+    pub max_steps: u32,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
+    pub cancel_requested: bool,
+}
+
+/// Which agent a task asked for, in a few words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentSummary {
+    /// `navigator`, `vision` or `replay`; the server's default kind when the task gave none.
+    pub kind: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// Replay agents: how many actions the script has.
+    pub actions: Option<usize>,
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+impl TaskSummary {
+    /// `default_kind` names the agent kind the server gives tasks that do not say.
+    pub fn new(t: &Task, default_kind: &str) -> Self {
+        let agent = t.spec.agent.as_ref();
+        let field = |k: &str| {
+            agent
+                .and_then(|a| a.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        Self {
+            id: t.id,
+            status: t.status,
+            instruction: clip(&t.spec.instruction, 200),
+            priority: t.spec.priority,
+            agent: AgentSummary {
+                kind: field("kind").unwrap_or_else(|| default_kind.to_string()),
+                provider: field("provider"),
+                model: field("model"),
+                actions: agent
+                    .and_then(|a| a.get("actions"))
+                    .and_then(Value::as_array)
+                    .map(Vec::len),
+            },
+            external_id: t.spec.external_id.clone(),
+            session_id: t.spec.session_id.clone(),
+            device_id: t.spec.device_id.clone(),
+            assigned_device: t.assigned_device.clone(),
+            created_at: t.created_at,
+            started_at: t.started_at,
+            finished_at: t.finished_at,
+            reason: t.reason.as_deref().map(|r| clip(r, 500)),
+            steps: t.steps,
+            max_steps: t.spec.max_steps,
+            tokens_in: t.tokens_in,
+            tokens_out: t.tokens_out,
+            cost_usd: t.cost_usd,
+            cancel_requested: t.cancel_requested,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

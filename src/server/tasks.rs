@@ -8,9 +8,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path, Query};
 use super::state::AppState;
-use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus};
+use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus, TaskSummary};
 use crate::run::queue;
-use crate::store::{CancelOutcome, TaskFilter, TaskPage};
+use crate::store::{CancelOutcome, TaskFilter};
 
 /// Submit a task. It is validated, stored as `queued` and returned.
 #[utoipa::path(
@@ -50,15 +50,25 @@ pub struct ListParams {
     cursor: Option<String>,
 }
 
-/// List tasks, newest first, one page at a time.
+/// A page of task summaries, newest first.
+#[derive(Debug, serde::Serialize, serde::Deserialize, ToSchema)]
+pub struct TaskSummaryPage {
+    pub tasks: Vec<TaskSummary>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// List tasks, newest first, one page at a time. Each item is a summary (the agent's
+/// kind and action count, no action list, metadata or webhook URL); `GET /v1/tasks/{id}`
+/// returns the whole task.
 #[utoipa::path(
     get, path = "/v1/tasks", tag = "tasks", params(ListParams),
-    responses((status = 200, body = TaskPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
+    responses((status = 200, body = TaskSummaryPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
 )]
 pub async fn list_tasks(
     State(s): State<AppState>,
     Query(p): Query<ListParams>,
-) -> Result<Json<TaskPage>, ApiError> {
+) -> Result<Json<TaskSummaryPage>, ApiError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
         return Err(ApiError::new(
@@ -68,15 +78,26 @@ pub async fn list_tasks(
             "Use a limit between 1 and 500 and follow `next_cursor` for more.",
         ));
     }
-    Ok(Json(
-        s.store
-            .list_tasks(TaskFilter {
-                status: p.status,
-                limit,
-                cursor: p.cursor,
-            })
-            .await?,
-    ))
+    let page = s
+        .store
+        .list_tasks(TaskFilter {
+            status: p.status,
+            limit,
+            cursor: p.cursor,
+        })
+        .await?;
+    let default_kind = serde_json::to_value(s.config.agent.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    Ok(Json(TaskSummaryPage {
+        tasks: page
+            .tasks
+            .iter()
+            .map(|t| TaskSummary::new(t, &default_kind))
+            .collect(),
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// One task with its summary: status, steps, tokens, cost, reason.

@@ -292,3 +292,62 @@ async fn a_task_whose_model_needs_a_key_the_server_lacks_is_refused() {
     let local = json!({"instruction": "x", "agent": {"kind": "vision", "base_url": "http://127.0.0.1:11434/v1"}});
     assert_eq!(app.post_json("/v1/tasks", &local).await.status(), 201);
 }
+
+#[tokio::test]
+async fn the_task_list_shows_summaries_and_the_task_shows_everything() {
+    // No phones: the tasks stay queued. 50 replays of 300 actions each, as in the issue.
+    let app = crate::common::spawn_app().await;
+    let actions: Vec<Value> = (0..300)
+        .map(|i| json!({"action": "tap", "selector": format!("#button_number_{i}")}))
+        .collect();
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        ids.push(
+            submit(
+                &app,
+                json!({"instruction": format!("script {i}"), "metadata": {"ticket": i},
+                       "agent": {"kind": "replay", "actions": actions}}),
+            )
+            .await,
+        );
+    }
+    let body = app.get("/v1/tasks?limit=50").await.text().await.unwrap();
+    let mut full = 0;
+    for id in &ids {
+        full += app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .text()
+            .await
+            .unwrap()
+            .len();
+    }
+    println!(
+        "50-task list page: {} bytes (the full tasks: {full} bytes)",
+        body.len()
+    );
+    assert!(
+        body.len() * 20 < full,
+        "the list is a small fraction of the full tasks ({} vs {full} bytes)",
+        body.len()
+    );
+    let page: Value = serde_json::from_str(&body).unwrap();
+    let item = &page["tasks"][0];
+    assert_eq!(
+        item["agent"],
+        json!({"kind": "replay", "provider": null, "model": null, "actions": 300})
+    );
+    assert_eq!(item["status"], "queued");
+    assert!(
+        item.get("metadata").is_none() && !body.contains("button_number"),
+        "{item}"
+    );
+    let one: Value = app
+        .get(&format!("/v1/tasks/{}", ids[0]))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["agent"]["actions"].as_array().unwrap().len(), 300);
+    assert_eq!(one["metadata"], json!({"ticket": 0}));
+}
