@@ -351,3 +351,73 @@ async fn the_task_list_shows_summaries_and_the_task_shows_everything() {
     assert_eq!(one["agent"]["actions"].as_array().unwrap().len(), 300);
     assert_eq!(one["metadata"], json!({"ticket": 0}));
 }
+
+#[tokio::test]
+async fn webhook_credentials_are_used_for_delivery_and_never_shown() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let receiver = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/hook"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(&receiver)
+        .await;
+    let url = receiver
+        .uri()
+        .replace("http://", "http://hookuser:s3cr3t-pw@")
+        + "/hook?token=t0k3n-value";
+    let r = app
+        .post_json(
+            "/v1/tasks",
+            &json!({"instruction": "home", "webhook_url": url, "agent": {"kind": "replay", "actions": [{"action": "home"}]}}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let created = r.text().await.unwrap();
+    let id = serde_json::from_str::<Value>(&created).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    let mut shown = vec![created];
+    for p in ["", "/events", "/trajectory", "/result"] {
+        shown.push(
+            app.get(&format!("/v1/tasks/{id}{p}"))
+                .await
+                .text()
+                .await
+                .unwrap(),
+        );
+    }
+    shown.push(app.get("/v1/tasks").await.text().await.unwrap());
+    for body in &shown {
+        assert!(
+            !body.contains("s3cr3t-pw")
+                && !body.contains("t0k3n-value")
+                && !body.contains("hookuser"),
+            "a secret of the webhook URL is shown: {body}"
+        );
+    }
+    assert!(shown[1].contains("***@127.0.0.1"), "{}", shown[1]);
+    let mut reqs = Vec::new();
+    for _ in 0..100 {
+        reqs = receiver.received_requests().await.unwrap();
+        if !reqs.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let req = reqs.first().expect("the result was delivered");
+    assert_eq!(
+        req.url.query(),
+        Some("token=t0k3n-value"),
+        "delivered to the full URL"
+    );
+    assert_eq!(
+        req.headers.get("authorization").unwrap().to_str().unwrap(),
+        "Basic aG9va3VzZXI6czNjcjN0LXB3",
+        "the userinfo became basic auth"
+    );
+}
