@@ -179,6 +179,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                         print!("\r\x1b[2K[step {}/{max}] {action:<12} {}", p["step"], thinking.replace('\n', " "));
                         let _ = std::io::stdout().flush();
                     }
+                    "model.retry" => {
+                        println!("\n  model call failed ({}); retry {} in {} ms", p["cause"].as_str().unwrap_or(""), p["attempt"], p["delay_ms"]);
+                    }
                     "step.executed" if p["outcome"]["status"] != "ok" => {
                         println!("\n  {}: {}", p["outcome"]["status"].as_str().unwrap_or(""), p["outcome"]["error"].as_str().unwrap_or(""));
                     }

@@ -435,9 +435,11 @@ impl Runner {
                 },
                 history: history.clone(),
             };
-            let Some(decided) = unless_cancelled(&mut stop, self.decide(agent, &ctx)).await else {
+            let deciding = self.decide_reporting(&stream, n, agent, &ctx);
+            let Some(decided) = unless_cancelled(&mut stop, deciding).await else {
                 continue;
             };
+            let decided = decided?;
             let mut step = Step {
                 task_id: task.id,
                 n,
@@ -932,7 +934,49 @@ impl Runner {
         })
     }
 
-    /// Asks the agent, retrying transient model failures.
+    /// `decide`, publishing every retry its model calls make as `model.retry` (attempt,
+    /// delay_ms, cause) while it runs, so a client sees why a step takes long.
+    async fn decide_reporting(
+        &self,
+        stream: &str,
+        n: u32,
+        agent: &mut dyn Agent,
+        ctx: &AgentContext,
+    ) -> Result<Result<Decision, AgentError>, StoreError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let deciding = crate::llm::retry::with_retry_sink(tx, self.decide(agent, ctx));
+        tokio::pin!(deciding);
+        loop {
+            tokio::select! {
+                decided = &mut deciding => {
+                    while let Ok(r) = rx.try_recv() {
+                        self.publish_retry(stream, n, &r).await?;
+                    }
+                    return Ok(decided);
+                }
+                Some(r) = rx.recv() => self.publish_retry(stream, n, &r).await?,
+            }
+        }
+    }
+
+    async fn publish_retry(
+        &self,
+        stream: &str,
+        n: u32,
+        r: &crate::llm::retry::RetryNotice,
+    ) -> Result<(), StoreError> {
+        self.bus
+            .publish(
+                stream,
+                "model.retry",
+                json!({"step": n, "attempt": r.attempt, "delay_ms": r.delay_ms, "cause": r.cause}),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Asks the agent, retrying transient model failures. An unreachable server is not
+    /// asked again: the HTTP layer already spent its quick budget on it.
     async fn decide(
         &self,
         agent: &mut dyn Agent,
@@ -942,11 +986,19 @@ impl Runner {
         loop {
             match agent.next(ctx).await {
                 Err(AgentError::Llm(e))
-                    if e.is_transient() && attempt < self.cfg.prediction_retries =>
+                    if e.is_transient()
+                        && !matches!(e, crate::llm::LlmError::Unreachable { .. })
+                        && attempt < self.cfg.prediction_retries =>
                 {
                     attempt += 1;
+                    let delay = self.backoff(attempt - 1);
                     tracing::warn!(error = %e, attempt, "model call failed; asking again");
-                    tokio::time::sleep(self.backoff(attempt - 1)).await;
+                    crate::llm::retry::report(
+                        attempt,
+                        delay,
+                        format!("{e} (asking the agent again)"),
+                    );
+                    tokio::time::sleep(delay).await;
                 }
                 other => return other,
             }

@@ -421,3 +421,117 @@ async fn webhook_credentials_are_used_for_delivery_and_never_shown() {
         "the userinfo became basic auth"
     );
 }
+
+/// A directory where `droidpilot run` finds one small virtual phone.
+fn run_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/local.toml"),
+        "[devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n[runner]\nsettle_timeout_ms = 200\nretry_backoff_ms = [10]\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn the_run_command_exits_non_zero_when_a_scripted_step_fails() {
+    let dir = run_dir();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .args(["run", "scripted", "--agent", "replay", "--actions"])
+        .arg(r##"[{"action": "tap", "selector": "#does_not_exist"}, {"action": "home"}]"##)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("failed after 1 steps") && stdout.contains("element_not_found"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_refused_model_connection_fails_fast_with_progress_and_the_url_once() {
+    let dir = run_dir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port(); // closed again when the listener drops
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let since = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .args([
+            "run", "anything", "--agent", "vision", "--format", "generic",
+        ])
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "ui-model",
+            "--base-url",
+            &url,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let took = since.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("model call failed (") && stdout.contains("retry 1 in"),
+        "each retry is a progress line: {stdout}"
+    );
+    let last = stdout
+        .lines()
+        .rev()
+        .find(|l| l.contains("failed after"))
+        .unwrap();
+    assert_eq!(
+        last.matches(&format!("127.0.0.1:{port}")).count(),
+        1,
+        "the URL is named once: {last}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "a closed port fails fast, not after 18-20 s of retries (took {took:?})"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limited_model_call_is_retried_as_the_server_says_and_reported() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let finish = crate::run::generic("done", &json!({"action": "finish", "reason": "ok"}));
+    // 429 with Retry-After: 0, then the answer.
+    let (server, _) = crate::run::model(vec![(429, String::new()), (200, finish)]).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "x", "agent": crate::run::agent_for(&server)}),
+    )
+    .await;
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    let events = app
+        .get(&format!("/v1/tasks/{id}/events"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let retry = events
+        .lines()
+        .skip_while(|l| *l != "event: model.retry")
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or_else(|| panic!("a model.retry event: {events}"));
+    let retry: Value = serde_json::from_str(retry).unwrap();
+    let payload = retry.get("payload").unwrap_or(&retry);
+    assert_eq!(payload["attempt"], 1, "{retry}");
+    assert_eq!(
+        payload["delay_ms"], 0,
+        "Retry-After: 0 is honoured: {retry}"
+    );
+    assert!(
+        payload["cause"].as_str().unwrap().contains("HTTP 429"),
+        "{retry}"
+    );
+}
