@@ -230,6 +230,18 @@ fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
             })?,
         None => crate::agent::spec::AgentSpec::default(),
     };
+    if agent.kind.unwrap_or(s.config.agent.kind) == crate::agent::AgentKind::Replay {
+        // A replay's actions are parsed now, so a bad one is a 422 naming its index
+        // rather than a task that fails when it starts.
+        crate::agent::spec::build_agent(&agent, &s.config.agent).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_agent",
+                e.to_string(),
+                e.hint(),
+            )
+        })?;
+    }
     if let Some(e) = s
         .config
         .agent

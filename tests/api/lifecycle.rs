@@ -57,6 +57,17 @@ async fn a_replay_fails_at_its_first_failed_step_unless_told_to_continue() {
         msg.contains("on_error") && msg.contains("fail, continue"),
         "{msg}"
     );
+    // A bad action is refused at submission, not when the task starts.
+    let (status, code, msg, _) = error_of(
+        app.post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "agent": {"kind": "replay", "actions": [{"action": "home"}, {"action": "tap", "target": "#x"}]}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (422, "invalid_agent"));
+    assert!(msg.contains("actions[1]"), "{msg}");
 }
 
 /// A task that asks a question, and a task queued behind it on the only phone.
