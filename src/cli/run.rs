@@ -210,7 +210,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
             }
             _ = tokio::signal::ctrl_c(), if !interrupted => {
                 interrupted = true;
-                println!("\nstopping after the current step (Ctrl+C again to quit now)…");
+                println!("\ncancelling the task (Ctrl+C again to quit now)…");
                 let _ = stop_tx.send(StopSignal::Cancel);
             }
             _ = tokio::signal::ctrl_c(), if interrupted => {

@@ -28,7 +28,7 @@ pub enum AskOutcome {
 }
 
 /// Who closes a question nobody answered (stored as `answered_by`).
-const CLOSERS: [&str; 3] = ["timeout", "cancelled", "shutdown"];
+const CLOSERS: [&str; 4] = ["timeout", "cancelled", "shutdown", "restart"];
 
 /// Resolves when a stop arrives, with who closes the question; never when the sender is gone.
 async fn stopped(stop: &mut watch::Receiver<StopSignal>) -> &'static str {

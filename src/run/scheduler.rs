@@ -109,6 +109,15 @@ impl Scheduler {
             .recover_running(self.cfg.resume_interrupted, reason)
             .await?
         {
+            // A question the dead process was waiting on has nobody to deliver it to.
+            for iv in store.interventions(id).await? {
+                if iv.answered_at.is_none() {
+                    match store.answer_intervention(&iv.id, "", "restart").await {
+                        Ok(_) | Err(StoreError::AlreadyAnswered(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
             let (kind, status) = if self.cfg.resume_interrupted {
                 ("task.requeued", "queued")
             } else {

@@ -291,3 +291,44 @@ async fn sigterm_with_resume_on_resumes_at_the_next_start() {
         "resumed, never interrupted: {events}"
     );
 }
+
+#[tokio::test]
+async fn a_question_open_at_a_crash_is_closed_at_the_next_start() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/local.toml"),
+        format!(
+            "[server]\nbind = \"127.0.0.1:{port}\"\n[storage]\ndata_dir = \"data\"\n[devices.adb]\nenabled = false\n\
+             [[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n[scheduler]\npoll_ms = 50\n"
+        ),
+    )
+    .unwrap();
+    let mut server = start(dir.path(), port).await;
+    let id = submit(port, json!({"instruction": "ask", "agent": {"kind": "replay", "actions": [{"action": "ask_user", "question": "Which one?"}]}})).await;
+    for _ in 0..400 {
+        if get(port, &format!("/v1/tasks/{id}")).await["status"] == "waiting_for_user" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    drop(server);
+    let _server = start(dir.path(), port).await;
+    assert_eq!(
+        get(port, &format!("/v1/tasks/{id}")).await["status"],
+        "interrupted"
+    );
+    let ivs = get(port, &format!("/v1/tasks/{id}/interventions")).await;
+    assert_eq!(ivs[0]["answered_by"], "restart", "{ivs}");
+    let r = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/v1/tasks/{id}/answer"))
+        .json(&json!({"answer": "that one"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409, "nobody waits for this answer any more");
+}
