@@ -916,3 +916,48 @@ async fn a_shutdown_without_resume_says_how_to_enable_it() {
         done.reason
     );
 }
+
+#[tokio::test]
+async fn a_cancel_during_the_pause_after_an_action_keeps_the_step_and_ends_at_once() {
+    let e = env(RunnerConfig {
+        step_delay_ms: 600_000,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "go home", 10, "sim-1").await;
+    let id = task.id;
+    let (tx, rx) = watch::channel(StopSignal::None);
+    let runner = e.runner.clone();
+    let home = Action::Key {
+        key: droidpilot::domain::Key::Home,
+    };
+    let handle = tokio::spawn(async move {
+        runner
+            .run(task, phone, Box::new(ReplayAgent::new(vec![home])), rx)
+            .await
+    });
+    // The action has run once the step is decided and the phone was asked to act; give
+    // it the settle time, then cancel inside the ten-minute pause.
+    for _ in 0..500 {
+        let events = e.store.events_since(&id.to_string(), 0, 100).await.unwrap();
+        if events.iter().any(|ev| ev.kind == "step.decided") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let since = std::time::Instant::now();
+    tx.send(StopSignal::Cancel).unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(60), handle)
+        .await
+        .expect("the pause was cut short")
+        .unwrap()
+        .unwrap();
+    assert!(since.elapsed() < Duration::from_secs(10));
+    assert_eq!(done.status, TaskStatus::Cancelled);
+    let steps = e.store.steps(id).await.unwrap();
+    assert_eq!(steps.len(), 1, "the action that ran is kept");
+    assert_eq!(steps[0].outcome.status, "ok");
+    assert_eq!(done.steps, 1);
+}

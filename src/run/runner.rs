@@ -659,29 +659,27 @@ impl Runner {
                         match result {
                             Ok(detail) => {
                                 let settle_start = Instant::now();
-                                let changed = if action.expects_screen_change() {
-                                    let settled = self.settle(device, latest.layout);
-                                    match unless_cancelled(&mut stop, settled).await {
-                                        Some(c) => c,
-                                        None => continue,
-                                    }
-                                } else {
-                                    None
-                                };
+                                let settled = self.settle_after(device, &action, latest.layout);
+                                let settled = unless_cancelled(&mut stop, settled).await;
                                 step.timings.settle_ms = settle_start.elapsed().as_millis() as u64;
-                                let delay = Duration::from_millis(self.cfg.step_delay_ms);
-                                if unless_cancelled(&mut stop, tokio::time::sleep(delay))
-                                    .await
-                                    .is_none()
-                                {
-                                    continue;
-                                }
+                                let changed = settled.flatten();
                                 step.outcome = StepOutcome {
                                     status: "ok".into(),
                                     error: None,
                                     screen_changed: changed,
                                     detail: Some(detail),
                                 };
+                                let delay = Duration::from_millis(self.cfg.step_delay_ms);
+                                let cancelled = settled.is_none()
+                                    || (self.cfg.step_delay_ms > 0
+                                        && unless_cancelled(&mut stop, tokio::time::sleep(delay))
+                                            .await
+                                            .is_none());
+                                if cancelled {
+                                    // The action ran: keep its step, then the loop ends the task.
+                                    self.record(&stream, &mut step, step_start).await?;
+                                    continue;
+                                }
                                 outcome_text = match changed {
                                     Some(true) => "screen changed".into(),
                                     Some(false) => "no visible change".into(),
@@ -1065,6 +1063,20 @@ impl Runner {
                 }
                 Err(e) => return (Err(e), obs),
             }
+        }
+    }
+
+    /// `settle` for an action that is expected to change the screen; None otherwise.
+    async fn settle_after(
+        &self,
+        device: &dyn Device,
+        action: &Action,
+        before: Option<u64>,
+    ) -> Option<bool> {
+        if action.expects_screen_change() {
+            self.settle(device, before).await
+        } else {
+            None
         }
     }
 
