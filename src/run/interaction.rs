@@ -1,7 +1,8 @@
 //! Questions to people (`ask_user`): the runner asks and waits; an answer arrives over
 //! REST or WebSocket from whoever is watching. Each question is an intervention row
-//! first, so an answer is never lost even if it arrives while no runner waits (after a
-//! restart the row still records the question and its answer).
+//! first. A question nobody will read an answer to any more is closed in its row
+//! (`answered_by` = `timeout`, `cancelled`, `shutdown`, or `restart` for one a dead
+//! process left open), so a late answer is refused rather than lost silently.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
