@@ -247,16 +247,23 @@ fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
         .agent
         .missing_key(&agent, |v| std::env::var(v).ok())
     {
-        let var = match &e {
-            crate::llm::LlmError::MissingKey { env_var, .. } => *env_var,
-            _ => "the provider's key variable",
+        let (var, openai) = match &e {
+            crate::llm::LlmError::MissingKey { env_var, provider } => {
+                (*env_var, *provider == crate::llm::ProviderKind::Openai)
+            }
+            _ => ("the provider's key variable", false),
+        };
+        let local = if openai {
+            ", point agent.base_url at a local OpenAI-compatible server (Ollama, vLLM) that needs no key,"
+        } else {
+            ""
         };
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "missing_model_key",
             format!("the task's agent cannot call its model: {e}"),
             format!(
-                "Set {var} in the server's environment (keys belong to the server, never to a task) and restart it, or point agent.base_url at a local OpenAI-compatible server (Ollama, vLLM) that needs no key, or use agent.kind replay."
+                "Set {var} in the server's environment (keys belong to the server, never to a task) and restart it{local} or use agent.kind replay."
             ),
         ));
     }
