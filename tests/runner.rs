@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use droidpilot::agent::context::AgentContext;
-use droidpilot::agent::replay::ReplayAgent;
+use droidpilot::agent::replay::{OnError, ReplayAgent};
 use droidpilot::agent::{Agent, AgentError, Decision};
 use droidpilot::device::Device;
 use droidpilot::device::sim::tasks::tasks;
@@ -231,8 +231,15 @@ async fn cancel_stops_at_a_step_boundary_keeping_committed_steps() {
     let task = start(&e.store, "wander", 1000, "sim-1").await;
     let (tx, rx) = watch::channel(StopSignal::None);
     let runner = e.runner.clone();
+    let id = task.id;
     let handle = tokio::spawn(async move { runner.run(task, phone, Box::new(Wanderer), rx).await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A cancel drops the step in flight, so wait until some are committed.
+    for _ in 0..500 {
+        if e.store.steps(id).await.unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     tx.send(StopSignal::Cancel).unwrap();
     let done = handle.await.unwrap().unwrap();
     assert_eq!(done.status, TaskStatus::Cancelled);
@@ -383,7 +390,7 @@ async fn a_missing_element_is_retried_then_reported() {
         .run(
             task,
             phone,
-            Box::new(ReplayAgent::new(vec![tap])),
+            Box::new(ReplayAgent::new(vec![tap]).on_error(OnError::Continue)),
             no_stop(),
         )
         .await
@@ -391,7 +398,7 @@ async fn a_missing_element_is_retried_then_reported() {
     assert_eq!(
         done.status,
         TaskStatus::Succeeded,
-        "the replay goes on to finish"
+        "with on_error continue, the replay goes on to finish"
     );
     let s = &e.store.steps(done.id).await.unwrap()[0];
     assert_eq!(s.outcome.status, "failed");
@@ -450,110 +457,108 @@ async fn a_dropped_device_is_waited_for_and_the_task_resumes() {
     );
 }
 
+// A phone that is gone for good: every call reports a disconnect.
+struct Gone;
+#[async_trait]
+impl Device for Gone {
+    fn serial(&self) -> &str {
+        "gone-1"
+    }
+    async fn info(
+        &self,
+    ) -> Result<droidpilot::device::DeviceInfo, droidpilot::device::DeviceError> {
+        Ok(droidpilot::device::DeviceInfo {
+            serial: "gone-1".into(),
+            backend: "test".into(),
+            model: "x".into(),
+            screen: droidpilot::domain::ScreenSize {
+                width: 100,
+                height: 200,
+            },
+            density: 160,
+            rotation: 0,
+        })
+    }
+    async fn screenshot(
+        &self,
+    ) -> Result<droidpilot::device::Screenshot, droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn hierarchy(&self) -> Result<String, droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn tap(
+        &self,
+        _: droidpilot::domain::PixelPoint,
+    ) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn long_press(
+        &self,
+        _: droidpilot::domain::PixelPoint,
+        _: u64,
+    ) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn double_tap(
+        &self,
+        _: droidpilot::domain::PixelPoint,
+    ) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn swipe(
+        &self,
+        _: droidpilot::domain::PixelPoint,
+        _: droidpilot::domain::PixelPoint,
+        _: u64,
+    ) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn type_text(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn clear_text(&self) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn key(&self, _: droidpilot::domain::Key) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn launch_app(
+        &self,
+        _: &droidpilot::domain::AppRef,
+    ) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn current_app(
+        &self,
+    ) -> Result<droidpilot::device::CurrentApp, droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn installed_apps(
+        &self,
+    ) -> Result<Vec<droidpilot::device::AppInfo>, droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn open_url(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn screen_state(
+        &self,
+    ) -> Result<droidpilot::device::ScreenState, droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+    async fn health(&self) -> Result<(), droidpilot::device::DeviceError> {
+        Err(gone())
+    }
+}
+fn gone() -> droidpilot::device::DeviceError {
+    droidpilot::device::DeviceError::Disconnected {
+        serial: "gone-1".into(),
+    }
+}
+
 #[tokio::test]
 async fn a_device_that_never_returns_fails_the_task_cleanly() {
-    // A phone that is gone for good: every call reports a disconnect.
-    struct Gone;
-    #[async_trait]
-    impl Device for Gone {
-        fn serial(&self) -> &str {
-            "gone-1"
-        }
-        async fn info(
-            &self,
-        ) -> Result<droidpilot::device::DeviceInfo, droidpilot::device::DeviceError> {
-            Ok(droidpilot::device::DeviceInfo {
-                serial: "gone-1".into(),
-                backend: "test".into(),
-                model: "x".into(),
-                screen: droidpilot::domain::ScreenSize {
-                    width: 100,
-                    height: 200,
-                },
-                density: 160,
-                rotation: 0,
-            })
-        }
-        async fn screenshot(
-            &self,
-        ) -> Result<droidpilot::device::Screenshot, droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn hierarchy(&self) -> Result<String, droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn tap(
-            &self,
-            _: droidpilot::domain::PixelPoint,
-        ) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn long_press(
-            &self,
-            _: droidpilot::domain::PixelPoint,
-            _: u64,
-        ) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn double_tap(
-            &self,
-            _: droidpilot::domain::PixelPoint,
-        ) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn swipe(
-            &self,
-            _: droidpilot::domain::PixelPoint,
-            _: droidpilot::domain::PixelPoint,
-            _: u64,
-        ) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn type_text(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn clear_text(&self) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn key(
-            &self,
-            _: droidpilot::domain::Key,
-        ) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn launch_app(
-            &self,
-            _: &droidpilot::domain::AppRef,
-        ) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn current_app(
-            &self,
-        ) -> Result<droidpilot::device::CurrentApp, droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn installed_apps(
-            &self,
-        ) -> Result<Vec<droidpilot::device::AppInfo>, droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn open_url(&self, _: &str) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn screen_state(
-            &self,
-        ) -> Result<droidpilot::device::ScreenState, droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-        async fn health(&self) -> Result<(), droidpilot::device::DeviceError> {
-            Err(gone())
-        }
-    }
-    fn gone() -> droidpilot::device::DeviceError {
-        droidpilot::device::DeviceError::Disconnected {
-            serial: "gone-1".into(),
-        }
-    }
     let e = env(RunnerConfig {
         reconnect_wait_secs: 1,
         ..quick()
@@ -575,6 +580,47 @@ async fn a_device_that_never_returns_fails_the_task_cleanly() {
     assert!(
         reason.contains("did not come back within 1 s") && reason.contains("replug USB"),
         "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_ends_the_wait_for_a_lost_device_at_once() {
+    let e = env(RunnerConfig {
+        reconnect_wait_secs: 600,
+        ..quick()
+    })
+    .await;
+    let task = start(&e.store, "anything", 10, "gone-1").await;
+    let id = task.id;
+    let (tx, rx) = watch::channel(StopSignal::None);
+    let runner = e.runner.clone();
+    let handle = tokio::spawn(async move {
+        runner
+            .run(task, Arc::new(Gone), Box::new(ReplayAgent::new(vec![])), rx)
+            .await
+    });
+    let mut lost = false;
+    for _ in 0..200 {
+        let events = e.store.events_since(&id.to_string(), 0, 100).await.unwrap();
+        if events.iter().any(|ev| ev.kind == "task.device_lost") {
+            lost = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(lost, "the runner waits for the device");
+    let since = std::time::Instant::now();
+    tx.send(StopSignal::Cancel).unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(60), handle)
+        .await
+        .expect("the cancel ended the 600 s reconnect wait")
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Cancelled, "{:?}", done.reason);
+    assert!(
+        since.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        since.elapsed()
     );
 }
 
@@ -842,4 +888,76 @@ async fn an_unanswered_question_follows_the_timeout_policy() {
             assert!(done.reason.unwrap().contains("nobody answered"));
         }
     }
+}
+
+#[tokio::test]
+async fn a_shutdown_without_resume_says_how_to_enable_it() {
+    let e = env(RunnerConfig {
+        stuck_threshold: 100,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "wander", 1000, "sim-1").await;
+    let (tx, rx) = watch::channel(StopSignal::Shutdown);
+    let done = e
+        .runner
+        .run(task, phone, Box::new(Wanderer), rx)
+        .await
+        .unwrap();
+    drop(tx);
+    assert_eq!(done.status, TaskStatus::Interrupted);
+    assert!(
+        done.reason
+            .as_deref()
+            .unwrap()
+            .contains("scheduler.resume_interrupted = true"),
+        "{:?}",
+        done.reason
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_during_the_pause_after_an_action_keeps_the_step_and_ends_at_once() {
+    let e = env(RunnerConfig {
+        step_delay_ms: 600_000,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "go home", 10, "sim-1").await;
+    let id = task.id;
+    let (tx, rx) = watch::channel(StopSignal::None);
+    let runner = e.runner.clone();
+    let home = Action::Key {
+        key: droidpilot::domain::Key::Home,
+    };
+    let handle = tokio::spawn(async move {
+        runner
+            .run(task, phone, Box::new(ReplayAgent::new(vec![home])), rx)
+            .await
+    });
+    // The action has run once the step is decided and the phone was asked to act; give
+    // it the settle time, then cancel inside the ten-minute pause.
+    for _ in 0..500 {
+        let events = e.store.events_since(&id.to_string(), 0, 100).await.unwrap();
+        if events.iter().any(|ev| ev.kind == "step.decided") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let since = std::time::Instant::now();
+    tx.send(StopSignal::Cancel).unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(60), handle)
+        .await
+        .expect("the pause was cut short")
+        .unwrap()
+        .unwrap();
+    assert!(since.elapsed() < Duration::from_secs(10));
+    assert_eq!(done.status, TaskStatus::Cancelled);
+    let steps = e.store.steps(id).await.unwrap();
+    assert_eq!(steps.len(), 1, "the action that ran is kept");
+    assert_eq!(steps[0].outcome.status, "ok");
+    assert_eq!(done.steps, 1);
 }

@@ -71,6 +71,16 @@ pub trait Agent: Send {
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError>;
     /// `vision/mai-ui openai:MAI-UI-8B`, for logs and task records.
     fn describe(&self) -> String;
+    /// Whether a device action that failed (after the runner's retries) ends the task.
+    /// Model-driven agents read the failure and choose again; a script cannot.
+    fn fails_on_failed_action(&self) -> bool {
+        false
+    }
+    /// Called by the scheduler before a task requeued after a restart runs again, with
+    /// the steps it already committed. Model-driven agents see them through the history;
+    /// a replay skips the actions they ran. (A task seeded from a saved trajectory by
+    /// `droidpilot run --resume` is given the remaining actions instead.)
+    fn resume(&mut self, _committed: &[crate::domain::Step]) {}
 }
 
 /// An MCP tool the agent may call; its result comes back through the history.

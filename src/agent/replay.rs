@@ -1,20 +1,43 @@
 //! `ReplayAgent`: returns a fixed list of actions in order, then `finish`. No model;
-//! used to replay a recorded flow and to drive the runner in tests.
+//! used to replay a recorded flow and to drive the runner in tests. A scripted run fails
+//! at the first step that fails (after the runner's retries) unless `on_error` says
+//! `continue`, and a resumed run carries on after the actions its committed steps ran.
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::{Agent, AgentContext, AgentError, Decision};
-use crate::domain::Action;
+use crate::domain::{Action, Step};
+
+/// What a replay does when one of its actions fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// End the task as failed, naming the step and the error.
+    #[default]
+    Fail,
+    /// Record the failed step and go on with the next action.
+    Continue,
+}
 
 pub struct ReplayAgent {
     actions: std::vec::IntoIter<Action>,
+    on_error: OnError,
 }
 
 impl ReplayAgent {
+    /// A replay that fails at the first failed step (`on_error: fail`).
     pub fn new(actions: Vec<Action>) -> Self {
         Self {
             actions: actions.into_iter(),
+            on_error: OnError::Fail,
         }
+    }
+
+    pub fn on_error(mut self, on_error: OnError) -> Self {
+        self.on_error = on_error;
+        self
     }
 }
 
@@ -28,7 +51,22 @@ impl Agent for ReplayAgent {
         });
         Ok(Decision::local(action))
     }
+
     fn describe(&self) -> String {
         "replay".into()
+    }
+
+    fn fails_on_failed_action(&self) -> bool {
+        self.on_error == OnError::Fail
+    }
+
+    /// Every committed step that carries an action took one action from the list (a
+    /// failed one too: the live run went on after it), so that many are skipped. The
+    /// step in flight when the process died was not committed and runs again.
+    fn resume(&mut self, committed: &[Step]) {
+        let done = committed.iter().filter(|s| s.action.is_some()).count();
+        if done > 0 {
+            self.actions.nth(done - 1);
+        }
     }
 }

@@ -9,12 +9,12 @@ use utoipa::ToSchema;
 
 use super::grounding::ModelGrounder;
 use super::navigator::{BUILTIN_TOOLS, NavigatorAgent};
-use super::replay::ReplayAgent;
+use super::replay::{OnError, ReplayAgent};
 use super::vision::{UiTarsCoords, VisionAgent, VisionFormat};
 use super::{Agent, AgentError, McpTool};
 use crate::domain::action::closest;
 use crate::domain::{Action, ActionParser};
-use crate::llm::{ApiKey, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
+use crate::llm::{ApiKey, LlmError, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
 use crate::screen::Selector;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -43,6 +43,10 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub actions: Option<Vec<Value>>,
+    /// Replay agents only: `fail` (default) ends the task at the first failed step,
+    /// `continue` records the failure and goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnError>,
 }
 
 /// A field of the `agent` object that is wrong, and why.
@@ -74,7 +78,9 @@ impl SpecError {
     }
 }
 
-const FIELDS: &[&str] = &["kind", "format", "provider", "model", "base_url", "actions"];
+const FIELDS: &[&str] = &[
+    "kind", "format", "provider", "model", "base_url", "actions", "on_error",
+];
 
 fn enum_field<T: for<'de> Deserialize<'de>>(
     obj: &serde_json::Map<String, Value>,
@@ -141,6 +147,7 @@ impl AgentSpec {
                 Some(Value::Array(a)) => Some(a.clone()),
                 Some(_) => return Err(SpecError::new("actions", "expected a list of actions")),
             },
+            on_error: enum_field(obj, "on_error", &["fail", "continue"])?,
         };
         Ok(spec)
     }
@@ -210,6 +217,12 @@ impl AgentSpec {
             _ => {
                 if self.actions.is_some() {
                     return Err(SpecError::new("actions", "is for replay agents only"));
+                }
+                if self.on_error.is_some() {
+                    return Err(SpecError::new(
+                        "on_error",
+                        "is for replay agents only; a model reads a failed step and chooses again",
+                    ));
                 }
                 let base = defaults.model_for(kind);
                 if self.provider.is_some_and(|p| p != base.provider) && self.model.is_none() {
@@ -348,6 +361,31 @@ impl AgentDefaults {
         }
     }
 
+    /// The key a spec's model (and the navigator's grounding model) would lack: checked
+    /// at submission, so a task that could never call its model is refused up front.
+    /// A local OpenAI-compatible server (any `base_url` but OpenAI's) needs none.
+    pub fn missing_key(
+        &self,
+        spec: &AgentSpec,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Option<LlmError> {
+        let kind = spec.validate(self).ok()?;
+        if kind == AgentKind::Replay {
+            return None;
+        }
+        let main = spec.model_config(kind, self);
+        let grounding = self
+            .grounding
+            .iter()
+            .filter(|_| kind == AgentKind::Navigator);
+        std::iter::once(&main).chain(grounding).find_map(|cfg| {
+            if cfg.api_key.is_some() || self.keys.get(cfg.provider).is_some() {
+                return None;
+            }
+            cfg.resolve_key_with(&env).err()
+        })
+    }
+
     fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
         if cfg.api_key.is_some() {
             return Ok(cfg.api_key.clone());
@@ -375,7 +413,9 @@ pub fn build_agent(
         }
     }
     if kind == AgentKind::Replay {
-        return Ok(Box::new(ReplayAgent::new(spec.replay_actions()?)));
+        return Ok(Box::new(
+            ReplayAgent::new(spec.replay_actions()?).on_error(spec.on_error.unwrap_or_default()),
+        ));
     }
     let cfg = spec.model_config(kind, defaults);
     cfg.validate()
@@ -441,8 +481,13 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error"
         );
+        assert_eq!(
+            err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),
+            "agent.on_error: unknown value `ignore`; allowed: fail, continue"
+        );
+        assert_eq!(err(json!({"on_error": "continue"})).field, "on_error");
         assert_eq!(err(json!({"kind": "replay"})).field, "actions");
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "model": "x"})).field,
@@ -466,6 +511,36 @@ mod tests {
         let typed: AgentSpec =
             serde_json::from_value(json!({"kind": "vision", "format": "ui-tars"})).unwrap();
         assert_eq!(typed.format, Some(VisionFormat::UiTars));
+    }
+
+    #[test]
+    fn a_missing_key_is_found_unless_the_server_is_local() {
+        let d = AgentDefaults::default();
+        let no_env = |_: &str| None;
+        let spec = |v: Value| AgentSpec::from_json(&v).unwrap();
+        let e = d.missing_key(&AgentSpec::default(), no_env).unwrap();
+        assert_eq!(e.code(), "llm_missing_key");
+        assert!(e.to_string().contains("OPENAI_API_KEY"), "{e}");
+        let e = d
+            .missing_key(
+                &spec(json!({"provider": "anthropic", "model": "claude"})),
+                no_env,
+            )
+            .unwrap();
+        assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
+        let with_key = |v: &str| (v == "OPENAI_API_KEY").then(|| "sk-test".to_string());
+        assert_eq!(d.missing_key(&AgentSpec::default(), with_key), None);
+        // Ollama / vLLM on this machine, and the default vision server, need no key.
+        let local = spec(json!({"base_url": "http://127.0.0.1:11434/v1"}));
+        assert_eq!(d.missing_key(&local, no_env), None);
+        assert_eq!(
+            d.missing_key(&spec(json!({"kind": "vision"})), no_env),
+            None
+        );
+        assert_eq!(
+            d.missing_key(&spec(json!({"kind": "replay", "actions": []})), no_env),
+            None
+        );
     }
 
     #[tokio::test]

@@ -179,6 +179,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                         print!("\r\x1b[2K[step {}/{max}] {action:<12} {}", p["step"], thinking.replace('\n', " "));
                         let _ = std::io::stdout().flush();
                     }
+                    "model.retry" => {
+                        println!("\n  model call failed ({}); retry {} in {} ms", p["cause"].as_str().unwrap_or(""), p["attempt"], p["delay_ms"]);
+                    }
                     "step.executed" if p["outcome"]["status"] != "ok" => {
                         println!("\n  {}: {}", p["outcome"]["status"].as_str().unwrap_or(""), p["outcome"]["error"].as_str().unwrap_or(""));
                     }
@@ -207,7 +210,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
             }
             _ = tokio::signal::ctrl_c(), if !interrupted => {
                 interrupted = true;
-                println!("\nstopping after the current step (Ctrl+C again to quit now)…");
+                println!("\ncancelling the task (Ctrl+C again to quit now)…");
                 let _ = stop_tx.send(StopSignal::Cancel);
             }
             _ = tokio::signal::ctrl_c(), if interrupted => {

@@ -9,6 +9,8 @@ pub use geometry::{
     Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,
 };
 pub mod task;
-pub use task::{NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus};
+pub use task::{
+    AgentSummary, NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
+};
 pub mod step;
 pub use step::{Intervention, Step, StepOutcome, StepTimings};

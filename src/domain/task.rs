@@ -141,8 +141,51 @@ pub struct TaskSpec {
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
     /// Where to POST the result when the task ends (signed; see README "Webhooks").
-    #[serde(default)]
+    /// Shown with its credentials and query values masked (`https://***@host/p?token=***`);
+    /// the full URL is kept for delivery only.
+    #[serde(default, serialize_with = "serialize_redacted_url")]
     pub webhook_url: Option<String>,
+}
+
+fn serialize_redacted_url<S: serde::Serializer>(
+    url: &Option<String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match url {
+        Some(u) => s.serialize_some(&redact_url_secrets(u)),
+        None => s.serialize_none(),
+    }
+}
+
+/// A URL as responses, logs and events may show it: the userinfo (`user:password@`)
+/// becomes `***@`, every query value `***`, and the fragment is dropped.
+pub fn redact_url_secrets(url: &str) -> String {
+    let (prefix, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    let rest = rest.split('#').next().unwrap_or_default();
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let host = match authority.rfind('@') {
+        Some(at) => format!("***@{}", &authority[at + 1..]),
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let masked: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) => format!("{k}=***"),
+                    None if kv.is_empty() => String::new(),
+                    None => "***".to_string(),
+                })
+                .collect();
+            format!("{path}?{}", masked.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{prefix}{host}{tail}")
 }
 
 /// Which devices may run a task.
@@ -260,7 +303,10 @@ impl TaskSpec {
         if let Some(u) = &req.webhook_url
             && (!(u.starts_with("http://") || u.starts_with("https://")) || u.len() > 2000)
         {
-            return Err(inv("webhook_url", format!("`{u}` is not an http(s) URL")));
+            return Err(inv(
+                "webhook_url",
+                format!("`{}` is not an http(s) URL", redact_url_secrets(u)),
+            ));
         }
         Ok(TaskSpec {
             webhook_url: req.webhook_url,
@@ -299,6 +345,93 @@ pub struct Task {
     pub tokens_out: u64,
     pub cost_usd: f64,
     pub cancel_requested: bool,
+}
+
+/// A task as a list shows it: what it is and how it ended, without the large fields
+/// (the agent's action list, metadata, the webhook URL). `GET /v1/tasks/{id}` has the rest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TaskSummary {
+    pub id: TaskId,
+    pub status: TaskStatus,
+    /// The first 200 characters (`…` marks a cut).
+    pub instruction: String,
+    pub priority: i32,
+    pub agent: AgentSummary,
+    pub external_id: Option<String>,
+    pub session_id: Option<String>,
+    pub device_id: Option<String>,
+    pub assigned_device: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The first 500 characters (`…` marks a cut).
+    pub reason: Option<String>,
+    pub steps: u32,
+    pub max_steps: u32,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
+    pub cancel_requested: bool,
+}
+
+/// Which agent a task asked for, in a few words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentSummary {
+    /// `navigator`, `vision` or `replay`; the server's default kind when the task gave none.
+    pub kind: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// Replay agents: how many actions the script has.
+    pub actions: Option<usize>,
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+impl TaskSummary {
+    /// `default_kind` names the agent kind the server gives tasks that do not say.
+    pub fn new(t: &Task, default_kind: &str) -> Self {
+        let agent = t.spec.agent.as_ref();
+        let field = |k: &str| {
+            agent
+                .and_then(|a| a.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        Self {
+            id: t.id,
+            status: t.status,
+            instruction: clip(&t.spec.instruction, 200),
+            priority: t.spec.priority,
+            agent: AgentSummary {
+                kind: field("kind").unwrap_or_else(|| default_kind.to_string()),
+                provider: field("provider"),
+                model: field("model"),
+                actions: agent
+                    .and_then(|a| a.get("actions"))
+                    .and_then(Value::as_array)
+                    .map(Vec::len),
+            },
+            external_id: t.spec.external_id.clone(),
+            session_id: t.spec.session_id.clone(),
+            device_id: t.spec.device_id.clone(),
+            assigned_device: t.assigned_device.clone(),
+            created_at: t.created_at,
+            started_at: t.started_at,
+            finished_at: t.finished_at,
+            reason: t.reason.as_deref().map(|r| clip(r, 500)),
+            steps: t.steps,
+            max_steps: t.spec.max_steps,
+            tokens_in: t.tokens_in,
+            tokens_out: t.tokens_out,
+            cost_usd: t.cost_usd,
+            cancel_requested: t.cancel_requested,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -366,6 +499,37 @@ mod tests {
         let e = serde_json::from_value::<NewTask>(json!({"instruction": "a", "max_step": 3}))
             .unwrap_err();
         assert!(e.to_string().contains("unknown field `max_step`"), "{e}");
+    }
+
+    #[test]
+    fn webhook_urls_show_without_secrets() {
+        let r = redact_url_secrets;
+        assert_eq!(
+            r("https://user:pw@hooks.example.com:8443/a/b?token=abc&x=1#frag"),
+            "https://***@hooks.example.com:8443/a/b?token=***&x=***"
+        );
+        assert_eq!(
+            r("http://hooks.example.com/a?secret"),
+            "http://hooks.example.com/a?***"
+        );
+        assert_eq!(r("https://h.example/p"), "https://h.example/p");
+        assert_eq!(r("https://a@b@h.example"), "https://***@h.example");
+        let s = TaskSpec::parse(req(
+            json!({"instruction": "a", "webhook_url": "https://u:pw@h.example/x?k=v"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            s.webhook_url.as_deref(),
+            Some("https://u:pw@h.example/x?k=v"),
+            "kept for delivery"
+        );
+        let shown = serde_json::to_value(&s).unwrap();
+        assert_eq!(shown["webhook_url"], "https://***@h.example/x?k=***");
+        let e = TaskSpec::parse(req(
+            json!({"instruction": "a", "webhook_url": "ftp://u:pw@h.example"}),
+        ))
+        .unwrap_err();
+        assert!(!e.to_string().contains("pw"), "{e}");
     }
 
     #[test]

@@ -39,13 +39,15 @@ pub enum LlmError {
         status: u16,
         message: String,
     },
-    #[error("model is not responding: no reply from {url} within {}s after {attempts} attempts", after.as_secs_f32())]
+    /// The URL is named by the hint, once.
+    #[error("model is not responding: no reply within {}s after {attempts} attempts", after.as_secs_f32())]
     Timeout {
         url: String,
         after: Duration,
         attempts: u32,
     },
-    #[error("cannot reach {url}: {message}")]
+    /// The URL is named by the hint, once.
+    #[error("cannot reach the model server: {message}")]
     Unreachable { url: String, message: String },
     #[error("{provider} sent a reply droidpilot cannot read: {message}")]
     Malformed {

@@ -1,6 +1,8 @@
 //! The one place that talks HTTP to providers: per-attempt timeout, retries with
-//! exponential backoff (backon's schedule) on 429, 5xx, timeouts and refused
-//! connections, honouring `Retry-After` (seconds or HTTP-date) and `retry-after-ms`.
+//! exponential backoff (backon's schedule) on 429, 5xx and timeouts, honouring
+//! `Retry-After` (seconds or HTTP-date) and `retry-after-ms`. A refused connection gets
+//! a short budget of its own (`CONNECT_RETRIES` quick attempts, under a second): a
+//! closed port does not open by itself. Every retry is reported (`retry::report`).
 //!
 //! backon's `Retryable` helper cannot replace its next delay with a server-sent one,
 //! so the loop is written here and only the delay schedule comes from backon.
@@ -76,6 +78,10 @@ impl HttpClient {
             .with_max_times(self.max_retries as usize)
             .with_jitter()
             .build();
+        let mut connect_schedule = ExponentialBuilder::default()
+            .with_min_delay(CONNECT_BACKOFF)
+            .with_max_times(CONNECT_RETRIES.min(self.max_retries) as usize)
+            .build();
         // URLs for Gemini carry no key (it goes in a header), but strip any query anyway.
         let shown_url = url.split('?').next().unwrap_or(url).to_string();
         let mut attempts = 0u32;
@@ -136,13 +142,16 @@ impl HttpClient {
                     }
                 }
                 Err(e) if e.is_timeout() => Failure::Timeout,
-                Err(e) if e.is_connect() || e.is_request() => {
-                    Failure::Connect(redact(&error_chain(&e), key.map(ApiKey::expose)))
-                }
+                // reqwest's message and its sources each name the URL: it is shown once,
+                // by `LlmError`, so the chain is taken without it.
+                Err(e) if e.is_connect() || e.is_request() => Failure::Connect(redact(
+                    &error_chain(&e.without_url()),
+                    key.map(ApiKey::expose),
+                )),
                 Err(e) => {
                     return Err(LlmError::Unreachable {
                         url: shown_url,
-                        message: redact(&error_chain(&e), key.map(ApiKey::expose)),
+                        message: redact(&error_chain(&e.without_url()), key.map(ApiKey::expose)),
                     });
                 }
             };
@@ -152,7 +161,11 @@ impl HttpClient {
                 }
                 Failure::Timeout | Failure::Connect(_) => true,
             };
-            let next = if retryable { schedule.next() } else { None };
+            let next = match &failure {
+                Failure::Connect(_) => connect_schedule.next(),
+                _ if retryable => schedule.next(),
+                _ => None,
+            };
             let wait = match (&failure, next) {
                 (
                     Failure::Status {
@@ -172,10 +185,12 @@ impl HttpClient {
             };
             match wait {
                 Some(d) => {
+                    let cause = failure.describe();
                     tracing::warn!(
                         provider = %self.provider, url = %shown_url, attempt = attempts,
-                        delay_ms = d.as_millis() as u64, "model call failed, retrying"
+                        delay_ms = d.as_millis() as u64, cause = %cause, "model call failed, retrying"
                     );
+                    super::retry::report(attempts, d, cause);
                     tokio::time::sleep(d).await;
                 }
                 None => return Err(self.final_error(failure, shown_url, attempts)),
@@ -234,6 +249,10 @@ impl HttpClient {
     }
 }
 
+/// Quick retries for a refused connection, and the first delay (doubling): 250 + 500 ms.
+const CONNECT_RETRIES: u32 = 2;
+const CONNECT_BACKOFF: Duration = Duration::from_millis(250);
+
 enum Failure {
     Status {
         status: u16,
@@ -244,12 +263,30 @@ enum Failure {
     Connect(String),
 }
 
+impl Failure {
+    /// Why an attempt failed, for retry notices.
+    fn describe(&self) -> String {
+        match self {
+            Failure::Status {
+                status, message, ..
+            } => format!("HTTP {status}: {message}"),
+            Failure::Timeout => "no reply within the request timeout".into(),
+            Failure::Connect(m) => m.clone(),
+        }
+    }
+}
+
+/// An error and its sources, `a: b: c`, leaving out a source that repeats the text
+/// before it.
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
+        let text = inner.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
         src = inner.source();
     }
     s

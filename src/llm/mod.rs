@@ -13,6 +13,7 @@ pub mod error;
 pub mod gemini;
 pub mod http;
 pub mod openai;
+pub mod retry;
 pub mod types;
 
 use std::sync::Arc;

@@ -1,32 +1,90 @@
 //! Questions to people (`ask_user`): the runner asks and waits; an answer arrives over
 //! REST or WebSocket from whoever is watching. Each question is an intervention row
-//! first, so an answer is never lost even if it arrives while no runner waits (after a
-//! restart the row still records the question and its answer).
+//! first. A question nobody will read an answer to any more is closed in its row
+//! (`answered_by` = `timeout`, `cancelled`, `shutdown`, or `restart` for one a dead
+//! process left open), so a late answer is refused rather than lost silently.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::events::EventBus;
+use super::runner::StopSignal;
 use crate::domain::{Intervention, TaskId, TaskStatus};
 use crate::store::StoreError;
 
 /// How a question ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AskOutcome {
-    Answered { answer: String, by: String },
+    Answered {
+        answer: String,
+        by: String,
+    },
     TimedOut,
+    /// The task was cancelled or the server is stopping; the question is closed.
+    Stopped,
+}
+
+/// Who closes a question nobody answered (stored as `answered_by`).
+const CLOSERS: [&str; 4] = ["timeout", "cancelled", "shutdown", "restart"];
+
+/// Resolves when a stop arrives, with who closes the question; never when the sender is gone.
+async fn stopped(stop: &mut watch::Receiver<StopSignal>) -> &'static str {
+    let signal = stop.wait_for(|s| *s != StopSignal::None).await.map(|s| *s);
+    match signal {
+        Ok(StopSignal::Cancel) => "cancelled",
+        Ok(_) => "shutdown",
+        Err(_) => std::future::pending().await,
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AnswerError {
     #[error("task {0} has no open question")]
     NoOpenQuestion(TaskId),
+    /// `prompt_id` does not name the open question (a typo, or an old question's id).
+    #[error(
+        "prompt `{given}` is not the open question of task {task}; the open one is `{current}`"
+    )]
+    WrongPrompt {
+        task: TaskId,
+        given: String,
+        current: String,
+        question: String,
+    },
+    #[error("the answer is empty")]
+    EmptyAnswer { options: Vec<String> },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// The open question an answer is for: the one `prompt_id` names, which must be the
+/// task's open question, or the open question when no id is given.
+fn open_question(
+    ivs: &[Intervention],
+    task: TaskId,
+    prompt_id: Option<&str>,
+) -> Result<Intervention, AnswerError> {
+    let open = ivs
+        .iter()
+        .rfind(|i| i.kind == "ask_user" && i.answered_at.is_none());
+    match (open, prompt_id) {
+        (Some(o), Some(p)) if o.id != p => Err(AnswerError::WrongPrompt {
+            task,
+            given: p.to_string(),
+            current: o.id.clone(),
+            question: o.question.clone().unwrap_or_default(),
+        }),
+        (Some(o), _) => Ok(o.clone()),
+        // Distinguish "already answered" from "never asked".
+        (None, Some(p)) if ivs.iter().any(|i| i.id == p) => {
+            Err(StoreError::AlreadyAnswered(p.to_string()).into())
+        }
+        (None, _) => Err(AnswerError::NoOpenQuestion(task)),
+    }
 }
 
 /// Live questions: prompt id → the runner waiting on it.
@@ -37,7 +95,9 @@ pub struct Prompts {
 
 impl Prompts {
     /// Asks, marks the task `waiting_for_user`, publishes `task.ask_user`, and waits up to
-    /// `timeout` for an answer. The task goes back to `running` either way.
+    /// `timeout` for an answer, or until `stop` says the task is cancelled or the server
+    /// stops. The question is closed either way, so a late answer is refused rather than
+    /// lost; the task goes back to `running` unless it was stopped.
     pub async fn ask(
         &self,
         bus: &EventBus,
@@ -45,6 +105,7 @@ impl Prompts {
         question: &str,
         options: Option<Vec<String>>,
         timeout: Duration,
+        stop: &mut watch::Receiver<StopSignal>,
     ) -> Result<(String, AskOutcome), StoreError> {
         let prompt_id = format!("p-{}", uuid::Uuid::now_v7().simple());
         let (tx, rx) = oneshot::channel();
@@ -74,44 +135,65 @@ impl Prompts {
             json!({"task_id": task, "prompt_id": prompt_id, "question": question, "options": options, "timeout_secs": timeout.as_secs()}),
         )
         .await?;
-        let outcome = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok((answer, by))) => AskOutcome::Answered { answer, by },
-            _ => {
-                self.waiting
-                    .lock()
-                    .expect("prompt registry lock")
-                    .remove(&prompt_id);
-                // Close the question so a late answer is refused rather than lost silently.
-                match store.answer_intervention(&prompt_id, "", "timeout").await {
-                    Ok(_) => AskOutcome::TimedOut,
-                    // An answer won the race after the timer fired: honour it.
-                    Err(StoreError::AlreadyAnswered(_)) => {
-                        let ivs = store.interventions(task).await?;
-                        match ivs.into_iter().find(|i| i.id == prompt_id) {
-                            Some(Intervention {
-                                answer: Some(a),
-                                answered_by: Some(b),
-                                ..
-                            }) if b != "timeout" => AskOutcome::Answered { answer: a, by: b },
-                            _ => AskOutcome::TimedOut,
-                        }
-                    }
-                    Err(e) => return Err(e),
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(timeout, rx) => match r {
+                Ok(Ok((answer, by))) => AskOutcome::Answered { answer, by },
+                _ => self.close(bus, task, &prompt_id, "timeout").await?,
+            },
+            s = stopped(stop) => self.close(bus, task, &prompt_id, s).await?,
+        };
+        if outcome != AskOutcome::Stopped {
+            match store.set_task_status(task, TaskStatus::Running, None).await {
+                // Cancelled while the answer arrived: the runner sees the cancel next.
+                Ok(_) | Err(StoreError::WrongStatus { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((prompt_id, outcome))
+    }
+
+    /// Closes an unanswered question (`by` is `timeout`, `cancelled` or `shutdown`) and
+    /// publishes why. An answer that won the race after all is honoured.
+    async fn close(
+        &self,
+        bus: &EventBus,
+        task: TaskId,
+        prompt_id: &str,
+        by: &str,
+    ) -> Result<AskOutcome, StoreError> {
+        self.waiting
+            .lock()
+            .expect("prompt registry lock")
+            .remove(prompt_id);
+        let store = bus.store();
+        match store.answer_intervention(prompt_id, "", by).await {
+            Ok(_) => {}
+            Err(StoreError::AlreadyAnswered(_)) => {
+                let ivs = store.interventions(task).await?;
+                if let Some(Intervention {
+                    answer: Some(a),
+                    answered_by: Some(b),
+                    ..
+                }) = ivs.into_iter().find(|i| i.id == prompt_id)
+                    && !CLOSERS.contains(&b.as_str())
+                {
+                    return Ok(AskOutcome::Answered { answer: a, by: b });
                 }
             }
-        };
-        if outcome == AskOutcome::TimedOut {
-            bus.publish(
-                &task.to_string(),
-                "task.answer_timeout",
-                json!({"task_id": task, "prompt_id": prompt_id}),
-            )
-            .await?;
+            Err(e) => return Err(e),
         }
-        store
-            .set_task_status(task, TaskStatus::Running, None)
-            .await?;
-        Ok((prompt_id, outcome))
+        let (kind, outcome) = if by == "timeout" {
+            ("task.answer_timeout", AskOutcome::TimedOut)
+        } else {
+            ("task.question_closed", AskOutcome::Stopped)
+        };
+        bus.publish(
+            &task.to_string(),
+            kind,
+            json!({"task_id": task, "prompt_id": prompt_id, "by": by}),
+        )
+        .await?;
+        Ok(outcome)
     }
 
     /// Answers the task's open question (`prompt_id` picks one when given). Records the
@@ -126,18 +208,12 @@ impl Prompts {
     ) -> Result<Intervention, AnswerError> {
         let store = bus.store();
         store.get_task(task).await?;
-        let open = store.interventions(task).await?.into_iter().rfind(|i| {
-            i.kind == "ask_user" && i.answered_at.is_none() && prompt_id.is_none_or(|p| p == i.id)
-        });
-        let Some(open) = open else {
-            if let Some(p) = prompt_id {
-                // Distinguish "already answered" from "never asked".
-                if store.interventions(task).await?.iter().any(|i| i.id == p) {
-                    return Err(StoreError::AlreadyAnswered(p.to_string()).into());
-                }
-            }
-            return Err(AnswerError::NoOpenQuestion(task));
-        };
+        let open = open_question(&store.interventions(task).await?, task, prompt_id)?;
+        if answer.trim().is_empty() {
+            return Err(AnswerError::EmptyAnswer {
+                options: open.options.unwrap_or_default(),
+            });
+        }
         let iv = store.answer_intervention(&open.id, answer, by).await?;
         if let Some(tx) = self
             .waiting

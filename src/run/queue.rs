@@ -18,18 +18,19 @@ pub async fn submit(bus: &EventBus, spec: TaskSpec) -> Result<Task, StoreError> 
     Ok(task)
 }
 
-/// Cancels a task: at once when it is not running, at the next step boundary when it is
-/// (its runner is signalled here, and also sees the stored flag at the next step, which
-/// covers a runner in another process).
+/// Cancels a task: at once when it is queued or waiting for an answer, and promptly when
+/// it runs (its runner is signalled here and drops what it waits on, a model call or a
+/// device wait; it also sees the stored flag at the next step, which covers a runner in
+/// another process).
 pub async fn cancel(
     bus: &EventBus,
     running: &RunningTasks,
     id: TaskId,
 ) -> Result<(Task, CancelOutcome), StoreError> {
     let (task, outcome) = bus.store().cancel_task(id).await?;
-    if outcome == CancelOutcome::Requested {
-        running.signal(id, StopSignal::Cancel);
-    }
+    // A task waiting for an answer is cancelled at once, but its runner still waits on
+    // the question (and holds the phone): it is woken too.
+    running.signal(id, StopSignal::Cancel);
     let kind = match outcome {
         CancelOutcome::Cancelled => "task.finished",
         CancelOutcome::Requested => "task.cancel_requested",

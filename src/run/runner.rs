@@ -97,7 +97,8 @@ impl Default for RunnerConfig {
     }
 }
 
-/// Why the loop stops early, sent by the scheduler.
+/// Why the loop stops early, sent by the scheduler. A cancel also aborts what the step
+/// is waiting on (a model call, a device wait); a shutdown lets the step finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StopSignal {
     #[default]
@@ -106,6 +107,10 @@ pub enum StopSignal {
     Cancel,
     /// The server is shutting down: finish the step, mark the task interrupted.
     Shutdown,
+    /// The server is shutting down and resumes interrupted tasks at its next start:
+    /// finish the step and leave the task `running`, as a crash would, so start-up
+    /// requeues it (`scheduler.resume_interrupted`).
+    Suspend,
 }
 
 /// Everything the loop needs besides the task, its device and its agent.
@@ -141,6 +146,8 @@ struct End {
     status: TaskStatus,
     reason: String,
     answer: Option<String>,
+    /// Left unfinished for the next start to resume (`StopSignal::Suspend`).
+    suspended: bool,
 }
 
 impl End {
@@ -149,6 +156,17 @@ impl End {
             status,
             reason: reason.into(),
             answer: None,
+            suspended: false,
+        }
+    }
+
+    fn suspended() -> Self {
+        Self {
+            suspended: true,
+            ..Self::new(
+                TaskStatus::Running,
+                "the server shut down while the task ran; the next start resumes it from its last committed step",
+            )
         }
     }
 }
@@ -230,6 +248,9 @@ impl Runner {
         if end.status == TaskStatus::Incomplete {
             tracing::warn!(task = %id, "task reached max_steps without finishing");
         }
+        if end.suspended {
+            return self.suspend(id, &end.reason).await;
+        }
         let finished = match self
             .bus
             .store()
@@ -237,8 +258,9 @@ impl Runner {
             .await
         {
             Ok(t) => t,
-            // Cancelled meanwhile (a queued-cancel race): keep the first ending.
-            Err(StoreError::WrongStatus { .. }) => self.bus.store().get_task(id).await?,
+            // Ended meanwhile (a cancel while waiting for an answer ends the task at once,
+            // and publishes `task.finished` itself): keep the first ending.
+            Err(StoreError::WrongStatus { .. }) => return self.bus.store().get_task(id).await,
             Err(e) => return Err(e),
         };
         self.bus
@@ -250,6 +272,28 @@ impl Runner {
             )
             .await?;
         Ok(finished)
+    }
+
+    /// Leaves the task `running` (out of `waiting_for_user`) for the next start to requeue.
+    async fn suspend(&self, id: crate::domain::TaskId, reason: &str) -> Result<Task, StoreError> {
+        let store = self.bus.store();
+        match store
+            .set_task_status(id, TaskStatus::Running, Some(reason))
+            .await
+        {
+            Ok(t) => {
+                self.bus
+                    .publish(
+                        &id.to_string(),
+                        "task.suspended",
+                        json!({"task_id": id, "reason": reason}),
+                    )
+                    .await?;
+                Ok(t)
+            }
+            Err(StoreError::WrongStatus { .. }) => store.get_task(id).await,
+            Err(e) => Err(e),
+        }
     }
 
     async fn run_loop(
@@ -307,9 +351,10 @@ impl Runner {
                 StopSignal::Shutdown => {
                     return Ok(End::new(
                         TaskStatus::Interrupted,
-                        "the server shut down while the task ran; resubmit it or enable runner resume",
+                        "the server shut down while the task ran (its committed steps are kept); resubmit it, or set scheduler.resume_interrupted = true so the next start resumes such tasks",
                     ));
                 }
+                StopSignal::Suspend => return Ok(End::suspended()),
                 StopSignal::None => {}
             }
             if store.get_task(task.id).await?.cancel_requested {
@@ -337,14 +382,20 @@ impl Runner {
             // observe
             let obs = match cached.take() {
                 Some(o) => o,
-                None => match self.observe(device, size).await {
-                    Ok(o) => o,
-                    Err(e) if e.is_disconnect() => {
-                        self.await_reconnect(device, &stream, &e).await?;
+                None => match unless_cancelled(&mut stop, self.observe(device, size)).await {
+                    None => continue,
+                    Some(Ok(o)) => o,
+                    Some(Err(e)) if e.is_disconnect() => {
+                        if let Some(back) =
+                            unless_cancelled(&mut stop, self.await_reconnect(device, &stream, &e))
+                                .await
+                        {
+                            back?;
+                        }
                         n -= 1; // the step did not happen; redo it
                         continue;
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         return Err(Fatal::Device(format!(
                             "cannot observe the screen: {e}. {}",
                             e.hint()
@@ -384,7 +435,11 @@ impl Runner {
                 },
                 history: history.clone(),
             };
-            let decided = self.decide(agent, &ctx).await;
+            let deciding = self.decide_reporting(&stream, n, agent, &ctx);
+            let Some(decided) = unless_cancelled(&mut stop, deciding).await else {
+                continue;
+            };
+            let decided = decided?;
             let mut step = Step {
                 task_id: task.id,
                 n,
@@ -487,18 +542,26 @@ impl Runner {
                         }
                     });
                     return Ok(End {
-                        status,
-                        reason,
                         answer: answer.clone(),
+                        ..End::new(status, reason)
                     });
                 }
                 Action::AskUser { question, options } => {
                     let timeout = Duration::from_secs(self.cfg.ask_user_timeout_secs);
-                    let (prompt_id, outcome) = tokio::select! {
-                        r = self.prompts.ask(&self.bus, task.id, question, options.clone(), timeout) => r?,
-                        _ = wait_stop(&mut stop) => continue,
-                    };
+                    let (prompt_id, outcome) = self
+                        .prompts
+                        .ask(
+                            &self.bus,
+                            task.id,
+                            question,
+                            options.clone(),
+                            timeout,
+                            &mut stop,
+                        )
+                        .await?;
                     let answer = match outcome {
+                        // The loop's stop check ends the task; the step is not recorded.
+                        AskOutcome::Stopped => continue,
                         AskOutcome::Answered { answer, by } => {
                             step.outcome.detail =
                                 Some(json!({"prompt_id": prompt_id, "answer": answer, "by": by}));
@@ -532,14 +595,14 @@ impl Runner {
                     outcome_text = format!("the user answered: {answer}");
                 }
                 Action::McpCall { tool, args } => {
-                    let r = self
-                        .mcp
-                        .call(
-                            tool,
-                            args.clone(),
-                            Duration::from_secs(self.cfg.mcp_timeout_secs),
-                        )
-                        .await;
+                    let call = self.mcp.call(
+                        tool,
+                        args.clone(),
+                        Duration::from_secs(self.cfg.mcp_timeout_secs),
+                    );
+                    let Some(r) = unless_cancelled(&mut stop, call).await else {
+                        continue;
+                    };
                     let text = match &r.content {
                         Value::String(s) => s.clone(),
                         v => v.to_string(),
@@ -583,7 +646,11 @@ impl Runner {
                     } else {
                         step.action = serde_json::to_value(&action).ok();
                         let act_start = Instant::now();
-                        let (result, latest) = self.act(device, &action, obs.clone(), size).await;
+                        let acted = self.act(device, &action, obs.clone(), size);
+                        let Some((result, latest)) = unless_cancelled(&mut stop, acted).await
+                        else {
+                            continue;
+                        };
                         step.timings.action_ms = act_start.elapsed().as_millis() as u64;
                         let mw_outcome = result.clone().map_err(|e| e.to_string());
                         for m in &self.middleware {
@@ -592,24 +659,27 @@ impl Runner {
                         match result {
                             Ok(detail) => {
                                 let settle_start = Instant::now();
-                                let changed = if action.expects_screen_change() {
-                                    self.settle(device, latest.layout).await
-                                } else {
-                                    None
-                                };
+                                let settled = self.settle_after(device, &action, latest.layout);
+                                let settled = unless_cancelled(&mut stop, settled).await;
                                 step.timings.settle_ms = settle_start.elapsed().as_millis() as u64;
-                                if self.cfg.step_delay_ms > 0 {
-                                    tokio::time::sleep(Duration::from_millis(
-                                        self.cfg.step_delay_ms,
-                                    ))
-                                    .await;
-                                }
+                                let changed = settled.flatten();
                                 step.outcome = StepOutcome {
                                     status: "ok".into(),
                                     error: None,
                                     screen_changed: changed,
                                     detail: Some(detail),
                                 };
+                                let delay = Duration::from_millis(self.cfg.step_delay_ms);
+                                let cancelled = settled.is_none()
+                                    || (self.cfg.step_delay_ms > 0
+                                        && unless_cancelled(&mut stop, tokio::time::sleep(delay))
+                                            .await
+                                            .is_none());
+                                if cancelled {
+                                    // The action ran: keep its step, then the loop ends the task.
+                                    self.record(&stream, &mut step, step_start).await?;
+                                    continue;
+                                }
                                 outcome_text = match changed {
                                     Some(true) => "screen changed".into(),
                                     Some(false) => "no visible change".into(),
@@ -633,7 +703,14 @@ impl Runner {
                                 let de = DeviceError::Disconnected {
                                     serial: device.serial().to_string(),
                                 };
-                                self.await_reconnect(device, &stream, &de).await?;
+                                if let Some(back) = unless_cancelled(
+                                    &mut stop,
+                                    self.await_reconnect(device, &stream, &de),
+                                )
+                                .await
+                                {
+                                    back?;
+                                }
                                 continue;
                             }
                             Err(e) => {
@@ -646,6 +723,10 @@ impl Runner {
                                     ),
                                 };
                                 outcome_text = format!("failed: {e}. {}", e.hint());
+                                if agent.fails_on_failed_action() {
+                                    self.record(&stream, &mut step, step_start).await?;
+                                    return Ok(failed_step_end(n, &action, &e));
+                                }
                                 // The retries re-observed; the next decision reuses that screen.
                                 cached = Some(latest);
                             }
@@ -691,11 +772,12 @@ impl Runner {
                             task.spec.instruction
                         );
                         let timeout = Duration::from_secs(self.cfg.ask_user_timeout_secs);
-                        let (_, outcome) = tokio::select! {
-                            r = self.prompts.ask(&self.bus, task.id, &q, None, timeout) => r?,
-                            _ = wait_stop(&mut stop) => continue,
-                        };
+                        let (_, outcome) = self
+                            .prompts
+                            .ask(&self.bus, task.id, &q, None, timeout, &mut stop)
+                            .await?;
                         match outcome {
+                            AskOutcome::Stopped => continue,
                             AskOutcome::Answered { answer, .. } => {
                                 history.push_note(Note::UserAnswer {
                                     step: n,
@@ -850,7 +932,49 @@ impl Runner {
         })
     }
 
-    /// Asks the agent, retrying transient model failures.
+    /// `decide`, publishing every retry its model calls make as `model.retry` (attempt,
+    /// delay_ms, cause) while it runs, so a client sees why a step takes long.
+    async fn decide_reporting(
+        &self,
+        stream: &str,
+        n: u32,
+        agent: &mut dyn Agent,
+        ctx: &AgentContext,
+    ) -> Result<Result<Decision, AgentError>, StoreError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let deciding = crate::llm::retry::with_retry_sink(tx, self.decide(agent, ctx));
+        tokio::pin!(deciding);
+        loop {
+            tokio::select! {
+                decided = &mut deciding => {
+                    while let Ok(r) = rx.try_recv() {
+                        self.publish_retry(stream, n, &r).await?;
+                    }
+                    return Ok(decided);
+                }
+                Some(r) = rx.recv() => self.publish_retry(stream, n, &r).await?,
+            }
+        }
+    }
+
+    async fn publish_retry(
+        &self,
+        stream: &str,
+        n: u32,
+        r: &crate::llm::retry::RetryNotice,
+    ) -> Result<(), StoreError> {
+        self.bus
+            .publish(
+                stream,
+                "model.retry",
+                json!({"step": n, "attempt": r.attempt, "delay_ms": r.delay_ms, "cause": r.cause}),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Asks the agent, retrying transient model failures. An unreachable server is not
+    /// asked again: the HTTP layer already spent its quick budget on it.
     async fn decide(
         &self,
         agent: &mut dyn Agent,
@@ -860,11 +984,19 @@ impl Runner {
         loop {
             match agent.next(ctx).await {
                 Err(AgentError::Llm(e))
-                    if e.is_transient() && attempt < self.cfg.prediction_retries =>
+                    if e.is_transient()
+                        && !matches!(e, crate::llm::LlmError::Unreachable { .. })
+                        && attempt < self.cfg.prediction_retries =>
                 {
                     attempt += 1;
+                    let delay = self.backoff(attempt - 1);
                     tracing::warn!(error = %e, attempt, "model call failed; asking again");
-                    tokio::time::sleep(self.backoff(attempt - 1)).await;
+                    crate::llm::retry::report(
+                        attempt,
+                        delay,
+                        format!("{e} (asking the agent again)"),
+                    );
+                    tokio::time::sleep(delay).await;
                 }
                 other => return other,
             }
@@ -931,6 +1063,20 @@ impl Runner {
                 }
                 Err(e) => return (Err(e), obs),
             }
+        }
+    }
+
+    /// `settle` for an action that is expected to change the screen; None otherwise.
+    async fn settle_after(
+        &self,
+        device: &dyn Device,
+        action: &Action,
+        before: Option<u64>,
+    ) -> Option<bool> {
+        if action.expects_screen_change() {
+            self.settle(device, before).await
+        } else {
+            None
         }
     }
 
@@ -1009,8 +1155,37 @@ impl Runner {
     }
 }
 
-async fn wait_stop(rx: &mut watch::Receiver<StopSignal>) {
-    let _ = rx.wait_for(|s| *s != StopSignal::None).await.map(|_| ());
+/// A scripted run ends at its first failed step: the reason names the step and the error.
+fn failed_step_end(n: u32, action: &Action, e: &ExecError) -> End {
+    End::new(
+        TaskStatus::Failed,
+        format!(
+            "step {n} ({}) failed: {}: {e}. {} (a replay with \"on_error\": \"continue\" goes on after a failed step)",
+            action.name(),
+            e.error_type(),
+            e.hint()
+        ),
+    )
+}
+
+/// Runs `f` unless the task is cancelled first (`None` then): a cancel does not wait for
+/// a model call's retries, an action's retries, a settle or a reconnect to end. The
+/// caller goes back to the top of the loop, which ends the task.
+async fn unless_cancelled<F: std::future::Future>(
+    stop: &mut watch::Receiver<StopSignal>,
+    f: F,
+) -> Option<F::Output> {
+    tokio::select! {
+        r = f => Some(r),
+        _ = cancelled(stop) => None,
+    }
+}
+
+/// Resolves on a cancel; never when the sender is gone (nobody can cancel any more).
+async fn cancelled(stop: &mut watch::Receiver<StopSignal>) {
+    if stop.wait_for(|s| *s == StopSignal::Cancel).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// The representation when no tree could be read: the agent acts from the screenshot.

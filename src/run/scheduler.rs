@@ -109,6 +109,15 @@ impl Scheduler {
             .recover_running(self.cfg.resume_interrupted, reason)
             .await?
         {
+            // A question the dead process was waiting on has nobody to deliver it to.
+            for iv in store.interventions(id).await? {
+                if iv.answered_at.is_none() {
+                    match store.answer_intervention(&iv.id, "", "restart").await {
+                        Ok(_) | Err(StoreError::AlreadyAnswered(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
             let (kind, status) = if self.cfg.resume_interrupted {
                 ("task.requeued", "queued")
             } else {
@@ -127,7 +136,8 @@ impl Scheduler {
     }
 
     /// Runs until `shutdown` flips to true; then tells runners to stop after their
-    /// current step and waits for them (they mark their tasks interrupted).
+    /// current step and waits for them (they mark their tasks interrupted, or leave them
+    /// to be resumed when `resume_interrupted` is on).
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut runners: JoinSet<()> = JoinSet::new();
         loop {
@@ -145,7 +155,13 @@ impl Scheduler {
                 r = shutdown.changed() => if r.is_err() { break; }
             }
         }
-        self.running.signal_all(StopSignal::Shutdown);
+        // With resume on, a graceful stop leaves running tasks for the next start to
+        // resume, exactly as a crash would; otherwise they end `interrupted`.
+        self.running.signal_all(if self.cfg.resume_interrupted {
+            StopSignal::Suspend
+        } else {
+            StopSignal::Shutdown
+        });
         while runners.join_next().await.is_some() {}
     }
 
@@ -235,7 +251,13 @@ impl Scheduler {
         }
         let task = store.get_task(task.id).await?;
         let agent = match (self.agents)(&task) {
-            Ok(a) => a,
+            Ok(mut a) => {
+                // Requeued after a restart: a replay carries on after its committed steps.
+                if task.steps > 0 {
+                    a.resume(&store.steps(task.id).await?);
+                }
+                a
+            }
             Err(msg) => {
                 let reason = format!("cannot build the agent: {msg}");
                 let t = store

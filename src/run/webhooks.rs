@@ -322,7 +322,7 @@ impl WebhookSender {
         body: Vec<u8>,
     ) -> Result<Delivered, WebhookError> {
         let parsed = reqwest::Url::parse(url).map_err(|e| WebhookError::InvalidUrl {
-            url: url.into(),
+            url: crate::domain::task::redact_url_secrets(url),
             reason: e.to_string(),
         })?;
         if !matches!(parsed.scheme(), "http" | "https") {

@@ -182,12 +182,38 @@ impl From<QueryRejection> for ApiError {
 
 impl From<crate::run::interaction::AnswerError> for ApiError {
     fn from(e: crate::run::interaction::AnswerError) -> Self {
+        let e_msg = e.to_string();
         match e {
             crate::run::interaction::AnswerError::NoOpenQuestion(id) => Self::new(
                 StatusCode::CONFLICT,
                 "no_open_question",
                 format!("task {id} is not waiting for an answer"),
                 "Answer only after a `task.ask_user` event; its `prompt_id` names the question.",
+            ),
+            // 409: the request is well formed, but the task's state moved on (another
+            // question is open), as with a stale version; the message names the current one.
+            crate::run::interaction::AnswerError::WrongPrompt {
+                current, question, ..
+            } => Self::new(
+                StatusCode::CONFLICT,
+                "wrong_prompt",
+                e_msg,
+                format!(
+                    "The open question is \"{question}\"; answer it with prompt_id `{current}`, or omit prompt_id to answer the open question."
+                ),
+            ),
+            crate::run::interaction::AnswerError::EmptyAnswer { options } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_answer",
+                e_msg,
+                if options.is_empty() {
+                    "Send the text to give back to the agent in `answer`.".to_string()
+                } else {
+                    format!(
+                        "Answer with one of: {}, or with free text.",
+                        options.join(", ")
+                    )
+                },
             ),
             crate::run::interaction::AnswerError::Store(s) => s.into(),
         }

@@ -8,9 +8,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path, Query};
 use super::state::AppState;
-use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus};
+use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus, TaskSummary};
 use crate::run::queue;
-use crate::store::{CancelOutcome, TaskFilter, TaskPage};
+use crate::store::{CancelOutcome, TaskFilter};
 
 /// Submit a task. It is validated, stored as `queued` and returned.
 #[utoipa::path(
@@ -21,7 +21,7 @@ use crate::store::{CancelOutcome, TaskFilter, TaskPage};
         (status = 400, description = "Malformed JSON", body = ErrorResponse),
         (status = 413, description = "Body too large", body = ErrorResponse),
         (status = 415, description = "Not JSON", body = ErrorResponse),
-        (status = 422, description = "A field is missing or invalid", body = ErrorResponse),
+        (status = 422, description = "A field is missing or invalid, or the agent's model needs a key the server lacks (`missing_model_key`)", body = ErrorResponse),
     )
 )]
 pub async fn create_task(
@@ -50,15 +50,25 @@ pub struct ListParams {
     cursor: Option<String>,
 }
 
-/// List tasks, newest first, one page at a time.
+/// A page of task summaries, newest first.
+#[derive(Debug, serde::Serialize, serde::Deserialize, ToSchema)]
+pub struct TaskSummaryPage {
+    pub tasks: Vec<TaskSummary>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// List tasks, newest first, one page at a time. Each item is a summary (the agent's
+/// kind and action count, no action list, metadata or webhook URL); `GET /v1/tasks/{id}`
+/// returns the whole task.
 #[utoipa::path(
     get, path = "/v1/tasks", tag = "tasks", params(ListParams),
-    responses((status = 200, body = TaskPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
+    responses((status = 200, body = TaskSummaryPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
 )]
 pub async fn list_tasks(
     State(s): State<AppState>,
     Query(p): Query<ListParams>,
-) -> Result<Json<TaskPage>, ApiError> {
+) -> Result<Json<TaskSummaryPage>, ApiError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
         return Err(ApiError::new(
@@ -68,15 +78,26 @@ pub async fn list_tasks(
             "Use a limit between 1 and 500 and follow `next_cursor` for more.",
         ));
     }
-    Ok(Json(
-        s.store
-            .list_tasks(TaskFilter {
-                status: p.status,
-                limit,
-                cursor: p.cursor,
-            })
-            .await?,
-    ))
+    let page = s
+        .store
+        .list_tasks(TaskFilter {
+            status: p.status,
+            limit,
+            cursor: p.cursor,
+        })
+        .await?;
+    let default_kind = serde_json::to_value(s.config.agent.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    Ok(Json(TaskSummaryPage {
+        tasks: page
+            .tasks
+            .iter()
+            .map(|t| TaskSummary::new(t, &default_kind))
+            .collect(),
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// One task with its summary: status, steps, tokens, cost, reason.
@@ -137,9 +158,10 @@ pub async fn cancel_task(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
-    /// The text given back to the agent (one of the offered options, or free text).
+    /// The text given back to the agent (one of the offered options, or free text); not empty.
     pub answer: String,
-    /// Which question; the task's open question when omitted.
+    /// Which question; the task's open question when omitted. An id that is not the open
+    /// question is refused (409, `wrong_prompt`) with the open question's id.
     pub prompt_id: Option<String>,
 }
 
@@ -150,7 +172,8 @@ pub struct AnswerRequest {
     responses(
         (status = 200, description = "Recorded and delivered", body = crate::domain::Intervention),
         (status = 404, body = ErrorResponse),
-        (status = 409, description = "No open question, or already answered", body = ErrorResponse),
+        (status = 409, description = "No open question, already answered, or `prompt_id` is not the open question (the error names the open one)", body = ErrorResponse),
+        (status = 422, description = "An empty answer", body = ErrorResponse),
     )
 )]
 pub async fn answer_task(
@@ -190,12 +213,13 @@ pub async fn list_interventions(
     Ok(Json(s.store.interventions(id).await?))
 }
 
-/// Refuses, at submission, what could never run: an agent spec with a bad field, or a
-/// device id the pool does not know (a typo would otherwise wait out the queue timeout).
+/// Refuses, at submission, what could never run: an agent spec with a bad field, a model
+/// whose provider key the server lacks, or a device id the pool does not know (a typo
+/// would otherwise wait out the queue timeout).
 fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
-    if let Some(a) = &spec.agent {
-        crate::agent::spec::AgentSpec::from_json(a)
-            .and_then(|a| a.validate(&s.config.agent).map(|_| ()))
+    let agent = match &spec.agent {
+        Some(a) => crate::agent::spec::AgentSpec::from_json(a)
+            .and_then(|a| a.validate(&s.config.agent).map(|_| a))
             .map_err(|e| {
                 ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -203,7 +227,33 @@ fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
                     e.to_string(),
                     e.hint(),
                 )
-            })?;
+            })?,
+        None => crate::agent::spec::AgentSpec::default(),
+    };
+    if let Some(e) = s
+        .config
+        .agent
+        .missing_key(&agent, |v| std::env::var(v).ok())
+    {
+        let (var, openai) = match &e {
+            crate::llm::LlmError::MissingKey { env_var, provider } => {
+                (*env_var, *provider == crate::llm::ProviderKind::Openai)
+            }
+            _ => ("the provider's key variable", false),
+        };
+        let local = if openai {
+            ", point agent.base_url at a local OpenAI-compatible server (Ollama, vLLM) that needs no key,"
+        } else {
+            ""
+        };
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing_model_key",
+            format!("the task's agent cannot call its model: {e}"),
+            format!(
+                "Set {var} in the server's environment (keys belong to the server, never to a task) and restart it{local} or use agent.kind replay."
+            ),
+        ));
     }
     if let Some(d) = &spec.device_id
         && s.pool.summary(d).is_none()

@@ -311,7 +311,7 @@ impl Store for SqliteStore {
             _ => {
                 sqlx::query(
                     "UPDATE tasks SET status = 'cancelled', cancel_requested = 1, finished_at = ?, \
-                     reason = COALESCE(reason, 'cancelled by request') WHERE id = ?",
+                     reason = 'cancelled by request' WHERE id = ?",
                 )
                 .bind(ts(Utc::now()))
                 .bind(id.to_string())

@@ -6,6 +6,7 @@ mod common;
 
 mod actions;
 mod crash;
+mod lifecycle;
 mod run;
 mod streaming;
 mod tasks;

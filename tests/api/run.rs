@@ -17,7 +17,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 use crate::common::{TestApp, error_of, spawn_app_with};
 
 /// An app with no configured phones; tests add the `SimDevice`s they hold.
-async fn bare_app(extra: &[(&str, &str)]) -> TestApp {
+pub(crate) async fn bare_app(extra: &[(&str, &str)]) -> TestApp {
     let mut env = vec![
         ("DROIDPILOT_RUNNER__SETTLE_TIMEOUT_MS", "300"),
         ("DROIDPILOT_RUNNER__SETTLE_POLL_MS", "10"),
@@ -31,7 +31,7 @@ async fn bare_app(extra: &[(&str, &str)]) -> TestApp {
     app
 }
 
-async fn add_phone(app: &TestApp, serial: &str, task: Option<&str>) -> Arc<SimDevice> {
+pub(crate) async fn add_phone(app: &TestApp, serial: &str, task: Option<&str>) -> Arc<SimDevice> {
     let cfg = SimConfig {
         serial: serial.into(),
         width: 540,
@@ -48,7 +48,7 @@ async fn add_phone(app: &TestApp, serial: &str, task: Option<&str>) -> Arc<SimDe
 
 /// Serves the given assistant replies in order (OpenAI Chat Completions shape); the
 /// `status` list lets a test inject errors before a reply.
-struct Script {
+pub(crate) struct Script {
     replies: Vec<(u16, String)>,
     next: AtomicUsize,
 }
@@ -73,7 +73,7 @@ impl Respond for Script {
     }
 }
 
-async fn model(replies: Vec<(u16, String)>) -> (MockServer, Arc<Script>) {
+pub(crate) async fn model(replies: Vec<(u16, String)>) -> (MockServer, Arc<Script>) {
     let server = MockServer::start().await;
     let script = Arc::new(Script {
         replies,
@@ -94,15 +94,15 @@ async fn model(replies: Vec<(u16, String)>) -> (MockServer, Arc<Script>) {
 }
 
 /// The generic vision format: `<thinking>…</thinking><tool_call>{action JSON}</tool_call>`.
-fn generic(thinking: &str, action: &Value) -> String {
+pub(crate) fn generic(thinking: &str, action: &Value) -> String {
     format!("<thinking>{thinking}</thinking><tool_call>{action}</tool_call>")
 }
 
-fn agent_for(server: &MockServer) -> Value {
+pub(crate) fn agent_for(server: &MockServer) -> Value {
     json!({"kind": "vision", "format": "generic", "provider": "openai", "model": "ui-model", "base_url": format!("{}/v1", server.uri())})
 }
 
-async fn wait_done(app: &TestApp, id: &str) -> Value {
+pub(crate) async fn wait_done(app: &TestApp, id: &str) -> Value {
     for _ in 0..600 {
         let t: Value = app
             .get(&format!("/v1/tasks/{id}"))
@@ -121,7 +121,7 @@ async fn wait_done(app: &TestApp, id: &str) -> Value {
     panic!("task {id} did not finish");
 }
 
-async fn wait_status(app: &TestApp, id: &str, status: &str) {
+pub(crate) async fn wait_status(app: &TestApp, id: &str, status: &str) {
     for _ in 0..600 {
         let t: Value = app
             .get(&format!("/v1/tasks/{id}"))
@@ -137,7 +137,7 @@ async fn wait_status(app: &TestApp, id: &str, status: &str) {
     panic!("task {id} never became {status}");
 }
 
-async fn submit(app: &TestApp, body: Value) -> String {
+pub(crate) async fn submit(app: &TestApp, body: Value) -> String {
     let r = app.post_json("/v1/tasks", &body).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
     let v: Value = r.json().await.unwrap();
@@ -381,7 +381,19 @@ async fn a_running_task_is_cancelled_over_rest() {
         .collect();
     let id = submit(&app, json!({"instruction": "wander", "max_steps": 500, "agent": {"kind": "replay", "actions": actions}})).await;
     wait_status(&app, &id, "running").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A cancel drops the step in flight, so wait for a committed one.
+    for _ in 0..500 {
+        let t: Value = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if t["steps"].as_u64().unwrap() >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let r = app
         .client
         .post(app.url(&format!("/v1/tasks/{id}/cancel")))

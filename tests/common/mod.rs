@@ -65,8 +65,15 @@ pub fn test_config(data_dir: &Path, env: &[(&str, &str)]) -> Config {
         ..Default::default()
     };
     // Test servers never start or talk to a real adb server unless a test asks.
-    let mut vars: Vec<(String, String)> =
-        vec![("DROIDPILOT_DEVICES__ADB__ENABLED".into(), "false".into())];
+    // A placeholder OpenAI key, so tasks with the default agent are accepted (a server
+    // without one refuses them at submission); no test sends it anywhere.
+    let mut vars: Vec<(String, String)> = vec![
+        ("DROIDPILOT_DEVICES__ADB__ENABLED".into(), "false".into()),
+        (
+            "DROIDPILOT_AGENT__KEYS__OPENAI".into(),
+            "sk-test-placeholder".into(),
+        ),
+    ];
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Config::load_with_env(data_dir, &overrides, vars).expect("test configuration is valid")
 }
