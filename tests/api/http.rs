@@ -1,0 +1,271 @@
+//! HTTP plumbing over real sockets: connection limits and timeouts, hyper's own error
+//! responses, compression of errors, authentication details, the docs' access.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::common::{error_of, spawn_app, spawn_app_with};
+
+const TOKEN: &str = "test-token-0123456789";
+
+/// Sends raw bytes and reads until the server closes the connection (bounded).
+async fn raw_exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .expect("the server answers and closes");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Splits a raw HTTP/1.1 response into (status, lower-cased head, body).
+fn split_response(raw: &str) -> (u16, String, String) {
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .expect("a complete response head");
+    let status = head[9..12].parse().unwrap();
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+fn assert_error_shape(body: &str, code: &str) {
+    let v: Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("JSON body ({e}): {body:?}"));
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{v}"
+    );
+    assert!(
+        v["error"]["hint"].as_str().is_some_and(|h| !h.is_empty()),
+        "{v}"
+    );
+}
+
+#[tokio::test]
+async fn a_huge_uri_gets_414_in_the_error_shape() {
+    let app = spawn_app().await;
+    let cursor = "a".repeat(100_000);
+    let req = format!("GET /v1/tasks?cursor={cursor} HTTP/1.1\r\nhost: x\r\n\r\n");
+    let (status, head, body) = split_response(&raw_exchange(app.addr, req.as_bytes()).await);
+    assert_eq!(status, 414);
+    assert!(head.contains("content-type: application/json"), "{head}");
+    assert!(
+        head.contains(&format!("content-length: {}", body.len())),
+        "{head}"
+    );
+    assert_error_shape(&body, "uri_too_long");
+}
+
+#[tokio::test]
+async fn huge_headers_get_431_in_the_error_shape() {
+    let app = spawn_app().await;
+    let big = "b".repeat(500_000);
+    let req = format!("GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: {big}\r\n\r\n");
+    let (status, head, body) = split_response(&raw_exchange(app.addr, req.as_bytes()).await);
+    assert_eq!(status, 431);
+    assert!(head.contains("content-type: application/json"), "{head}");
+    assert_error_shape(&body, "headers_too_large");
+    // Too many headers is the same status.
+    let many: String = (0..150).map(|i| format!("x-h{i}: v\r\n")).collect();
+    let req = format!("GET /healthz HTTP/1.1\r\nhost: x\r\n{many}\r\n");
+    let (status, _, body) = split_response(&raw_exchange(app.addr, req.as_bytes()).await);
+    assert_eq!(status, 431);
+    assert_error_shape(&body, "headers_too_large");
+}
+
+#[tokio::test]
+async fn a_garbled_request_line_gets_400_in_the_error_shape() {
+    let app = spawn_app().await;
+    let (status, _, body) =
+        split_response(&raw_exchange(app.addr, b"GET /\x01bad HTTP/1.1\r\nhost: x\r\n\r\n").await);
+    assert_eq!(status, 400);
+    assert_error_shape(&body, "bad_request");
+}
+
+#[tokio::test]
+async fn half_a_request_line_is_closed_after_the_header_timeout() {
+    let app = spawn_app_with(&[("DROIDPILOT_SERVER__HEADER_READ_TIMEOUT_SECS", "1")]).await;
+    let start = Instant::now();
+    let mut s = TcpStream::connect(app.addr).await.unwrap();
+    s.write_all(b"GET /v1/tas").await.unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .expect("the server closes a slow client long before 10 s")
+        .ok();
+    assert!(start.elapsed() < Duration::from_secs(10));
+
+    // An idle keep-alive connection is closed by the same clock, after a full exchange.
+    let mut s = TcpStream::connect(app.addr).await.unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .expect("an idle keep-alive connection is closed long before 10 s")
+        .ok();
+    assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn connections_beyond_the_limit_wait_until_one_closes() {
+    let app = spawn_app_with(&[("DROIDPILOT_SERVER__MAX_CONNECTIONS", "2")]).await;
+    // Two connections hold the two slots (accepted: each answers a request).
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(app.addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 12];
+        s.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"HTTP/1.1 200");
+        held.push(s);
+    }
+    let mut third = TcpStream::connect(app.addr).await.unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let early = tokio::time::timeout(Duration::from_millis(500), third.read_to_end(&mut buf)).await;
+    assert!(
+        early.is_err() && buf.is_empty(),
+        "a third connection is not served while two are open"
+    );
+    drop(held.pop());
+    tokio::time::timeout(Duration::from_secs(10), third.read_to_end(&mut buf))
+        .await
+        .expect("served once a slot frees")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+}
+
+async fn ws_without_upgrade(app: &crate::common::TestApp, gzip: bool) -> reqwest::Response {
+    let mut rb = app.client.get(app.url("/v1/ws"));
+    if gzip {
+        rb = rb.header("accept-encoding", "gzip");
+    }
+    rb.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn websocket_rejection_is_plain_json_with_or_without_gzip() {
+    let app = spawn_app().await;
+    let r = ws_without_upgrade(&app, false).await;
+    assert_eq!(r.headers()["upgrade"], "websocket");
+    let (status, code, message, hint) = error_of(r).await;
+    assert_eq!((status, code.as_str()), (426, "websocket_upgrade_required"));
+    assert!(message.contains("/v1/ws"), "{message}");
+    assert!(hint.contains("SSE"), "{hint}");
+
+    let r = ws_without_upgrade(&app, true).await;
+    assert_eq!(r.status(), 426);
+    let gzipped = r
+        .headers()
+        .get("content-encoding")
+        .is_some_and(|v| v == "gzip");
+    let bytes = r.bytes().await.unwrap();
+    let body = if gzipped {
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut s)
+            .expect("a gzip body decodes");
+        s
+    } else {
+        String::from_utf8(bytes.to_vec()).unwrap()
+    };
+    assert_error_shape(&body, "websocket_upgrade_required");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        v["error"]["message"].as_str().unwrap().is_ascii(),
+        "the message is text, not compressed bytes: {v}"
+    );
+}
+
+#[tokio::test]
+async fn any_case_of_the_bearer_scheme_is_accepted() {
+    let app = spawn_app_with(&[("DROIDPILOT_SERVER__TOKENS", TOKEN)]).await;
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let r = app
+            .client
+            .get(app.url("/v1/tasks"))
+            .header("authorization", format!("{scheme} {TOKEN}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "scheme `{scheme}`");
+    }
+    let r = app
+        .client
+        .get(app.url("/v1/tasks"))
+        .header("authorization", format!("Basic {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_of(r).await.0,
+        401,
+        "another scheme is not a bearer token"
+    );
+}
+
+#[tokio::test]
+async fn docs_are_public_with_tokens_unless_configured_otherwise() {
+    let app = spawn_app_with(&[("DROIDPILOT_SERVER__TOKENS", TOKEN)]).await;
+    assert_eq!(
+        app.get("/docs/").await.status(),
+        200,
+        "Swagger UI opens without a token"
+    );
+    let spec: Value = app.get("/openapi.json").await.json().await.unwrap();
+    assert_eq!(
+        spec["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    assert_eq!(spec["security"][0]["bearer"], serde_json::json!([]));
+    assert_eq!(
+        app.get("/v1/tasks").await.status(),
+        401,
+        "the API still needs it"
+    );
+
+    let app = spawn_app_with(&[
+        ("DROIDPILOT_SERVER__TOKENS", TOKEN),
+        ("DROIDPILOT_SERVER__PUBLIC_DOCS", "false"),
+    ])
+    .await;
+    assert_eq!(error_of(app.get("/openapi.json").await).await.0, 401);
+    assert_eq!(error_of(app.get("/docs/").await).await.0, 401);
+}
+
+#[test]
+fn the_spec_says_probes_are_public_and_everything_else_may_answer_401() {
+    let spec: Value = serde_json::from_str(&droidpilot::server::openapi_json()).unwrap();
+    for probe in ["/healthz", "/readyz"] {
+        assert_eq!(
+            spec["paths"][probe]["get"]["security"],
+            serde_json::json!([]),
+            "{probe} needs no token"
+        );
+    }
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if path == "/healthz" || path == "/readyz" {
+                continue;
+            }
+            assert!(
+                op["responses"]["401"].is_object(),
+                "{method} {path} documents 401"
+            );
+        }
+    }
+}
