@@ -5,6 +5,7 @@
 mod common;
 
 mod crash;
+mod devices;
 mod http;
 mod run;
 mod streaming;
