@@ -105,7 +105,11 @@ pub enum AddDeviceRequest {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct AddByAddress {
-    #[schema(example = "192.168.1.20:5555", min_length = 3, max_length = 260)]
+    #[schema(
+        example = "192.168.1.20:5555",
+        max_length = 259,
+        pattern = "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"
+    )]
     address: String,
 }
 
@@ -156,17 +160,15 @@ fn valid_address(v: &str) -> Result<(), String> {
     let (host, port) = v
         .rsplit_once(':')
         .ok_or_else(|| format!("`{v}` is not host:port"))?;
-    let port_ok = !port.is_empty()
+    let port_ok = !port.starts_with('0')
         && port.len() <= 5
         && port.bytes().all(|b| b.is_ascii_digit())
         && port.parse::<u16>().is_ok_and(|p| p > 0);
     if !port_ok {
         return Err(format!("the port `{port}` is not a number 1–65535"));
     }
-    let is_ip = host.parse::<std::net::Ipv4Addr>().is_ok();
-    let looks_numeric = host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-    let is_name = !looks_numeric
-        && host.len() <= 253
+    // RFC 1123 labels; an IPv4 address is one such name.
+    let is_name = host.len() <= 253
         && host.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
@@ -176,7 +178,7 @@ fn valid_address(v: &str) -> Result<(), String> {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
-    if is_ip || is_name {
+    if is_name {
         Ok(())
     } else {
         Err(format!("`{host}` is not an IPv4 address or a host name"))
@@ -187,8 +189,9 @@ fn valid_address(v: &str) -> Result<(), String> {
 /// (`serial`), or add a virtual phone (`sim`).
 #[utoipa::path(post, path = "/v1/devices", tag = "devices", request_body = AddDeviceRequest,
     responses((status = 201, body = DeviceSummary), (status = 400, description = "Malformed JSON", body = ErrorResponse),
+              (status = 404, description = "The adb server does not list this serial", body = ErrorResponse),
               (status = 409, description = "Already in the pool", body = ErrorResponse),
-              (status = 422, description = "Invalid or unknown address, serial or sim; adb not configured", body = ErrorResponse),
+              (status = 422, description = "Not exactly one of address, serial and sim, or one that is malformed; or the ADB backend is not configured", body = ErrorResponse),
               (status = 502, description = "The adb server refused (adb connect failed)", body = ErrorResponse),
               (status = 503, description = "The adb server does not answer", body = ErrorResponse),
               (status = 504, description = "The adb server timed out", body = ErrorResponse)))]
@@ -239,7 +242,7 @@ async fn add_serial(s: &AppState, serial: &str) -> Result<DeviceSummary, ApiErro
     let listed = s.pool.adb_serials().await?;
     if !listed.iter().any(|l| l == serial) {
         return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            StatusCode::NOT_FOUND,
             "unknown_serial",
             format!(
                 "the adb server does not list `{serial}`; it lists: [{}]",
@@ -323,17 +326,21 @@ fn busy_check(s: &AppState, id: &str, force: bool) -> Result<(), ApiError> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ScreenshotParams {
-    /// `png` (default) or `jpeg`.
+    /// `png` (default) or `jpeg` (`jpg` also).
+    #[param(pattern = "^(png|jpeg|jpg)$")]
     format: Option<String>,
     /// Scale factor in (0, 1] (default 1).
+    #[param(exclusive_minimum = 0, maximum = 1)]
     scale: Option<f32>,
     /// JPEG quality 1–100 (default 80).
+    #[param(minimum = 1, maximum = 100)]
     quality: Option<u8>,
 }
 
 /// The current screen as PNG, or JPEG with `?format=jpeg&scale=0.5`.
 #[utoipa::path(get, path = "/v1/devices/{id}/screenshot", tag = "devices", params(("id" = String, Path), ScreenshotParams),
-    responses((status = 200, content_type = "image/png", body = Vec<u8>), (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
+    responses((status = 200, description = "PNG, or JPEG with `format=jpeg`", content((Vec<u8> = "image/png"), (Vec<u8> = "image/jpeg"))),
+              (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
 pub async fn screenshot(
     State(s): State<AppState>,
     Path(id): Path<String>,

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Path, Query};
@@ -33,6 +33,26 @@ pub struct SinceParams {
     since: Option<i64>,
 }
 
+/// One Server-Sent Event of a task's stream (`text/event-stream`: `id:`, `event:` and
+/// `data:` lines, a blank line between events; lines starting with `:` are keep-alive
+/// comments, every 15 s). `event: lagged` (data `{"missed": n}`, no id) says the client
+/// fell behind and the missed events follow; `event: error` carries the error shape.
+#[derive(ToSchema)]
+#[allow(dead_code)] // documentation only: the schema of the SSE body
+pub struct SseEvent {
+    /// The event's `seq`, for `Last-Event-ID`.
+    #[schema(pattern = "^[0-9]+$", example = "1")]
+    id: Option<String>,
+    /// The event type: `task.queued`, `step.executed`, …, `task.finished`, or `lagged`, `error`.
+    #[schema(example = "task.queued")]
+    event: Option<String>,
+    /// The stored event as JSON: `stream`, `seq`, `type`, `payload`, `created_at`.
+    #[schema(
+        example = "{\"stream\":\"0196…\",\"seq\":1,\"type\":\"task.queued\",\"payload\":{},\"created_at\":\"…\"}"
+    )]
+    data: String,
+}
+
 fn sse_event(ev: &StoredEvent) -> Event {
     Event::default()
         .id(ev.seq.to_string())
@@ -47,7 +67,8 @@ fn sse_event(ev: &StoredEvent) -> Event {
     get, path = "/v1/tasks/{id}/events", tag = "events",
     params(("id" = String, Path, description = "Task id (UUID)"), SinceParams,
            ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this seq (wins over `since` when larger)")),
-    responses((status = 200, content_type = "text/event-stream", description = "event: <type>, id: <seq>, data: the stored event as JSON", body = String),
+    responses((status = 200, content_type = "text/event-stream", description = "The task's events, then live ones; ends after `task.finished`", body = SseEvent),
+              (status = 400, description = "A bad `since` or `Last-Event-ID`", body = ErrorResponse),
               (status = 404, body = ErrorResponse))
 )]
 pub async fn task_events(

@@ -5,6 +5,7 @@
 
 use utoipa::Modify;
 use utoipa::OpenApi;
+use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 
 use super::error::{ErrorDetail, ErrorResponse};
@@ -49,6 +50,7 @@ pub const PUBLIC_OPERATIONS: &[&str] = &["/healthz", "/readyz"];
 /// every other operation documents 401, and every operation with path or query
 /// parameters documents 400 (a malformed id or query is refused by the extractors).
 pub fn finish(api: &mut utoipa::openapi::OpenApi) {
+    new_task_needs_an_instruction(api);
     for (path, item) in api.paths.paths.iter_mut() {
         let public = PUBLIC_OPERATIONS.contains(&path.as_str());
         for op in [
@@ -74,6 +76,106 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
             if has_params {
                 add_error(op, "400", "A malformed path or query parameter");
             }
+            if op.request_body.is_some() {
+                add_error(op, "413", "The body is larger than server.body_limit_bytes");
+                add_error(op, "415", "The body is not `application/json`");
+                add_error(
+                    op,
+                    "422",
+                    "A field is missing, unknown or of the wrong type",
+                );
+            }
+            for p in op.parameters.iter_mut().flatten() {
+                if let RefOr::T(p) = p {
+                    no_null_in_a_url(p);
+                }
+            }
+            if path.starts_with("/v1/tasks/{id}") {
+                task_id_is_a_uuid(op);
+            }
+            if path.starts_with("/v1/devices/{id}/") {
+                add_error(op, "502", "The device or its adb server failed the command");
+                add_error(
+                    op,
+                    "503",
+                    "The device is offline or its screen cannot be read",
+                );
+                add_error(op, "504", "The device did not answer in time");
+            }
+        }
+    }
+}
+
+/// `NewTask` needs exactly one of `instruction` and `ai_prompt` (the other absent or
+/// null), which its derived schema, all optional fields, cannot say.
+fn new_task_needs_an_instruction(api: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+    let Some(schemas) = api.components.as_mut().map(|c| &mut c.schemas) else {
+        return;
+    };
+    let Some(RefOr::T(Schema::Object(task))) = schemas.get("NewTask").cloned() else {
+        return;
+    };
+    let branch = |given: &str, other: &str| {
+        ObjectBuilder::new()
+            .title(Some(given))
+            .property(given, ObjectBuilder::new().schema_type(Type::String))
+            .property(other, ObjectBuilder::new().schema_type(Type::Null))
+            .required(given)
+    };
+    let description = task.description.clone();
+    let schema = AllOfBuilder::new()
+        .description(description)
+        .item(task)
+        .item(
+            OneOfBuilder::new()
+                .item(branch("instruction", "ai_prompt"))
+                .item(branch("ai_prompt", "instruction")),
+        )
+        .build();
+    schemas.insert("NewTask".into(), RefOr::T(Schema::AllOf(schema)));
+}
+
+/// A query string or header has no `null`: an optional parameter is absent or a value
+/// (`?limit=null` is refused), while utoipa types `Option<T>` as `[T, "null"]`.
+fn no_null_in_a_url(p: &mut utoipa::openapi::path::Parameter) {
+    use utoipa::openapi::schema::{Schema, SchemaType, Type};
+    let is_null = |s: &RefOr<Schema>| matches!(s, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null));
+    let Some(schema) = p.schema.as_mut() else {
+        return;
+    };
+    match schema {
+        RefOr::T(Schema::Object(o)) => {
+            if let SchemaType::Array(types) = &o.schema_type {
+                let kept: Vec<Type> = types
+                    .iter()
+                    .filter(|t| **t != Type::Null)
+                    .cloned()
+                    .collect();
+                if let [only] = kept.as_slice() {
+                    o.schema_type = SchemaType::Type(only.clone());
+                }
+            }
+        }
+        RefOr::T(Schema::OneOf(one)) => {
+            let kept: Vec<RefOr<Schema>> =
+                one.items.iter().filter(|s| !is_null(s)).cloned().collect();
+            if let [only] = kept.as_slice() {
+                *schema = only.clone();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `{id}` of `/v1/tasks/{id}…` is a task id (a UUID; anything else is a 400).
+fn task_id_is_a_uuid(op: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::Ref;
+    for p in op.parameters.iter_mut().flatten() {
+        if let RefOr::T(p) = p
+            && p.name == "id"
+        {
+            p.schema = Some(Ref::from_schema_name("TaskId").into());
         }
     }
 }

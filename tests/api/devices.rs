@@ -50,6 +50,7 @@ async fn strings_that_are_no_device_are_refused_by_field() {
         (json!({"address": "10.0.0.1:0"}), "address"),
         (json!({"address": "10.0.0.1:65536"}), "address"),
         (json!({"address": "10.0.0.1:+55"}), "address"),
+        (json!({"address": "10.0.0.1:05555"}), "address"),
         (json!({"address": "-host:5555"}), "address"),
         (json!({"serial": "--help"}), "serial"),
         (json!({"serial": "../../tmp/zz"}), "serial"),
@@ -153,7 +154,7 @@ async fn a_serial_is_pooled_only_if_the_adb_server_lists_it() {
             .await,
     )
     .await;
-    assert_eq!((status, code.as_str()), (422, "unknown_serial"));
+    assert_eq!((status, code.as_str()), (404, "unknown_serial"));
     assert!(
         message.contains(&serial),
         "the message lists what adb sees: {message}"

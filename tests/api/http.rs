@@ -269,3 +269,104 @@ fn the_spec_says_probes_are_public_and_everything_else_may_answer_401() {
         }
     }
 }
+
+#[test]
+fn the_spec_states_the_limits_the_server_enforces() {
+    let spec: Value = serde_json::from_str(&droidpilot::server::openapi_json()).unwrap();
+    let params = |path: &str, method: &str| -> Vec<Value> {
+        spec["paths"][path][method]["parameters"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let param = |path: &str, method: &str, name: &str| -> Value {
+        params(path, method)
+            .into_iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{method} {path} has `{name}`"))["schema"]
+            .clone()
+    };
+    // Task ids are UUIDs wherever they appear in a path.
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        if !path.starts_with("/v1/tasks/{id}") {
+            continue;
+        }
+        for (method, _) in item.as_object().unwrap() {
+            assert_eq!(
+                param(path, method, "id")["$ref"],
+                "#/components/schemas/TaskId",
+                "{method} {path}"
+            );
+            assert!(
+                spec["paths"][path][method]["responses"]["400"].is_object(),
+                "{method} {path}: a malformed id is a documented 400"
+            );
+        }
+    }
+    assert_eq!(spec["components"]["schemas"]["TaskId"]["format"], "uuid");
+    let limit = param("/v1/tasks", "get", "limit");
+    assert_eq!(
+        (limit["minimum"].as_i64(), limit["maximum"].as_i64()),
+        (Some(1), Some(500))
+    );
+    assert_eq!(limit["type"], "integer", "a query parameter is never null");
+    let shot = "/v1/devices/{id}/screenshot";
+    let quality = param(shot, "get", "quality");
+    assert_eq!(
+        (quality["minimum"].as_i64(), quality["maximum"].as_i64()),
+        (Some(1), Some(100))
+    );
+    let scale = param(shot, "get", "scale");
+    assert_eq!(
+        (
+            scale["exclusiveMinimum"].as_f64(),
+            scale["maximum"].as_f64()
+        ),
+        (Some(0.0), Some(1.0))
+    );
+    assert!(spec["paths"][shot]["get"]["responses"]["200"]["content"]["image/jpeg"].is_object());
+    for op in ["screenshot", "hierarchy", "screen", "apps"] {
+        let r = &spec["paths"][format!("/v1/devices/{{id}}/{op}")]["get"]["responses"];
+        for status in ["502", "503", "504"] {
+            assert!(r[status].is_object(), "{op} documents {status}");
+        }
+    }
+
+    let new_task = &spec["components"]["schemas"]["NewTask"]["allOf"];
+    let fields = &new_task[0]["properties"];
+    assert_eq!(
+        (
+            fields["max_steps"]["minimum"].as_i64(),
+            fields["max_steps"]["maximum"].as_i64()
+        ),
+        (Some(1), Some(1000))
+    );
+    assert_eq!(
+        (
+            fields["timeout_seconds"]["minimum"].as_i64(),
+            fields["timeout_seconds"]["maximum"].as_i64()
+        ),
+        (Some(1), Some(86400))
+    );
+    let required: Vec<&Value> = new_task[1]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["required"][0])
+        .collect();
+    assert_eq!(
+        required,
+        vec!["instruction", "ai_prompt"],
+        "one of the two is required"
+    );
+
+    let sse = &spec["paths"]["/v1/tasks/{id}/events"]["get"]["responses"]["200"]["content"];
+    assert_eq!(
+        sse["text/event-stream"]["schema"]["$ref"],
+        "#/components/schemas/SseEvent"
+    );
+    assert!(
+        spec["paths"]["/v1/tasks/{id}/answer"]["post"]["responses"]["415"].is_object(),
+        "a body that is not JSON is a documented 415"
+    );
+}
