@@ -165,8 +165,8 @@ fn json_parse_error(status: StatusCode) -> Vec<u8> {
 }
 
 /// A socket whose writes pass through unchanged, except hyper's bodiless parse-error
-/// responses, which are replaced by `json_parse_error`. Writes are not vectored, so hyper
-/// hands over a response head in one buffer.
+/// responses, which are replaced by `json_parse_error`. Such a response is a head alone,
+/// so it arrives as one buffer (or one non-empty slice of a vectored write).
 struct ParseErrorsAsJson<T> {
     inner: T,
     /// A replacement being written: bytes, how many are written, the length of the
@@ -206,17 +206,30 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for ParseErrorsAsJson<T> {
                 None => return Pin::new(&mut this.inner).poll_write(cx, buf),
             }
         }
-        let (bytes, written, replaced) = this.replacing.as_mut().expect("set above");
-        while *written < bytes.len() {
-            let n = ready!(Pin::new(&mut this.inner).poll_write(cx, &bytes[*written..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+        this.poll_replacement(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.replacing.is_none() {
+            let mut filled = bufs.iter().filter(|b| !b.is_empty());
+            match (filled.next(), filled.next()) {
+                (Some(head), None) if is_hyper_parse_error(head).is_some() => {
+                    let status = is_hyper_parse_error(head).expect("checked");
+                    this.replacing = Some((json_parse_error(status), 0, head.len()));
+                }
+                _ => return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs),
             }
-            *written += n;
         }
-        let replaced = *replaced;
-        this.replacing = None;
-        Poll::Ready(Ok(replaced))
+        this.poll_replacement(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -225,6 +238,23 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for ParseErrorsAsJson<T> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> ParseErrorsAsJson<T> {
+    /// Writes the replacement; reports the replaced buffer as written once all of it is.
+    fn poll_replacement(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let (bytes, written, replaced) = self.replacing.as_mut().expect("a replacement is set");
+        while *written < bytes.len() {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &bytes[*written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *written += n;
+        }
+        let replaced = *replaced;
+        self.replacing = None;
+        Poll::Ready(Ok(replaced))
     }
 }
 
