@@ -51,6 +51,7 @@ pub const PUBLIC_OPERATIONS: &[&str] = &["/healthz", "/readyz"];
 /// parameters documents 400 (a malformed id or query is refused by the extractors).
 pub fn finish(api: &mut utoipa::openapi::OpenApi) {
     new_task_needs_an_instruction(api);
+    link_new_tasks(api);
     for (path, item) in api.paths.paths.iter_mut() {
         let public = PUBLIC_OPERATIONS.contains(&path.as_str());
         for op in [
@@ -134,6 +135,36 @@ fn new_task_needs_an_instruction(api: &mut utoipa::openapi::OpenApi) {
         )
         .build();
     schemas.insert("NewTask".into(), RefOr::T(Schema::AllOf(schema)));
+}
+
+/// Links from `POST /v1/tasks`'s 201 to every operation on the new task, so clients and
+/// stateful testers know that `id` feeds `/v1/tasks/{id}…`.
+fn link_new_tasks(api: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::link::LinkBuilder;
+    let targets: Vec<String> = api
+        .paths
+        .paths
+        .iter()
+        .filter(|(path, _)| path.starts_with("/v1/tasks/{id}") && !path.contains("{n}"))
+        .flat_map(|(_, item)| [&item.get, &item.post].into_iter().flatten())
+        .filter_map(|op| op.operation_id.clone())
+        .collect();
+    let Some(RefOr::T(created)) = api
+        .paths
+        .paths
+        .get_mut("/v1/tasks")
+        .and_then(|item| item.post.as_mut())
+        .and_then(|op| op.responses.responses.get_mut("201"))
+    else {
+        return;
+    };
+    for op in targets {
+        let link = LinkBuilder::new()
+            .operation_id(op.clone())
+            .parameter("id", "$response.body#/id")
+            .build();
+        created.links.insert(op, RefOr::T(link));
+    }
 }
 
 /// A query string or header has no `null`: an optional parameter is absent or a value
