@@ -100,9 +100,10 @@ pub struct ServerConfig {
     pub shutdown_grace_secs: u64,
     /// Serve `/docs` and `/openapi.json` without a token (they hold no secret).
     pub public_docs: bool,
-    /// Longest wait for a request's headers, including the wait for the next request on
-    /// an idle keep-alive connection (slow or silent clients are closed).
+    /// Longest time from a request's first byte to the end of its headers.
     pub header_read_timeout_secs: u64,
+    /// Longest time a connection may wait, sending nothing, for its (next) request.
+    pub idle_timeout_secs: u64,
     /// Connections served at once; more wait in the kernel's backlog until one closes.
     pub max_connections: usize,
 }
@@ -140,6 +141,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("public_docs", &self.public_docs)
             .field("header_read_timeout_secs", &self.header_read_timeout_secs)
+            .field("idle_timeout_secs", &self.idle_timeout_secs)
             .field("max_connections", &self.max_connections)
             .finish()
     }
@@ -270,9 +272,12 @@ impl Config {
                 )));
             }
         }
-        if self.server.header_read_timeout_secs == 0 || self.server.max_connections == 0 {
+        if self.server.header_read_timeout_secs == 0
+            || self.server.idle_timeout_secs == 0
+            || self.server.max_connections == 0
+        {
             return Err(ConfigError::Value(
-                "server.header_read_timeout_secs and server.max_connections must be at least 1"
+                "server.header_read_timeout_secs, server.idle_timeout_secs and server.max_connections must be at least 1"
                     .into(),
             ));
         }

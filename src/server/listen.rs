@@ -1,8 +1,9 @@
-//! The accept loop: connections are served by hyper's HTTP/1 server with a header-read
-//! timeout (which also closes idle keep-alive connections) and a connection limit, both
-//! before authentication, so slow or silent clients cannot exhaust the server. hyper's own
-//! answers to unreadable requests (400, 414, 431, written before any of our layers run)
-//! are given the one JSON error shape here.
+//! The accept loop: connections are served by hyper's HTTP/1 server with a connection
+//! limit, an idle timeout (hyper's header timer, which runs from the moment a connection
+//! waits for a request) and a header-read timeout (`HeaderClock`: from a request's first
+//! byte to the end of its head), all before authentication, so slow or silent clients
+//! cannot exhaust the server. hyper's own answers to unreadable requests (400, 414, 431,
+//! written before any of our layers run) are given the one JSON error shape here.
 
 use std::io;
 use std::pin::{Pin, pin};
@@ -16,6 +17,7 @@ use axum::http::StatusCode;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use std::future::Future as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
@@ -26,7 +28,10 @@ use super::error::ApiError;
 /// Connection limits, from `[server]`.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
+    /// From a request's first byte to the end of its headers.
     pub header_read_timeout: Duration,
+    /// A connection waiting for its (next) request, with nothing sent.
+    pub idle_timeout: Duration,
     pub max_connections: usize,
 }
 
@@ -85,11 +90,16 @@ async fn serve_connection(
 ) {
     let service = router.map_request(|req: axum::http::Request<Incoming>| req.map(Body::new));
     let service = TowerToHyperService::new(service);
-    let io = TokioIo::new(ParseErrorsAsJson::new(stream));
+    let io = TokioIo::new(HeaderClock::new(
+        ParseErrorsAsJson::new(stream),
+        limits.header_read_timeout,
+    ));
     let mut builder = hyper::server::conn::http1::Builder::new();
+    // hyper's header timer starts when the connection waits for a request, before any
+    // byte: that makes it the idle timeout. `HeaderClock` times the head itself.
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+        .header_read_timeout(limits.idle_timeout)
         .keep_alive(true);
     let mut conn = pin!(builder.serve_connection(io, service).with_upgrades());
     let r = tokio::select! {
@@ -258,6 +268,143 @@ impl<T: AsyncWrite + Unpin> ParseErrorsAsJson<T> {
     }
 }
 
+/// Where a connection is in its request cycle, as seen from its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Head {
+    /// Waiting for a request; hyper's idle timer applies.
+    Idle,
+    /// A request has begun and its head has not ended (`\r\n\r\n`): the clock runs.
+    Reading,
+    /// The head is complete; the body and the response are the handler's business.
+    InRequest,
+    /// Switched protocols (WebSocket): no more HTTP heads.
+    Upgraded,
+}
+
+/// Closes a connection whose request head does not end within `limit` of its first byte
+/// (a slowloris sending a byte at a time). A write (the response) ends a request cycle; a
+/// `101 Switching Protocols` ends HTTP on the connection.
+struct HeaderClock<T> {
+    inner: T,
+    limit: Duration,
+    state: Head,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The last bytes read, for a `\r\n\r\n` split across reads.
+    tail: Vec<u8>,
+}
+
+impl<T> HeaderClock<T> {
+    fn new(inner: T, limit: Duration) -> Self {
+        Self {
+            inner,
+            limit,
+            state: Head::Idle,
+            deadline: None,
+            tail: Vec::new(),
+        }
+    }
+
+    fn on_read(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.state == Head::Idle {
+            self.state = Head::Reading;
+            self.deadline = Some(Box::pin(tokio::time::sleep(self.limit)));
+            self.tail.clear();
+        }
+        if self.state != Head::Reading {
+            return;
+        }
+        self.tail.extend_from_slice(bytes);
+        if self.tail.windows(4).any(|w| w == b"\r\n\r\n") {
+            self.state = Head::InRequest;
+            self.deadline = None;
+            self.tail.clear();
+        } else {
+            let keep = self.tail.len().saturating_sub(3);
+            self.tail.drain(..keep);
+        }
+    }
+
+    fn on_write(&mut self, first: &[u8]) {
+        if self.state == Head::Upgraded || first.is_empty() {
+            return;
+        }
+        self.state = if first.starts_with(b"HTTP/1.1 101 ") {
+            Head::Upgraded
+        } else {
+            Head::Idle
+        };
+        self.deadline = None;
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for HeaderClock<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                this.on_read(&buf.filled()[before..]);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                let expired = this
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|d| d.as_mut().poll(cx).is_ready());
+                if expired {
+                    tracing::debug!("request headers not received in time; closing");
+                    return Poll::Ready(Err(io::ErrorKind::TimedOut.into()));
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for HeaderClock<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.on_write(buf);
+        Pin::new(&mut this.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if let Some(first) = bufs.iter().find(|b| !b.is_empty()) {
+            this.on_write(first);
+        }
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,5 +427,32 @@ mod tests {
         assert!(head.contains(&format!("content-length: {}", body.len())));
         let v: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(v["error"]["code"], "uri_too_long");
+    }
+
+    #[tokio::test]
+    async fn the_header_clock_follows_request_cycles() {
+        let mut c = HeaderClock::new((), Duration::from_secs(1));
+        c.on_read(b"GET / HTTP/1.1\r\nhost: x\r");
+        assert_eq!(c.state, Head::Reading);
+        assert!(c.deadline.is_some());
+        c.on_read(b"\n\r");
+        c.on_read(b"\n");
+        assert_eq!(
+            c.state,
+            Head::InRequest,
+            "the end of a head split across reads"
+        );
+        assert!(c.deadline.is_none());
+        c.on_read(b"a body\r\n\r\n");
+        assert_eq!(c.state, Head::InRequest);
+        c.on_write(b"HTTP/1.1 200 OK\r\n");
+        assert_eq!(c.state, Head::Idle);
+        c.on_read(b"GET /v1/ws HTTP/1.1\r\n\r\n");
+        c.on_write(b"HTTP/1.1 101 Switching Protocols\r\n");
+        assert_eq!(c.state, Head::Upgraded);
+        c.on_read(b"\x81\x05hello");
+        c.on_write(b"\x81\x04pong");
+        assert_eq!(c.state, Head::Upgraded, "WebSocket frames are not requests");
+        assert!(c.deadline.is_none());
     }
 }

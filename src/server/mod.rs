@@ -329,6 +329,7 @@ impl Server {
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
             limits: listen::ConnLimits {
                 header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
+                idle_timeout: Duration::from_secs(config.server.idle_timeout_secs),
                 max_connections: config.server.max_connections,
             },
             stopping,

@@ -89,30 +89,92 @@ async fn a_garbled_request_line_gets_400_in_the_error_shape() {
     assert_error_shape(&body, "bad_request");
 }
 
+/// Reads until the server closes the connection; panics if it has not within 10 s.
+async fn closed_by_server(s: &mut TcpStream, why: &str) -> Vec<u8> {
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .unwrap_or_else(|_| panic!("{why}: still open after 10 s"))
+        .ok();
+    buf
+}
+
 #[tokio::test]
-async fn half_a_request_line_is_closed_after_the_header_timeout() {
-    let app = spawn_app_with(&[("DROIDPILOT_SERVER__HEADER_READ_TIMEOUT_SECS", "1")]).await;
-    let start = Instant::now();
+async fn slow_request_heads_are_closed_after_the_header_timeout() {
+    let app = spawn_app_with(&[
+        ("DROIDPILOT_SERVER__HEADER_READ_TIMEOUT_SECS", "1"),
+        ("DROIDPILOT_SERVER__IDLE_TIMEOUT_SECS", "60"),
+    ])
+    .await;
     let mut s = TcpStream::connect(app.addr).await.unwrap();
     s.write_all(b"GET /v1/tas").await.unwrap();
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
-        .await
-        .expect("the server closes a slow client long before 10 s")
-        .ok();
-    assert!(start.elapsed() < Duration::from_secs(10));
+    closed_by_server(&mut s, "half a request line").await;
 
-    // An idle keep-alive connection is closed by the same clock, after a full exchange.
+    // A byte every 200 ms never completes the head: the clock runs from the first byte.
     let mut s = TcpStream::connect(app.addr).await.unwrap();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    let trickle = async {
+        for b in b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: "
+            .iter()
+            .cycle()
+        {
+            if s.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), trickle)
+        .await
+        .expect("a trickling client is cut off long before 10 s");
+}
+
+#[tokio::test]
+async fn idle_connections_live_until_the_idle_timeout_not_the_header_timeout() {
+    let app = spawn_app_with(&[
+        ("DROIDPILOT_SERVER__HEADER_READ_TIMEOUT_SECS", "1"),
+        ("DROIDPILOT_SERVER__IDLE_TIMEOUT_SECS", "3"),
+    ])
+    .await;
+    let request = b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n";
+    let mut s = TcpStream::connect(app.addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let mut rest = [0u8; 4096];
+    let _ = s.read(&mut rest).await.unwrap();
+    // Idle for longer than the header timeout: the connection still serves.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.write_all(request).await.unwrap();
+    s.read_exact(&mut head).await.unwrap();
+    assert_eq!(
+        &head, b"HTTP/1.1 200",
+        "a keep-alive connection outlives the header timeout"
+    );
+    let _ = s.read(&mut rest).await.unwrap();
+    closed_by_server(&mut s, "an idle keep-alive connection").await;
+
+    // A silent connection is idle too.
+    let mut s = TcpStream::connect(app.addr).await.unwrap();
+    closed_by_server(&mut s, "a silent connection").await;
+
+    // A WebSocket is not an HTTP head: quiet for longer than the header timeout, it lives.
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/v1/ws", app.addr))
         .await
         .unwrap();
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    use futures::{SinkExt, StreamExt};
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(
+        r#"{"type":"ping"}"#.into(),
+    ))
+    .await
+    .unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(5), ws.next())
         .await
-        .expect("an idle keep-alive connection is closed long before 10 s")
-        .ok();
-    assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+        .expect("a reply")
+        .unwrap()
+        .unwrap();
+    assert!(reply.to_text().unwrap().contains("pong"));
 }
 
 #[tokio::test]
