@@ -2,7 +2,7 @@
 //! responses, compression of errors, authentication details, the docs' access.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
