@@ -98,6 +98,14 @@ pub struct ServerConfig {
     pub body_limit_bytes: usize,
     pub cors_origins: Vec<String>,
     pub shutdown_grace_secs: u64,
+    /// Serve `/docs` and `/openapi.json` without a token (they hold no secret).
+    pub public_docs: bool,
+    /// Longest time from a request's first byte to the end of its headers.
+    pub header_read_timeout_secs: u64,
+    /// Longest time a connection may wait, sending nothing, for its (next) request.
+    pub idle_timeout_secs: u64,
+    /// Connections served at once; more wait in the kernel's backlog until one closes.
+    pub max_connections: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -131,6 +139,10 @@ impl std::fmt::Debug for ServerConfig {
             .field("body_limit_bytes", &self.body_limit_bytes)
             .field("cors_origins", &self.cors_origins)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("public_docs", &self.public_docs)
+            .field("header_read_timeout_secs", &self.header_read_timeout_secs)
+            .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }
@@ -259,6 +271,15 @@ impl Config {
                     s.serial
                 )));
             }
+        }
+        if self.server.header_read_timeout_secs == 0
+            || self.server.idle_timeout_secs == 0
+            || self.server.max_connections == 0
+        {
+            return Err(ConfigError::Value(
+                "server.header_read_timeout_secs, server.idle_timeout_secs and server.max_connections must be at least 1"
+                    .into(),
+            ));
         }
         if self.server.request_timeout_secs == 0 {
             return Err(ConfigError::Value(

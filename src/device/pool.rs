@@ -439,6 +439,17 @@ impl DevicePool {
         self.add_device(Arc::new(dev), "adb").await
     }
 
+    /// Every serial the adb server lists, in any state (for checking a requested serial).
+    pub async fn adb_serials(&self) -> Result<Vec<String>, PoolError> {
+        let host = self.inner.host.as_ref().ok_or(PoolError::NoAdb)?;
+        Ok(host
+            .devices()
+            .await?
+            .into_iter()
+            .map(|d| d.serial)
+            .collect())
+    }
+
     /// Removes a device (its lease, if any, becomes invalid).
     pub async fn remove(&self, id: &str) -> Result<(), PoolError> {
         let entry = self

@@ -206,22 +206,31 @@ pub struct DeviceConstraints {
 #[serde(deny_unknown_fields)]
 pub struct NewTask {
     /// What to do, in plain language: "open Clock and set an alarm for 7:30".
+    #[schema(min_length = 1, max_length = 10000, pattern = "\\S")]
     pub instruction: Option<String>,
     /// The coordinator's name for `instruction`.
+    #[schema(min_length = 1, max_length = 10000, pattern = "\\S")]
     pub ai_prompt: Option<String>,
+    #[schema(minimum = -1000, maximum = 1000)]
     pub priority: Option<i32>,
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_steps: Option<u32>,
+    #[schema(minimum = 1, maximum = 86400)]
     pub timeout_seconds: Option<u64>,
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub device_id: Option<String>,
     pub device: Option<DeviceConstraints>,
     #[schema(value_type = Option<Object>)]
     pub agent: Option<Value>,
     /// The caller's own id for the task; stored as `external_id`.
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub task_id: Option<String>,
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub session_id: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
     /// Where to POST the result when the task ends (http or https).
+    #[schema(max_length = 2000, pattern = "^https?://")]
     pub webhook_url: Option<String>,
 }
 

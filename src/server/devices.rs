@@ -17,6 +17,7 @@ use super::extract::{Json, Path, Query};
 use super::state::AppState;
 use crate::device::exec::{self, ExecContext, ExecError};
 use crate::device::pool::{DeviceState, DeviceSummary, PoolError};
+use crate::device::sim::{SimConfig, SimDevice};
 use crate::device::{AppInfo, Device, DeviceError};
 use crate::domain::{Action, ActionParser, LinearTransform};
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation};
@@ -79,34 +80,207 @@ pub async fn get_device(
     Ok(Json(s.pool.summary(&id).ok_or(PoolError::NotFound(id))?))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+/// The body of `POST /v1/devices`: exactly one of the fields.
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AddDevice {
-    /// `host:port` of a phone with `adb tcpip` (it is `adb connect`ed), or a serial the
-    /// adb server already lists.
-    pub address: String,
+    address: Option<String>,
+    serial: Option<String>,
+    sim: Option<String>,
 }
 
-/// Add a device: connect a network phone (`host:port`) or pool a known serial.
-#[utoipa::path(post, path = "/v1/devices", tag = "devices", request_body = AddDevice,
-    responses((status = 201, body = DeviceSummary), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse), (status = 502, body = ErrorResponse)))]
+/// How to add a device (the schema of `AddDevice`: exactly one field).
+#[derive(Deserialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // documentation only; `AddDevice` is what is parsed
+pub enum AddDeviceRequest {
+    Address(AddByAddress),
+    Serial(AddBySerial),
+    Sim(AddSim),
+}
+
+/// A network phone (`adb tcpip 5555`), `adb connect`ed: `host:port` with an IPv4 address
+/// or a host name, and a port 1–65535.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct AddByAddress {
+    #[schema(
+        example = "192.168.1.20:5555",
+        max_length = 259,
+        pattern = "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"
+    )]
+    address: String,
+}
+
+/// A phone the adb server already lists (`adb devices`): USB serials, emulators.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct AddBySerial {
+    #[schema(
+        example = "emulator-5554",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+    )]
+    serial: String,
+}
+
+/// A virtual phone: re-adds a configured `[[devices.sim]]` by its serial, or creates one
+/// with the default settings.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct AddSim {
+    #[schema(example = "sim-2", pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")]
+    sim: String,
+}
+
+fn invalid(field: &str, message: String, hint: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_device",
+        format!("field `{field}`: {message}"),
+        hint,
+    )
+}
+
+const ADD_HINT: &str = "Send exactly one of {\"address\": \"192.168.1.20:5555\"} (a network phone), {\"serial\": \"<a serial from adb devices>\"} or {\"sim\": \"sim-2\"} (a virtual phone).";
+
+/// A serial-like name: an ASCII letter or digit, then letters, digits, `.`, `_`, `:`, `-`.
+/// Nothing a shell or a command line could read as an option, a path or a substitution.
+fn is_serial_like(v: &str, max: usize) -> bool {
+    v.len() <= max
+        && v.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+}
+
+/// `host:port` with a port 1–65535 and an IPv4 address or an RFC 1123 host name.
+fn valid_address(v: &str) -> Result<(), String> {
+    let (host, port) = v
+        .rsplit_once(':')
+        .ok_or_else(|| format!("`{v}` is not host:port"))?;
+    let port_ok = !port.starts_with('0')
+        && port.len() <= 5
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && port.parse::<u16>().is_ok_and(|p| p > 0);
+    if !port_ok {
+        return Err(format!("the port `{port}` is not a number 1–65535"));
+    }
+    // RFC 1123 labels; an IPv4 address is one such name.
+    let is_name = host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    if is_name {
+        Ok(())
+    } else {
+        Err(format!("`{host}` is not an IPv4 address or a host name"))
+    }
+}
+
+/// Add a device: connect a network phone (`address`), pool a phone the adb server lists
+/// (`serial`), or add a virtual phone (`sim`).
+#[utoipa::path(post, path = "/v1/devices", tag = "devices", request_body = AddDeviceRequest,
+    responses((status = 201, body = DeviceSummary), (status = 400, description = "Malformed JSON", body = ErrorResponse),
+              (status = 404, description = "The adb server does not list this serial", body = ErrorResponse),
+              (status = 409, description = "Already in the pool", body = ErrorResponse),
+              (status = 422, description = "Not exactly one of address, serial and sim, or one that is malformed; or the ADB backend is not configured", body = ErrorResponse),
+              (status = 502, description = "The adb server refused (adb connect failed)", body = ErrorResponse),
+              (status = 503, description = "The adb server does not answer", body = ErrorResponse),
+              (status = 504, description = "The adb server timed out", body = ErrorResponse)))]
 pub async fn add_device(
     State(s): State<AppState>,
     Json(req): Json<AddDevice>,
 ) -> Result<(StatusCode, Json<DeviceSummary>), ApiError> {
-    let address = req.address.trim();
-    if address.is_empty()
-        || address.len() > 200
-        || address.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_address",
-            format!("`{address}` is not a device address"),
-            "Give `host:port` (e.g. 192.168.1.20:5555) or a serial from `adb devices`.",
+    let summary = match req {
+        AddDevice {
+            address: Some(a),
+            serial: None,
+            sim: None,
+        } => {
+            valid_address(&a).map_err(|m| invalid("address", m, ADD_HINT))?;
+            s.pool.add(&a).await?
+        }
+        AddDevice {
+            address: None,
+            serial: Some(serial),
+            sim: None,
+        } => add_serial(&s, &serial).await?,
+        AddDevice {
+            address: None,
+            serial: None,
+            sim: Some(serial),
+        } => add_sim(&s, &serial).await?,
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "give exactly one of `address`, `serial` and `sim`",
+                ADD_HINT,
+            ));
+        }
+    };
+    Ok((StatusCode::CREATED, Json(summary)))
+}
+
+/// Pools a serial the adb server lists; any other is refused with the list.
+async fn add_serial(s: &AppState, serial: &str) -> Result<DeviceSummary, ApiError> {
+    if !is_serial_like(serial, 128) {
+        return Err(invalid(
+            "serial",
+            format!("`{serial}` is not an adb serial (letters, digits, `.`, `_`, `:`, `-`)"),
+            "Copy a serial from `adb devices`.",
         ));
     }
-    Ok((StatusCode::CREATED, Json(s.pool.add(address).await?)))
+    let listed = s.pool.adb_serials().await?;
+    if !listed.iter().any(|l| l == serial) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_serial",
+            format!(
+                "the adb server does not list `{serial}`; it lists: [{}]",
+                listed.join(", ")
+            ),
+            "Plug the phone in and accept the debugging prompt, or add a network phone with {\"address\": \"host:port\"}.",
+        ));
+    }
+    Ok(s.pool.add(serial).await?)
+}
+
+/// Adds a virtual phone: the configured one with this serial, or a default one.
+async fn add_sim(s: &AppState, serial: &str) -> Result<DeviceSummary, ApiError> {
+    if !is_serial_like(serial, 64) {
+        return Err(invalid(
+            "sim",
+            format!(
+                "`{serial}` is not a usable serial (letters, digits, `.`, `_`, `:`, `-`; at most 64)"
+            ),
+            "Name the virtual phone like `sim-2`.",
+        ));
+    }
+    if s.pool.summary(serial).is_some() {
+        return Err(PoolError::Duplicate(serial.to_string()).into());
+    }
+    let cfg = s
+        .config
+        .devices
+        .sim
+        .iter()
+        .find(|c| c.serial == serial)
+        .cloned()
+        .unwrap_or_else(|| SimConfig {
+            serial: serial.to_string(),
+            ..SimConfig::default()
+        });
+    let sim = SimDevice::new(cfg)?;
+    Ok(s.pool.add_device(std::sync::Arc::new(sim), "sim").await?)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -152,17 +326,21 @@ fn busy_check(s: &AppState, id: &str, force: bool) -> Result<(), ApiError> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ScreenshotParams {
-    /// `png` (default) or `jpeg`.
+    /// `png` (default) or `jpeg` (`jpg` also).
+    #[param(pattern = "^(png|jpeg|jpg)$")]
     format: Option<String>,
     /// Scale factor in (0, 1] (default 1).
+    #[param(exclusive_minimum = 0, maximum = 1)]
     scale: Option<f32>,
     /// JPEG quality 1–100 (default 80).
+    #[param(minimum = 1, maximum = 100)]
     quality: Option<u8>,
 }
 
 /// The current screen as PNG, or JPEG with `?format=jpeg&scale=0.5`.
 #[utoipa::path(get, path = "/v1/devices/{id}/screenshot", tag = "devices", params(("id" = String, Path), ScreenshotParams),
-    responses((status = 200, content_type = "image/png", body = Vec<u8>), (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
+    responses((status = 200, description = "PNG, or JPEG with `format=jpeg`", content((Vec<u8> = "image/png"), (Vec<u8> = "image/jpeg"))),
+              (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
 pub async fn screenshot(
     State(s): State<AppState>,
     Path(id): Path<String>,

@@ -116,19 +116,25 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The JSON body, `{"error": {code, message, hint}}`.
+    pub fn body(&self) -> ErrorResponse {
+        ErrorResponse {
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message.clone(),
+                hint: self.hint.clone(),
+            },
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_server_error() {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
-        let body = ErrorResponse {
-            error: ErrorDetail {
-                code: self.code.to_string(),
-                message: self.message,
-                hint: self.hint,
-            },
-        };
-        (self.status, axum::Json(body)).into_response()
+        (self.status, axum::Json(self.body())).into_response()
     }
 }
 

@@ -8,14 +8,15 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::http::HeaderMap;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Path, Query};
@@ -32,6 +33,26 @@ pub struct SinceParams {
     since: Option<i64>,
 }
 
+/// One Server-Sent Event of a task's stream (`text/event-stream`: `id:`, `event:` and
+/// `data:` lines, a blank line between events; lines starting with `:` are keep-alive
+/// comments, every 15 s). `event: lagged` (data `{"missed": n}`, no id) says the client
+/// fell behind and the missed events follow; `event: error` carries the error shape.
+#[derive(ToSchema)]
+#[allow(dead_code)] // documentation only: the schema of the SSE body
+pub struct SseEvent {
+    /// The event's `seq`, for `Last-Event-ID`.
+    #[schema(pattern = "^[0-9]+$", example = "1")]
+    id: Option<String>,
+    /// The event type: `task.queued`, `step.executed`, …, `task.finished`, or `lagged`, `error`.
+    #[schema(example = "task.queued")]
+    event: Option<String>,
+    /// The stored event as JSON: `stream`, `seq`, `type`, `payload`, `created_at`.
+    #[schema(
+        example = "{\"stream\":\"0196…\",\"seq\":1,\"type\":\"task.queued\",\"payload\":{},\"created_at\":\"…\"}"
+    )]
+    data: String,
+}
+
 fn sse_event(ev: &StoredEvent) -> Event {
     Event::default()
         .id(ev.seq.to_string())
@@ -46,7 +67,8 @@ fn sse_event(ev: &StoredEvent) -> Event {
     get, path = "/v1/tasks/{id}/events", tag = "events",
     params(("id" = String, Path, description = "Task id (UUID)"), SinceParams,
            ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this seq (wins over `since` when larger)")),
-    responses((status = 200, content_type = "text/event-stream", description = "event: <type>, id: <seq>, data: the stored event as JSON", body = String),
+    responses((status = 200, content_type = "text/event-stream", description = "The task's events, then live ones; ends after `task.finished`", body = SseEvent),
+              (status = 400, description = "A bad `since` or `Last-Event-ID`", body = ErrorResponse),
               (status = 404, body = ErrorResponse))
 )]
 pub async fn task_events(
@@ -56,18 +78,18 @@ pub async fn task_events(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     s.store.get_task(id).await?;
-    let last_event_id = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<i64>().ok());
+    let last_event_id = last_event_id(&headers)?;
     let since = p.since.unwrap_or(0).max(last_event_id.unwrap_or(0)).max(0);
     let stream_name = id.to_string();
     let mut feed = s
         .bus
         .feed(Filter::Streams(HashSet::from([stream_name.clone()])));
     feed.resume(&stream_name, since).await?;
+    // Checked after `resume`, so a `task.finished` published meanwhile is either replayed
+    // or arrives live; only a stream the client already has to its end stops here.
+    let done = has_everything(&s, id, since).await?;
     let stream = futures::stream::unfold(
-        (feed, s.shutdown.clone(), false),
+        (feed, s.shutdown.clone(), done),
         |(mut feed, mut shutdown, done)| async move {
             if done {
                 return None;
@@ -94,6 +116,42 @@ pub async fn task_events(
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// `Last-Event-ID` as a seq; a value that is not one is the client's mistake, said so.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let parsed = v.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok());
+    match parsed {
+        Some(seq) => Ok(Some(seq)),
+        None => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_last_event_id",
+            format!(
+                "Last-Event-ID `{}` is not an event seq",
+                String::from_utf8_lossy(v.as_bytes())
+            ),
+            "Send the `id` of the last event received (an integer), or omit the header to start from the beginning.",
+        )),
+    }
+}
+
+/// Whether a client resuming after `since` already has the whole of a finished task's
+/// stream: the task is finished and the event at `since` is its last (`task.finished`),
+/// or `since` is past the end. `task.finished` is always a task stream's last event.
+async fn has_everything(s: &AppState, id: TaskId, since: i64) -> Result<bool, ApiError> {
+    if since <= 0 || !s.store.get_task(id).await?.status.is_terminal() {
+        return Ok(false);
+    }
+    let at = s.store.events_since(&id.to_string(), since - 1, 1).await?;
+    Ok(match at.first() {
+        Some(ev) => ev.kind == "task.finished",
+        // Past the end. A finished task's last event may still be on its way (the status
+        // is stored first); its seq is one past the stored end, which `since` covers.
+        None => true,
+    })
 }
 
 /// What a WebSocket client may send.
@@ -128,14 +186,44 @@ enum ClientMessage {
 /// `{"type":"answer","task_id","prompt_id"?,"answer"}`, `{"type":"cancel","task_id"}`,
 /// `{"type":"ping"}`; server → `{"type":"event","event":{…}}`, `{"type":"lagged","missed":n}`,
 /// `{"type":"subscribed"|"answered"|"cancelled"|"pong",…}`, `{"type":"error","error":{code,message,hint}}`.
+/// Subscriptions add up (send several to watch many tasks); `subscribed.finished` lists the
+/// subscribed tasks that have already finished. Messages are JSON text frames of at most
+/// 64 KiB: a binary frame gets an error, a larger message closes the session with 1009.
 #[utoipa::path(
     get, path = "/v1/ws", tag = "events",
-    responses((status = 101, description = "Switching to the WebSocket protocol described above"), (status = 400, body = ErrorResponse))
+    responses((status = 101, description = "Switching to the WebSocket protocol described above"),
+              (status = 426, description = "Not a WebSocket upgrade request", body = ErrorResponse))
 )]
-pub async fn websocket(State(s): State<AppState>, ws: WebSocketUpgrade) -> Response {
-    ws.max_message_size(64 * 1024)
+pub async fn websocket(
+    State(s): State<AppState>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(r) => return upgrade_required(r),
+    };
+    ws.max_message_size(WS_MAX_MESSAGE)
         .on_upgrade(move |socket| ws_session(socket, s))
         .into_response()
+}
+
+/// The largest WebSocket message a client may send. A larger one closes the session with
+/// 1009 (message too big); subscribe to many tasks in several messages (they add up) or
+/// with `"all": true`.
+pub const WS_MAX_MESSAGE: usize = 64 * 1024;
+
+/// The answer to a plain HTTP request on the WebSocket endpoint.
+fn upgrade_required(r: WebSocketUpgradeRejection) -> Response {
+    let mut resp = ApiError::new(
+        StatusCode::UPGRADE_REQUIRED,
+        "websocket_upgrade_required",
+        format!("/v1/ws speaks only WebSocket: {}", r.body_text()),
+        "Connect with a WebSocket client (GET with `Connection: Upgrade`, `Upgrade: websocket`); for one task's events over plain HTTP use GET /v1/tasks/{id}/events (SSE).",
+    )
+    .into_response();
+    resp.headers_mut()
+        .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    resp
 }
 
 async fn ws_session(socket: WebSocket, s: AppState) {
@@ -146,8 +234,19 @@ async fn ws_session(socket: WebSocket, s: AppState) {
         let out: Option<Value> = tokio::select! {
             msg = source.next() => match msg {
                 Some(Ok(Message::Text(t))) => Some(handle_client(&s, &mut feed, t.as_str()).await),
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
-                Some(Ok(_)) => None, // binary, ping and pong frames need no answer from us
+                Some(Ok(Message::Binary(_))) => Some(error_json(
+                    "binary_not_supported",
+                    "binary frames are not part of this protocol",
+                    "Send each message as a JSON text frame, e.g. {\"type\": \"ping\"}.",
+                )),
+                Some(Err(e)) => {
+                    if let Some(close) = close_for(&e) {
+                        let _ = sink.send(Message::Close(Some(close))).await;
+                    }
+                    break;
+                }
+                Some(Ok(Message::Close(_))) | None => break,
+                Some(Ok(_)) => None, // ping and pong frames need no answer from us
             },
             item = feed.next() => match item {
                 Ok(Some(FeedItem::Event(ev))) => Some(json!({"type": "event", "event": &*ev})),
@@ -169,6 +268,27 @@ async fn ws_session(socket: WebSocket, s: AppState) {
             break;
         }
     }
+}
+
+/// The close frame for a read error a client can act on: a message over the limit is
+/// 1009 with the limit in the reason. Others (the peer vanished) get none.
+fn close_for(e: &axum::Error) -> Option<CloseFrame> {
+    use std::error::Error as _;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = e.source();
+    while let Some(err) = source {
+        if let Some(tungstenite::Error::Capacity(c)) = err.downcast_ref::<tungstenite::Error>() {
+            return Some(CloseFrame {
+                code: close_code::SIZE,
+                reason: format!(
+                    "message too big ({c}); the limit is {} KiB: subscribe in several messages",
+                    WS_MAX_MESSAGE / 1024
+                )
+                .into(),
+            });
+        }
+        source = err.source();
+    }
+    None
 }
 
 /// Resolves once the server starts shutting down (or its state is gone).
@@ -208,10 +328,17 @@ async fn handle_client(s: &AppState, feed: &mut EventFeed, text: &str) -> Value 
             if devices {
                 streams.push(DEVICES_STREAM.to_string());
             }
+            // Finished tasks send nothing live: saying so spares a client that resumed at
+            // their end from waiting for a `task.finished` it already has.
+            let mut finished = Vec::new();
             for t in &tasks {
-                if let Err(e) = s.store.get_task(*t).await {
-                    let e = ApiError::from(e);
-                    return error_json(e.code, &e.message, &e.hint);
+                match s.store.get_task(*t).await {
+                    Ok(task) if task.status.is_terminal() => finished.push(*t),
+                    Ok(_) => {}
+                    Err(e) => {
+                        let e = ApiError::from(e);
+                        return error_json(e.code, &e.message, &e.hint);
+                    }
                 }
             }
             for stream in &streams {
@@ -221,7 +348,7 @@ async fn handle_client(s: &AppState, feed: &mut EventFeed, text: &str) -> Value 
                     return error_json("internal_error", &e.to_string(), "Retry the subscription.");
                 }
             }
-            json!({"type": "subscribed", "tasks": tasks, "all": all, "devices": devices})
+            json!({"type": "subscribed", "tasks": tasks, "finished": finished, "all": all, "devices": devices})
         }
         ClientMessage::Answer {
             task_id,

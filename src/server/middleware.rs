@@ -14,23 +14,39 @@ use sha2::{Digest, Sha256};
 use super::error::ApiError;
 use super::state::AppState;
 
-/// Paths that answer without a token: probes must work for orchestrators that hold none.
-const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz"];
+/// The API's documentation (Swagger UI and the spec it reads). It holds no secret, so it
+/// is public unless `server.public_docs = false`.
+fn is_docs_path(path: &str) -> bool {
+    path == "/openapi.json" || path == "/docs" || path.starts_with("/docs/")
+}
+
+/// Whether a request may pass without a token.
+fn is_public(state: &AppState, path: &str) -> bool {
+    // Probes must work for orchestrators that hold no token.
+    super::openapi::PUBLIC_OPERATIONS.contains(&path)
+        || (state.config.server.public_docs && is_docs_path(path))
+}
+
+/// The token in an `Authorization` value. The scheme name is case-insensitive
+/// (RFC 7235 §2.1): `Bearer`, `bearer` and `BEARER` are the same scheme.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
 
 /// Requires `Authorization: Bearer <token>` when tokens are configured.
 pub async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if state.token_digests.is_empty() || PUBLIC_PATHS.contains(&req.uri().path()) {
+    if state.token_digests.is_empty() || is_public(&state, req.uri().path()) {
         return next.run(req).await;
     }
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim);
+        .and_then(bearer_token);
     let ok = presented.is_some_and(|t| {
         // Comparing fixed-size digests keeps the comparison's time independent of how
         // much of the token matched.

@@ -7,6 +7,7 @@ pub mod events;
 pub mod extract;
 pub mod health;
 pub mod images;
+pub mod listen;
 pub mod middleware;
 pub mod openapi;
 pub mod state;
@@ -102,7 +103,7 @@ fn metrics_handle() -> PrometheusHandle {
 
 /// The full OpenAPI document and the routes it describes.
 pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let (router, mut api) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(health::metrics))
@@ -125,7 +126,9 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(devices::screen))
         .routes(routes!(devices::apps))
         .routes(routes!(devices::act))
-        .split_for_parts()
+        .split_for_parts();
+    openapi::finish(&mut api);
+    (router, api)
 }
 
 /// The OpenAPI document as committed at `openapi/openapi.json`.
@@ -190,9 +193,11 @@ pub fn app(state: AppState) -> Router {
             }),
         )
         .layer(PropagateRequestIdLayer::new(request_id))
+        // Compression wraps the error rewriter, never the reverse: the rewriter reads the
+        // body it replaces, which must not be compressed yet.
+        .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(middleware::json_errors))
         .layer(CatchPanicLayer::custom(middleware::panic_response))
-        .layer(CompressionLayer::new())
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(cfg.request_timeout_secs)))
         .layer(RequestBodyLimitLayer::new(cfg.body_limit_bytes));
     let router = router.layer(stack);
@@ -208,6 +213,7 @@ pub struct Server {
     router: Router,
     store: Arc<dyn Store>,
     grace: Duration,
+    limits: listen::ConnLimits,
     stopping: tokio::sync::watch::Sender<bool>,
     scheduler: Scheduler,
 }
@@ -321,6 +327,11 @@ impl Server {
             router: app(state),
             store,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
+            limits: listen::ConnLimits {
+                header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
+                idle_timeout: Duration::from_secs(config.server.idle_timeout_secs),
+                max_connections: config.server.max_connections,
+            },
             stopping,
             scheduler,
         })
@@ -355,19 +366,14 @@ impl Server {
             // wait on them for the whole grace period.
             let _ = tx.send(true);
         };
-        let serve = axum::serve(
-            self.listener,
-            self.router
-                .into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(signal);
+        let serve = listen::serve(self.listener, self.router, self.limits, signal);
         let grace = self.grace;
         let forced = async move {
             let _ = rx.wait_for(|stopping| *stopping).await;
             tokio::time::sleep(grace).await;
         };
         let result = tokio::select! {
-            r = serve => r.map_err(StartError::from),
+            () = serve => Ok(()),
             _ = forced => {
                 tracing::warn!(grace_secs = grace.as_secs(), "connections still open after the grace period; closing them");
                 Ok(())

@@ -45,8 +45,10 @@ pub struct ListParams {
     /// Only tasks with this status.
     status: Option<TaskStatus>,
     /// Page size, 1–500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
     /// `next_cursor` from the previous page.
+    #[param(min_length = 1)]
     cursor: Option<String>,
 }
 

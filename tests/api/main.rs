@@ -6,6 +6,8 @@ mod common;
 
 mod actions;
 mod crash;
+mod devices;
+mod http;
 mod lifecycle;
 mod run;
 mod streaming;

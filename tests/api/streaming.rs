@@ -249,3 +249,140 @@ async fn websocket_bad_messages_get_errors_not_disconnects() {
         "the session survives bad messages"
     );
 }
+
+#[tokio::test]
+async fn sse_resumed_at_or_past_the_end_of_a_finished_task_closes() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    app.client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    // seq 2 is `task.finished`: the client has everything, the stream ends empty.
+    for since in ["2", "7"] {
+        let events = read_sse(
+            app.get(&format!("/v1/tasks/{id}/events?since={since}"))
+                .await,
+        )
+        .await;
+        assert!(events.is_empty(), "since={since}: {events:?}");
+        let r = app
+            .client
+            .get(app.url(&format!("/v1/tasks/{id}/events")))
+            .header("Last-Event-ID", since)
+            .send()
+            .await
+            .unwrap();
+        assert!(read_sse(r).await.is_empty(), "Last-Event-ID: {since}");
+    }
+}
+
+#[tokio::test]
+async fn sse_refuses_a_last_event_id_that_is_not_a_seq() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    let r = app
+        .client
+        .get(app.url(&format!("/v1/tasks/{id}/events")))
+        .header("Last-Event-ID", "abc")
+        .send()
+        .await
+        .unwrap();
+    let (status, code, message, _) = error_of(r).await;
+    assert_eq!((status, code.as_str()), (400, "invalid_last_event_id"));
+    assert!(message.contains("abc"), "{message}");
+}
+
+#[tokio::test]
+async fn websocket_subscribe_says_which_tasks_are_finished() {
+    let app = spawn_app().await;
+    let (done, live) = (new_task(&app).await, new_task(&app).await);
+    app.client
+        .post(app.url(&format!("/v1/tasks/{done}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    let mut ws = ws_connect(&app).await;
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "tasks": [done, live], "since": {done.clone(): 2, live.clone(): 1}}),
+    )
+    .await;
+    let v = ws_recv(&mut ws).await;
+    assert_eq!(v["type"], "subscribed");
+    assert_eq!(v["finished"], json!([done]));
+}
+
+#[tokio::test]
+async fn websocket_subscriptions_add_up() {
+    let app = spawn_app().await;
+    let (a, b) = (new_task(&app).await, new_task(&app).await);
+    let mut ws = ws_connect(&app).await;
+    for id in [&a, &b] {
+        ws_send(
+            &mut ws,
+            json!({"type": "subscribe", "tasks": [id], "since": {id.clone(): 1}}),
+        )
+        .await;
+        assert_eq!(ws_recv(&mut ws).await["type"], "subscribed");
+    }
+    for id in [&a, &b] {
+        app.client
+            .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+            .send()
+            .await
+            .unwrap();
+    }
+    let mut finished = Vec::new();
+    while finished.len() < 2 {
+        let v = ws_recv(&mut ws).await;
+        if v["event"]["type"] == "task.finished" {
+            finished.push(v["event"]["stream"].as_str().unwrap().to_string());
+        }
+    }
+    finished.sort();
+    let mut want = vec![a, b];
+    want.sort();
+    assert_eq!(
+        finished, want,
+        "the second subscribe did not replace the first"
+    );
+}
+
+#[tokio::test]
+async fn websocket_binary_frames_get_an_error() {
+    let app = spawn_app().await;
+    let mut ws = ws_connect(&app).await;
+    ws.send(Message::Binary(vec![1, 2, 3].into()))
+        .await
+        .unwrap();
+    let v = ws_recv(&mut ws).await;
+    assert_eq!(v["error"]["code"], "binary_not_supported");
+    assert!(v["error"]["hint"].as_str().unwrap().contains("text"));
+    ws_send(&mut ws, json!({"type": "ping"})).await;
+    assert_eq!(ws_recv(&mut ws).await["type"], "pong");
+}
+
+#[tokio::test]
+async fn websocket_oversized_message_closes_with_1009() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let app = spawn_app().await;
+    let mut ws = ws_connect(&app).await;
+    let ids: Vec<String> = (0..2000)
+        .map(|_| uuid::Uuid::now_v7().to_string())
+        .collect();
+    ws_send(&mut ws, json!({"type": "subscribe", "tasks": ids})).await;
+    let close = loop {
+        let msg = tokio::time::timeout(std::time::Duration::from_secs(5), ws.next())
+            .await
+            .expect("the server answers the oversized message")
+            .expect("a close frame before the end")
+            .expect("a clean close, not a dropped connection");
+        if let Message::Close(frame) = msg {
+            break frame.expect("the close frame says why");
+        }
+    };
+    assert_eq!(close.code, CloseCode::Size);
+    assert!(close.reason.contains("64 KiB"), "{}", close.reason);
+}
