@@ -255,8 +255,10 @@ impl Session {
     }
 
     fn recv(&self, path: &str) -> Reply {
-        let data = match self.files().files.get(path) {
-            Some(d) => d.clone(),
+        // The guard is dropped before `kind` locks again.
+        let found = self.files().files.get(path).cloned();
+        let data = match found {
+            Some(d) => d,
             None if self.kind(path) == Some(Kind::Dir) => return fail("Is a directory"),
             None => return fail("No such file or directory"),
         };
