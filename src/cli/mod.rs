@@ -472,12 +472,15 @@ mod tests {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
-        let mut d = AgentDefaults::default();
-        d.navigator =
+        let mut navigator =
             crate::llm::ModelConfig::new(crate::llm::ProviderKind::Anthropic, "claude-sonnet-4-5");
-        d.navigator.base_url = Some(format!("http://{}", listener.local_addr().unwrap()));
-        // The hosted OpenAI default without a key: named, and api.openai.com left alone.
-        d.vision = crate::llm::ModelConfig::new(crate::llm::ProviderKind::Openai, "gpt-4o");
+        navigator.base_url = Some(format!("http://{}", listener.local_addr().unwrap()));
+        let d = AgentDefaults {
+            navigator,
+            // The hosted OpenAI default without a key: named, and api.openai.com left alone.
+            vision: crate::llm::ModelConfig::new(crate::llm::ProviderKind::Openai, "gpt-4o"),
+            ..AgentDefaults::default()
+        };
         let checks = check_models_with(&d, |_| None).await;
         assert_eq!(
             (checks[0].ok, checks[0].detail.as_str()),

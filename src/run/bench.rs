@@ -118,7 +118,9 @@ pub struct RunnerBenchOptions {
 
 /// A sink for progress lines, so a run of minutes is not silent.
 #[derive(Clone, Default)]
-pub struct Progress(Option<Arc<dyn Fn(&str) + Send + Sync>>);
+pub struct Progress(Option<Arc<ProgressFn>>);
+
+type ProgressFn = dyn Fn(&str) + Send + Sync;
 
 impl Progress {
     pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
