@@ -109,6 +109,23 @@ impl Drop for Proc {
     }
 }
 
+/// Whether an HTTP server on `port` answers `GET /healthz` with 200. A bound port alone is
+/// not enough: the SIGTERM handler is installed once the server is serving.
+fn healthy(port: u16) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
+}
+
 /// `droidpilot serve` with stderr to a pipe; returns once it answers /healthz.
 fn serve(dir: &Path, port: u16) -> Proc {
     let child = droidpilot(dir)
@@ -120,7 +137,7 @@ fn serve(dir: &Path, port: u16) -> Proc {
     let proc = Proc(child);
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if answers(port) {
+        if healthy(port) {
             return proc;
         }
         std::thread::sleep(Duration::from_millis(50));
