@@ -60,10 +60,7 @@ fn setup() -> Option<Setup> {
             .spawn("127.0.0.1:0".parse().expect("addr"))
             .await
             .expect("listen");
-        let opts = AdbOptions {
-            ime_settle: Duration::ZERO,
-            ..AdbOptions::local(port)
-        };
+        let opts = AdbOptions::local(port);
         AdbHost::new(opts.clone())
             .connect(&addr.to_string())
             .await

@@ -37,50 +37,8 @@ fn main() -> std::process::ExitCode {
                 );
                 droidpilot::adbd::cli::run(args).await
             }
-            Command::Devices(args) => {
-                let base = droidpilot::config::Config::load(
-                    std::path::Path::new("config"),
-                    &Default::default(),
-                )
-                .map(|c| droidpilot::device::pool::PoolOptions {
-                    sims: c.devices.sim,
-                    ..Default::default()
-                })
-                .unwrap_or_default();
-                droidpilot::device::cli::run_devices(&args, base).await
-            }
-            Command::Doctor(args) => {
-                let adb_ok = droidpilot::device::cli::run_doctor(&args).await?;
-                // Models: the default agent kind's model counts; the other is informational.
-                let mut models_ok = true;
-                if let Ok(cfg) = droidpilot::config::Config::load(
-                    std::path::Path::new("config"),
-                    &Default::default(),
-                ) {
-                    let counted = match cfg.agent.kind {
-                        droidpilot::agent::spec::AgentKind::Vision => "vision",
-                        _ => "navigator",
-                    };
-                    println!("\nmodels:");
-                    for c in droidpilot::cli::check_models(&cfg.agent).await {
-                        let counts = c.name.starts_with(counted);
-                        let mark = if c.ok {
-                            "ok"
-                        } else if counts {
-                            "FAIL"
-                        } else {
-                            "warn"
-                        };
-                        println!("  [{mark:>4}] {}: {}", c.name, c.detail);
-                        models_ok &= c.ok || !counts;
-                    }
-                }
-                if adb_ok && models_ok {
-                    Ok(())
-                } else {
-                    Err(anyhow::anyhow!("some checks failed; see the fixes above"))
-                }
-            }
+            Command::Devices(args) => droidpilot::cli::devices(args).await,
+            Command::Doctor(args) => droidpilot::cli::doctor(args).await,
             Command::Bench(droidpilot::cli::BenchCommand::Adb(args)) => {
                 droidpilot::cli::bench_adb(args).await
             }

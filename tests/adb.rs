@@ -131,10 +131,7 @@ async fn the_adb_path_end_to_end() {
     let adbd = Adbd::new(sim.clone(), AdbdOptions::default());
     let addr: SocketAddr = adbd.spawn("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let serial = addr.to_string();
-    let opts = AdbOptions {
-        ime_settle: Duration::ZERO,
-        ..AdbOptions::local(server.port)
-    };
+    let opts = AdbOptions::local(server.port);
 
     // The pool connects it and lists it.
     let pool = DevicePool::new(PoolOptions {
@@ -346,5 +343,122 @@ async fn the_adb_path_end_to_end() {
             .iter()
             .any(|d| d.serial == serial && d.is_online())
     );
+    adbd.shutdown();
+}
+
+/// A virtual phone behind a simulated adbd, connected to `server`; returns its serial.
+async fn connected_sim(server: &AdbServer) -> (Arc<SimDevice>, Adbd, String) {
+    let sim = Arc::new(SimDevice::new(SimConfig::default()).unwrap());
+    let adbd = Adbd::new(sim.clone(), AdbdOptions::default());
+    let addr: SocketAddr = adbd.spawn("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let serial = addr.to_string();
+    let o = server.adb(&["connect", &serial]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("connected"),
+        "adb connect: {o:?}"
+    );
+    (sim, adbd, serial)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adb_pull_fetches_what_screencap_and_uiautomator_wrote() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let local = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+
+    let o = server.adb(&[
+        "-s",
+        &serial,
+        "shell",
+        "screencap",
+        "-p",
+        "/sdcard/screen.png",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let o = server.adb(&[
+        "-s",
+        &serial,
+        "pull",
+        "/sdcard/screen.png",
+        &local("screen.png"),
+    ]);
+    assert!(o.status.success(), "adb pull screen.png: {o:?}");
+    let bytes = std::fs::read(local("screen.png")).unwrap();
+    let png = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png).unwrap();
+    assert!(
+        png.to_rgba8().into_raw() == sim.render_now(),
+        "the pulled screenshot differs from the sim's render"
+    );
+
+    let o = server.adb(&["-s", &serial, "shell", "uiautomator", "dump"]);
+    assert!(o.status.success(), "{o:?}");
+    let o = server.adb(&[
+        "-s",
+        &serial,
+        "pull",
+        "/sdcard/window_dump.xml",
+        &local("d.xml"),
+    ]);
+    assert!(o.status.success(), "adb pull window_dump.xml: {o:?}");
+    let xml = std::fs::read_to_string(local("d.xml")).unwrap();
+    assert_eq!(xml, sim.hierarchy().await.unwrap());
+
+    // A file the phone does not have is a clear failure, not a hang or an empty file.
+    let o = server.adb(&[
+        "-s",
+        &serial,
+        "pull",
+        "/sdcard/nope.png",
+        &local("nope.png"),
+    ]);
+    assert!(!o.status.success());
+    // adb 29 prints this on stdout, newer versions on stderr.
+    let err = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        err.contains("does not exist") || err.contains("No such file"),
+        "{o:?}"
+    );
+
+    // Push round-trips through the same service.
+    std::fs::write(local("up.txt"), "pushed\n").unwrap();
+    let o = server.adb(&["-s", &serial, "push", &local("up.txt"), "/sdcard/up.txt"]);
+    assert!(o.status.success(), "adb push: {o:?}");
+    let o = server.adb(&["-s", &serial, "shell", "cat", "/sdcard/up.txt"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "pushed\n");
+    adbd.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_waits_for_the_broadcast_result_not_a_fixed_sleep() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (_sim, adbd, serial) = connected_sim(&server).await;
+    // Default options: what a user gets.
+    let dev = AdbDevice::new(serial, AdbOptions::local(server.port));
+    focus_url_bar(&dev).await;
+    let before = adbd.executed().len();
+    dev.type_text("héllo 世界").await.unwrap();
+    assert_eq!(focused_field_text(&dev).await, "héllo 世界");
+    let ran: Vec<Vec<String>> = adbd.executed()[before..].to_vec();
+    assert!(
+        ran.iter()
+            .any(|argv| argv.len() > 2 && argv[0] == "am" && argv[1] == "broadcast"),
+        "{ran:?}"
+    );
+    assert!(
+        !ran.iter().any(|argv| argv[0] == "sleep"),
+        "typing slept instead of waiting for the broadcast: {ran:?}"
+    );
+
     adbd.shutdown();
 }

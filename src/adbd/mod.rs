@@ -4,7 +4,7 @@
 //! Pieces: `packet` (message codec), `shell_v2` (shell protocol framing), `cmdline` (the
 //! POSIX-style command line, never executing anything), `commands` (built-in Android
 //! commands over the `Device` trait plus adbd-local state), `server` (connections, streams,
-//! services), `cli` (`droidpilot sim`).
+//! services), `sync` (the `sync:` file service behind `adb pull`/`push`), `cli` (`droidpilot sim`).
 
 pub mod cli;
 pub mod cmdline;
@@ -14,3 +14,4 @@ pub mod server;
 
 pub use server::{Adbd, AdbdOptions, serve};
 pub mod shell_v2;
+pub mod sync;

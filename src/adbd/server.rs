@@ -2,7 +2,8 @@
 //!
 //! Owns the accept loop, the handshake (CNXN, optional AUTH), the stream table (OPEN,
 //! OKAY, WRTE, CLSE; several streams per connection, one WRTE in flight per stream) and
-//! the services behind a stream (`shell:`, `shell,v2,…:`, `exec:`, `framebuffer:`).
+//! the services behind a stream (`shell:`, `shell,v2,…:`, `exec:`, `framebuffer:`,
+//! `sync:`).
 //! Each connection has one writer task that sends one encoded message per `write_all`
 //! with TCP_NODELAY set, because a header and payload in two writes meet delayed ACKs on
 //! loopback and cost ~40 ms per round trip.
@@ -202,7 +203,7 @@ impl Adbd {
 
     fn banner(&self, model: &str) -> Vec<u8> {
         format!(
-            "device::ro.product.name={};ro.product.model={};ro.product.device={};features=shell_v2,cmd\0",
+            "device::ro.product.name={};ro.product.model={};ro.product.device={};features=shell_v2,cmd,stat_v2\0",
             self.opts.product, model, self.opts.device_name
         )
         .into_bytes()
@@ -411,11 +412,41 @@ impl Adbd {
                 let merged: Vec<u8> = out.events.into_iter().flat_map(|(_, d)| d).collect();
                 io.write(&merged).await
             }
+            Service::Sync => self.serve_sync(io).await,
             Service::Framebuffer => match commands_framebuffer(&self.device).await {
                 Ok(bytes) => io.write(&bytes).await,
                 Err(_) => Ok(()),
             },
         }
+    }
+}
+
+impl Adbd {
+    /// `sync:` until the host's QUIT, a FAIL, or the stream closing.
+    async fn serve_sync(&self, io: &mut StreamIo) -> Result<(), Closed> {
+        let mut dec = super::sync::Decoder::default();
+        let mut session = super::sync::Session::new(self.state.clone());
+        while let Some(data) = io.read().await {
+            let requests = match dec.push(&data) {
+                Ok(r) => r,
+                Err(e) => {
+                    let mut v = b"FAIL".to_vec();
+                    v.extend_from_slice(&(e.len() as u32).to_le_bytes());
+                    v.extend_from_slice(e.as_bytes());
+                    return io.write(&v).await;
+                }
+            };
+            for req in requests {
+                let reply = session.handle(req);
+                if !reply.bytes.is_empty() {
+                    io.write(&reply.bytes).await?;
+                }
+                if reply.end {
+                    return Ok(());
+                }
+            }
+        }
+        Err(Closed)
     }
 }
 
@@ -523,11 +554,15 @@ enum Service {
     Shell { v2: bool, command: String },
     Exec(String),
     Framebuffer,
+    Sync,
 }
 
 impl Service {
-    /// `shell:CMD`, `shell,v2,TERM=xterm,raw:CMD`, `exec:CMD`, `framebuffer:`.
+    /// `shell:CMD`, `shell,v2,TERM=xterm,raw:CMD`, `exec:CMD`, `framebuffer:`, `sync:`.
     fn parse(s: &str) -> Option<Service> {
+        if s == "sync:" {
+            return Some(Service::Sync);
+        }
         if let Some(rest) = s.strip_prefix("exec:") {
             return Some(Service::Exec(rest.to_string()));
         }
@@ -589,6 +624,21 @@ impl StreamIo {
             }
         }
         Ok(())
+    }
+
+    /// The host's next data (what arrived while we waited for an OKAY first); `None` once
+    /// the stream is closed.
+    async fn read(&mut self) -> Option<Vec<u8>> {
+        if let Some(d) = self.pending.pop_front() {
+            return Some(d);
+        }
+        loop {
+            match self.inbox.recv().await? {
+                HostMsg::Data(d) => return Some(d),
+                HostMsg::Okay => continue,
+                HostMsg::Close => return None,
+            }
+        }
     }
 
     /// Collects shell-v2 stdin until close-stdin (or the stream closes), capped in time.
@@ -654,7 +704,7 @@ mod tests {
             Some(Service::Exec("screencap '-p'".into()))
         );
         assert_eq!(Service::parse("framebuffer:"), Some(Service::Framebuffer));
-        assert_eq!(Service::parse("sync:"), None);
+        assert_eq!(Service::parse("sync:"), Some(Service::Sync));
         assert_eq!(Service::parse("reboot:"), None);
     }
 

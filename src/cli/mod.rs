@@ -123,14 +123,26 @@ pub fn load_config(
     )
 }
 
-/// Installs the tracing subscriber. `RUST_LOG` beats the configured level.
+/// Whether log lines may carry ANSI colours: only on a terminal, and never with `NO_COLOR`
+/// set to anything non-empty (<https://no-color.org>). Files and pipes get plain text.
+pub fn log_colours(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// Installs the tracing subscriber (on stderr). `RUST_LOG` beats the configured level.
 pub fn init_logging(format: LogFormat, level: &str) {
+    use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    let ansi = log_colours(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
@@ -157,8 +169,92 @@ pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Re
         env!("CARGO_PKG_VERSION"),
         server.local_addr()
     );
-    server.run(crate::server::shutdown_signal()).await?;
+    let pool = server.pool();
+    let result = server.run(crate::server::shutdown_signal()).await;
+    // An adb server we started would outlive us as a system-wide daemon; stop it.
+    if pool.stop_started_adb_server().await {
+        tracing::info!("stopped the adb server droidpilot had started");
+    }
+    result?;
     Ok(())
+}
+
+/// The configuration for a tool command (`doctor`, `devices`): defaults, config/local.toml,
+/// `--config FILE` and the environment, as `serve` reads them. A bad `--config` is an error.
+pub fn load_tool_config(config_file: Option<&PathBuf>) -> anyhow::Result<Config> {
+    Config::load(
+        std::path::Path::new("config"),
+        &Overrides {
+            config_file: config_file.cloned(),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The configured adb options, whether or not `[devices.adb] enabled` (the tools ask for adb).
+fn configured_adb(config: &Config) -> crate::device::adb::AdbOptions {
+    let mut pool = config.devices.pool_options();
+    pool.adb
+        .take()
+        .unwrap_or_else(|| crate::device::adb::AdbOptions {
+            server: config.devices.adb.server,
+            adb_path: config.devices.adb.adb_path.clone(),
+            ..Default::default()
+        })
+}
+
+/// `droidpilot devices`.
+pub async fn devices(args: crate::device::cli::DevicesArgs) -> anyhow::Result<()> {
+    let config = load_tool_config(args.config.as_ref())?;
+    let adb =
+        crate::device::cli::adb_options(configured_adb(&config), args.adb_server.as_deref(), None)?;
+    let mut base = config.devices.pool_options();
+    base.adb = None;
+    crate::device::cli::run_devices(args.json, adb, base).await
+}
+
+/// `droidpilot doctor`: adb, then the models. One summary at the end, which agrees with
+/// the exit code: an `Err` (exit 1) names how many checks failed.
+pub async fn doctor(args: crate::device::cli::DoctorArgs) -> anyhow::Result<()> {
+    let config = load_tool_config(args.config.as_ref())?;
+    let opts = crate::device::cli::adb_options(
+        configured_adb(&config),
+        args.adb_server.as_deref(),
+        args.adb_path.as_deref(),
+    )?;
+    let checks = crate::device::cli::doctor(&opts).await;
+    print!("{}", crate::device::cli::format_report(&checks));
+    let mut failed = checks.iter().filter(|c| !c.ok).count();
+    // Models: the default agent kind's model counts; the other is informational.
+    let counted = match config.agent.kind {
+        crate::agent::spec::AgentKind::Vision => "vision",
+        _ => "navigator",
+    };
+    println!("\nmodels:");
+    for c in check_models(&config.agent).await {
+        let counts = c.name.starts_with(counted);
+        let mark = if c.ok {
+            "ok"
+        } else if counts {
+            "FAIL"
+        } else {
+            "warn"
+        };
+        println!("  [{mark:>4}] {}: {}", c.name, c.detail);
+        if !c.ok && counts {
+            failed += 1;
+        }
+    }
+    if failed == 0 {
+        println!("\nAll checks passed.");
+        Ok(())
+    } else {
+        println!();
+        Err(anyhow::anyhow!(
+            "{failed} check(s) failed; see the fixes above"
+        ))
+    }
 }
 
 /// `droidpilot bench adb`.
@@ -176,9 +272,12 @@ pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
 /// `droidpilot bench runner`.
 pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
     use crate::run::bench;
-    let report = bench::bench_runner(bench::RunnerBenchOptions::default())
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    let report = bench::bench_runner(bench::RunnerBenchOptions {
+        progress: bench::Progress::stderr(),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
     if args.json {
         println!(
             "{}",
@@ -239,8 +338,17 @@ pub struct ModelCheck {
 /// Checks that each configured model's server answers and that its key is present. It
 /// asks `GET {base_url}/models` (OpenAI-compatible servers and Gemini list models there;
 /// Anthropic answers it too), so no tokens are spent. Any HTTP answer, even 401, proves
-/// the server is reachable; the key check says whether we would be let in.
+/// the server is reachable; the key check says whether we would be let in. A provider
+/// that needs a key and has none is reported as such and contacted not at all.
 pub async fn check_models(defaults: &crate::agent::spec::AgentDefaults) -> Vec<ModelCheck> {
+    check_models_with(defaults, |v| std::env::var(v).ok()).await
+}
+
+/// [`check_models`] with the environment given (tests pass their own).
+pub async fn check_models_with(
+    defaults: &crate::agent::spec::AgentDefaults,
+    env: impl Fn(&str) -> Option<String>,
+) -> Vec<ModelCheck> {
     let client = match reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(5))
         .build()
@@ -264,46 +372,66 @@ pub async fn check_models(defaults: &crate::agent::spec::AgentDefaults) -> Vec<M
             cfg.model,
             cfg.provider.display_name()
         );
-        let url = format!("{}/models", cfg.base_url().trim_end_matches('/'));
-        let key = defaults
-            .keys
-            .get(cfg.provider)
-            .cloned()
-            .map(Some)
-            .or_else(|| cfg.resolve_key().ok())
-            .flatten();
-        let is_local = cfg.base_url.is_some();
-        match client.get(&url).send().await {
-            Ok(r) if r.status().as_u16() == 401 || r.status().as_u16() == 403 => out.push(ModelCheck {
-                name,
-                ok: key.is_some(),
-                detail: if key.is_some() {
-                    format!("{} answers; a key is configured", cfg.base_url())
-                } else {
-                    format!("{} answers but wants a key. Try: export {}", cfg.base_url(), cfg.provider.key_env())
-                },
-            }),
-            Ok(_) => out.push(ModelCheck {
-                name,
-                ok: key.is_some() || is_local,
-                detail: if key.is_some() || is_local {
-                    format!("{} answers", cfg.base_url())
-                } else {
-                    format!("{} answers, but no key is set. Try: export {}", cfg.base_url(), cfg.provider.key_env())
-                },
-            }),
-            Err(e) => out.push(ModelCheck {
-                name,
-                ok: false,
-                detail: format!(
-                    "Model is not responding ({}). Check the server at {}, or set [agent.{role}] base_url in the configuration",
-                    if e.is_timeout() { "timed out" } else { "connection failed" },
-                    cfg.base_url()
-                ),
-            }),
-        }
+        let key = match defaults.keys.get(cfg.provider) {
+            Some(k) => Some(k.clone()),
+            None => match cfg.resolve_key_with(&env) {
+                Ok(k) => k,
+                Err(_) => {
+                    out.push(ModelCheck {
+                        name,
+                        ok: false,
+                        detail: format!(
+                            "no {} (set it in the server's environment)",
+                            cfg.provider.key_env()
+                        ),
+                    });
+                    continue;
+                }
+            },
+        };
+        out.push(probe_model(&client, name, role, cfg, key.is_some()).await);
     }
     out
+}
+
+/// One `GET {base_url}/models`; `has_key` says whether we would be let in.
+async fn probe_model(
+    client: &reqwest::Client,
+    name: String,
+    role: &str,
+    cfg: &crate::llm::ModelConfig,
+    has_key: bool,
+) -> ModelCheck {
+    let url = format!("{}/models", cfg.base_url().trim_end_matches('/'));
+    let base = cfg.base_url();
+    let (ok, detail) = match client.get(&url).send().await {
+        Ok(r) if r.status().as_u16() == 401 || r.status().as_u16() == 403 => {
+            if has_key {
+                (true, format!("{base} answers; a key is configured"))
+            } else {
+                (
+                    false,
+                    format!(
+                        "{base} answers but wants a key. Try: export {}",
+                        cfg.provider.key_env()
+                    ),
+                )
+            }
+        }
+        Ok(_) => (true, format!("{base} answers")),
+        Err(e) => (
+            false,
+            format!(
+                "Model is not responding ({}). Check the server at {base}, or set [agent.{role}] base_url in the configuration",
+                if e.is_timeout() {
+                    "timed out"
+                } else {
+                    "connection failed"
+                },
+            ),
+        ),
+    };
+    ModelCheck { name, ok, detail }
 }
 
 #[cfg(test)]
@@ -337,5 +465,46 @@ mod tests {
                 && checks[1].detail.contains(&dead.to_string()),
             "{checks:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn doctor_names_a_missing_key_and_contacts_nothing() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let mut navigator =
+            crate::llm::ModelConfig::new(crate::llm::ProviderKind::Anthropic, "claude-sonnet-4-5");
+        navigator.base_url = Some(format!("http://{}", listener.local_addr().unwrap()));
+        let d = AgentDefaults {
+            navigator,
+            // The hosted OpenAI default without a key: named, and api.openai.com left alone.
+            vision: crate::llm::ModelConfig::new(crate::llm::ProviderKind::Openai, "gpt-4o"),
+            ..AgentDefaults::default()
+        };
+        let checks = check_models_with(&d, |_| None).await;
+        assert_eq!(
+            (checks[0].ok, checks[0].detail.as_str()),
+            (
+                false,
+                "no ANTHROPIC_API_KEY (set it in the server's environment)"
+            )
+        );
+        assert_eq!(
+            checks[1].detail,
+            "no OPENAI_API_KEY (set it in the server's environment)"
+        );
+        assert!(
+            listener.accept().is_err(),
+            "the model server was contacted without a key"
+        );
+    }
+
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(log_colours(true, None));
+        assert!(!log_colours(false, None));
+        assert!(!log_colours(true, Some(OsStr::new("1"))));
+        assert!(log_colours(true, Some(OsStr::new(""))));
     }
 }

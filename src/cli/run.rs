@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::agent::spec::{AgentSpec, build_agent};
 use crate::config::{Config, Overrides};
-use crate::device::pool::DevicePool;
+use crate::device::pool::{DevicePool, DeviceState, DeviceSummary};
 use crate::domain::{NewTask, TaskSpec, TaskStatus};
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{EventBus, FeedItem, Filter};
@@ -30,7 +30,8 @@ pub struct RunArgs {
     /// history and the agent carries on from the next step.
     #[arg(long, value_name = "PATH")]
     pub resume: Option<PathBuf>,
-    /// The device to run on (default: the first available).
+    /// The device to run on (default: an available virtual phone; a real phone only when
+    /// named here, see `droidpilot devices`).
     #[arg(long)]
     pub device: Option<String>,
     /// navigator, vision or replay (default: [agent] kind).
@@ -84,6 +85,26 @@ fn agent_json(a: &RunArgs) -> anyhow::Result<Option<Value>> {
     Ok((!m.is_empty()).then_some(Value::Object(m)))
 }
 
+/// The device `run` takes when none is named: an available virtual phone. A real phone is
+/// never picked unasked (an agent operating someone's personal phone is the worse
+/// surprise); when only real phones are available the error names them.
+pub fn default_device(rows: &[DeviceSummary]) -> anyhow::Result<String> {
+    let available = || rows.iter().filter(|d| d.state == DeviceState::Available);
+    if let Some(sim) = available().find(|d| d.backend == "sim") {
+        return Ok(sim.id.clone());
+    }
+    let real: Vec<&str> = available().map(|d| d.id.as_str()).collect();
+    match real.first() {
+        Some(first) => anyhow::bail!(
+            "no virtual phone is available, and a real phone is used only when named. Available: {}. Try: droidpilot run --device {first} \"…\"",
+            real.join(", ")
+        ),
+        None => anyhow::bail!(
+            "no available device. Try: 1) `droidpilot devices` 2) plug in a phone and pass --device ID 3) keep [[devices.sim]] in the configuration"
+        ),
+    }
+}
+
 /// Runs one task; returns whether it succeeded.
 pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     let config = Config::load(
@@ -98,9 +119,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     let pool = DevicePool::new(config.devices.pool_options()).await?;
     let device_id = match &args.device {
         Some(d) => d.clone(),
-        None => pool.list().into_iter().find(|d| d.state == crate::device::pool::DeviceState::Available).map(|d| d.id).ok_or_else(|| {
-            anyhow::anyhow!("no available device. Try: 1) `droidpilot devices` 2) plug in a phone 3) keep [[devices.sim]] in the configuration")
-        })?,
+        None => {
+            let id = default_device(&pool.list())?;
+            println!(
+                "device: {id} (a virtual phone, the default; to use another, pass --device ID from `droidpilot devices`)"
+            );
+            id
+        }
     };
     let device = pool.get(&device_id).ok_or_else(|| {
         let known: Vec<String> = pool.list().into_iter().map(|d| d.id).collect();
@@ -166,6 +191,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         async move { runner.run(task, device, agent, stop_rx).await }
     });
     let max = args.max_steps;
+    // On a terminal the step line is rewritten in place; into a pipe or file, one line each.
+    let live = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let mut interrupted = false;
     loop {
         tokio::select! {
@@ -176,7 +203,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                     "step.decided" => {
                         let action = p["action"].get("action").and_then(Value::as_str).unwrap_or("?");
                         let thinking: String = p["thinking"].as_str().unwrap_or("").chars().take(70).collect();
-                        print!("\r\x1b[2K[step {}/{max}] {action:<12} {}", p["step"], thinking.replace('\n', " "));
+                        let line = format!("[step {}/{max}] {action:<12} {}", p["step"], thinking.replace('\n', " "));
+                        if live {
+                            print!("\r\x1b[2K{line}");
+                        } else {
+                            println!("{}", line.trim_end());
+                        }
                         let _ = std::io::stdout().flush();
                     }
                     "model.retry" => {
@@ -249,5 +281,41 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         Err(e) => eprintln!("could not write the trajectory: {e}"),
     }
     store.close().await;
+    pool.stop_started_adb_server().await;
     Ok(done.status == TaskStatus::Succeeded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, backend: &str, state: DeviceState) -> DeviceSummary {
+        DeviceSummary {
+            id: id.into(),
+            backend: backend.into(),
+            model: String::new(),
+            state,
+            screen: None,
+            lease_owner: None,
+            consecutive_failures: 0,
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn the_virtual_phone_is_preferred_and_a_real_one_is_only_used_when_named() {
+        let rows = [
+            row("0123ABCD", "adb", DeviceState::Available),
+            row("sim-1", "sim", DeviceState::Available),
+        ];
+        assert_eq!(default_device(&rows).unwrap(), "sim-1");
+        let busy_sim = [
+            row("0123ABCD", "adb", DeviceState::Available),
+            row("sim-1", "sim", DeviceState::Leased),
+        ];
+        let err = default_device(&busy_sim).unwrap_err().to_string();
+        assert!(err.contains("--device 0123ABCD"), "{err}");
+        let err = default_device(&[]).unwrap_err().to_string();
+        assert!(err.contains("droidpilot devices"), "{err}");
+    }
 }

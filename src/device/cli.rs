@@ -1,6 +1,7 @@
 //! `droidpilot devices` and `droidpilot doctor`: what the pool sees, and what is wrong
 //! with the ADB setup, with fixes a person can follow.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Device as _;
@@ -9,31 +10,46 @@ use super::pool::{DevicePool, DeviceSummary, PoolOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DevicesArgs {
-    /// The adb server (host:port).
-    #[arg(long, default_value = "127.0.0.1:5037", env = "DROIDPILOT_ADB_SERVER")]
-    pub adb_server: String,
+    /// The adb server, host:port (default: [devices.adb] server, 127.0.0.1:5037).
+    #[arg(long, env = "DROIDPILOT_ADB_SERVER")]
+    pub adb_server: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// A TOML file layered over the defaults and config/local.toml, as for `serve`.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DoctorArgs {
-    #[arg(long, default_value = "127.0.0.1:5037", env = "DROIDPILOT_ADB_SERVER")]
-    pub adb_server: String,
-    /// The adb program.
-    #[arg(long, default_value = "adb")]
-    pub adb_path: String,
+    /// The adb server, host:port (default: [devices.adb] server, 127.0.0.1:5037).
+    #[arg(long, env = "DROIDPILOT_ADB_SERVER")]
+    pub adb_server: Option<String>,
+    /// The adb program (default: [devices.adb] adb_path, `adb`).
+    #[arg(long)]
+    pub adb_path: Option<String>,
+    /// A TOML file layered over the defaults and config/local.toml, as for `serve`.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
 }
 
-fn adb_options(server: &str, adb_path: &str) -> anyhow::Result<AdbOptions> {
-    let addr =
-        super::adb::host::resolve(server).map_err(|e| anyhow::anyhow!("--adb-server: {e}"))?;
-    Ok(AdbOptions {
-        server: addr,
-        adb_path: adb_path.to_string(),
-        ..AdbOptions::default()
-    })
+/// `base` (from the configuration) with the command line's `--adb-server` and
+/// `--adb-path` over it.
+pub fn adb_options(
+    base: AdbOptions,
+    server: Option<&str>,
+    adb_path: Option<&str>,
+) -> anyhow::Result<AdbOptions> {
+    let mut opts = base;
+    if let Some(s) = server {
+        opts.server =
+            super::adb::host::resolve(s).map_err(|e| anyhow::anyhow!("--adb-server: {e}"))?;
+    }
+    if let Some(p) = adb_path {
+        opts.adb_path = p.to_string();
+    }
+    Ok(opts)
 }
 
 /// The `devices` table.
@@ -85,9 +101,8 @@ pub fn format_devices_table(rows: &[DeviceSummary]) -> String {
 }
 
 /// `droidpilot devices`: `base` carries the configured devices (virtual phones, serials);
-/// the adb server's devices are discovered on top.
-pub async fn run_devices(args: &DevicesArgs, base: PoolOptions) -> anyhow::Result<()> {
-    let adb = adb_options(&args.adb_server, "adb")?;
+/// the devices of the adb server `adb` are discovered on top.
+pub async fn run_devices(json: bool, adb: AdbOptions, base: PoolOptions) -> anyhow::Result<()> {
     let opts = PoolOptions {
         adb: Some(adb),
         auto_discover: true,
@@ -97,7 +112,7 @@ pub async fn run_devices(args: &DevicesArgs, base: PoolOptions) -> anyhow::Resul
         .await
         .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
     let rows = pool.list();
-    if args.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         print!("{}", format_devices_table(&rows));
@@ -299,21 +314,7 @@ pub fn format_report(checks: &[Check]) -> String {
             out.push_str(&format!("       {f}\n"));
         }
     }
-    let failed = checks.iter().filter(|c| !c.ok).count();
-    out.push_str(&if failed == 0 {
-        "All checks passed.\n".to_string()
-    } else {
-        format!("{failed} check(s) failed.\n")
-    });
     out
-}
-
-/// `droidpilot doctor`; returns whether every check passed (the binary sets the exit code).
-pub async fn run_doctor(args: &DoctorArgs) -> anyhow::Result<bool> {
-    let opts = adb_options(&args.adb_server, &args.adb_path)?;
-    let checks = doctor(&opts).await;
-    print!("{}", format_report(&checks));
-    Ok(checks.iter().all(|c| c.ok))
 }
 
 #[cfg(test)]

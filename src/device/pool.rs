@@ -315,6 +315,21 @@ impl Drop for Lease {
 }
 
 impl DevicePool {
+    /// At shutdown: stops the adb server if this pool started it (a server that was
+    /// already running is left alone). Returns whether one was stopped.
+    pub async fn stop_started_adb_server(&self) -> bool {
+        let Some(host) = &self.inner.host else {
+            return false;
+        };
+        match host.stop_started_server().await {
+            Ok(stopped) => stopped,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not stop the adb server this process started");
+                false
+            }
+        }
+    }
+
     /// Builds the pool from configuration and starts health checks (and discovery).
     pub async fn new(opts: PoolOptions) -> Result<DevicePool, PoolError> {
         let host = opts.adb.clone().map(AdbHost::new);

@@ -191,11 +191,12 @@ pub fn host(addr: SocketAddrV4) -> ADBServer {
     ADBServer::new_from_path(addr, noop_program().or_else(|| Some("adb".into())))
 }
 
-/// Starts the adb server on `addr`'s port when it is local and not already answering.
-pub fn ensure_server(addr: SocketAddrV4, adb_path: &str) -> Result<(), String> {
+/// Starts the adb server on `addr`'s port when it is local and not already answering;
+/// `Ok(true)` when this call started it.
+pub fn ensure_server(addr: SocketAddrV4, adb_path: &str) -> Result<bool, String> {
     let ip = addr.ip();
     if !(ip.is_loopback() || ip.is_unspecified()) {
-        return Ok(());
+        return Ok(false);
     }
     if std::net::TcpStream::connect_timeout(
         &std::net::SocketAddr::V4(addr),
@@ -203,7 +204,7 @@ pub fn ensure_server(addr: SocketAddrV4, adb_path: &str) -> Result<(), String> {
     )
     .is_ok()
     {
-        return Ok(());
+        return Ok(false);
     }
     let out = Command::new(adb_path)
         .args(["-P", &addr.port().to_string(), "start-server"])
@@ -216,7 +217,7 @@ pub fn ensure_server(addr: SocketAddrV4, adb_path: &str) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! runs on the blocking pool behind a deadline.
 
 use std::net::{SocketAddrV4, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::AdbOptions;
 use super::gaps;
@@ -23,10 +25,11 @@ impl AdbListing {
     }
 }
 
-/// A handle on one adb server.
+/// A handle on one adb server. Clones share whether this process started the server.
 #[derive(Debug, Clone)]
 pub struct AdbHost {
     opts: AdbOptions,
+    started: Arc<AtomicBool>,
 }
 
 fn server_down(addr: SocketAddrV4, e: impl std::fmt::Display) -> DeviceError {
@@ -37,7 +40,10 @@ fn server_down(addr: SocketAddrV4, e: impl std::fmt::Display) -> DeviceError {
 
 impl AdbHost {
     pub fn new(opts: AdbOptions) -> Self {
-        Self { opts }
+        Self {
+            opts,
+            started: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     pub fn options(&self) -> &AdbOptions {
@@ -61,12 +67,40 @@ impl AdbHost {
         }
     }
 
-    /// Starts the server when it is local and down (with the right `-P`).
+    /// Starts the server when it is local and down (with the right `-P`), remembering
+    /// that we did, so [`stop_started_server`](Self::stop_started_server) can undo it.
     pub async fn ensure_server(&self) -> Result<(), DeviceError> {
-        self.blocking("start adb server", |o| {
-            gaps::ensure_server(o.server, &o.adb_path).map_err(DeviceError::Protocol)
+        let started = self
+            .blocking("start adb server", |o| {
+                gaps::ensure_server(o.server, &o.adb_path).map_err(DeviceError::Protocol)
+            })
+            .await?;
+        if started {
+            tracing::info!(server = %self.opts.server, "started the adb server; it is stopped again on exit");
+            self.started.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Whether this process started the adb server.
+    pub fn started_server(&self) -> bool {
+        self.started.load(Ordering::SeqCst)
+    }
+
+    /// Stops the adb server (`host:kill`, what `adb kill-server` sends) if this process
+    /// started it; a server that was already running belongs to someone else and stays.
+    /// Returns whether it was stopped.
+    pub async fn stop_started_server(&self) -> Result<bool, DeviceError> {
+        if !self.started.swap(false, Ordering::SeqCst) {
+            return Ok(false);
+        }
+        self.blocking("adb kill-server", |o| {
+            gaps::host(o.server)
+                .kill()
+                .map_err(|e| server_down(o.server, e))
         })
-        .await
+        .await?;
+        Ok(true)
     }
 
     /// `adb devices`.

@@ -58,8 +58,6 @@ pub struct AdbOptions {
     /// Deadline for screenshots and hierarchy dumps.
     pub slow_timeout: Duration,
     pub screenshot: ScreenshotMethod,
-    /// How long to let a phone settle after switching to ADB Keyboard before broadcasting.
-    pub ime_settle: Duration,
     /// Attempts at `uiautomator dump` when it reports `could not get idle state` or a null root.
     pub dump_attempts: usize,
 }
@@ -72,7 +70,6 @@ impl Default for AdbOptions {
             timeout: Duration::from_secs(10),
             slow_timeout: Duration::from_secs(20),
             screenshot: ScreenshotMethod::Png,
-            ime_settle: Duration::from_millis(300),
             dump_attempts: 3,
         }
     }
@@ -347,13 +344,9 @@ impl AdbDevice {
             .to_string();
         let mut line = String::new();
         if prev != ADB_KEYBOARD_IME {
+            // No settle sleep: `am broadcast` returns when the broadcast has been delivered
+            // and says so ("Broadcast completed: result=N"), which is what is waited for.
             line.push_str(&format!("ime enable {ADB_KEYBOARD_IME} >/dev/null; ime set {ADB_KEYBOARD_IME} >/dev/null && "));
-            if !self.opts.ime_settle.is_zero() {
-                line.push_str(&format!(
-                    "sleep {:.3} && ",
-                    self.opts.ime_settle.as_secs_f64()
-                ));
-            }
         }
         line.push_str(broadcast);
         let restore = !prev.is_empty() && prev != "null" && prev != ADB_KEYBOARD_IME;

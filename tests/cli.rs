@@ -1,0 +1,369 @@
+//! The `droidpilot` binary's operational commands, run as a user runs them: `serve`,
+//! `doctor`, `devices` and `run` as real processes, with their output going to pipes (as
+//! into a log file), configuration from `--config` or `config/local.toml`, and, where adb
+//! matters, a private adb server (never 5037) and the virtual phone behind a simulated adbd.
+//!
+//! Tests that need `adb` print a skip notice without it, unless DROIDPILOT_REQUIRE_ADB=1.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use droidpilot::adbd::{Adbd, AdbdOptions};
+use droidpilot::device::sim::{SimConfig, SimDevice};
+
+const BIN: &str = env!("CARGO_BIN_EXE_droidpilot");
+
+fn adb_available() -> bool {
+    let found = Command::new("adb")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        if std::env::var("DROIDPILOT_REQUIRE_ADB").as_deref() == Ok("1") {
+            panic!("DROIDPILOT_REQUIRE_ADB=1 but `adb` is not installed (apt-get install adb)");
+        }
+        eprintln!(
+            "\n## SKIPPED (tests/cli.rs): `adb` is not installed (apt-get install adb). ##\n"
+        );
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn answers(port: u16) -> bool {
+    TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_millis(300),
+    )
+    .is_ok()
+}
+
+/// A private adb server started by the test (so not by droidpilot), killed at the end.
+struct AdbServer {
+    port: u16,
+}
+
+impl AdbServer {
+    fn start() -> Self {
+        let port = free_port();
+        let out = Command::new("adb")
+            .args(["-P", &port.to_string(), "start-server"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "adb start-server: {out:?}");
+        AdbServer { port }
+    }
+    fn adb(&self, args: &[&str]) -> Output {
+        Command::new("adb")
+            .arg("-P")
+            .arg(self.port.to_string())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for AdbServer {
+    fn drop(&mut self) {
+        let _ = self.adb(&["kill-server"]);
+    }
+}
+
+/// A directory with `config/local.toml` holding `toml`, as a user's working directory.
+fn workdir(toml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(dir.path().join("config/local.toml"), toml).unwrap();
+    dir
+}
+
+/// The binary with a clean environment for what these tests control.
+fn droidpilot(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .env_remove("DROIDPILOT_ADB_SERVER")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("GEMINI_API_KEY");
+    c
+}
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether an HTTP server on `port` answers `GET /healthz` with 200. A bound port alone is
+/// not enough: the SIGTERM handler is installed once the server is serving.
+fn healthy(port: u16) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
+}
+
+/// `droidpilot serve` with stderr to a pipe; returns once it answers /healthz.
+fn serve(dir: &Path, port: u16) -> Proc {
+    let child = droidpilot(dir)
+        .arg("serve")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let proc = Proc(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if healthy(port) {
+            return proc;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the server did not come up on port {port}");
+}
+
+/// SIGTERM, as a service manager stops it; returns the exit status and stderr.
+fn stop(mut proc: Proc) -> (std::process::ExitStatus, String) {
+    let pid = proc.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // Dropping `proc` afterwards kills nothing: the process has exited and been reaped.
+    let out = child_output(&mut proc.0);
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn child_output(child: &mut Child) -> Output {
+    use std::io::Read as _;
+    let mut stderr = Vec::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_end(&mut stderr);
+    }
+    let status = child.wait().unwrap();
+    Output {
+        status,
+        stdout: Vec::new(),
+        stderr,
+    }
+}
+
+fn serve_toml(http: u16, adb: &str) -> String {
+    format!(
+        "[server]\nbind = \"127.0.0.1:{http}\"\n[devices.adb]\n{adb}\n[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n"
+    )
+}
+
+#[test]
+fn logs_into_a_pipe_carry_no_colour_codes() {
+    let http = free_port();
+    let dir = workdir(&serve_toml(http, "enabled = false"));
+    let (status, stderr) = stop(serve(dir.path(), http));
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert!(stderr.contains("listening"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "ANSI escape codes in piped logs: {stderr:?}"
+    );
+}
+
+#[test]
+fn serve_stops_the_adb_server_it_started_and_only_that_one() {
+    if !adb_available() {
+        return;
+    }
+    // Nobody runs an adb server on this port: serve starts one, and stops it on exit.
+    let http = free_port();
+    let adb_port = free_port();
+    let dir = workdir(&serve_toml(
+        http,
+        &format!("server = \"127.0.0.1:{adb_port}\""),
+    ));
+    let proc = serve(dir.path(), http);
+    assert!(answers(adb_port), "serve did not start the adb server");
+    let (status, stderr) = stop(proc);
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while answers(adb_port) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !answers(adb_port),
+        "the adb server droidpilot started outlived it\n{stderr}"
+    );
+
+    // A server that was already running belongs to the user: it is left running.
+    let theirs = AdbServer::start();
+    let http = free_port();
+    let dir = workdir(&serve_toml(
+        http,
+        &format!("server = \"127.0.0.1:{}\"", theirs.port),
+    ));
+    let (status, stderr) = stop(serve(dir.path(), http));
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert!(
+        theirs.adb(&["devices"]).status.success() && answers(theirs.port),
+        "serve stopped an adb server it had not started\n{stderr}"
+    );
+}
+
+#[test]
+fn doctor_without_a_key_contacts_nothing_and_its_summary_matches_its_exit_code() {
+    // Both model servers point here; without keys neither may be contacted.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let model_url = format!("http://{}", listener.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("doctor.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[devices.adb]\nadb_path = \"/nonexistent/adb\"\nserver = \"127.0.0.1:{}\"\n\
+             [agent.navigator]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\nbase_url = \"{model_url}\"\n\
+             [agent.vision]\nprovider = \"gemini\"\nmodel = \"gemini-2.5-flash\"\nbase_url = \"{model_url}\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let out = droidpilot(dir.path())
+        .args(["doctor", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("no ANTHROPIC_API_KEY (set it in the server's environment)")
+            && stdout.contains("no GEMINI_API_KEY (set it in the server's environment)"),
+        "{stdout}\n{stderr}"
+    );
+    let mut connections = 0;
+    while listener.accept().is_ok() {
+        connections += 1;
+    }
+    assert_eq!(
+        connections, 0,
+        "doctor contacted a model server without a key"
+    );
+
+    // adb is missing and the key is missing: exit 1, and no line says all is well.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("All checks passed"), "{stdout}");
+    assert!(stderr.contains("check(s) failed"), "{stderr}");
+}
+
+#[test]
+fn devices_reads_the_config_file_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("mine.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[devices.adb]\nadb_path = \"/nonexistent/adb\"\nserver = \"127.0.0.1:{}\"\n\
+             [[devices.sim]]\nserial = \"from-my-config\"\nwidth = 540\nheight = 1200\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let out = droidpilot(dir.path())
+        .args(["devices", "--json", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\"from-my-config\""), "{stdout}");
+
+    // A --config that does not exist is an error naming it, not silently the defaults.
+    let out = droidpilot(dir.path())
+        .args(["devices", "--config", "nope.toml"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nope.toml"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_picks_the_virtual_phone_over_a_real_one_and_says_so() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    // A "real phone": a phone served over adb, as a USB or Wi-Fi phone appears.
+    let phone = Arc::new(SimDevice::new(SimConfig::default()).unwrap());
+    let adbd = Adbd::new(phone, AdbdOptions::default());
+    let addr = adbd.spawn("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let dir = workdir(&format!(
+        "[devices.adb]\nserver = \"127.0.0.1:{}\"\nconnect = [\"{addr}\"]\n\
+         [[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n\
+         [runner]\nsettle_timeout_ms = 200\n",
+        server.port
+    ));
+    let mut cmd = droidpilot(dir.path());
+    cmd.args([
+        "run",
+        "go home",
+        "--agent",
+        "replay",
+        "--actions",
+        r#"[{"action": "home"}]"#,
+    ]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        server
+            .adb(&["devices"])
+            .stdout
+            .windows(addr.to_string().len())
+            .any(|w| w == addr.to_string().as_bytes()),
+        "the real phone was not connected, so the choice was not tested"
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("on sim-1 with replay"), "{stdout}");
+    assert!(
+        stdout.contains("device: sim-1") && stdout.contains("--device"),
+        "the pick and how to change it are printed: {stdout}"
+    );
+    // Progress into a pipe is plain lines.
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    adbd.shutdown();
+}
