@@ -932,3 +932,57 @@ async fn every_screen_parses_and_its_representation_holds_what_a_person_sees() {
     }
     assert!(screens > 200, "{screens} screens checked");
 }
+
+/// `droidpilot sim …` as a user runs it: output, stderr and exit status.
+fn sim_cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .arg("sim")
+        .args(args)
+        .output()
+        .expect("the droidpilot binary runs")
+}
+
+#[test]
+fn sim_cli_with_an_unknown_task_lists_the_valid_ones() {
+    let out = sim_cli(&["--task", "bogus", "--port", "0"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown sim task `bogus`"), "{err}");
+    for t in tasks() {
+        assert!(err.contains(t.id), "`{}` is listed: {err}", t.id);
+    }
+    assert!(err.contains("--list-tasks"), "{err}");
+    assert!(
+        !err.contains("action's arguments"),
+        "no hint about actions: {err}"
+    );
+    // A typo gets a suggestion.
+    let err =
+        String::from_utf8_lossy(&sim_cli(&["--task", "settings.bluetoth_on"]).stderr).into_owned();
+    assert!(
+        err.contains("did you mean `settings.bluetooth_on`?"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sim_cli_lists_tasks_with_app_difficulty_and_instruction() {
+    let out = sim_cli(&["--list-tasks"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.len(),
+        tasks().len() + 1,
+        "a header, then one line a task"
+    );
+    for t in tasks() {
+        let line = lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(t.id))
+            .unwrap_or_else(|| panic!("`{}` is listed:\n{text}", t.id));
+        assert!(line.contains(t.app.label()), "{line}");
+        assert!(line.contains(t.instruction), "{line}");
+    }
+    assert!(text.contains("easy") && text.contains("hard"), "{text}");
+}
