@@ -393,9 +393,16 @@ pub(crate) fn set_slot(n: &mut UiNode, slot: u8, v: &str) {
 
 /// What happens once all attributes are read.
 pub(crate) fn finish_node(n: &mut UiNode) {
-    // The secret never enters the tree, so no later layer can leak it.
-    if n.password && !n.text.is_empty() {
-        n.text = super::elements::REDACTED.to_string();
+    // The secret never enters the tree, so no later layer can leak it. Apps (and
+    // accessibility services) sometimes mirror a field's text into its content-desc, so
+    // that is masked too; the hint is the developer's placeholder ("Password") and stays,
+    // since it is what names the field.
+    if n.password {
+        for s in [&mut n.text, &mut n.content_desc] {
+            if !s.is_empty() {
+                *s = super::elements::REDACTED.to_string();
+            }
+        }
     }
 }
 
