@@ -802,6 +802,52 @@ async fn fault_black_screenshots_on_secure_screens() {
 }
 
 #[tokio::test]
+async fn settings_accounts_has_a_real_password_field_that_never_shows_its_text() {
+    let d = phone();
+    d.launch_app(&AppRef::Package("com.android.settings".into()))
+        .await
+        .unwrap();
+    tap_text(&d, "Accounts").await;
+    let xml = d.hierarchy().await.unwrap();
+    let field_xml = xml
+        .split("<node ")
+        .find(|n| n.contains("com.android.settings:id/password\""))
+        .expect("a password field");
+    assert!(field_xml.contains("password=\"true\""), "{field_xml}");
+    assert!(field_xml.contains("class=\"android.widget.EditText\""));
+
+    // A wrong password is refused and the field emptied.
+    tap_id(&d, "com.android.settings:id/email").await;
+    d.type_text("alex@example.com").await.unwrap();
+    tap_id(&d, "com.android.settings:id/password").await;
+    d.type_text("hunter2-wrong").await.unwrap();
+    let xml = d.hierarchy().await.unwrap();
+    assert!(
+        !xml.contains("hunter2"),
+        "the typed password is not in the dump"
+    );
+    assert!(
+        xml.contains(&"•".repeat("hunter2-wrong".len())),
+        "shown as bullets, as Android does"
+    );
+    tap_text(&d, "Sign in").await;
+    assert_eq!(d.state().settings.account, None);
+    assert_eq!(d.state().field(field::ACCOUNT_PASSWORD), "");
+    assert!(find(&nodes(&d).await, "Wrong e-mail or password").is_some());
+
+    // The right one signs in.
+    tap_id(&d, "com.android.settings:id/password").await;
+    d.type_text("correct-horse-42").await.unwrap();
+    assert!(!d.hierarchy().await.unwrap().contains("correct-horse"));
+    tap_text(&d, "Sign in").await;
+    assert_eq!(
+        d.state().settings.account.as_deref(),
+        Some("alex@example.com")
+    );
+    assert!(find(&nodes(&d).await, "Signed in as alex@example.com").is_some());
+}
+
+#[tokio::test]
 async fn snapshot_restore_and_reset() {
     let d = launched("Notes").await;
     let snap = d.snapshot();
