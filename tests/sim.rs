@@ -1032,3 +1032,49 @@ fn sim_cli_lists_tasks_with_app_difficulty_and_instruction() {
     }
     assert!(text.contains("easy") && text.contains("hard"), "{text}");
 }
+
+#[tokio::test]
+async fn realistic_pacing_spends_each_commands_virtual_duration_in_real_time() {
+    let d = SimDevice::new(SimConfig {
+        pacing: Pacing::Realistic,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let start = std::time::Instant::now();
+    d.tap(p(540, 1200)).await.unwrap();
+    d.wait(600).await;
+    let took = start.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(TAP_MS + 600),
+        "a tap and a 600 ms wait took only {took:?}"
+    );
+    // Pacing changes time, not behaviour: the clock moved exactly as unpaced.
+    assert_eq!(d.state().clock_ms, phone_after_tap_and_wait().await);
+}
+
+async fn phone_after_tap_and_wait() -> u64 {
+    let d = phone();
+    d.tap(p(540, 1200)).await.unwrap();
+    d.wait(600).await;
+    d.state().clock_ms
+}
+
+#[test]
+fn pacing_is_configured_per_phone_and_refuses_absurd_values() {
+    let cfg: SimConfig =
+        serde_json::from_str(r#"{"serial": "s", "pace_ms": 500, "pacing": "realistic"}"#).unwrap();
+    assert_eq!((cfg.pace_ms, cfg.pacing), (500, Pacing::Realistic));
+    assert_eq!(SimConfig::default().pace_ms, 0, "off by default");
+    assert_eq!(SimConfig::default().pacing, Pacing::Virtual);
+    assert!(serde_json::from_str::<SimConfig>(r#"{"pacing": "fast"}"#).is_err());
+    let e = SimDevice::new(SimConfig {
+        pace_ms: 3_600_000,
+        ..SimConfig::default()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("pace_ms"), "{e}");
+    // And on the command line.
+    let out = sim_cli(&["--pace-ms", "3600000", "--port", "0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pace_ms"));
+}

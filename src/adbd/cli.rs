@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::{Adbd, AdbdOptions};
-use crate::device::sim::{Difficulty, SimConfig, SimDevice, SimFaults, task, tasks};
+use crate::device::sim::{Difficulty, Pacing, SimConfig, SimDevice, SimFaults, task, tasks};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
@@ -33,12 +33,27 @@ pub struct SimArgs {
     /// Start in a scored task's initial state (`--list-tasks` shows them).
     #[arg(long)]
     pub task: Option<String>,
+    /// Real milliseconds to pause after each action, to watch a task live (default 0:
+    /// the phone runs on virtual time and a task takes milliseconds).
+    #[arg(long, default_value_t = 0)]
+    pub pace_ms: u64,
+    /// `virtual` (commands take no real time) or `realistic` (each command takes its
+    /// virtual duration in real time: a tap 400 ms, a launch 800 ms).
+    #[arg(long, value_enum, default_value_t = PacingArg::Virtual)]
+    pub pacing: PacingArg,
     /// Print the scored tasks (name, app, difficulty, instruction) and exit.
     #[arg(long)]
     pub list_tasks: bool,
     /// Do not install the ADB Keyboard IME (typing then uses `input text`, ASCII only).
     #[arg(long)]
     pub no_adb_keyboard: bool,
+}
+
+/// `--pacing` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PacingArg {
+    Virtual,
+    Realistic,
 }
 
 /// Parses `a=1,b=true,c=0.5` into `SimFaults`, naming the bad key on error.
@@ -119,6 +134,11 @@ pub fn sim_config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         seed: args.seed,
         faults,
         task: args.task.clone(),
+        pace_ms: args.pace_ms,
+        pacing: match args.pacing {
+            PacingArg::Virtual => Pacing::Virtual,
+            PacingArg::Realistic => Pacing::Realistic,
+        },
         ..SimConfig::default()
     })
 }

@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::common::{TestApp, error_of, spawn_app_with};
+use crate::common::{TestApp, error_of, spawn_app_with, spawn_app_with_toml};
 
 /// An app with no configured phones; tests add the `SimDevice`s they hold.
 async fn bare_app(extra: &[(&str, &str)]) -> TestApp {
@@ -869,4 +869,30 @@ async fn a_typed_password_is_never_stored_shown_or_exported() {
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A phone configured with `pace_ms` is watchable: every action is followed by a real
+/// pause, so a three-action replay takes at least three pauses (a lower bound only).
+#[tokio::test]
+async fn a_paced_virtual_phone_takes_real_time_per_action() {
+    const PACE_MS: u64 = 300;
+    let app = spawn_app_with_toml(
+        &format!("[devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"paced\"\nwidth = 540\nheight = 1200\npace_ms = {PACE_MS}\n[runner]\nsettle_timeout_ms = 200\nsettle_poll_ms = 10\n[scheduler]\npoll_ms = 50\n"),
+        &[],
+    )
+    .await;
+    let actions = json!([
+        {"action": "launch_app", "app": "com.android.settings"},
+        {"action": "key", "key": "back"},
+        {"action": "key", "key": "home"}
+    ]);
+    let start = std::time::Instant::now();
+    let id = submit(&app, json!({"instruction": "three actions", "agent": {"kind": "replay", "actions": actions}, "device_id": "paced"})).await;
+    let t = wait_done(&app, &id).await;
+    let took = start.elapsed();
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert!(
+        took >= Duration::from_millis(3 * PACE_MS),
+        "3 actions at pace_ms={PACE_MS} took only {took:?}"
+    );
 }
