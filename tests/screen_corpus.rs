@@ -537,6 +537,133 @@ fn diff_and_hash_on_a_real_screen_change() {
     assert_ne!(layout_hash(&before.tree), layout_hash(&after.tree));
 }
 
+// ---- Appium page sources -----------------------------------------------------------------
+
+/// Real Appium UiAutomator2 page sources (`tests/fixtures/appium`, sources in its INDEX.tsv):
+/// class-named elements instead of `<node>`.
+fn appium_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/appium")
+}
+
+/// (file prefix, labels of actionable elements a person sees on that screen)
+const APPIUM_EXPECTED: [(&str, &[&str]); 3] = [
+    (
+        "01__",
+        &[
+            "Español",
+            "Iniciar sesión",
+            "Crear cuenta nueva",
+            "Contraseña",
+        ],
+    ),
+    (
+        "02__",
+        &["Lanjutkan dengan Google", "Sudah memiliki akun? Masuk"],
+    ),
+    ("03__", &["English", "Select", "Dismiss"]),
+];
+
+#[test]
+fn appium_page_sources_parse_to_the_views_they_show() {
+    let index = std::fs::read_to_string(appium_dir().join("INDEX.tsv")).unwrap();
+    let rows: Vec<Vec<&str>> = index
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert!(rows.len() >= 3, "at least three real page sources");
+    for row in &rows {
+        let (file, nodes, package) = (row[0], row[4].parse::<usize>().unwrap(), row[6]);
+        assert_eq!(row[3].len(), 40, "{file}: a full commit hash");
+        let path = appium_dir().join(file);
+        let bytes = std::fs::read(&path).unwrap();
+        let text = decode(&bytes).unwrap();
+        let tree = parse(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(tree.nodes.len(), nodes, "{file}: every element is a view");
+        assert_eq!(
+            tree,
+            parse_clean_roxmltree(clean(&text).unwrap()).unwrap(),
+            "{file}"
+        );
+        assert_eq!(tree.app_package(), Some(package), "{file}");
+        let screen = Screen::new(tree, &ReprOptions::default());
+        let labels: Vec<&str> = screen
+            .elements
+            .elements
+            .iter()
+            .map(|e| e.label.as_str())
+            .collect();
+        let (_, expected) = APPIUM_EXPECTED
+            .iter()
+            .find(|(p, _)| file.starts_with(p))
+            .unwrap_or_else(|| panic!("{file}: expectations listed"));
+        for want in *expected {
+            assert!(
+                labels.iter().any(|l| l.contains(want)),
+                "{file}: `{want}` is an actionable element; got {labels:?}"
+            );
+        }
+        // `droidpilot screen FILE` prints them too.
+        let out = cli(&path, Format::Compact, false).unwrap();
+        assert!(out.starts_with(package), "{file}: {out}");
+        assert!(out.contains(expected[0]), "{file}: {out}");
+    }
+}
+
+#[test]
+fn appium_password_fields_and_visibility_are_read() {
+    let bytes = std::fs::read(
+        appium_dir().join("01__ErickPenafiel__facebook-app-testing__page_source.xml"),
+    )
+    .unwrap();
+    let tree = parse_bytes(&bytes).unwrap();
+    let pw: Vec<_> = tree.nodes.iter().filter(|n| n.password).collect();
+    assert_eq!(pw.len(), 1);
+    assert_eq!(pw[0].class, "android.widget.EditText");
+    assert!(pw[0].is_editable() && pw[0].visible);
+    // `displayed="false"` is Appium's `visible-to-user="false"`; a missing `class`
+    // is taken from the element's name.
+    let t = parse(r#"<hierarchy index="0" class="hierarchy" rotation="0" width="100" height="100"><android.widget.Button text="Hidden" clickable="true" bounds="[0,0][10,10]" displayed="false"/><android.widget.Button text="Shown" clickable="true" bounds="[0,10][10,20]" displayed="true"/></hierarchy>"#).unwrap();
+    assert_eq!(t.nodes.len(), 2);
+    assert!(!t.nodes[0].visible && t.nodes[1].visible);
+    assert_eq!(t.nodes[0].class, "android.widget.Button");
+    // A class-named root (some tools save one window) is that window.
+    let t = parse(r#"<android.widget.FrameLayout class="android.widget.FrameLayout" bounds="[0,0][10,10]"><android.widget.TextView class="android.widget.TextView" text="a" bounds="[0,0][5,5]"/></android.widget.FrameLayout>"#).unwrap();
+    assert_eq!(t.nodes.len(), 2);
+}
+
+#[test]
+fn a_hierarchy_of_elements_that_are_not_views_is_an_error_not_an_empty_screen() {
+    let ios = r#"<hierarchy rotation="0"><XCUIElementTypeApplication type="XCUIElementTypeApplication" name="App"><XCUIElementTypeButton type="XCUIElementTypeButton" name="OK"/></XCUIElementTypeApplication></hierarchy>"#;
+    let e = parse(ios).unwrap_err();
+    assert_eq!(e.code(), "hierarchy_invalid");
+    assert!(e.to_string().contains("2 elements"), "{e}");
+    assert!(e.to_string().contains("XCUIElementTypeApplication"), "{e}");
+    assert!(e.hint().contains("Appium"), "{}", e.hint());
+    // The CLI says so instead of printing an empty screen.
+    let args = ScreenArgs {
+        dump: "-".into(),
+        format: Format::Compact,
+        tokens: false,
+    };
+    let mut out = Vec::new();
+    let err = format!(
+        "{:#}",
+        run_on_bytes(ios.as_bytes(), &args, &mut out).unwrap_err()
+    );
+    assert!(
+        err.contains("none is a view") && err.contains("hint"),
+        "{err}"
+    );
+    // A hierarchy with no elements at all is still an empty (no windows) screen.
+    assert!(
+        parse(r#"<hierarchy rotation="0"/>"#)
+            .unwrap()
+            .nodes
+            .is_empty()
+    );
+}
+
 // ---- CLI -------------------------------------------------------------------------------
 
 fn cli(dump: &Path, format: Format, tokens: bool) -> anyhow::Result<String> {

@@ -802,6 +802,52 @@ async fn fault_black_screenshots_on_secure_screens() {
 }
 
 #[tokio::test]
+async fn settings_accounts_has_a_real_password_field_that_never_shows_its_text() {
+    let d = phone();
+    d.launch_app(&AppRef::Package("com.android.settings".into()))
+        .await
+        .unwrap();
+    tap_text(&d, "Accounts").await;
+    let xml = d.hierarchy().await.unwrap();
+    let field_xml = xml
+        .split("<node ")
+        .find(|n| n.contains("com.android.settings:id/password\""))
+        .expect("a password field");
+    assert!(field_xml.contains("password=\"true\""), "{field_xml}");
+    assert!(field_xml.contains("class=\"android.widget.EditText\""));
+
+    // A wrong password is refused and the field emptied.
+    tap_id(&d, "com.android.settings:id/email").await;
+    d.type_text("alex@example.com").await.unwrap();
+    tap_id(&d, "com.android.settings:id/password").await;
+    d.type_text("hunter2-wrong").await.unwrap();
+    let xml = d.hierarchy().await.unwrap();
+    assert!(
+        !xml.contains("hunter2"),
+        "the typed password is not in the dump"
+    );
+    assert!(
+        xml.contains(&"•".repeat("hunter2-wrong".len())),
+        "shown as bullets, as Android does"
+    );
+    tap_text(&d, "Sign in").await;
+    assert_eq!(d.state().settings.account, None);
+    assert_eq!(d.state().field(field::ACCOUNT_PASSWORD), "");
+    assert!(find(&nodes(&d).await, "Wrong e-mail or password").is_some());
+
+    // The right one signs in.
+    tap_id(&d, "com.android.settings:id/password").await;
+    d.type_text("correct-horse-42").await.unwrap();
+    assert!(!d.hierarchy().await.unwrap().contains("correct-horse"));
+    tap_text(&d, "Sign in").await;
+    assert_eq!(
+        d.state().settings.account.as_deref(),
+        Some("alex@example.com")
+    );
+    assert!(find(&nodes(&d).await, "Signed in as alex@example.com").is_some());
+}
+
+#[tokio::test]
 async fn snapshot_restore_and_reset() {
     let d = launched("Notes").await;
     let snap = d.snapshot();
@@ -931,4 +977,104 @@ async fn every_screen_parses_and_its_representation_holds_what_a_person_sees() {
         }
     }
     assert!(screens > 200, "{screens} screens checked");
+}
+
+/// `droidpilot sim …` as a user runs it: output, stderr and exit status.
+fn sim_cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .arg("sim")
+        .args(args)
+        .output()
+        .expect("the droidpilot binary runs")
+}
+
+#[test]
+fn sim_cli_with_an_unknown_task_lists_the_valid_ones() {
+    let out = sim_cli(&["--task", "bogus", "--port", "0"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown sim task `bogus`"), "{err}");
+    for t in tasks() {
+        assert!(err.contains(t.id), "`{}` is listed: {err}", t.id);
+    }
+    assert!(err.contains("--list-tasks"), "{err}");
+    assert!(
+        !err.contains("action's arguments"),
+        "no hint about actions: {err}"
+    );
+    // A typo gets a suggestion.
+    let err =
+        String::from_utf8_lossy(&sim_cli(&["--task", "settings.bluetoth_on"]).stderr).into_owned();
+    assert!(
+        err.contains("did you mean `settings.bluetooth_on`?"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sim_cli_lists_tasks_with_app_difficulty_and_instruction() {
+    let out = sim_cli(&["--list-tasks"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.len(),
+        tasks().len() + 1,
+        "a header, then one line a task"
+    );
+    for t in tasks() {
+        let line = lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(t.id))
+            .unwrap_or_else(|| panic!("`{}` is listed:\n{text}", t.id));
+        assert!(line.contains(t.app.label()), "{line}");
+        assert!(line.contains(t.instruction), "{line}");
+    }
+    assert!(text.contains("easy") && text.contains("hard"), "{text}");
+}
+
+#[tokio::test]
+async fn realistic_pacing_spends_each_commands_virtual_duration_in_real_time() {
+    let d = SimDevice::new(SimConfig {
+        pacing: Pacing::Realistic,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let start = std::time::Instant::now();
+    d.tap(p(540, 1200)).await.unwrap();
+    d.wait(600).await;
+    let took = start.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(TAP_MS + 600),
+        "a tap and a 600 ms wait took only {took:?}"
+    );
+    // Pacing changes time, not behaviour: the clock moved exactly as unpaced.
+    assert_eq!(d.state().clock_ms, phone_after_tap_and_wait().await);
+}
+
+async fn phone_after_tap_and_wait() -> u64 {
+    let d = phone();
+    d.tap(p(540, 1200)).await.unwrap();
+    d.wait(600).await;
+    d.state().clock_ms
+}
+
+#[test]
+fn pacing_is_configured_per_phone_and_refuses_absurd_values() {
+    let cfg: SimConfig =
+        serde_json::from_str(r#"{"serial": "s", "pace_ms": 500, "pacing": "realistic"}"#).unwrap();
+    assert_eq!((cfg.pace_ms, cfg.pacing), (500, Pacing::Realistic));
+    assert_eq!(SimConfig::default().pace_ms, 0, "off by default");
+    assert_eq!(SimConfig::default().pacing, Pacing::Virtual);
+    assert!(serde_json::from_str::<SimConfig>(r#"{"pacing": "fast"}"#).is_err());
+    let e = SimDevice::new(SimConfig {
+        pace_ms: 3_600_000,
+        ..SimConfig::default()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("pace_ms"), "{e}");
+    // And on the command line.
+    let out = sim_cli(&["--pace-ms", "3600000", "--port", "0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pace_ms"));
 }

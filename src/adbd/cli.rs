@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::{Adbd, AdbdOptions};
-use crate::device::sim::{SimConfig, SimDevice, SimFaults};
+use crate::device::sim::{Difficulty, Pacing, SimConfig, SimDevice, SimFaults, task, tasks};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
@@ -30,12 +30,30 @@ pub struct SimArgs {
     /// Seed for every random fault.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Start in a task's initial state.
+    /// Start in a scored task's initial state (`--list-tasks` shows them).
     #[arg(long)]
     pub task: Option<String>,
+    /// Real milliseconds to pause after each action, to watch a task live (default 0:
+    /// the phone runs on virtual time and a task takes milliseconds).
+    #[arg(long, default_value_t = 0)]
+    pub pace_ms: u64,
+    /// `virtual` (commands take no real time) or `realistic` (each command takes its
+    /// virtual duration in real time: a tap 400 ms, a launch 800 ms).
+    #[arg(long, value_enum, default_value_t = PacingArg::Virtual)]
+    pub pacing: PacingArg,
+    /// Print the scored tasks (name, app, difficulty, instruction) and exit.
+    #[arg(long)]
+    pub list_tasks: bool,
     /// Do not install the ADB Keyboard IME (typing then uses `input text`, ASCII only).
     #[arg(long)]
     pub no_adb_keyboard: bool,
+}
+
+/// `--pacing` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PacingArg {
+    Virtual,
+    Realistic,
 }
 
 /// Parses `a=1,b=true,c=0.5` into `SimFaults`, naming the bad key on error.
@@ -56,19 +74,82 @@ pub fn parse_faults(spec: &str) -> anyhow::Result<SimFaults> {
     Ok(faults)
 }
 
-/// Runs until Ctrl-C.
-pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+/// The scored tasks as a table: name, app, difficulty, instruction; one task a line.
+pub fn task_table() -> String {
+    let all = tasks();
+    let w = all.iter().map(|t| t.id.len()).max().unwrap_or(4).max(4);
+    let mut out = format!(
+        "{:w$}  {:8}  {:10}  instruction\n",
+        "task", "app", "difficulty"
+    );
+    for t in &all {
+        let level = match t.difficulty {
+            Difficulty::Easy => "easy",
+            Difficulty::Medium => "medium",
+            Difficulty::Hard => "hard",
+        };
+        out.push_str(&format!(
+            "{:w$}  {:8}  {:10}  {}\n",
+            t.id,
+            t.app.label(),
+            level,
+            t.instruction
+        ));
+    }
+    out
+}
+
+/// Refuses a `--task` that names no scored task, listing the ones that exist (and the
+/// closest one) rather than a generic hint.
+pub fn check_task(name: &str) -> anyhow::Result<()> {
+    if task(name).is_some() {
+        return Ok(());
+    }
+    let all = tasks();
+    let closest = all
+        .iter()
+        .map(|t| (strsim::levenshtein(t.id, name), t.id))
+        .min()
+        .filter(|(d, id)| *d <= id.len() / 3)
+        .map(|(_, id)| format!(" (did you mean `{id}`?)"))
+        .unwrap_or_default();
+    let names: Vec<&str> = all.iter().map(|t| t.id).collect();
+    anyhow::bail!(
+        "unknown sim task `{name}`{closest}. Valid tasks: {}. Run `droidpilot sim --list-tasks` to see each task's app and instruction.",
+        names.join(", ")
+    )
+}
+
+/// The phone `args` describe.
+pub fn sim_config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     let faults = match &args.faults {
         Some(f) => parse_faults(f)?,
         None => SimFaults::default(),
     };
-    let cfg = SimConfig {
+    if let Some(t) = &args.task {
+        check_task(t)?;
+    }
+    Ok(SimConfig {
         serial: args.serial.clone(),
         seed: args.seed,
         faults,
         task: args.task.clone(),
+        pace_ms: args.pace_ms,
+        pacing: match args.pacing {
+            PacingArg::Virtual => Pacing::Virtual,
+            PacingArg::Realistic => Pacing::Realistic,
+        },
         ..SimConfig::default()
-    };
+    })
+}
+
+/// Runs until Ctrl-C (or prints the task list with `--list-tasks`).
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    if args.list_tasks {
+        print!("{}", task_table());
+        return Ok(());
+    }
+    let cfg = sim_config(&args)?;
     let device = Arc::new(SimDevice::new(cfg).map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?);
     let opts = AdbdOptions {
         auth: args.auth,

@@ -28,8 +28,8 @@ use crate::device::exec::{self, ExecContext, ExecError};
 use crate::device::{Device, DeviceError, ScreenshotData};
 use crate::domain::action::TargetField;
 use crate::domain::{
-    Action, CoordinateTransform, LinearTransform, ScreenSize, Step, StepOutcome, StepTimings, Task,
-    TaskStatus,
+    Action, CoordinateTransform, LinearTransform, ScreenSize, Step, StepOutcome, StepTimings,
+    Target, Task, TaskStatus,
 };
 use crate::llm::ImageData;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, layout_hash};
@@ -507,7 +507,7 @@ impl Runner {
             };
             rejected_in_a_row = 0;
             step.thinking = Some(decision.thinking.clone()).filter(|t| !t.is_empty());
-            step.action = serde_json::to_value(&decision.action).ok();
+            step.action = self.recorded_action(&decision.action, &obs, size);
             step.tokens_in = decision.usage.input_tokens;
             step.tokens_out = decision.usage.output_tokens;
             step.cost_usd = decision.cost.unwrap_or(0.0);
@@ -644,7 +644,7 @@ impl Runner {
                         };
                         outcome_text = format!("skipped: {reason}");
                     } else {
-                        step.action = serde_json::to_value(&action).ok();
+                        step.action = self.recorded_action(&action, &obs, size);
                         let act_start = Instant::now();
                         let acted = self.act(device, &action, obs.clone(), size);
                         let Some((result, latest)) = unless_cancelled(&mut stop, acted).await
@@ -812,6 +812,25 @@ impl Runner {
             });
             self.record(&stream, &mut step, step_start).await?;
         }
+    }
+
+    /// The action as stored and published: text typed into a password field is replaced
+    /// by `••••`, so the secret reaches the device and nothing else.
+    fn recorded_action(&self, action: &Action, obs: &Observed, size: ScreenSize) -> Option<Value> {
+        let mut v = serde_json::to_value(action).ok()?;
+        if let (Action::Type { target, .. }, Some(screen)) = (action, obs.screen.as_deref()) {
+            let target = target.as_ref().map(|TargetField(t)| t);
+            let point = match target {
+                Some(Target::Coordinate(p)) => Some(self.transform.to_pixel(*p, size)),
+                _ => None,
+            };
+            if let Some(text) = v.get_mut("text")
+                && screen.types_into_password(target, point)
+            {
+                *text = Value::String(crate::screen::REDACTED.into());
+            }
+        }
+        Some(v)
     }
 
     /// Commits the step, then publishes `step.executed`.

@@ -41,6 +41,10 @@ pub enum ParseError {
     },
     #[error("the XML is not a uiautomator hierarchy: root element is <{root}>")]
     NotAHierarchy { root: String },
+    /// A `<hierarchy>` with elements, none of them a view: neither uiautomator's
+    /// `<node>` nor an Appium class-named element (`class` / `bounds` attributes).
+    #[error("the hierarchy has {elements} elements but none is a view (first: <{first}>)")]
+    NoViews { elements: usize, first: String },
 }
 
 impl ParseError {
@@ -51,9 +55,10 @@ impl ParseError {
             ParseError::HierarchyUnavailable(_) => "hierarchy_unavailable",
             ParseError::TooLarge { .. } => "hierarchy_too_large",
             ParseError::TooDeep { .. } => "hierarchy_too_deep",
-            ParseError::Encoding(_) | ParseError::Xml { .. } | ParseError::NotAHierarchy { .. } => {
-                "hierarchy_invalid"
-            }
+            ParseError::Encoding(_)
+            | ParseError::Xml { .. }
+            | ParseError::NotAHierarchy { .. }
+            | ParseError::NoViews { .. } => "hierarchy_invalid",
         }
     }
 
@@ -66,7 +71,8 @@ impl ParseError {
             ParseError::TooDeep { .. } => "The view hierarchy is pathologically deep; this is likely a broken or hostile dump, not a real screen.".into(),
             ParseError::Encoding(_) => "Save the dump as UTF-8 (or UTF-16 with a BOM); avoid console code-page conversions such as PowerShell `>` redirects.".into(),
             ParseError::Xml { .. } => "Pull the file with `adb pull` instead of copying console output; a truncated dump means uiautomator was interrupted.".into(),
-            ParseError::NotAHierarchy { .. } => "Pass the output of `uiautomator dump` (a <hierarchy> document).".into(),
+            ParseError::NotAHierarchy { .. } => "Pass the output of `uiautomator dump` (a <hierarchy> document) or an Appium UiAutomator2 page source.".into(),
+            ParseError::NoViews { .. } => "droidpilot reads Android UI dumps: uiautomator's <node> elements, or Appium UiAutomator2 page sources whose elements are named by class and carry `class` and `bounds`. iOS (XCUIElementType…) sources and HTML are not Android view hierarchies.".into(),
         }
     }
 }
@@ -216,9 +222,18 @@ pub fn parse_clean_roxmltree(xml: &str) -> Result<UiTree, ParseError> {
         "hierarchy" => {
             tree.rotation = root.attribute("rotation").and_then(parse_rotation);
             build(&mut tree, root.children())?;
+            // Elements that are not views would otherwise read as an empty screen.
+            if tree.nodes.is_empty()
+                && let Some(first) = root.children().find(roxmltree::Node::is_element)
+            {
+                return Err(ParseError::NoViews {
+                    elements: root.descendants().filter(|n| n.is_element()).count() - 1,
+                    first: truncate(first.tag_name().name(), 40),
+                });
+            }
         }
-        // A bare `<node>` document (some tools save one window) is one window.
-        "node" => build(&mut tree, std::iter::once(root))?,
+        // A bare `<node>` (or Appium element) document, as some tools save one window.
+        _ if is_node(&root) => build(&mut tree, std::iter::once(root))?,
         other => {
             return Err(ParseError::NotAHierarchy {
                 root: truncate(other, 40),
@@ -275,14 +290,25 @@ fn build<'a, 'i: 'a>(
     Ok(())
 }
 
+/// A view: uiautomator's `<node>`, or an Appium UiAutomator2 element, which is named by
+/// its class (`<android.widget.Button class="android.widget.Button" bounds="…">`).
 fn is_node(n: &roxmltree::Node) -> bool {
-    n.is_element() && n.tag_name().name() == "node"
+    n.is_element()
+        && (n.tag_name().name() == "node" || n.has_attribute("class") || n.has_attribute("bounds"))
 }
 
 fn node_from_xml(xn: &roxmltree::Node) -> UiNode {
     let mut n = new_node();
+    let appium = xn.tag_name().name() != "node";
     for a in xn.attributes() {
-        set_attribute(&mut n, a.name(), a.value());
+        if set_attribute(&mut n, a.name(), a.value()).is_none() && appium && a.name() == "displayed"
+        {
+            // Appium's name for `visible-to-user`.
+            n.visible = a.value() == "true";
+        }
+    }
+    if appium && n.class.is_empty() {
+        n.class = xn.tag_name().name().to_string();
     }
     finish_node(&mut n);
     n
@@ -393,9 +419,16 @@ pub(crate) fn set_slot(n: &mut UiNode, slot: u8, v: &str) {
 
 /// What happens once all attributes are read.
 pub(crate) fn finish_node(n: &mut UiNode) {
-    // The secret never enters the tree, so no later layer can leak it.
-    if n.password && !n.text.is_empty() {
-        n.text = super::elements::REDACTED.to_string();
+    // The secret never enters the tree, so no later layer can leak it. Apps (and
+    // accessibility services) sometimes mirror a field's text into its content-desc, so
+    // that is masked too; the hint is the developer's placeholder ("Password") and stays,
+    // since it is what names the field.
+    if n.password {
+        for s in [&mut n.text, &mut n.content_desc] {
+            if !s.is_empty() {
+                *s = super::elements::REDACTED.to_string();
+            }
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Bounds, ScreenSize, Target};
+use crate::domain::{Bounds, PixelPoint, ScreenSize, Target};
 
 use super::elements::{ElementMap, element_map};
 use super::modal::has_modal;
@@ -91,6 +91,34 @@ impl Screen {
         resolve_target(&self.tree, &self.elements, target)
     }
 
+    /// Whether typed text would land in a password field: the field `target` resolves
+    /// to (or the one under `point`, for a coordinate target), else the focused field.
+    /// The runner records such text redacted.
+    pub fn types_into_password(&self, target: Option<&Target>, point: Option<PixelPoint>) -> bool {
+        let is_password = |i: usize| self.tree.nodes[i].password;
+        match (target, point) {
+            (_, Some(p)) => self.field_at(p).is_some_and(is_password),
+            (Some(t), None) => self
+                .resolve(t)
+                .ok()
+                .and_then(|b| self.field_at(b.center()))
+                .is_some_and(is_password),
+            (None, None) => self.tree.nodes.iter().any(|n| n.password && n.focused),
+        }
+    }
+
+    /// The innermost editable node under a pixel.
+    fn field_at(&self, p: PixelPoint) -> Option<usize> {
+        let inside = |b: &Bounds| b.left <= p.x && p.x < b.right && b.top <= p.y && p.y < b.bottom;
+        self.tree
+            .nodes
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, n)| (n.is_editable() || n.password) && inside(&n.bounds))
+            .map(|(i, _)| i)
+    }
+
     /// The JSON view agents consume.
     pub fn representation(&self, opts: &ReprOptions) -> ScreenRepresentation {
         let index = SelectorIndex::new(&self.tree);
@@ -142,4 +170,53 @@ pub fn represent(
     let screen = Screen::from_xml(xml, opts)?;
     let repr = screen.representation(opts);
     Ok((screen.tree, repr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sign-in form whose app mirrors the password into the field's content-desc.
+    const SIGN_IN: &str = r#"<hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.app" content-desc="" clickable="false" bounds="[0,0][1080,2400]"><node index="0" text="alex@example.com" resource-id="com.app:id/email" class="android.widget.EditText" package="com.app" content-desc="" clickable="true" focusable="true" password="false" bounds="[0,400][1080,560]"/><node index="1" text="hunter2secret" resource-id="com.app:id/password" class="android.widget.EditText" package="com.app" content-desc="hunter2secret" hint="Password" clickable="true" focusable="true" focused="true" password="true" bounds="[0,600][1080,760]"/></node></hierarchy>"#;
+
+    #[test]
+    fn a_password_fields_content_desc_is_masked_in_every_view() {
+        let opts = ReprOptions::default();
+        let screen = Screen::from_xml(SIGN_IN, &opts).unwrap();
+        let repr = serde_json::to_string(&screen.representation(&opts)).unwrap();
+        let views = [
+            screen.compact(&CompactOptions::default()),
+            screen.tree_text(None),
+            repr,
+            format!("{:?}", screen.tree),
+        ];
+        for v in &views {
+            assert!(!v.contains("hunter2"), "the password leaks: {v}");
+        }
+        // The field is still there, masked, with its hint kept.
+        assert!(views[0].contains("Edit \"••••\" focused"), "{}", views[0]);
+        assert_eq!(screen.tree.nodes[2].hint, "Password");
+        // Roxmltree path too (the scanner declines comments).
+        let commented = SIGN_IN.replace(
+            "<hierarchy rotation=\"0\">",
+            "<hierarchy rotation=\"0\"><!-- c -->",
+        );
+        let t = super::super::parse::parse(&commented).unwrap();
+        assert!(!format!("{t:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn typing_into_a_password_field_is_recognised_by_target_point_or_focus() {
+        let screen = Screen::from_xml(SIGN_IN, &ReprOptions::default()).unwrap();
+        let sel = |s: &str| Target::Selector(s.to_string());
+        assert!(screen.types_into_password(Some(&sel("#password")), None));
+        assert!(!screen.types_into_password(Some(&sel("#email")), None));
+        assert!(screen.types_into_password(None, Some(PixelPoint { x: 500, y: 700 })));
+        assert!(!screen.types_into_password(None, Some(PixelPoint { x: 500, y: 500 })));
+        // No target: the focused field decides.
+        assert!(screen.types_into_password(None, None));
+        let unfocused = SIGN_IN.replace("focused=\"true\"", "focused=\"false\"");
+        let screen = Screen::from_xml(&unfocused, &ReprOptions::default()).unwrap();
+        assert!(!screen.types_into_password(None, None));
+    }
 }

@@ -164,9 +164,60 @@ pub fn redact(text: &str, patterns: &[RedactionPattern]) -> Option<String> {
     changed.then_some(out)
 }
 
+/// A raw dump with the text and content-desc of every `password="true"` node replaced by
+/// `••••`, everything else byte for byte: for endpoints that hand the XML itself out.
+/// A document without password nodes is borrowed. One with password nodes that cannot be
+/// parsed is `None`: what cannot be located cannot be masked, so the caller refuses it.
+pub fn mask_password_xml(xml: &str) -> Option<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    if !xml.contains("password=\"true\"") {
+        return Some(Cow::Borrowed(xml));
+    }
+    let doc_text = super::parse::clean(xml).ok()?;
+    let offset = doc_text.as_ptr() as usize - xml.as_ptr() as usize;
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: false,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(doc_text, opts).ok()?;
+    let mut ranges: Vec<std::ops::Range<usize>> = doc
+        .descendants()
+        .filter(|n| n.attribute("password") == Some("true"))
+        .flat_map(|n| n.attributes().collect::<Vec<_>>())
+        .filter(|a| matches!(a.name(), "text" | "content-desc") && !a.value().is_empty())
+        .map(|a| a.range_value())
+        .collect();
+    ranges.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(xml.len());
+    let mut at = 0;
+    for r in ranges {
+        out.push_str(&xml[at..offset + r.start]);
+        out.push_str(REDACTED);
+        at = offset + r.end;
+    }
+    out.push_str(&xml[at..]);
+    Some(Cow::Owned(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn password_nodes_are_masked_in_the_raw_xml() {
+        let xml = "UI hierchary dumped to: /dev/tty\n<hierarchy rotation=\"0\"><node text=\"alex\" content-desc=\"user\" password=\"false\"/><node text=\"hunter2\" content-desc=\"hunter2 &amp; more\" hint=\"Password\" password=\"true\"/></hierarchy>";
+        let masked = mask_password_xml(xml).unwrap();
+        assert!(!masked.contains("hunter2"), "{masked}");
+        assert!(masked.contains("text=\"alex\" content-desc=\"user\""));
+        assert!(masked.contains("text=\"••••\" content-desc=\"••••\" hint=\"Password\""));
+        assert!(crate::screen::parse(&masked).is_ok());
+        let plain = "<hierarchy><node text=\"a\"/></hierarchy>";
+        assert!(matches!(
+            mask_password_xml(plain),
+            Some(std::borrow::Cow::Borrowed(_))
+        ));
+        assert!(mask_password_xml("<hierarchy><node password=\"true\" text=\"x\"").is_none());
+    }
 
     fn p(s: &str) -> RedactionPattern {
         RedactionPattern::shape(s).unwrap()

@@ -394,6 +394,17 @@ pub async fn hierarchy(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let xml = device(&s, &id)?.hierarchy().await?;
+    // Password fields' text and content-desc are masked here as in every parsed view.
+    let xml = crate::screen::redact::mask_password_xml(&xml)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "hierarchy_invalid",
+                "the UI dump has password fields but is not well-formed XML, so it cannot be masked",
+                "Retry after the screen settles; a truncated dump means uiautomator was interrupted.",
+            )
+        })?
+        .into_owned();
     Ok((
         [(header::CONTENT_TYPE, "application/xml; charset=utf-8")],
         xml,

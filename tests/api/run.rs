@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::common::{TestApp, error_of, spawn_app_with};
+use crate::common::{TestApp, error_of, spawn_app_with, spawn_app_with_toml};
 
 /// An app with no configured phones; tests add the `SimDevice`s they hold.
 pub(crate) async fn bare_app(extra: &[(&str, &str)]) -> TestApp {
@@ -750,5 +750,161 @@ async fn the_readme_replay_example_turns_on_bluetooth() {
             .unwrap()
             .check(&phone.state()),
         "Bluetooth is on"
+    );
+}
+
+/// A password typed into the virtual phone's sign-in form reaches the phone and nothing
+/// else: not the stored steps (API and raw database bytes), not the device's hierarchy or
+/// screen endpoints, not the trajectory export.
+#[tokio::test]
+async fn a_typed_password_is_never_stored_shown_or_exported() {
+    const CANARY: &str = "canary-pw-7Q3x9Z";
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.sign_in")).await;
+    // Settings, Accounts, the e-mail field, the e-mail: the task's own reference steps.
+    let mut replies: Vec<(u16, String)> = sim_task("settings.sign_in").unwrap().reference()[..4]
+        .iter()
+        .map(|a| (200, generic("next", &serde_json::to_value(a).unwrap())))
+        .collect();
+    replies.push((
+        200,
+        generic(
+            "type the password",
+            &json!({"action": "type", "text": CANARY, "selector": "#password"}),
+        ),
+    ));
+    replies.push((
+        200,
+        generic(
+            "typed",
+            &json!({"action": "finish", "reason": "form filled"}),
+        ),
+    ));
+    let (server, _) = model(replies).await;
+    let id = submit(&app, json!({"instruction": "Fill in the sign-in form", "agent": agent_for(&server), "device_id": "sim-1"})).await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(
+        phone
+            .state()
+            .fields
+            .get("account.password")
+            .map(String::as_str),
+        Some(CANARY),
+        "the phone got the password"
+    );
+
+    let steps = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!steps.contains(CANARY), "steps API: {steps}");
+    let steps: Vec<Value> = serde_json::from_str(&steps).unwrap();
+    let typed: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["action"]["action"] == "type")
+        .collect();
+    let texts: Vec<&Value> = typed.iter().map(|s| &s["action"]["text"]).collect();
+    // The e-mail, typed into an ordinary field, is kept; the password is masked.
+    assert_eq!(
+        texts,
+        [&json!("alex@example.com"), &json!("••••")],
+        "{typed:?}"
+    );
+    assert_eq!(typed[1]["outcome"]["status"], "ok", "{}", typed[1]);
+
+    let hierarchy = app
+        .get("/v1/devices/sim-1/hierarchy")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        hierarchy.contains("password=\"true\""),
+        "the form is on screen"
+    );
+    assert!(!hierarchy.contains(CANARY), "hierarchy: {hierarchy}");
+    let screen = app
+        .get("/v1/devices/sim-1/screen")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!screen.contains(CANARY), "screen: {screen}");
+
+    let archive = app
+        .get(&format!("/v1/tasks/{id}/export"))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&archive[..]));
+    let mut entries = 0;
+    for e in tar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+        let name = e.path().unwrap().display().to_string();
+        assert!(!contains(&bytes, CANARY.as_bytes()), "export entry {name}");
+        entries += 1;
+    }
+    assert!(
+        entries >= 2,
+        "the archive has the trajectory and screenshots"
+    );
+
+    // Every byte droidpilot wrote: the SQLite file (checkpointed at shutdown), its WAL
+    // if any, the screenshots.
+    let (dir, _tmp) = app.stop().await;
+    let mut files = 0;
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !contains(&bytes, CANARY.as_bytes()),
+                    "{} holds the password",
+                    p.display()
+                );
+                files += 1;
+            }
+        }
+    }
+    assert!(files >= 3, "the database and screenshots were scanned");
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A phone configured with `pace_ms` is watchable: every action is followed by a real
+/// pause, so a three-action replay takes at least three pauses (a lower bound only).
+#[tokio::test]
+async fn a_paced_virtual_phone_takes_real_time_per_action() {
+    const PACE_MS: u64 = 300;
+    let app = spawn_app_with_toml(
+        &format!("[devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"paced\"\nwidth = 540\nheight = 1200\npace_ms = {PACE_MS}\n[runner]\nsettle_timeout_ms = 200\nsettle_poll_ms = 10\n[scheduler]\npoll_ms = 50\n"),
+        &[],
+    )
+    .await;
+    let actions = json!([
+        {"action": "launch_app", "app": "com.android.settings"},
+        {"action": "key", "key": "back"},
+        {"action": "key", "key": "home"}
+    ]);
+    let start = std::time::Instant::now();
+    let id = submit(&app, json!({"instruction": "three actions", "agent": {"kind": "replay", "actions": actions}, "device_id": "paced"})).await;
+    let t = wait_done(&app, &id).await;
+    let took = start.elapsed();
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert!(
+        took >= Duration::from_millis(3 * PACE_MS),
+        "3 actions at pace_ms={PACE_MS} took only {took:?}"
     );
 }

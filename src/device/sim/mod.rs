@@ -5,6 +5,8 @@
 //! from that one widget tree. Time is virtual: every command advances the clock by a
 //! fixed amount (`advance_clock` for explicit waits), so the same commands always give
 //! the same screens, byte for byte. Faults (`SimFaults`) are seeded the same way.
+//! Optional real-time pacing (`SimConfig::pace_ms`, `pacing`) sleeps after commands so
+//! people can watch; it never changes what the phone does.
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
@@ -62,7 +64,26 @@ pub struct SimConfig {
     pub faults: SimFaults,
     /// A task id from `tasks()` whose initial state the phone starts in.
     pub task: Option<String>,
+    /// Real milliseconds to sleep after each action (tap, swipe, key, typing, launch,
+    /// wait), so that a person can watch a task; 0 (the default) sleeps never.
+    pub pace_ms: u64,
+    /// `virtual` (default): commands take no real time. `realistic`: each command also
+    /// takes its virtual duration in real time (a tap 400 ms, a launch 800 ms, a screen
+    /// read 250 ms, a wait its length).
+    pub pacing: Pacing,
 }
+
+/// How much real time the virtual phone's commands take (see `SimConfig::pacing`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Pacing {
+    #[default]
+    Virtual,
+    Realistic,
+}
+
+/// Most real time pacing may add to one command, so a typo cannot hang a phone.
+pub const MAX_PACE_MS: u64 = 60_000;
 
 impl Default for SimConfig {
     fn default() -> Self {
@@ -75,6 +96,8 @@ impl Default for SimConfig {
             seed: 0,
             faults: SimFaults::default(),
             task: None,
+            pace_ms: 0,
+            pacing: Pacing::Virtual,
         }
     }
 }
@@ -93,6 +116,12 @@ impl SimConfig {
             return Err(DeviceError::InvalidInput(format!(
                 "unknown sim task `{t}`; known tasks: {}",
                 tasks().iter().map(|t| t.id).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if self.pace_ms > MAX_PACE_MS {
+            return Err(DeviceError::InvalidInput(format!(
+                "sim pace_ms {} is over {MAX_PACE_MS}; use a real pause per action of at most a minute (500 is easy to watch)",
+                self.pace_ms
             )));
         }
         self.faults.validate().map_err(DeviceError::InvalidInput)
@@ -257,6 +286,21 @@ impl SimDevice {
         self.lock().st.apply(cmd);
     }
 
+    /// The real time a command takes: its virtual duration when pacing is realistic, plus
+    /// `pace_ms` after an action. Never holds the state lock.
+    async fn pace(&self, virtual_ms: u64, action: bool) {
+        let mut ms = match self.cfg.pacing {
+            Pacing::Virtual => 0,
+            Pacing::Realistic => virtual_ms,
+        };
+        if action {
+            ms += self.cfg.pace_ms;
+        }
+        if ms > 0 {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+    }
+
     /// Counts a command and fails it when the connection is (or just went) down.
     fn begin(&self, g: &mut Inner) -> Result<(), DeviceError> {
         if g.disconnected {
@@ -279,6 +323,162 @@ impl SimDevice {
 
     fn chance(g: &mut Inner, rate: f64) -> bool {
         rate > 0.0 && g.rng.random::<f64>() < rate
+    }
+
+    // Action commands on the state, without pacing (the `Device` methods add it).
+    fn swipe_now(
+        &self,
+        from: PixelPoint,
+        to: PixelPoint,
+        duration_ms: u64,
+    ) -> Result<(), DeviceError> {
+        let (dx, dy) = (to.x - from.x, to.y - from.y);
+        if dx.abs() < TOUCH_SLOP && dy.abs() < TOUCH_SLOP {
+            return if duration_ms >= 500 {
+                self.touch(from, Gesture::Long)
+            } else {
+                self.touch(from, Gesture::Tap)
+            };
+        }
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(duration_ms.clamp(100, 2_000));
+        if !g.st.awake {
+            return Ok(());
+        }
+        let rate = g.faults.dropped_tap_rate;
+        if Self::chance(&mut g, rate) {
+            return Ok(());
+        }
+        if g.st.locked {
+            if dy < -(self.cfg.height as i32 / 5) {
+                g.st.locked = false;
+            }
+            return Ok(());
+        }
+        let cx = self.ctx(&g.faults);
+        let screen = ui::build(&g.st, &cx);
+        let (_, hit) =
+            screen.hit_window(from, &|w: &Widget| w.scroll.is_some() || w.slider.is_some());
+        match hit {
+            Hit::Widget(w) if w.slider.is_some() => {
+                if let Some(make) = w.slider {
+                    let frac = (to.x - w.frame.left).clamp(0, w.frame.width().max(1)) as i64 * 255
+                        / w.frame.width().max(1) as i64;
+                    g.st.apply(make(frac as u8));
+                }
+            }
+            Hit::Widget(w) => {
+                if let Some(info) = &w.scroll {
+                    if let Some(rest) = info.key.strip_prefix("picker:") {
+                        // A NumberPicker: one value per row height swiped; up shows later values.
+                        let mut parts = rest.rsplitn(2, ':');
+                        let modulo = parts.next().and_then(|m| m.parse().ok()).unwrap_or(60);
+                        let field = parts.next().unwrap_or_default().to_string();
+                        let steps = (-dy as f32 / cx.d(170) as f32).round() as i32;
+                        if steps != 0 {
+                            g.st.apply(Cmd::Pick {
+                                field,
+                                delta: steps,
+                                modulo,
+                            });
+                        }
+                    } else if dy.abs() >= dx.abs() {
+                        // Content follows the finger: dragging up by N shows N pixels more.
+                        let v = (info.cur - dy).clamp(0, info.max);
+                        g.st.scroll.insert(info.key.clone(), v);
+                    }
+                }
+            }
+            Hit::Blocked => {
+                let from_lower = from.y > self.cfg.height as i32 / 2;
+                match g.st.fg {
+                    Fg::Home
+                        if dy < -(self.cfg.height as i32 / 8)
+                            && from_lower
+                            && g.st.dialog.is_none() =>
+                    {
+                        g.st.apply(Cmd::OpenDrawer)
+                    }
+                    Fg::Drawer if dy > self.cfg.height as i32 / 8 => g.st.home(),
+                    _ => {}
+                }
+            }
+        }
+        Self::after_input(&mut g);
+        Ok(())
+    }
+
+    fn type_text_now(&self, text: &str) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(KEY_MS);
+        g.st.type_text(text);
+        Ok(())
+    }
+
+    fn clear_text_now(&self) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(KEY_MS);
+        g.st.clear_text();
+        Ok(())
+    }
+
+    fn key_now(&self, key: Key) -> Result<(), DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(KEY_MS);
+        match key {
+            Key::Power => {
+                let awake = !g.st.awake;
+                Self::set_awake(&mut g.st, awake);
+                return Ok(());
+            }
+            _ if !g.st.awake => return Ok(()),
+            Key::Back => g.st.back(),
+            Key::Home => {
+                g.st.locked = false;
+                g.st.home();
+            }
+            Key::Recents => {
+                g.st.dialog = None;
+                g.st.fg = Fg::Recents;
+                g.st.focus = None;
+                g.st.keyboard = false;
+            }
+            Key::Enter => g.st.enter(),
+            Key::Menu => {}
+        }
+        Self::after_input(&mut g);
+        Ok(())
+    }
+
+    fn launch_app_now(&self, app: &AppRef) -> Result<(), DeviceError> {
+        let target = app_of(app)?;
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(LAUNCH_MS);
+        match target {
+            Some(a) => g.st.launch(a),
+            None => g.st.home(),
+        }
+        Ok(())
+    }
+
+    fn open_url_now(&self, url: &str) -> Result<(), DeviceError> {
+        let u = url.trim();
+        if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() < 10 {
+            return Err(DeviceError::InvalidInput(format!(
+                "`{url}` is not an http(s) URL; pass a full URL such as https://example.com"
+            )));
+        }
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(LAUNCH_MS);
+        g.st.launch(AppId::Browser);
+        apps::browser::open(&mut g.st, u);
+        Ok(())
     }
 
     /// After an input command: maybe a random pop-up.
@@ -446,6 +646,7 @@ impl Device for SimDevice {
         if let Some(ms) = delay {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
+        self.pace(OBSERVE_MS, false).await;
         let px = render::render(&screen, self.cfg.width, self.cfg.height, black);
         Ok(Screenshot {
             width: self.cfg.width,
@@ -482,20 +683,28 @@ impl Device for SimDevice {
         if let Some(ms) = delay {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
+        self.pace(OBSERVE_MS, false).await;
         result
     }
 
     async fn tap(&self, p: PixelPoint) -> Result<(), DeviceError> {
-        self.touch(p, Gesture::Tap)
+        let r = self.touch(p, Gesture::Tap);
+        self.pace(TAP_MS, true).await;
+        r
     }
 
     async fn long_press(&self, p: PixelPoint, _duration_ms: u64) -> Result<(), DeviceError> {
-        self.touch(p, Gesture::Long)
+        let r = self.touch(p, Gesture::Long);
+        self.pace(TAP_MS, true).await;
+        r
     }
 
     async fn double_tap(&self, p: PixelPoint) -> Result<(), DeviceError> {
-        self.touch(p, Gesture::Tap)?;
-        self.touch(p, Gesture::Tap)
+        let r = self
+            .touch(p, Gesture::Tap)
+            .and_then(|()| self.touch(p, Gesture::Tap));
+        self.pace(2 * TAP_MS, true).await;
+        r
     }
 
     async fn swipe(
@@ -504,138 +713,33 @@ impl Device for SimDevice {
         to: PixelPoint,
         duration_ms: u64,
     ) -> Result<(), DeviceError> {
-        let (dx, dy) = (to.x - from.x, to.y - from.y);
-        if dx.abs() < TOUCH_SLOP && dy.abs() < TOUCH_SLOP {
-            return if duration_ms >= 500 {
-                self.touch(from, Gesture::Long)
-            } else {
-                self.touch(from, Gesture::Tap)
-            };
-        }
-        let mut g = self.lock();
-        self.begin(&mut g)?;
-        g.st.advance(duration_ms.clamp(100, 2_000));
-        if !g.st.awake {
-            return Ok(());
-        }
-        let rate = g.faults.dropped_tap_rate;
-        if Self::chance(&mut g, rate) {
-            return Ok(());
-        }
-        if g.st.locked {
-            if dy < -(self.cfg.height as i32 / 5) {
-                g.st.locked = false;
-            }
-            return Ok(());
-        }
-        let cx = self.ctx(&g.faults);
-        let screen = ui::build(&g.st, &cx);
-        let (_, hit) =
-            screen.hit_window(from, &|w: &Widget| w.scroll.is_some() || w.slider.is_some());
-        match hit {
-            Hit::Widget(w) if w.slider.is_some() => {
-                if let Some(make) = w.slider {
-                    let frac = (to.x - w.frame.left).clamp(0, w.frame.width().max(1)) as i64 * 255
-                        / w.frame.width().max(1) as i64;
-                    g.st.apply(make(frac as u8));
-                }
-            }
-            Hit::Widget(w) => {
-                if let Some(info) = &w.scroll {
-                    if let Some(rest) = info.key.strip_prefix("picker:") {
-                        // A NumberPicker: one value per row height swiped; up shows later values.
-                        let mut parts = rest.rsplitn(2, ':');
-                        let modulo = parts.next().and_then(|m| m.parse().ok()).unwrap_or(60);
-                        let field = parts.next().unwrap_or_default().to_string();
-                        let steps = (-dy as f32 / cx.d(170) as f32).round() as i32;
-                        if steps != 0 {
-                            g.st.apply(Cmd::Pick {
-                                field,
-                                delta: steps,
-                                modulo,
-                            });
-                        }
-                    } else if dy.abs() >= dx.abs() {
-                        // Content follows the finger: dragging up by N shows N pixels more.
-                        let v = (info.cur - dy).clamp(0, info.max);
-                        g.st.scroll.insert(info.key.clone(), v);
-                    }
-                }
-            }
-            Hit::Blocked => {
-                let from_lower = from.y > self.cfg.height as i32 / 2;
-                match g.st.fg {
-                    Fg::Home
-                        if dy < -(self.cfg.height as i32 / 8)
-                            && from_lower
-                            && g.st.dialog.is_none() =>
-                    {
-                        g.st.apply(Cmd::OpenDrawer)
-                    }
-                    Fg::Drawer if dy > self.cfg.height as i32 / 8 => g.st.home(),
-                    _ => {}
-                }
-            }
-        }
-        Self::after_input(&mut g);
-        Ok(())
+        let r = self.swipe_now(from, to, duration_ms);
+        self.pace(duration_ms.clamp(100, 2_000), true).await;
+        r
     }
 
     async fn type_text(&self, text: &str) -> Result<(), DeviceError> {
-        let mut g = self.lock();
-        self.begin(&mut g)?;
-        g.st.advance(KEY_MS);
-        g.st.type_text(text);
-        Ok(())
+        let r = self.type_text_now(text);
+        self.pace(KEY_MS, true).await;
+        r
     }
 
     async fn clear_text(&self) -> Result<(), DeviceError> {
-        let mut g = self.lock();
-        self.begin(&mut g)?;
-        g.st.advance(KEY_MS);
-        g.st.clear_text();
-        Ok(())
+        let r = self.clear_text_now();
+        self.pace(KEY_MS, true).await;
+        r
     }
 
     async fn key(&self, key: Key) -> Result<(), DeviceError> {
-        let mut g = self.lock();
-        self.begin(&mut g)?;
-        g.st.advance(KEY_MS);
-        match key {
-            Key::Power => {
-                let awake = !g.st.awake;
-                Self::set_awake(&mut g.st, awake);
-                return Ok(());
-            }
-            _ if !g.st.awake => return Ok(()),
-            Key::Back => g.st.back(),
-            Key::Home => {
-                g.st.locked = false;
-                g.st.home();
-            }
-            Key::Recents => {
-                g.st.dialog = None;
-                g.st.fg = Fg::Recents;
-                g.st.focus = None;
-                g.st.keyboard = false;
-            }
-            Key::Enter => g.st.enter(),
-            Key::Menu => {}
-        }
-        Self::after_input(&mut g);
-        Ok(())
+        let r = self.key_now(key);
+        self.pace(KEY_MS, true).await;
+        r
     }
 
     async fn launch_app(&self, app: &AppRef) -> Result<(), DeviceError> {
-        let target = app_of(app)?;
-        let mut g = self.lock();
-        self.begin(&mut g)?;
-        g.st.advance(LAUNCH_MS);
-        match target {
-            Some(a) => g.st.launch(a),
-            None => g.st.home(),
-        }
-        Ok(())
+        let r = self.launch_app_now(app);
+        self.pace(LAUNCH_MS, true).await;
+        r
     }
 
     async fn current_app(&self) -> Result<CurrentApp, DeviceError> {
@@ -672,23 +776,16 @@ impl Device for SimDevice {
     }
 
     async fn open_url(&self, url: &str) -> Result<(), DeviceError> {
-        let u = url.trim();
-        if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() < 10 {
-            return Err(DeviceError::InvalidInput(format!(
-                "`{url}` is not an http(s) URL; pass a full URL such as https://example.com"
-            )));
-        }
-        let mut g = self.lock();
-        self.begin(&mut g)?;
-        g.st.advance(LAUNCH_MS);
-        g.st.launch(AppId::Browser);
-        apps::browser::open(&mut g.st, u);
-        Ok(())
+        let r = self.open_url_now(url);
+        self.pace(LAUNCH_MS, true).await;
+        r
     }
 
-    /// Waiting on the virtual phone is its clock moving, not real time passing.
+    /// Waiting on the virtual phone is its clock moving; real time passes only when the
+    /// phone is paced.
     async fn wait(&self, ms: u64) {
         self.advance_clock(ms);
+        self.pace(ms, true).await;
     }
 
     async fn screen_state(&self) -> Result<ScreenState, DeviceError> {

@@ -116,6 +116,9 @@ pub enum Fg {
 pub enum Page {
     SettingsMain,
     SettingsAbout,
+    /// Accounts: an e-mail + password sign-in form (the password is a real
+    /// `password="true"` field).
+    SettingsAccount,
     ContactsList,
     ContactDetail {
         id: u64,
@@ -182,6 +185,7 @@ pub enum Cmd {
         value: u8,
     },
     BuildNumber,
+    SignIn,
     ContactNew,
     ContactEdit {
         id: u64,
@@ -332,6 +336,9 @@ pub struct Settings {
     pub build_taps: u32,
     pub developer_options: bool,
     pub device_name: String,
+    /// The e-mail signed in on the Accounts page, if any.
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -501,6 +508,7 @@ impl Default for PhoneState {
                 build_taps: 0,
                 developer_options: false,
                 device_name: "Pixel 8".into(),
+                account: None,
             },
             contacts,
             alarms: vec![
@@ -564,6 +572,8 @@ pub mod field {
     pub const NOTE_TITLE: &str = "note.title";
     pub const NOTE_BODY: &str = "note.body";
     pub const URL: &str = "browser.url";
+    pub const ACCOUNT_EMAIL: &str = "account.email";
+    pub const ACCOUNT_PASSWORD: &str = "account.password";
 }
 
 impl PhoneState {
@@ -749,7 +759,7 @@ impl PhoneState {
                 self.stacks.clear();
                 self.home();
             }
-            Cmd::Toggle { .. } | Cmd::Brightness { .. } | Cmd::BuildNumber => {
+            Cmd::Toggle { .. } | Cmd::Brightness { .. } | Cmd::BuildNumber | Cmd::SignIn => {
                 settings::apply(self, cmd)
             }
             Cmd::ContactNew

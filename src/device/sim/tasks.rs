@@ -136,6 +136,11 @@ const AIRPLANE: i32 = 752;
 const BRIGHTNESS: i32 = 1002;
 const ABOUT: i32 = 1827;
 const BUILD_NUMBER: i32 = 1152;
+/// Settings > Accounts (the row below About phone) and its sign-in form.
+const ACCOUNTS: i32 = 1997;
+const ACCOUNT_EMAIL_FIELD: i32 = 527;
+const ACCOUNT_PASSWORD_FIELD: i32 = 787;
+const SIGN_IN: i32 = 1007;
 /// Clock.
 fn alarm_row(i: i32) -> i32 {
     252 + 208 * i + 104
@@ -325,6 +330,25 @@ pub fn tasks() -> Vec<SimTask> {
             setup: nothing,
             check: |s| (48..=80).contains(&s.settings.brightness),
             solution: || vec![launch(AppId::Settings), tap(48 + 984 / 4, BRIGHTNESS)],
+        },
+        SimTask {
+            id: "settings.sign_in",
+            app: AppId::Settings,
+            instruction: "In Settings > Accounts, sign in as alex@example.com with the password correct-horse-42",
+            difficulty: Medium,
+            setup: nothing,
+            check: |s| s.settings.account.as_deref() == Some(super::apps::settings::ACCOUNT_EMAIL),
+            solution: || {
+                vec![
+                    launch(AppId::Settings),
+                    tap(540, ACCOUNTS),
+                    tap(540, ACCOUNT_EMAIL_FIELD),
+                    typ("alex@example.com"),
+                    tap(540, ACCOUNT_PASSWORD_FIELD),
+                    typ(super::apps::settings::ACCOUNT_PASSWORD),
+                    tap(540, SIGN_IN),
+                ]
+            },
         },
         SimTask {
             id: "settings.developer_then_wifi_off",

@@ -1,12 +1,16 @@
-//! Settings: Wi-Fi, Bluetooth and airplane-mode switches, a brightness slider, and About
+//! Settings: Wi-Fi, Bluetooth and airplane-mode switches, a brightness slider, About
 //! phone (tapping the build number seven times enables developer options, as on a
-//! real phone).
+//! real phone), and Accounts: a sign-in form with a real password field.
 
 use crate::domain::Bounds;
 
-use super::super::state::{Cmd, Page, PhoneState, Setting};
+use super::super::state::{Cmd, Page, PhoneState, Setting, field};
 use super::super::ui::{Ctx, app_frame, row, scroll_list};
-use super::super::widget::{Look, Widget, flag};
+use super::super::widget::{Look, SUBTLE, TextSize, Widget, flag};
+
+/// The one account the Accounts page accepts.
+pub const ACCOUNT_EMAIL: &str = "alex@example.com";
+pub const ACCOUNT_PASSWORD: &str = "correct-horse-42";
 
 pub fn apply(st: &mut PhoneState, cmd: Cmd) {
     let s = &mut st.settings;
@@ -24,6 +28,7 @@ pub fn apply(st: &mut PhoneState, cmd: Cmd) {
             }
         },
         Cmd::Brightness { value } => s.brightness = value,
+        Cmd::SignIn => sign_in(st),
         Cmd::BuildNumber => {
             if s.developer_options {
                 st.toast("No need, you are already a developer.");
@@ -43,6 +48,68 @@ pub fn apply(st: &mut PhoneState, cmd: Cmd) {
         }
         _ => {}
     }
+}
+
+/// Checks the form; either way the password field is emptied, as sign-in forms do.
+fn sign_in(st: &mut PhoneState) {
+    let email = st.field(field::ACCOUNT_EMAIL).trim().to_string();
+    let ok = email.eq_ignore_ascii_case(ACCOUNT_EMAIL)
+        && st.field(field::ACCOUNT_PASSWORD) == ACCOUNT_PASSWORD;
+    st.set_field(field::ACCOUNT_PASSWORD, "");
+    if ok {
+        st.settings.account = Some(ACCOUNT_EMAIL.to_string());
+        st.focus = None;
+        st.keyboard = false;
+        st.toast(format!("Signed in as {ACCOUNT_EMAIL}"));
+    } else {
+        st.toast("Wrong e-mail or password");
+    }
+}
+
+/// The Accounts page: the sign-in form, or who is signed in.
+fn account_page(st: &PhoneState, cx: &Ctx) -> Widget {
+    let top = cx.content_top();
+    let b = |t: i32, bottom: i32| {
+        Bounds::new(cx.d(60), top + cx.d(t), cx.w - cx.d(60), top + cx.d(bottom))
+    };
+    let label = |t: i32, text: &str| {
+        Widget::text_view(b(t, t + 70), text)
+            .fg(SUBTLE)
+            .size(TextSize::Small)
+    };
+    let kids = match &st.settings.account {
+        Some(email) => {
+            vec![Widget::text_view(b(30, 130), format!("Signed in as {email}")).id("account_name")]
+        }
+        None => {
+            let focused = |k: &str| st.focus.as_deref() == Some(k);
+            let mut password = Widget::edit_text(
+                b(460, 610),
+                field::ACCOUNT_PASSWORD,
+                st.field(field::ACCOUNT_PASSWORD),
+                "Password",
+                focused(field::ACCOUNT_PASSWORD),
+            )
+            .id("password");
+            password.flags |= flag::PASSWORD;
+            vec![
+                Widget::text_view(b(30, 100), "Sign in to sync your settings"),
+                label(130, "Email"),
+                Widget::edit_text(
+                    b(200, 350),
+                    field::ACCOUNT_EMAIL,
+                    st.field(field::ACCOUNT_EMAIL),
+                    "Email",
+                    focused(field::ACCOUNT_EMAIL),
+                )
+                .id("email"),
+                label(390, "Password"),
+                password,
+                Widget::button(b(680, 830), "Sign in", Cmd::SignIn).id("sign_in"),
+            ]
+        }
+    };
+    app_frame(cx, "Accounts", true, vec![], kids)
 }
 
 fn switch_row(cx: &Ctx, title: &str, summary: &str, on: bool, setting: Setting) -> Widget {
@@ -71,6 +138,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
     let area = Bounds::new(0, cx.content_top(), cx.w, cx.h);
     let s = &st.settings;
     match page {
+        Some(Page::SettingsAccount) => account_page(st, cx),
         Some(Page::SettingsAbout) => {
             let rows = vec![
                 row(cx, 200, "Device name", &s.device_name, None),
@@ -169,6 +237,15 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                 &s.device_name,
                 Some(Cmd::Push {
                     page: Page::SettingsAbout,
+                }),
+            ));
+            rows.push(row(
+                cx,
+                170,
+                "Accounts",
+                st.settings.account.as_deref().unwrap_or("Not signed in"),
+                Some(Cmd::Push {
+                    page: Page::SettingsAccount,
                 }),
             ));
             app_frame(
