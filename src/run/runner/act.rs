@@ -200,7 +200,8 @@ impl Runner {
             }
             Err(e) if is_disconnect(&e) => {
                 draft.failed(e.to_string(), None);
-                draft.remember(st.counter.current(), decision, format!("failed: {e}"));
+                let n = st.counter.current();
+                draft.remember_as(n, decision, action, format!("failed: {e}"));
                 let serial = device.serial().to_string();
                 let lost = DeviceError::Disconnected { serial };
                 Ok(Stop(Break::Commit(Then::Reconnect(lost))))

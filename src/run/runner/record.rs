@@ -142,10 +142,15 @@ impl StepDraft {
 
     /// The agent's history keeps this step as `outcome`.
     pub fn remember(&mut self, n: u32, decision: &Decision, outcome: String) {
+        self.remember_as(n, decision, decision.action.clone(), outcome);
+    }
+
+    /// `remember`, with the action as it ran (rewritten by a hook) instead of as decided.
+    pub fn remember_as(&mut self, n: u32, decision: &Decision, action: Action, outcome: String) {
         self.memory = Some(StepRecord {
             step: n,
             thinking: decision.thinking.clone(),
-            action: decision.action.clone(),
+            action,
             outcome,
         });
     }
