@@ -325,3 +325,38 @@ async fn a_cancel_ends_a_held_task() {
     let done = run.await.unwrap().unwrap();
     assert_eq!(done.status, TaskStatus::Cancelled);
 }
+
+/// Script recovery that gives up: the failed step is kept and the task ends with the
+/// hook's reason, even for an agent that would go on after a failure.
+struct GiveUp;
+
+#[async_trait]
+impl RunHook for GiveUp {
+    async fn on_failure(&self, _: StepRef, _: &Action, _: &ExecError) -> Recovery {
+        Recovery::Abort("the script cannot recover from a missing button".into())
+    }
+}
+
+#[tokio::test]
+async fn a_step_failure_hook_can_end_the_task() {
+    let e = env().await;
+    let runner = e.runner.clone().with_hook(Arc::new(GiveUp));
+    let task = start(&e.store, "give up").await;
+    let ghost = Action::Tap {
+        target: TargetField(Target::Selector("#no_such_button".into())),
+    };
+    let agent =
+        ReplayAgent::new(vec![ghost]).on_error(droidpilot::agent::replay::OnError::Continue);
+    let done = runner
+        .run(task, phone(), Box::new(agent), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Failed);
+    assert_eq!(
+        done.reason.as_deref(),
+        Some("the script cannot recover from a missing button")
+    );
+    let steps = e.store.steps(done.id).await.unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].outcome.status, "failed");
+}
