@@ -1,6 +1,7 @@
 //! Extension points around each action: middleware that may rewrite or skip an action
 //! before it runs and observe its result after, and handlers for custom actions
-//! registered at run time.
+//! registered at run time. Both run as `run::hooks::RunHook`s (`MiddlewareHook`,
+//! `CustomActionHook`); a new extension implements `RunHook` directly.
 
 use async_trait::async_trait;
 use serde_json::Value;

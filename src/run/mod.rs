@@ -5,6 +5,7 @@
 pub mod artifacts;
 pub mod bench;
 pub mod events;
+pub mod hooks;
 pub mod interaction;
 pub mod mcp;
 pub mod middleware;

@@ -391,24 +391,34 @@ impl Server {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not
+/// when the future is first polled: a service manager may send SIGTERM as soon as the
+/// server answers, and a signal that arrives before the handler exists kills the process
+/// with no graceful shutdown.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate()).ok();
+        let int = signal(SignalKind::interrupt()).ok();
+        async move {
+            let recv = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = recv(int) => tracing::info!("SIGINT received; shutting down"),
+                _ = recv(term) => tracing::info!("SIGTERM received; shutting down"),
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("SIGINT received; shutting down"),
-        _ = term => tracing::info!("SIGTERM received; shutting down"),
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("Ctrl+C received; shutting down");
     }
 }

@@ -1,0 +1,317 @@
+//! The act phase: what the agent decided, carried out. `finish` (checked by the
+//! `on_finish` hooks), `ask_user` (`ask.rs`) and `mcp_call` are handled by the runner;
+//! anything else goes through the `before_act` hooks (middleware) to the device, with
+//! retries that re-observe, then `after_act`, then `on_failure` when it failed.
+
+use std::ops::ControlFlow::{Break as Stop, Continue};
+use std::time::{Duration, Instant};
+
+use backon::BackoffBuilder;
+use serde_json::{Value, json};
+
+use super::observe::Observed;
+use super::record::{StepDraft, Then};
+use super::state::RunState;
+use super::stop::unless_cancelled;
+use super::{Break, End, Phase, Runner};
+use crate::agent::Decision;
+use crate::agent::context::Note;
+use crate::device::exec::{self, ExecContext, ExecError};
+use crate::device::{Device, DeviceError};
+use crate::domain::{Action, ScreenSize, TaskStatus};
+use crate::run::hooks::{FinishClaim, FinishVerdict, Recovery};
+use crate::run::middleware::Verdict;
+
+/// What one attempt at a device action left: the action that ran, its result, and the
+/// latest observation (retries re-observe).
+type Executed = (Action, Result<Value, ExecError>, Observed);
+
+impl Runner {
+    /// Carries out the decision. Returns the outcome as the agent's history tells it.
+    pub(super) async fn act_phase(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+        decision: &Decision,
+        obs: &Observed,
+        draft: &mut StepDraft,
+    ) -> Phase<String> {
+        match &decision.action {
+            Action::Finish {
+                success,
+                reason,
+                answer,
+            } => {
+                let claim = FinishClaim {
+                    success: *success,
+                    reason: reason.as_deref(),
+                    answer: answer.as_deref(),
+                    screen: &obs.repr,
+                };
+                Ok(self.finish_claimed(st, decision, &claim, draft).await)
+            }
+            Action::AskUser { question, options } => {
+                self.ask_user_phase(st, question, options.clone(), draft)
+                    .await
+            }
+            Action::McpCall { tool, args } => self.mcp_phase(st, tool, args, draft).await,
+            _ => self.device_action(st, device, decision, obs, draft).await,
+        }
+    }
+
+    /// A finish the `on_finish` hooks accept ends the task; a rejected one is recorded as
+    /// failed and the agent reads "NOT done: <reason>".
+    async fn finish_claimed(
+        &self,
+        st: &RunState<'_>,
+        decision: &Decision,
+        claim: &FinishClaim<'_>,
+        draft: &mut StepDraft,
+    ) -> std::ops::ControlFlow<Break, String> {
+        let success = claim.success;
+        draft.detail(json!({"success": success}));
+        if let FinishVerdict::Reject(why) = self.hooks.on_finish(st.at(), claim).await {
+            let detail = json!({"success": success, "rejected": why});
+            draft.failed(format!("finish rejected: {why}"), Some(detail));
+            draft.remember(st.counter.current(), decision, format!("NOT done: {why}"));
+            return Stop(Break::Commit(Then::Next));
+        }
+        let reason = claim.reason.map(str::to_string).unwrap_or_else(|| {
+            match success {
+                true => "the agent finished the task",
+                false => "the agent gave up",
+            }
+            .into()
+        });
+        let status = match success {
+            true => TaskStatus::Succeeded,
+            false => TaskStatus::Failed,
+        };
+        Stop(Break::Commit(Then::End(End {
+            answer: claim.answer.map(str::to_string),
+            ..End::new(status, reason)
+        })))
+    }
+
+    /// An MCP tool call; its result goes to the agent's notes either way.
+    async fn mcp_phase(
+        &self,
+        st: &mut RunState<'_>,
+        tool: &str,
+        args: &Value,
+        draft: &mut StepDraft,
+    ) -> Phase<String> {
+        let timeout = Duration::from_secs(self.cfg.mcp_timeout_secs);
+        let call = self.mcp.call(tool, args.clone(), timeout);
+        let Some(r) = unless_cancelled(&mut st.stop, call).await else {
+            return Ok(Stop(Break::Redo));
+        };
+        let text = match &r.content {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        let detail = Some(json!({"tool": tool, "result": r.content}));
+        match r.is_error {
+            true => draft.failed(text.clone(), detail),
+            false => draft.ok(None, detail),
+        }
+        draft.notes.push(Note::McpResult {
+            step: st.counter.current(),
+            tool: tool.to_string(),
+            result: text.chars().take(2000).collect(),
+            is_error: r.is_error,
+        });
+        Ok(Continue(
+            match r.is_error {
+                true => "tool failed",
+                false => "tool returned",
+            }
+            .into(),
+        ))
+    }
+
+    /// A device (or custom) action: hooks before, the action with its retries, hooks
+    /// after, recovery hooks on failure, then settle.
+    async fn device_action(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+        decision: &Decision,
+        obs: &Observed,
+        draft: &mut StepDraft,
+    ) -> Phase<String> {
+        let at = st.at();
+        let action = match self.hooks.before_act(at, decision.action.clone()).await {
+            Verdict::Run(a) => a,
+            Verdict::Skip(reason) => {
+                draft.skipped(&reason);
+                return Ok(Continue(format!("skipped: {reason}")));
+            }
+        };
+        let executed = self.execute(st, device, action, obs.clone(), draft).await;
+        let Some((action, result, latest)) = executed else {
+            return Ok(Stop(Break::Redo));
+        };
+        let mut replaced = None;
+        let executed = match result {
+            Err(e) if !is_disconnect(&e) => match self.hooks.on_failure(at, &action, &e).await {
+                Recovery::Fail => (action, Err(e), latest),
+                Recovery::Replace(other) => {
+                    let executed = self.execute(st, device, other, latest, draft).await;
+                    let Some(executed) = executed else {
+                        return Ok(Stop(Break::Redo));
+                    };
+                    replaced = Some((action, e.to_string()));
+                    executed
+                }
+                Recovery::Skip(reason) => {
+                    draft.skipped(&reason);
+                    return Ok(Continue(format!("failed: {e}; skipped: {reason}")));
+                }
+                Recovery::Abort(reason) => {
+                    draft.failed(format!("{}: {e}", e.error_type()), None);
+                    let end = End::new(TaskStatus::Failed, reason);
+                    return Ok(Stop(Break::Commit(Then::End(end))));
+                }
+            },
+            r => (action, r, latest),
+        };
+        let acted = self.acted(st, device, decision, executed, draft).await;
+        if let Some((original, error)) = replaced {
+            draft.replaced(&original, &error);
+        }
+        acted
+    }
+
+    /// What an executed action's result means for the step: settle after success, wait
+    /// for a dropped device, or report the failure.
+    async fn acted(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+        decision: &Decision,
+        (action, result, latest): Executed,
+        draft: &mut StepDraft,
+    ) -> Phase<String> {
+        match result {
+            Ok(detail) => {
+                self.settle_phase(st, device, &action, latest.layout, detail, draft)
+                    .await
+            }
+            Err(e) if is_disconnect(&e) => {
+                draft.failed(e.to_string(), None);
+                let n = st.counter.current();
+                draft.remember_as(n, decision, action, format!("failed: {e}"));
+                let serial = device.serial().to_string();
+                let lost = DeviceError::Disconnected { serial };
+                Ok(Stop(Break::Commit(Then::Reconnect(lost))))
+            }
+            Err(e) => Ok(self.action_failed(st, &action, e, latest, draft)),
+        }
+    }
+
+    /// Runs `action` (with retries) unless cancelled, timing it and calling the
+    /// `after_act` hooks.
+    async fn execute(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+        action: Action,
+        obs: Observed,
+        draft: &mut StepDraft,
+    ) -> Option<Executed> {
+        draft.set_action(&action);
+        let started = Instant::now();
+        let acting = self.act(device, &action, obs, st.size);
+        let (result, latest) = unless_cancelled(&mut st.stop, acting).await?;
+        draft.step.timings.action_ms += started.elapsed().as_millis() as u64;
+        if !self.hooks.is_empty() {
+            let outcome = result.clone().map_err(|e| e.to_string());
+            self.hooks.after_act(st.at(), &action, &outcome).await;
+        }
+        Some((action, result, latest))
+    }
+
+    /// A failed action the agent hears about; a replay ends at it.
+    fn action_failed(
+        &self,
+        st: &mut RunState<'_>,
+        action: &Action,
+        e: ExecError,
+        latest: Observed,
+        draft: &mut StepDraft,
+    ) -> std::ops::ControlFlow<Break, String> {
+        let detail = json!({"hint": e.hint(), "selector": e.selector()});
+        draft.failed(format!("{}: {e}", e.error_type()), Some(detail));
+        if st.ends_on_failed_action {
+            let end = failed_step_end(st.counter.current(), action, &e);
+            return Stop(Break::Commit(Then::End(end)));
+        }
+        // The retries re-observed; the next decision reuses that screen.
+        st.cached = Some(latest);
+        Continue(format!("failed: {e}. {}", e.hint()))
+    }
+
+    /// Executes with retries, re-observing before each retry so a target that moved is
+    /// found again. Custom actions go to the hook that owns them, once. Returns the result
+    /// and the latest observation.
+    async fn act(
+        &self,
+        device: &dyn Device,
+        action: &Action,
+        mut obs: Observed,
+        size: ScreenSize,
+    ) -> (Result<Value, ExecError>, Observed) {
+        if let Action::Custom(c) = action {
+            let r = match self.hooks.run_action(device, &c.name, &c.args).await {
+                Some(r) => r.map_err(|e| {
+                    ExecError::Device(DeviceError::CommandFailed {
+                        command: c.name.clone(),
+                        exit_code: 1,
+                        stderr: e,
+                    })
+                }),
+                None => Err(ExecError::NotADeviceAction(c.name.clone())),
+            };
+            return (r, obs);
+        }
+        let mut delays = self.cfg.action_retries().build();
+        loop {
+            let ctx = ExecContext {
+                screen: obs.screen.as_deref(),
+                size,
+                transform: self.transform.as_ref(),
+            };
+            let e = match exec::execute(device, action, &ctx).await {
+                Ok(o) => return (Ok(o.detail), obs),
+                Err(e) if e.is_retryable() && !is_disconnect(&e) => e,
+                Err(e) => return (Err(e), obs),
+            };
+            let Some(delay) = delays.next() else {
+                return (Err(e), obs);
+            };
+            tokio::time::sleep(delay).await;
+            match self.observe(device, size).await {
+                Ok(o) => obs = o,
+                Err(_) => return (Err(e), obs),
+            }
+        }
+    }
+}
+
+fn is_disconnect(e: &ExecError) -> bool {
+    matches!(e, ExecError::Device(d) if d.is_disconnect())
+}
+
+/// A scripted run ends at its first failed step: the reason names the step and the error.
+fn failed_step_end(n: u32, action: &Action, e: &ExecError) -> End {
+    End::new(
+        TaskStatus::Failed,
+        format!(
+            "step {n} ({}) failed: {}: {e}. {} (a replay with \"on_error\": \"continue\" goes on after a failed step)",
+            action.name(),
+            e.error_type(),
+            e.hint()
+        ),
+    )
+}

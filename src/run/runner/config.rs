@@ -1,0 +1,90 @@
+//! The runner's knobs (`[runner]` in the configuration) and the retry policies they make.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::RetryPolicy;
+
+/// What to do when nobody answers `ask_user` in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskTimeoutPolicy {
+    /// Tell the agent "no answer" and go on.
+    #[default]
+    Continue,
+    /// End the task as failed.
+    Fail,
+}
+
+/// The runner's knobs; `[runner]` in the configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunnerConfig {
+    /// Extra attempts for a failed action (re-observing before each).
+    pub max_retries: u32,
+    /// Backoff before each retry, in ms; the last value repeats.
+    pub retry_backoff_ms: Vec<u64>,
+    /// Extra attempts when the model call fails transiently (on top of the client's own retries).
+    pub prediction_retries: u32,
+    /// A fixed pause after each action has settled (0 = none).
+    pub step_delay_ms: u64,
+    /// The longest wait for the UI to change or go idle after an action.
+    pub settle_timeout_ms: u64,
+    pub settle_poll_ms: u64,
+    /// Unchanged layouts (or repeated taps on one element) in a row that count as stuck.
+    pub stuck_threshold: u32,
+    /// When stuck persists after a diagnostic, ask the user before aborting.
+    pub ask_user_when_stuck: bool,
+    pub ask_user_timeout_secs: u64,
+    pub ask_user_timeout_policy: AskTimeoutPolicy,
+    /// How long a disconnected device is waited for before the task fails.
+    pub reconnect_wait_secs: u64,
+    pub mcp_timeout_secs: u64,
+    /// Steps kept in the agent's history window.
+    pub history_steps: usize,
+    /// Model answers in a row that could not be used before the task fails.
+    pub max_rejected_in_a_row: u32,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            retry_backoff_ms: vec![500, 1000, 2000],
+            prediction_retries: 2,
+            step_delay_ms: 0,
+            settle_timeout_ms: 2000,
+            settle_poll_ms: 100,
+            stuck_threshold: 3,
+            ask_user_when_stuck: true,
+            ask_user_timeout_secs: 120,
+            ask_user_timeout_policy: AskTimeoutPolicy::Continue,
+            reconnect_wait_secs: 30,
+            mcp_timeout_secs: 30,
+            history_steps: 8,
+            max_rejected_in_a_row: 3,
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// Retries of a failed action.
+    pub fn action_retries(&self) -> RetryPolicy {
+        RetryPolicy::listed_ms(&self.retry_backoff_ms, self.max_retries)
+    }
+
+    /// Extra model calls after a transient failure.
+    pub fn prediction_retries(&self) -> RetryPolicy {
+        RetryPolicy::listed_ms(&self.retry_backoff_ms, self.prediction_retries)
+    }
+
+    /// Reconnect attempts for a lost device (bounded by `reconnect_wait_secs`).
+    pub fn reconnect_retries(&self) -> RetryPolicy {
+        RetryPolicy::doubling(Duration::from_millis(200), Duration::from_secs(3))
+    }
+
+    pub fn ask_timeout(&self) -> Duration {
+        Duration::from_secs(self.ask_user_timeout_secs)
+    }
+}

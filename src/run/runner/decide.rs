@@ -1,0 +1,167 @@
+//! The decide phase: the agent's context (with hooks' guidance), the model call with its
+//! transient failures retried and published as `model.retry`, and what an unusable or
+//! failed answer does to the step.
+
+use std::ops::ControlFlow::{Break as Stop, Continue};
+
+use backon::BackoffBuilder;
+use serde_json::json;
+
+use super::observe::Observed;
+use super::record::{StepDraft, Then};
+use super::state::RunState;
+use super::stop::unless_cancelled;
+use super::{Break, End, Phase, Runner};
+use crate::agent::context::{AgentContext, Observation};
+use crate::agent::{Agent, AgentError, Decision};
+use crate::domain::TaskStatus;
+use crate::llm::ImageData;
+use crate::store::StoreError;
+
+impl Runner {
+    /// Asks the agent what to do on `obs`. An unusable answer is a rejected step (the
+    /// task fails after `max_rejected_in_a_row`); a model that fails for good ends the task.
+    pub(super) async fn decide_phase(
+        &self,
+        st: &mut RunState<'_>,
+        agent: &mut dyn Agent,
+        obs: &Observed,
+        draft: &mut StepDraft,
+    ) -> Phase<Decision> {
+        let n = st.counter.current();
+        let mut ctx = self.context(st, obs);
+        self.hooks.before_decide(st.at(), &mut ctx).await;
+        let deciding = self.decide_reporting(&st.stream, n, agent, &ctx);
+        let Some(decided) = unless_cancelled(&mut st.stop, deciding).await else {
+            return Ok(Stop(Break::Redo));
+        };
+        let d = match decided? {
+            Ok(d) => d,
+            Err(AgentError::Parse {
+                error, raw, usage, ..
+            }) => {
+                st.rejected_in_a_row += 1;
+                draft.rejected(error.to_string(), &raw);
+                draft.step.tokens_in = usage.input_tokens;
+                draft.step.tokens_out = usage.output_tokens;
+                let then = if st.rejected_in_a_row >= self.cfg.max_rejected_in_a_row {
+                    Then::End(End::new(
+                        TaskStatus::Failed,
+                        format!(
+                            "the model's answers could not be used {} times in a row: {error}",
+                            st.rejected_in_a_row
+                        ),
+                    ))
+                } else {
+                    Then::Reuse(obs.clone())
+                };
+                return Ok(Stop(Break::Commit(then)));
+            }
+            Err(e) => {
+                draft.failed(format!("{}: {e}", e.code()), None);
+                let msg = format!("the model failed: {e}. {}", e.hint());
+                return Ok(Stop(Break::Commit(Then::End(End::new(
+                    TaskStatus::Failed,
+                    msg,
+                )))));
+            }
+        };
+        st.rejected_in_a_row = 0;
+        draft.decided(&d);
+        // Self-correction attempts count toward the budget.
+        st.counter.corrections += d.retries.min(st.task.spec.max_steps.saturating_sub(n));
+        self.bus
+            .publish(&st.stream, "step.decided", json!({"task_id": st.task.id, "step": st.counter.current(), "thinking": draft.step.thinking, "action": draft.action_json(), "retries": d.retries}))
+            .await?;
+        Ok(Continue(d))
+    }
+
+    /// What the agent is given: the instruction, the screen, the history window.
+    fn context(&self, st: &RunState<'_>, obs: &Observed) -> AgentContext {
+        AgentContext {
+            instruction: st.task.spec.instruction.clone(),
+            observation: Observation {
+                screen: obs.repr.clone(),
+                screenshot: obs
+                    .png
+                    .as_ref()
+                    .and_then(|b| ImageData::from_bytes(b.clone()).ok()),
+                step_count: st.counter.current() - 1,
+                max_steps: st.task.spec.max_steps,
+                elapsed: st.started.elapsed(),
+            },
+            history: st.history.clone(),
+        }
+    }
+
+    /// `decide`, publishing every retry its model calls make as `model.retry` (attempt,
+    /// delay_ms, cause) while it runs, so a client sees why a step takes long.
+    async fn decide_reporting(
+        &self,
+        stream: &str,
+        n: u32,
+        agent: &mut dyn Agent,
+        ctx: &AgentContext,
+    ) -> Result<Result<Decision, AgentError>, StoreError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let deciding = crate::llm::retry::with_retry_sink(tx, self.decide(agent, ctx));
+        tokio::pin!(deciding);
+        loop {
+            tokio::select! {
+                decided = &mut deciding => {
+                    while let Ok(r) = rx.try_recv() {
+                        self.publish_retry(stream, n, &r).await?;
+                    }
+                    return Ok(decided);
+                }
+                Some(r) = rx.recv() => self.publish_retry(stream, n, &r).await?,
+            }
+        }
+    }
+
+    async fn publish_retry(
+        &self,
+        stream: &str,
+        n: u32,
+        r: &crate::llm::retry::RetryNotice,
+    ) -> Result<(), StoreError> {
+        self.bus
+            .publish(
+                stream,
+                "model.retry",
+                json!({"step": n, "attempt": r.attempt, "delay_ms": r.delay_ms, "cause": r.cause}),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Asks the agent, retrying transient model failures on `prediction_retries`. An
+    /// unreachable server is not asked again: the HTTP layer already spent its quick
+    /// budget on it.
+    async fn decide(
+        &self,
+        agent: &mut dyn Agent,
+        ctx: &AgentContext,
+    ) -> Result<Decision, AgentError> {
+        let mut delays = self.cfg.prediction_retries().build();
+        let mut attempt = 0;
+        loop {
+            let e = match agent.next(ctx).await {
+                Err(AgentError::Llm(e))
+                    if e.is_transient()
+                        && !matches!(e, crate::llm::LlmError::Unreachable { .. }) =>
+                {
+                    e
+                }
+                other => return other,
+            };
+            let Some(delay) = delays.next() else {
+                return Err(AgentError::Llm(e));
+            };
+            attempt += 1;
+            tracing::warn!(error = %e, attempt, "model call failed; asking again");
+            crate::llm::retry::report(attempt, delay, format!("{e} (asking the agent again)"));
+            tokio::time::sleep(delay).await;
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! One agent loop per task: observe → decide → act → settle → verify → record → publish,
+//! until the agent finishes, the step budget or time runs out, or someone cancels.
+//!
+//! Every step is committed (`Store::append_step`) before the next one starts, and the
+//! loop resumes from the last committed step, so a crash or a device that drops loses at
+//! most the step in flight. Failures are sorted by who can fix them: a target that is not
+//! on screen is retried after re-observing; a model that times out is asked again; a
+//! device that disconnects is waited for; anything else ends the task with a reason a
+//! person can act on.
+//!
+//! This module owns the `Runner`, the loop and the step (`Runner::step`, which reads top to
+//! bottom like the phases). Each phase is a function in its own file that returns a value
+//! or a `Break` (commit the step now, redo it, or end the task); the step is recorded and
+//! published in one place, `Runner::commit` (`record.rs`). Hooks (`run::hooks`) are called
+//! at the boundary, before decide, around act, on a claimed finish and on a failed action.
+
+mod act;
+mod ask;
+mod config;
+mod decide;
+mod observe;
+mod reconnect;
+mod record;
+mod settle;
+mod state;
+mod stop;
+mod verify;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio::sync::watch;
+
+pub use config::{AskTimeoutPolicy, RunnerConfig};
+pub use stop::StopSignal;
+
+use super::artifacts::ArtifactStore;
+use super::events::EventBus;
+use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef};
+use super::interaction::Prompts;
+use super::mcp::McpRegistry;
+use super::middleware::{ActionMiddleware, CustomActionHandler};
+use crate::agent::Agent;
+use crate::device::Device;
+use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskStatus};
+use crate::screen::ReprOptions;
+use crate::store::StoreError;
+use record::{PasswordGuard, StepDraft, StepStart, Then};
+use state::RunState;
+use stop::unless_stopped;
+
+/// Everything the loop needs besides the task, its device and its agent.
+#[derive(Clone)]
+pub struct Runner {
+    pub bus: EventBus,
+    pub prompts: Arc<Prompts>,
+    pub artifacts: ArtifactStore,
+    pub cfg: RunnerConfig,
+    pub mcp: McpRegistry,
+    /// Called at every hook point, in order (middleware and custom actions are hooks too).
+    pub hooks: RunHooks,
+    pub transform: Arc<dyn CoordinateTransform>,
+    pub repr: ReprOptions,
+}
+
+/// How the loop ended.
+struct End {
+    status: TaskStatus,
+    reason: String,
+    answer: Option<String>,
+    /// Left unfinished for the next start to resume (`StopSignal::Suspend`).
+    suspended: bool,
+}
+
+impl End {
+    fn new(status: TaskStatus, reason: impl Into<String>) -> Self {
+        Self {
+            status,
+            reason: reason.into(),
+            answer: None,
+            suspended: false,
+        }
+    }
+
+    fn suspended() -> Self {
+        Self {
+            suspended: true,
+            ..Self::new(
+                TaskStatus::Running,
+                "the server shut down while the task ran; the next start resumes it from its last committed step",
+            )
+        }
+    }
+}
+
+/// A failure that ends the task (as opposed to one the loop recovers from).
+#[derive(Debug, thiserror::Error)]
+enum Fatal {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Device(String),
+}
+
+/// How one pass of the loop ended. (Built once per step and moved straight into
+/// `commit`, so the large variant is not boxed.)
+#[allow(clippy::large_enum_variant)]
+enum Flow {
+    /// The step happened: commit it, then do what `Then` says.
+    Next(StepDraft, Then),
+    /// Nothing to record (a cancel, a device that came back): back to the boundary.
+    Redo,
+    /// The task ends without recording this step.
+    End(End),
+}
+
+/// Why a phase cut the step short.
+enum Break {
+    /// Record the step as it stands, then do this.
+    Commit(Then),
+    Redo,
+    End(End),
+}
+
+/// A phase's result: its value, or a `Break`.
+type Phase<T> = Result<ControlFlow<Break, T>, Fatal>;
+
+/// Unwraps a phase's value, or leaves `Runner::step` with the break (a commit carries the
+/// step's draft).
+macro_rules! phase {
+    ($draft:ident, $e:expr) => {
+        match $e? {
+            ControlFlow::Continue(v) => v,
+            ControlFlow::Break(Break::Commit(then)) => return Ok(Flow::Next($draft, then)),
+            ControlFlow::Break(Break::Redo) => return Ok(Flow::Redo),
+            ControlFlow::Break(Break::End(e)) => return Ok(Flow::End(e)),
+        }
+    };
+}
+
+impl Runner {
+    pub fn new(
+        bus: EventBus,
+        prompts: Arc<Prompts>,
+        artifacts: ArtifactStore,
+        cfg: RunnerConfig,
+    ) -> Self {
+        Self {
+            bus,
+            prompts,
+            artifacts,
+            cfg,
+            mcp: McpRegistry::default(),
+            hooks: RunHooks::default(),
+            transform: Arc::new(LinearTransform),
+            repr: ReprOptions::default(),
+        }
+    }
+
+    /// Registers a custom action: agents that emit `{"action": name, …}` get it run by
+    /// `handler` on the task's device. Returns the parser that knows the name, for agents
+    /// and REST callers that must accept it.
+    pub fn register_action(
+        &mut self,
+        parser: &mut crate::domain::ActionParser,
+        name: &str,
+        handler: Arc<dyn CustomActionHandler>,
+    ) -> Result<(), String> {
+        parser.register(name)?;
+        self.hooks.push(Arc::new(CustomActionHook {
+            name: name.to_string(),
+            handler,
+        }));
+        Ok(())
+    }
+
+    /// Adds middleware around every device action, in order.
+    pub fn with_middleware(self, m: Arc<dyn ActionMiddleware>) -> Self {
+        self.with_hook(Arc::new(MiddlewareHook(m)))
+    }
+
+    /// Adds a hook, called after the ones added before it.
+    pub fn with_hook(mut self, hook: Arc<dyn RunHook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Runs `task` (already `running` in the store) to its end and returns it as stored.
+    pub async fn run(
+        &self,
+        task: Task,
+        device: Arc<dyn Device>,
+        mut agent: Box<dyn Agent>,
+        stop: watch::Receiver<StopSignal>,
+    ) -> Result<Task, StoreError> {
+        let id = task.id;
+        self.bus
+            .publish(
+                &id.to_string(),
+                "task.started",
+                json!({"task_id": id, "device": task.assigned_device, "agent": agent.describe()}),
+            )
+            .await?;
+        let end = match self
+            .run_loop(&task, device.as_ref(), agent.as_mut(), stop)
+            .await
+        {
+            Ok(end) => end,
+            Err(Fatal::Store(e)) => return Err(e),
+            Err(Fatal::Device(msg)) => End::new(TaskStatus::Failed, msg),
+        };
+        if end.status == TaskStatus::Incomplete {
+            tracing::warn!(task = %id, "task reached max_steps without finishing");
+        }
+        if end.suspended {
+            return self.suspend(id, &end.reason).await;
+        }
+        self.finish(id, end).await
+    }
+
+    /// The loop: at each boundary, stop or go on; each pass is one step.
+    async fn run_loop(
+        &self,
+        task: &Task,
+        device: &dyn Device,
+        agent: &mut dyn Agent,
+        stop: watch::Receiver<StopSignal>,
+    ) -> Result<End, Fatal> {
+        let replay = agent.fails_on_failed_action();
+        let mut st = RunState::resume(self, task, device, replay, stop).await?;
+        loop {
+            if let Some(end) = self.boundary(&mut st).await? {
+                return Ok(end);
+            }
+            match self.step(&mut st, device, agent).await? {
+                Flow::Next(draft, then) => {
+                    if let Some(end) = self.commit(&mut st, device, draft, then).await? {
+                        return Ok(end);
+                    }
+                }
+                Flow::Redo => continue,
+                Flow::End(end) => return Ok(end),
+            }
+        }
+    }
+
+    /// One step, phase by phase. Ends with the draft to commit (`Flow::Next`), unless a
+    /// phase broke off earlier.
+    async fn step(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+        agent: &mut dyn Agent,
+    ) -> Result<Flow, Fatal> {
+        let start = StepStart::now();
+        let Some(obs) = self.observe_phase(st, device).await? else {
+            return Ok(Flow::Redo);
+        };
+        let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, &obs);
+        if let Some(screen) = &obs.screen {
+            draft.guard_passwords(PasswordGuard {
+                screen: screen.clone(),
+                size: st.size,
+                transform: self.transform.clone(),
+            });
+        }
+        let decision = phase!(draft, self.decide_phase(st, agent, &obs, &mut draft).await);
+        let acted = phase!(
+            draft,
+            self.act_phase(st, device, &decision, &obs, &mut draft)
+                .await
+        );
+        phase!(
+            draft,
+            self.verify_phase(st, &decision, &obs, acted, &mut draft)
+                .await
+        );
+        Ok(Flow::Next(draft, Then::Next))
+    }
+
+    /// The step boundary: hooks that hold the loop (take-over), then a stop, a cancel,
+    /// the deadline or the step budget end the task.
+    async fn boundary(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
+        if !self.hooks.is_empty() {
+            let at = st.at();
+            unless_stopped(&mut st.stop, self.hooks.at_boundary(at)).await;
+        }
+        match *st.stop.borrow_and_update() {
+            StopSignal::Cancel => {
+                return Ok(Some(End::new(
+                    TaskStatus::Cancelled,
+                    "cancelled by request",
+                )));
+            }
+            StopSignal::Shutdown => {
+                return Ok(Some(End::new(
+                    TaskStatus::Interrupted,
+                    "the server shut down while the task ran (its committed steps are kept); resubmit it, or set scheduler.resume_interrupted = true so the next start resumes such tasks",
+                )));
+            }
+            StopSignal::Suspend => return Ok(Some(End::suspended())),
+            StopSignal::None => {}
+        }
+        let task = st.task;
+        if self.bus.store().get_task(task.id).await?.cancel_requested {
+            return Ok(Some(End::new(
+                TaskStatus::Cancelled,
+                "cancelled by request",
+            )));
+        }
+        if st.started.elapsed().as_secs() >= task.spec.timeout_seconds {
+            return Ok(Some(End::new(
+                TaskStatus::TimedOut,
+                format!(
+                    "the task ran longer than timeout_seconds ({})",
+                    task.spec.timeout_seconds
+                ),
+            )));
+        }
+        let max_steps = task.spec.max_steps;
+        if st.counter.current() > max_steps {
+            return Ok(Some(End::new(
+                TaskStatus::Incomplete,
+                format!("reached max_steps ({max_steps}) without the agent finishing"),
+            )));
+        }
+        Ok(None)
+    }
+
+    /// Stores the ending and publishes `task.finished`.
+    async fn finish(&self, id: crate::domain::TaskId, end: End) -> Result<Task, StoreError> {
+        let finished = match self
+            .bus
+            .store()
+            .finish_task(id, end.status, Some(&end.reason), end.answer.as_deref())
+            .await
+        {
+            Ok(t) => t,
+            // Ended meanwhile (a cancel while waiting for an answer ends the task at once,
+            // and publishes `task.finished` itself): keep the first ending.
+            Err(StoreError::WrongStatus { .. }) => return self.bus.store().get_task(id).await,
+            Err(e) => return Err(e),
+        };
+        self.bus
+            .publish(
+                &id.to_string(),
+                "task.finished",
+                json!({"task_id": id, "status": finished.status, "reason": finished.reason, "answer": finished.answer,
+                       "steps": finished.steps, "tokens_in": finished.tokens_in, "tokens_out": finished.tokens_out, "cost_usd": finished.cost_usd}),
+            )
+            .await?;
+        Ok(finished)
+    }
+
+    /// Leaves the task `running` (out of `waiting_for_user`) for the next start to requeue.
+    async fn suspend(&self, id: crate::domain::TaskId, reason: &str) -> Result<Task, StoreError> {
+        let store = self.bus.store();
+        match store
+            .set_task_status(id, TaskStatus::Running, Some(reason))
+            .await
+        {
+            Ok(t) => {
+                self.bus
+                    .publish(
+                        &id.to_string(),
+                        "task.suspended",
+                        json!({"task_id": id, "reason": reason}),
+                    )
+                    .await?;
+                Ok(t)
+            }
+            Err(StoreError::WrongStatus { .. }) => store.get_task(id).await,
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl RunState<'_> {
+    /// The step the loop is at, for hooks.
+    fn at(&self) -> StepRef {
+        StepRef {
+            task: self.task.id,
+            step: self.counter.current(),
+        }
+    }
+}

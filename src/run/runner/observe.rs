@@ -1,0 +1,181 @@
+//! The observe phase: screenshot, UI tree and current app, captured concurrently and
+//! turned into what the agent sees (`Observed`), with graceful degradation when one
+//! capture fails and a wait for the device when it dropped.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::state::RunState;
+use super::stop::unless_cancelled;
+use super::{Fatal, Runner};
+use crate::device::{Device, DeviceError, ScreenshotData};
+use crate::domain::ScreenSize;
+use crate::screen::{ReprOptions, Screen, ScreenRepresentation, layout_hash};
+
+/// One observation: what the agent sees, plus what the runner keeps for acting on it.
+#[derive(Clone)]
+pub(super) struct Observed {
+    pub repr: ScreenRepresentation,
+    pub screen: Option<Arc<Screen>>,
+    pub png: Option<bytes::Bytes>,
+    pub screenshot_sha: Option<String>,
+    /// A black screenshot: a secure window (password, payment). The tree is all we have.
+    pub sensitive: bool,
+    pub layout: Option<u64>,
+    pub screenshot_ms: u64,
+    pub hierarchy_ms: u64,
+}
+
+impl Runner {
+    /// The screen the step decides on: the cached one, or a fresh capture, published as
+    /// `step.observed`. None: nothing to record (a cancel, or the device dropped and came
+    /// back), so the step starts over.
+    pub(super) async fn observe_phase(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+    ) -> Result<Option<Observed>, Fatal> {
+        let obs = match st.cached.take() {
+            Some(o) => o,
+            None => match unless_cancelled(&mut st.stop, self.observe(device, st.size)).await {
+                None => return Ok(None),
+                Some(Ok(o)) => o,
+                Some(Err(e)) if e.is_disconnect() => {
+                    self.reconnect(st, device, &e).await?;
+                    return Ok(None);
+                }
+                Some(Err(e)) => {
+                    return Err(Fatal::Device(format!(
+                        "cannot observe the screen: {e}. {}",
+                        e.hint()
+                    )));
+                }
+            },
+        };
+        let r = &obs.repr;
+        self.bus
+            .publish(
+                &st.stream,
+                "step.observed",
+                json!({"task_id": st.task.id, "step": st.counter.current(), "summary": r.summary, "app": r.app_package, "has_modal": r.has_modal,
+                       "sensitive": obs.sensitive, "screenshot": obs.screenshot_sha, "elements": r.actionable_elements.len()}),
+            )
+            .await?;
+        Ok(Some(obs))
+    }
+
+    pub(super) async fn screen_size(&self, device: &dyn Device) -> Result<ScreenSize, Fatal> {
+        device.info().await.map(|i| i.screen).map_err(|e| {
+            Fatal::Device(format!(
+                "cannot read the device's screen size: {e}. {}",
+                e.hint()
+            ))
+        })
+    }
+
+    /// Screenshot, hierarchy and foreground activity, concurrently. Either capture may
+    /// fail alone: a failed tree degrades to screenshot only, a black or failed screenshot
+    /// to tree only (flagged sensitive). Only when both fail is it an error.
+    pub(super) async fn observe(
+        &self,
+        device: &dyn Device,
+        size: ScreenSize,
+    ) -> Result<Observed, DeviceError> {
+        let shot = async {
+            let t = Instant::now();
+            (device.screenshot().await, t.elapsed().as_millis() as u64)
+        };
+        let tree = async {
+            let t = Instant::now();
+            (device.hierarchy().await, t.elapsed().as_millis() as u64)
+        };
+        let ((shot, screenshot_ms), (xml, hierarchy_ms), current) =
+            tokio::join!(shot, tree, device.current_app());
+
+        let (png, sensitive, shot_err) = match shot {
+            Ok(s) if is_black(&s) => (None, true, None),
+            Ok(s) => match s.png() {
+                Ok(p) => (Some(p), false, None),
+                Err(e) => (None, false, Some(e)),
+            },
+            Err(e) => (None, false, Some(e)),
+        };
+        let mut opts = self.repr.clone();
+        opts.screen = Some(size);
+        opts.activity = current.ok().and_then(|c| c.activity);
+        let (repr, screen, tree_err) = match xml.map(|x| Screen::from_xml(&x, &opts)) {
+            Ok(Ok(screen)) => (screen.representation(&opts), Some(Arc::new(screen)), None),
+            Ok(Err(parse)) => (
+                degraded(&format!("{parse}"), &opts),
+                None,
+                Some(DeviceError::HierarchyUnavailable(parse.to_string())),
+            ),
+            Err(e) => (degraded(&e.to_string(), &opts), None, Some(e)),
+        };
+        if png.is_none() && screen.is_none() {
+            // Nothing to act on. A disconnect anywhere wins, so the caller waits for it.
+            let err = [tree_err, shot_err]
+                .into_iter()
+                .flatten()
+                .find(|e| e.is_disconnect());
+            return Err(err.unwrap_or_else(|| {
+                DeviceError::HierarchyUnavailable(
+                    "neither a screenshot nor a UI tree could be captured".into(),
+                )
+            }));
+        }
+        let screenshot_sha = match &png {
+            Some(p) => Some(
+                self.artifacts
+                    .put("screenshot", "image/png", "png", p)
+                    .await
+                    .map_err(|e| DeviceError::Protocol(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let layout = screen.as_ref().map(|s| layout_hash(&s.tree).0);
+        Ok(Observed {
+            repr,
+            screen,
+            png,
+            screenshot_sha,
+            sensitive,
+            layout,
+            screenshot_ms,
+            hierarchy_ms,
+        })
+    }
+}
+
+/// The representation when no tree could be read: the agent acts from the screenshot.
+fn degraded(why: &str, opts: &ReprOptions) -> ScreenRepresentation {
+    ScreenRepresentation {
+        app_package: None,
+        activity: opts.activity.clone(),
+        has_modal: false,
+        elements: format!("(UI tree unavailable: {why}; act by coordinates on the screenshot)"),
+        summary: "UI tree unavailable; screenshot only".into(),
+        actionable_elements: Vec::new(),
+    }
+}
+
+/// A secure window (FLAG_SECURE) captures as solid black. Only raw frames and small PNGs
+/// are checked: a black PNG compresses to a few KiB, so a large one cannot be black and
+/// is not decoded.
+fn is_black(s: &crate::device::Screenshot) -> bool {
+    let sample = |raw: &[u8]| {
+        raw.chunks_exact(4)
+            .step_by(97)
+            .all(|p| p[0] < 8 && p[1] < 8 && p[2] < 8)
+    };
+    match &s.data {
+        ScreenshotData::Rgba(raw) => !raw.is_empty() && sample(raw),
+        ScreenshotData::Png(p) if p.len() < 64 * 1024 => s
+            .rgba()
+            .map(|raw| !raw.is_empty() && sample(&raw))
+            .unwrap_or(false),
+        ScreenshotData::Png(_) => false,
+    }
+}

@@ -1,0 +1,279 @@
+//! The record and publish phases: a step on its way to the store (`StepDraft`, the one
+//! place that builds a `Step` and its `step.executed` payload) and `Runner::commit`, the
+//! one place a step is recorded, published and remembered, and what follows it.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::observe::Observed;
+use super::state::RunState;
+use super::{End, Fatal, Runner};
+use crate::agent::Decision;
+use crate::agent::context::{Note, StepRecord};
+use crate::device::{Device, DeviceError};
+use crate::domain::action::TargetField;
+use crate::domain::{
+    Action, CoordinateTransform, ScreenSize, Step, StepOutcome, StepTimings, Target, TaskId,
+};
+use crate::screen::Screen;
+use crate::store::StoreError;
+
+/// What the loop does once a step is committed.
+pub(super) enum Then {
+    /// Next step, with a fresh observation.
+    Next,
+    /// Next step, deciding on this observation again.
+    Reuse(Observed),
+    End(End),
+    /// The device dropped: wait for it, then go on.
+    Reconnect(DeviceError),
+    /// Stuck after a diagnostic: ask a person how to go on (`ask.rs`).
+    AskStuck(String),
+}
+
+/// When a step began: the monotonic clock for its timings, the wall clock for the record.
+#[derive(Clone, Copy)]
+pub(super) struct StepStart {
+    pub instant: Instant,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+impl StepStart {
+    pub fn now() -> Self {
+        Self {
+            instant: Instant::now(),
+            at: chrono::Utc::now(),
+        }
+    }
+}
+
+/// A step being built by the phases, plus what the agent's history keeps of it.
+pub(super) struct StepDraft {
+    pub step: Step,
+    start: Instant,
+    /// The history entry, pushed once the step is committed (None: the agent's history
+    /// does not show this step).
+    pub memory: Option<StepRecord>,
+    /// Notes for the agent's next prompts, pushed after `memory`.
+    pub notes: Vec<Note>,
+    /// Keeps text typed into a password field out of the recorded action.
+    guard: Option<PasswordGuard>,
+}
+
+/// The screen a step acts on, to recognise a `type` into a password field: such text is
+/// recorded (stored, published, exported) as `••••`, so the secret reaches the device and
+/// nothing else.
+pub(super) struct PasswordGuard {
+    pub screen: std::sync::Arc<Screen>,
+    pub size: ScreenSize,
+    pub transform: std::sync::Arc<dyn CoordinateTransform>,
+}
+
+impl PasswordGuard {
+    fn redact(&self, action: &Action, recorded: &mut Value) {
+        let Action::Type { target, .. } = action else {
+            return;
+        };
+        let target = target.as_ref().map(|TargetField(t)| t);
+        let point = match target {
+            Some(Target::Coordinate(p)) => Some(self.transform.to_pixel(*p, self.size)),
+            _ => None,
+        };
+        if let Some(text) = recorded.get_mut("text")
+            && self.screen.types_into_password(target, point)
+        {
+            *text = Value::String(crate::screen::REDACTED.into());
+        }
+    }
+}
+
+impl StepDraft {
+    /// `start` is when the step began (before observing), for its overhead and start time.
+    pub fn new(task_id: TaskId, n: u32, start: StepStart, obs: &Observed) -> Self {
+        let r = &obs.repr;
+        let step = Step {
+            task_id,
+            n,
+            started_at: start.at,
+            thinking: None,
+            action: None,
+            outcome: outcome("ok", None, None, None),
+            screen: Some(
+                json!({"summary": r.summary, "app": r.app_package, "activity": r.activity, "has_modal": r.has_modal,
+                       "sensitive": obs.sensitive, "layout_hash": obs.layout.map(|h| format!("{h:016x}"))}),
+            ),
+            screenshot: obs.screenshot_sha.clone(),
+            timings: StepTimings {
+                screenshot_ms: obs.screenshot_ms,
+                hierarchy_ms: obs.hierarchy_ms,
+                ..Default::default()
+            },
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: 0.0,
+        };
+        Self {
+            step,
+            start: start.instant,
+            memory: None,
+            notes: Vec::new(),
+            guard: None,
+        }
+    }
+
+    /// Recorded actions of this step hide what is typed into `guard`'s password fields.
+    pub fn guard_passwords(&mut self, guard: PasswordGuard) {
+        self.guard = Some(guard);
+    }
+
+    /// Takes in what the agent decided (thinking, action, usage, model time).
+    pub fn decided(&mut self, d: &Decision) {
+        self.step.thinking = Some(d.thinking.clone()).filter(|t| !t.is_empty());
+        self.set_action(&d.action);
+        self.step.tokens_in = d.usage.input_tokens;
+        self.step.tokens_out = d.usage.output_tokens;
+        self.step.cost_usd = d.cost.unwrap_or(0.0);
+        self.step.timings.inference_ms = d.model_time.as_millis() as u64;
+    }
+
+    /// The action as it ran (middleware may have rewritten it).
+    pub fn set_action(&mut self, a: &Action) {
+        let mut recorded = serde_json::to_value(a).ok();
+        if let (Some(guard), Some(v)) = (&self.guard, recorded.as_mut()) {
+            guard.redact(a, v);
+        }
+        self.step.action = recorded;
+    }
+
+    pub fn action_json(&self) -> Option<&Value> {
+        self.step.action.as_ref()
+    }
+
+    pub fn ok(&mut self, screen_changed: Option<bool>, detail: Option<Value>) {
+        self.step.outcome = outcome("ok", None, screen_changed, detail);
+    }
+
+    pub fn failed(&mut self, error: impl Into<String>, detail: Option<Value>) {
+        self.step.outcome = outcome("failed", Some(error.into()), None, detail);
+    }
+
+    pub fn skipped(&mut self, reason: &str) {
+        self.step.outcome = outcome("skipped", None, None, Some(json!({"reason": reason})));
+    }
+
+    /// A model answer that could not be used: its raw text is kept as the thinking.
+    pub fn rejected(&mut self, error: String, raw: &str) {
+        self.step.thinking = Some(raw.chars().take(4000).collect());
+        self.step.outcome = outcome("rejected", Some(error), None, None);
+    }
+
+    /// The action that failed and was replaced by a recovery hook, kept in the detail.
+    pub fn replaced(&mut self, original: &Action, error: &str) {
+        let replaced = json!({"action": original, "error": error});
+        match &mut self.step.outcome.detail {
+            Some(Value::Object(m)) => {
+                m.insert("replaced".into(), replaced);
+            }
+            d => *d = Some(json!({"replaced": replaced, "detail": d.take()})),
+        }
+    }
+
+    pub fn detail(&mut self, detail: Value) {
+        self.step.outcome.detail = Some(detail);
+    }
+
+    /// The agent's history keeps this step as `outcome`.
+    pub fn remember(&mut self, n: u32, decision: &Decision, outcome: String) {
+        self.remember_as(n, decision, decision.action.clone(), outcome);
+    }
+
+    /// `remember`, with the action as it ran (rewritten by a hook) instead of as decided.
+    pub fn remember_as(&mut self, n: u32, decision: &Decision, action: Action, outcome: String) {
+        self.memory = Some(StepRecord {
+            step: n,
+            thinking: decision.thinking.clone(),
+            action,
+            outcome,
+        });
+    }
+}
+
+fn outcome(
+    status: &str,
+    error: Option<String>,
+    screen_changed: Option<bool>,
+    detail: Option<Value>,
+) -> StepOutcome {
+    StepOutcome {
+        status: status.into(),
+        error,
+        screen_changed,
+        detail,
+    }
+}
+
+impl Runner {
+    /// Records the step, remembers it for the agent, and does what follows it. Returns
+    /// the task's end when one follows.
+    pub(super) async fn commit(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+        draft: StepDraft,
+        then: Then,
+    ) -> Result<Option<End>, Fatal> {
+        let StepDraft {
+            mut step,
+            start,
+            memory,
+            notes,
+            ..
+        } = draft;
+        self.record(&st.stream, &mut step, start).await?;
+        st.counter.recorded += 1;
+        if let Some(m) = memory {
+            st.history.push_step(m);
+        }
+        for note in notes {
+            st.history.push_note(note);
+        }
+        match then {
+            Then::Next => {}
+            Then::Reuse(obs) => st.cached = Some(obs),
+            Then::End(end) => return Ok(Some(end)),
+            Then::Reconnect(e) => self.reconnect(st, device, &e).await?,
+            Then::AskStuck(why) => return self.ask_stuck(st, why).await,
+        }
+        Ok(None)
+    }
+
+    /// Commits the step, then publishes `step.executed`.
+    async fn record(
+        &self,
+        stream: &str,
+        step: &mut Step,
+        step_start: Instant,
+    ) -> Result<(), StoreError> {
+        let t = &step.timings;
+        let total = step_start.elapsed().as_secs_f64() * 1000.0;
+        step.timings.overhead_ms = (total
+            - (t.screenshot_ms + t.hierarchy_ms + t.inference_ms + t.action_ms + t.settle_ms)
+                as f64)
+            .max(0.0);
+        self.bus.store().append_step(step).await?;
+        metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.clone())
+            .increment(1);
+        metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
+        self.bus
+            .publish(stream, "step.executed", executed_payload(step))
+            .await?;
+        Ok(())
+    }
+}
+
+/// The `step.executed` event's payload.
+fn executed_payload(step: &Step) -> Value {
+    json!({"task_id": step.task_id, "step": step.n, "action": step.action, "outcome": step.outcome, "timings": step.timings,
+           "tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": step.cost_usd, "screenshot": step.screenshot})
+}

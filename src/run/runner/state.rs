@@ -1,0 +1,109 @@
+//! What one task's loop carries from step to step, and how it is rebuilt from the
+//! committed steps when a task resumes.
+
+use std::time::Instant;
+
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::observe::Observed;
+use super::{Fatal, Runner, StopSignal};
+use crate::agent::context::{History, StepRecord};
+use crate::device::Device;
+use crate::domain::{Action, ScreenSize, Task};
+use crate::run::stuck::StuckDetector;
+
+/// The step number, derived from what happened: steps recorded (this run and before a
+/// resume) plus the model's self-corrections, which count toward the budget.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct StepCounter {
+    pub recorded: u32,
+    pub corrections: u32,
+}
+
+impl StepCounter {
+    /// The number of the step in progress (1-based).
+    pub fn current(&self) -> u32 {
+        self.recorded + self.corrections + 1
+    }
+
+    /// The number of the step committed last.
+    pub fn last(&self) -> u32 {
+        self.current() - 1
+    }
+}
+
+pub(super) struct RunState<'t> {
+    pub task: &'t Task,
+    pub stream: String,
+    pub started: Instant,
+    pub size: ScreenSize,
+    pub history: History,
+    pub counter: StepCounter,
+    /// An observation the next decision reuses (the retries of a failed action
+    /// re-observed; a rejected answer leaves the screen as it was).
+    pub cached: Option<Observed>,
+    pub stuck: StuckDetector,
+    pub rejected_in_a_row: u32,
+    /// The agent is a script: its first failed action ends the task (unless a hook recovers).
+    pub ends_on_failed_action: bool,
+    pub stop: watch::Receiver<StopSignal>,
+}
+
+impl<'t> RunState<'t> {
+    /// Rebuilds the agent's history from the committed steps (publishing `task.resumed`
+    /// when there are any) and reads the screen size.
+    pub async fn resume(
+        runner: &Runner,
+        task: &'t Task,
+        device: &dyn Device,
+        ends_on_failed_action: bool,
+        stop: watch::Receiver<StopSignal>,
+    ) -> Result<Self, Fatal> {
+        let stream = task.id.to_string();
+        let started = Instant::now();
+        let mut history = History::new(runner.cfg.history_steps);
+        let committed = runner.bus.store().steps(task.id).await?;
+        for s in &committed {
+            if let Some(a) = s
+                .action
+                .as_ref()
+                .and_then(|v| serde_json::from_value::<Action>(v.clone()).ok())
+            {
+                history.push_step(StepRecord {
+                    step: s.n,
+                    thinking: s.thinking.clone().unwrap_or_default(),
+                    action: a,
+                    outcome: s.outcome.status.clone(),
+                });
+            }
+        }
+        let counter = StepCounter {
+            recorded: committed.len() as u32,
+            corrections: 0,
+        };
+        if counter.recorded > 0 {
+            runner
+                .bus
+                .publish(
+                    &stream,
+                    "task.resumed",
+                    json!({"task_id": task.id, "from_step": counter.current()}),
+                )
+                .await?;
+        }
+        Ok(Self {
+            task,
+            stream,
+            started,
+            size: runner.screen_size(device).await?,
+            history,
+            counter,
+            cached: None,
+            stuck: StuckDetector::new(runner.cfg.stuck_threshold),
+            rejected_in_a_row: 0,
+            ends_on_failed_action,
+            stop,
+        })
+    }
+}
