@@ -12,5 +12,7 @@ pub mod task;
 pub use task::{
     AgentSummary, NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
 };
+pub mod event;
+pub use event::{TaskEvent, TaskFinished};
 pub mod step;
 pub use step::{Intervention, Step, StepOutcome, StepTimings};

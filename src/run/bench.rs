@@ -510,14 +510,9 @@ impl Store for TimedStore {
     async fn append_event(
         &self,
         stream: &str,
-        kind: &str,
-        payload: &serde_json::Value,
+        event: crate::domain::TaskEvent,
     ) -> Result<StoredEvent, StoreError> {
-        let r = store_call!(
-            self,
-            "append_event",
-            self.inner.append_event(stream, kind, payload)
-        );
+        let r = store_call!(self, "append_event", self.inner.append_event(stream, event));
         if let Ok(ev) = &r
             && self.track_events.load(Ordering::Relaxed)
         {
@@ -1161,7 +1156,7 @@ async fn level_run(
                             .to_std()
                             .unwrap_or_default(),
                     );
-                    if ev.kind == "task.finished" {
+                    if ev.event.is_finished() {
                         s.finished += 1;
                         s.last_finish = Some(now);
                     }

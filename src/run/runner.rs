@@ -29,7 +29,7 @@ use crate::device::{Device, DeviceError, ScreenshotData};
 use crate::domain::action::TargetField;
 use crate::domain::{
     Action, CoordinateTransform, LinearTransform, ScreenSize, Step, StepOutcome, StepTimings, Task,
-    TaskStatus,
+    TaskEvent, TaskStatus,
 };
 use crate::llm::ImageData;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, layout_hash};
@@ -233,8 +233,11 @@ impl Runner {
         self.bus
             .publish(
                 &stream,
-                "task.started",
-                json!({"task_id": id, "device": task.assigned_device, "agent": agent.describe()}),
+                TaskEvent::Started {
+                    task_id: id,
+                    device: task.assigned_device.clone(),
+                    agent: agent.describe(),
+                },
             )
             .await?;
         let end = match self
@@ -264,12 +267,7 @@ impl Runner {
             Err(e) => return Err(e),
         };
         self.bus
-            .publish(
-                &stream,
-                "task.finished",
-                json!({"task_id": id, "status": finished.status, "reason": finished.reason, "answer": finished.answer,
-                       "steps": finished.steps, "tokens_in": finished.tokens_in, "tokens_out": finished.tokens_out, "cost_usd": finished.cost_usd}),
-            )
+            .publish(&stream, TaskEvent::finished(&finished))
             .await?;
         Ok(finished)
     }
@@ -285,8 +283,10 @@ impl Runner {
                 self.bus
                     .publish(
                         &id.to_string(),
-                        "task.suspended",
-                        json!({"task_id": id, "reason": reason}),
+                        TaskEvent::Suspended {
+                            task_id: id,
+                            reason: reason.to_string(),
+                        },
                     )
                     .await?;
                 Ok(t)
@@ -331,8 +331,10 @@ impl Runner {
             self.bus
                 .publish(
                     &stream,
-                    "task.resumed",
-                    json!({"task_id": task.id, "from_step": n + 1}),
+                    TaskEvent::Resumed {
+                        task_id: task.id,
+                        from_step: n + 1,
+                    },
                 )
                 .await?;
         }
@@ -406,9 +408,16 @@ impl Runner {
             self.bus
                 .publish(
                     &stream,
-                    "step.observed",
-                    json!({"task_id": task.id, "step": n, "summary": obs.repr.summary, "app": obs.repr.app_package, "has_modal": obs.repr.has_modal,
-                           "sensitive": obs.sensitive, "screenshot": obs.screenshot_sha, "elements": obs.repr.actionable_elements.len()}),
+                    TaskEvent::StepObserved {
+                        task_id: task.id,
+                        step: n,
+                        summary: obs.repr.summary.clone(),
+                        app: obs.repr.app_package.clone(),
+                        has_modal: obs.repr.has_modal,
+                        sensitive: obs.sensitive,
+                        screenshot: obs.screenshot_sha.clone(),
+                        elements: obs.repr.actionable_elements.len(),
+                    },
                 )
                 .await?;
 
@@ -515,7 +524,16 @@ impl Runner {
             // Self-correction attempts count toward the budget.
             n += decision.retries.min(max_steps.saturating_sub(n));
             self.bus
-                .publish(&stream, "step.decided", json!({"task_id": task.id, "step": n, "thinking": step.thinking, "action": step.action, "retries": decision.retries}))
+                .publish(
+                    &stream,
+                    TaskEvent::StepDecided {
+                        task_id: task.id,
+                        step: n,
+                        thinking: step.thinking.clone(),
+                        action: step.action.clone(),
+                        retries: decision.retries,
+                    },
+                )
                 .await?;
 
             // act
@@ -834,9 +852,17 @@ impl Runner {
         self.bus
             .publish(
                 stream,
-                "step.executed",
-                json!({"task_id": step.task_id, "step": step.n, "action": step.action, "outcome": step.outcome, "timings": step.timings,
-                       "tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": step.cost_usd, "screenshot": step.screenshot}),
+                TaskEvent::StepExecuted {
+                    task_id: step.task_id,
+                    step: step.n,
+                    action: step.action.clone(),
+                    outcome: step.outcome.clone(),
+                    timings: step.timings.clone(),
+                    tokens_in: step.tokens_in,
+                    tokens_out: step.tokens_out,
+                    cost_usd: step.cost_usd,
+                    screenshot: step.screenshot.clone(),
+                },
             )
             .await?;
         Ok(())
@@ -966,8 +992,13 @@ impl Runner {
         self.bus
             .publish(
                 stream,
-                "model.retry",
-                json!({"step": n, "attempt": r.attempt, "delay_ms": r.delay_ms, "cause": r.cause}),
+                TaskEvent::ModelRetry {
+                    task_id: stream.parse().ok(),
+                    step: n,
+                    attempt: r.attempt,
+                    delay_ms: r.delay_ms,
+                    cause: r.cause.clone(),
+                },
             )
             .await
             .map(|_| ())
@@ -1123,8 +1154,11 @@ impl Runner {
         self.bus
             .publish(
                 stream,
-                "task.device_lost",
-                json!({"device": device.serial(), "error": err.to_string()}),
+                TaskEvent::DeviceLost {
+                    task_id: stream.parse().ok(),
+                    device: device.serial().to_string(),
+                    error: err.to_string(),
+                },
             )
             .await?;
         let deadline = Instant::now() + Duration::from_secs(self.cfg.reconnect_wait_secs);
@@ -1135,8 +1169,10 @@ impl Runner {
                 self.bus
                     .publish(
                         stream,
-                        "task.device_back",
-                        json!({"device": device.serial()}),
+                        TaskEvent::DeviceBack {
+                            task_id: stream.parse().ok(),
+                            device: device.serial().to_string(),
+                        },
                     )
                     .await?;
                 return Ok(());

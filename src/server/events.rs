@@ -35,7 +35,7 @@ pub struct SinceParams {
 fn sse_event(ev: &StoredEvent) -> Event {
     Event::default()
         .id(ev.seq.to_string())
-        .event(ev.kind.clone())
+        .event(ev.event.kind())
         .data(serde_json::to_string(ev).unwrap_or_else(|_| "{}".into()))
 }
 
@@ -77,7 +77,7 @@ pub async fn task_events(
                 _ = stopped(&mut shutdown) => return None,
             };
             let (event, last) = match item {
-                Ok(Some(FeedItem::Event(ev))) => (sse_event(&ev), ev.kind == "task.finished"),
+                Ok(Some(FeedItem::Event(ev))) => (sse_event(&ev), ev.event.is_finished()),
                 Ok(Some(FeedItem::Lagged { missed })) => (
                     Event::default()
                         .event("lagged")
