@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::agent::spec::{AgentSpec, build_agent};
 use crate::config::{Config, Overrides};
 use crate::device::pool::DevicePool;
-use crate::domain::{NewTask, TaskEvent, TaskSpec, TaskStatus};
+use crate::domain::{NewTask, StepStatus, TaskEvent, TaskSpec, TaskStatus};
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{EventBus, FeedItem, Filter};
 use crate::run::interaction::Prompts;
@@ -181,7 +181,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                     TaskEvent::ModelRetry { cause, attempt, delay_ms, .. } => {
                         println!("\n  model call failed ({cause}); retry {attempt} in {delay_ms} ms");
                     }
-                    TaskEvent::StepExecuted { outcome, .. } if outcome.status != "ok" => {
+                    TaskEvent::StepExecuted { outcome, .. } if outcome.status != StepStatus::Ok => {
                         println!("\n  {}: {}", outcome.status, outcome.error.as_deref().unwrap_or(""));
                     }
                     TaskEvent::AskUser { question, options, .. } => {

@@ -15,4 +15,4 @@ pub use task::{
 pub mod event;
 pub use event::{TaskEvent, TaskFinished};
 pub mod step;
-pub use step::{Intervention, Step, StepOutcome, StepTimings};
+pub use step::{Intervention, Step, StepOutcome, StepStatus, StepTimings};

@@ -82,7 +82,7 @@ use crate::device::{
 use crate::domain::{
     Action, AppRef, Key, NewTask, PixelPoint, ScreenSize, Step, Task, TaskId, TaskSpec, TaskStatus,
 };
-use crate::domain::{Intervention, TaskSpecError};
+use crate::domain::{Intervention, StepStatus, TaskSpecError};
 use crate::screen::{ReprOptions, Screen, layout_hash};
 use crate::store::{
     Artifact, CancelOutcome, SqliteStore, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
@@ -878,7 +878,7 @@ async fn overhead_run(
         let segs = segment(&probe.log(), poll);
         for (k, seg) in segs.into_iter().enumerate() {
             let rec = recorded.get(k);
-            if rec.is_some_and(|s| s.outcome.status != "ok") {
+            if rec.is_some_and(|s| s.outcome.status != StepStatus::Ok) {
                 not_ok += 1;
             }
             match seg {

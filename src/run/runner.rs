@@ -28,8 +28,8 @@ use crate::device::exec::{self, ExecContext, ExecError};
 use crate::device::{Device, DeviceError, ScreenshotData};
 use crate::domain::action::TargetField;
 use crate::domain::{
-    Action, CoordinateTransform, LinearTransform, ScreenSize, Step, StepOutcome, StepTimings, Task,
-    TaskEvent, TaskStatus,
+    Action, CoordinateTransform, LinearTransform, ScreenSize, Step, StepOutcome, StepStatus,
+    StepTimings, Task, TaskEvent, TaskStatus,
 };
 use crate::llm::ImageData;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, layout_hash};
@@ -322,7 +322,7 @@ impl Runner {
                     step: s.n,
                     thinking: s.thinking.clone().unwrap_or_default(),
                     action: a,
-                    outcome: s.outcome.status.clone(),
+                    outcome: s.outcome.status.to_string(),
                 });
             }
         }
@@ -456,7 +456,7 @@ impl Runner {
                 thinking: None,
                 action: None,
                 outcome: StepOutcome {
-                    status: "ok".into(),
+                    status: StepStatus::Ok,
                     error: None,
                     screen_changed: None,
                     detail: None,
@@ -483,7 +483,7 @@ impl Runner {
                     rejected_in_a_row += 1;
                     step.thinking = Some(raw.chars().take(4000).collect());
                     step.outcome = StepOutcome {
-                        status: "rejected".into(),
+                        status: StepStatus::Rejected,
                         error: Some(error.to_string()),
                         screen_changed: None,
                         detail: None,
@@ -505,7 +505,7 @@ impl Runner {
                 Err(e) => {
                     let msg = format!("the model failed: {e}. {}", e.hint());
                     step.outcome = StepOutcome {
-                        status: "failed".into(),
+                        status: StepStatus::Failed,
                         error: Some(format!("{}: {e}", e.code())),
                         screen_changed: None,
                         detail: None,
@@ -587,7 +587,7 @@ impl Runner {
                         }
                         AskOutcome::TimedOut => {
                             step.outcome = StepOutcome {
-                                status: "failed".into(),
+                                status: StepStatus::Failed,
                                 error: Some("no answer in time".into()),
                                 screen_changed: None,
                                 detail: Some(json!({"prompt_id": prompt_id})),
@@ -626,11 +626,7 @@ impl Runner {
                         v => v.to_string(),
                     };
                     step.outcome = StepOutcome {
-                        status: if r.is_error {
-                            "failed".into()
-                        } else {
-                            "ok".into()
-                        },
+                        status: StepStatus::ok_unless(r.is_error),
                         error: r.is_error.then(|| text.clone()),
                         screen_changed: None,
                         detail: Some(json!({"tool": tool, "result": r.content})),
@@ -655,7 +651,7 @@ impl Runner {
                         };
                     if let Some(reason) = skipped {
                         step.outcome = StepOutcome {
-                            status: "skipped".into(),
+                            status: StepStatus::Skipped,
                             error: None,
                             screen_changed: None,
                             detail: Some(json!({"reason": reason})),
@@ -682,7 +678,7 @@ impl Runner {
                                 step.timings.settle_ms = settle_start.elapsed().as_millis() as u64;
                                 let changed = settled.flatten();
                                 step.outcome = StepOutcome {
-                                    status: "ok".into(),
+                                    status: StepStatus::Ok,
                                     error: None,
                                     screen_changed: changed,
                                     detail: Some(detail),
@@ -706,7 +702,7 @@ impl Runner {
                             }
                             Err(e) if matches!(&e, ExecError::Device(d) if d.is_disconnect()) => {
                                 step.outcome = StepOutcome {
-                                    status: "failed".into(),
+                                    status: StepStatus::Failed,
                                     error: Some(e.to_string()),
                                     screen_changed: None,
                                     detail: None,
@@ -733,7 +729,7 @@ impl Runner {
                             }
                             Err(e) => {
                                 step.outcome = StepOutcome {
-                                    status: "failed".into(),
+                                    status: StepStatus::Failed,
                                     error: Some(format!("{}: {e}", e.error_type())),
                                     screen_changed: None,
                                     detail: Some(
@@ -846,7 +842,7 @@ impl Runner {
                 as f64)
             .max(0.0);
         self.bus.store().append_step(step).await?;
-        metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.clone())
+        metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.as_str())
             .increment(1);
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
         self.bus
