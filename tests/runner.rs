@@ -168,7 +168,7 @@ async fn steps_record_screenshots_timings_and_events() {
         .events_since(&done.id.to_string(), 0, 100)
         .await
         .unwrap();
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind()).collect();
     assert_eq!(kinds.first(), Some(&"task.started"));
     assert_eq!(kinds.last(), Some(&"task.finished"));
     for k in ["step.observed", "step.decided", "step.executed"] {
@@ -335,7 +335,7 @@ async fn ask_user_waits_for_an_answer_and_feeds_it_back() {
         .await
         .unwrap()
         .into_iter()
-        .map(|e| e.kind)
+        .map(|e| e.kind().to_string())
         .collect();
     assert!(
         kinds.contains(&"task.ask_user".to_string())
@@ -448,7 +448,7 @@ async fn a_dropped_device_is_waited_for_and_the_task_resumes() {
         .await
         .unwrap()
         .into_iter()
-        .map(|e| e.kind)
+        .map(|e| e.kind().to_string())
         .collect();
     assert!(
         kinds.contains(&"task.device_lost".to_string())
@@ -602,7 +602,7 @@ async fn a_cancel_ends_the_wait_for_a_lost_device_at_once() {
     let mut lost = false;
     for _ in 0..200 {
         let events = e.store.events_since(&id.to_string(), 0, 100).await.unwrap();
-        if events.iter().any(|ev| ev.kind == "task.device_lost") {
+        if events.iter().any(|ev| ev.kind() == "task.device_lost") {
             lost = true;
             break;
         }
@@ -941,7 +941,7 @@ async fn a_cancel_during_the_pause_after_an_action_keeps_the_step_and_ends_at_on
     // it the settle time, then cancel inside the ten-minute pause.
     for _ in 0..500 {
         let events = e.store.events_since(&id.to_string(), 0, 100).await.unwrap();
-        if events.iter().any(|ev| ev.kind == "step.decided") {
+        if events.iter().any(|ev| ev.kind() == "step.decided") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

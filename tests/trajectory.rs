@@ -483,7 +483,7 @@ async fn a_saved_trajectory_resumes_a_new_task_where_it_stopped() {
         .await
         .unwrap()
         .into_iter()
-        .map(|e| e.kind)
+        .map(|e| e.kind().to_string())
         .collect();
     assert!(kinds.contains(&"task.resumed".to_string()), "{kinds:?}");
 }

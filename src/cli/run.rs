@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::agent::spec::{AgentSpec, build_agent};
 use crate::config::{Config, Overrides};
 use crate::device::pool::{DevicePool, DeviceState, DeviceSummary};
-use crate::domain::{NewTask, TaskSpec, TaskStatus};
+use crate::domain::{NewTask, StepStatus, TaskEvent, TaskSpec, TaskStatus};
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{EventBus, FeedItem, Filter};
 use crate::run::interaction::Prompts;
@@ -198,12 +198,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         tokio::select! {
             item = feed.next() => {
                 let Ok(Some(FeedItem::Event(ev))) = item else { continue };
-                let p = &ev.payload;
-                match ev.kind.as_str() {
-                    "step.decided" => {
-                        let action = p["action"].get("action").and_then(Value::as_str).unwrap_or("?");
-                        let thinking: String = p["thinking"].as_str().unwrap_or("").chars().take(70).collect();
-                        let line = format!("[step {}/{max}] {action:<12} {}", p["step"], thinking.replace('\n', " "));
+                match &ev.event {
+                    TaskEvent::StepDecided { step, thinking, action, .. } => {
+                        let action = action.as_ref().and_then(|a| a.get("action")).and_then(Value::as_str).unwrap_or("?");
+                        let thinking: String = thinking.as_deref().unwrap_or("").chars().take(70).collect();
+                        let line = format!("[step {step}/{max}] {action:<12} {}", thinking.replace('\n', " "));
                         if live {
                             print!("\r\x1b[2K{line}");
                         } else {
@@ -211,16 +210,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                         }
                         let _ = std::io::stdout().flush();
                     }
-                    "model.retry" => {
-                        println!("\n  model call failed ({}); retry {} in {} ms", p["cause"].as_str().unwrap_or(""), p["attempt"], p["delay_ms"]);
+                    TaskEvent::ModelRetry { cause, attempt, delay_ms, .. } => {
+                        println!("\n  model call failed ({cause}); retry {attempt} in {delay_ms} ms");
                     }
-                    "step.executed" if p["outcome"]["status"] != "ok" => {
-                        println!("\n  {}: {}", p["outcome"]["status"].as_str().unwrap_or(""), p["outcome"]["error"].as_str().unwrap_or(""));
+                    TaskEvent::StepExecuted { outcome, .. } if outcome.status != StepStatus::Ok => {
+                        println!("\n  {}: {}", outcome.status, outcome.error.as_deref().unwrap_or(""));
                     }
-                    "task.ask_user" => {
-                        println!("\n? {}", p["question"].as_str().unwrap_or(""));
-                        if let Some(opts) = p["options"].as_array() {
-                            println!("  options: {}", opts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
+                    TaskEvent::AskUser { question, options, .. } => {
+                        println!("\n? {question}");
+                        if let Some(opts) = options {
+                            println!("  options: {}", opts.join(", "));
                         }
                         print!("> ");
                         let _ = std::io::stdout().flush();
@@ -236,7 +235,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                             }
                         });
                     }
-                    "task.finished" => break,
+                    TaskEvent::Finished(_) => break,
                     _ => {}
                 }
             }

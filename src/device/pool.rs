@@ -18,7 +18,7 @@ use tokio::sync::broadcast;
 use crate::device::adb::{AdbDevice, AdbHost, AdbOptions, is_tcp_serial};
 use crate::device::sim::{SimConfig, SimDevice};
 use crate::device::{Device, DeviceError};
-use crate::domain::ScreenSize;
+use crate::domain::{ScreenSize, TaskEvent};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -53,27 +53,30 @@ pub struct DeviceSummary {
     pub last_error: Option<String>,
 }
 
-/// Published on every state change that dashboards care about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type")]
+/// Published on every state change that dashboards care about; on the bus it is the
+/// matching `TaskEvent::Device*` variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeviceEvent {
-    #[serde(rename = "device.online")]
     Online { id: String },
-    #[serde(rename = "device.offline")]
     Offline { id: String, reason: String },
-    #[serde(rename = "device.quarantined")]
     Quarantined { id: String, reason: String },
-    #[serde(rename = "device.removed")]
     Removed { id: String },
 }
 
 impl DeviceEvent {
-    pub fn name(&self) -> &'static str {
-        match self {
-            DeviceEvent::Online { .. } => "device.online",
-            DeviceEvent::Offline { .. } => "device.offline",
-            DeviceEvent::Quarantined { .. } => "device.quarantined",
-            DeviceEvent::Removed { .. } => "device.removed",
+    /// The event's name on the bus (`device.online`…).
+    pub fn name(&self) -> String {
+        TaskEvent::from(self.clone()).kind().to_string()
+    }
+}
+
+impl From<DeviceEvent> for TaskEvent {
+    fn from(ev: DeviceEvent) -> Self {
+        match ev {
+            DeviceEvent::Online { id } => TaskEvent::DeviceOnline { id },
+            DeviceEvent::Offline { id, reason } => TaskEvent::DeviceOffline { id, reason },
+            DeviceEvent::Quarantined { id, reason } => TaskEvent::DeviceQuarantined { id, reason },
+            DeviceEvent::Removed { id } => TaskEvent::DeviceRemoved { id },
         }
     }
 }
@@ -795,7 +798,7 @@ mod tests {
         ));
     }
 
-    async fn next_event(rx: &mut broadcast::Receiver<DeviceEvent>) -> &'static str {
+    async fn next_event(rx: &mut broadcast::Receiver<DeviceEvent>) -> String {
         tokio::time::timeout(Duration::from_secs(10), rx.recv())
             .await
             .expect("an event within 10 s")

@@ -12,7 +12,9 @@ pub mod task;
 pub use task::{
     AgentSummary, NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
 };
+pub mod event;
+pub use event::{TaskEvent, TaskFinished};
 pub mod retry;
 pub use retry::RetryPolicy;
 pub mod step;
-pub use step::{Intervention, Step, StepOutcome, StepTimings};
+pub use step::{Intervention, Step, StepOutcome, StepStatus, StepTimings};

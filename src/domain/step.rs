@@ -19,11 +19,63 @@ pub struct StepTimings {
     pub overhead_ms: f64,
 }
 
+/// How a step's action ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// It ran (a device action, an MCP call, an answer, the finish).
+    Ok,
+    /// It ran and failed, or the device refused it.
+    Failed,
+    /// A middleware skipped it.
+    Skipped,
+    /// The model's action was invalid; nothing ran.
+    Rejected,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Ok => "ok",
+            StepStatus::Failed => "failed",
+            StepStatus::Skipped => "skipped",
+            StepStatus::Rejected => "rejected",
+        }
+    }
+
+    /// `Failed` when `is_error`, else `Ok`.
+    pub fn ok_unless(is_error: bool) -> Self {
+        if is_error {
+            StepStatus::Failed
+        } else {
+            StepStatus::Ok
+        }
+    }
+}
+
+impl std::fmt::Display for StepStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Compares with the wire name (`status == "ok"`).
+impl PartialEq<str> for StepStatus {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for StepStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// What a step's action did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StepOutcome {
-    /// `ok`, `failed`, `skipped` (middleware), `rejected` (invalid action).
-    pub status: String,
+    pub status: StepStatus,
     /// Error details when it failed: code, message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

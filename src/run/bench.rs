@@ -82,7 +82,7 @@ use crate::device::{
 use crate::domain::{
     Action, AppRef, Key, NewTask, PixelPoint, ScreenSize, Step, Task, TaskId, TaskSpec, TaskStatus,
 };
-use crate::domain::{Intervention, TaskSpecError};
+use crate::domain::{Intervention, StepStatus, TaskSpecError};
 use crate::screen::{ReprOptions, Screen, layout_hash};
 use crate::store::{
     Artifact, CancelOutcome, SqliteStore, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
@@ -560,14 +560,9 @@ impl Store for TimedStore {
     async fn append_event(
         &self,
         stream: &str,
-        kind: &str,
-        payload: &serde_json::Value,
+        event: crate::domain::TaskEvent,
     ) -> Result<StoredEvent, StoreError> {
-        let r = store_call!(
-            self,
-            "append_event",
-            self.inner.append_event(stream, kind, payload)
-        );
+        let r = store_call!(self, "append_event", self.inner.append_event(stream, event));
         if let Ok(ev) = &r
             && self.track_events.load(Ordering::Relaxed)
         {
@@ -941,7 +936,7 @@ async fn overhead_run(
         let segs = segment(&probe.log(), poll);
         for (k, seg) in segs.into_iter().enumerate() {
             let rec = recorded.get(k);
-            if rec.is_some_and(|s| s.outcome.status != "ok") {
+            if rec.is_some_and(|s| s.outcome.status != StepStatus::Ok) {
                 not_ok += 1;
             }
             match seg {
@@ -1219,7 +1214,7 @@ async fn level_run(
                             .to_std()
                             .unwrap_or_default(),
                     );
-                    if ev.kind == "task.finished" {
+                    if ev.event.is_finished() {
                         s.finished += 1;
                         s.last_finish = Some(now);
                     }

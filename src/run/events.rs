@@ -10,9 +10,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::domain::TaskEvent;
 use crate::store::{Store, StoreError, StoredEvent};
 
 /// The stream name for device pool events.
@@ -32,17 +32,12 @@ impl EventBus {
         Self { store, tx }
     }
 
-    pub async fn publish(
-        &self,
-        stream: &str,
-        kind: &str,
-        payload: Value,
-    ) -> Result<StoredEvent, StoreError> {
-        let ev = self.store.append_event(stream, kind, &payload).await?;
+    pub async fn publish(&self, stream: &str, event: TaskEvent) -> Result<StoredEvent, StoreError> {
+        let ev = self.store.append_event(stream, event).await?;
+        metrics::counter!("droidpilot_events_published_total", "type" => ev.event.kind().to_string())
+            .increment(1);
         // No receivers is fine: the event is in the store for whoever connects later.
         let _ = self.tx.send(Arc::new(ev.clone()));
-        metrics::counter!("droidpilot_events_published_total", "type" => kind.to_string())
-            .increment(1);
         Ok(ev)
     }
 
@@ -175,7 +170,7 @@ impl EventFeed {
                             // that watches everything (webhooks, dashboards) from growing
                             // for the life of the server, and keeps a lag's re-read to the
                             // streams still live.
-                            if ev.kind == "task.finished" {
+                            if ev.event.is_finished() {
                                 self.last.remove(&ev.stream);
                             } else {
                                 self.last.insert(ev.stream.clone(), ev.seq);
@@ -204,8 +199,26 @@ impl EventFeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{TaskFinished, TaskId, TaskStatus};
     use crate::store::SqliteStore;
     use serde_json::json;
+
+    fn raw(i: i64) -> TaskEvent {
+        TaskEvent::from_parts("step", json!({"i": i}))
+    }
+
+    fn finished() -> TaskEvent {
+        TaskEvent::Finished(TaskFinished {
+            task_id: TaskId::new(),
+            status: TaskStatus::Succeeded,
+            reason: None,
+            answer: None,
+            steps: 0,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: 0.0,
+        })
+    }
 
     async fn bus(cap: usize) -> EventBus {
         EventBus::new(Arc::new(SqliteStore::in_memory().await.unwrap()), cap)
@@ -222,12 +235,12 @@ mod tests {
     async fn resume_replays_then_continues_live() {
         let bus = bus(64).await;
         for i in 0..5 {
-            bus.publish("t1", "step", json!({"i": i})).await.unwrap();
+            bus.publish("t1", raw(i)).await.unwrap();
         }
         let mut feed = bus.feed(Filter::Streams(["t1".to_string()].into()));
         feed.resume("t1", 2).await.unwrap();
-        bus.publish("t1", "step", json!({"i": 5})).await.unwrap();
-        bus.publish("t2", "step", json!({})).await.unwrap(); // not subscribed
+        bus.publish("t1", raw(5)).await.unwrap();
+        bus.publish("t2", raw(0)).await.unwrap(); // not subscribed
         let mut got = Vec::new();
         for _ in 0..4 {
             got.push(seq_of(feed.next().await.unwrap().unwrap()));
@@ -240,12 +253,10 @@ mod tests {
         let bus = bus(64).await;
         let mut feed = bus.feed(Filter::All);
         for t in ["a", "b", "c"] {
-            bus.publish(t, "step.executed", json!({})).await.unwrap();
-            bus.publish(t, "task.finished", json!({})).await.unwrap();
+            bus.publish(t, raw(0)).await.unwrap();
+            bus.publish(t, finished()).await.unwrap();
         }
-        bus.publish("live", "step.executed", json!({}))
-            .await
-            .unwrap();
+        bus.publish("live", raw(0)).await.unwrap();
         for _ in 0..7 {
             feed.next().await.unwrap().unwrap();
         }
@@ -263,7 +274,7 @@ mod tests {
         feed.resume("t", 0).await.unwrap();
         // The publisher never waits for the feed: 100 events into a 16-slot channel.
         for i in 0..100 {
-            bus.publish("t", "step", json!({"i": i})).await.unwrap();
+            bus.publish("t", raw(i)).await.unwrap();
         }
         let mut seqs = Vec::new();
         let mut lag_notices = 0;

@@ -8,12 +8,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
 use super::events::EventBus;
 use super::runner::StopSignal;
-use crate::domain::{Intervention, TaskId, TaskStatus};
+use crate::domain::{Intervention, TaskEvent, TaskId, TaskStatus};
 use crate::store::StoreError;
 
 /// How a question ended.
@@ -129,12 +128,14 @@ impl Prompts {
         store
             .set_task_status(task, TaskStatus::WaitingForUser, Some(question))
             .await?;
-        bus.publish(
-            &task.to_string(),
-            "task.ask_user",
-            json!({"task_id": task, "prompt_id": prompt_id, "question": question, "options": options, "timeout_secs": timeout.as_secs()}),
-        )
-        .await?;
+        let asked = TaskEvent::AskUser {
+            task_id: task,
+            prompt_id: prompt_id.clone(),
+            question: question.to_string(),
+            options: options.clone(),
+            timeout_secs: timeout.as_secs(),
+        };
+        bus.publish(&task.to_string(), asked).await?;
         let outcome = tokio::select! {
             r = tokio::time::timeout(timeout, rx) => match r {
                 Ok(Ok((answer, by))) => AskOutcome::Answered { answer, by },
@@ -182,17 +183,23 @@ impl Prompts {
             }
             Err(e) => return Err(e),
         }
-        let (kind, outcome) = if by == "timeout" {
-            ("task.answer_timeout", AskOutcome::TimedOut)
+        let (prompt_id, by) = (prompt_id.to_string(), by.to_string());
+        let (event, outcome) = if by == "timeout" {
+            let ev = TaskEvent::AnswerTimeout {
+                task_id: task,
+                prompt_id,
+                by,
+            };
+            (ev, AskOutcome::TimedOut)
         } else {
-            ("task.question_closed", AskOutcome::Stopped)
+            let ev = TaskEvent::QuestionClosed {
+                task_id: task,
+                prompt_id,
+                by,
+            };
+            (ev, AskOutcome::Stopped)
         };
-        bus.publish(
-            &task.to_string(),
-            kind,
-            json!({"task_id": task, "prompt_id": prompt_id, "by": by}),
-        )
-        .await?;
+        bus.publish(&task.to_string(), event).await?;
         Ok(outcome)
     }
 
@@ -223,12 +230,13 @@ impl Prompts {
         {
             let _ = tx.send((answer.to_string(), by.to_string()));
         }
-        bus.publish(
-            &task.to_string(),
-            "task.answered",
-            json!({"task_id": task, "prompt_id": open.id, "answer": answer, "by": by}),
-        )
-        .await?;
+        let answered = TaskEvent::Answered {
+            task_id: task,
+            prompt_id: open.id,
+            answer: answer.to_string(),
+            by: by.to_string(),
+        };
+        bus.publish(&task.to_string(), answered).await?;
         Ok(iv)
     }
 }

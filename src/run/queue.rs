@@ -2,19 +2,21 @@
 //! event on the bus (persisted first), so the event stream tells the whole story from
 //! `task.queued` on.
 
-use serde_json::json;
-
 use super::events::EventBus;
 use super::runner::StopSignal;
 use super::scheduler::RunningTasks;
-use crate::domain::{Task, TaskId, TaskSpec};
+use crate::domain::{Task, TaskEvent, TaskId, TaskSpec};
 use crate::store::{CancelOutcome, StoreError};
 
 /// Persists a new task as `queued` and publishes `task.queued`.
 pub async fn submit(bus: &EventBus, spec: TaskSpec) -> Result<Task, StoreError> {
     let task = bus.store().create_task(spec).await?;
-    bus.publish(&task.id.to_string(), "task.queued", json!({"task_id": task.id, "priority": task.spec.priority, "instruction": task.spec.instruction}))
-        .await?;
+    let queued = TaskEvent::Queued {
+        task_id: task.id,
+        priority: task.spec.priority,
+        instruction: task.spec.instruction.clone(),
+    };
+    bus.publish(&task.id.to_string(), queued).await?;
     Ok(task)
 }
 
@@ -31,15 +33,14 @@ pub async fn cancel(
     // A task waiting for an answer is cancelled at once, but its runner still waits on
     // the question (and holds the phone): it is woken too.
     running.signal(id, StopSignal::Cancel);
-    let kind = match outcome {
-        CancelOutcome::Cancelled => "task.finished",
-        CancelOutcome::Requested => "task.cancel_requested",
+    let event = match outcome {
+        CancelOutcome::Cancelled => TaskEvent::finished(&task),
+        CancelOutcome::Requested => TaskEvent::CancelRequested {
+            task_id: id,
+            status: task.status,
+            reason: task.reason.clone(),
+        },
     };
-    bus.publish(
-        &id.to_string(),
-        kind,
-        json!({"task_id": id, "status": task.status, "reason": task.reason}),
-    )
-    .await?;
+    bus.publish(&id.to_string(), event).await?;
     Ok((task, outcome))
 }

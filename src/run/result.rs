@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::{Step, Task, TaskId, TaskStatus};
+use crate::domain::{Step, StepStatus, Task, TaskId, TaskStatus};
 
 /// The coordinator's four outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -72,7 +72,7 @@ pub const DEVICE_ACTIONS: [&str; 10] = [
 
 /// Whether a recorded step executed an action on the device successfully.
 pub fn is_executed_device_action(step: &Step) -> bool {
-    step.outcome.status == "ok"
+    step.outcome.status == StepStatus::Ok
         && step
             .action
             .as_ref()
@@ -200,7 +200,7 @@ mod tests {
             thinking: None,
             action: Some(action),
             outcome: StepOutcome {
-                status: status.into(),
+                status: serde_json::from_value(json!(status)).unwrap(),
                 error: None,
                 screen_changed: None,
                 detail: None,

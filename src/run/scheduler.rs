@@ -12,14 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use super::runner::{Runner, StopSignal};
 use crate::agent::Agent;
 use crate::device::pool::{DeviceMatcher, DevicePool, PoolError};
-use crate::domain::{Task, TaskId, TaskStatus};
+use crate::domain::{Task, TaskEvent, TaskId, TaskStatus};
 use crate::store::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,19 +117,16 @@ impl Scheduler {
                     }
                 }
             }
-            let (kind, status) = if self.cfg.resume_interrupted {
-                ("task.requeued", "queued")
+            let event = if self.cfg.resume_interrupted {
+                TaskEvent::Requeued {
+                    task_id: id,
+                    status: TaskStatus::Queued,
+                    reason: reason.to_string(),
+                }
             } else {
-                ("task.finished", "interrupted")
+                TaskEvent::finished(&store.get_task(id).await?)
             };
-            self.runner
-                .bus
-                .publish(
-                    &id.to_string(),
-                    kind,
-                    json!({"task_id": id, "status": status, "reason": reason}),
-                )
-                .await?;
+            self.runner.bus.publish(&id.to_string(), event).await?;
         }
         Ok(())
     }
@@ -196,11 +192,7 @@ impl Scheduler {
                 {
                     self.runner
                         .bus
-                        .publish(
-                            &t.id.to_string(),
-                            "task.finished",
-                            json!({"task_id": t.id, "status": t.status, "reason": reason}),
-                        )
+                        .publish(&t.id.to_string(), TaskEvent::finished(&t))
                         .await?;
                 }
                 continue;
@@ -265,11 +257,7 @@ impl Scheduler {
                     .await?;
                 self.runner
                     .bus
-                    .publish(
-                        &t.id.to_string(),
-                        "task.finished",
-                        json!({"task_id": t.id, "status": t.status, "reason": reason}),
-                    )
+                    .publish(&t.id.to_string(), TaskEvent::finished(&t))
                     .await?;
                 return Ok(false);
             }

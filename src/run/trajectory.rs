@@ -38,7 +38,7 @@ use utoipa::ToSchema;
 use super::artifacts::{ArtifactError, ArtifactStore};
 use super::result::CoordinatorResult;
 use crate::agent::context::{History, Note, StepRecord};
-use crate::domain::{Action, Step, StepOutcome, StepTimings, Task, TaskId, TaskStatus};
+use crate::domain::{Action, Step, StepOutcome, StepStatus, StepTimings, Task, TaskId, TaskStatus};
 use crate::store::{Store, StoreError};
 
 /// `format` of every trajectory document.
@@ -214,13 +214,13 @@ impl Trajectory {
                             step: s.n,
                             tool: tool.clone(),
                             result: text.chars().take(2000).collect(),
-                            is_error: s.outcome.status != "ok",
+                            is_error: s.outcome.status != StepStatus::Ok,
                         });
                     }
                 }
                 _ => {}
             }
-            let mut outcome = s.outcome.status.clone();
+            let mut outcome = s.outcome.status.to_string();
             if let Some(e) = &s.outcome.error {
                 outcome = format!("{outcome}: {e}");
             } else if let Some(changed) = s.outcome.screen_changed {

@@ -44,6 +44,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::result::CoordinatorResult;
+use crate::domain::TaskEvent;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -126,7 +127,7 @@ pub struct WebhookPayload {
 impl WebhookPayload {
     pub fn task_finished(result: CoordinatorResult) -> Self {
         Self {
-            event: "task.finished".into(),
+            event: TaskEvent::FINISHED.into(),
             delivery_id: Uuid::now_v7(),
             occurred_at: chrono::Utc::now(),
             result,
@@ -483,7 +484,7 @@ pub fn spawn_deliverer(
                     continue;
                 }
             };
-            if ev.kind != "task.finished" {
+            if !ev.event.is_finished() {
                 continue;
             }
             let Ok(id) = ev.stream.parse::<crate::domain::TaskId>() else {

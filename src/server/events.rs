@@ -56,7 +56,7 @@ pub struct SseEvent {
 fn sse_event(ev: &StoredEvent) -> Event {
     Event::default()
         .id(ev.seq.to_string())
-        .event(ev.kind.clone())
+        .event(ev.event.kind())
         .data(serde_json::to_string(ev).unwrap_or_else(|_| "{}".into()))
 }
 
@@ -99,7 +99,7 @@ pub async fn task_events(
                 _ = stopped(&mut shutdown) => return None,
             };
             let (event, last) = match item {
-                Ok(Some(FeedItem::Event(ev))) => (sse_event(&ev), ev.kind == "task.finished"),
+                Ok(Some(FeedItem::Event(ev))) => (sse_event(&ev), ev.event.is_finished()),
                 Ok(Some(FeedItem::Lagged { missed })) => (
                     Event::default()
                         .event("lagged")
@@ -147,7 +147,7 @@ async fn has_everything(s: &AppState, id: TaskId, since: i64) -> Result<bool, Ap
     }
     let at = s.store.events_since(&id.to_string(), since - 1, 1).await?;
     Ok(match at.first() {
-        Some(ev) => ev.kind == "task.finished",
+        Some(ev) => matches!(ev.event, crate::domain::TaskEvent::Finished(_)),
         // Past the end. A finished task's last event may still be on its way (the status
         // is stored first); its seq is one past the stored end, which `since` covers.
         None => true,

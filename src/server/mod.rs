@@ -252,9 +252,7 @@ impl Server {
             loop {
                 match device_events.recv().await {
                     Ok(ev) => {
-                        let payload = serde_json::to_value(&ev).unwrap_or_default();
-                        if let Err(e) = device_bus.publish(DEVICES_STREAM, ev.name(), payload).await
-                        {
+                        if let Err(e) = device_bus.publish(DEVICES_STREAM, ev.into()).await {
                             tracing::warn!(error = %e, "could not record a device event");
                         }
                     }

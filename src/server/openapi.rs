@@ -9,6 +9,8 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 
 use super::error::{ErrorDetail, ErrorResponse};
+use crate::domain::TaskEvent;
+use crate::store::StoredEvent;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -22,7 +24,9 @@ use super::error::{ErrorDetail, ErrorResponse};
         (name = "events", description = "Live progress: SSE per task, one WebSocket for many"),
         (name = "health", description = "Probes and metrics"),
     ),
-    components(schemas(ErrorResponse, ErrorDetail)),
+    // Events travel on SSE and the WebSocket, not as a JSON body: listed here so a
+    // dashboard or a coordinator can generate a client for them.
+    components(schemas(ErrorResponse, ErrorDetail, StoredEvent, TaskEvent)),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;

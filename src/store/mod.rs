@@ -62,11 +62,17 @@ pub struct StoredEvent {
     pub stream: String,
     /// Monotonic per stream, starting at 1.
     pub seq: i64,
-    #[serde(rename = "type")]
-    pub kind: String,
-    #[schema(value_type = Object)]
-    pub payload: serde_json::Value,
+    /// The event: `type` and `payload` on the wire.
+    #[serde(flatten)]
+    pub event: crate::domain::TaskEvent,
     pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl StoredEvent {
+    /// The event's name, its `type` on the wire.
+    pub fn kind(&self) -> &str {
+        self.event.kind()
+    }
 }
 
 /// A content-addressed file under the data directory.
@@ -103,8 +109,7 @@ pub trait Store: Send + Sync + 'static {
     async fn append_event(
         &self,
         stream: &str,
-        kind: &str,
-        payload: &serde_json::Value,
+        event: crate::domain::TaskEvent,
     ) -> Result<StoredEvent, StoreError>;
     /// Events of a stream with `seq > since`, oldest first, at most `limit`.
     async fn events_since(

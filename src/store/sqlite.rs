@@ -21,7 +21,7 @@ use sqlx::sqlite::{
 use super::{Artifact, CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
 use crate::domain::task::DeviceConstraints;
 use crate::domain::{
-    Intervention, Step, StepOutcome, StepTimings, Task, TaskId, TaskSpec, TaskStatus,
+    Intervention, Step, StepOutcome, StepTimings, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -327,8 +327,7 @@ impl Store for SqliteStore {
     async fn append_event(
         &self,
         stream: &str,
-        kind: &str,
-        payload: &serde_json::Value,
+        event: TaskEvent,
     ) -> Result<StoredEvent, StoreError> {
         let now = Utc::now();
         // The insert computes the next seq itself, so concurrent writers to one stream
@@ -338,16 +337,15 @@ impl Store for SqliteStore {
              VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE stream = ?1), ?2, ?3, ?4) RETURNING seq",
         )
         .bind(stream)
-        .bind(kind)
-        .bind(payload.to_string())
+        .bind(event.kind())
+        .bind(event.payload().to_string())
         .bind(ts(now))
         .fetch_one(&self.pool)
         .await?;
         Ok(StoredEvent {
             stream: stream.into(),
             seq,
-            kind: kind.into(),
-            payload: payload.clone(),
+            event,
             created_at: now,
         })
     }
@@ -369,9 +367,11 @@ impl Store for SqliteStore {
                 Ok(StoredEvent {
                     stream: r.try_get("stream")?,
                     seq: r.try_get("seq")?,
-                    kind: r.try_get("type")?,
-                    payload: serde_json::from_str(&r.try_get::<String, _>("payload")?)
-                        .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
+                    event: TaskEvent::from_parts(
+                        &r.try_get::<String, _>("type")?,
+                        serde_json::from_str(&r.try_get::<String, _>("payload")?)
+                            .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
+                    ),
                     created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
                 })
             })
@@ -664,10 +664,13 @@ mod tests {
             let s = s.clone();
             let stream = if i % 2 == 0 { "a" } else { "b" };
             handles.push(tokio::spawn(async move {
-                s.append_event(stream, "x", &serde_json::json!({"i": i}))
-                    .await
-                    .unwrap()
-                    .seq
+                s.append_event(
+                    stream,
+                    TaskEvent::from_parts("x", serde_json::json!({"i": i})),
+                )
+                .await
+                .unwrap()
+                .seq
             }));
         }
         for h in handles {

@@ -5,7 +5,6 @@
 use std::ops::ControlFlow::{Break as Stop, Continue};
 
 use backon::BackoffBuilder;
-use serde_json::json;
 
 use super::observe::Observed;
 use super::record::{StepDraft, Then};
@@ -14,6 +13,7 @@ use super::stop::unless_cancelled;
 use super::{Break, End, Phase, Runner};
 use crate::agent::context::{AgentContext, Observation};
 use crate::agent::{Agent, AgentError, Decision};
+use crate::domain::TaskEvent;
 use crate::domain::TaskStatus;
 use crate::llm::ImageData;
 use crate::store::StoreError;
@@ -71,7 +71,16 @@ impl Runner {
         // Self-correction attempts count toward the budget.
         st.counter.corrections += d.retries.min(st.task.spec.max_steps.saturating_sub(n));
         self.bus
-            .publish(&st.stream, "step.decided", json!({"task_id": st.task.id, "step": st.counter.current(), "thinking": draft.step.thinking, "action": draft.action_json(), "retries": d.retries}))
+            .publish(
+                &st.stream,
+                TaskEvent::StepDecided {
+                    task_id: st.task.id,
+                    step: st.counter.current(),
+                    thinking: draft.step.thinking.clone(),
+                    action: draft.action_json().cloned(),
+                    retries: d.retries,
+                },
+            )
             .await?;
         Ok(Continue(d))
     }
@@ -128,8 +137,13 @@ impl Runner {
         self.bus
             .publish(
                 stream,
-                "model.retry",
-                json!({"step": n, "attempt": r.attempt, "delay_ms": r.delay_ms, "cause": r.cause}),
+                TaskEvent::ModelRetry {
+                    task_id: stream.parse().ok(),
+                    step: n,
+                    attempt: r.attempt,
+                    delay_ms: r.delay_ms,
+                    cause: r.cause.clone(),
+                },
             )
             .await
             .map(|_| ())

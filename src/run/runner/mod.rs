@@ -29,7 +29,6 @@ mod verify;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
@@ -43,6 +42,7 @@ use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
 use crate::agent::Agent;
 use crate::device::Device;
+use crate::domain::TaskEvent;
 use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskStatus};
 use crate::screen::ReprOptions;
 use crate::store::StoreError;
@@ -198,8 +198,11 @@ impl Runner {
         self.bus
             .publish(
                 &id.to_string(),
-                "task.started",
-                json!({"task_id": id, "device": task.assigned_device, "agent": agent.describe()}),
+                TaskEvent::Started {
+                    task_id: id,
+                    device: task.assigned_device.clone(),
+                    agent: agent.describe(),
+                },
             )
             .await?;
         let end = match self
@@ -343,12 +346,7 @@ impl Runner {
             Err(e) => return Err(e),
         };
         self.bus
-            .publish(
-                &id.to_string(),
-                "task.finished",
-                json!({"task_id": id, "status": finished.status, "reason": finished.reason, "answer": finished.answer,
-                       "steps": finished.steps, "tokens_in": finished.tokens_in, "tokens_out": finished.tokens_out, "cost_usd": finished.cost_usd}),
-            )
+            .publish(&id.to_string(), TaskEvent::finished(&finished))
             .await?;
         Ok(finished)
     }
@@ -364,8 +362,10 @@ impl Runner {
                 self.bus
                     .publish(
                         &id.to_string(),
-                        "task.suspended",
-                        json!({"task_id": id, "reason": reason}),
+                        TaskEvent::Suspended {
+                            task_id: id,
+                            reason: reason.to_string(),
+                        },
                     )
                     .await?;
                 Ok(t)

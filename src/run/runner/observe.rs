@@ -5,13 +5,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::json;
-
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
 use crate::device::{Device, DeviceError, ScreenshotData};
 use crate::domain::ScreenSize;
+use crate::domain::TaskEvent;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, layout_hash};
 
 /// One observation: what the agent sees, plus what the runner keeps for acting on it.
@@ -58,9 +57,16 @@ impl Runner {
         self.bus
             .publish(
                 &st.stream,
-                "step.observed",
-                json!({"task_id": st.task.id, "step": st.counter.current(), "summary": r.summary, "app": r.app_package, "has_modal": r.has_modal,
-                       "sensitive": obs.sensitive, "screenshot": obs.screenshot_sha, "elements": r.actionable_elements.len()}),
+                TaskEvent::StepObserved {
+                    task_id: st.task.id,
+                    step: st.counter.current(),
+                    summary: r.summary.clone(),
+                    app: r.app_package.clone(),
+                    has_modal: r.has_modal,
+                    sensitive: obs.sensitive,
+                    screenshot: obs.screenshot_sha.clone(),
+                    elements: r.actionable_elements.len(),
+                },
             )
             .await?;
         Ok(Some(obs))

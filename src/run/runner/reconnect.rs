@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use backon::BackoffBuilder;
-use serde_json::json;
 
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
 use crate::device::{Device, DeviceError};
+use crate::domain::TaskEvent;
 
 impl Runner {
     /// Waits for the device unless the task is cancelled meanwhile (the boundary then
@@ -37,8 +37,11 @@ impl Runner {
         self.bus
             .publish(
                 stream,
-                "task.device_lost",
-                json!({"device": device.serial(), "error": err.to_string()}),
+                TaskEvent::DeviceLost {
+                    task_id: stream.parse().ok(),
+                    device: device.serial().to_string(),
+                    error: err.to_string(),
+                },
             )
             .await?;
         let deadline = Instant::now() + Duration::from_secs(self.cfg.reconnect_wait_secs);
@@ -49,8 +52,10 @@ impl Runner {
                 self.bus
                     .publish(
                         stream,
-                        "task.device_back",
-                        json!({"device": device.serial()}),
+                        TaskEvent::DeviceBack {
+                            task_id: stream.parse().ok(),
+                            device: device.serial().to_string(),
+                        },
                     )
                     .await?;
                 return Ok(());

@@ -14,7 +14,8 @@ use crate::agent::context::{Note, StepRecord};
 use crate::device::{Device, DeviceError};
 use crate::domain::action::TargetField;
 use crate::domain::{
-    Action, CoordinateTransform, ScreenSize, Step, StepOutcome, StepTimings, Target, TaskId,
+    Action, CoordinateTransform, ScreenSize, Step, StepOutcome, StepStatus, StepTimings, Target,
+    TaskEvent, TaskId,
 };
 use crate::screen::Screen;
 use crate::store::StoreError;
@@ -98,7 +99,7 @@ impl StepDraft {
             started_at: start.at,
             thinking: None,
             action: None,
-            outcome: outcome("ok", None, None, None),
+            outcome: outcome(StepStatus::Ok, None, None, None),
             screen: Some(
                 json!({"summary": r.summary, "app": r.app_package, "activity": r.activity, "has_modal": r.has_modal,
                        "sensitive": obs.sensitive, "layout_hash": obs.layout.map(|h| format!("{h:016x}"))}),
@@ -151,21 +152,26 @@ impl StepDraft {
     }
 
     pub fn ok(&mut self, screen_changed: Option<bool>, detail: Option<Value>) {
-        self.step.outcome = outcome("ok", None, screen_changed, detail);
+        self.step.outcome = outcome(StepStatus::Ok, None, screen_changed, detail);
     }
 
     pub fn failed(&mut self, error: impl Into<String>, detail: Option<Value>) {
-        self.step.outcome = outcome("failed", Some(error.into()), None, detail);
+        self.step.outcome = outcome(StepStatus::Failed, Some(error.into()), None, detail);
     }
 
     pub fn skipped(&mut self, reason: &str) {
-        self.step.outcome = outcome("skipped", None, None, Some(json!({"reason": reason})));
+        self.step.outcome = outcome(
+            StepStatus::Skipped,
+            None,
+            None,
+            Some(json!({"reason": reason})),
+        );
     }
 
     /// A model answer that could not be used: its raw text is kept as the thinking.
     pub fn rejected(&mut self, error: String, raw: &str) {
         self.step.thinking = Some(raw.chars().take(4000).collect());
-        self.step.outcome = outcome("rejected", Some(error), None, None);
+        self.step.outcome = outcome(StepStatus::Rejected, Some(error), None, None);
     }
 
     /// The action that failed and was replaced by a recovery hook, kept in the detail.
@@ -200,13 +206,13 @@ impl StepDraft {
 }
 
 fn outcome(
-    status: &str,
+    status: StepStatus,
     error: Option<String>,
     screen_changed: Option<bool>,
     detail: Option<Value>,
 ) -> StepOutcome {
     StepOutcome {
-        status: status.into(),
+        status,
         error,
         screen_changed,
         detail,
@@ -262,18 +268,25 @@ impl Runner {
                 as f64)
             .max(0.0);
         self.bus.store().append_step(step).await?;
-        metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.clone())
+        metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.as_str())
             .increment(1);
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
-        self.bus
-            .publish(stream, "step.executed", executed_payload(step))
-            .await?;
+        self.bus.publish(stream, executed_event(step)).await?;
         Ok(())
     }
 }
 
-/// The `step.executed` event's payload.
-fn executed_payload(step: &Step) -> Value {
-    json!({"task_id": step.task_id, "step": step.n, "action": step.action, "outcome": step.outcome, "timings": step.timings,
-           "tokens_in": step.tokens_in, "tokens_out": step.tokens_out, "cost_usd": step.cost_usd, "screenshot": step.screenshot})
+/// The `step.executed` event of a recorded step.
+fn executed_event(step: &Step) -> TaskEvent {
+    TaskEvent::StepExecuted {
+        task_id: step.task_id,
+        step: step.n,
+        action: step.action.clone(),
+        outcome: step.outcome.clone(),
+        timings: step.timings.clone(),
+        tokens_in: step.tokens_in,
+        tokens_out: step.tokens_out,
+        cost_usd: step.cost_usd,
+        screenshot: step.screenshot.clone(),
+    }
 }

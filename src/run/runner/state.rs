@@ -3,13 +3,13 @@
 
 use std::time::Instant;
 
-use serde_json::json;
 use tokio::sync::watch;
 
 use super::observe::Observed;
 use super::{Fatal, Runner, StopSignal};
 use crate::agent::context::{History, StepRecord};
 use crate::device::Device;
+use crate::domain::TaskEvent;
 use crate::domain::{Action, ScreenSize, Task};
 use crate::run::stuck::StuckDetector;
 
@@ -74,7 +74,7 @@ impl<'t> RunState<'t> {
                     step: s.n,
                     thinking: s.thinking.clone().unwrap_or_default(),
                     action: a,
-                    outcome: s.outcome.status.clone(),
+                    outcome: s.outcome.status.to_string(),
                 });
             }
         }
@@ -87,8 +87,10 @@ impl<'t> RunState<'t> {
                 .bus
                 .publish(
                     &stream,
-                    "task.resumed",
-                    json!({"task_id": task.id, "from_step": counter.current()}),
+                    TaskEvent::Resumed {
+                        task_id: task.id,
+                        from_step: counter.current(),
+                    },
                 )
                 .await?;
         }

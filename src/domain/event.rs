@@ -1,0 +1,327 @@
+//! Events: every event droidpilot publishes, as one typed enum. This module owns the event
+//! names (`task.queued`, `step.executed`, `device.online`…); nothing else spells them.
+//!
+//! On the wire an event is `{"type": <name>, "payload": {…}}` (beside the stream, `seq`
+//! and `created_at` of the stored event), which is what `#[serde(tag = "type", content =
+//! "payload")]` produces; its schema is in the OpenAPI components as `TaskEvent`. An event
+//! whose type this build does not know (a row written by another version), or whose
+//! payload does not fit its type, reads as `Other`, with its type and payload kept as
+//! they were: never an error.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::{StepOutcome, StepTimings, Task, TaskId, TaskStatus};
+
+/// One event on a task's stream, or on the `devices` stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", content = "payload")]
+pub enum TaskEvent {
+    /// The task was accepted and waits for a phone.
+    #[serde(rename = "task.queued")]
+    Queued {
+        task_id: TaskId,
+        priority: i32,
+        instruction: String,
+    },
+    /// A runner took the task on a phone.
+    #[serde(rename = "task.started")]
+    Started {
+        task_id: TaskId,
+        device: Option<String>,
+        agent: String,
+    },
+    /// A restarted task carries on after its committed steps.
+    #[serde(rename = "task.resumed")]
+    Resumed { task_id: TaskId, from_step: u32 },
+    /// The task was left `running` by a stopping server, to be requeued at the next start.
+    #[serde(rename = "task.suspended")]
+    Suspended { task_id: TaskId, reason: String },
+    /// A task a previous process left running was queued again.
+    #[serde(rename = "task.requeued")]
+    Requeued {
+        task_id: TaskId,
+        status: TaskStatus,
+        reason: String,
+    },
+    /// A cancel was asked for a running task; it ends at its next step.
+    #[serde(rename = "task.cancel_requested")]
+    CancelRequested {
+        task_id: TaskId,
+        status: TaskStatus,
+        reason: Option<String>,
+    },
+    /// The task's phone stopped answering; the runner waits for it to come back.
+    #[serde(rename = "task.device_lost")]
+    DeviceLost {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<TaskId>,
+        device: String,
+        error: String,
+    },
+    /// The task's phone answers again.
+    #[serde(rename = "task.device_back")]
+    DeviceBack {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<TaskId>,
+        device: String,
+    },
+    /// The agent asked a person; answer with `prompt_id`.
+    #[serde(rename = "task.ask_user")]
+    AskUser {
+        task_id: TaskId,
+        prompt_id: String,
+        question: String,
+        options: Option<Vec<String>>,
+        timeout_secs: u64,
+    },
+    /// A person answered the agent's question.
+    #[serde(rename = "task.answered")]
+    Answered {
+        task_id: TaskId,
+        prompt_id: String,
+        answer: String,
+        by: String,
+    },
+    /// Nobody answered in time.
+    #[serde(rename = "task.answer_timeout")]
+    AnswerTimeout {
+        task_id: TaskId,
+        prompt_id: String,
+        by: String,
+    },
+    /// The question was closed unanswered (`by`: `cancelled`, `shutdown`).
+    #[serde(rename = "task.question_closed")]
+    QuestionClosed {
+        task_id: TaskId,
+        prompt_id: String,
+        by: String,
+    },
+    /// The task ended, whoever ended it (runner, cancel, queue timeout, restart): the
+    /// task's final record.
+    #[serde(rename = "task.finished")]
+    Finished(TaskFinished),
+    /// The screen was read for a step.
+    #[serde(rename = "step.observed")]
+    StepObserved {
+        task_id: TaskId,
+        step: u32,
+        summary: String,
+        app: Option<String>,
+        has_modal: bool,
+        sensitive: bool,
+        screenshot: Option<String>,
+        elements: usize,
+    },
+    /// The agent chose a step's action.
+    #[serde(rename = "step.decided")]
+    StepDecided {
+        task_id: TaskId,
+        step: u32,
+        thinking: Option<String>,
+        #[schema(value_type = Option<Object>)]
+        action: Option<Value>,
+        retries: u32,
+    },
+    /// A step was recorded (its action ran, failed or was rejected).
+    #[serde(rename = "step.executed")]
+    StepExecuted {
+        task_id: TaskId,
+        step: u32,
+        #[schema(value_type = Option<Object>)]
+        action: Option<Value>,
+        outcome: StepOutcome,
+        timings: StepTimings,
+        tokens_in: u64,
+        tokens_out: u64,
+        cost_usd: f64,
+        screenshot: Option<String>,
+    },
+    /// A model call failed transiently and is tried again after `delay_ms`.
+    #[serde(rename = "model.retry")]
+    ModelRetry {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<TaskId>,
+        step: u32,
+        attempt: u32,
+        delay_ms: u64,
+        cause: String,
+    },
+    /// A pool event (on the `devices` stream).
+    #[serde(rename = "device.online")]
+    DeviceOnline { id: String },
+    #[serde(rename = "device.offline")]
+    DeviceOffline { id: String, reason: String },
+    #[serde(rename = "device.quarantined")]
+    DeviceQuarantined { id: String, reason: String },
+    #[serde(rename = "device.removed")]
+    DeviceRemoved { id: String },
+    /// An event this build does not know (written by another version), kept as stored.
+    /// Only `from_parts` makes one (so it is not in the schema: clients should skip types
+    /// they do not know, as this server does).
+    #[serde(untagged, skip_deserializing)]
+    Other {
+        #[serde(rename = "type")]
+        kind: String,
+        #[schema(value_type = Object)]
+        payload: Value,
+    },
+}
+
+/// The payload of `task.finished`: the same fields whoever publishes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TaskFinished {
+    pub task_id: TaskId,
+    pub status: TaskStatus,
+    pub reason: Option<String>,
+    /// Events stored before the payload was unified may lack the fields below.
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default)]
+    pub steps: u32,
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+impl TaskFinished {
+    /// The event for a task's final record.
+    pub fn of(task: &Task) -> Self {
+        Self {
+            task_id: task.id,
+            status: task.status,
+            reason: task.reason.clone(),
+            answer: task.answer.clone(),
+            steps: task.steps,
+            tokens_in: task.tokens_in,
+            tokens_out: task.tokens_out,
+            cost_usd: task.cost_usd,
+        }
+    }
+}
+
+impl TaskEvent {
+    /// The name of `task.finished`, for those who label things with it (webhooks).
+    pub const FINISHED: &'static str = "task.finished";
+
+    /// `task.finished` for a task's final record.
+    pub fn finished(task: &Task) -> Self {
+        TaskEvent::Finished(TaskFinished::of(task))
+    }
+
+    /// The event's name, its `type` on the wire.
+    pub fn kind(&self) -> &str {
+        use TaskEvent::*;
+        match self {
+            Queued { .. } => "task.queued",
+            Started { .. } => "task.started",
+            Resumed { .. } => "task.resumed",
+            Suspended { .. } => "task.suspended",
+            Requeued { .. } => "task.requeued",
+            CancelRequested { .. } => "task.cancel_requested",
+            DeviceLost { .. } => "task.device_lost",
+            DeviceBack { .. } => "task.device_back",
+            AskUser { .. } => "task.ask_user",
+            Answered { .. } => "task.answered",
+            AnswerTimeout { .. } => "task.answer_timeout",
+            QuestionClosed { .. } => "task.question_closed",
+            Finished(_) => Self::FINISHED,
+            StepObserved { .. } => "step.observed",
+            StepDecided { .. } => "step.decided",
+            StepExecuted { .. } => "step.executed",
+            ModelRetry { .. } => "model.retry",
+            DeviceOnline { .. } => "device.online",
+            DeviceOffline { .. } => "device.offline",
+            DeviceQuarantined { .. } => "device.quarantined",
+            DeviceRemoved { .. } => "device.removed",
+            Other { kind, .. } => kind,
+        }
+    }
+
+    /// Whether this ends its task's stream.
+    pub fn is_finished(&self) -> bool {
+        matches!(self, TaskEvent::Finished(_))
+    }
+
+    /// The payload alone, as stored beside the type.
+    pub fn payload(&self) -> Value {
+        if let TaskEvent::Other { payload, .. } = self {
+            return payload.clone();
+        }
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut m)) => m.remove("payload").unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// Reads a stored type and payload back. A type this build does not know, or a
+    /// payload that does not fit its type, reads as `Other`: never an error.
+    pub fn from_parts(kind: &str, payload: Value) -> Self {
+        let tagged = serde_json::json!({"type": kind, "payload": payload});
+        match serde_json::from_value::<TaskEvent>(tagged) {
+            Ok(ev) => ev,
+            Err(_) => TaskEvent::Other {
+                kind: kind.to_string(),
+                payload,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_wire_is_type_beside_payload() {
+        let ev = TaskEvent::DeviceOffline {
+            id: "sim-1".into(),
+            reason: "gone".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&ev).unwrap(),
+            json!({"type": "device.offline", "payload": {"id": "sim-1", "reason": "gone"}})
+        );
+        assert_eq!(ev.kind(), "device.offline");
+        assert_eq!(ev.payload(), json!({"id": "sim-1", "reason": "gone"}));
+        assert_eq!(TaskEvent::from_parts(ev.kind(), ev.payload()), ev);
+    }
+
+    #[test]
+    fn unknown_or_misshapen_events_are_kept_raw() {
+        for (kind, payload) in [
+            ("task.teleported", json!({"to": "mars"})),
+            ("device.online", json!({"nope": 1})),
+        ] {
+            let ev = TaskEvent::from_parts(kind, payload.clone());
+            assert_eq!(
+                ev,
+                TaskEvent::Other {
+                    kind: kind.into(),
+                    payload: payload.clone()
+                }
+            );
+            assert_eq!(ev.kind(), kind);
+            assert_eq!(ev.payload(), payload);
+            assert_eq!(
+                serde_json::to_value(&ev).unwrap(),
+                json!({"type": kind, "payload": payload})
+            );
+        }
+    }
+
+    #[test]
+    fn an_old_short_task_finished_still_reads_as_finished() {
+        let id = TaskId::new();
+        let ev = TaskEvent::from_parts(
+            "task.finished",
+            json!({"task_id": id, "status": "timed_out", "reason": "no phone"}),
+        );
+        assert!(ev.is_finished(), "{ev:?}");
+    }
+}
