@@ -2,11 +2,13 @@
 //!
 //! The crate is a library first so that the binary, `tests/` and `benches/` all run the
 //! same code. Layers, lowest first (lower layers never import higher ones): `domain`,
-//! `screen`, `device`, `llm`, `agent`, `run`, `script`, `store`, `server`, `cli`.
+//! `screen`, `device`, `adbd`, `store`, `llm`, `agent`, `run`, `server`, then `bench` and
+//! `cli` (`config` is read by the top three).
 //! See ARCHITECTURE.md for the map.
 
 pub mod adbd;
 pub mod agent;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod device;

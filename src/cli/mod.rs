@@ -264,14 +264,14 @@ pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let dev = crate::device::adb::AdbDevice::new(&args.serial, opts);
-    let rows = crate::device::adb::bench::bench_adb(&dev, args.iterations).await?;
-    print!("{}", crate::device::adb::bench::format_rows(&rows));
+    let rows = crate::bench::adb::bench_adb(&dev, args.iterations).await?;
+    print!("{}", crate::bench::adb::format_rows(&rows));
     Ok(())
 }
 
 /// `droidpilot bench runner`.
 pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
-    use crate::run::bench;
+    use crate::bench::runner as bench;
     let report = bench::bench_runner(bench::RunnerBenchOptions {
         progress: bench::Progress::stderr(),
         ..Default::default()
