@@ -6,7 +6,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub mod devices;
 pub mod run;
+pub mod screen;
+pub mod sim;
 
 use crate::config::{Config, LogFormat, Overrides};
 use crate::server::{ServeOptions, Server};
@@ -32,13 +35,13 @@ pub enum Command {
     /// Print the OpenAPI 3.1 document of the HTTP API (the committed copy is openapi/openapi.json).
     Openapi,
     /// Read a uiautomator dump (a file, or - for stdin) and print what the model would see.
-    Screen(crate::screen::cli::ScreenArgs),
+    Screen(screen::ScreenArgs),
     /// Serve a virtual phone as an adbd over TCP, for `adb connect 127.0.0.1:PORT`.
-    Sim(crate::adbd::cli::SimArgs),
+    Sim(sim::SimArgs),
     /// List the devices droidpilot can reach: id, backend, model, state and screen.
-    Devices(crate::device::cli::DevicesArgs),
+    Devices(devices::DevicesArgs),
     /// Check adb, the adb server and each device, and print fixes for what is wrong.
-    Doctor(crate::device::cli::DoctorArgs),
+    Doctor(devices::DoctorArgs),
     /// Measure droidpilot itself and print figures (not pass/fail).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -205,26 +208,25 @@ fn configured_adb(config: &Config) -> crate::device::adb::AdbOptions {
 }
 
 /// `droidpilot devices`.
-pub async fn devices(args: crate::device::cli::DevicesArgs) -> anyhow::Result<()> {
+pub async fn devices(args: devices::DevicesArgs) -> anyhow::Result<()> {
     let config = load_tool_config(args.config.as_ref())?;
-    let adb =
-        crate::device::cli::adb_options(configured_adb(&config), args.adb_server.as_deref(), None)?;
+    let adb = devices::adb_options(configured_adb(&config), args.adb_server.as_deref(), None)?;
     let mut base = config.devices.pool_options();
     base.adb = None;
-    crate::device::cli::run_devices(args.json, adb, base).await
+    devices::run_devices(args.json, adb, base).await
 }
 
 /// `droidpilot doctor`: adb, then the models. One summary at the end, which agrees with
 /// the exit code: an `Err` (exit 1) names how many checks failed.
-pub async fn doctor(args: crate::device::cli::DoctorArgs) -> anyhow::Result<()> {
+pub async fn doctor(args: devices::DoctorArgs) -> anyhow::Result<()> {
     let config = load_tool_config(args.config.as_ref())?;
-    let opts = crate::device::cli::adb_options(
+    let opts = devices::adb_options(
         configured_adb(&config),
         args.adb_server.as_deref(),
         args.adb_path.as_deref(),
     )?;
-    let checks = crate::device::cli::doctor(&opts).await;
-    print!("{}", crate::device::cli::format_report(&checks));
+    let checks = devices::doctor(&opts).await;
+    print!("{}", devices::format_report(&checks));
     let mut failed = checks.iter().filter(|c| !c.ok).count();
     // Models: the default agent kind's model counts; the other is informational.
     let counted = match config.agent.kind {

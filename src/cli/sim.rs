@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use super::{Adbd, AdbdOptions};
+use crate::adbd::{Adbd, AdbdOptions};
 use crate::device::sim::{SimConfig, SimDevice, SimFaults};
 
 #[derive(Debug, Clone, clap::Args)]

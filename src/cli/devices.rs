@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::Device as _;
-use super::adb::{AdbDevice, AdbHost, AdbOptions};
-use super::pool::{DevicePool, DeviceSummary, PoolOptions};
+use crate::device::Device as _;
+use crate::device::adb::{AdbDevice, AdbHost, AdbOptions};
+use crate::device::pool::{DevicePool, DeviceSummary, PoolOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DevicesArgs {
@@ -43,8 +43,8 @@ pub fn adb_options(
 ) -> anyhow::Result<AdbOptions> {
     let mut opts = base;
     if let Some(s) = server {
-        opts.server =
-            super::adb::host::resolve(s).map_err(|e| anyhow::anyhow!("--adb-server: {e}"))?;
+        opts.server = crate::device::adb::host::resolve(s)
+            .map_err(|e| anyhow::anyhow!("--adb-server: {e}"))?;
     }
     if let Some(p) = adb_path {
         opts.adb_path = p.to_string();
@@ -287,7 +287,7 @@ pub async fn doctor(opts: &AdbOptions) -> Vec<Check> {
                 detail: "not installed: typing is limited to ASCII via `input text`".into(),
                 fix: Some(format!(
                     "To type any language, {}",
-                    super::adb::ADB_KEYBOARD_HINT
+                    crate::device::adb::ADB_KEYBOARD_HINT
                 )),
             }),
             Err(e) => checks.push(Check {
