@@ -159,6 +159,13 @@ impl Core {
         self.tracker.len()
     }
 
+    /// The scheduler stops taking work and tells its runners to stop after their current
+    /// step. The server calls this as soon as a shutdown signal arrives, while in-flight
+    /// requests finish; `shutdown` calls it too.
+    pub fn stop_taking_work(&self) {
+        let _ = self.stopping.send(true);
+    }
+
     /// Stops everything the core started, then closes the store. The scheduler stops
     /// taking work and its runners stop after their current step (the task ends
     /// `interrupted`, or stays resumable when `scheduler.resume_interrupted`); `grace`
@@ -166,7 +173,7 @@ impl Core {
     /// tracked task is awaited, and the store is checkpointed and closed. Returns only
     /// when no tracked task is left.
     pub async fn shutdown(&self, grace: Duration) {
-        let _ = self.stopping.send(true);
+        self.stop_taking_work();
         self.tracker.close();
         let scheduler = self.scheduler_task.lock().expect("scheduler lock").take();
         if let Some(mut handle) = scheduler

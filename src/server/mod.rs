@@ -283,8 +283,10 @@ impl Server {
         // The scheduler runs with the server; on shutdown it stops taking work and tells
         // runners to stop after their current step (they mark their tasks interrupted).
         self.core.start_scheduler();
+        let core = self.core.clone();
         let signal = async move {
             shutdown.await;
+            core.stop_taking_work();
             // Streams (SSE, WebSocket) watch this and end, so graceful shutdown does not
             // wait on them for the whole grace period.
             let _ = tx.send(true);
