@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 pub mod devices;
+pub mod doctor;
 pub mod run;
 pub mod screen;
 pub mod sim;
@@ -41,7 +42,7 @@ pub enum Command {
     /// List the devices droidpilot can reach: id, backend, model, state and screen.
     Devices(devices::DevicesArgs),
     /// Check adb, the adb server and each device, and print fixes for what is wrong.
-    Doctor(devices::DoctorArgs),
+    Doctor(doctor::DoctorArgs),
     /// Measure droidpilot itself and print figures (not pass/fail).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -218,15 +219,15 @@ pub async fn devices(args: devices::DevicesArgs) -> anyhow::Result<()> {
 
 /// `droidpilot doctor`: adb, then the models. One summary at the end, which agrees with
 /// the exit code: an `Err` (exit 1) names how many checks failed.
-pub async fn doctor(args: devices::DoctorArgs) -> anyhow::Result<()> {
+pub async fn doctor(args: doctor::DoctorArgs) -> anyhow::Result<()> {
     let config = load_tool_config(args.config.as_ref())?;
     let opts = devices::adb_options(
         configured_adb(&config),
         args.adb_server.as_deref(),
         args.adb_path.as_deref(),
     )?;
-    let checks = devices::doctor(&opts).await;
-    print!("{}", devices::format_report(&checks));
+    let checks = doctor::doctor(&opts).await;
+    print!("{}", doctor::format_report(&checks));
     let mut failed = checks.iter().filter(|c| !c.ok).count();
     // Models: the default agent kind's model counts; the other is informational.
     let counted = match config.agent.kind {

@@ -261,11 +261,6 @@ impl Server {
         self.core.pool.clone()
     }
 
-    /// The core the server runs on (tests check its shutdown).
-    pub fn core(&self) -> Arc<Core> {
-        self.core.clone()
-    }
-
     pub fn local_addr(&self) -> SocketAddr {
         self.listener
             .local_addr()
