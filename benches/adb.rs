@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use droidpilot::adbd::{Adbd, AdbdOptions};
+use droidpilot::bench::adb::{BENCH_TAP, bench_adb, format_rows};
 use droidpilot::device::Device;
-use droidpilot::device::adb::bench::{BENCH_TAP, bench_adb, format_rows};
 use droidpilot::device::adb::{AdbDevice, AdbHost, AdbOptions, ScreenshotMethod};
 use droidpilot::device::sim::{SimConfig, SimDevice};
 

@@ -10,7 +10,9 @@
 use std::time::Duration;
 
 use criterion::Criterion;
-use droidpilot::run::bench::{ConcurrencyLevel, RunnerBenchOptions, bench_runner, format_report};
+use droidpilot::bench::runner::{
+    ConcurrencyLevel, RunnerBenchOptions, bench_runner, format_report,
+};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

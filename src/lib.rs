@@ -2,13 +2,17 @@
 //!
 //! The crate is a library first so that the binary, `tests/` and `benches/` all run the
 //! same code. Layers, lowest first (lower layers never import higher ones): `domain`,
-//! `screen`, `device`, `llm`, `agent`, `run`, `script`, `store`, `server`, `cli`.
+//! `screen`, `device`, `adbd`, `store`, `llm`, `agent`, `run`, `core` (the
+//! wiring: builds and stops everything once), `server`, then `bench` and `cli` (`config` is
+//! read from `core` up).
 //! See ARCHITECTURE.md for the map.
 
 pub mod adbd;
 pub mod agent;
+pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod core;
 pub mod device;
 pub mod domain;
 pub mod llm;

@@ -27,7 +27,7 @@ fn main() -> std::process::ExitCode {
                 Ok(())
             }
             Command::Screen(args) => {
-                droidpilot::screen::cli::run(&args, &mut std::io::stdout().lock())
+                droidpilot::cli::screen::run(&args, &mut std::io::stdout().lock())
             }
             Command::Sim(args) => {
                 droidpilot::cli::init_logging(
@@ -35,7 +35,7 @@ fn main() -> std::process::ExitCode {
                         .unwrap_or(droidpilot::config::LogFormat::Text),
                     "info",
                 );
-                droidpilot::adbd::cli::run(args).await
+                droidpilot::cli::sim::run(args).await
             }
             Command::Devices(args) => droidpilot::cli::devices(args).await,
             Command::Doctor(args) => droidpilot::cli::doctor(args).await,

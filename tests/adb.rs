@@ -299,7 +299,7 @@ async fn the_adb_path_end_to_end() {
     assert_eq!(dev.shell_ok("echo again").await.unwrap(), "again\n");
 
     // doctor: every check on this device passes, and the tool/server checks too.
-    let checks = droidpilot::device::cli::doctor(&opts).await;
+    let checks = droidpilot::cli::doctor::doctor(&opts).await;
     for name in [
         "adb binary",
         "adb server",

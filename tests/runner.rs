@@ -9,41 +9,44 @@ use async_trait::async_trait;
 use droidpilot::agent::context::AgentContext;
 use droidpilot::agent::replay::{OnError, ReplayAgent};
 use droidpilot::agent::{Agent, AgentError, Decision};
+use droidpilot::config::{Config, Overrides};
+use droidpilot::core::Core;
 use droidpilot::device::Device;
 use droidpilot::device::sim::tasks::tasks;
 use droidpilot::device::sim::{SimConfig, SimDevice};
 use droidpilot::domain::{Action, NewTask, Task, TaskSpec, TaskStatus};
-use droidpilot::run::artifacts::ArtifactStore;
-use droidpilot::run::events::EventBus;
-use droidpilot::run::interaction::Prompts;
 use droidpilot::run::runner::{Runner, RunnerConfig, StopSignal};
-use droidpilot::store::{SqliteStore, Store};
+use droidpilot::store::Store;
 use serde_json::json;
 use tokio::sync::watch;
 
 struct Env {
     runner: Runner,
     store: Arc<dyn Store>,
+    _core: Core,
     _dir: tempfile::TempDir,
+}
+
+/// A core on a fresh data directory (no configured phones: each test brings its own),
+/// with `cfg` as the runner's configuration.
+async fn test_core(dir: &std::path::Path, cfg: RunnerConfig) -> Core {
+    let overrides = Overrides {
+        data_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    };
+    let mut config = Config::load_with_env(dir, &overrides, Vec::new()).unwrap();
+    config.devices.sim.clear();
+    config.runner = cfg;
+    Core::build(&config).await.unwrap()
 }
 
 async fn env(cfg: RunnerConfig) -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::open(&dir.path().join("db.sqlite"))
-            .await
-            .unwrap(),
-    );
-    let bus = EventBus::new(store.clone(), 1024);
-    let runner = Runner::new(
-        bus,
-        Arc::new(Prompts::default()),
-        ArtifactStore::new(dir.path(), store.clone()),
-        cfg,
-    );
+    let core = test_core(dir.path(), cfg).await;
     Env {
-        runner,
-        store,
+        runner: (*core.runner).clone(),
+        store: core.store.clone(),
+        _core: core,
         _dir: dir,
     }
 }

@@ -6,8 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use droidpilot::cli::screen::{Format, ScreenArgs, run, run_on_bytes};
 use droidpilot::domain::{Bounds, Target};
-use droidpilot::screen::cli::{Format, ScreenArgs, run, run_on_bytes};
 use droidpilot::screen::parse::{clean, decode, parse_clean_roxmltree};
 use droidpilot::screen::scan::scan;
 use droidpilot::screen::{

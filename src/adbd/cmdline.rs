@@ -17,6 +17,9 @@ use std::pin::Pin;
 
 use async_trait::async_trait;
 
+/// The quoting this parser undoes lives in the domain layer, shared with the ADB backend.
+pub use crate::domain::shell::quote;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Script(pub Vec<AndOr>);
 
@@ -699,29 +702,6 @@ impl<'a> Shell<'a> {
             }
         })
     }
-}
-
-/// Quotes one argument for a POSIX shell (single quotes, `'` as `'\''`). The ADB backend
-/// uses it for every piece of model or user text it puts on a command line.
-pub fn quote(arg: &str) -> String {
-    if !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
-    {
-        return arg.to_owned();
-    }
-    let mut s = String::with_capacity(arg.len() + 2);
-    s.push('\'');
-    for c in arg.chars() {
-        if c == '\'' {
-            s.push_str("'\\''");
-        } else {
-            s.push(c);
-        }
-    }
-    s.push('\'');
-    s
 }
 
 #[cfg(test)]

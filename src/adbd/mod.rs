@@ -4,9 +4,9 @@
 //! Pieces: `packet` (message codec), `shell_v2` (shell protocol framing), `cmdline` (the
 //! POSIX-style command line, never executing anything), `commands` (built-in Android
 //! commands over the `Device` trait plus adbd-local state), `server` (connections, streams,
-//! services), `sync` (the `sync:` file service behind `adb pull`/`push`), `cli` (`droidpilot sim`).
+//! services), `sync` (the `sync:` file service behind `adb pull`/`push`); `droidpilot sim`
+//! serves it from `cli::sim`.
 
-pub mod cli;
 pub mod cmdline;
 pub mod commands;
 pub mod packet;

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub mod devices;
+pub mod doctor;
 pub mod run;
+pub mod screen;
+pub mod sim;
 
 use crate::config::{Config, LogFormat, Overrides};
 use crate::server::{ServeOptions, Server};
@@ -32,13 +36,13 @@ pub enum Command {
     /// Print the OpenAPI 3.1 document of the HTTP API (the committed copy is openapi/openapi.json).
     Openapi,
     /// Read a uiautomator dump (a file, or - for stdin) and print what the model would see.
-    Screen(crate::screen::cli::ScreenArgs),
+    Screen(screen::ScreenArgs),
     /// Serve a virtual phone as an adbd over TCP, for `adb connect 127.0.0.1:PORT`.
-    Sim(crate::adbd::cli::SimArgs),
+    Sim(sim::SimArgs),
     /// List the devices droidpilot can reach: id, backend, model, state and screen.
-    Devices(crate::device::cli::DevicesArgs),
+    Devices(devices::DevicesArgs),
     /// Check adb, the adb server and each device, and print fixes for what is wrong.
-    Doctor(crate::device::cli::DoctorArgs),
+    Doctor(doctor::DoctorArgs),
     /// Measure droidpilot itself and print figures (not pass/fail).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -205,26 +209,25 @@ fn configured_adb(config: &Config) -> crate::device::adb::AdbOptions {
 }
 
 /// `droidpilot devices`.
-pub async fn devices(args: crate::device::cli::DevicesArgs) -> anyhow::Result<()> {
+pub async fn devices(args: devices::DevicesArgs) -> anyhow::Result<()> {
     let config = load_tool_config(args.config.as_ref())?;
-    let adb =
-        crate::device::cli::adb_options(configured_adb(&config), args.adb_server.as_deref(), None)?;
+    let adb = devices::adb_options(configured_adb(&config), args.adb_server.as_deref(), None)?;
     let mut base = config.devices.pool_options();
     base.adb = None;
-    crate::device::cli::run_devices(args.json, adb, base).await
+    devices::run_devices(args.json, adb, base).await
 }
 
 /// `droidpilot doctor`: adb, then the models. One summary at the end, which agrees with
 /// the exit code: an `Err` (exit 1) names how many checks failed.
-pub async fn doctor(args: crate::device::cli::DoctorArgs) -> anyhow::Result<()> {
+pub async fn doctor(args: doctor::DoctorArgs) -> anyhow::Result<()> {
     let config = load_tool_config(args.config.as_ref())?;
-    let opts = crate::device::cli::adb_options(
+    let opts = devices::adb_options(
         configured_adb(&config),
         args.adb_server.as_deref(),
         args.adb_path.as_deref(),
     )?;
-    let checks = crate::device::cli::doctor(&opts).await;
-    print!("{}", crate::device::cli::format_report(&checks));
+    let checks = doctor::doctor(&opts).await;
+    print!("{}", doctor::format_report(&checks));
     let mut failed = checks.iter().filter(|c| !c.ok).count();
     // Models: the default agent kind's model counts; the other is informational.
     let counted = match config.agent.kind {
@@ -264,14 +267,14 @@ pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let dev = crate::device::adb::AdbDevice::new(&args.serial, opts);
-    let rows = crate::device::adb::bench::bench_adb(&dev, args.iterations).await?;
-    print!("{}", crate::device::adb::bench::format_rows(&rows));
+    let rows = crate::bench::adb::bench_adb(&dev, args.iterations).await?;
+    print!("{}", crate::bench::adb::format_rows(&rows));
     Ok(())
 }
 
 /// `droidpilot bench runner`.
 pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
-    use crate::run::bench;
+    use crate::bench::runner as bench;
     let report = bench::bench_runner(bench::RunnerBenchOptions {
         progress: bench::Progress::stderr(),
         ..Default::default()

@@ -5,20 +5,17 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::agent::spec::{AgentSpec, build_agent};
 use crate::config::{Config, Overrides};
-use crate::device::pool::{DevicePool, DeviceState, DeviceSummary};
+use crate::core::Core;
+use crate::device::pool::{DeviceState, DeviceSummary};
 use crate::domain::{NewTask, StepStatus, TaskEvent, TaskSpec, TaskStatus};
-use crate::run::artifacts::ArtifactStore;
-use crate::run::events::{EventBus, FeedItem, Filter};
-use crate::run::interaction::Prompts;
-use crate::run::runner::{Runner, StopSignal};
-use crate::store::{SqliteStore, Store};
+use crate::run::events::{FeedItem, Filter};
+use crate::run::runner::StopSignal;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -115,8 +112,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
             ..Default::default()
         },
     )?;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.database_path()).await?);
-    let pool = DevicePool::new(config.devices.pool_options()).await?;
+    // The same core as the server: webhooks (if configured) and device events included;
+    // no scheduler, this command runs its one task itself.
+    let core = Core::build(&config).await?;
+    let (store, pool) = (core.store.clone(), core.pool.clone());
     let device_id = match &args.device {
         Some(d) => d.clone(),
         None => {
@@ -164,14 +163,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     let agent = build_agent(&agent_spec, &config.agent)
         .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
 
-    let bus = EventBus::new(store.clone(), 4096);
-    let prompts = Arc::new(Prompts::default());
-    let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
-    let runner = Runner::new(
-        bus.clone(),
-        prompts.clone(),
-        artifacts.clone(),
-        config.runner.clone(),
+    let (bus, prompts, artifacts) = (
+        core.bus.clone(),
+        core.prompts.clone(),
+        core.artifacts.clone(),
     );
     let task = store.create_task(spec).await?;
     if let Some(b) = &bundle {
@@ -186,8 +181,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     let mut feed = bus.feed(Filter::Streams([id.to_string()].into()));
     feed.resume(&id.to_string(), 0).await?;
     let (stop_tx, stop_rx) = watch::channel(StopSignal::None);
-    let handle = tokio::spawn({
-        let runner = runner.clone();
+    let mut handle = core.spawn({
+        let runner = core.runner.clone();
         async move { runner.run(task, device, agent, stop_rx).await }
     });
     let max = args.max_steps;
@@ -250,9 +245,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
             }
         }
     }
-    let done = match tokio::time::timeout(std::time::Duration::from_secs(5), handle).await {
+    let done = match tokio::time::timeout(std::time::Duration::from_secs(5), &mut handle).await {
         Ok(Ok(Ok(t))) => t,
-        _ => store.get_task(id).await?,
+        // Quitting: the runner is stopped here, so the core's shutdown does not wait on it.
+        _ => {
+            handle.abort();
+            store.get_task(id).await?
+        }
     };
     let out = args
         .out
@@ -279,7 +278,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         ),
         Err(e) => eprintln!("could not write the trajectory: {e}"),
     }
-    store.close().await;
+    core.shutdown(std::time::Duration::from_secs(5)).await;
     pool.stop_started_adb_server().await;
     Ok(done.status == TaskStatus::Succeeded)
 }

@@ -6,7 +6,6 @@
 //! transform happens above, where the screen size is known.
 
 pub mod adb;
-pub mod cli;
 pub mod pool;
 pub mod sim;
 

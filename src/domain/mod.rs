@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod geometry;
+pub mod shell;
 
 pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Target};
 pub use geometry::{

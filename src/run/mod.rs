@@ -3,7 +3,6 @@
 //! artifacts, MCP routing, middleware, results, webhooks, trajectories, the bench).
 
 pub mod artifacts;
-pub mod bench;
 pub mod events;
 pub mod hooks;
 pub mod interaction;

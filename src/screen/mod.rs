@@ -5,7 +5,6 @@
 //! (dump → tree), `Screen` (a parsed screen with its element map, for lookups), and
 //! `resolve_target` (an action's `Target` → `Bounds`, for the executor).
 
-pub mod cli;
 pub mod diff;
 pub mod elements;
 pub mod hash;

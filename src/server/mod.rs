@@ -39,17 +39,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::agent::spec::{AgentSpec, build_agent};
 use crate::config::Config;
+use crate::core::{Core, CoreError};
 use crate::device::pool::DevicePool;
-use crate::domain::Task;
-use crate::run::artifacts::ArtifactStore;
-use crate::run::events::DEVICES_STREAM;
-use crate::run::events::EventBus;
-use crate::run::interaction::Prompts;
-use crate::run::runner::Runner;
-use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::StoreError;
 use error::ApiError;
 use state::AppState;
 
@@ -71,10 +64,8 @@ pub enum StartError {
     },
     #[error("cannot open the database at {path}: {source}")]
     Store { path: String, source: StoreError },
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error("cannot set up the device pool: {0}")]
-    Devices(crate::device::pool::PoolError),
+    #[error("{0}")]
+    Core(#[from] CoreError),
     #[error("server error: {0}")]
     Serve(#[from] std::io::Error),
 }
@@ -211,15 +202,15 @@ pub fn app(state: AppState) -> Router {
 pub struct Server {
     listener: TcpListener,
     router: Router,
-    store: Arc<dyn Store>,
+    core: Arc<Core>,
     grace: Duration,
     limits: listen::ConnLimits,
     stopping: tokio::sync::watch::Sender<bool>,
-    scheduler: Scheduler,
 }
 
 impl Server {
-    /// Checks the configuration, opens the store, binds the port.
+    /// Checks the configuration, builds the core (store, pool, runner, scheduler), binds
+    /// the port.
     pub async fn build(config: Config, opts: ServeOptions) -> Result<Self, StartError> {
         let addr = config.server.bind;
         if !addr.ip().is_loopback() && config.server.tokens.is_empty() {
@@ -228,86 +219,18 @@ impl Server {
             }
             tracing::warn!(%addr, "!!! --insecure-no-auth: serving WITHOUT authentication on a non-loopback address. Anyone who can reach it can drive your devices. !!!");
         }
-        let db = config.database_path();
-        let store = SqliteStore::open(&db)
-            .await
-            .map_err(|source| StartError::Store {
-                path: db.display().to_string(),
-                source,
-            })?;
-        let store: Arc<dyn Store> = Arc::new(store);
+        let core = Arc::new(Core::build(&config).await?);
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
         let (stopping, shutdown) = tokio::sync::watch::channel(false);
-        let bus = EventBus::new(store.clone(), 4096);
-        let prompts = Arc::new(Prompts::default());
-        let pool = DevicePool::new(config.devices.pool_options())
-            .await
-            .map_err(StartError::Devices)?;
-        // Pool events travel like task events: persisted on the `devices` stream, then live.
-        let mut device_events = pool.subscribe();
-        let device_bus = bus.clone();
-        tokio::spawn(async move {
-            loop {
-                match device_events.recv().await {
-                    Ok(ev) => {
-                        if let Err(e) = device_bus.publish(DEVICES_STREAM, ev.into()).await {
-                            tracing::warn!(error = %e, "could not record a device event");
-                        }
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(missed = n, "device events dropped")
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                }
-            }
-        });
-        let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
-        let webhooks = crate::run::webhooks::WebhookSender::new(config.webhooks.clone())
-            .map_err(|e| StartError::Config(e.to_string()))?;
-        let default_hook = Some(config.webhooks.url.clone()).filter(|u| !u.is_empty());
-        crate::run::webhooks::spawn_deliverer(bus.clone(), webhooks, default_hook);
-        let runner = Arc::new(Runner::new(
-            bus.clone(),
-            prompts.clone(),
-            artifacts.clone(),
-            config.runner.clone(),
-        ));
-        let defaults = config.agent.clone();
-        let agents: AgentFactory = Arc::new(move |task: &Task| {
-            let spec = match &task.spec.agent {
-                Some(v) => AgentSpec::from_json(v).map_err(|e| e.to_string())?,
-                None => AgentSpec::default(),
-            };
-            build_agent(&spec, &defaults).map_err(|e| format!("{e}. {}", e.hint()))
-        });
-        let wake = Arc::new(tokio::sync::Notify::new());
-        let running = Arc::new(RunningTasks::default());
-        let scheduler = Scheduler {
-            runner,
-            pool: pool.clone(),
-            agents,
-            cfg: config.scheduler.clone(),
-            wake: wake.clone(),
-            running: running.clone(),
-        };
-        scheduler
-            .recover()
-            .await
-            .map_err(|source| StartError::Store {
-                path: db.display().to_string(),
-                source,
-            })?;
+        core.recover().await.map_err(|source| StartError::Store {
+            path: config.database_path().display().to_string(),
+            source,
+        })?;
         let state = AppState {
-            bus,
-            prompts,
+            core: core.clone(),
             shutdown,
-            pool,
-            artifacts,
-            wake,
-            running,
-            store: store.clone(),
             token_digests: Arc::new(
                 config
                     .server
@@ -318,12 +241,11 @@ impl Server {
             ),
             metrics: metrics_handle(),
             started_at: Instant::now(),
-            config: Arc::new(config.clone()),
         };
         Ok(Self {
             listener,
             router: app(state),
-            store,
+            core,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
             limits: listen::ConnLimits {
                 header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
@@ -331,13 +253,12 @@ impl Server {
                 max_connections: config.server.max_connections,
             },
             stopping,
-            scheduler,
         })
     }
 
     /// The device pool (tests and embedders add devices they hold).
     pub fn pool(&self) -> DevicePool {
-        self.scheduler.pool.clone()
+        self.core.pool.clone()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -347,7 +268,7 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to the
-    /// grace period) and closes the database cleanly.
+    /// grace period), stops the core's tasks and closes the database cleanly.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -356,10 +277,11 @@ impl Server {
         let mut rx = tx.subscribe();
         // The scheduler runs with the server; on shutdown it stops taking work and tells
         // runners to stop after their current step (they mark their tasks interrupted).
-        let scheduler_stop = tx.subscribe();
-        let scheduler = tokio::spawn(self.scheduler.run(scheduler_stop));
+        self.core.start_scheduler();
+        let core = self.core.clone();
         let signal = async move {
             shutdown.await;
+            core.stop_taking_work();
             // Streams (SSE, WebSocket) watch this and end, so graceful shutdown does not
             // wait on them for the whole grace period.
             let _ = tx.send(true);
@@ -377,13 +299,7 @@ impl Server {
                 Ok(())
             }
         };
-        if tokio::time::timeout(grace.max(Duration::from_secs(1)), scheduler)
-            .await
-            .is_err()
-        {
-            tracing::warn!("runners did not stop within the grace period");
-        }
-        self.store.close().await;
+        self.core.shutdown(grace.max(Duration::from_secs(1))).await;
         tracing::info!("stopped; database closed");
         result
     }

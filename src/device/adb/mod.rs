@@ -4,9 +4,8 @@
 //! Owns `AdbDevice` (the `Device` implementation: one blocking worker thread per device,
 //! a deadline on every call), `AdbHost` (the server: discovery, `adb connect`), and, in
 //! `gaps.rs`, every workaround for the crate's gaps. Every piece of model or user text that
-//! goes onto a device command line is quoted with `adbd::cmdline::quote`.
+//! goes onto a device command line is quoted with `domain::shell::quote`.
 
-pub mod bench;
 pub mod gaps;
 pub mod host;
 mod worker;
@@ -22,10 +21,10 @@ use bytes::Bytes;
 pub use gaps::ShellOutput;
 pub use host::{AdbHost, AdbListing, is_tcp_serial};
 
-use crate::adbd::cmdline::quote;
 use crate::device::{
     AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot, ScreenshotData,
 };
+use crate::domain::shell::quote;
 use crate::domain::{AppRef, Key, PixelPoint, ScreenSize};
 use worker::Worker;
 

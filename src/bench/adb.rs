@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{AdbDevice, ScreenshotMethod};
+use crate::device::adb::{AdbDevice, ScreenshotMethod};
 use crate::device::{Device, DeviceError};
 use crate::domain::PixelPoint;
 

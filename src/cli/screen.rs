@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::parse::{ParseError, decode};
-use super::pipeline::{ReprOptions, Screen};
-use super::tokens::count_o200k;
+use crate::screen::parse::{ParseError, decode};
+use crate::screen::pipeline::{ReprOptions, Screen};
+use crate::screen::tokens::count_o200k;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use super::{Adbd, AdbdOptions};
+use crate::adbd::{Adbd, AdbdOptions};
 use crate::device::sim::{Difficulty, Pacing, SimConfig, SimDevice, SimFaults, task, tasks};
 
 #[derive(Debug, Clone, clap::Args)]

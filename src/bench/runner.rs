@@ -67,11 +67,6 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, watch};
 
-use super::artifacts::ArtifactStore;
-use super::events::{EventBus, FeedItem, Filter};
-use super::interaction::Prompts;
-use super::runner::{Runner, RunnerConfig, StopSignal};
-use super::scheduler::{AgentFactory, RunningTasks, Scheduler, SchedulerConfig};
 use crate::agent::{Agent, AgentContext, AgentError, Decision, ReplayAgent};
 use crate::device::pool::{DevicePool, PoolError, PoolOptions};
 use crate::device::sim::tasks::{SimTask, tasks};
@@ -83,6 +78,11 @@ use crate::domain::{
     Action, AppRef, Key, NewTask, PixelPoint, ScreenSize, Step, Task, TaskId, TaskSpec, TaskStatus,
 };
 use crate::domain::{Intervention, StepStatus, TaskSpecError};
+use crate::run::artifacts::ArtifactStore;
+use crate::run::events::{EventBus, FeedItem, Filter};
+use crate::run::interaction::Prompts;
+use crate::run::runner::{Runner, RunnerConfig, StopSignal};
+use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler, SchedulerConfig};
 use crate::screen::{ReprOptions, Screen, layout_hash};
 use crate::store::{
     Artifact, CancelOutcome, SqliteStore, Store, StoreError, StoredEvent, TaskFilter, TaskPage,

@@ -1,0 +1,12 @@
+//! Measurement code, kept out of the product modules: `droidpilot bench adb` (`adb.rs`,
+//! the ADB backend against the raw `adb` CLI) and `droidpilot bench runner` (`runner.rs`,
+//! what the agent loop costs on the virtual phone). `benches/` runs the same code under
+//! criterion.
+//!
+//! A module rather than a cargo feature: the `droidpilot bench …` commands ship in the
+//! default build (operators measure their own phones and machines), and a feature would
+//! add a second configuration for CI to build and lint for a few hundred KB of code.
+//! This is the top layer beside `cli`: it may use every product layer, and none uses it.
+
+pub mod adb;
+pub mod runner;

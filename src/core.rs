@@ -1,0 +1,266 @@
+//! The core: everything a task needs to run, built once from the configuration, and the
+//! one place its background work is started and stopped.
+//!
+//! `Core::build` opens the store and builds the event bus, device pool, artifact store,
+//! prompts, running-task registry, runner and scheduler, starts the device-event
+//! forwarder (pool events onto the `devices` stream) and the webhook deliverer. The
+//! server wraps it in HTTP-only state; `droidpilot run` drives its runner directly.
+//! Every task the core spawns is on its `TaskTracker`: `Core::shutdown` stops the
+//! scheduler (runners stop after their step), cancels the rest, waits for all of them,
+//! and only then closes the store (WAL checkpoint).
+//!
+//! A layer of its own, between `run` and `server`: it reads `config`, which `run` does not.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::spec::{AgentSpec, build_agent};
+use crate::config::Config;
+use crate::device::pool::{DevicePool, PoolError};
+use crate::domain::Task;
+use crate::run::artifacts::ArtifactStore;
+use crate::run::events::{DEVICES_STREAM, EventBus};
+use crate::run::interaction::Prompts;
+use crate::run::runner::Runner;
+use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
+use crate::run::webhooks::{WebhookSender, spawn_deliverer};
+use crate::store::{SqliteStore, Store, StoreError};
+
+/// Why the core could not be built. Each says what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error("cannot open the database at {path}: {source}")]
+    Store { path: String, source: StoreError },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("cannot set up the device pool: {0}")]
+    Devices(PoolError),
+}
+
+/// Store, bus, pool, artifacts, prompts, runner and scheduler, built once.
+pub struct Core {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub bus: EventBus,
+    pub prompts: Arc<Prompts>,
+    pub pool: DevicePool,
+    pub artifacts: ArtifactStore,
+    pub runner: Arc<Runner>,
+    /// Wakes the scheduler (a task was queued or cancelled).
+    pub wake: Arc<Notify>,
+    /// Running tasks, for cancels.
+    pub running: Arc<RunningTasks>,
+    /// Taken by `start_scheduler`.
+    scheduler: Mutex<Option<Scheduler>>,
+    /// The running scheduler (which joins its runners before it returns).
+    scheduler_task: Mutex<Option<JoinHandle<()>>>,
+    /// Tells the scheduler to stop taking work and its runners to stop after their step.
+    stopping: watch::Sender<bool>,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Core {
+    /// Opens the store and builds everything; starts the device-event forwarder and the
+    /// webhook deliverer. The scheduler starts with `start_scheduler`.
+    pub async fn build(config: &Config) -> Result<Core, CoreError> {
+        let db = config.database_path();
+        let store = SqliteStore::open(&db)
+            .await
+            .map_err(|source| CoreError::Store {
+                path: db.display().to_string(),
+                source,
+            })?;
+        let store: Arc<dyn Store> = Arc::new(store);
+        let bus = EventBus::new(store.clone(), 4096);
+        let prompts = Arc::new(Prompts::default());
+        let pool = DevicePool::new(config.devices.pool_options())
+            .await
+            .map_err(CoreError::Devices)?;
+        let webhooks = WebhookSender::new(config.webhooks.clone())
+            .map_err(|e| CoreError::Config(e.to_string()))?;
+        let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
+        let runner = Arc::new(Runner::new(
+            bus.clone(),
+            prompts.clone(),
+            artifacts.clone(),
+            config.runner.clone(),
+        ));
+        let wake = Arc::new(Notify::new());
+        let running = Arc::new(RunningTasks::default());
+        let scheduler = Scheduler {
+            runner: runner.clone(),
+            pool: pool.clone(),
+            agents: agent_factory(config),
+            cfg: config.scheduler.clone(),
+            wake: wake.clone(),
+            running: running.clone(),
+        };
+        let core = Core {
+            config: Arc::new(config.clone()),
+            store,
+            bus,
+            prompts,
+            pool,
+            artifacts,
+            runner,
+            wake,
+            running,
+            scheduler: Mutex::new(Some(scheduler)),
+            scheduler_task: Mutex::new(None),
+            stopping: watch::channel(false).0,
+            cancel: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        };
+        core.forward_device_events();
+        let default_hook = Some(config.webhooks.url.clone()).filter(|u| !u.is_empty());
+        core.track_until_cancelled(spawn_deliverer(core.bus.clone(), webhooks, default_hook));
+        Ok(core)
+    }
+
+    /// At start-up: deal with tasks a previous process left running (interrupted, or
+    /// requeued when `scheduler.resume_interrupted`).
+    pub async fn recover(&self) -> Result<(), StoreError> {
+        // Taken out for the await (a std mutex guard is not held across it), then put back.
+        let scheduler = self.scheduler.lock().expect("scheduler lock").take();
+        let Some(scheduler) = scheduler else {
+            return Ok(());
+        };
+        let result = scheduler.recover().await;
+        *self.scheduler.lock().expect("scheduler lock") = Some(scheduler);
+        result
+    }
+
+    /// Starts the scheduler (queue → leased device → runner) on the tracker. Once.
+    pub fn start_scheduler(&self) {
+        let scheduler = self.scheduler.lock().expect("scheduler lock").take();
+        if let Some(s) = scheduler {
+            let handle = self.tracker.spawn(s.run(self.stopping.subscribe()));
+            *self.scheduler_task.lock().expect("scheduler lock") = Some(handle);
+        }
+    }
+
+    /// Tracks a task of the caller's (a CLI run's runner), so shutdown waits for it too.
+    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tracker.spawn(task)
+    }
+
+    /// How many tracked tasks are still running (zero once `shutdown` returns).
+    pub fn tracked(&self) -> usize {
+        self.tracker.len()
+    }
+
+    /// The scheduler stops taking work and tells its runners to stop after their current
+    /// step. The server calls this as soon as a shutdown signal arrives, while in-flight
+    /// requests finish; `shutdown` calls it too.
+    pub fn stop_taking_work(&self) {
+        let _ = self.stopping.send(true);
+    }
+
+    /// Stops everything the core started, then closes the store. The scheduler stops
+    /// taking work and its runners stop after their current step (the task ends
+    /// `interrupted`, or stays resumable when `scheduler.resume_interrupted`); `grace`
+    /// bounds that wait. Then the forwarder and the deliverer are cancelled, every
+    /// tracked task is awaited, and the store is checkpointed and closed. Returns only
+    /// when no tracked task is left.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.stop_taking_work();
+        self.tracker.close();
+        let scheduler = self.scheduler_task.lock().expect("scheduler lock").take();
+        if let Some(mut handle) = scheduler
+            && tokio::time::timeout(grace, &mut handle).await.is_err()
+        {
+            tracing::warn!("runners did not stop within the grace period; aborting them");
+            handle.abort();
+        }
+        self.cancel.cancel();
+        self.tracker.wait().await;
+        self.store.close().await;
+    }
+
+    /// Pool events travel like task events: persisted on the `devices` stream, then live.
+    fn forward_device_events(&self) {
+        let mut device_events = self.pool.subscribe();
+        let bus = self.bus.clone();
+        let cancel = self.cancel.clone();
+        self.tracker.spawn(async move {
+            loop {
+                let ev = tokio::select! {
+                    () = cancel.cancelled() => break,
+                    ev = device_events.recv() => ev,
+                };
+                match ev {
+                    Ok(ev) => {
+                        if let Err(e) = bus.publish(DEVICES_STREAM, ev.into()).await {
+                            tracing::warn!(error = %e, "could not record a device event");
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "device events dropped")
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+
+    /// Tracks a task spawned elsewhere: it is aborted on cancel and awaited either way.
+    fn track_until_cancelled(&self, mut handle: JoinHandle<()>) {
+        let cancel = self.cancel.clone();
+        self.tracker.spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {
+                    handle.abort();
+                    let _ = handle.await;
+                }
+                _ = &mut handle => {}
+            }
+        });
+    }
+}
+
+/// Builds each task's agent from its `agent` spec over the configured defaults.
+fn agent_factory(config: &Config) -> AgentFactory {
+    let defaults = config.agent.clone();
+    Arc::new(move |task: &Task| {
+        let spec = match &task.spec.agent {
+            Some(v) => AgentSpec::from_json(v).map_err(|e| e.to_string())?,
+            None => AgentSpec::default(),
+        };
+        build_agent(&spec, &defaults).map_err(|e| format!("{e}. {}", e.hint()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overrides;
+
+    #[tokio::test]
+    async fn shutdown_returns_with_no_tracked_task_left_and_the_store_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let overrides = Overrides {
+            data_dir: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let config = Config::load_with_env(dir.path(), &overrides, Vec::new()).unwrap();
+        let core = Core::build(&config).await.unwrap();
+        core.recover().await.unwrap();
+        core.start_scheduler();
+        // The device-event forwarder, the webhook deliverer and the scheduler.
+        assert_eq!(core.tracked(), 3);
+        core.store.ping().await.unwrap();
+        core.shutdown(Duration::from_secs(5)).await;
+        assert_eq!(core.tracked(), 0);
+        assert!(core.store.ping().await.is_err(), "the store is closed last");
+    }
+}
