@@ -3,11 +3,13 @@
 
 pub mod action;
 pub mod geometry;
+pub mod retry;
 
 pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Target};
 pub use geometry::{
     Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,
 };
+pub use retry::RetryPolicy;
 pub mod task;
 pub use task::{
     AgentSummary, NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
