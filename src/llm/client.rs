@@ -177,3 +177,35 @@ pub fn required_key(provider: ProviderKind, key: Option<&ApiKey>) -> Result<&Api
         env_var: provider.key_env(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::anthropic::{Anthropic, AnthropicChat};
+    use crate::llm::openai::OpenAi;
+
+    #[test]
+    fn bodies_that_are_not_json_and_json_of_another_shape_are_told_apart() {
+        let key = ApiKey::new("sk-secret-key-123");
+        let e = parse_text::<OpenAi>("oops sk-secret-key-123", Some(&key)).unwrap_err();
+        assert!(e.to_string().contains("not JSON"), "{e}");
+        assert!(!e.to_string().contains("secret"), "{e}");
+        let e = parse_text::<OpenAi>(r#"{"choices": 3}"#, None).unwrap_err();
+        assert!(e.to_string().contains("expected shape"), "{e}");
+        assert_eq!(e.code(), "llm_malformed_reply");
+    }
+
+    #[test]
+    fn keys_go_in_sensitive_headers_and_are_required_where_needed() {
+        let h = OpenAi::headers(Some(&ApiKey::new("k1"))).unwrap();
+        assert!(h["authorization"].is_sensitive());
+        assert!(OpenAi::headers(None).unwrap().is_empty());
+        let h = Anthropic::headers(Some(&ApiKey::new("k2"))).unwrap();
+        assert!(h["x-api-key"].is_sensitive());
+        let cfg = ModelConfig::new(ProviderKind::Anthropic, "claude-sonnet-4-5");
+        let e = AnthropicChat::new(cfg, None).err().unwrap();
+        assert_eq!(e.code(), "llm_missing_key");
+        let e = secret_header(ProviderKind::Gemini, "bad\nkey").unwrap_err();
+        assert!(e.to_string().contains("Gemini API key"), "{e}");
+    }
+}

@@ -114,3 +114,58 @@ fn stop_reason(s: Option<&str>) -> StopReason {
         None => StopReason::Other("none".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(v: Value) -> Result<Decoded, LlmError> {
+        MessageReply::deserialize(v).unwrap().decode()
+    }
+
+    #[test]
+    fn recorded_tool_use_reply_decodes_with_cache_counts() {
+        // The recorded fixture of tests/llm.rs (`anthropic_tool_reply`).
+        let d = decode(json!({
+          "id": "msg_01Aq9w938a90dw8q", "type": "message", "role": "assistant",
+          "model": "claude-sonnet-4-5-20250929",
+          "content": [
+            {"type": "text", "text": "I'll tap the Settings icon."},
+            {"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": "tap", "input": {"element": 3}}
+          ],
+          "stop_reason": "tool_use", "stop_sequence": null,
+          "usage": {"input_tokens": 120, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 1800, "output_tokens": 64, "service_tier": "standard"}
+        }))
+        .unwrap();
+        assert_eq!(d.text, "I'll tap the Settings icon.");
+        assert_eq!(d.tool_calls[0].id, "toolu_01A09q90qw90lq917835lq9");
+        assert_eq!(d.tool_calls[0].raw_arguments, "{\"element\":3}");
+        assert_eq!(d.stop_reason, StopReason::ToolUse);
+        assert_eq!(
+            d.usage,
+            Usage {
+                input_tokens: 1920,
+                output_tokens: 64,
+                cached_input_tokens: 1800
+            }
+        );
+    }
+
+    #[test]
+    fn thinking_is_reasoning_and_unknown_blocks_are_skipped() {
+        let d = decode(json!({"content": [
+            {"type": "thinking", "thinking": "hmm", "signature": "s"},
+            {"type": "redacted_thinking", "data": "x"},
+            {"type": "text", "text": "ok"}], "stop_reason": "end_turn"}))
+        .unwrap();
+        assert_eq!(d.reasoning.as_deref(), Some("hmm"));
+        assert_eq!(
+            (d.text.as_str(), d.stop_reason),
+            ("ok", StopReason::EndTurn)
+        );
+        let e = decode(json!({"type": "message"})).unwrap_err();
+        assert!(e.to_string().contains("`content`"), "{e}");
+    }
+}

@@ -149,3 +149,57 @@ fn stop_reason(s: Option<&str>, called_tools: bool) -> StopReason {
         None => StopReason::Other("none".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(v: Value) -> Result<Decoded, LlmError> {
+        GenerateReply::deserialize(v).unwrap().decode()
+    }
+
+    #[test]
+    fn recorded_function_call_reply_decodes() {
+        // The recorded fixture of tests/llm.rs (`gemini_function_reply`).
+        let d = decode(json!({
+          "candidates": [{
+            "content": {"parts": [{"functionCall": {"name": "tap", "args": {"element": 3}}}], "role": "model"},
+            "finishReason": "STOP", "index": 0, "avgLogprobs": -0.0012
+          }],
+          "usageMetadata": {"promptTokenCount": 1530, "candidatesTokenCount": 8, "totalTokenCount": 1580,
+            "thoughtsTokenCount": 42,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 272}, {"modality": "IMAGE", "tokenCount": 1258}]},
+          "modelVersion": "gemini-2.5-flash", "responseId": "mRAfaPfUCqGvz7IPw4bDoQs"
+        }))
+        .unwrap();
+        assert_eq!(d.tool_calls[0].id, "gemini_call_0");
+        assert_eq!(d.tool_calls[0].name, "tap");
+        assert_eq!(d.stop_reason, StopReason::ToolUse);
+        assert_eq!(d.model.as_deref(), Some("gemini-2.5-flash"));
+        assert_eq!(
+            d.usage,
+            Usage {
+                input_tokens: 1530,
+                output_tokens: 50,
+                cached_input_tokens: 0
+            }
+        );
+    }
+
+    #[test]
+    fn thoughts_blocked_prompts_and_missing_candidates() {
+        let d = decode(json!({"candidates": [{"content": {"parts": [
+            {"text": "Planning the tap", "thought": true}, {"text": "Done."}]}, "finishReason": "STOP"}]}))
+        .unwrap();
+        assert_eq!(d.reasoning.as_deref(), Some("Planning the tap"));
+        assert_eq!(
+            (d.text.as_str(), d.stop_reason),
+            ("Done.", StopReason::EndTurn)
+        );
+        let e = decode(json!({"promptFeedback": {"blockReason": "SAFETY"}})).unwrap_err();
+        assert!(e.to_string().contains("blocked (SAFETY)"), "{e}");
+        let e = decode(json!({})).unwrap_err();
+        assert!(e.to_string().contains("candidates[0]"), "{e}");
+    }
+}

@@ -174,3 +174,78 @@ fn stop_reason(finish: Option<&str>, called_tools: bool) -> StopReason {
         None => StopReason::Other("none".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(v: Value) -> Result<Decoded, LlmError> {
+        Completion::deserialize(v).unwrap().decode()
+    }
+
+    #[test]
+    fn recorded_tool_call_reply_decodes() {
+        // The recorded fixture of tests/llm.rs (`openai_tool_reply`), trimmed of fields
+        // nothing reads.
+        let d = decode(json!({
+          "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "object": "chat.completion",
+          "model": "gpt-4o-2024-08-06",
+          "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_abc123", "type": "function",
+              "function": {"name": "tap", "arguments": "{\"element\":3}"}}],
+            "refusal": null, "annotations": []}, "logprobs": null, "finish_reason": "tool_calls"}],
+          "usage": {"prompt_tokens": 1117, "completion_tokens": 46, "total_tokens": 1163,
+            "prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0}}
+        }))
+        .unwrap();
+        assert_eq!(d.text, "");
+        assert_eq!(d.tool_calls[0].id, "call_abc123");
+        assert_eq!(d.tool_calls[0].raw_arguments, "{\"element\":3}");
+        assert_eq!(d.stop_reason, StopReason::ToolUse);
+        assert_eq!(d.model.as_deref(), Some("gpt-4o-2024-08-06"));
+        assert_eq!(
+            d.usage,
+            Usage {
+                input_tokens: 1117,
+                output_tokens: 46,
+                cached_input_tokens: 1024
+            }
+        );
+    }
+
+    #[test]
+    fn compatible_servers_variations_decode() {
+        // vLLM: reasoning_content, content parts, arguments as an object, no id, no
+        // finish_reason, no usage, tool_calls null.
+        let d = decode(json!({"choices": [{"message": {
+            "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "reasoning_content": "think",
+            "tool_calls": [{"function": {"name": "back", "arguments": {"n": 1}}}]}}]}))
+        .unwrap();
+        assert_eq!(d.text, "ab");
+        assert_eq!(d.reasoning.as_deref(), Some("think"));
+        assert_eq!(d.tool_calls[0].id, "call_0");
+        assert_eq!(d.tool_calls[0].raw_arguments, "{\"n\":1}");
+        assert_eq!(d.stop_reason, StopReason::ToolUse);
+        assert_eq!(d.usage, Usage::default());
+        let d = decode(
+            json!({"choices": [{"message": {"content": "hi", "tool_calls": null},
+            "finish_reason": "length"}]}),
+        )
+        .unwrap();
+        assert_eq!(
+            (d.text.as_str(), d.stop_reason),
+            ("hi", StopReason::MaxTokens)
+        );
+    }
+
+    #[test]
+    fn missing_pieces_are_named() {
+        let e = decode(json!({"object": "list", "data": []})).unwrap_err();
+        assert!(e.to_string().contains("choices[0]"), "{e}");
+        let e =
+            decode(json!({"choices": [{"message": {"tool_calls": [{"id": "x"}]}}]})).unwrap_err();
+        assert!(e.to_string().contains("no `function`"), "{e}");
+    }
+}
