@@ -53,56 +53,8 @@ pub fn build_body(cfg: &ModelConfig, req: &ChatRequest) -> Value {
     }
     for m in &req.messages {
         match m.role {
-            Role::User => {
-                // Tool results are separate `tool` messages, and must come first: they
-                // answer the assistant message just before.
-                let mut content = Vec::new();
-                for p in &m.parts {
-                    match p {
-                        Part::ToolResult {
-                            call_id,
-                            content: c,
-                            ..
-                        } => messages
-                            .push(json!({"role": "tool", "tool_call_id": call_id, "content": c})),
-                        Part::Text(t) => content.push(json!({"type": "text", "text": t})),
-                        Part::Image(img) => content.push(
-                            json!({"type": "image_url", "image_url": {"url": img.data_url()}}),
-                        ),
-                        Part::ToolCall(_) => {}
-                    }
-                }
-                if !content.is_empty() {
-                    messages.push(json!({"role": "user", "content": content}));
-                }
-            }
-            Role::Assistant => {
-                let text: String = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text(t) => Some(t.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let calls: Vec<Value> = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolCall(c) => Some(json!({
-                            "id": c.id, "type": "function",
-                            "function": {"name": c.name, "arguments": c.raw_arguments}
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
-                if !calls.is_empty() {
-                    msg["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(msg);
-            }
+            Role::User => push_user(&mut messages, &m.parts),
+            Role::Assistant => messages.push(assistant(&m.parts)),
         }
     }
     let mut body = json!({"model": cfg.model, "messages": messages});
@@ -129,6 +81,61 @@ pub fn build_body(cfg: &ModelConfig, req: &ChatRequest) -> Value {
         });
     }
     body
+}
+
+/// A user message: tool results become separate `tool` messages, and come first (they
+/// answer the assistant message just before); text and images follow as one message.
+fn push_user(messages: &mut Vec<Value>, parts: &[Part]) {
+    let mut content = Vec::new();
+    for p in parts {
+        match p {
+            Part::ToolResult {
+                call_id,
+                content: c,
+                ..
+            } => messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": c})),
+            Part::Text(t) => content.push(json!({"type": "text", "text": t})),
+            Part::Image(img) => {
+                content.push(json!({"type": "image_url", "image_url": {"url": img.data_url()}}))
+            }
+            Part::ToolCall(_) => {}
+        }
+    }
+    if !content.is_empty() {
+        messages.push(json!({"role": "user", "content": content}));
+    }
+}
+
+/// An assistant message: its text parts joined (`null` when none), its tool calls.
+fn assistant(parts: &[Part]) -> Value {
+    let text: String = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let calls: Vec<Value> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::ToolCall(c) => Some(json!({
+                "id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.raw_arguments}
+            })),
+            _ => None,
+        })
+        .collect();
+    let content = if text.is_empty() {
+        Value::Null
+    } else {
+        Value::String(text)
+    };
+    let mut msg = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        msg["tool_calls"] = Value::Array(calls);
+    }
+    msg
 }
 
 /// Reads a recorded reply (`choices[0].message` and `usage`).
