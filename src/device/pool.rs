@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use backon::{ExponentialBuilder, Retryable as _};
+use backon::Retryable as _;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use crate::device::adb::{AdbDevice, AdbHost, AdbOptions, is_tcp_serial};
 use crate::device::sim::{SimConfig, SimDevice};
 use crate::device::{Device, DeviceError};
-use crate::domain::{ScreenSize, TaskEvent};
+use crate::domain::{RetryPolicy, ScreenSize, TaskEvent};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -100,6 +100,17 @@ pub struct PoolOptions {
     pub reconnect_min: Duration,
     pub reconnect_max: Duration,
     pub reconnect_attempts: usize,
+}
+
+impl PoolOptions {
+    /// The reconnect schedule of one round.
+    pub fn reconnect_policy(&self) -> RetryPolicy {
+        RetryPolicy::new(
+            self.reconnect_min,
+            self.reconnect_max,
+            u32::try_from(self.reconnect_attempts).unwrap_or(u32::MAX),
+        )
+    }
 }
 
 impl Default for PoolOptions {
@@ -659,10 +670,8 @@ impl DevicePool {
         let pool = self.clone();
         let o = &self.inner.opts;
         let quarantined = self.lock().get(&id).is_some_and(|e| e.quarantined);
-        let backoff = ExponentialBuilder::default()
-            .with_min_delay(o.reconnect_min)
-            .with_max_delay(o.reconnect_max)
-            .with_max_times(if quarantined { 0 } else { o.reconnect_attempts });
+        let retries = if quarantined { 0 } else { o.reconnect_attempts };
+        let backoff = o.reconnect_policy().with_retries(retries as u32);
         tokio::spawn(async move {
             let attempt = || async {
                 dev.reconnect().await?;

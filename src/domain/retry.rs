@@ -1,7 +1,8 @@
 //! `RetryPolicy`: how often to try again and how long to wait in between, as one type
 //! for every retry in the crate (runner, pool, LLM clients, webhooks). It is a backon
 //! `BackoffBuilder`, so it feeds `Retryable::retry` directly, or hand-written loops that
-//! need to do something between attempts (re-observe the screen) through `build()`.
+//! need to do something between attempts (re-observe the screen, honour `Retry-After`)
+//! through `delays()`. Lives in `domain` so that every layer may import it.
 
 use std::time::Duration;
 
@@ -47,6 +48,56 @@ impl RetryPolicy {
             max_retries: None,
             jitter: false,
         }
+    }
+
+    /// Doubling from `base` up to `max`, no jitter, `retries` retries after the first try.
+    pub fn new(base: Duration, max: Duration, retries: u32) -> Self {
+        Self::doubling(base, max).with_retries(retries)
+    }
+
+    /// Spread each exponential delay randomly (by up to one more delay), so that many
+    /// clients failing together do not retry together. A listed policy is kept as listed.
+    pub fn with_jitter(mut self) -> Self {
+        if let Self::Exponential { jitter, .. } = &mut self {
+            *jitter = true;
+        }
+        self
+    }
+
+    pub fn with_retries(mut self, retries: u32) -> Self {
+        match &mut self {
+            Self::Listed { max_retries, .. } => *max_retries = retries as usize,
+            Self::Exponential { max_retries, .. } => *max_retries = Some(retries as usize),
+        }
+        self
+    }
+
+    /// Growth per retry (exponential policies).
+    pub fn with_factor(mut self, f: f32) -> Self {
+        if let Self::Exponential { factor, .. } = &mut self {
+            *factor = f;
+        }
+        self
+    }
+
+    /// Retries after the first attempt (`u32::MAX` for an unbounded policy).
+    pub fn retries(&self) -> u32 {
+        match self {
+            Self::Listed { max_retries, .. } => *max_retries as u32,
+            Self::Exponential { max_retries, .. } => {
+                max_retries.map_or(u32::MAX, |n| n.min(u32::MAX as usize) as u32)
+            }
+        }
+    }
+
+    /// Attempts in all, the first included.
+    pub fn max_attempts(&self) -> u32 {
+        self.retries().saturating_add(1)
+    }
+
+    /// The delays one by one, for loops written by hand (`None` when retries are spent).
+    pub fn delays(&self) -> RetryBackoff {
+        self.clone().build()
     }
 }
 
@@ -153,5 +204,26 @@ mod tests {
             .collect();
         // backon multiplies in f32: 400.000006 ms is 400 ms.
         assert_eq!(got, [200, 400, 800, 1600, 3000, 3000]);
+    }
+
+    #[test]
+    fn delays_double_from_base_up_to_max_then_stop() {
+        let p = RetryPolicy::new(Duration::from_millis(100), Duration::from_millis(300), 4);
+        // backon multiplies in f32 seconds: round to whole milliseconds.
+        let d: Vec<u128> = p.delays().map(|d| (d.as_micros() + 500) / 1000).collect();
+        assert_eq!(d, [100, 200, 300, 300]);
+        assert_eq!(p.max_attempts(), 5);
+        assert_eq!(p.with_retries(0).delays().count(), 0);
+    }
+
+    #[test]
+    fn jitter_stays_within_one_extra_delay() {
+        let p =
+            RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(10), 3).with_jitter();
+        for (i, d) in p.delays().enumerate() {
+            let plain = 100_000u128 << i;
+            let us = d.as_micros();
+            assert!(us + 1_000 >= plain && us <= 2 * plain + 1_000, "{d:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::error::LlmError;
 use super::types::Usage;
+use crate::domain::RetryPolicy;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -152,6 +153,17 @@ impl ModelConfig {
 
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout_secs.max(1))
+    }
+
+    /// The retry schedule of one call: doubling from `backoff_ms` (with jitter), each
+    /// delay capped at 30 s, `max_retries` retries.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy::new(
+            Duration::from_millis(self.backoff_ms),
+            Duration::from_secs(30),
+            self.max_retries,
+        )
+        .with_jitter()
     }
 
     /// Whether `base_url` points at the provider's own hosted API (not a local server).

@@ -1,8 +1,10 @@
-//! The one place that talks HTTP to providers: per-attempt timeout, retries with
-//! exponential backoff (backon's schedule) on 429, 5xx and timeouts, honouring
-//! `Retry-After` (seconds or HTTP-date) and `retry-after-ms`. A refused connection gets
-//! a short budget of its own (`CONNECT_RETRIES` quick attempts, under a second): a
-//! closed port does not open by itself. Every retry is reported (`retry::report`).
+//! The transport under every model client: one JSON POST with a per-attempt timeout and
+//! retries on 429, 5xx, 408 and timeouts, the delays drawn from the model's
+//! `RetryPolicy` (`ModelConfig::retry_policy`) but replaced by `Retry-After` (seconds or
+//! HTTP-date) and `retry-after-ms` when the server sends them. A refused connection gets
+//! a short budget of its own (`CONNECT_RETRIES` quick attempts, under a second): a closed
+//! port does not open by itself. Every retry is reported (`retry::report`). The reply
+//! comes back as text: the client decodes it into its provider's typed reply.
 //!
 //! backon's `Retryable` helper cannot replace its next delay with a server-sent one,
 //! so the loop is written here and only the delay schedule comes from backon.
@@ -10,16 +12,16 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::config::{ApiKey, ModelConfig, ProviderKind};
 use super::error::{LlmError, redact};
+use crate::domain::RetryPolicy;
 
-/// A JSON body that came back with 2xx, and how long the successful attempt took.
+/// A body that came back with 2xx, and how long the successful attempt took.
 pub struct HttpReply {
-    pub body: Value,
+    pub text: String,
     pub latency: Duration,
     pub attempts: u32,
 }
@@ -28,8 +30,7 @@ pub struct HttpClient {
     client: reqwest::Client,
     provider: ProviderKind,
     timeout: Duration,
-    max_retries: u32,
-    backoff: Duration,
+    policy: RetryPolicy,
     max_retry_after: Duration,
 }
 
@@ -39,6 +40,14 @@ fn install_crypto() {
         // Another part of the process may have installed one already; that is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// What one attempt came to.
+enum Attempt {
+    Done(HttpReply),
+    /// Not worth another attempt whatever the schedule says.
+    Fatal(LlmError),
+    Failed(Failure),
 }
 
 impl HttpClient {
@@ -54,136 +63,42 @@ impl HttpClient {
             client,
             provider: cfg.provider,
             timeout: cfg.timeout(),
-            max_retries: cfg.max_retries,
-            backoff: Duration::from_millis(cfg.backoff_ms),
+            policy: cfg.retry_policy(),
             max_retry_after: Duration::from_secs(cfg.max_retry_after_secs),
         })
     }
 
-    /// POSTs `body` as JSON and returns the parsed 2xx reply. `key` is only used to
+    /// POSTs `body` (JSON bytes) and returns the 2xx reply's text. `key` is only used to
     /// scrub it from error messages; the caller has put it into `headers`.
     pub async fn post_json(
         &self,
         url: &str,
         headers: HeaderMap,
-        body: &Value,
+        body: Vec<u8>,
         key: Option<&ApiKey>,
     ) -> Result<HttpReply, LlmError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Config {
-            message: format!("request body does not serialize: {e}"),
-        })?;
-        let mut schedule = ExponentialBuilder::default()
-            .with_min_delay(self.backoff)
-            .with_max_delay(Duration::from_secs(30))
-            .with_max_times(self.max_retries as usize)
-            .with_jitter()
-            .build();
-        let mut connect_schedule = ExponentialBuilder::default()
-            .with_min_delay(CONNECT_BACKOFF)
-            .with_max_times(CONNECT_RETRIES.min(self.max_retries) as usize)
-            .build();
+        let body = bytes::Bytes::from(body);
+        let mut schedule = self.policy.delays();
+        let mut connect_schedule = connect_policy(self.policy.retries()).delays();
         // URLs for Gemini carry no key (it goes in a header), but strip any query anyway.
         let shown_url = url.split('?').next().unwrap_or(url).to_string();
         let mut attempts = 0u32;
         loop {
             attempts += 1;
-            let started = Instant::now();
-            let sent = self
-                .client
-                .post(url)
-                .headers(headers.clone())
-                .header("content-type", "application/json")
-                .timeout(self.timeout)
-                .body(bytes.clone())
-                .send()
-                .await;
-            let failure = match sent {
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let retry_after = retry_after(resp.headers());
-                    let text = match resp.text().await {
-                        Ok(t) => t,
-                        Err(e) if e.is_timeout() => {
-                            // A body that stalls mid-read is not retried: the tokens
-                            // generated so far are already billed.
-                            return Err(LlmError::Timeout {
-                                url: shown_url,
-                                after: self.timeout,
-                                attempts,
-                            });
-                        }
-                        Err(e) => {
-                            return Err(LlmError::Malformed {
-                                provider: self.provider,
-                                message: format!("reading the body failed: {e}"),
-                            });
-                        }
-                    };
-                    if (200..300).contains(&status) {
-                        let body =
-                            serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
-                                provider: self.provider,
-                                message: format!(
-                                    "body is not JSON ({e}); it starts with {:?}",
-                                    excerpt(&redact(&text, key.map(ApiKey::expose)))
-                                ),
-                            })?;
-                        return Ok(HttpReply {
-                            body,
-                            latency: started.elapsed(),
-                            attempts,
-                        });
-                    }
-                    let message = redact(&error_message(&text), key.map(ApiKey::expose));
-                    Failure::Status {
-                        status,
-                        message,
-                        retry_after,
-                    }
+            let failure = match self.attempt(url, &headers, body.clone(), key).await {
+                Attempt::Done(mut reply) => {
+                    reply.attempts = attempts;
+                    return Ok(reply);
                 }
-                Err(e) if e.is_timeout() => Failure::Timeout,
-                // reqwest's message and its sources each name the URL: it is shown once,
-                // by `LlmError`, so the chain is taken without it.
-                Err(e) if e.is_connect() || e.is_request() => Failure::Connect(redact(
-                    &error_chain(&e.without_url()),
-                    key.map(ApiKey::expose),
-                )),
-                Err(e) => {
-                    return Err(LlmError::Unreachable {
-                        url: shown_url,
-                        message: redact(&error_chain(&e.without_url()), key.map(ApiKey::expose)),
-                    });
-                }
-            };
-            let retryable = match &failure {
-                Failure::Status { status, .. } => {
-                    *status == 429 || *status == 408 || *status >= 500
-                }
-                Failure::Timeout | Failure::Connect(_) => true,
+                Attempt::Fatal(e) => return Err(self.name_url(e, &shown_url, attempts)),
+                Attempt::Failed(f) => f,
             };
             let next = match &failure {
                 Failure::Connect(_) => connect_schedule.next(),
-                _ if retryable => schedule.next(),
+                f if f.retryable() => schedule.next(),
                 _ => None,
             };
-            let wait = match (&failure, next) {
-                (
-                    Failure::Status {
-                        retry_after: Some(ra),
-                        ..
-                    },
-                    Some(_),
-                ) if *ra <= self.max_retry_after => Some(*ra),
-                (
-                    Failure::Status {
-                        retry_after: Some(_),
-                        ..
-                    },
-                    Some(_),
-                ) => None,
-                (_, d) => d,
-            };
-            match wait {
+            match self.wait(&failure, next) {
                 Some(d) => {
                     let cause = failure.describe();
                     tracing::warn!(
@@ -195,6 +110,106 @@ impl HttpClient {
                 }
                 None => return Err(self.final_error(failure, shown_url, attempts)),
             }
+        }
+    }
+
+    /// One POST, its body read to the end.
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: bytes::Bytes,
+        key: Option<&ApiKey>,
+    ) -> Attempt {
+        let started = Instant::now();
+        let sent = self
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .header("content-type", "application/json")
+            .timeout(self.timeout)
+            .body(body)
+            .send()
+            .await;
+        let scrub = |s: &str| redact(s, key.map(ApiKey::expose));
+        let resp = match sent {
+            Ok(resp) => resp,
+            Err(e) if e.is_timeout() => return Attempt::Failed(Failure::Timeout),
+            // reqwest's message and its sources each name the URL: it is shown once,
+            // by `LlmError`, so the chain is taken without it.
+            Err(e) if e.is_connect() || e.is_request() => {
+                return Attempt::Failed(Failure::Connect(scrub(&error_chain(&e.without_url()))));
+            }
+            Err(e) => {
+                return Attempt::Fatal(LlmError::Unreachable {
+                    url: String::new(),
+                    message: scrub(&error_chain(&e.without_url())),
+                });
+            }
+        };
+        let status = resp.status().as_u16();
+        let retry_after = retry_after(resp.headers());
+        let text = match resp.text().await {
+            Ok(t) => t,
+            // A body that stalls mid-read is not retried: the tokens generated so far
+            // are already billed.
+            Err(e) if e.is_timeout() => {
+                return Attempt::Fatal(LlmError::Timeout {
+                    url: String::new(),
+                    after: self.timeout,
+                    attempts: 0,
+                });
+            }
+            Err(e) => {
+                return Attempt::Fatal(LlmError::Malformed {
+                    provider: self.provider,
+                    message: format!("reading the body failed: {e}"),
+                });
+            }
+        };
+        if (200..300).contains(&status) {
+            return Attempt::Done(HttpReply {
+                text,
+                latency: started.elapsed(),
+                attempts: 0,
+            });
+        }
+        Attempt::Failed(Failure::Status {
+            status,
+            message: scrub(&error_message(&text)),
+            retry_after,
+        })
+    }
+
+    /// Fills in the URL and attempt count a fatal error was built without.
+    fn name_url(&self, e: LlmError, shown_url: &str, n: u32) -> LlmError {
+        match e {
+            LlmError::Unreachable { message, .. } => LlmError::Unreachable {
+                url: shown_url.to_string(),
+                message,
+            },
+            LlmError::Timeout { after, .. } => LlmError::Timeout {
+                url: shown_url.to_string(),
+                after,
+                attempts: n,
+            },
+            e => e,
+        }
+    }
+
+    /// The delay before the next attempt: the server's `Retry-After` when it sent one
+    /// (and it is within `max_retry_after`; a longer one ends the call), else the
+    /// schedule's. `None`: no more attempts.
+    fn wait(&self, failure: &Failure, next: Option<Duration>) -> Option<Duration> {
+        match (failure, next) {
+            (
+                Failure::Status {
+                    retry_after: Some(ra),
+                    ..
+                },
+                Some(_),
+            ) => (*ra <= self.max_retry_after).then_some(*ra),
+            (_, d) => d,
         }
     }
 
@@ -253,6 +268,15 @@ impl HttpClient {
 const CONNECT_RETRIES: u32 = 2;
 const CONNECT_BACKOFF: Duration = Duration::from_millis(250);
 
+/// The refused-connection schedule: never more retries than the model's own.
+fn connect_policy(max_retries: u32) -> RetryPolicy {
+    RetryPolicy::new(
+        CONNECT_BACKOFF,
+        Duration::from_secs(60),
+        CONNECT_RETRIES.min(max_retries),
+    )
+}
+
 enum Failure {
     Status {
         status: u16,
@@ -264,6 +288,13 @@ enum Failure {
 }
 
 impl Failure {
+    fn retryable(&self) -> bool {
+        match self {
+            Failure::Status { status, .. } => *status == 429 || *status == 408 || *status >= 500,
+            Failure::Timeout | Failure::Connect(_) => true,
+        }
+    }
+
     /// Why an attempt failed, for retry notices.
     fn describe(&self) -> String {
         match self {
@@ -292,7 +323,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
-fn excerpt(s: &str) -> String {
+pub(crate) fn excerpt(s: &str) -> String {
     s.chars().take(200).collect()
 }
 

@@ -1,6 +1,6 @@
-//! Model clients behind one `ChatModel` trait: OpenAI Chat Completions (and every
-//! OpenAI-compatible server through `base_url`), Anthropic Messages, Gemini
-//! generateContent. Messages with text and images, tools as JSON schemas, usage and
+//! Model clients behind one `ChatModel` trait: one `HttpChatClient` over a
+//! `WireFormat` per provider: OpenAI Chat Completions (and every OpenAI-compatible
+//! server through `base_url`), Anthropic Messages, Gemini generateContent. Messages with text and images, tools as JSON schemas, usage and
 //! cost, retries with backoff honouring `Retry-After`, per-request timeouts, and errors
 //! with hints. Keys live in `ApiKey`, which never prints.
 //!
@@ -8,6 +8,7 @@
 //! stays `None`.
 
 pub mod anthropic;
+pub mod client;
 pub mod config;
 pub mod error;
 pub mod gemini;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use client::{HttpChatClient, WireFormat};
 pub use config::{ApiKey, ModelConfig, ModelPrice, PriceTable, ProviderKind};
 pub use error::LlmError;
 pub use types::{
@@ -47,17 +49,10 @@ pub fn build_model_with_key(
     cfg: &ModelConfig,
     key: Option<ApiKey>,
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
-    let need = |k: Option<ApiKey>| {
-        k.ok_or(LlmError::MissingKey {
-            provider: cfg.provider,
-            env_var: cfg.provider.key_env(),
-        })
-    };
+    let cfg = cfg.clone();
     Ok(match cfg.provider {
-        ProviderKind::Openai => Arc::new(openai::OpenAiChat::new(cfg.clone(), key)?),
-        ProviderKind::Anthropic => {
-            Arc::new(anthropic::AnthropicChat::new(cfg.clone(), need(key)?)?)
-        }
-        ProviderKind::Gemini => Arc::new(gemini::GeminiChat::new(cfg.clone(), need(key)?)?),
+        ProviderKind::Openai => Arc::new(openai::OpenAiChat::new(cfg, key)?),
+        ProviderKind::Anthropic => Arc::new(anthropic::AnthropicChat::new(cfg, key)?),
+        ProviderKind::Gemini => Arc::new(gemini::GeminiChat::new(cfg, key)?),
     })
 }

@@ -27,7 +27,8 @@
 //! means the receiver refused this payload and sending it again would not help, so it
 //! is not retried. Redirects are not followed: an HTTP client turns a redirected POST
 //! into a GET, which would drop the signed body; a `3xx` is reported with its target so
-//! the URL can be fixed. The schedule is backon's `ExponentialBuilder` with jitter.
+//! the URL can be fixed. The schedule is `WebhookConfig::retry_policy` (a jittered
+//! `RetryPolicy`) fed to backon.
 //!
 //! The secret never appears in logs or `Debug` output, and URLs are logged without their
 //! query string or credentials (receivers often put a token there).
@@ -36,7 +37,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable as _};
+use backon::Retryable as _;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -44,7 +45,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::result::CoordinatorResult;
-use crate::domain::TaskEvent;
+use crate::domain::{RetryPolicy, TaskEvent};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -95,6 +96,19 @@ pub struct WebhookConfig {
     /// The first retry's delay; it doubles per retry up to `backoff_max_ms`.
     pub backoff_initial_ms: u64,
     pub backoff_max_ms: u64,
+}
+
+impl WebhookConfig {
+    /// The delivery schedule: doubling from `backoff_initial_ms` up to `backoff_max_ms`,
+    /// with jitter, `max_attempts - 1` retries.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy::new(
+            Duration::from_millis(self.backoff_initial_ms),
+            Duration::from_millis(self.backoff_max_ms),
+            self.max_attempts.saturating_sub(1),
+        )
+        .with_jitter()
+    }
 }
 
 impl Default for WebhookConfig {
@@ -336,12 +350,7 @@ impl WebhookSender {
         let body = bytes::Bytes::from(body);
         let attempts = AtomicU32::new(0);
         let max_delay = Duration::from_millis(self.cfg.backoff_max_ms);
-        let schedule = ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(self.cfg.backoff_initial_ms))
-            .with_max_delay(max_delay)
-            .with_factor(2.0)
-            .with_jitter()
-            .with_max_times(self.cfg.max_attempts.saturating_sub(1) as usize);
+        let schedule = self.cfg.retry_policy();
         let outcome = (|| {
             let n = attempts.fetch_add(1, Ordering::SeqCst) + 1;
             self.attempt(parsed.clone(), event, delivery_id, body.clone(), n)
