@@ -2,7 +2,7 @@
 //!
 //! The crate is a library first so that the binary, `tests/` and `benches/` all run the
 //! same code. Layers, lowest first (lower layers never import higher ones): `domain`,
-//! `screen`, `device`, `adbd`, `store`, `llm`, `agent`, `run`, `core` (the
+//! `screen`, `script` (the script document: pure data over domain and screen), `device`, `adbd`, `store`, `llm`, `agent`, `run`, `core` (the
 //! wiring: builds and stops everything once), `server`, then `bench` and `cli` (`config` is
 //! read from `core` up).
 //! See ARCHITECTURE.md for the map.
@@ -18,5 +18,6 @@ pub mod domain;
 pub mod llm;
 pub mod run;
 pub mod screen;
+pub mod script;
 pub mod server;
 pub mod store;

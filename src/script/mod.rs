@@ -1,0 +1,15 @@
+//! Scripts: a flow recorded once and replayed with no model, recovered with one when a
+//! step breaks (AI in the middle). This module owns the script document (`model`), its
+//! `${var}` substitution (`vars`) and recovery-hint triggers (`hints`); recording, replay,
+//! Maestro interop and storage build on these types.
+
+pub mod hints;
+pub mod model;
+pub mod vars;
+
+pub use hints::{Failure, Trigger};
+pub use model::{
+    Expect, RecoveryHint, Script, ScriptError, ScriptId, ScriptSource, ScriptStep, StepAction,
+    StepParameters, WaitCondition,
+};
+pub use vars::Vars;
