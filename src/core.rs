@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::spec::{AgentSpec, build_agent};
+use crate::agent::spec::{AgentSpec, build_recording_agent};
 use crate::config::Config;
 use crate::device::pool::{DevicePool, PoolError};
 use crate::domain::Task;
@@ -236,7 +236,8 @@ fn agent_factory(config: &Config) -> AgentFactory {
             Some(v) => AgentSpec::from_json(v).map_err(|e| e.to_string())?,
             None => AgentSpec::default(),
         };
-        build_agent(&spec, &defaults).map_err(|e| format!("{e}. {}", e.hint()))
+        let record = task.spec.record.then_some(task.spec.instruction.as_str());
+        build_recording_agent(&spec, &defaults, record).map_err(|e| format!("{e}. {}", e.hint()))
     })
 }
 

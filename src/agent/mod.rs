@@ -8,6 +8,7 @@ pub mod context;
 pub mod grounding;
 pub mod navigator;
 pub mod parse_error;
+pub mod recording;
 pub mod replay;
 pub mod spec;
 pub mod vision;
@@ -81,6 +82,16 @@ pub trait Agent: Send {
     /// a replay skips the actions they ran. (A task seeded from a saved trajectory by
     /// `droidpilot run --resume` is given the remaining actions instead.)
     fn resume(&mut self, _committed: &[crate::domain::Step]) {}
+    /// A script this agent produced (recorded with `"record": true`), taken once when the
+    /// task ends; `finished_ok` says whether it ended in a successful finish.
+    fn take_script(
+        &mut self,
+        finished_ok: bool,
+        reason: Option<&str>,
+    ) -> Option<crate::script::Script> {
+        let _ = (finished_ok, reason);
+        None
+    }
 }
 
 /// An MCP tool the agent may call; its result comes back through the history.

@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::grounding::{Grounder, GroundingRequest};
 use super::parse_error::ParseError;
+use super::recording::{RECORDING_PROMPT, Recording};
 use super::{Agent, AgentContext, AgentError, Decision, McpTool, Meter};
 use crate::domain::ActionParser;
 use crate::llm::{
@@ -196,11 +197,32 @@ pub struct NavigatorAgent {
     prices: PriceTable,
     screenshot: bool,
     grounder: Option<Arc<dyn Grounder>>,
+    /// Set with `"record": true`: the script being recorded (`recording.rs`).
+    recording: Option<Recording>,
 }
 
 enum Outcome {
     Act(crate::domain::Action),
     Info(String),
+    /// Only `record_step` calls this turn: ask for the action.
+    Recorded,
+}
+
+/// The tool result for one call of an assistant turn.
+struct Answer {
+    call_id: String,
+    content: String,
+    is_error: bool,
+}
+
+impl Answer {
+    fn new(c: &ToolCall, content: String, is_error: bool) -> Self {
+        Self {
+            call_id: c.id.clone(),
+            content,
+            is_error,
+        }
+    }
 }
 
 impl NavigatorAgent {
@@ -235,7 +257,58 @@ impl NavigatorAgent {
             prices,
             screenshot,
             grounder: None,
+            recording: None,
         }
+    }
+
+    /// Records the run as a script: adds `record_step` and `finalize_script`.
+    pub fn with_recording(mut self, goal: &str) -> Self {
+        self.tools.extend(Recording::tools());
+        self.system.push_str(RECORDING_PROMPT);
+        self.recording = Some(Recording::new(goal));
+        self
+    }
+
+    /// Answers the turn's `record_step` calls (recording them), and returns the call
+    /// that decides, if any, with the answers for the model.
+    fn take_records<'c>(&mut self, calls: &'c [ToolCall]) -> (Option<&'c ToolCall>, Vec<Answer>) {
+        let mut answers = Vec::new();
+        let mut decisive = None;
+        for c in calls {
+            match (&mut self.recording, c.name.as_str()) {
+                (Some(rec), "record_step") => {
+                    let r = c
+                        .arguments()
+                        .map_err(|e| ParseError::json(&e, &c.raw_arguments, 0))
+                        .and_then(|a| rec.record_step(a));
+                    answers.push(match r {
+                        Ok(m) => Answer::new(c, m, false),
+                        Err(e) => Answer::new(c, super::correction(&e), true),
+                    });
+                }
+                _ if decisive.is_none() => decisive = Some(c),
+                _ => answers.push(Answer::new(
+                    c,
+                    "not executed: call one action tool per turn".into(),
+                    true,
+                )),
+            }
+        }
+        (decisive, answers)
+    }
+
+    /// `finalize_script` (recording only) becomes the `finish` that ends the task.
+    fn finalize(&mut self, call: &ToolCall) -> Option<Result<Interpreted, ParseError>> {
+        let rec = self
+            .recording
+            .as_mut()
+            .filter(|_| call.name == "finalize_script")?;
+        Some(
+            call.arguments()
+                .map_err(|e| ParseError::json(&e, &call.raw_arguments, 0))
+                .and_then(|a| rec.finalize(a))
+                .map(|a| Interpreted::Done(Outcome::Act(a))),
+        )
     }
 
     pub fn with_grounder(mut self, g: Arc<dyn Grounder>) -> Self {
@@ -433,10 +506,13 @@ fn render_calls(text: &str, calls: &[ToolCall]) -> String {
 #[async_trait]
 impl Agent for NavigatorAgent {
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
-        let mut meter = Meter::new(&self.prices);
+        // Owned, so that recording can borrow the agent mutably while the meter runs.
+        let prices = self.prices.clone();
+        let mut meter = Meter::new(&prices);
         let mut req = self.build_request(ctx);
         let mut retries = 0u32;
         let mut info_rounds = 0u32;
+        let mut record_rounds = 0u32;
         loop {
             let reply = meter.call(self.model.as_ref(), &req).await?;
             let raw = render_calls(&reply.text, &reply.tool_calls);
@@ -445,12 +521,17 @@ impl Agent for NavigatorAgent {
                 .clone()
                 .filter(|r| !r.is_empty())
                 .unwrap_or_else(|| reply.text.trim().to_string());
-            let result = match reply.tool_calls.first() {
+            let (decisive, mut answers) = self.take_records(&reply.tool_calls);
+            let result = match decisive {
+                None if !answers.is_empty() => Ok(Interpreted::Done(Outcome::Recorded)),
                 None => Err(ParseError::MissingTag {
                     tag: "tool call",
                     expected: "call exactly one of the tools",
                 }),
-                Some(call) => self.interpret(call, ctx),
+                Some(call) => match self.finalize(call) {
+                    Some(r) => r,
+                    None => self.interpret(call, ctx),
+                },
             };
             let outcome = match result {
                 Ok(Interpreted::Done(o)) => Ok(o),
@@ -482,6 +563,23 @@ impl Agent for NavigatorAgent {
             let (feedback, is_error) = match outcome {
                 Ok(Outcome::Act(action)) => {
                     return Ok(meter.decision(thinking, action, raw, retries));
+                }
+                Ok(Outcome::Recorded) if record_rounds < MAX_INFO_ROUNDS => {
+                    record_rounds += 1;
+                    ("now call an action tool".into(), false)
+                }
+                Ok(Outcome::Recorded) => {
+                    let e = ParseError::InvalidField {
+                        action: "record_step".into(),
+                        field: "tool".into(),
+                        reason: "the step is recorded; call an action tool now".into(),
+                    };
+                    return Err(AgentError::Parse {
+                        error: Box::new(e),
+                        raw,
+                        attempts: retries + 1,
+                        usage: meter.usage,
+                    });
                 }
                 Ok(Outcome::Info(text)) if info_rounds < MAX_INFO_ROUNDS => {
                     info_rounds += 1;
@@ -525,17 +623,19 @@ impl Agent for NavigatorAgent {
                 assistant.push(Part::Text(reply.text.clone()));
             }
             let mut results = Vec::new();
-            for (i, c) in reply.tool_calls.iter().enumerate() {
+            if let Some(c) = decisive {
+                answers.push(Answer::new(c, feedback.clone(), is_error));
+            } else if let Some(first) = answers.first_mut().filter(|_| is_error) {
+                first.content = format!("{}\n{feedback}", first.content);
+            }
+            for c in &reply.tool_calls {
                 assistant.push(Part::ToolCall(c.clone()));
+                let a = answers.iter().find(|a| a.call_id == c.id);
                 results.push(Part::ToolResult {
                     call_id: c.id.clone(),
                     name: c.name.clone(),
-                    content: if i == 0 {
-                        feedback.clone()
-                    } else {
-                        "not executed: call one tool per turn".into()
-                    },
-                    is_error: is_error || i > 0,
+                    content: a.map_or_else(|| "not executed".into(), |a| a.content.clone()),
+                    is_error: a.is_none_or(|a| a.is_error),
                 });
             }
             if reply.tool_calls.is_empty() {
@@ -552,6 +652,14 @@ impl Agent for NavigatorAgent {
             req.messages.push(Message::user(results));
         }
     }
+    fn take_script(
+        &mut self,
+        finished_ok: bool,
+        reason: Option<&str>,
+    ) -> Option<crate::script::Script> {
+        self.recording.as_mut()?.take(finished_ok, reason)
+    }
+
     fn describe(&self) -> String {
         let c = self.model.config();
         format!(

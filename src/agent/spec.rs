@@ -402,7 +402,32 @@ pub fn build_agent(
     spec: &AgentSpec,
     defaults: &AgentDefaults,
 ) -> Result<Box<dyn Agent>, AgentError> {
+    build_recording_agent(spec, defaults, None)
+}
+
+/// Refuses `"record": true` for an agent that cannot record (only the navigator has the
+/// `record_step` / `finalize_script` tools).
+pub fn check_record(kind: AgentKind) -> Result<(), SpecError> {
+    if kind == AgentKind::Navigator {
+        return Ok(());
+    }
+    Err(SpecError::new(
+        "kind",
+        "`record: true` needs the navigator agent, which records steps through its record_step and finalize_script tools".to_string(),
+    ))
+}
+
+/// Builds the agent; with `record` (the task's goal) the navigator records the run as a
+/// script (`agent::recording`).
+pub fn build_recording_agent(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+    record: Option<&str>,
+) -> Result<Box<dyn Agent>, AgentError> {
     let kind = spec.validate(defaults)?;
+    if record.is_some() {
+        check_record(kind)?;
+    }
     for t in &defaults.mcp_tools {
         if BUILTIN_TOOLS.contains(&t.name.as_str()) || t.name == "mobile_use" {
             return Err(SpecError::new(
@@ -445,6 +470,9 @@ pub fn build_agent(
                     defaults.grounding_format,
                     defaults.prices.clone(),
                 )));
+            }
+            if let Some(goal) = record {
+                nav = nav.with_recording(goal);
             }
             Box::new(nav)
         }

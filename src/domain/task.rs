@@ -145,6 +145,9 @@ pub struct TaskSpec {
     /// the full URL is kept for delivery only.
     #[serde(default, serialize_with = "serialize_redacted_url")]
     pub webhook_url: Option<String>,
+    /// Record the run as a script (navigator agent): stored when the task succeeds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record: bool,
 }
 
 fn serialize_redacted_url<S: serde::Serializer>(
@@ -232,6 +235,8 @@ pub struct NewTask {
     /// Where to POST the result when the task ends (http or https).
     #[schema(max_length = 2000, pattern = "^https?://")]
     pub webhook_url: Option<String>,
+    /// Record the run as a replayable script (navigator agent only; see README "Scripts").
+    pub record: Option<bool>,
 }
 
 /// Why a task request was refused; each names the field.
@@ -319,6 +324,7 @@ impl TaskSpec {
         }
         Ok(TaskSpec {
             webhook_url: req.webhook_url,
+            record: req.record.unwrap_or(false),
             instruction,
             priority,
             max_steps,

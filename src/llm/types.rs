@@ -194,7 +194,11 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// A tool whose arguments are the struct `T`, described by its schemars schema.
     pub fn of<T: JsonSchema>(name: &str, description: &str) -> Self {
-        let mut parameters = serde_json::to_value(schemars::schema_for!(T))
+        // Inlined: some providers (Gemini) do not follow `$ref`s into `$defs`.
+        let generator = schemars::generate::SchemaSettings::draft2020_12()
+            .with(|s| s.inline_subschemas = true)
+            .into_generator();
+        let mut parameters = serde_json::to_value(generator.into_root_schema_for::<T>())
             .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
         if let Value::Object(m) = &mut parameters {
             // Providers reject or ignore these meta keys; they only cost tokens.

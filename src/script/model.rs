@@ -89,7 +89,7 @@ fn default_recovery_attempts() -> u32 {
 }
 
 /// One step of a script.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptStep {
     pub action: StepAction,
@@ -119,7 +119,9 @@ pub struct ScriptStep {
 
 /// The actions a script step may take: the device actions of `Action` (no `finish`,
 /// `ask_user` or `mcp_call`: a script ends when its steps end).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum StepAction {
     Tap,
@@ -175,7 +177,9 @@ impl StepAction {
 }
 
 /// Action-specific parameters. A parameter the step's action does not use is refused.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct StepParameters {
     /// `type`: the text (may hold `${var}`).
@@ -187,6 +191,7 @@ pub struct StepParameters {
     /// `scroll` and `swipe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
+    #[schemars(with = "Option<String>")]
     pub direction: Option<Direction>,
     /// `scroll`: keep scrolling until this selector is visible (Maestro's
     /// scrollUntilVisible), at most `max_scrolls` times (default 10).
@@ -203,6 +208,7 @@ pub struct StepParameters {
     /// `key`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
+    #[schemars(with = "Option<String>")]
     pub key: Option<Key>,
     /// `launch_app`: a package name, or `label`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,7 +242,7 @@ impl StepParameters {
 }
 
 /// Waited for before a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitCondition {
     pub selector: String,
@@ -250,7 +256,9 @@ fn default_timeout() -> u64 {
 
 /// What should hold after a step. Every listed condition must hold (checked until
 /// `timeout_ms`, default 5000).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// Selectors that appear.
@@ -273,7 +281,7 @@ impl Expect {
 }
 
 /// A hint for AI in the middle, given when its trigger matches the failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveryHint {
     /// `element_not_found:#btn_submit`, `element_not_found:*`, `modal_detected`, …
@@ -395,7 +403,8 @@ impl ScriptStep {
         self.parameters.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)
     }
 
-    fn validate(&self, path: &str, known: &[String]) -> Result<(), ScriptError> {
+    /// Checks one step; `known` are the variables set before it.
+    pub fn validate(&self, path: &str, known: &[String]) -> Result<(), ScriptError> {
         for (field, sel) in self.selectors() {
             vars::check_known(&format!("{path}.{field}"), sel, known)?;
             check_selector(&format!("{path}.{field}"), &vars::placeholder(sel))?;

@@ -221,7 +221,13 @@ pub async fn list_interventions(
 fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
     let agent = match &spec.agent {
         Some(a) => crate::agent::spec::AgentSpec::from_json(a)
-            .and_then(|a| a.validate(&s.config.agent).map(|_| a))
+            .and_then(|a| {
+                let kind = a.validate(&s.config.agent)?;
+                if spec.record {
+                    crate::agent::spec::check_record(kind)?;
+                }
+                Ok(a)
+            })
             .map_err(|e| {
                 ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -230,7 +236,18 @@ fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
                     e.hint(),
                 )
             })?,
-        None => crate::agent::spec::AgentSpec::default(),
+        None => {
+            let a = crate::agent::spec::AgentSpec::default();
+            if spec.record {
+                let kind = a.validate(&s.config.agent).map_err(|e| {
+                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent", e.to_string(), e.hint())
+                });
+                crate::agent::spec::check_record(kind?).map_err(|e| {
+                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent", e.to_string(), e.hint())
+                })?;
+            }
+            a
+        }
     };
     if let Some(e) = s
         .config

@@ -114,7 +114,7 @@ fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
 
 const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, agent, \
      external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
-     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url";
+     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record";
 
 fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
     let id: String = r.try_get("id")?;
@@ -136,6 +136,7 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
             session_id: r.try_get("session_id")?,
             metadata: opt_json(r.try_get("metadata")?, "metadata")?,
             webhook_url: r.try_get("webhook_url")?,
+            record: r.try_get::<i64, _>("record")? != 0,
         },
         assigned_device: r.try_get("assigned_device")?,
         created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
@@ -228,7 +229,7 @@ impl Store for SqliteStore {
         let now = Utc::now();
         sqlx::query(
             "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
-             agent, external_id, session_id, metadata, created_at, webhook_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             agent, external_id, session_id, metadata, created_at, webhook_url, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(id.to_string())
         .bind(TaskStatus::Queued.as_str())
@@ -244,6 +245,7 @@ impl Store for SqliteStore {
         .bind(to_json(&spec.metadata))
         .bind(ts(now))
         .bind(&spec.webhook_url)
+        .bind(spec.record as i64)
         .execute(&self.pool)
         .await?;
         self.get_task(id).await
