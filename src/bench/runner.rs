@@ -55,6 +55,7 @@
 //! Overhead per step is reported under load too; there it includes waiting for a worker
 //! thread.
 
+use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -652,6 +653,37 @@ impl Store for TimedStore {
     }
     async fn interventions(&self, task: TaskId) -> Result<Vec<Intervention>, StoreError> {
         store_call!(self, "interventions", self.inner.interventions(task))
+    }
+    async fn create_script(
+        &self,
+        s: &Script,
+        src: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        store_call!(self, "create_script", self.inner.create_script(s, src))
+    }
+    async fn add_script_version(
+        &self,
+        id: ScriptId,
+        s: &Script,
+        src: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        store_call!(
+            self,
+            "add_script_version",
+            self.inner.add_script_version(id, s, src)
+        )
+    }
+    async fn script(&self, id: ScriptId, v: Option<u32>) -> Result<ScriptRecord, StoreError> {
+        store_call!(self, "script", self.inner.script(id, v))
+    }
+    async fn list_scripts(&self, c: Option<&str>, limit: u32) -> Result<ScriptPage, StoreError> {
+        store_call!(self, "list_scripts", self.inner.list_scripts(c, limit))
+    }
+    async fn script_versions(&self, id: ScriptId) -> Result<Vec<ScriptRecord>, StoreError> {
+        store_call!(self, "script_versions", self.inner.script_versions(id))
+    }
+    async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
+        store_call!(self, "delete_script", self.inner.delete_script(id))
     }
     async fn recover_running(
         &self,

@@ -1,10 +1,11 @@
 //! Scripts: a flow recorded once and replayed with no model, recovered with one when a
 //! step breaks (AI in the middle). This module owns the script document (`model`), its
-//! `${var}` substitution (`vars`) and recovery-hint triggers (`hints`); recording, replay,
+//! `${var}` substitution (`vars`) and recovery-hint triggers (`hints`) and the stored form (`stored`); recording, replay,
 //! Maestro interop and storage build on these types.
 
 pub mod hints;
 pub mod model;
+pub mod stored;
 pub mod vars;
 
 pub use hints::{Failure, Trigger};
@@ -12,4 +13,5 @@ pub use model::{
     Expect, RecoveryHint, Script, ScriptError, ScriptId, ScriptSource, ScriptStep, StepAction,
     StepParameters, WaitCondition,
 };
+pub use stored::{ScriptPage, ScriptRecord};
 pub use vars::Vars;

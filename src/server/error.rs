@@ -246,6 +246,18 @@ impl From<StoreError> for ApiError {
                 format!("task {id} not found"),
                 "List tasks with GET /v1/tasks; ids are returned by POST /v1/tasks.",
             ),
+            StoreError::ScriptNotFound(id) => Self::new(
+                StatusCode::NOT_FOUND,
+                "script_not_found",
+                format!("script {id} not found"),
+                "List scripts with GET /v1/scripts; ids are returned by POST /v1/scripts.",
+            ),
+            StoreError::ScriptVersionNotFound { id, version } => Self::new(
+                StatusCode::NOT_FOUND,
+                "script_version_not_found",
+                format!("script {id} has no version {version}"),
+                "GET /v1/scripts/{id}/versions lists the versions it has.",
+            ),
             StoreError::AlreadyFinished { id, status } => Self::new(
                 StatusCode::CONFLICT,
                 "task_finished",
@@ -288,5 +300,16 @@ impl From<StoreError> for ApiError {
             ),
             other => Self::internal(other.to_string()),
         }
+    }
+}
+
+impl From<crate::script::ScriptError> for ApiError {
+    fn from(e: crate::script::ScriptError) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            e.code,
+            format!("{}: {}", e.path, e.message),
+            e.hint,
+        )
     }
 }

@@ -240,10 +240,20 @@ fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
             let a = crate::agent::spec::AgentSpec::default();
             if spec.record {
                 let kind = a.validate(&s.config.agent).map_err(|e| {
-                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent", e.to_string(), e.hint())
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_agent",
+                        e.to_string(),
+                        e.hint(),
+                    )
                 });
                 crate::agent::spec::check_record(kind?).map_err(|e| {
-                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent", e.to_string(), e.hint())
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_agent",
+                        e.to_string(),
+                        e.hint(),
+                    )
                 })?;
             }
             a

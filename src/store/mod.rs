@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
+use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 pub use sqlite::SqliteStore;
 
@@ -29,6 +30,13 @@ pub enum StoreError {
         id: TaskId,
         status: TaskStatus,
         expected: &'static str,
+    },
+    #[error("script {0} not found")]
+    ScriptNotFound(crate::script::ScriptId),
+    #[error("script {id} has no version {version}")]
+    ScriptVersionNotFound {
+        id: crate::script::ScriptId,
+        version: u32,
     },
     #[error("invalid cursor: {0}")]
     InvalidCursor(String),
@@ -158,6 +166,31 @@ pub trait Store: Send + Sync + 'static {
     /// With `requeue`, they go back to the queue; otherwise they become `interrupted`.
     async fn recover_running(&self, requeue: bool, reason: &str)
     -> Result<Vec<TaskId>, StoreError>;
+    /// Stores a new script as version 1.
+    async fn create_script(
+        &self,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError>;
+    /// Stores the next version of a script; the earlier versions are kept.
+    async fn add_script_version(
+        &self,
+        id: ScriptId,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError>;
+    /// One version, or the latest when `version` is None.
+    async fn script(&self, id: ScriptId, version: Option<u32>) -> Result<ScriptRecord, StoreError>;
+    /// The latest version of each script, newest script first.
+    async fn list_scripts(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<ScriptPage, StoreError>;
+    /// Every version of a script, oldest first.
+    async fn script_versions(&self, id: ScriptId) -> Result<Vec<ScriptRecord>, StoreError>;
+    /// Deletes every version.
+    async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError>;
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
 }

@@ -23,6 +23,7 @@ use crate::domain::task::DeviceConstraints;
 use crate::domain::{
     Intervention, Step, StepOutcome, StepTimings, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
 };
+use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -215,6 +216,61 @@ fn decode_cursor(c: &str) -> Result<TaskId, StoreError> {
         .ok()
         .and_then(|s| s.parse().ok())
         .ok_or_else(bad)
+}
+
+const SCRIPT_SELECT_VERSION: &str =
+    "SELECT id, version, body, source, created_at FROM scripts WHERE id = ? AND version = ?";
+const SCRIPT_SELECT_LATEST: &str = "SELECT id, version, body, source, created_at FROM scripts WHERE id = ? ORDER BY version DESC LIMIT 1";
+
+async fn insert_script<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
+    db: E,
+    rec: &ScriptRecord,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO scripts (id, version, name, body, source, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(rec.id.to_string())
+    .bind(rec.version as i64)
+    .bind(&rec.script.name)
+    .bind(to_json(&Some(&rec.script)))
+    .bind(to_json(&Some(&rec.source)))
+    .bind(ts(rec.created_at))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+fn script_from_row(r: &SqliteRow) -> Result<ScriptRecord, StoreError> {
+    let id: String = r.try_get("id")?;
+    let body: String = r.try_get("body")?;
+    let source: String = r.try_get("source")?;
+    let corrupt = |what: &str, e: &dyn std::fmt::Display| {
+        StoreError::Corrupt(format!("script {id} {what}: {e}"))
+    };
+    Ok(ScriptRecord {
+        id: id.parse().map_err(|e| corrupt("id", &e))?,
+        version: r.try_get::<i64, _>("version")? as u32,
+        created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
+        source: serde_json::from_str(&source).map_err(|e| corrupt("source", &e))?,
+        script: serde_json::from_str(&body).map_err(|e| corrupt("body", &e))?,
+    })
+}
+
+fn encode_cursor_str(s: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+}
+
+fn decode_script_cursor(c: &str) -> Result<ScriptId, StoreError> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(c)
+        .ok()
+        .and_then(|raw| String::from_utf8(raw).ok())
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            StoreError::InvalidCursor(format!(
+                "`{c}` is not a cursor this server issued; use `next_cursor` from the previous page"
+            ))
+        })
 }
 
 #[async_trait]
@@ -624,6 +680,127 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    async fn create_script(
+        &self,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        let rec = ScriptRecord {
+            id: ScriptId::new(),
+            version: 1,
+            // At the precision it is stored with, so the record returned equals the one read.
+            created_at: parse_ts(&ts(Utc::now()))?,
+            source,
+            script: script.clone(),
+        };
+        insert_script(&self.pool, &rec).await?;
+        Ok(rec)
+    }
+
+    async fn add_script_version(
+        &self,
+        id: ScriptId,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let latest: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(version) FROM scripts WHERE id = ?")
+                .bind(id.to_string())
+                .fetch_one(&mut *tx)
+                .await?;
+        let latest = latest.ok_or(StoreError::ScriptNotFound(id))?;
+        let rec = ScriptRecord {
+            id,
+            version: latest as u32 + 1,
+            // At the precision it is stored with, so the record returned equals the one read.
+            created_at: parse_ts(&ts(Utc::now()))?,
+            source,
+            script: script.clone(),
+        };
+        insert_script(&mut *tx, &rec).await?;
+        tx.commit().await?;
+        Ok(rec)
+    }
+
+    async fn script(&self, id: ScriptId, version: Option<u32>) -> Result<ScriptRecord, StoreError> {
+        let row = match version {
+            Some(v) => sqlx::query(SCRIPT_SELECT_VERSION)
+                .bind(id.to_string())
+                .bind(v as i64)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or(StoreError::ScriptVersionNotFound { id, version: v }),
+            None => sqlx::query(SCRIPT_SELECT_LATEST)
+                .bind(id.to_string())
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or(StoreError::ScriptNotFound(id)),
+        };
+        if let Err(StoreError::ScriptVersionNotFound { .. }) = &row {
+            // Say "no such script" rather than "no such version" when the id is unknown.
+            self.script(id, None).await?;
+        }
+        script_from_row(&row?)
+    }
+
+    async fn list_scripts(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<ScriptPage, StoreError> {
+        let limit = limit.clamp(1, 500);
+        let before = cursor.map(decode_script_cursor).transpose()?;
+        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "SELECT s.id, s.version, s.body, s.source, s.created_at FROM scripts s \
+             WHERE s.version = (SELECT MAX(version) FROM scripts WHERE id = s.id)",
+        );
+        if let Some(b) = before {
+            q.push(" AND s.id < ").push_bind(b.to_string());
+        }
+        q.push(" ORDER BY s.id DESC LIMIT ")
+            .push_bind(limit as i64 + 1);
+        let rows = q.build().fetch_all(&self.pool).await?;
+        let mut scripts = rows
+            .iter()
+            .map(script_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = if scripts.len() > limit as usize {
+            scripts.truncate(limit as usize);
+            scripts.last().map(|s| encode_cursor_str(&s.id.to_string()))
+        } else {
+            None
+        };
+        Ok(ScriptPage {
+            scripts,
+            next_cursor,
+        })
+    }
+
+    async fn script_versions(&self, id: ScriptId) -> Result<Vec<ScriptRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, version, body, source, created_at FROM scripts WHERE id = ? ORDER BY version",
+        )
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() {
+            return Err(StoreError::ScriptNotFound(id));
+        }
+        rows.iter().map(script_from_row).collect()
+    }
+
+    async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
+        let done = sqlx::query("DELETE FROM scripts WHERE id = ?")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::ScriptNotFound(id));
+        }
+        Ok(())
+    }
+
     async fn close(&self) {
         // A checkpoint folds the WAL back into the main file so the database is one file again.
         let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -645,6 +822,75 @@ mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    fn doc(name: &str) -> crate::script::Script {
+        crate::script::Script::from_json(&serde_json::json!({
+            "name": name, "goal": "g",
+            "steps": [{"action": "tap", "selector": "#ok"}]
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn script_versions_are_kept_and_pages_hold_the_latest_of_each() {
+        use crate::script::ScriptSource;
+        let store = SqliteStore::in_memory().await.unwrap();
+        let a = store
+            .create_script(&doc("a"), ScriptSource::Uploaded)
+            .await
+            .unwrap();
+        let b = store
+            .create_script(&doc("b"), ScriptSource::Uploaded)
+            .await
+            .unwrap();
+        let mut healed = doc("a");
+        healed.steps[0]
+            .alternative_selectors
+            .push(":text(\"OK\")".into());
+        let a2 = store
+            .add_script_version(a.id, &healed, ScriptSource::Uploaded)
+            .await
+            .unwrap();
+        assert_eq!((a.version, a2.version), (1, 2));
+        assert_eq!(store.script(a.id, None).await.unwrap(), a2);
+        assert_eq!(store.script(a.id, Some(1)).await.unwrap(), a);
+        assert!(matches!(
+            store.script(a.id, Some(9)).await,
+            Err(StoreError::ScriptVersionNotFound { version: 9, .. })
+        ));
+        let versions = store.script_versions(a.id).await.unwrap();
+        assert_eq!(
+            versions.iter().map(|v| v.version).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        let p1 = store.list_scripts(None, 1).await.unwrap();
+        assert_eq!(p1.scripts[0].id, b.id, "newest first");
+        let p2 = store
+            .list_scripts(p1.next_cursor.as_deref(), 1)
+            .await
+            .unwrap();
+        assert_eq!((p2.scripts[0].id, p2.scripts[0].version), (a.id, 2));
+        assert!(p2.next_cursor.is_none());
+        assert!(matches!(
+            store.list_scripts(Some("nope"), 1).await,
+            Err(StoreError::InvalidCursor(_))
+        ));
+        store.delete_script(a.id).await.unwrap();
+        assert!(matches!(
+            store.script(a.id, Some(1)).await,
+            Err(StoreError::ScriptNotFound(_))
+        ));
+        assert!(matches!(
+            store.delete_script(a.id).await,
+            Err(StoreError::ScriptNotFound(_))
+        ));
+        assert!(matches!(
+            store
+                .add_script_version(a.id, &healed, ScriptSource::Uploaded)
+                .await,
+            Err(StoreError::ScriptNotFound(_))
+        ));
     }
 
     #[tokio::test]
