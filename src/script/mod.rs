@@ -5,6 +5,7 @@
 
 pub mod hints;
 pub mod model;
+pub mod record;
 pub mod stored;
 pub mod vars;
 

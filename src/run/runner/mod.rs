@@ -260,7 +260,7 @@ impl Runner {
         let Some(obs) = self.observe_phase(st, device).await? else {
             return Ok(Flow::Redo);
         };
-        let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, &obs);
+        let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, &obs, st.size);
         if let Some(screen) = &obs.screen {
             draft.guard_passwords(PasswordGuard {
                 screen: screen.clone(),

@@ -91,7 +91,16 @@ impl PasswordGuard {
 
 impl StepDraft {
     /// `start` is when the step began (before observing), for its overhead and start time.
-    pub fn new(task_id: TaskId, n: u32, start: StepStart, obs: &Observed) -> Self {
+    /// The screen record keeps the actionable elements (selectors, alternatives, bounds)
+    /// and the screen size, so a finished task can be turned into a script whose
+    /// coordinates become selectors (`script::record`).
+    pub fn new(
+        task_id: TaskId,
+        n: u32,
+        start: StepStart,
+        obs: &Observed,
+        size: ScreenSize,
+    ) -> Self {
         let r = &obs.repr;
         let step = Step {
             task_id,
@@ -102,7 +111,8 @@ impl StepDraft {
             outcome: outcome(StepStatus::Ok, None, None, None),
             screen: Some(
                 json!({"summary": r.summary, "app": r.app_package, "activity": r.activity, "has_modal": r.has_modal,
-                       "sensitive": obs.sensitive, "layout_hash": obs.layout.map(|h| format!("{h:016x}"))}),
+                       "sensitive": obs.sensitive, "layout_hash": obs.layout.map(|h| format!("{h:016x}")),
+                       "size": [size.width, size.height], "elements": r.actionable_elements}),
             ),
             screenshot: obs.screenshot_sha.clone(),
             timings: StepTimings {

@@ -1,0 +1,278 @@
+//! Recording a script from a finished task: its successful steps become script steps.
+//!
+//! - A coordinate (or pixel, or element id) becomes the selector of the smallest element
+//!   of the screen recorded at that step that contains the point, with that element's
+//!   alternatives; a selector the agent used keeps the alternatives the element had.
+//! - `expect` comes from the next step's screen: the app when it changed, otherwise an
+//!   element (by `#id` first) that appeared.
+//! - Failed, rejected and skipped steps are left out, and so are undone pairs: a step
+//!   followed by `back` that returned to the screen it started from.
+//! - `wait` is dropped (replay waits for each target by change detection); `finish`,
+//!   `ask_user` and `mcp_call` are not device steps.
+//! - Text typed into a password field was recorded as `••••`; it becomes an input
+//!   (`${password}`, `${password_2}`, …) declared without a default, so the secret is
+//!   given at run time and never stored.
+
+use serde_json::Value;
+
+use super::model::{Expect, Script, ScriptStep, StepAction, StepParameters};
+use crate::domain::{Step, StepStatus};
+use crate::screen::{ActionableElement, REDACTED};
+
+/// The screen a step acted on, as its record keeps it.
+#[derive(Debug, Clone, Default)]
+struct SeenScreen {
+    app: Option<String>,
+    layout_hash: Option<String>,
+    size: Option<[f64; 2]>,
+    elements: Vec<ActionableElement>,
+}
+
+impl SeenScreen {
+    fn of(step: &Step) -> Self {
+        let Some(s) = &step.screen else {
+            return Self::default();
+        };
+        let size = s
+            .get("size")
+            .and_then(|v| Some([v.get(0)?.as_f64()?, v.get(1)?.as_f64()?]));
+        Self {
+            app: s.get("app").and_then(Value::as_str).map(str::to_string),
+            layout_hash: s
+                .get("layout_hash")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            size,
+            elements: s
+                .get("elements")
+                .and_then(|e| serde_json::from_value(e.clone()).ok())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The smallest element whose bounds contain the pixel point.
+    fn at(&self, x: f64, y: f64) -> Option<&ActionableElement> {
+        self.elements
+            .iter()
+            .filter(|e| {
+                let b = e.bounds;
+                (b.left as f64) <= x
+                    && x < b.right as f64
+                    && (b.top as f64) <= y
+                    && y < b.bottom as f64
+            })
+            .min_by_key(|e| {
+                let b = e.bounds;
+                (b.right - b.left) as i64 * (b.bottom - b.top) as i64
+            })
+    }
+
+    fn by_selector(&self, sel: &str) -> Option<&ActionableElement> {
+        self.elements
+            .iter()
+            .find(|e| e.selector == sel || e.alternative_selectors.iter().any(|a| a == sel))
+    }
+}
+
+/// Why a task cannot be recorded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct RecordError(pub String);
+
+/// Turns a task's steps into a script named after its instruction.
+pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordError> {
+    let kept = kept_steps(steps);
+    let mut out = Vec::new();
+    let mut passwords = 0;
+    let mut inputs = std::collections::BTreeMap::new();
+    for (k, &i) in kept.iter().enumerate() {
+        let seen = SeenScreen::of(&steps[i]);
+        let Some(mut step) = to_step(steps[i].action.as_ref(), &seen) else {
+            continue;
+        };
+        if step.parameters.text.as_deref() == Some(REDACTED) {
+            passwords += 1;
+            let name = if passwords == 1 {
+                "password".to_string()
+            } else {
+                format!("password_{passwords}")
+            };
+            step.parameters.text = Some(format!("${{{name}}}"));
+            inputs.insert(name, None);
+        }
+        let next = kept
+            .get(k + 1)
+            .map(|&j| &steps[j])
+            .or_else(|| steps.get(i + 1));
+        if let Some(next) = next {
+            step.expect = expect(&seen, &SeenScreen::of(next));
+        }
+        out.push(step);
+    }
+    if out.is_empty() {
+        return Err(RecordError(
+            "the task has no successful device steps to record".into(),
+        ));
+    }
+    let app = out
+        .iter()
+        .find(|s| s.action == StepAction::LaunchApp)
+        .and_then(|s| s.parameters.package.clone());
+    let script = Script {
+        name: instruction.chars().take(80).collect(),
+        goal: instruction.to_string(),
+        app,
+        inputs,
+        steps: out,
+        outputs: Vec::new(),
+        summary: None,
+        fuzzy: true,
+        max_recovery_attempts: super::model::DEFAULT_MAX_RECOVERY_ATTEMPTS,
+    };
+    script
+        .validate()
+        .map_err(|e| RecordError(format!("the recorded script is not valid: {e}")))?;
+    Ok(script)
+}
+
+/// Indexes of the steps that worked and were not undone.
+fn kept_steps(steps: &[Step]) -> Vec<usize> {
+    let ok: Vec<usize> = (0..steps.len())
+        .filter(|&i| steps[i].outcome.status == StepStatus::Ok && steps[i].action.is_some())
+        .collect();
+    let mut kept = Vec::new();
+    let mut k = 0;
+    while k < ok.len() {
+        let i = ok[k];
+        let undone = ok.get(k + 1).is_some_and(|&j| {
+            is_back(steps[j].action.as_ref())
+                && steps.get(j + 1).is_some_and(|after| {
+                    let (a, b) = (SeenScreen::of(&steps[i]), SeenScreen::of(after));
+                    a.layout_hash.is_some() && a.layout_hash == b.layout_hash
+                })
+                && !is_back(steps[i].action.as_ref())
+        });
+        if undone {
+            k += 2;
+        } else {
+            kept.push(i);
+            k += 1;
+        }
+    }
+    kept
+}
+
+fn is_back(a: Option<&Value>) -> bool {
+    a.is_some_and(|a| a["action"] == "back" || (a["action"] == "key" && a["key"] == "back"))
+}
+
+/// One step's action as a script step; None for what is not a device step.
+fn to_step(action: Option<&Value>, seen: &SeenScreen) -> Option<ScriptStep> {
+    let a = action?;
+    let name = a.get("action")?.as_str()?;
+    let kind = match name {
+        "tap" => StepAction::Tap,
+        "long_press" => StepAction::LongPress,
+        "double_tap" => StepAction::DoubleTap,
+        "type" => StepAction::Type,
+        "clear" => StepAction::Clear,
+        "scroll" => StepAction::Scroll,
+        "swipe" => StepAction::Swipe,
+        "key" | "back" | "home" | "recents" | "enter" | "menu" | "power" => StepAction::Key,
+        "launch_app" => StepAction::LaunchApp,
+        "open_url" => StepAction::OpenUrl,
+        "wait_for" => StepAction::WaitFor,
+        "wait_for_gone" => StepAction::WaitForGone,
+        _ => return None,
+    };
+    let mut step = ScriptStep::new(kind, None);
+    let p = &mut step.parameters;
+    let s = |k: &str| a.get(k).and_then(Value::as_str).map(str::to_string);
+    match kind {
+        StepAction::Key => {
+            p.key = crate::domain::Key::parse(&s("key").unwrap_or_else(|| name.to_string()))
+        }
+        StepAction::LaunchApp => (p.package, p.label) = (s("package"), s("label")),
+        StepAction::OpenUrl => p.url = s("url"),
+        StepAction::Type => (p.text, p.clear_first) = (s("text"), a["clear_first"] == true),
+        StepAction::Scroll | StepAction::Swipe => {
+            p.direction = a
+                .get("direction")
+                .and_then(|d| serde_json::from_value(d.clone()).ok())
+        }
+        StepAction::WaitFor | StepAction::WaitForGone => {
+            p.timeout_ms = a.get("timeout_ms").and_then(Value::as_u64)
+        }
+        _ => {}
+    }
+    if kind == StepAction::Swipe && p.direction.is_none() {
+        p.start = point(a.get("start"));
+        p.end = point(a.get("end"));
+    }
+    if kind == StepAction::LongPress {
+        p.duration_ms = a.get("duration_ms").and_then(Value::as_u64);
+    }
+    target(a, seen, &mut step);
+    Some(step)
+}
+
+fn point(v: Option<&Value>) -> Option<[f64; 2]> {
+    let v = v?;
+    Some([v.get(0)?.as_f64()?, v.get(1)?.as_f64()?])
+}
+
+/// Sets the step's selector and alternatives from whatever the action aimed at.
+fn target(a: &Value, seen: &SeenScreen, step: &mut ScriptStep) {
+    let element = if let Some(sel) = a.get("selector").and_then(Value::as_str) {
+        step.selector = Some(sel.to_string());
+        seen.by_selector(sel)
+    } else if let Some(id) = a.get("element").and_then(Value::as_u64) {
+        seen.elements.iter().find(|e| e.element_id as u64 == id)
+    } else if let Some(c) = point(a.get("coordinate")) {
+        step.parameters.coordinate = Some(c);
+        seen.size.and_then(|[w, h]| seen.at(c[0] * w, c[1] * h))
+    } else if let Some(px) = point(a.get("pixel")) {
+        if let Some([w, h]) = seen.size {
+            step.parameters.coordinate = Some([px[0] / w, px[1] / h]);
+        }
+        seen.at(px[0], px[1])
+    } else {
+        None
+    };
+    let Some(e) = element else { return };
+    let primary = step.selector.clone().unwrap_or_else(|| e.selector.clone());
+    step.alternative_selectors = std::iter::once(&e.selector)
+        .chain(&e.alternative_selectors)
+        .filter(|s| **s != primary)
+        .cloned()
+        .collect();
+    step.selector = Some(primary);
+    if step.action == StepAction::Scroll {
+        // A scroll's selector names its container; the screen's main one is fine too.
+        step.alternative_selectors.clear();
+    }
+}
+
+/// What the next screen showed that this one did not.
+fn expect(before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
+    if after.app.is_some() && after.app != before.app {
+        return Some(Expect {
+            app: after.app.clone(),
+            ..Default::default()
+        });
+    }
+    let new = after
+        .elements
+        .iter()
+        .filter(|e| before.by_selector(&e.selector).is_none())
+        .filter(|e| !e.selector.starts_with('['))
+        .min_by_key(|e| (!e.selector.starts_with('#'), e.bounds.top));
+    new.map(|e| Expect {
+        visible: vec![e.selector.clone()],
+        ..Default::default()
+    })
+}
+
+#[cfg(test)]
+#[path = "record_tests.rs"]
+mod tests;
