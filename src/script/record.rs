@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use super::model::{Expect, Script, ScriptStep, StepAction, StepParameters};
+use super::model::{Expect, Script, ScriptStep, StepAction};
 use crate::domain::{Step, StepStatus};
 use crate::screen::{ActionableElement, REDACTED};
 
