@@ -93,6 +93,7 @@ fn ctx(with_shot: bool) -> AgentContext {
     AgentContext {
         instruction: "Open Settings and turn on Wi-Fi".into(),
         observation: Observation {
+            tree: None,
             screen: median_screen(),
             screenshot: with_shot.then(screenshot),
             step_count: 8,

@@ -611,6 +611,7 @@ mod agents {
             instruction: "Turn on Wi-Fi".into(),
             observation: Observation {
                 screen: screen(),
+                tree: None,
                 screenshot: Some(ImageData::from_bytes(tiny_png()).unwrap()),
                 step_count: 2,
                 max_steps: 20,

@@ -24,6 +24,9 @@ pub struct AgentContext {
 #[derive(Debug, Clone)]
 pub struct Observation {
     pub screen: ScreenRepresentation,
+    /// The parsed hierarchy the representation came from, for agents that resolve
+    /// selectors themselves (the script agent); None when the dump failed.
+    pub tree: Option<std::sync::Arc<crate::screen::Screen>>,
     /// PNG or JPEG; vision agents need it, the navigator adds it for vision models.
     pub screenshot: Option<ImageData>,
     /// Steps already taken (0 at the first decision).

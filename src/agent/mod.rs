@@ -10,6 +10,7 @@ pub mod navigator;
 pub mod parse_error;
 pub mod recording;
 pub mod replay;
+pub mod script;
 pub mod spec;
 pub mod vision;
 
@@ -48,6 +49,8 @@ pub struct Decision {
     pub model_time: Duration,
     /// Time spent in droidpilot's own code (building prompts, parsing, validating).
     pub own_time: Duration,
+    /// Script replays: what this step does for the script (stored with the step).
+    pub replay: Option<crate::domain::ReplayInfo>,
 }
 
 impl Decision {
@@ -63,6 +66,7 @@ impl Decision {
             retries: 0,
             model_time: Duration::ZERO,
             own_time: Duration::ZERO,
+            replay: None,
         }
     }
 }
@@ -82,16 +86,22 @@ pub trait Agent: Send {
     /// a replay skips the actions they ran. (A task seeded from a saved trajectory by
     /// `droidpilot run --resume` is given the remaining actions instead.)
     fn resume(&mut self, _committed: &[crate::domain::Step]) {}
-    /// A script this agent produced (recorded with `"record": true`), taken once when the
-    /// task ends; `finished_ok` says whether it ended in a successful finish.
-    fn take_script(
-        &mut self,
-        finished_ok: bool,
-        reason: Option<&str>,
-    ) -> Option<crate::script::Script> {
+    /// A script this agent produced (recorded with `"record": true`, or healed during a
+    /// replay), taken once when the task ends; `finished_ok` says whether it ended in a
+    /// successful finish.
+    fn take_script(&mut self, finished_ok: bool, reason: Option<&str>) -> Option<ProducedScript> {
         let _ = (finished_ok, reason);
         None
     }
+}
+
+/// A script an agent produced, for the runner to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProducedScript {
+    pub script: crate::script::Script,
+    /// A healed version of this stored script (id, version it was healed from); None
+    /// for a new script.
+    pub healed_from: Option<(crate::script::ScriptId, u32)>,
 }
 
 /// An MCP tool the agent may call; its result comes back through the history.
@@ -120,6 +130,8 @@ pub enum AgentError {
     Grounding(String),
     #[error(transparent)]
     Spec(#[from] SpecError),
+    #[error("recovery answer unusable: {0}")]
+    Recovery(String),
 }
 
 impl AgentError {
@@ -130,6 +142,7 @@ impl AgentError {
             AgentError::NeedsScreenshot => "agent_needs_screenshot",
             AgentError::Grounding(_) => "agent_grounding_failed",
             AgentError::Spec(_) => "invalid_agent",
+            AgentError::Recovery(_) => "recovery_unusable",
         }
     }
     pub fn hint(&self) -> String {
@@ -143,6 +156,9 @@ impl AgentError {
                 "Check the grounding model configuration, or give element ids instead.".into()
             }
             AgentError::Spec(e) => e.hint(),
+            AgentError::Recovery(_) => {
+                "The recovery model must answer with one RecoveryAction JSON object; try a stronger model.".into()
+            }
         }
     }
 }
@@ -209,6 +225,7 @@ impl<'a> Meter<'a> {
             retries,
             own_time: self.started.elapsed().saturating_sub(self.model_time),
             model_time: self.model_time,
+            replay: None,
         }
     }
 }

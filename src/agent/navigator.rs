@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::grounding::{Grounder, GroundingRequest};
 use super::parse_error::ParseError;
 use super::recording::{RECORDING_PROMPT, Recording};
-use super::{Agent, AgentContext, AgentError, Decision, McpTool, Meter};
+use super::{Agent, AgentContext, AgentError, Decision, McpTool, Meter, ProducedScript};
 use crate::domain::ActionParser;
 use crate::llm::{
     ChatModel, ChatRequest, Message, Part, PriceTable, Role, ToolCall, ToolChoice, ToolSpec,
@@ -652,12 +652,12 @@ impl Agent for NavigatorAgent {
             req.messages.push(Message::user(results));
         }
     }
-    fn take_script(
-        &mut self,
-        finished_ok: bool,
-        reason: Option<&str>,
-    ) -> Option<crate::script::Script> {
-        self.recording.as_mut()?.take(finished_ok, reason)
+    fn take_script(&mut self, finished_ok: bool, reason: Option<&str>) -> Option<ProducedScript> {
+        let script = self.recording.as_mut()?.take(finished_ok, reason)?;
+        Some(ProducedScript {
+            script,
+            healed_from: None,
+        })
     }
 
     fn describe(&self) -> String {

@@ -1,6 +1,7 @@
 //! `AgentSpec`: the `agent` object of `POST /v1/tasks`, its validation (errors name the
 //! field), the configured defaults it is merged with, and `build_agent`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -10,12 +11,15 @@ use utoipa::ToSchema;
 use super::grounding::ModelGrounder;
 use super::navigator::{BUILTIN_TOOLS, NavigatorAgent};
 use super::replay::{OnError, ReplayAgent};
+use super::script::ScriptAgent;
+use super::script::recover::Aitm;
 use super::vision::{UiTarsCoords, VisionAgent, VisionFormat};
 use super::{Agent, AgentError, McpTool};
 use crate::domain::action::closest;
 use crate::domain::{Action, ActionParser};
 use crate::llm::{ApiKey, LlmError, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
 use crate::screen::Selector;
+use crate::script::{Script, Vars};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -23,6 +27,8 @@ pub enum AgentKind {
     Navigator,
     Vision,
     Replay,
+    /// Replays a stored or inline script; a recovery model only with `recovery: true`.
+    Script,
 }
 
 /// Which agent runs a task. Absent fields come from the configuration.
@@ -47,6 +53,25 @@ pub struct AgentSpec {
     /// `continue` records the failure and goes on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_error: Option<OnError>,
+    /// Script agents only: the script document (`POST /v1/scripts/{id}/run` embeds the
+    /// stored version, so the task is self-contained).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub script: Option<Value>,
+    /// Script agents only: the stored script and version it came from (a healed script
+    /// becomes that script's next version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub script_id: Option<crate::script::ScriptId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script_version: Option<u32>,
+    /// Script agents only: values for the script's `${inputs}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<BTreeMap<String, String>>,
+    /// Script agents only: recover failed steps with a model (AI in the middle), chosen
+    /// by `provider`, `model` and `base_url` like a navigator's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<bool>,
 }
 
 /// A field of the `agent` object that is wrong, and why.
@@ -79,7 +104,18 @@ impl SpecError {
 }
 
 const FIELDS: &[&str] = &[
-    "kind", "format", "provider", "model", "base_url", "actions", "on_error",
+    "kind",
+    "format",
+    "provider",
+    "model",
+    "base_url",
+    "actions",
+    "on_error",
+    "script",
+    "script_id",
+    "script_version",
+    "inputs",
+    "recovery",
 ];
 
 fn enum_field<T: for<'de> Deserialize<'de>>(
@@ -137,7 +173,7 @@ impl AgentSpec {
             }
         }
         let spec = AgentSpec {
-            kind: enum_field(obj, "kind", &["navigator", "vision", "replay"])?,
+            kind: enum_field(obj, "kind", &["navigator", "vision", "replay", "script"])?,
             format: enum_field(obj, "format", &["mai-ui", "ui-tars", "autoglm", "generic"])?,
             provider: enum_field(obj, "provider", &["openai", "anthropic", "gemini"])?,
             model: string_field(obj, "model")?,
@@ -148,8 +184,100 @@ impl AgentSpec {
                 Some(_) => return Err(SpecError::new("actions", "expected a list of actions")),
             },
             on_error: enum_field(obj, "on_error", &["fail", "continue"])?,
+            script: match obj.get("script") {
+                None | Some(Value::Null) => None,
+                Some(v @ Value::Object(_)) => Some(v.clone()),
+                Some(_) => return Err(SpecError::new("script", "expected a script object")),
+            },
+            script_id: match obj.get("script_id") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.parse().map_err(|_| {
+                    SpecError::new("script_id", format!("`{s}` is not a script id"))
+                })?),
+                Some(_) => return Err(SpecError::new("script_id", "expected a string")),
+            },
+            script_version: match obj.get("script_version") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(
+                    v.as_u64()
+                        .filter(|n| *n >= 1 && *n <= u32::MAX as u64)
+                        .ok_or_else(|| {
+                            SpecError::new("script_version", "expected a version number (1, 2, …)")
+                        })? as u32,
+                ),
+            },
+            inputs: match obj.get("inputs") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|_| {
+                    SpecError::new(
+                        "inputs",
+                        "expected an object of strings, e.g. {\"name\": \"Ana\"}",
+                    )
+                })?),
+            },
+            recovery: match obj.get("recovery") {
+                None | Some(Value::Null) => None,
+                Some(Value::Bool(b)) => Some(*b),
+                Some(_) => return Err(SpecError::new("recovery", "expected true or false")),
+            },
         };
         Ok(spec)
+    }
+
+    /// The script a `script` agent replays, checked whole, and its inputs bound.
+    pub fn script_and_vars(&self) -> Result<(Script, Vars), SpecError> {
+        let doc = self.script.as_ref().ok_or_else(|| {
+            SpecError::new(
+                "script",
+                "script agents need the script to replay (or use POST /v1/scripts/{id}/run)",
+            )
+        })?;
+        let script = Script::from_json(doc).map_err(|e| SpecError {
+            specific_hint: Some(e.hint.clone()),
+            ..SpecError::new(format!("script.{}", e.path), e.message)
+        })?;
+        let given = self.inputs.clone().unwrap_or_default();
+        let vars =
+            crate::script::vars::bind_inputs(&script.inputs, &given).map_err(|e| SpecError {
+                specific_hint: Some(e.hint.clone()),
+                ..SpecError::new(e.path.clone(), e.message)
+            })?;
+        Ok((script, vars))
+    }
+
+    fn validate_script(&self) -> Result<(), SpecError> {
+        for (f, set) in [
+            ("actions", self.actions.is_some()),
+            ("format", self.format.is_some()),
+        ] {
+            if set {
+                return Err(SpecError::new(f, "is not used by script agents"));
+            }
+        }
+        if self.on_error.is_some() {
+            return Err(SpecError::new(
+                "on_error",
+                "is not used by script agents: a failed step is recovered (`recovery: true`) or ends the task",
+            ));
+        }
+        if self.recovery != Some(true) {
+            for (f, set) in [
+                ("provider", self.provider.is_some()),
+                ("model", self.model.is_some()),
+                ("base_url", self.base_url.is_some()),
+            ] {
+                if set {
+                    return Err(SpecError::new(
+                        f,
+                        "names the recovery model; set \"recovery\": true to use one",
+                    ));
+                }
+            }
+        }
+        if self.script_version.is_some() && self.script_id.is_none() {
+            return Err(SpecError::new("script_version", "needs script_id"));
+        }
+        self.script_and_vars().map(drop)
     }
 
     /// Cross-field rules, given the kind the defaults would pick.
@@ -214,9 +342,21 @@ impl AgentSpec {
                 }
                 self.replay_actions()?;
             }
+            AgentKind::Script => self.validate_script()?,
             _ => {
                 if self.actions.is_some() {
                     return Err(SpecError::new("actions", "is for replay agents only"));
+                }
+                for (f, set) in [
+                    ("script", self.script.is_some()),
+                    ("script_id", self.script_id.is_some()),
+                    ("script_version", self.script_version.is_some()),
+                    ("inputs", self.inputs.is_some()),
+                    ("recovery", self.recovery.is_some()),
+                ] {
+                    if set {
+                        return Err(SpecError::new(f, "is for script agents only"));
+                    }
                 }
                 if self.on_error.is_some() {
                     return Err(SpecError::new(
@@ -370,7 +510,7 @@ impl AgentDefaults {
         env: impl Fn(&str) -> Option<String>,
     ) -> Option<LlmError> {
         let kind = spec.validate(self).ok()?;
-        if kind == AgentKind::Replay {
+        if kind == AgentKind::Replay || (kind == AgentKind::Script && spec.recovery != Some(true)) {
             return None;
         }
         let main = spec.model_config(kind, self);
@@ -442,6 +582,9 @@ pub fn build_recording_agent(
             ReplayAgent::new(spec.replay_actions()?).on_error(spec.on_error.unwrap_or_default()),
         ));
     }
+    if kind == AgentKind::Script {
+        return build_script_agent(spec, defaults);
+    }
     let cfg = spec.model_config(kind, defaults);
     cfg.validate()
         .map_err(|e| SpecError::new("base_url", e.to_string()))?;
@@ -477,6 +620,26 @@ pub fn build_recording_agent(
             Box::new(nav)
         }
     })
+}
+
+/// The script agent, with AI in the middle when the spec asks for it.
+fn build_script_agent(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+) -> Result<Box<dyn Agent>, AgentError> {
+    let (script, vars) = spec.script_and_vars()?;
+    let origin = spec
+        .script_id
+        .map(|id| (id, spec.script_version.unwrap_or(1)));
+    let mut agent = ScriptAgent::new(script, origin, vars);
+    if spec.recovery == Some(true) {
+        let cfg = spec.model_config(AgentKind::Navigator, defaults);
+        cfg.validate()
+            .map_err(|e| SpecError::new("base_url", e.to_string()))?;
+        let model = build_model_with_key(&cfg, defaults.key_for(&cfg)?)?;
+        agent = agent.with_recovery(Aitm { model }, defaults.prices.clone());
+    }
+    Ok(Box::new(agent))
 }
 
 #[cfg(test)]

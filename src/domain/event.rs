@@ -102,6 +102,17 @@ pub enum TaskEvent {
     /// task's final record.
     #[serde(rename = "task.finished")]
     Finished(TaskFinished),
+    /// The task produced a script (recorded with `"record": true`, or healed by AI in
+    /// the middle during a replay), stored as `script_id` at `version`.
+    #[serde(rename = "script.saved")]
+    ScriptSaved {
+        task_id: TaskId,
+        #[schema(value_type = String)]
+        script_id: crate::script::ScriptId,
+        version: u32,
+        /// `recorded` or `healed`.
+        how: String,
+    },
     /// The screen was read for a step.
     #[serde(rename = "step.observed")]
     StepObserved {
@@ -137,6 +148,11 @@ pub enum TaskEvent {
         tokens_out: u64,
         cost_usd: f64,
         screenshot: Option<String>,
+        #[serde(default)]
+        model_calls: u32,
+        /// Script replays: which script step, selector and fallback.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replay: Option<super::ReplayInfo>,
     },
     /// A model call failed transiently and is tried again after `delay_ms`.
     #[serde(rename = "model.retry")]
@@ -230,6 +246,7 @@ impl TaskEvent {
             AnswerTimeout { .. } => "task.answer_timeout",
             QuestionClosed { .. } => "task.question_closed",
             Finished(_) => Self::FINISHED,
+            ScriptSaved { .. } => "script.saved",
             StepObserved { .. } => "step.observed",
             StepDecided { .. } => "step.decided",
             StepExecuted { .. } => "step.executed",

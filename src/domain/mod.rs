@@ -18,4 +18,6 @@ pub use event::{TaskEvent, TaskFinished};
 pub mod retry;
 pub use retry::RetryPolicy;
 pub mod step;
-pub use step::{Intervention, Step, StepOutcome, StepStatus, StepTimings};
+pub use step::{
+    Fallback, Intervention, ReplayInfo, ReplayRole, Step, StepOutcome, StepStatus, StepTimings,
+};

@@ -88,6 +88,57 @@ pub struct StepOutcome {
     pub detail: Option<Value>,
 }
 
+/// What a script replay did at a step (agent kind `script`): which script step, which
+/// selector matched and whether a fallback was needed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReplayInfo {
+    /// The script step (0-based) this task step serves.
+    pub index: u32,
+    pub role: ReplayRole,
+    /// The selector the action used, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    pub fallback: Fallback,
+    /// Known interruptions dismissed so far in the run.
+    pub interruptions_dismissed: u32,
+    /// The AI-in-the-middle recovery this step carries out (`modify_selector: …`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<String>,
+}
+
+/// Why a replay step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayRole {
+    /// The script step's own action.
+    Action,
+    /// Waiting for the step's wait_condition or its target to appear.
+    Wait,
+    /// Waiting for the step's `expect` to hold.
+    Expect,
+    /// Dismissing a known interruption (a pop-up, a permission dialog, the keyboard).
+    Dismiss,
+    /// An action chosen by AI in the middle.
+    Recovery,
+}
+
+/// How the target was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// The primary selector matched (or the step has no target).
+    #[default]
+    None,
+    /// One of the step's alternative selectors matched.
+    Alternative,
+    /// The bounded fuzzy match found it (same text or a renamed id).
+    Fuzzy,
+    /// A selector AI in the middle proposed.
+    Healed,
+    /// The step's recorded coordinate (no selector).
+    Coordinate,
+}
+
 /// A recorded step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Step {
@@ -109,6 +160,12 @@ pub struct Step {
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub cost_usd: f64,
+    /// Model calls this step's decision made (retries and grounding included).
+    #[serde(default)]
+    pub model_calls: u32,
+    /// Script replays only: which script step, selector and fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayInfo>,
 }
 
 /// A question the agent asked a person, and its answer.

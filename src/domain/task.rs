@@ -360,6 +360,9 @@ pub struct Task {
     pub tokens_out: u64,
     pub cost_usd: f64,
     pub cancel_requested: bool,
+    /// Model calls made so far (0 for a replay that needed no AI).
+    #[serde(default)]
+    pub model_calls: u64,
 }
 
 /// A task as a list shows it: what it is and how it ended, without the large fields

@@ -189,6 +189,7 @@ mod tests {
             tokens_out: 20,
             cost_usd: 0.5,
             cancel_requested: false,
+            model_calls: 0,
         }
     }
 
@@ -211,6 +212,8 @@ mod tests {
             tokens_in: 0,
             tokens_out: 0,
             cost_usd: 0.0,
+            model_calls: 0,
+            replay: None,
         }
     }
 

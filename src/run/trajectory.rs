@@ -154,6 +154,8 @@ impl TrajectoryStep {
             tokens_in: self.tokens_in,
             tokens_out: self.tokens_out,
             cost_usd: self.cost_usd,
+            model_calls: 0,
+            replay: None,
         }
     }
 

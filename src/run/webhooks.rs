@@ -632,6 +632,7 @@ mod tests {
             tokens_out: 0,
             cost_usd: 0.0,
             cancel_requested: false,
+            model_calls: 0,
         };
         WebhookPayload::task_finished(CoordinatorResult::new(&task, &[]).unwrap())
     }

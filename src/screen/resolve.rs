@@ -132,7 +132,7 @@ pub fn resolve_selector(
     }
 }
 
-fn visible_chain(tree: &UiTree, node: usize, screen: &Bounds) -> bool {
+pub(crate) fn visible_chain(tree: &UiTree, node: usize, screen: &Bounds) -> bool {
     tree.is_on_screen(node, screen) && tree.ancestors(node).all(|a| tree.nodes[a].visible)
 }
 

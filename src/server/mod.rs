@@ -10,6 +10,7 @@ pub mod images;
 pub mod listen;
 pub mod middleware;
 pub mod openapi;
+pub mod scripts;
 pub mod state;
 pub mod tasks;
 
@@ -110,6 +111,14 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::trajectory))
         .routes(routes!(tasks::export))
         .routes(routes!(tasks::result))
+        .routes(routes!(scripts::create_script, scripts::list_scripts))
+        .routes(routes!(
+            scripts::get_script,
+            scripts::update_script,
+            scripts::delete_script
+        ))
+        .routes(routes!(scripts::script_versions))
+        .routes(routes!(scripts::run_script))
         .routes(routes!(devices::list_devices, devices::add_device))
         .routes(routes!(devices::get_device, devices::remove_device))
         .routes(routes!(devices::screenshot))

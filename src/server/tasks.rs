@@ -218,7 +218,7 @@ pub async fn list_interventions(
 /// Refuses, at submission, what could never run: an agent spec with a bad field, a model
 /// whose provider key the server lacks, or a device id the pool does not know (a typo
 /// would otherwise wait out the queue timeout).
-fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
+pub(super) fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
     let agent = match &spec.agent {
         Some(a) => crate::agent::spec::AgentSpec::from_json(a)
             .and_then(|a| {

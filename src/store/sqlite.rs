@@ -115,7 +115,7 @@ fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
 
 const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, agent, \
      external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
-     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record";
+     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls";
 
 fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
     let id: String = r.try_get("id")?;
@@ -150,12 +150,13 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
         tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
         cost_usd: r.try_get("cost_usd")?,
         cancel_requested: r.try_get::<i64, _>("cancel_requested")? != 0,
+        model_calls: r.try_get::<i64, _>("model_calls")? as u64,
     })
 }
 
-const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd \
+const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
      FROM steps WHERE task_id = ? ORDER BY n";
-const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd \
+const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
      FROM steps WHERE task_id = ? AND n = ?";
 const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE id = ?";
 const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE task_id = ? ORDER BY created_at, id";
@@ -178,6 +179,8 @@ fn step_from_row(r: &SqliteRow) -> Result<Step, StoreError> {
         tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
         tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
         cost_usd: r.try_get("cost_usd")?,
+        model_calls: r.try_get::<i64, _>("model_calls")? as u32,
+        replay: opt_json(r.try_get("replay")?, "replay")?,
     })
 }
 
@@ -515,8 +518,8 @@ impl Store for SqliteStore {
     async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT INTO steps (task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO steps (task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(step.task_id.to_string())
         .bind(step.n as i64)
@@ -530,12 +533,15 @@ impl Store for SqliteStore {
         .bind(step.tokens_in as i64)
         .bind(step.tokens_out as i64)
         .bind(step.cost_usd)
+        .bind(step.model_calls as i64)
+        .bind(to_json(&step.replay))
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ? WHERE id = ?")
+        sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ?, model_calls = model_calls + ? WHERE id = ?")
             .bind(step.tokens_in as i64)
             .bind(step.tokens_out as i64)
             .bind(step.cost_usd)
+            .bind(step.model_calls as i64)
             .bind(step.task_id.to_string())
             .execute(&mut *tx)
             .await?;

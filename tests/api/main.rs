@@ -10,5 +10,6 @@ mod devices;
 mod http;
 mod lifecycle;
 mod run;
+mod scripts;
 mod streaming;
 mod tasks;

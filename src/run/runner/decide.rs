@@ -91,6 +91,7 @@ impl Runner {
             instruction: st.task.spec.instruction.clone(),
             observation: Observation {
                 screen: obs.repr.clone(),
+                tree: obs.screen.clone(),
                 screenshot: obs
                     .png
                     .as_ref()

@@ -40,11 +40,12 @@ use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef}
 use super::interaction::Prompts;
 use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
-use crate::agent::Agent;
+use crate::agent::{Agent, ProducedScript};
 use crate::device::Device;
 use crate::domain::TaskEvent;
-use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskStatus};
+use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskId, TaskStatus};
 use crate::screen::ReprOptions;
+use crate::script::ScriptSource;
 use crate::store::StoreError;
 use record::{PasswordGuard, StepDraft, StepStart, Then};
 use state::RunState;
@@ -219,7 +220,55 @@ impl Runner {
         if end.suspended {
             return self.suspend(id, &end.reason).await;
         }
+        let ok = end.status == TaskStatus::Succeeded;
+        if let Some(produced) = agent.take_script(ok, Some(&end.reason)) {
+            self.save_script(id, produced).await?;
+        }
         self.finish(id, end).await
+    }
+
+    /// Stores a script the agent produced (a new one, or a healed version of the one it
+    /// replayed) and says so on the task's stream.
+    async fn save_script(&self, id: TaskId, p: ProducedScript) -> Result<(), StoreError> {
+        let store = self.bus.store();
+        let (rec, how) = match p.healed_from {
+            Some((script_id, from_version)) => {
+                let source = ScriptSource::Healed {
+                    task_id: id,
+                    from_version,
+                };
+                let rec = match store
+                    .add_script_version(script_id, &p.script, source.clone())
+                    .await
+                {
+                    // Deleted while the task ran: keep the healed script as a new one.
+                    Err(StoreError::ScriptNotFound(_)) => {
+                        store.create_script(&p.script, source).await?
+                    }
+                    other => other?,
+                };
+                (rec, "healed")
+            }
+            None => (
+                store
+                    .create_script(&p.script, ScriptSource::Navigator { task_id: id })
+                    .await?,
+                "recorded",
+            ),
+        };
+        tracing::info!(task = %id, script = %rec.id, version = rec.version, how, "script saved");
+        self.bus
+            .publish(
+                &id.to_string(),
+                TaskEvent::ScriptSaved {
+                    task_id: id,
+                    script_id: rec.id,
+                    version: rec.version,
+                    how: how.into(),
+                },
+            )
+            .await?;
+        Ok(())
     }
 
     /// The loop: at each boundary, stop or go on; each pass is one step.

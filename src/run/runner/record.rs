@@ -123,6 +123,8 @@ impl StepDraft {
             tokens_in: 0,
             tokens_out: 0,
             cost_usd: 0.0,
+            model_calls: 0,
+            replay: None,
         };
         Self {
             step,
@@ -145,6 +147,8 @@ impl StepDraft {
         self.step.tokens_in = d.usage.input_tokens;
         self.step.tokens_out = d.usage.output_tokens;
         self.step.cost_usd = d.cost.unwrap_or(0.0);
+        self.step.model_calls = d.model_calls;
+        self.step.replay = d.replay.clone();
         self.step.timings.inference_ms = d.model_time.as_millis() as u64;
     }
 
@@ -298,5 +302,7 @@ fn executed_event(step: &Step) -> TaskEvent {
         tokens_out: step.tokens_out,
         cost_usd: step.cost_usd,
         screenshot: step.screenshot.clone(),
+        model_calls: step.model_calls,
+        replay: step.replay.clone(),
     }
 }

@@ -28,7 +28,13 @@ impl Runner {
         draft: &mut StepDraft,
     ) -> Phase<()> {
         let n = st.counter.current();
-        match st.stuck.observe(obs.layout, tap_target(&decision.action)) {
+        // A script replay bounds its own waits and retries; an unchanged screen while it
+        // waits for an element is not being stuck.
+        let verdict = match decision.replay {
+            Some(_) => Stuck::No,
+            None => st.stuck.observe(obs.layout, tap_target(&decision.action)),
+        };
+        match verdict {
             Stuck::No => {}
             Stuck::Diagnose(why) => {
                 draft.notes.push(Note::McpResult {

@@ -1,0 +1,180 @@
+//! Finding a script step's target on the current screen: the primary selector, then the
+//! alternatives in order, then (only when the script allows it) a bounded fuzzy match;
+//! and recognising the known interruptions that replay dismisses by rule.
+//!
+//! The fuzzy match accepts exactly one candidate, never a guess between several:
+//! - a renamed id: the same id once case and `_` are ignored (`switch_widget` →
+//!   `switchWidget`, what an app update does);
+//! - the same text or description elsewhere (a list item that moved, a new id);
+//! - a changed label that still starts with the recorded one (`Send` → `Send message`).
+
+use crate::domain::Fallback;
+use crate::screen::resolve::visible_chain;
+use crate::screen::{Screen, Selector, SelectorIndex, UiNode};
+
+/// A target found on the screen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub selector: String,
+    pub node: usize,
+    pub fallback: Fallback,
+}
+
+/// The unique visible node `sel` matches.
+pub fn unique(screen: &Screen, sel: &str) -> Option<usize> {
+    let parsed = Selector::parse(sel).ok()?;
+    let on: Vec<usize> = parsed
+        .find(&screen.tree)
+        .nodes
+        .into_iter()
+        .filter(|&n| visible_chain(&screen.tree, n, &screen.elements.screen))
+        .collect();
+    match on.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// Whether any visible node matches `sel` (for waits and `expect`).
+pub fn visible(screen: &Screen, sel: &str) -> bool {
+    let Ok(parsed) = Selector::parse(sel) else {
+        return false;
+    };
+    parsed
+        .find(&screen.tree)
+        .nodes
+        .into_iter()
+        .any(|n| visible_chain(&screen.tree, n, &screen.elements.screen))
+}
+
+/// Primary, then alternatives (each must match exactly one visible node).
+pub fn by_selectors(screen: &Screen, selectors: &[String]) -> Option<Found> {
+    selectors.iter().enumerate().find_map(|(i, s)| {
+        unique(screen, s).map(|node| Found {
+            selector: s.clone(),
+            node,
+            fallback: if i == 0 {
+                Fallback::None
+            } else {
+                Fallback::Alternative
+            },
+        })
+    })
+}
+
+/// The bounded fuzzy match over what the step's selectors say about the element.
+pub fn fuzzy(screen: &Screen, selectors: &[String]) -> Option<Found> {
+    let parsed: Vec<Selector> = selectors
+        .iter()
+        .filter_map(|s| Selector::parse(s).ok())
+        .collect();
+    let tree = &screen.tree;
+    let on = |n: usize| visible_chain(tree, n, &screen.elements.screen);
+    let pick = |pred: &dyn Fn(&UiNode) -> bool| -> Option<usize> {
+        let hits: Vec<usize> = (0..tree.nodes.len())
+            .filter(|&n| on(n) && pred(&tree.nodes[n]))
+            .collect();
+        (hits.len() == 1).then(|| hits[0])
+    };
+    let node = parsed.iter().find_map(|sel| match sel {
+        Selector::Id(id) => {
+            let want = squash(short(id));
+            pick(&|n: &UiNode| !n.resource_id.is_empty() && squash(n.short_id()) == want)
+        }
+        Selector::Text { text, .. } => pick(&|n: &UiNode| {
+            n.text.trim().eq_ignore_ascii_case(text.trim())
+        })
+        .or_else(|| pick(&|n: &UiNode| n.text.starts_with(text.as_str()) && !text.is_empty())),
+        Selector::Desc { desc, .. } => {
+            pick(&|n: &UiNode| n.content_desc.trim().eq_ignore_ascii_case(desc.trim()))
+        }
+        _ => None,
+    })?;
+    let (primary, _) = SelectorIndex::new(tree).recommend(node);
+    Some(Found {
+        selector: primary.to_string(),
+        node,
+        fallback: Fallback::Fuzzy,
+    })
+}
+
+fn short(id: &str) -> &str {
+    id.rsplit_once(":id/").map_or(id, |(_, s)| s)
+}
+
+/// Lower case without `_`: `switch_widget` and `switchWidget` are the same id.
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A known interruption and how replay dismisses it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interruption {
+    /// Tap this button (a pop-up's "Not now", a permission dialog's "Don't allow").
+    Tap { selector: String, label: String },
+    /// The soft keyboard is up: Back hides it.
+    Keyboard,
+}
+
+/// Buttons that close a dialog without agreeing to anything. A permission is denied,
+/// never granted, by rule: a flow that needs it recorded the tap on "Allow" itself.
+const DISMISS: &[&str] = &[
+    "not now",
+    "later",
+    "no thanks",
+    "no, thanks",
+    "don't allow",
+    "deny",
+    "dismiss",
+    "close",
+    "skip",
+    "cancel",
+    "maybe later",
+    "got it",
+];
+
+/// The interruption on this screen, if any (checked only when the step's target is
+/// missing, so a step that means to tap "Later" still does).
+pub fn interruption(screen: &Screen) -> Option<Interruption> {
+    let tree = &screen.tree;
+    let on = |n: usize| visible_chain(tree, n, &screen.elements.screen);
+    if screen.has_modal {
+        let button = (0..tree.nodes.len()).find(|&n| {
+            let node = &tree.nodes[n];
+            let label = if node.text.is_empty() {
+                &node.content_desc
+            } else {
+                &node.text
+            };
+            on(n) && node.clickable && DISMISS.contains(&label.trim().to_lowercase().as_str())
+        });
+        if let Some(n) = button {
+            let (sel, _) = SelectorIndex::new(tree).recommend(n);
+            let node = &tree.nodes[n];
+            let label = if node.text.is_empty() {
+                node.content_desc.clone()
+            } else {
+                node.text.clone()
+            };
+            return Some(Interruption::Tap {
+                selector: sel.to_string(),
+                label,
+            });
+        }
+    }
+    let keyboard = tree.nodes.iter().any(|n| n.package.contains("inputmethod"));
+    keyboard.then_some(Interruption::Keyboard)
+}
+
+/// The text a `store_as` reads from a node: its text, else its description.
+pub fn text_of(screen: &Screen, node: usize) -> String {
+    let n = &screen.tree.nodes[node];
+    if n.text.is_empty() {
+        n.content_desc.clone()
+    } else {
+        n.text.clone()
+    }
+}

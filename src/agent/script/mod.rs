@@ -1,0 +1,751 @@
+//! The `script` agent: replays a script with no model, and recovers a broken step with
+//! one (AI in the middle) when the task names a recovery model.
+//!
+//! Each call to `next` returns one action for one script step, so every replay step is
+//! an ordinary task step (stored, streamed, timed) and carries a `ReplayInfo` (which
+//! script step, which selector, which fallback). Per step:
+//!
+//! 1. wait for the `wait_condition` (a `wait_for`: change detection with a timeout);
+//! 2. find the target: the primary selector, the alternatives, then (when the script
+//!    allows) a bounded fuzzy match (`find.rs`); while it is missing, dismiss a known
+//!    interruption by rule, or wait for it once (`wait_for`);
+//! 3. act; then check `expect`, waiting for it once;
+//! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
+//!    `max_recovery_attempts`, then the user; without a model the task fails, naming
+//!    the step.
+//!
+//! The logic lives in the agent rather than in `RunHooks` because each decision needs the
+//! script's state (which step, which fallback was tried); hooks see one action at a time.
+//! A `modify_selector` that worked heals the script: the runner stores it as a new
+//! version (`take_script`), with the old selector kept as the first alternative.
+
+pub mod find;
+pub mod recover;
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{Agent, AgentContext, AgentError, Decision, Meter, ProducedScript};
+use crate::domain::{Action, ActionParser, Fallback, ReplayInfo, ReplayRole};
+use crate::llm::PriceTable;
+use crate::screen::Screen;
+use crate::script::model::StepAction;
+use crate::script::{RecoveryHint, Script, ScriptId, Vars};
+use find::{Found, Interruption};
+use recover::{Aitm, Confidence, RecoveryType, StepError};
+
+/// Interruptions dismissed per step before the step counts as failed.
+const MAX_DISMISSALS: u32 = 3;
+
+/// Per script step: what has been tried.
+#[derive(Debug, Default)]
+struct Tries {
+    waited_condition: bool,
+    waited_target: bool,
+    waited_expect: bool,
+    dismissals: u32,
+    scrolls: u32,
+    recoveries: u32,
+    asked: bool,
+    /// A selector AI in the middle proposed (tried first).
+    healed: Option<(String, String)>,
+}
+
+/// What the last action was for, to read its outcome.
+#[derive(Debug, Clone, PartialEq)]
+enum Pending {
+    Fresh,
+    Waited,
+    Acted { store: Option<String> },
+    Expecting,
+    Recovered,
+    Asked,
+}
+
+pub struct ScriptAgent {
+    script: Script,
+    origin: Option<(ScriptId, u32)>,
+    vars: Vars,
+    at: usize,
+    pending: Pending,
+    tries: Tries,
+    dismissed: u32,
+    aitm: Option<Aitm>,
+    prices: PriceTable,
+    /// Steps whose selector AI in the middle healed: index → (new selector, reason).
+    healed: BTreeMap<usize, (String, String)>,
+}
+
+/// One pass of the state machine: an action to return, or go round again.
+enum Pass {
+    Emit(Action, ReplayRole, Option<Found>),
+    Again,
+    Finish(bool, String, Option<String>),
+}
+
+impl ScriptAgent {
+    /// `origin`: the stored script and version, so a healed script becomes its next
+    /// version. `vars`: the bound inputs.
+    pub fn new(script: Script, origin: Option<(ScriptId, u32)>, vars: Vars) -> Self {
+        Self {
+            script,
+            origin,
+            vars,
+            at: 0,
+            pending: Pending::Fresh,
+            tries: Tries::default(),
+            dismissed: 0,
+            aitm: None,
+            prices: PriceTable::default(),
+            healed: BTreeMap::new(),
+        }
+    }
+
+    pub fn with_recovery(mut self, aitm: Aitm, prices: PriceTable) -> Self {
+        self.aitm = Some(aitm);
+        self.prices = prices;
+        self
+    }
+
+    fn advance(&mut self) {
+        self.at += 1;
+        self.pending = Pending::Fresh;
+        self.tries = Tries::default();
+    }
+
+    fn sub(&self, s: &str) -> String {
+        self.vars.substitute(s).unwrap_or_else(|_| s.to_string())
+    }
+
+    /// The selectors to try for the current step, best first. An index-path primary
+    /// goes after the alternatives: in a reordered list it matches the wrong row
+    /// uniquely, while the row's text still finds the right one.
+    fn selectors(&self) -> Vec<String> {
+        let step = &self.script.steps[self.at];
+        let healed = self.tries.healed.iter().map(|(s, _)| s.clone());
+        let primary = step.selector.iter().map(|s| self.sub(s));
+        let alternatives = step.alternative_selectors.iter().map(|s| self.sub(s));
+        let index_based = step
+            .selector
+            .as_ref()
+            .and_then(|s| crate::screen::Selector::parse(&self.sub(s)).ok())
+            .is_some_and(|s| s.is_index_based());
+        if index_based {
+            healed.chain(alternatives).chain(primary).collect()
+        } else {
+            healed.chain(primary).chain(alternatives).collect()
+        }
+    }
+
+    /// Reads what the previous action did; Some(pass) when that decides this pass.
+    fn after(&mut self, ctx: &AgentContext, screen: &Screen) -> Option<Result<Pass, StepError>> {
+        let failed = ctx
+            .history
+            .steps()
+            .last()
+            .map(|r| r.outcome.starts_with("failed"));
+        let last = ctx
+            .history
+            .steps()
+            .last()
+            .map(|r| r.outcome.clone())
+            .unwrap_or_default();
+        match std::mem::replace(&mut self.pending, Pending::Fresh) {
+            Pending::Acted { store } => {
+                if failed == Some(true) {
+                    return Some(Err(err("action_failed", last, None)));
+                }
+                if let (Some(name), Some(v)) =
+                    (&self.script.steps[self.at].parameters.store_as, store)
+                {
+                    self.vars.set(name, v);
+                }
+                if self.scrolling_on(screen) {
+                    return Some(Ok(Pass::Again));
+                }
+                Some(self.check_expect(screen))
+            }
+            Pending::Expecting => Some(if self.expect_holds(screen) {
+                self.advance();
+                Ok(Pass::Again)
+            } else {
+                Err(self.expect_error())
+            }),
+            Pending::Recovered if failed == Some(true) => Some(Err(err(
+                "action_failed",
+                format!("the recovery action failed: {last}"),
+                None,
+            ))),
+            Pending::Recovered if self.expect_holds(screen) && self.has_expect() => {
+                self.advance();
+                Some(Ok(Pass::Again))
+            }
+            Pending::Asked => Some(self.answered(ctx)),
+            Pending::Fresh | Pending::Waited | Pending::Recovered => None,
+        }
+    }
+
+    /// A `scroll` with `until` keeps scrolling while its target is not visible.
+    fn scrolling_on(&mut self, screen: &Screen) -> bool {
+        let p = &self.script.steps[self.at].parameters;
+        let Some(until) = p.until.as_ref().map(|u| self.sub(u)) else {
+            return false;
+        };
+        let max = p.max_scrolls.unwrap_or(10);
+        if find::visible(screen, &until) || self.tries.scrolls >= max {
+            return false;
+        }
+        true
+    }
+
+    fn has_expect(&self) -> bool {
+        self.script.steps[self.at]
+            .expect
+            .as_ref()
+            .is_some_and(|e| !e.is_empty())
+    }
+
+    fn expect_holds(&self, screen: &Screen) -> bool {
+        let Some(e) = &self.script.steps[self.at].expect else {
+            return true;
+        };
+        let app_ok = e
+            .app
+            .as_ref()
+            .is_none_or(|a| screen.tree.nodes.iter().any(|n| &n.package == a));
+        app_ok
+            && e.visible
+                .iter()
+                .all(|s| find::visible(screen, &self.sub(s)))
+            && e.gone.iter().all(|s| !find::visible(screen, &self.sub(s)))
+    }
+
+    fn expect_error(&self) -> StepError {
+        let e = self.script.steps[self.at]
+            .expect
+            .clone()
+            .unwrap_or_default();
+        let sel = e.visible.first().or(e.gone.first()).map(|s| self.sub(s));
+        err(
+            "expect_failed",
+            format!(
+                "after the step, expected {}",
+                serde_json::to_string(&e).unwrap_or_default()
+            ),
+            sel,
+        )
+    }
+
+    /// After the action: `expect` holds (next step), or wait for it once, or fail.
+    fn check_expect(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        let until = self.script.steps[self.at].parameters.until.clone();
+        if let Some(u) = until.filter(|u| !find::visible(screen, &self.sub(u))) {
+            return Err(err(
+                "element_not_found",
+                format!("scrolled {} times without finding it", self.tries.scrolls),
+                Some(self.sub(&u)),
+            ));
+        }
+        if self.expect_holds(screen) {
+            self.advance();
+            return Ok(Pass::Again);
+        }
+        if self.tries.waited_expect {
+            return Err(self.expect_error());
+        }
+        self.tries.waited_expect = true;
+        let e = self.script.steps[self.at]
+            .expect
+            .clone()
+            .unwrap_or_default();
+        let timeout_ms = e
+            .timeout_ms
+            .unwrap_or(crate::script::model::DEFAULT_TIMEOUT_MS);
+        self.pending = Pending::Expecting;
+        let action = match (e.visible.first(), e.gone.first()) {
+            (Some(s), _) => Action::WaitFor {
+                selector: self.sub(s),
+                timeout_ms,
+            },
+            (None, Some(s)) => Action::WaitForGone {
+                selector: self.sub(s),
+                timeout_ms,
+            },
+            // Only the app was expected: give it one settle.
+            (None, None) => Action::Wait { ms: 500 },
+        };
+        Ok(Pass::Emit(action, ReplayRole::Expect, None))
+    }
+
+    /// The step's own turn: wait condition, target, interruptions, act.
+    fn attempt(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        let step = self.script.steps[self.at].clone();
+        if let Some(wc) = &step.wait_condition {
+            let sel = self.sub(&wc.selector);
+            if !find::visible(screen, &sel) {
+                if self.tries.waited_condition {
+                    return Err(err(
+                        "element_not_found",
+                        format!("wait_condition `{sel}` never appeared"),
+                        Some(sel),
+                    ));
+                }
+                self.tries.waited_condition = true;
+                self.pending = Pending::Waited;
+                return Ok(Pass::Emit(
+                    Action::WaitFor {
+                        selector: sel,
+                        timeout_ms: wc.timeout_ms,
+                    },
+                    ReplayRole::Wait,
+                    None,
+                ));
+            }
+        }
+        if step
+            .parameters
+            .until
+            .as_ref()
+            .is_some_and(|u| find::visible(screen, &self.sub(u)))
+        {
+            self.advance();
+            return Ok(Pass::Again);
+        }
+        let selectors = self.selectors();
+        let targeted = step.action.acts_on_selector()
+            || matches!(step.action, StepAction::WaitFor | StepAction::WaitForGone);
+        if !targeted || selectors.is_empty() {
+            if step.action == StepAction::Scroll {
+                self.tries.scrolls += 1;
+            }
+            // A step recorded with no selector (nothing there to name) taps its point.
+            let point = (targeted && step.parameters.coordinate.is_some()).then(|| Found {
+                selector: String::new(),
+                node: 0,
+                fallback: Fallback::Coordinate,
+            });
+            return self.act(point, screen);
+        }
+        let primary = step.selector.as_ref().map(|s| self.sub(s));
+        let found = find::by_selectors(screen, &selectors)
+            .map(|mut f| {
+                f.fallback = if Some(&f.selector) == primary.as_ref() {
+                    Fallback::None
+                } else {
+                    Fallback::Alternative
+                };
+                f
+            })
+            .or_else(|| {
+                self.script
+                    .fuzzy
+                    .then(|| find::fuzzy(screen, &selectors))
+                    .flatten()
+            });
+        match (found, step.action) {
+            (Some(f), StepAction::WaitForGone)
+                if f.fallback == Fallback::None && self.tries.waited_target =>
+            {
+                Err(err(
+                    "element_not_found",
+                    format!("`{}` never went away", f.selector),
+                    Some(f.selector),
+                ))
+            }
+            (Some(f), StepAction::WaitForGone) => {
+                self.tries.waited_target = true;
+                self.pending = Pending::Waited;
+                Ok(Pass::Emit(
+                    self.build(&f.selector)?,
+                    ReplayRole::Wait,
+                    Some(f),
+                ))
+            }
+            (None, StepAction::WaitForGone) => {
+                self.pending = Pending::Acted { store: None };
+                Ok(Pass::Emit(Action::Wait { ms: 0 }, ReplayRole::Action, None))
+            }
+            (Some(f), _) => self.act(Some(f), screen),
+            (None, _) => self.missing(screen, &selectors),
+        }
+    }
+
+    /// The target is not on screen: an interruption, a wait, a skip or a failure.
+    fn missing(&mut self, screen: &Screen, selectors: &[String]) -> Result<Pass, StepError> {
+        let step = &self.script.steps[self.at];
+        if self.tries.dismissals < MAX_DISMISSALS
+            && let Some(i) = find::interruption(screen)
+        {
+            self.tries.dismissals += 1;
+            self.dismissed += 1;
+            self.pending = Pending::Fresh;
+            let action = match i {
+                Interruption::Tap { selector, .. } => Action::Tap {
+                    target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                        selector,
+                    )),
+                },
+                Interruption::Keyboard => Action::Key {
+                    key: crate::domain::Key::Back,
+                },
+            };
+            return Ok(Pass::Emit(action, ReplayRole::Dismiss, None));
+        }
+        // An optional step (a pop-up that comes only sometimes) is not waited for.
+        if !self.tries.waited_target && !step.optional {
+            self.tries.waited_target = true;
+            self.pending = Pending::Waited;
+            let wait = Action::WaitFor {
+                selector: selectors[0].clone(),
+                timeout_ms: step.timeout_ms(),
+            };
+            return Ok(Pass::Emit(wait, ReplayRole::Wait, None));
+        }
+        if step.optional {
+            self.advance();
+            return Ok(Pass::Again);
+        }
+        Err(err(
+            "element_not_found",
+            format!("no element matches {}", selectors.join(" or ")),
+            Some(selectors[0].clone()),
+        ))
+    }
+
+    /// Runs the step's action on `found` (None: an action without a target).
+    fn act(&mut self, found: Option<Found>, screen: &Screen) -> Result<Pass, StepError> {
+        let selector = found
+            .as_ref()
+            .filter(|f| f.fallback != Fallback::Coordinate)
+            .map(|f| f.selector.clone());
+        let action = match &selector {
+            Some(s) => self.build(s)?,
+            None => self.script.steps[self.at]
+                .to_action(None, &self.vars)
+                .map_err(|e| err("action_failed", e.to_string(), None))?,
+        };
+        let store = found
+            .as_ref()
+            .filter(|f| f.fallback != Fallback::Coordinate)
+            .map(|f| find::text_of(screen, f.node));
+        if let Some((sel, _)) = &self.tries.healed
+            && selector.as_deref() == Some(sel.as_str())
+        {
+            self.healed
+                .insert(self.at, self.tries.healed.clone().unwrap_or_default());
+        }
+        self.pending = Pending::Acted { store };
+        Ok(Pass::Emit(action, ReplayRole::Action, found))
+    }
+
+    /// The step's action aimed at `selector`, whose variables are already substituted
+    /// (escaped here, so a value holding `${` is not read twice).
+    fn build(&self, selector: &str) -> Result<Action, StepError> {
+        let mut step = self.script.steps[self.at].clone();
+        step.selector = Some(selector.replace("${", "$${"));
+        step.to_action(step.selector.as_deref(), &self.vars)
+            .map_err(|e| err("action_failed", e.to_string(), Some(selector.to_string())))
+    }
+
+    /// Reads the user's answer to a failed step: retry, skip, or (anything else) abort.
+    fn answered(&mut self, ctx: &AgentContext) -> Result<Pass, StepError> {
+        let answer = ctx.history.notes().last().and_then(|n| match n {
+            crate::agent::context::Note::UserAnswer { answer, .. } => {
+                Some(answer.trim().to_lowercase())
+            }
+            _ => None,
+        });
+        match answer.as_deref() {
+            Some("retry") => {
+                self.tries = Tries {
+                    asked: true,
+                    ..Tries::default()
+                };
+                Ok(Pass::Again)
+            }
+            Some("skip") => {
+                self.advance();
+                Ok(Pass::Again)
+            }
+            _ => Ok(Pass::Finish(
+                false,
+                format!(
+                    "script step {} abandoned: the user answered {:?}",
+                    self.at + 1,
+                    answer.unwrap_or_default()
+                ),
+                None,
+            )),
+        }
+    }
+
+    /// A step failed: AI in the middle, the user, or the end of the task.
+    async fn failed(
+        &mut self,
+        meter: &mut Meter<'_>,
+        ctx: &AgentContext,
+        e: StepError,
+    ) -> Result<Pass, AgentError> {
+        let Some(aitm) = self.aitm.clone() else {
+            return Ok(Pass::Finish(false, self.describe_failure(&e), None));
+        };
+        if self.tries.recoveries >= self.script.max_recovery_attempts {
+            if self.tries.asked {
+                return Ok(Pass::Finish(false, self.describe_failure(&e), None));
+            }
+            self.tries.asked = true;
+            self.pending = Pending::Asked;
+            let question = format!(
+                "{} Recovery did not work. Reply retry, skip or abort.",
+                self.describe_failure(&e)
+            );
+            return Ok(Pass::Emit(
+                Action::AskUser {
+                    question,
+                    options: Some(vec!["retry".into(), "skip".into(), "abort".into()]),
+                },
+                ReplayRole::Recovery,
+                None,
+            ));
+        }
+        self.tries.recoveries += 1;
+        let answer = match aitm.ask(meter, ctx, &self.script, self.at, &e).await {
+            Ok(a) if a.confidence != Confidence::Low => a,
+            Ok(_) | Err(AgentError::Recovery(_)) => return Ok(Pass::Again),
+            Err(other) => return Err(other),
+        };
+        Ok(self.apply(answer, ctx))
+    }
+
+    fn apply(&mut self, a: recover::RecoveryAction, ctx: &AgentContext) -> Pass {
+        let screen = ctx.observation.tree.clone();
+        match a.action_type {
+            RecoveryType::ModifySelector => {
+                let Some(sel) = a.new_selector.filter(|s| {
+                    screen
+                        .as_ref()
+                        .is_some_and(|sc| find::unique(sc, s).is_some())
+                }) else {
+                    return Pass::Again;
+                };
+                self.tries.healed = Some((sel, a.reason));
+                self.pending = Pending::Fresh;
+                Pass::Again
+            }
+            RecoveryType::ExecuteAction => {
+                match a.action.as_ref().map(|v| ActionParser::new().parse(v)) {
+                    Some(Ok(action)) if !action.is_terminal() => {
+                        self.pending = Pending::Recovered;
+                        Pass::Emit(action, ReplayRole::Recovery, None)
+                    }
+                    _ => Pass::Again,
+                }
+            }
+            RecoveryType::SkipStep => {
+                self.advance();
+                Pass::Again
+            }
+            RecoveryType::Abort => Pass::Finish(
+                false,
+                format!(
+                    "recovery gave up on script step {}: {}",
+                    self.at + 1,
+                    a.reason
+                ),
+                None,
+            ),
+            RecoveryType::AskUser => {
+                self.pending = Pending::Asked;
+                self.tries.asked = true;
+                let q = a.question.unwrap_or(a.reason);
+                Pass::Emit(
+                    Action::AskUser {
+                        question: format!("{q} (reply retry, skip or abort)"),
+                        options: Some(vec!["retry".into(), "skip".into(), "abort".into()]),
+                    },
+                    ReplayRole::Recovery,
+                    None,
+                )
+            }
+        }
+    }
+
+    fn describe_failure(&self, e: &StepError) -> String {
+        let step = &self.script.steps[self.at];
+        let what = step.description.clone().unwrap_or_else(|| {
+            format!(
+                "{}{}",
+                step.action.name(),
+                step.selector
+                    .as_ref()
+                    .map(|s| format!(" {s}"))
+                    .unwrap_or_default()
+            )
+        });
+        format!(
+            "script step {} ({what}) failed: {}: {}",
+            self.at + 1,
+            e.error_type,
+            e.message
+        )
+    }
+
+    /// The outputs as a JSON object, the finish answer.
+    fn outputs(&self) -> Option<String> {
+        if self.script.outputs.is_empty() {
+            return None;
+        }
+        let m: serde_json::Map<String, Value> = self
+            .script
+            .outputs
+            .iter()
+            .map(|k| {
+                (
+                    k.clone(),
+                    self.vars.get(k).map_or(Value::Null, |v| json!(v)),
+                )
+            })
+            .collect();
+        Some(Value::Object(m).to_string())
+    }
+
+    fn info(
+        &self,
+        role: ReplayRole,
+        found: Option<&Found>,
+        recovery: Option<String>,
+    ) -> ReplayInfo {
+        let healed = found.is_some_and(|f| {
+            self.tries
+                .healed
+                .as_ref()
+                .is_some_and(|(s, _)| *s == f.selector)
+        });
+        ReplayInfo {
+            index: self.at.min(self.script.steps.len().saturating_sub(1)) as u32,
+            role,
+            selector: found.map(|f| f.selector.clone()).filter(|s| !s.is_empty()),
+            fallback: if healed {
+                Fallback::Healed
+            } else {
+                found.map_or(Fallback::None, |f| f.fallback)
+            },
+            interruptions_dismissed: self.dismissed,
+            recovery,
+        }
+    }
+}
+
+fn err(
+    error_type: &'static str,
+    message: impl Into<String>,
+    selector: Option<String>,
+) -> StepError {
+    StepError {
+        error_type,
+        message: message.into(),
+        selector,
+    }
+}
+
+#[async_trait]
+impl Agent for ScriptAgent {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        let prices = self.prices.clone();
+        let mut meter = Meter::new(&prices);
+        for _ in 0..64 {
+            let pass = if self.at >= self.script.steps.len() {
+                Pass::Finish(
+                    true,
+                    format!("script complete: {} steps", self.script.steps.len()),
+                    self.outputs(),
+                )
+            } else if let Some(screen) = ctx.observation.tree.clone() {
+                let r = match self.after(ctx, &screen) {
+                    Some(r) => r,
+                    None => self.attempt(&screen),
+                };
+                match r {
+                    Ok(p) => p,
+                    Err(e) => self.failed(&mut meter, ctx, e).await?,
+                }
+            } else {
+                let e = err("device_error", "the screen could not be read", None);
+                self.failed(&mut meter, ctx, e).await?
+            };
+            let recovery =
+                (self.pending == Pending::Recovered).then(|| "execute_action".to_string());
+            let (action, info) = match pass {
+                Pass::Again => continue,
+                Pass::Emit(a, role, found) => {
+                    let info = self.info(role, found.as_ref(), recovery);
+                    (a, Some(info))
+                }
+                Pass::Finish(success, reason, answer) => (
+                    Action::Finish {
+                        success,
+                        reason: Some(reason),
+                        answer,
+                    },
+                    None,
+                ),
+            };
+            let thinking = info.as_ref().map_or_else(String::new, |i| {
+                format!(
+                    "script step {}/{}: {:?}{}",
+                    i.index + 1,
+                    self.script.steps.len(),
+                    i.role,
+                    i.selector
+                        .as_ref()
+                        .map(|s| format!(" {s}"))
+                        .unwrap_or_default()
+                )
+            });
+            let raw = serde_json::to_string(&action).unwrap_or_default();
+            let mut d = meter.decision(thinking, action, raw, 0);
+            d.replay = info;
+            return Ok(d);
+        }
+        Ok(Decision::local(Action::Finish {
+            success: false,
+            reason: Some(format!("script step {} made no progress", self.at + 1)),
+            answer: None,
+        }))
+    }
+
+    fn describe(&self) -> String {
+        let ai = if self.aitm.is_some() { " +AITM" } else { "" };
+        format!(
+            "script \"{}\" ({} steps){ai}",
+            self.script.name,
+            self.script.steps.len()
+        )
+    }
+
+    fn take_script(&mut self, finished_ok: bool, _reason: Option<&str>) -> Option<ProducedScript> {
+        if !finished_ok || self.healed.is_empty() {
+            return None;
+        }
+        let origin = self.origin?;
+        let mut script = self.script.clone();
+        for (i, (sel, reason)) in std::mem::take(&mut self.healed) {
+            let step = &mut script.steps[i];
+            if let Some(old) = step.selector.replace(sel.clone()) {
+                step.recovery_hints.push(RecoveryHint {
+                    trigger: format!("element_not_found:{old}"),
+                    hint: format!("healed to {sel}: {reason}"),
+                });
+                step.alternative_selectors
+                    .retain(|a| *a != sel && *a != old);
+                step.alternative_selectors.insert(0, old);
+            }
+        }
+        Some(ProducedScript {
+            script,
+            healed_from: Some(origin),
+        })
+    }
+}

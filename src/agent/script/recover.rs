@@ -1,0 +1,165 @@
+//! AI in the middle (seed 001, "AITM Recovery Contract"): when a replay step still fails,
+//! a model is given the recovery context (the failed step and its error, the full
+//! screen, the matching recovery hints, the goal and progress, the last 5 steps) and
+//! answers with one `RecoveryAction` as JSON. Any provider works: the request is a plain
+//! chat request through the shared clients.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::agent::{AgentContext, AgentError, Meter};
+use crate::llm::{ChatModel, ChatRequest, Message, Part};
+use crate::script::hints::{Failure, matching};
+use crate::script::{Script, ScriptStep};
+
+const SYSTEM: &str = "You repair a UI automation script that failed on an Android phone. \
+You get the failed step, its error, the current screen (one element per line: \
+[index path] Type \"text\" @resource_id {flags}), recovery hints from the script's author, \
+the goal and the progress, and the last steps. Answer with ONE JSON object and nothing else:\n\
+{\"action_type\": \"execute_action\" | \"modify_selector\" | \"skip_step\" | \"abort\" | \"ask_user\",\n \
+\"action\": {\"action\": \"tap\", \"selector\": \"#id\"}   (execute_action: one action to run now, e.g. to close an obstacle or do the step another way),\n \
+\"new_selector\": \"#id\" | \":text(\\\"…\\\")\" | \":desc(\\\"…\\\")\"   (modify_selector: the element the step meant, on this screen),\n \
+\"question\": \"…\"   (ask_user),\n \"reason\": \"why\", \"confidence\": \"high\" | \"medium\" | \"low\"}\n\
+Prefer modify_selector when the element is on screen under another id or label; \
+execute_action when something blocks it; skip_step only when the step is not needed; \
+abort when the goal cannot be reached.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryType {
+    ExecuteAction,
+    ModifySelector,
+    SkipStep,
+    Abort,
+    AskUser,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    High,
+    Medium,
+    Low,
+}
+
+/// The model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryAction {
+    pub action_type: RecoveryType,
+    #[serde(default)]
+    pub action: Option<Value>,
+    #[serde(default)]
+    pub new_selector: Option<String>,
+    #[serde(default)]
+    pub question: Option<String>,
+    #[serde(default)]
+    pub reason: String,
+    pub confidence: Confidence,
+}
+
+/// The model AI in the middle asks.
+#[derive(Clone)]
+pub struct Aitm {
+    pub model: Arc<dyn ChatModel>,
+}
+
+/// What went wrong, for the recovery context.
+#[derive(Debug, Clone)]
+pub struct StepError {
+    pub error_type: &'static str,
+    pub message: String,
+    pub selector: Option<String>,
+}
+
+impl Aitm {
+    /// One recovery question. An answer that is not a RecoveryAction is an error the
+    /// caller counts as a failed attempt.
+    pub(crate) async fn ask(
+        &self,
+        meter: &mut Meter<'_>,
+        ctx: &AgentContext,
+        script: &Script,
+        index: usize,
+        err: &StepError,
+    ) -> Result<RecoveryAction, AgentError> {
+        let context = recovery_context(ctx, script, index, err);
+        let req = ChatRequest::new(
+            Some(SYSTEM.to_string()),
+            vec![Message::user(vec![Part::Text(context.to_string())])],
+        );
+        let reply = meter.call(self.model.as_ref(), &req).await?;
+        parse(&reply.text).map_err(|m| {
+            AgentError::Recovery(format!("{m}; the model said: {}", clip(&reply.text)))
+        })
+    }
+}
+
+/// The seed's recovery context as one JSON document.
+pub fn recovery_context(
+    ctx: &AgentContext,
+    script: &Script,
+    index: usize,
+    err: &StepError,
+) -> Value {
+    let step: &ScriptStep = &script.steps[index];
+    let screen = &ctx.observation.screen;
+    let failure = Failure {
+        error_type: err.error_type.to_string(),
+        selector: err.selector.clone(),
+        has_modal: screen.has_modal,
+        keyboard_shown: ctx.observation.tree.as_ref().is_some_and(|t| {
+            t.tree
+                .nodes
+                .iter()
+                .any(|n| n.package.contains("inputmethod"))
+        }),
+    };
+    let hints: Vec<&str> = matching(&step.recovery_hints, &failure)
+        .iter()
+        .map(|h| h.hint.as_str())
+        .collect();
+    let all: Vec<_> = ctx.history.steps().collect();
+    let history: Vec<Value> = all[all.len().saturating_sub(5)..]
+        .iter()
+        .map(|r| json!({"step": r.step, "action": r.action, "outcome": r.outcome}))
+        .collect();
+    json!({
+        "failed_step": step,
+        "error": {"error_type": err.error_type, "message": err.message, "selector": err.selector,
+                  "screen_state": {"app": screen.app_package, "has_modal": screen.has_modal, "summary": screen.summary}},
+        "current_screen": screen.elements,
+        "recovery_hints": hints,
+        "goal_context": {"goal": script.goal, "progress": format!("step {} of {}", index + 1, script.steps.len())},
+        "history": history,
+    })
+}
+
+/// The first JSON object in the reply (models wrap it in prose or code fences).
+fn parse(text: &str) -> Result<RecoveryAction, String> {
+    let start = text.find('{').ok_or("no JSON object in the answer")?;
+    let end = text.rfind('}').ok_or("no JSON object in the answer")?;
+    if end < start {
+        return Err("no JSON object in the answer".into());
+    }
+    serde_json::from_str(&text[start..=end]).map_err(|e| format!("not a RecoveryAction: {e}"))
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_from_prose_and_fences() {
+        let a = parse("Sure:\n```json\n{\"action_type\": \"modify_selector\", \"new_selector\": \"#send\", \"reason\": \"renamed\", \"confidence\": \"high\"}\n```").unwrap();
+        assert_eq!(a.action_type, RecoveryType::ModifySelector);
+        assert_eq!(a.new_selector.as_deref(), Some("#send"));
+        assert!(parse("no idea").is_err());
+        assert!(parse("{\"action_type\": \"fly\", \"confidence\": \"high\"}").is_err());
+    }
+}

@@ -1,0 +1,333 @@
+//! `/v1/scripts`: store, list, version, record and run scripts. Thin handlers: the
+//! document is checked by `script::Script`, recording is `script::record`, a run is an
+//! ordinary task with agent kind `script` (submitted like `POST /v1/tasks`).
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiError, ErrorResponse};
+use super::extract::{Json, Path};
+use super::state::AppState;
+use crate::domain::{NewTask, Task, TaskId, TaskSpec};
+use crate::run::queue;
+use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+
+/// Record a finished task's successful steps as a script.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FromTask {
+    #[schema(value_type = String)]
+    pub from_task: TaskId,
+    /// The script's name (default: the task's instruction).
+    pub name: Option<String>,
+}
+
+/// Store a script: a script document, or `{"from_task": ID}` to record one from a
+/// finished task (coordinates become selectors, `expect` comes from the next screen).
+#[utoipa::path(
+    post, path = "/v1/scripts", tag = "scripts",
+    request_body(content = Object, description = "A Script document, or FromTask"),
+    responses(
+        (status = 201, description = "Stored as version 1", body = ScriptRecord),
+        (status = 404, description = "Unknown task", body = ErrorResponse),
+        (status = 409, description = "The task has not finished", body = ErrorResponse),
+        (status = 422, description = "Invalid script (the message names the field), or nothing to record", body = ErrorResponse),
+    )
+)]
+pub async fn create_script(
+    State(s): State<AppState>,
+    Json(body): Json<Value>,
+) -> Result<(StatusCode, HeaderMap, Json<ScriptRecord>), ApiError> {
+    let (script, source) = if body.get("from_task").is_some() {
+        let req: FromTask =
+            serde_json::from_value(body).map_err(|e| invalid_body(e.to_string()))?;
+        (
+            record(&s, &req).await?,
+            ScriptSource::Task {
+                task_id: req.from_task,
+            },
+        )
+    } else {
+        (Script::from_json(&body)?, ScriptSource::Uploaded)
+    };
+    let rec = s.store.create_script(&script, source).await?;
+    Ok((StatusCode::CREATED, location(&rec), Json(rec)))
+}
+
+async fn record(s: &AppState, req: &FromTask) -> Result<Script, ApiError> {
+    let task = s.store.get_task(req.from_task).await?;
+    if !task.status.is_terminal() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "task_not_finished",
+            format!(
+                "task {} is {}; a script is recorded from a finished task",
+                task.id, task.status
+            ),
+            "Wait for task.finished (GET /v1/tasks/{id}/events), then record it.",
+        ));
+    }
+    let steps = s.store.steps(task.id).await?;
+    let mut script =
+        crate::script::record::from_steps(&task.spec.instruction, &steps).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "nothing_to_record",
+                format!("task {}: {e}", task.id),
+                "Record a task that ran device actions successfully (taps, typing, launches).",
+            )
+        })?;
+    if let Some(n) = req.name.as_ref().filter(|n| !n.trim().is_empty()) {
+        script.name = n.clone();
+    }
+    Ok(script)
+}
+
+fn invalid_body(message: String) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_script",
+        message,
+        "Send a script document ({\"name\", \"goal\", \"steps\"}) or {\"from_task\": ID}; see README \"Scripts\".",
+    )
+}
+
+fn location(rec: &ScriptRecord) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&format!("/v1/scripts/{}", rec.id)) {
+        h.insert(header::LOCATION, v);
+    }
+    h
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Page size, 1–500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
+    /// `next_cursor` from the previous page.
+    #[param(min_length = 1)]
+    cursor: Option<String>,
+}
+
+/// The latest version of each script, newest first, one page at a time.
+#[utoipa::path(
+    get, path = "/v1/scripts", tag = "scripts", params(ListParams),
+    responses((status = 200, body = ScriptPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
+)]
+pub async fn list_scripts(
+    State(s): State<AppState>,
+    Query(p): Query<ListParams>,
+) -> Result<Json<ScriptPage>, ApiError> {
+    let limit = p.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("limit {limit} is outside 1..=500"),
+            "Use a limit between 1 and 500 and follow `next_cursor` for more.",
+        ));
+    }
+    Ok(Json(
+        s.store.list_scripts(p.cursor.as_deref(), limit).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct VersionParam {
+    /// A version (default: the latest).
+    #[param(minimum = 1)]
+    version: Option<u32>,
+}
+
+/// One script: the latest version, or `?version=N`.
+#[utoipa::path(
+    get, path = "/v1/scripts/{id}", tag = "scripts",
+    params(("id" = String, Path, description = "Script id (UUID)"), VersionParam),
+    responses((status = 200, body = ScriptRecord), (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse))
+)]
+pub async fn get_script(
+    State(s): State<AppState>,
+    Path(id): Path<ScriptId>,
+    Query(p): Query<VersionParam>,
+) -> Result<Json<ScriptRecord>, ApiError> {
+    Ok(Json(s.store.script(id, p.version).await?))
+}
+
+/// Store an edited script as its next version (the earlier ones are kept).
+#[utoipa::path(
+    put, path = "/v1/scripts/{id}", tag = "scripts",
+    params(("id" = String, Path, description = "Script id (UUID)")),
+    request_body = Script,
+    responses((status = 200, description = "The new version", body = ScriptRecord), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse))
+)]
+pub async fn update_script(
+    State(s): State<AppState>,
+    Path(id): Path<ScriptId>,
+    Json(body): Json<Value>,
+) -> Result<Json<ScriptRecord>, ApiError> {
+    let script = Script::from_json(&body)?;
+    Ok(Json(
+        s.store
+            .add_script_version(id, &script, ScriptSource::Uploaded)
+            .await?,
+    ))
+}
+
+/// Delete a script with all its versions.
+#[utoipa::path(
+    delete, path = "/v1/scripts/{id}", tag = "scripts",
+    params(("id" = String, Path, description = "Script id (UUID)")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorResponse))
+)]
+pub async fn delete_script(
+    State(s): State<AppState>,
+    Path(id): Path<ScriptId>,
+) -> Result<StatusCode, ApiError> {
+    s.store.delete_script(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Every version of a script, oldest first (healed versions say where they came from).
+#[utoipa::path(
+    get, path = "/v1/scripts/{id}/versions", tag = "scripts",
+    params(("id" = String, Path, description = "Script id (UUID)")),
+    responses((status = 200, body = Vec<ScriptRecord>), (status = 404, body = ErrorResponse))
+)]
+pub async fn script_versions(
+    State(s): State<AppState>,
+    Path(id): Path<ScriptId>,
+) -> Result<Json<Vec<ScriptRecord>>, ApiError> {
+    Ok(Json(s.store.script_versions(id).await?))
+}
+
+/// Run a script: a task with agent kind `script`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunScript {
+    /// Values for the script's `${inputs}`.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
+    /// Run on this device (else any available one).
+    pub device_id: Option<String>,
+    /// A version (default: the latest).
+    pub version: Option<u32>,
+    /// Recover failed steps with a model (AI in the middle); `provider`, `model` and
+    /// `base_url` choose it, like a navigator's.
+    #[serde(default)]
+    pub recovery: bool,
+    #[schema(value_type = Option<String>)]
+    pub provider: Option<Value>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max_steps: Option<u32>,
+    #[schema(minimum = 1, maximum = 86400)]
+    pub timeout_seconds: Option<u64>,
+    pub priority: Option<i32>,
+    pub webhook_url: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+/// Run a script on a phone: 201 with the task (watch it like any task).
+#[utoipa::path(
+    post, path = "/v1/scripts/{id}/run", tag = "scripts",
+    params(("id" = String, Path, description = "Script id (UUID)")),
+    request_body = RunScript,
+    responses(
+        (status = 201, description = "Queued", body = Task),
+        (status = 404, body = ErrorResponse),
+        (status = 422, description = "Unknown or missing input, an app the device lacks, a bad field", body = ErrorResponse),
+    )
+)]
+pub async fn run_script(
+    State(s): State<AppState>,
+    Path(id): Path<ScriptId>,
+    Json(req): Json<RunScript>,
+) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
+    let rec = s.store.script(id, req.version).await?;
+    crate::script::vars::bind_inputs(&rec.script.inputs, &req.inputs)?;
+    if let (Some(app), Some(dev)) = (&rec.script.app, &req.device_id) {
+        check_installed(&s, dev, app).await?;
+    }
+    let spec = TaskSpec::parse(task_request(&rec, req))?;
+    super::tasks::check_runnable(&s, &spec)?;
+    let task = queue::submit(&s.bus, spec).await?;
+    s.wake.notify_one();
+    let mut h = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
+        h.insert(header::LOCATION, v);
+    }
+    Ok((StatusCode::CREATED, h, Json(task)))
+}
+
+/// The task a run submits: the script embedded whole, so the task stands alone.
+fn task_request(rec: &ScriptRecord, req: RunScript) -> NewTask {
+    let mut agent = json!({
+        "kind": "script", "script": rec.script, "script_id": rec.id.to_string(),
+        "script_version": rec.version, "inputs": req.inputs,
+    });
+    if req.recovery {
+        agent["recovery"] = json!(true);
+        for (k, v) in [
+            ("provider", req.provider),
+            ("model", req.model.map(Value::from)),
+            ("base_url", req.base_url.map(Value::from)),
+        ] {
+            if let Some(v) = v {
+                agent[k] = v;
+            }
+        }
+    } else if req.provider.is_some() || req.model.is_some() || req.base_url.is_some() {
+        // Refused by the agent spec with a hint to set `recovery`.
+        for (k, v) in [
+            ("provider", req.provider),
+            ("model", req.model.map(Value::from)),
+            ("base_url", req.base_url.map(Value::from)),
+        ] {
+            if let Some(v) = v {
+                agent[k] = v;
+            }
+        }
+    }
+    NewTask {
+        instruction: Some(rec.script.goal.clone()),
+        device_id: req.device_id,
+        agent: Some(agent),
+        max_steps: req.max_steps.or(Some(default_max_steps(&rec.script))),
+        timeout_seconds: req.timeout_seconds,
+        priority: req.priority,
+        webhook_url: req.webhook_url,
+        metadata: req.metadata,
+        ..Default::default()
+    }
+}
+
+/// Room for each step's waits, dismissals and recoveries.
+fn default_max_steps(script: &Script) -> u32 {
+    (script.steps.len() as u32 * 4 + 10).min(crate::domain::task::MAX_STEPS_LIMIT)
+}
+
+async fn check_installed(s: &AppState, device_id: &str, app: &str) -> Result<(), ApiError> {
+    let Some(dev) = s.pool.get(device_id) else {
+        return Ok(()); // check_runnable names the unknown device.
+    };
+    let apps = dev.installed_apps().await?;
+    if apps.iter().any(|a| a.package == app) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "app_not_installed",
+        format!("device {device_id} does not have {app}, which the script runs in"),
+        "Install the app on the device, or run the script on another one (GET /v1/devices/{id}/apps lists a device's apps).",
+    ))
+}

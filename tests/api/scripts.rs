@@ -1,0 +1,350 @@
+//! Scripts end to end on the virtual phone: record a finished task, replay it with no
+//! model on a phone whose app "updated" (renamed ids, reordered lists), heal a broken
+//! step with a model in OpenAI's wire format, and the errors a caller can make.
+
+use droidpilot::device::sim::tasks::task as sim_task;
+use droidpilot::device::sim::{SimConfig, SimDevice, SimFaults};
+use serde_json::{Value, json};
+
+use crate::common::{TestApp, error_of};
+use crate::run::{add_phone, bare_app, model, submit, wait_done};
+
+/// Runs the sim task's reference solution (coordinate taps) as a replay task on
+/// `serial`, and returns the task id.
+async fn reference_run(app: &TestApp, serial: &str, task: &str) -> String {
+    let actions: Vec<Value> = sim_task(task)
+        .unwrap()
+        .reference()
+        .iter()
+        .map(|a| serde_json::to_value(a).unwrap())
+        .collect();
+    let id = submit(
+        app,
+        json!({"instruction": sim_task(task).unwrap().instruction, "device_id": serial,
+               "agent": {"kind": "replay", "actions": actions}}),
+    )
+    .await;
+    assert_eq!(wait_done(app, &id).await["status"], "succeeded");
+    id
+}
+
+async fn record(app: &TestApp, task_id: &str) -> Value {
+    let r = app
+        .post_json("/v1/scripts", &json!({"from_task": task_id}))
+        .await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    r.json().await.unwrap()
+}
+
+async fn run(app: &TestApp, script_id: &str, body: Value) -> Value {
+    let r = app
+        .post_json(&format!("/v1/scripts/{script_id}/run"), &body)
+        .await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let t: Value = r.json().await.unwrap();
+    wait_done(app, t["id"].as_str().unwrap()).await
+}
+
+async fn steps(app: &TestApp, task_id: &str) -> Vec<Value> {
+    app.get(&format!("/v1/tasks/{task_id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A virtual phone in `task`'s start state, with the app "updated": ids renamed and
+/// lists shuffled by `seed`.
+async fn updated_phone(
+    app: &TestApp,
+    serial: &str,
+    task: &str,
+    seed: u64,
+) -> std::sync::Arc<SimDevice> {
+    let cfg = SimConfig {
+        serial: serial.into(),
+        width: 540,
+        height: 1200,
+        seed,
+        ..Default::default()
+    };
+    let phone = std::sync::Arc::new(SimDevice::new(cfg).unwrap());
+    phone.reset_to(&sim_task(task).unwrap());
+    phone
+        .set_faults(SimFaults {
+            renamed_ids: true,
+            reorder_lists: true,
+            ..Default::default()
+        })
+        .unwrap();
+    app.pool.add_device(phone.clone(), "sim").await.unwrap();
+    phone
+}
+
+#[tokio::test]
+async fn a_recorded_run_replays_with_no_model_on_an_updated_app_where_coordinates_fail() {
+    const TASK: &str = "messages.running_late_bob";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "clean", Some(TASK)).await;
+    let recorded_from = reference_run(&app, "clean", TASK).await;
+    let script = record(&app, &recorded_from).await;
+    assert_eq!(script["version"], 1);
+    assert_eq!(
+        script["source"],
+        json!({"kind": "task", "task_id": recorded_from})
+    );
+    let taps: Vec<&Value> = script["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["action"] == "tap")
+        .collect();
+    assert!(
+        !taps.is_empty() && taps.iter().all(|s| s["selector"].is_string()),
+        "coordinates became selectors: {script}"
+    );
+
+    let mut blind_missed = 0;
+    for seed in 1..=4u64 {
+        let updated = updated_phone(&app, &format!("updated-{seed}"), TASK, seed).await;
+        let blind = updated_phone(&app, &format!("blind-{seed}"), TASK, seed).await;
+        // Zero model calls, and the task's own checker agrees the message went to Bob.
+        let done = run(
+            &app,
+            script["id"].as_str().unwrap(),
+            json!({"device_id": format!("updated-{seed}")}),
+        )
+        .await;
+        assert_eq!(done["status"], "succeeded", "seed {seed}: {done}");
+        assert_eq!(done["model_calls"], 0);
+        assert!(
+            sim_task(TASK).unwrap().check(&updated.state()),
+            "seed {seed}: the message reached Bob"
+        );
+        let replayed = steps(&app, done["id"].as_str().unwrap()).await;
+        let (device_steps, end) = replayed.split_at(replayed.len() - 1);
+        assert_eq!(end[0]["action"]["action"], "finish");
+        assert!(
+            device_steps.iter().all(|s| s["replay"].is_object()),
+            "every step says what it did for the script"
+        );
+        assert!(
+            device_steps
+                .iter()
+                .any(|s| s["replay"]["fallback"] != "none"),
+            "the renamed ids needed a fallback: {replayed:?}"
+        );
+        // The same taps by coordinate, on the same updated app.
+        reference_run_unchecked(&app, &format!("blind-{seed}"), TASK).await;
+        if !sim_task(TASK).unwrap().check(&blind.state()) {
+            blind_missed += 1;
+        }
+    }
+    assert!(
+        blind_missed > 0,
+        "a shuffled thread list defeats blind coordinates at least once in 4 seeds"
+    );
+}
+
+async fn reference_run_unchecked(app: &TestApp, serial: &str, task: &str) -> String {
+    let actions: Vec<Value> = sim_task(task)
+        .unwrap()
+        .reference()
+        .iter()
+        .map(|a| serde_json::to_value(a).unwrap())
+        .collect();
+    let id = submit(app, json!({"instruction": "blind", "device_id": serial, "agent": {"kind": "replay", "actions": actions, "on_error": "continue"}})).await;
+    wait_done(app, &id).await;
+    id
+}
+
+#[tokio::test]
+async fn a_broken_step_is_healed_by_a_model_and_saved_as_the_next_version() {
+    const TASK: &str = "settings.bluetooth_on";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "clean", Some(TASK)).await;
+    let phone = add_phone(&app, "other", Some(TASK)).await;
+    let recorded = record(&app, &reference_run(&app, "clean", TASK).await).await;
+    let mut doc = recorded.clone();
+    let good = doc["steps"][1]["selector"].as_str().unwrap().to_string();
+    // An app update broke the step: a selector nothing matches, no fallbacks.
+    doc["steps"][1]["selector"] = json!("#bluetooth_toggle_v2");
+    doc["steps"][1]["alternative_selectors"] = json!([]);
+    doc["fuzzy"] = json!(false);
+    for k in ["id", "version", "created_at", "source"] {
+        doc.as_object_mut().unwrap().remove(k);
+    }
+    let r = app
+        .client
+        .put(app.url(&format!("/v1/scripts/{}", recorded["id"].as_str().unwrap())))
+        .json(&doc)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let broken: Value = r.json().await.unwrap();
+    assert_eq!(broken["version"], 2);
+
+    let answer = json!({"action_type": "modify_selector", "new_selector": good, "reason": "the id changed", "confidence": "high"});
+    let (server, _) = model(vec![(200, answer.to_string())]).await;
+    let done = run(
+        &app,
+        broken["id"].as_str().unwrap(),
+        json!({"device_id": "other", "recovery": true, "provider": "openai", "model": "fixer", "base_url": format!("{}/v1", server.uri())}),
+    )
+    .await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["model_calls"], 1, "one recovery call, nothing else");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()));
+
+    let versions: Vec<Value> = app
+        .get(&format!(
+            "/v1/scripts/{}/versions",
+            broken["id"].as_str().unwrap()
+        ))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(versions.len(), 3, "the broken version is kept");
+    let healed = &versions[2];
+    assert_eq!(healed["source"]["kind"], "healed");
+    assert_eq!(healed["source"]["from_version"], 2);
+    assert_eq!(healed["steps"][1]["selector"], json!(good));
+    assert_eq!(
+        healed["steps"][1]["alternative_selectors"][0],
+        "#bluetooth_toggle_v2"
+    );
+    assert_eq!(
+        healed["steps"][1]["recovery_hints"][0]["trigger"],
+        "element_not_found:#bluetooth_toggle_v2"
+    );
+
+    // Without a model the same break fails the task, naming the step.
+    let failed = run(
+        &app,
+        broken["id"].as_str().unwrap(),
+        json!({"device_id": "other", "version": 2}),
+    )
+    .await;
+    assert_eq!(failed["status"], "failed");
+    assert!(
+        failed["reason"].as_str().unwrap().contains("script step 2"),
+        "{failed}"
+    );
+}
+
+#[tokio::test]
+async fn bad_scripts_and_runs_get_the_error_shape_and_change_nothing() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let doc =
+        |steps: Value| json!({"name": "n", "goal": "g", "inputs": {"who": null}, "steps": steps});
+
+    let (s, code, msg, _) = error_of(
+        app.post_json(
+            "/v1/scripts",
+            &doc(json!([{"action": "type", "selector": "#to", "parameters": {"text": "${whom}"}}])),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (422, "unknown_variable"));
+    assert!(
+        msg.contains("steps[0].parameters.text") && msg.contains("whom"),
+        "{msg}"
+    );
+
+    let (s, code, msg, hint) = error_of(
+        app.post_json(
+            "/v1/scripts",
+            &doc(json!([{"action": "tap", "selector": ":text(\"Send)"}])),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (422, "invalid_selector"));
+    assert!(
+        msg.contains("column") && hint.contains('^'),
+        "{msg} / {hint}"
+    );
+
+    let (s, code, _, _) = error_of(
+        app.post_json(
+            "/v1/scripts",
+            &json!({"from_task": "0190c0de-0000-7000-8000-000000000000"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (404, "task_not_found"));
+    let (s, code, msg, _) = error_of(
+        app.post_json(
+            "/v1/scripts",
+            &json!({"from_task": "0190c0de-0000-7000-8000-000000000000", "nmae": "y"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (422, "invalid_script"));
+    assert!(msg.contains("nmae"), "{msg}");
+    let listed: Value = app.get("/v1/scripts").await.json().await.unwrap();
+    assert_eq!(listed["scripts"], json!([]), "nothing was stored");
+
+    let r = app
+        .post_json(
+            "/v1/scripts",
+            &json!({"name": "n", "goal": "g", "app": "com.example.missing", "inputs": {"who": null},
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.example.missing"}}]}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (s, code, msg, _) = error_of(
+        app.post_json(
+            &format!("/v1/scripts/{id}/run"),
+            &json!({"inputs": {"who": "a", "whom": "b"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (422, "unknown_variable"));
+    assert!(msg.contains("whom"), "{msg}");
+    let (s, code, _, _) = error_of(
+        app.post_json(&format!("/v1/scripts/{id}/run"), &json!({}))
+            .await,
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (422, "missing_input"));
+    let (s, code, msg, _) = error_of(
+        app.post_json(
+            &format!("/v1/scripts/{id}/run"),
+            &json!({"inputs": {"who": "a"}, "device_id": "sim-1"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (422, "app_not_installed"));
+    assert!(msg.contains("com.example.missing"), "{msg}");
+    let (s, code, _, _) = error_of(app.get(&format!("/v1/scripts/{id}?version=7")).await).await;
+    assert_eq!((s, code.as_str()), (404, "script_version_not_found"));
+    let tasks: Value = app.get("/v1/tasks").await.json().await.unwrap();
+    assert_eq!(
+        tasks["tasks"],
+        json!([]),
+        "no task was queued by a refused run"
+    );
+
+    let r = app
+        .client
+        .delete(app.url(&format!("/v1/scripts/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let (s, code, _, _) = error_of(app.get(&format!("/v1/scripts/{id}")).await).await;
+    assert_eq!((s, code.as_str()), (404, "script_not_found"));
+}
