@@ -655,10 +655,50 @@ mod tests {
     }
 
     #[test]
+    fn script_specs_are_checked_whole_at_submission() {
+        let doc = json!({"name": "n", "goal": "g", "inputs": {"who": null},
+                         "steps": [{"action": "type", "selector": "#to", "parameters": {"text": "${who}"}}]});
+        let ok = AgentSpec::from_json(
+            &json!({"kind": "script", "script": doc, "inputs": {"who": "Ana"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            ok.validate(&AgentDefaults::default()).unwrap(),
+            AgentKind::Script
+        );
+        let e = err(json!({"kind": "script", "script": doc}));
+        assert_eq!(
+            e.field, "inputs.who",
+            "a declared input without a value: {e}"
+        );
+        let e = err(
+            json!({"kind": "script", "script": {"name": "n", "goal": "g", "steps": [{"action": "tap", "selector": "#a b"}]}}),
+        );
+        assert_eq!(e.field, "script.steps[0].selector");
+        let e = err(
+            json!({"kind": "script", "script": doc, "inputs": {"who": "A"}, "model": "gpt-4o"}),
+        );
+        assert!(
+            e.to_string().contains("recovery"),
+            "a model without recovery: {e}"
+        );
+        let e = err(json!({"kind": "navigator", "script": doc}));
+        assert_eq!(e.field, "script");
+        // Only a script that asks for recovery needs a key.
+        let d = AgentDefaults::default();
+        assert!(d.missing_key(&ok, |_| None).is_none());
+        let with_ai = AgentSpec {
+            recovery: Some(true),
+            ..ok
+        };
+        assert!(d.missing_key(&with_ai, |_| None).is_some());
+    }
+
+    #[test]
     fn errors_name_the_field() {
         assert_eq!(
             err(json!({"kind": "visoin"})).to_string(),
-            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay"
+            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script"
         );
         assert_eq!(
             err(json!({"kind": "navigator", "format": "mai-ui"})).field,
@@ -672,7 +712,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error, script, script_id, script_version, inputs, recovery"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),

@@ -348,3 +348,152 @@ async fn bad_scripts_and_runs_get_the_error_shape_and_change_nothing() {
     let (s, code, _, _) = error_of(app.get(&format!("/v1/scripts/{id}")).await).await;
     assert_eq!((s, code.as_str()), (404, "script_not_found"));
 }
+
+/// Serves OpenAI tool-call replies in order: each reply is a list of (tool, arguments).
+struct ToolCalls(
+    Vec<Vec<(&'static str, Value)>>,
+    std::sync::atomic::AtomicUsize,
+);
+
+impl wiremock::Respond for ToolCalls {
+    fn respond(&self, _: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let i = self
+            .1
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .min(self.0.len() - 1);
+        let calls: Vec<Value> = self.0[i]
+            .iter()
+            .enumerate()
+            .map(|(j, (name, args))| {
+                json!({"id": format!("call_{i}_{j}"), "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}})
+            })
+            .collect();
+        wiremock::ResponseTemplate::new(200).set_body_json(json!({
+            "id": format!("chatcmpl-{i}"), "object": "chat.completion", "created": 1_741_570_283, "model": "gpt-4o",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 30, "total_tokens": 930}
+        }))
+    }
+}
+
+#[tokio::test]
+async fn the_navigator_records_a_script_while_it_works_and_the_script_replays() {
+    const TASK: &str = "settings.bluetooth_on";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "clean", Some(TASK)).await;
+    add_phone(&app, "nav", Some(TASK)).await;
+    let replay_on = add_phone(&app, "again", Some(TASK)).await;
+    // The selector the recorder would pick for the Bluetooth row.
+    let reference = record(&app, &reference_run(&app, "clean", TASK).await).await;
+    let tap_step = reference["steps"][1].clone();
+    let bluetooth = tap_step["selector"].clone();
+
+    let launch = json!({"action": "launch_app", "parameters": {"package": "com.android.settings"}});
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(ToolCalls(
+            vec![
+                vec![("launch_app", json!({"package": "com.android.settings"}))],
+                // A bad record is refused with the reason, and the action still runs.
+                vec![
+                    ("record_step", json!({"action": "tap", "selector": "[0.4]"})),
+                    ("record_step", launch),
+                    ("tap", json!({"selector": bluetooth})),
+                ],
+                vec![
+                    ("record_step", tap_step),
+                    (
+                        "finalize_script",
+                        json!({"success": true, "summary": "turns Bluetooth on"}),
+                    ),
+                ],
+            ],
+            Default::default(),
+        ))
+        .mount(&server)
+        .await;
+    let id = submit(
+        &app,
+        json!({"instruction": "Turn on Bluetooth", "device_id": "nav", "record": true,
+               "agent": {"kind": "navigator", "provider": "openai", "model": "gpt-4o", "base_url": format!("{}/v1", server.uri())}}),
+    )
+    .await;
+    let done = wait_done(&app, &id).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let events: Vec<Value> = app
+        .get(&format!("/v1/tasks/{id}/events"))
+        .await
+        .text()
+        .await
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    let saved = events
+        .iter()
+        .find(|e| e["type"] == "script.saved")
+        .expect("a script.saved event");
+    let script_id = saved["payload"]["script_id"].as_str().unwrap();
+    let script: Value = app
+        .get(&format!("/v1/scripts/{script_id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        script["source"],
+        json!({"kind": "navigator", "task_id": id})
+    );
+    assert_eq!(script["summary"], "turns Bluetooth on");
+    assert_eq!(
+        script["steps"].as_array().unwrap().len(),
+        2,
+        "the refused record is not in it: {script}"
+    );
+
+    let replayed = run(&app, script_id, json!({"device_id": "again"})).await;
+    assert_eq!(replayed["status"], "succeeded", "{replayed}");
+    assert!(sim_task(TASK).unwrap().check(&replay_on.state()));
+    let refused = app.post_json("/v1/tasks", &json!({"instruction": "x", "record": true, "agent": {"kind": "replay", "actions": []}})).await;
+    let (s, code, msg, _) = error_of(refused).await;
+    assert_eq!((s, code.as_str()), (422, "invalid_agent"));
+    assert!(msg.contains("navigator"), "{msg}");
+}
+
+/// The README's walkthrough, as written: the replay task, recording it, replaying the
+/// script on a fresh phone; and the README's example script is a valid document.
+#[tokio::test]
+async fn the_readme_scripts_walkthrough_works_as_written() {
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find("## Scripts").expect("a Scripts section")..];
+    let start = section.find("-d '{").expect("the replay task example") + 4;
+    let end = start + section[start..].find("}'").expect("its end") + 1;
+    let task: Value = serde_json::from_str(&section[start..end]).expect("valid JSON");
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
+    let id = submit(&app, task).await;
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    let script = record(&app, &id).await;
+    let fresh = add_phone(&app, "sim-2", Some("settings.bluetooth_on")).await;
+    let done = run(
+        &app,
+        script["id"].as_str().unwrap(),
+        json!({"device_id": "sim-2"}),
+    )
+    .await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(
+        sim_task("settings.bluetooth_on")
+            .unwrap()
+            .check(&fresh.state())
+    );
+
+    let start = section.find("```json\n").expect("the example script") + 8;
+    let end = start + section[start..].find("```").unwrap();
+    let doc: Value =
+        serde_json::from_str(&section[start..end]).expect("the example script is JSON");
+    let r = app.post_json("/v1/scripts", &doc).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+}
