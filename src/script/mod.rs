@@ -4,6 +4,7 @@
 //! Maestro interop and storage build on these types.
 
 pub mod hints;
+pub mod maestro;
 pub mod model;
 pub mod record;
 pub mod stored;

@@ -1,0 +1,141 @@
+use super::*;
+
+const WIKI: &str = include_str!("../../tests/fixtures/maestro/wikipedia_search.yaml");
+
+#[test]
+fn imports_the_wikipedia_fixture() {
+    let s = import(WIKI).unwrap();
+    assert_eq!(s.app.as_deref(), Some("org.wikipedia"));
+    assert_eq!(s.name, "search wikipedia");
+    assert_eq!(s.inputs.get("QUERY"), Some(&Some("Sun".to_string())));
+    let actions: Vec<_> = s.steps.iter().map(|st| st.action).collect();
+    use StepAction::*;
+    assert_eq!(
+        actions,
+        [
+            LaunchApp,
+            Tap,
+            Tap,
+            Type,
+            WaitFor,
+            Clear,
+            Key,
+            Scroll,
+            Scroll,
+            Wait,
+            Tap,
+            WaitForGone,
+            Key,
+            Key
+        ]
+    );
+    assert_eq!(
+        s.steps[0].parameters.package.as_deref(),
+        Some("org.wikipedia")
+    );
+    assert!(s.steps[1].optional);
+    assert_eq!(
+        s.steps[1].selector.as_deref(),
+        Some("#org.wikipedia:id/fragment_onboarding_skip_button")
+    );
+    assert_eq!(
+        s.steps[2].selector.as_deref(),
+        Some(":text(\"Search Wikipedia\")")
+    );
+    assert_eq!(s.steps[3].parameters.text.as_deref(), Some("${QUERY}"));
+    assert_eq!(
+        s.steps[6].parameters.key,
+        Some(crate::domain::action::Key::Enter)
+    );
+    assert_eq!(
+        s.steps[7].parameters.until.as_deref(),
+        Some(":text(\"References\")")
+    );
+    assert_eq!(s.steps[9].parameters.ms, Some(1000));
+    assert!(retry_block(&s.steps[10]).is_some() && retry_block(&s.steps[11]).is_some());
+    assert!(retry_block(&s.steps[12]).is_none());
+}
+
+#[test]
+fn import_export_import_is_the_same_script() {
+    let first = import(WIKI).unwrap();
+    let yaml = export(&first).unwrap();
+    let second = import(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    assert_eq!(first, second, "{yaml}");
+    assert!(yaml.contains("- retry:\n    maxRetries: 3\n"), "{yaml}");
+}
+
+#[test]
+fn refused_commands_name_their_line() {
+    let yaml = "appId: a.b\n---\n- launchApp\n- evalScript: ${1+1}\n";
+    let e = import(yaml).unwrap_err();
+    assert_eq!(
+        (e.location.as_str(), e.code),
+        ("line 4", "unsupported_command")
+    );
+    assert!(
+        e.message.contains("evalScript") && e.hint.contains("Supported"),
+        "{e:?}"
+    );
+    let e = import("appId: a.b\n---\n- back\n- takeScreenshot: shot\n").unwrap_err();
+    assert_eq!(e.location, "line 4");
+}
+
+#[test]
+fn regex_ids_are_refused_and_plain_ids_map() {
+    let e = import("appId: a.b\n---\n- back\n- tapOn:\n    id: \".*button\"\n").unwrap_err();
+    assert!(e.location == "line 4" || e.location == "line 5", "{e:?}");
+    assert!(e.message.contains("regex"), "{e:?}");
+    let s = import("- tapOn: {id: \"btn_send\"}\n").unwrap();
+    assert_eq!(s.steps[0].selector.as_deref(), Some("#btn_send"));
+}
+
+#[test]
+fn runflow_of_a_file_is_refused() {
+    let e = import("appId: a.b\n---\n- runFlow: login.yaml\n").unwrap_err();
+    assert_eq!(e.location, "line 3");
+}
+
+#[test]
+fn a_script_exports_to_yaml_that_imports_back() {
+    let script = Script::from_json(&serde_json::json!({
+    "name": "send", "goal": "send", "app": "com.chat",
+    "steps": [
+        {"action": "launch_app", "parameters": {"package": "com.chat"}},
+        {"action": "tap", "selector": "#compose",
+         "wait_condition": {"selector": ":text(\"Chats\")", "timeout_ms": 5000},
+         "expect": {"visible": ["#input"]}},
+        {"action": "type", "parameters": {"text": "hi"}},
+        {"action": "key", "parameters": {"key": "back"}}
+    ]}))
+    .unwrap();
+    let yaml = export(&script).unwrap();
+    let back = import(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let actions: Vec<_> = back.steps.iter().map(|s| s.action).collect();
+    use StepAction::*;
+    assert_eq!(
+        actions,
+        [LaunchApp, WaitFor, Tap, WaitFor, Type, Key],
+        "{yaml}"
+    );
+}
+
+#[test]
+fn export_refuses_what_maestro_cannot_say() {
+    let script = Script::from_json(&serde_json::json!({
+        "name": "s", "goal": "g",
+        "steps": [{"action": "tap", "selector": ":desc(\"Back\")"}]}))
+    .unwrap();
+    let e = export(&script).unwrap_err();
+    assert_eq!(
+        (e.location.as_str(), e.code),
+        ("steps[0]", "not_exportable")
+    );
+}
+
+#[test]
+fn bad_yaml_names_a_line() {
+    let e = import("- tapOn: \"x\n- back\n").unwrap_err();
+    assert_eq!(e.code, "invalid_yaml");
+    assert!(e.location.starts_with("line "));
+}
