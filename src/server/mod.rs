@@ -119,6 +119,8 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         ))
         .routes(routes!(scripts::script_versions))
         .routes(routes!(scripts::run_script))
+        .routes(routes!(scripts::import_script))
+        .routes(routes!(scripts::export_script))
         .routes(routes!(devices::list_devices, devices::add_device))
         .routes(routes!(devices::get_device, devices::remove_device))
         .routes(routes!(devices::screenshot))

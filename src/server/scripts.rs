@@ -331,3 +331,84 @@ async fn check_installed(s: &AppState, device_id: &str, app: &str) -> Result<(),
         "Install the app on the device, or run the script on another one (GET /v1/devices/{id}/apps lists a device's apps).",
     ))
 }
+
+impl From<crate::script::maestro::MaestroError> for ApiError {
+    fn from(e: crate::script::maestro::MaestroError) -> Self {
+        let status = if e.code == "not_exportable" { StatusCode::CONFLICT } else { StatusCode::UNPROCESSABLE_ENTITY };
+        ApiError::new(status, e.code, format!("{}: {}", e.location, e.message), e.hint)
+    }
+}
+
+/// Import a Maestro flow (YAML body): stored as a new script (source `maestro`). A
+/// command that does not map is refused, naming its line.
+#[utoipa::path(
+    post, path = "/v1/scripts/import", tag = "scripts",
+    request_body(content = String, content_type = "application/yaml", description = "A Maestro flow"),
+    responses(
+        (status = 201, description = "Stored as version 1", body = ScriptRecord),
+        (status = 415, description = "Not YAML", body = ErrorResponse),
+        (status = 422, description = "A command that does not map, or invalid YAML (the message names the line)", body = ErrorResponse),
+    )
+)]
+pub async fn import_script(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<(StatusCode, HeaderMap, Json<ScriptRecord>), ApiError> {
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if !["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"].iter().any(|t| ct.starts_with(t)) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("expected a Maestro flow as YAML, got content-type `{ct}`"),
+            "Send the flow with `Content-Type: application/yaml` (curl --data-binary @flow.yaml -H 'content-type: application/yaml').",
+        ));
+    }
+    let script = crate::script::maestro::import(&body)?;
+    let rec = s.store.create_script(&script, ScriptSource::Maestro).await?;
+    Ok((StatusCode::CREATED, location(&rec), Json(rec)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    /// `json` (default) or `maestro` (YAML).
+    format: Option<ExportFormat>,
+    /// A version (default: the latest).
+    #[param(minimum = 1)]
+    version: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    Json,
+    Maestro,
+}
+
+/// A script as a file: the JSON document, or a Maestro flow (409 when a step has no
+/// Maestro equivalent, naming it).
+#[utoipa::path(
+    get, path = "/v1/scripts/{id}/export", tag = "scripts",
+    params(("id" = String, Path, description = "Script id (UUID)"), ExportParams),
+    responses(
+        (status = 200, description = "The script document (JSON) or a Maestro flow (application/yaml)", body = Script),
+        (status = 404, body = ErrorResponse),
+        (status = 409, description = "A step Maestro cannot express", body = ErrorResponse),
+    )
+)]
+pub async fn export_script(
+    State(s): State<AppState>,
+    Path(id): Path<ScriptId>,
+    Query(p): Query<ExportParams>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let rec = s.store.script(id, p.version).await?;
+    Ok(match p.format.unwrap_or(ExportFormat::Json) {
+        ExportFormat::Json => Json(rec.script).into_response(),
+        ExportFormat::Maestro => {
+            let yaml = crate::script::maestro::export(&rec.script)?;
+            ([(header::CONTENT_TYPE, "application/yaml")], yaml).into_response()
+        }
+    })
+}
