@@ -412,15 +412,15 @@ fn is_optional(arg: Option<&Node>) -> bool {
 }
 
 fn check_keys(m: &Node, allowed: &[&str], cmd: &str) -> Result<(), MaestroError> {
-    if let Node::Map(kv, _) = m {
-        if let Some((k, l, _)) = kv.iter().find(|(k, _, _)| !allowed.contains(&k.as_str())) {
-            return Err(MaestroError::at(
-                *l,
-                "unsupported_command",
-                format!("`{cmd}` field `{k}` is not supported"),
-                &format!("`{cmd}` may hold: {}.", allowed.join(", ")),
-            ));
-        }
+    if let Node::Map(kv, _) = m
+        && let Some((k, l, _)) = kv.iter().find(|(k, _, _)| !allowed.contains(&k.as_str()))
+    {
+        return Err(MaestroError::at(
+            *l,
+            "unsupported_command",
+            format!("`{cmd}` field `{k}` is not supported"),
+            &format!("`{cmd}` may hold: {}.", allowed.join(", ")),
+        ));
     }
     Ok(())
 }
