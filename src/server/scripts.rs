@@ -334,8 +334,17 @@ async fn check_installed(s: &AppState, device_id: &str, app: &str) -> Result<(),
 
 impl From<crate::script::maestro::MaestroError> for ApiError {
     fn from(e: crate::script::maestro::MaestroError) -> Self {
-        let status = if e.code == "not_exportable" { StatusCode::CONFLICT } else { StatusCode::UNPROCESSABLE_ENTITY };
-        ApiError::new(status, e.code, format!("{}: {}", e.location, e.message), e.hint)
+        let status = if e.code == "not_exportable" {
+            StatusCode::CONFLICT
+        } else {
+            StatusCode::UNPROCESSABLE_ENTITY
+        };
+        ApiError::new(
+            status,
+            e.code,
+            format!("{}: {}", e.location, e.message),
+            e.hint,
+        )
     }
 }
 
@@ -355,8 +364,19 @@ pub async fn import_script(
     headers: HeaderMap,
     body: String,
 ) -> Result<(StatusCode, HeaderMap, Json<ScriptRecord>), ApiError> {
-    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    if !["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"].iter().any(|t| ct.starts_with(t)) {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if ![
+        "application/yaml",
+        "application/x-yaml",
+        "text/yaml",
+        "text/x-yaml",
+    ]
+    .iter()
+    .any(|t| ct.starts_with(t))
+    {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
@@ -365,7 +385,10 @@ pub async fn import_script(
         ));
     }
     let script = crate::script::maestro::import(&body)?;
-    let rec = s.store.create_script(&script, ScriptSource::Maestro).await?;
+    let rec = s
+        .store
+        .create_script(&script, ScriptSource::Maestro)
+        .await?;
     Ok((StatusCode::CREATED, location(&rec), Json(rec)))
 }
 

@@ -497,3 +497,64 @@ async fn the_readme_scripts_walkthrough_works_as_written() {
     let r = app.post_json("/v1/scripts", &doc).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
 }
+
+#[tokio::test]
+async fn maestro_flows_import_and_export_over_rest_and_refusals_name_the_line() {
+    let app = bare_app(&[]).await;
+    let flow = include_str!("../fixtures/maestro/wikipedia_search.yaml");
+    let post_yaml = |body: &'static str, ct: &'static str| {
+        app.client
+            .post(app.url("/v1/scripts/import"))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+    };
+    let r = post_yaml(flow, "application/yaml").await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let rec: Value = r.json().await.unwrap();
+    assert_eq!(rec["source"]["kind"], "maestro");
+    let id = rec["id"].as_str().unwrap();
+    let r = app
+        .get(&format!("/v1/scripts/{id}/export?format=maestro"))
+        .await;
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/yaml")
+    );
+    let yaml = r.text().await.unwrap();
+    assert_eq!(
+        droidpilot::script::maestro::import(&yaml).unwrap(),
+        serde_json::from_value::<droidpilot::script::Script>(
+            app.get(&format!("/v1/scripts/{id}/export"))
+                .await
+                .json()
+                .await
+                .unwrap()
+        )
+        .unwrap(),
+        "the exported flow imports back to the stored script"
+    );
+
+    let (s, code, msg, hint) = error_of(
+        post_yaml(
+            "appId: com.example\n---\n- launchApp\n- evalScript: ${1+1}\n",
+            "text/yaml",
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!((s, code.as_str()), (422, "unsupported_command"));
+    assert!(msg.contains("line 4"), "{msg} / {hint}");
+    let (s, code, _, _) = error_of(post_yaml(flow, "application/json").await.unwrap()).await;
+    assert_eq!((s, code.as_str()), (415, "unsupported_media_type"));
+    let listed: Value = app.get("/v1/scripts").await.json().await.unwrap();
+    assert_eq!(
+        listed["scripts"].as_array().unwrap().len(),
+        1,
+        "refused flows store nothing"
+    );
+}
