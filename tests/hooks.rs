@@ -260,7 +260,7 @@ async fn a_step_failure_hook_replaces_the_failed_action() {
     );
     let s = &e.store.steps(done.id).await.unwrap()[0];
     assert_eq!(s.outcome.status, "ok");
-    assert_eq!(s.action.as_ref().unwrap()["action"], "key");
+    assert_eq!(s.action.as_ref().unwrap().name(), "key");
     assert_eq!(
         s.outcome.detail.as_ref().unwrap()["replaced"]["action"]["action"],
         "tap"

@@ -137,6 +137,37 @@ async fn every_reference_solution_passes_through_the_full_loop() {
     }
 }
 
+/// Each step keeps the actionable elements of the screen it acted on, with selectors and
+/// pixel bounds inside the recorded screen size (what recording a script resolves a
+/// coordinate tap against).
+#[tokio::test]
+async fn steps_keep_the_screens_elements_with_bounds() {
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "open settings", 10, "sim-1").await;
+    let actions = vec![Action::LaunchApp {
+        app: droidpilot::domain::AppRef::Label("Settings".into()),
+    }];
+    let done = e
+        .runner
+        .run(task, phone, Box::new(ReplayAgent::new(actions)), no_stop())
+        .await
+        .unwrap();
+    let steps = e.store.steps(done.id).await.unwrap();
+    let settings = steps[1].screen.as_ref().expect("the screen is recorded");
+    let [w, h] = settings.size.expect("with its size");
+    assert!(!settings.elements.is_empty(), "{settings:?}");
+    for el in &settings.elements {
+        let b = el.bounds;
+        assert!(!el.selector.is_empty(), "{el:?}");
+        assert!(
+            b.left >= 0 && b.top >= 0 && b.right <= w as i32 && b.bottom <= h as i32,
+            "{el:?} lies on the {w}x{h} screen"
+        );
+        assert!(b.right > b.left && b.bottom > b.top, "{el:?}");
+    }
+}
+
 #[tokio::test]
 async fn steps_record_screenshots_timings_and_events() {
     let e = env(quick()).await;
@@ -161,9 +192,12 @@ async fn steps_record_screenshots_timings_and_events() {
         "launching an app changes the screen"
     );
     assert!(
-        first.screen.as_ref().unwrap()["summary"]
-            .as_str()
+        first
+            .screen
+            .as_ref()
             .unwrap()
+            .summary
+            .as_str()
             .contains("actionable")
     );
     let events = e
@@ -725,7 +759,7 @@ async fn middleware_and_custom_actions() {
     assert_eq!(done.status, TaskStatus::Succeeded);
     let steps = e.store.steps(done.id).await.unwrap();
     assert_eq!(
-        steps[0].action.as_ref().unwrap()["action"],
+        steps[0].action.as_ref().unwrap().name(),
         "key",
         "the middleware rewrote launch_app(Shop) into home"
     );
@@ -773,7 +807,7 @@ async fn a_failing_tree_degrades_to_screenshot_only() {
     assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
     let s = &e.store.steps(done.id).await.unwrap()[0];
     assert_eq!(
-        s.screen.as_ref().unwrap()["summary"],
+        s.screen.as_ref().unwrap().summary,
         "UI tree unavailable; screenshot only"
     );
     assert!(s.screenshot.is_some(), "the screenshot still made it");
@@ -804,7 +838,7 @@ async fn a_secure_screen_is_flagged_sensitive_and_not_stored() {
     let steps = e.store.steps(done.id).await.unwrap();
     let secure: Vec<_> = steps
         .iter()
-        .filter(|s| s.screen.as_ref().unwrap()["sensitive"] == true)
+        .filter(|s| s.screen.as_ref().unwrap().sensitive)
         .collect();
     assert!(!secure.is_empty(), "the checkout is a secure screen");
     assert!(

@@ -977,9 +977,7 @@ async fn overhead_run(
                     settle_timeouts += 1;
                     let name = rec
                         .and_then(|r| r.action.as_ref())
-                        .and_then(|a| a.get("action"))
-                        .and_then(|a| a.as_str())
-                        .unwrap_or("?");
+                        .map_or("?", |a| a.name());
                     *timeout_actions.entry(name.to_string()).or_default() += 1;
                 }
                 Some(s) if s.settle_sleeps > 0 => settle_polled += 1,

@@ -324,6 +324,8 @@ impl ActionError {
 #[derive(Debug, Clone, Default)]
 pub struct ActionParser {
     custom: BTreeSet<String>,
+    /// Reads any unknown name as a custom action (`ActionParser::lenient`).
+    any_custom: bool,
 }
 
 /// Canonical action names, in the order they are listed to models.
@@ -379,6 +381,16 @@ fn normalize_name(s: &str) -> String {
 impl ActionParser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A reader for recorded actions (stored steps, exported trajectories): a name it does
+    /// not know is a custom action registered by the run that recorded it, so it reads as
+    /// `Action::Custom` instead of failing. Built-in actions are checked as usual.
+    pub fn lenient() -> Self {
+        Self {
+            any_custom: true,
+            ..Self::default()
+        }
     }
 
     /// Registers a custom action name. Built-in names and aliases cannot be shadowed.
@@ -446,7 +458,7 @@ impl ActionParser {
             .map(|(_, c)| *c)
             .or_else(|| BUILTIN_ACTIONS.iter().copied().find(|b| *b == norm));
         let Some(name) = name else {
-            if self.custom.contains(&norm) {
+            if self.any_custom || self.custom.contains(&norm) {
                 let mut args = obj.clone();
                 args.remove("action");
                 return Ok(Action::Custom(CustomAction { name: norm, args }));
@@ -486,6 +498,48 @@ impl<'de> Deserialize<'de> for Action {
             .parse(&v)
             .map_err(serde::de::Error::custom)
     }
+}
+
+/// The OpenAPI schema of an action: an object tagged by `action` (a built-in name or a
+/// custom action registered at run time), with that action's fields beside the tag.
+impl utoipa::PartialSchema for Action {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .property(
+                "action",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some(format!(
+                        "One of {} (built-in), or a custom action's name.",
+                        BUILTIN_ACTIONS.join(", ")
+                    ))),
+            )
+            .required("action")
+            .additional_properties(Some(AdditionalProperties::FreeForm(true)))
+            .description(Some(
+                "One action, tagged by `action`; its fields (coordinate, element, selector, \
+                 text, direction, key, …) sit beside the tag. See the README's action table.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Action {}
+
+/// `#[serde(deserialize_with)]` for a recorded `Option<Action>`: reads with
+/// `ActionParser::lenient`, so custom actions of the recording run come back as
+/// `Action::Custom`.
+pub fn deserialize_recorded<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Action>, D::Error> {
+    let Some(v) = Option::<Value>::deserialize(d)? else {
+        return Ok(None);
+    };
+    ActionParser::lenient()
+        .parse(&v)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 impl Action {

@@ -2,10 +2,12 @@
 //! every other layer builds on these.
 
 pub mod action;
+pub mod element;
 pub mod geometry;
 pub mod shell;
 
 pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Target};
+pub use element::{ActionableElement, ElementAction};
 pub use geometry::{
     Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,
 };
@@ -19,5 +21,6 @@ pub mod retry;
 pub use retry::RetryPolicy;
 pub mod step;
 pub use step::{
-    Fallback, Intervention, ReplayInfo, ReplayRole, Step, StepOutcome, StepStatus, StepTimings,
+    Fallback, Intervention, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen, StepStatus,
+    StepTimings,
 };

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::TaskId;
+use super::{Action, ActionableElement, TaskId};
 
 /// Where the time of one step went, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -147,13 +147,21 @@ pub struct Step {
     pub n: u32,
     pub started_at: chrono::DateTime<chrono::Utc>,
     pub thinking: Option<String>,
-    /// The action as JSON (an `Action`, or what the model sent when it was rejected).
+    /// The action as it ran (a middleware or hook may have rewritten the decided one).
+    /// Text typed into a password field reads `••••`. Absent when nothing was decided or
+    /// the model's answer was rejected.
+    #[serde(default, deserialize_with = "super::action::deserialize_recorded")]
+    pub action: Option<Action>,
+    /// The model's reply as text (tool calls rendered as JSON), when a model decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// A rejected answer: the action the model sent, as JSON, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
-    pub action: Option<Value>,
+    pub rejected: Option<Value>,
     pub outcome: StepOutcome,
-    /// The screen as the agent saw it (the ScreenRepresentation summary and app).
-    #[schema(value_type = Option<Object>)]
-    pub screen: Option<Value>,
+    /// The screen the step acted on, as the agent saw it.
+    pub screen: Option<StepScreen>,
     /// sha256 of the screenshot artifact, when one was taken.
     pub screenshot: Option<String>,
     pub timings: StepTimings,
@@ -166,6 +174,36 @@ pub struct Step {
     /// Script replays only: which script step, selector and fallback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayInfo>,
+}
+
+/// The screen a step acted on, as its record keeps it: what the agent saw, and the
+/// actionable elements with their selectors and bounds, so a coordinate tap can later be
+/// resolved to a selector (`script::record`). Password text is already masked in the
+/// elements (the parser masks it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StepScreen {
+    /// The representation's one-line summary.
+    #[serde(default)]
+    pub summary: String,
+    /// The foreground app's package.
+    #[serde(default)]
+    pub app: Option<String>,
+    #[serde(default)]
+    pub activity: Option<String>,
+    #[serde(default)]
+    pub has_modal: bool,
+    /// A secure (FLAG_SECURE) screen: no screenshot was kept.
+    #[serde(default)]
+    pub sensitive: bool,
+    /// Hash of the screen's layout (16 hex digits), when one was computed.
+    #[serde(default)]
+    pub layout_hash: Option<String>,
+    /// The screen size in pixels, `[width, height]` (absent in steps recorded before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<[u32; 2]>,
+    /// The screen's actionable elements (empty in steps recorded before they were kept).
+    #[serde(default)]
+    pub elements: Vec<ActionableElement>,
 }
 
 /// A question the agent asked a person, and its answer.

@@ -76,9 +76,7 @@ pub fn is_executed_device_action(step: &Step) -> bool {
         && step
             .action
             .as_ref()
-            .and_then(|a| a.get("action"))
-            .and_then(|a| a.as_str())
-            .is_some_and(|name| DEVICE_ACTIONS.contains(&name))
+            .is_some_and(|a| DEVICE_ACTIONS.contains(&a.name()))
 }
 
 /// A finished task, as the coordinator reads it.
@@ -199,7 +197,13 @@ mod tests {
             n,
             started_at: chrono::Utc::now(),
             thinking: None,
-            action: Some(action),
+            action: Some(
+                crate::domain::ActionParser::lenient()
+                    .parse(&action)
+                    .unwrap(),
+            ),
+            raw: None,
+            rejected: None,
             outcome: StepOutcome {
                 status: serde_json::from_value(json!(status)).unwrap(),
                 error: None,

@@ -38,7 +38,9 @@ use utoipa::ToSchema;
 use super::artifacts::{ArtifactError, ArtifactStore};
 use super::result::CoordinatorResult;
 use crate::agent::context::{History, Note, StepRecord};
-use crate::domain::{Action, Step, StepOutcome, StepStatus, StepTimings, Task, TaskId, TaskStatus};
+use crate::domain::{
+    Action, Step, StepOutcome, StepScreen, StepStatus, StepTimings, Task, TaskId, TaskStatus,
+};
 use crate::store::{Store, StoreError};
 
 /// `format` of every trajectory document.
@@ -73,13 +75,22 @@ pub struct TrajectoryStep {
     pub n: u32,
     pub started_at: chrono::DateTime<chrono::Utc>,
     pub thinking: Option<String>,
-    /// The action as JSON (an `Action`, or what the model sent when it was rejected).
+    /// The action as it ran (custom actions of the recording run read as custom).
+    #[serde(
+        default,
+        deserialize_with = "crate::domain::action::deserialize_recorded"
+    )]
+    pub action: Option<Action>,
+    /// The model's reply as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// A rejected answer: the action the model sent, as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
-    pub action: Option<Value>,
+    pub rejected: Option<Value>,
     pub outcome: StepOutcome,
-    /// The screen as the agent saw it (summary, app, activity…).
-    #[schema(value_type = Option<Object>)]
-    pub screen: Option<Value>,
+    /// The screen the step acted on (summary, app, activity, elements…).
+    pub screen: Option<StepScreen>,
     pub timings: StepTimings,
     pub tokens_in: u64,
     pub tokens_out: u64,
@@ -128,6 +139,8 @@ impl TrajectoryStep {
             started_at: s.started_at,
             thinking: s.thinking,
             action: s.action,
+            raw: s.raw,
+            rejected: s.rejected,
             outcome: s.outcome,
             screen: s.screen,
             timings: s.timings,
@@ -147,6 +160,8 @@ impl TrajectoryStep {
             started_at: self.started_at,
             thinking: self.thinking.clone(),
             action: self.action.clone(),
+            raw: self.raw.clone(),
+            rejected: self.rejected.clone(),
             outcome: self.outcome.clone(),
             screen: self.screen.clone(),
             screenshot,
@@ -159,11 +174,11 @@ impl TrajectoryStep {
         }
     }
 
-    /// The action, when it parses with the built-in action set.
+    /// The action, when it is a built-in one (a custom action needs its handler).
     pub fn parsed_action(&self) -> Option<Action> {
         self.action
-            .as_ref()
-            .and_then(|v| serde_json::from_value::<Action>(v.clone()).ok())
+            .clone()
+            .filter(|a| !matches!(a, Action::Custom(_)))
     }
 }
 

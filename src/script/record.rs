@@ -33,20 +33,11 @@ impl SeenScreen {
         let Some(s) = &step.screen else {
             return Self::default();
         };
-        let size = s
-            .get("size")
-            .and_then(|v| Some([v.get(0)?.as_f64()?, v.get(1)?.as_f64()?]));
         Self {
-            app: s.get("app").and_then(Value::as_str).map(str::to_string),
-            layout_hash: s
-                .get("layout_hash")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            size,
-            elements: s
-                .get("elements")
-                .and_then(|e| serde_json::from_value(e.clone()).ok())
-                .unwrap_or_default(),
+            app: s.app.clone(),
+            layout_hash: s.layout_hash.clone(),
+            size: s.size.map(|[w, h]| [w as f64, h as f64]),
+            elements: s.elements.clone(),
         }
     }
 
@@ -87,7 +78,7 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
     let mut inputs = std::collections::BTreeMap::new();
     for (k, &i) in kept.iter().enumerate() {
         let seen = SeenScreen::of(&steps[i]);
-        let Some(mut step) = to_step(steps[i].action.as_ref(), &seen) else {
+        let Some(mut step) = to_step(action_json(&steps[i]).as_ref(), &seen) else {
             continue;
         };
         if step.parameters.text.as_deref() == Some(REDACTED) {
@@ -145,12 +136,12 @@ fn kept_steps(steps: &[Step]) -> Vec<usize> {
     while k < ok.len() {
         let i = ok[k];
         let undone = ok.get(k + 1).is_some_and(|&j| {
-            is_back(steps[j].action.as_ref())
+            is_back(action_json(&steps[j]).as_ref())
                 && steps.get(j + 1).is_some_and(|after| {
                     let (a, b) = (SeenScreen::of(&steps[i]), SeenScreen::of(after));
                     a.layout_hash.is_some() && a.layout_hash == b.layout_hash
                 })
-                && !is_back(steps[i].action.as_ref())
+                && !is_back(action_json(&steps[i]).as_ref())
         });
         if undone {
             k += 2;
@@ -160,6 +151,13 @@ fn kept_steps(steps: &[Step]) -> Vec<usize> {
         }
     }
     kept
+}
+
+/// A step's action in its wire form, which the conversions below read.
+fn action_json(step: &Step) -> Option<Value> {
+    step.action
+        .as_ref()
+        .and_then(|a| serde_json::to_value(a).ok())
 }
 
 fn is_back(a: Option<&Value>) -> bool {

@@ -3,6 +3,7 @@
 //! in beside `sqlite::SqliteStore` without touching them.
 
 pub mod sqlite;
+pub mod step_row;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 pub use sqlite::SqliteStore;
+pub use step_row::StepRow;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -18,11 +18,11 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::{Artifact, CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
-use crate::domain::task::DeviceConstraints;
-use crate::domain::{
-    Intervention, Step, StepOutcome, StepTimings, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
+use super::{
+    Artifact, CancelOutcome, StepRow, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
 };
+use crate::domain::task::DeviceConstraints;
+use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -154,34 +154,33 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
     })
 }
 
-const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
+const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
      FROM steps WHERE task_id = ? ORDER BY n";
-const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
+const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
      FROM steps WHERE task_id = ? AND n = ?";
 const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE id = ?";
 const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE task_id = ? ORDER BY created_at, id";
 
 fn step_from_row(r: &SqliteRow) -> Result<Step, StoreError> {
-    let id: String = r.try_get("task_id")?;
-    Ok(Step {
-        task_id: id
-            .parse()
-            .map_err(|e| StoreError::Corrupt(format!("step task id `{id}`: {e}")))?,
-        n: r.try_get::<i64, _>("n")? as u32,
+    StepRow {
+        task_id: r.try_get("task_id")?,
+        n: r.try_get("n")?,
         started_at: parse_ts(&r.try_get::<String, _>("started_at")?)?,
         thinking: r.try_get("thinking")?,
-        action: opt_json(r.try_get("action")?, "action")?,
-        outcome: opt_json::<StepOutcome>(r.try_get("result")?, "result")?
-            .ok_or_else(|| StoreError::Corrupt("step without result".into()))?,
-        screen: opt_json(r.try_get("screen")?, "screen")?,
+        action: r.try_get("action")?,
+        raw: r.try_get("raw")?,
+        rejected: r.try_get("rejected")?,
+        result: r.try_get("result")?,
+        screen: r.try_get("screen")?,
         screenshot: r.try_get("screenshot")?,
-        timings: opt_json::<StepTimings>(r.try_get("timings")?, "timings")?.unwrap_or_default(),
-        tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
-        tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
+        timings: r.try_get("timings")?,
+        tokens_in: r.try_get("tokens_in")?,
+        tokens_out: r.try_get("tokens_out")?,
         cost_usd: r.try_get("cost_usd")?,
-        model_calls: r.try_get::<i64, _>("model_calls")? as u32,
-        replay: opt_json(r.try_get("replay")?, "replay")?,
-    })
+        model_calls: r.try_get("model_calls")?,
+        replay: r.try_get("replay")?,
+    }
+    .into_step()
 }
 
 fn intervention_from_row(r: &SqliteRow) -> Result<Intervention, StoreError> {
@@ -516,25 +515,28 @@ impl Store for SqliteStore {
     }
 
     async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
+        let row = StepRow::from(step);
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT INTO steps (task_id, n, started_at, thinking, action, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .bind(step.task_id.to_string())
-        .bind(step.n as i64)
-        .bind(ts(step.started_at))
-        .bind(&step.thinking)
-        .bind(to_json(&step.action))
-        .bind(to_json(&Some(&step.outcome)))
-        .bind(to_json(&step.screen))
-        .bind(&step.screenshot)
-        .bind(to_json(&Some(&step.timings)))
-        .bind(step.tokens_in as i64)
-        .bind(step.tokens_out as i64)
-        .bind(step.cost_usd)
-        .bind(step.model_calls as i64)
-        .bind(to_json(&step.replay))
+        .bind(row.task_id)
+        .bind(row.n)
+        .bind(ts(row.started_at))
+        .bind(row.thinking)
+        .bind(row.action)
+        .bind(row.raw)
+        .bind(row.rejected)
+        .bind(row.result)
+        .bind(row.screen)
+        .bind(row.screenshot)
+        .bind(row.timings)
+        .bind(row.tokens_in)
+        .bind(row.tokens_out)
+        .bind(row.cost_usd)
+        .bind(row.model_calls)
+        .bind(row.replay)
         .execute(&mut *tx)
         .await?;
         sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ?, model_calls = model_calls + ? WHERE id = ?")
@@ -836,6 +838,123 @@ mod tests {
             "steps": [{"action": "tap", "selector": "#ok"}]
         }))
         .unwrap()
+    }
+
+    fn typed_step(task: TaskId, n: u32, action: Option<crate::domain::Action>) -> Step {
+        use crate::domain::{ActionableElement, Bounds, StepOutcome, StepScreen, StepStatus};
+        use crate::domain::{ElementAction, StepTimings};
+        Step {
+            task_id: task,
+            n,
+            started_at: "2026-01-02T03:04:05.123Z".parse().unwrap(),
+            thinking: Some("t".into()),
+            action,
+            raw: Some("{\"action\": \"x\"}".into()),
+            rejected: None,
+            outcome: StepOutcome {
+                status: StepStatus::Ok,
+                error: None,
+                screen_changed: Some(true),
+                detail: None,
+            },
+            screen: Some(StepScreen {
+                summary: "s".into(),
+                app: Some("com.app".into()),
+                layout_hash: Some("00000000000000ff".into()),
+                size: Some([1080, 2400]),
+                elements: vec![ActionableElement {
+                    element_id: 0,
+                    selector: "#ok".into(),
+                    alternative_selectors: vec![":text(\"OK\")".into()],
+                    kind: "Button".into(),
+                    text: "OK".into(),
+                    actions: vec![ElementAction::Click],
+                    bounds: Bounds::new(0, 0, 100, 50),
+                }],
+                ..Default::default()
+            }),
+            screenshot: None,
+            timings: StepTimings::default(),
+            tokens_in: 1,
+            tokens_out: 2,
+            cost_usd: 0.0,
+            model_calls: 1,
+            replay: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn typed_steps_round_trip_with_custom_and_rejected_actions() {
+        use crate::domain::{Action, ActionParser, StepStatus};
+        let store = SqliteStore::in_memory().await.unwrap();
+        let task = store.create_task(spec("t")).await.unwrap();
+        let mut parser = ActionParser::new();
+        parser.register("stamp").unwrap();
+        let custom = parser
+            .parse(&serde_json::json!({"action": "stamp", "ink": "red"}))
+            .unwrap();
+        let tap = Action::Tap {
+            target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                "#ok".into(),
+            )),
+        };
+        let mut rejected = typed_step(task.id, 3, None);
+        rejected.outcome.status = StepStatus::Rejected;
+        rejected.rejected = Some(serde_json::json!({"action": "tap", "coordinate": [7, 7]}));
+        let steps = [
+            typed_step(task.id, 1, Some(tap)),
+            typed_step(task.id, 2, Some(custom.clone())),
+            rejected,
+        ];
+        for s in &steps {
+            store.append_step(s).await.unwrap();
+        }
+        let back = store.steps(task.id).await.unwrap();
+        assert_eq!(back, steps, "every field comes back as written");
+        assert!(matches!(&back[1].action, Some(Action::Custom(c)) if c.name == "stamp"));
+        assert_eq!(
+            back[0].screen.as_ref().unwrap().elements[0].bounds.right,
+            100
+        );
+    }
+
+    #[tokio::test]
+    async fn a_row_written_before_typed_steps_still_reads() {
+        use crate::domain::Action;
+        let store = SqliteStore::in_memory().await.unwrap();
+        let task = store.create_task(spec("t")).await.unwrap();
+        let old_screen = r#"{"summary":"Home","app":null,"activity":null,"has_modal":false,"sensitive":false,"layout_hash":null}"#;
+        for (n, action) in [
+            (1, r#"{"action":"key","key":"back"}"#),
+            (2, r#"{"action":"tap","coordinate":"nowhere"}"#),
+        ] {
+            sqlx::query("INSERT INTO steps (task_id, n, started_at, action, result, screen) VALUES (?, ?, ?, ?, ?, ?)")
+                .bind(task.id.to_string())
+                .bind(n)
+                .bind(ts(Utc::now()))
+                .bind(action)
+                .bind(r#"{"status":"ok"}"#)
+                .bind(old_screen)
+                .execute(&store.pool)
+                .await
+                .unwrap();
+        }
+        let back = store.steps(task.id).await.unwrap();
+        assert_eq!(back[0].action.as_ref().map(Action::name), Some("key"));
+        let screen = back[0].screen.as_ref().unwrap();
+        assert_eq!(
+            (screen.summary.as_str(), screen.elements.len()),
+            ("Home", 0)
+        );
+        assert_eq!(
+            back[1].action, None,
+            "an action that never parsed is not an action"
+        );
+        assert_eq!(
+            back[1].rejected.as_ref().unwrap()["coordinate"],
+            serde_json::json!("nowhere"),
+            "what the model sent is kept as `rejected`"
+        );
     }
 
     #[tokio::test]

@@ -77,7 +77,7 @@ impl Runner {
                     task_id: st.task.id,
                     step: st.counter.current(),
                     thinking: draft.step.thinking.clone(),
-                    action: draft.action_json().cloned(),
+                    action: draft.action_json(),
                     retries: d.retries,
                 },
             )

@@ -14,8 +14,8 @@ use crate::agent::context::{Note, StepRecord};
 use crate::device::{Device, DeviceError};
 use crate::domain::action::TargetField;
 use crate::domain::{
-    Action, CoordinateTransform, ScreenSize, Step, StepOutcome, StepStatus, StepTimings, Target,
-    TaskEvent, TaskId,
+    Action, CoordinateTransform, ScreenSize, Step, StepOutcome, StepScreen, StepStatus,
+    StepTimings, Target, TaskEvent, TaskId,
 };
 use crate::screen::Screen;
 use crate::store::StoreError;
@@ -72,20 +72,41 @@ pub(super) struct PasswordGuard {
 }
 
 impl PasswordGuard {
-    fn redact(&self, action: &Action, recorded: &mut Value) {
-        let Action::Type { target, .. } = action else {
-            return;
+    /// `action` with the text it types into a password field replaced by `••••`, and
+    /// that text (to scrub it from the model's raw reply too). None: nothing to hide.
+    fn redact(&self, action: &Action) -> Option<(Action, String)> {
+        let Action::Type {
+            text,
+            target,
+            clear_first,
+        } = action
+        else {
+            return None;
         };
-        let target = target.as_ref().map(|TargetField(t)| t);
-        let point = match target {
+        let t = target.as_ref().map(|TargetField(t)| t);
+        let point = match t {
             Some(Target::Coordinate(p)) => Some(self.transform.to_pixel(*p, self.size)),
             _ => None,
         };
-        if let Some(text) = recorded.get_mut("text")
-            && self.screen.types_into_password(target, point)
-        {
-            *text = Value::String(crate::screen::REDACTED.into());
+        if !self.screen.types_into_password(t, point) {
+            return None;
         }
+        let masked = Action::Type {
+            text: crate::screen::REDACTED.into(),
+            target: target.clone(),
+            clear_first: *clear_first,
+        };
+        Some((masked, text.clone()))
+    }
+}
+
+/// `s` with every occurrence of `secret` masked (a no-op for an empty secret).
+fn scrub(s: &mut Option<String>, secret: &str) {
+    if let Some(s) = s
+        .as_mut()
+        .filter(|s| !secret.is_empty() && s.contains(secret))
+    {
+        *s = s.replace(secret, crate::screen::REDACTED);
     }
 }
 
@@ -108,12 +129,19 @@ impl StepDraft {
             started_at: start.at,
             thinking: None,
             action: None,
+            raw: None,
+            rejected: None,
             outcome: outcome(StepStatus::Ok, None, None, None),
-            screen: Some(
-                json!({"summary": r.summary, "app": r.app_package, "activity": r.activity, "has_modal": r.has_modal,
-                       "sensitive": obs.sensitive, "layout_hash": obs.layout.map(|h| format!("{h:016x}")),
-                       "size": [size.width, size.height], "elements": r.actionable_elements}),
-            ),
+            screen: Some(StepScreen {
+                summary: r.summary.clone(),
+                app: r.app_package.clone(),
+                activity: r.activity.clone(),
+                has_modal: r.has_modal,
+                sensitive: obs.sensitive,
+                layout_hash: obs.layout.map(|h| format!("{h:016x}")),
+                size: Some([size.width, size.height]),
+                elements: r.actionable_elements.clone(),
+            }),
             screenshot: obs.screenshot_sha.clone(),
             timings: StepTimings {
                 screenshot_ms: obs.screenshot_ms,
@@ -143,6 +171,7 @@ impl StepDraft {
     /// Takes in what the agent decided (thinking, action, usage, model time).
     pub fn decided(&mut self, d: &Decision) {
         self.step.thinking = Some(d.thinking.clone()).filter(|t| !t.is_empty());
+        self.step.raw = Some(d.raw.clone()).filter(|r| !r.is_empty());
         self.set_action(&d.action);
         self.step.tokens_in = d.usage.input_tokens;
         self.step.tokens_out = d.usage.output_tokens;
@@ -153,16 +182,25 @@ impl StepDraft {
     }
 
     /// The action as it ran (middleware may have rewritten it).
+    /// Text typed into a password field is masked in the action, and scrubbed from the
+    /// thinking and the model's raw reply.
     pub fn set_action(&mut self, a: &Action) {
-        let mut recorded = serde_json::to_value(a).ok();
-        if let (Some(guard), Some(v)) = (&self.guard, recorded.as_mut()) {
-            guard.redact(a, v);
+        match self.guard.as_ref().and_then(|g| g.redact(a)) {
+            Some((masked, secret)) => {
+                scrub(&mut self.step.raw, &secret);
+                scrub(&mut self.step.thinking, &secret);
+                self.step.action = Some(masked);
+            }
+            None => self.step.action = Some(a.clone()),
         }
-        self.step.action = recorded;
     }
 
-    pub fn action_json(&self) -> Option<&Value> {
-        self.step.action.as_ref()
+    /// The recorded action as JSON (for events, whose payload stays JSON).
+    pub fn action_json(&self) -> Option<Value> {
+        self.step
+            .action
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok())
     }
 
     pub fn ok(&mut self, screen_changed: Option<bool>, detail: Option<Value>) {
@@ -182,9 +220,12 @@ impl StepDraft {
         );
     }
 
-    /// A model answer that could not be used: its raw text is kept as the thinking.
+    /// A model answer that could not be used: its raw text is kept as the thinking and as
+    /// `raw`, and the action it sent (when the reply holds a JSON object) as `rejected`.
     pub fn rejected(&mut self, error: String, raw: &str) {
         self.step.thinking = Some(raw.chars().take(4000).collect());
+        self.step.raw = Some(raw.to_string()).filter(|r| !r.is_empty());
+        self.step.rejected = sent_action(raw);
         self.step.outcome = outcome(StepStatus::Rejected, Some(error), None, None);
     }
 
@@ -217,6 +258,16 @@ impl StepDraft {
             outcome,
         });
     }
+}
+
+/// The JSON object a rejected reply sent: the whole reply, or its first `{…}` span.
+fn sent_action(raw: &str) -> Option<Value> {
+    let object = |s: &str| {
+        serde_json::from_str::<Value>(s)
+            .ok()
+            .filter(Value::is_object)
+    };
+    object(raw.trim()).or_else(|| object(&raw[raw.find('{')?..=raw.rfind('}')?]))
 }
 
 fn outcome(
@@ -295,7 +346,10 @@ fn executed_event(step: &Step) -> TaskEvent {
     TaskEvent::StepExecuted {
         task_id: step.task_id,
         step: step.n,
-        action: step.action.clone(),
+        action: step
+            .action
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok()),
         outcome: step.outcome.clone(),
         timings: step.timings.clone(),
         tokens_in: step.tokens_in,

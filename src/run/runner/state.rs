@@ -10,7 +10,7 @@ use super::{Fatal, Runner, StopSignal};
 use crate::agent::context::{History, StepRecord};
 use crate::device::Device;
 use crate::domain::TaskEvent;
-use crate::domain::{Action, ScreenSize, Task};
+use crate::domain::{ScreenSize, Task};
 use crate::run::stuck::StuckDetector;
 
 /// The step number, derived from what happened: steps recorded (this run and before a
@@ -65,15 +65,11 @@ impl<'t> RunState<'t> {
         let mut history = History::new(runner.cfg.history_steps);
         let committed = runner.bus.store().steps(task.id).await?;
         for s in &committed {
-            if let Some(a) = s
-                .action
-                .as_ref()
-                .and_then(|v| serde_json::from_value::<Action>(v.clone()).ok())
-            {
+            if let Some(a) = &s.action {
                 history.push_step(StepRecord {
                     step: s.n,
                     thinking: s.thinking.clone().unwrap_or_default(),
-                    action: a,
+                    action: a.clone(),
                     outcome: s.outcome.status.to_string(),
                 });
             }

@@ -1,0 +1,35 @@
+//! The elements of a screen an agent can act on, as the screen representation lists them
+//! and as a recorded step keeps them (`StepScreen::elements`). Here, below `screen`, so
+//! that a `Step` can embed them; `screen::representation` re-exports them.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::Bounds;
+
+/// An element the agent can act on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ActionableElement {
+    /// The id the model refers to (`"element": 3`), stable for this screen.
+    pub element_id: u32,
+    /// The recommended selector.
+    pub selector: String,
+    /// Other selectors that match the same element (always present when `selector` is index-based).
+    pub alternative_selectors: Vec<String>,
+    /// The short class name (`Button`, `EditText`).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The label a person sees (text, merged child text, content-desc or hint).
+    pub text: String,
+    pub actions: Vec<ElementAction>,
+    pub bounds: Bounds,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementAction {
+    Click,
+    LongClick,
+    SetText,
+    Scroll,
+}

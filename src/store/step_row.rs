@@ -1,0 +1,116 @@
+//! `StepRow`: a step as the `steps` table holds it (JSON columns as text, counters as
+//! integers), apart from the domain `Step`. Backends bind and read these columns; the
+//! conversion both ways lives here, once, so a second backend shares it.
+//!
+//! Reading is lenient where old rows need it: an `action` names a custom action the
+//! reader does not know → `Action::Custom`; an `action` that does not parse at all was
+//! written before `rejected` existed (it held what the model sent) → `rejected`.
+
+use serde_json::Value;
+
+use super::StoreError;
+use crate::domain::{ActionParser, Step, StepOutcome, StepTimings};
+
+/// One row of `steps`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    pub task_id: String,
+    pub n: i64,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub thinking: Option<String>,
+    /// JSON `Action`.
+    pub action: Option<String>,
+    pub raw: Option<String>,
+    /// JSON: what a rejected answer sent.
+    pub rejected: Option<String>,
+    /// JSON `StepOutcome` (the column is `result`).
+    pub result: Option<String>,
+    /// JSON `StepScreen`.
+    pub screen: Option<String>,
+    pub screenshot: Option<String>,
+    /// JSON `StepTimings`.
+    pub timings: Option<String>,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
+    pub cost_usd: f64,
+    pub model_calls: i64,
+    /// JSON `ReplayInfo`.
+    pub replay: Option<String>,
+}
+
+fn to_json<T: serde::Serialize>(v: Option<&T>) -> Option<String> {
+    v.map(|v| serde_json::to_string(v).expect("serializing plain data cannot fail"))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(
+    s: Option<&str>,
+    col: &str,
+) -> Result<Option<T>, StoreError> {
+    s.map(|s| {
+        serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))
+    })
+    .transpose()
+}
+
+impl From<&Step> for StepRow {
+    fn from(s: &Step) -> Self {
+        Self {
+            task_id: s.task_id.to_string(),
+            n: s.n as i64,
+            started_at: s.started_at,
+            thinking: s.thinking.clone(),
+            action: to_json(s.action.as_ref()),
+            raw: s.raw.clone(),
+            rejected: to_json(s.rejected.as_ref()),
+            result: to_json(Some(&s.outcome)),
+            screen: to_json(s.screen.as_ref()),
+            screenshot: s.screenshot.clone(),
+            timings: to_json(Some(&s.timings)),
+            tokens_in: s.tokens_in as i64,
+            tokens_out: s.tokens_out as i64,
+            cost_usd: s.cost_usd,
+            model_calls: s.model_calls as i64,
+            replay: to_json(s.replay.as_ref()),
+        }
+    }
+}
+
+impl StepRow {
+    pub fn into_step(self) -> Result<Step, StoreError> {
+        let task_id = self
+            .task_id
+            .parse()
+            .map_err(|e| StoreError::Corrupt(format!("step task id `{}`: {e}", self.task_id)))?;
+        let mut rejected: Option<Value> = from_json(self.rejected.as_deref(), "rejected")?;
+        let action = match from_json::<Value>(self.action.as_deref(), "action")? {
+            None => None,
+            Some(v) => match ActionParser::lenient().parse(&v) {
+                Ok(a) => Some(a),
+                Err(_) => {
+                    rejected.get_or_insert(v);
+                    None
+                }
+            },
+        };
+        Ok(Step {
+            task_id,
+            n: self.n as u32,
+            started_at: self.started_at,
+            thinking: self.thinking,
+            action,
+            raw: self.raw,
+            rejected,
+            outcome: from_json::<StepOutcome>(self.result.as_deref(), "result")?
+                .ok_or_else(|| StoreError::Corrupt("step without result".into()))?,
+            screen: from_json(self.screen.as_deref(), "screen")?,
+            screenshot: self.screenshot,
+            timings: from_json::<StepTimings>(self.timings.as_deref(), "timings")?
+                .unwrap_or_default(),
+            tokens_in: self.tokens_in as u64,
+            tokens_out: self.tokens_out as u64,
+            cost_usd: self.cost_usd,
+            model_calls: self.model_calls as u32,
+            replay: from_json(self.replay.as_deref(), "replay")?,
+        })
+    }
+}
