@@ -658,7 +658,7 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(
             err(json!({"kind": "visoin"})).to_string(),
-            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay"
+            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script"
         );
         assert_eq!(
             err(json!({"kind": "navigator", "format": "mai-ui"})).field,
@@ -672,7 +672,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error, script, script_id, script_version, inputs, recovery"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),
