@@ -93,6 +93,12 @@ pub trait Agent: Send {
         let _ = (finished_ok, reason);
         None
     }
+    /// The app (package) this agent cannot work without: the runner checks, before the
+    /// first step, that the device has it, and fails the task with
+    /// `AgentError::AppNotInstalled` otherwise (a script's `app`). None: no such app.
+    fn required_app(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A script an agent produced, for the runner to store.
@@ -132,6 +138,8 @@ pub enum AgentError {
     Spec(#[from] SpecError),
     #[error("recovery answer unusable: {0}")]
     Recovery(String),
+    #[error("device {device} does not have {app}, which the agent's first step runs in")]
+    AppNotInstalled { app: String, device: String },
 }
 
 impl AgentError {
@@ -143,6 +151,7 @@ impl AgentError {
             AgentError::Grounding(_) => "agent_grounding_failed",
             AgentError::Spec(_) => "invalid_agent",
             AgentError::Recovery(_) => "recovery_unusable",
+            AgentError::AppNotInstalled { .. } => "app_not_installed",
         }
     }
     pub fn hint(&self) -> String {
@@ -158,6 +167,9 @@ impl AgentError {
             AgentError::Spec(e) => e.hint(),
             AgentError::Recovery(_) => {
                 "The recovery model must answer with one RecoveryAction JSON object; try a stronger model.".into()
+            }
+            AgentError::AppNotInstalled { .. } => {
+                "Install the app on the device, or run on another one (GET /v1/devices/{id}/apps lists a device's apps).".into()
             }
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! Three signals, any of which counts: the framework's dialog ids (`alertTitle`,
 //! `parentPanel`, `buttonPanel`, also used by AppCompat dialogs under the app's own
-//! package; not inside a keyboard window, which reuses `parentPanel`); a window of the
+//! package, and System UI's own alerts such as "Battery low"; not inside a keyboard
+//! window, which reuses `parentPanel`); a window of the
 //! permission controller or package installer; and a window
 //! that floats (inset from the top-left corner) or covers most of the screen over another
 //! app's window. Status bar and keyboard windows never count.
@@ -11,6 +12,14 @@ use super::tree::{UiTree, is_system_overlay_package};
 
 const DIALOG_IDS: [&str; 3] = ["alertTitle", "parentPanel", "buttonPanel"];
 
+/// Keyboard windows (Gboard, SwiftKey, Samsung's), whose panels reuse dialog ids.
+fn is_keyboard_package(pkg: &str) -> bool {
+    pkg.contains("inputmethod")
+        || pkg.contains("keyboard")
+        || pkg.contains("honeyboard")
+        || pkg.contains("swiftkey")
+}
+
 pub fn has_modal(tree: &UiTree) -> bool {
     let screen = tree.screen_bounds();
     if tree.nodes.iter().any(|n| {
@@ -18,7 +27,7 @@ pub fn has_modal(tree: &UiTree) -> bool {
         n.visible
             && !n.resource_id.is_empty()
             && DIALOG_IDS.contains(&n.short_id())
-            && !is_system_overlay_package(&n.package)
+            && !is_keyboard_package(&n.package)
     }) {
         return true;
     }

@@ -10,6 +10,7 @@ mod devices;
 mod http;
 mod lifecycle;
 mod run;
+mod script_replay;
 mod scripts;
 mod streaming;
 mod tasks;

@@ -7,10 +7,14 @@
 //!   `switchWidget`, what an app update does);
 //! - the same text or description elsewhere (a list item that moved, a new id);
 //! - a changed label that still starts with the recorded one (`Send` → `Send message`).
+//!
+//! While a dialog is on top (`has_modal`), only the dialog's window can be touched: an
+//! element behind it counts as absent, so the dialog is dismissed first instead of a tap
+//! that the dialog would swallow.
 
 use crate::domain::Fallback;
 use crate::screen::resolve::visible_chain;
-use crate::screen::{Screen, Selector, SelectorIndex, UiNode};
+use crate::screen::{Screen, Selector, SelectorIndex, UiNode, UiTree};
 
 /// A target found on the screen.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,14 +24,52 @@ pub struct Found {
     pub fallback: Fallback,
 }
 
+/// The root (window) a node belongs to.
+fn root_of(tree: &UiTree, mut n: usize) -> usize {
+    while let Some(p) = tree.nodes[n].parent {
+        n = p;
+    }
+    n
+}
+
+/// The window of the dialog on top, when there is one and it can be told apart: the last
+/// window holding the framework's dialog ids, or a permission controller's window.
+fn modal_root(screen: &Screen) -> Option<usize> {
+    if !screen.has_modal {
+        return None;
+    }
+    let tree = &screen.tree;
+    let keyboard = |pkg: &str| pkg.contains("inputmethod") || pkg.contains("keyboard");
+    tree.roots.iter().rev().copied().find(|&r| {
+        let pkg = &tree.nodes[r].package;
+        if keyboard(pkg) {
+            return false;
+        }
+        pkg.contains("permissioncontroller")
+            || pkg.contains("packageinstaller")
+            || (0..tree.nodes.len()).any(|n| {
+                let node = &tree.nodes[n];
+                ["alertTitle", "parentPanel", "buttonPanel"].contains(&node.short_id())
+                    && root_of(tree, n) == r
+            })
+    })
+}
+
+/// Whether a person could touch node `n`: on screen, and not behind a dialog.
+fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
+    visible_chain(&screen.tree, n, &screen.elements.screen)
+        && modal.is_none_or(|r| root_of(&screen.tree, n) == r)
+}
+
 /// The unique visible node `sel` matches.
 pub fn unique(screen: &Screen, sel: &str) -> Option<usize> {
     let parsed = Selector::parse(sel).ok()?;
+    let modal = modal_root(screen);
     let on: Vec<usize> = parsed
         .find(&screen.tree)
         .nodes
         .into_iter()
-        .filter(|&n| visible_chain(&screen.tree, n, &screen.elements.screen))
+        .filter(|&n| reachable(screen, modal, n))
         .collect();
     match on.as_slice() {
         [one] => Some(*one),
@@ -40,11 +82,12 @@ pub fn visible(screen: &Screen, sel: &str) -> bool {
     let Ok(parsed) = Selector::parse(sel) else {
         return false;
     };
+    let modal = modal_root(screen);
     parsed
         .find(&screen.tree)
         .nodes
         .into_iter()
-        .any(|n| visible_chain(&screen.tree, n, &screen.elements.screen))
+        .any(|n| reachable(screen, modal, n))
 }
 
 /// Primary, then alternatives (each must match exactly one visible node).
@@ -69,7 +112,8 @@ pub fn fuzzy(screen: &Screen, selectors: &[String]) -> Option<Found> {
         .filter_map(|s| Selector::parse(s).ok())
         .collect();
     let tree = &screen.tree;
-    let on = |n: usize| visible_chain(tree, n, &screen.elements.screen);
+    let modal = modal_root(screen);
+    let on = |n: usize| reachable(screen, modal, n);
     let pick = |pred: &dyn Fn(&UiNode) -> bool| -> Option<usize> {
         let hits: Vec<usize> = (0..tree.nodes.len())
             .filter(|&n| on(n) && pred(&tree.nodes[n]))

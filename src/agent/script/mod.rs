@@ -58,8 +58,12 @@ struct Tries {
 enum Pending {
     Fresh,
     Waited,
-    Acted { store: Option<String> },
+    Acted {
+        store: Option<String>,
+    },
     Expecting,
+    /// An interruption was dismissed after the step's action: `expect` is checked next.
+    Dismissed,
     Recovered,
     Asked,
 }
@@ -170,9 +174,13 @@ impl ScriptAgent {
             Pending::Expecting => Some(if self.expect_holds(screen) {
                 self.advance();
                 Ok(Pass::Again)
+            } else if let Some(pass) = self.dismiss(screen, false, Pending::Expecting) {
+                Ok(pass)
             } else {
                 Err(self.expect_error())
             }),
+            // A pop-up came up after the action: it is gone now, check `expect` again.
+            Pending::Dismissed => Some(self.check_expect(screen)),
             Pending::Recovered if failed == Some(true) => Some(Err(err(
                 "action_failed",
                 format!("the recovery action failed: {last}"),
@@ -251,6 +259,9 @@ impl ScriptAgent {
         if self.expect_holds(screen) {
             self.advance();
             return Ok(Pass::Again);
+        }
+        if let Some(pass) = self.dismiss(screen, false, Pending::Dismissed) {
+            return Ok(pass);
         }
         if self.tries.waited_expect {
             return Err(self.expect_error());
@@ -374,25 +385,10 @@ impl ScriptAgent {
 
     /// The target is not on screen: an interruption, a wait, a skip or a failure.
     fn missing(&mut self, screen: &Screen, selectors: &[String]) -> Result<Pass, StepError> {
-        let step = &self.script.steps[self.at];
-        if self.tries.dismissals < MAX_DISMISSALS
-            && let Some(i) = find::interruption(screen)
-        {
-            self.tries.dismissals += 1;
-            self.dismissed += 1;
-            self.pending = Pending::Fresh;
-            let action = match i {
-                Interruption::Tap { selector, .. } => Action::Tap {
-                    target: crate::domain::action::TargetField(crate::domain::Target::Selector(
-                        selector,
-                    )),
-                },
-                Interruption::Keyboard => Action::Key {
-                    key: crate::domain::Key::Back,
-                },
-            };
-            return Ok(Pass::Emit(action, ReplayRole::Dismiss, None));
+        if let Some(pass) = self.dismiss(screen, true, Pending::Fresh) {
+            return Ok(pass);
         }
+        let step = &self.script.steps[self.at];
         // An optional step (a pop-up that comes only sometimes) is not waited for.
         if !self.tries.waited_target && !step.optional {
             self.tries.waited_target = true;
@@ -412,6 +408,30 @@ impl ScriptAgent {
             format!("no element matches {}", selectors.join(" or ")),
             Some(selectors[0].clone()),
         ))
+    }
+
+    /// Dismisses a known interruption by rule, at most `MAX_DISMISSALS` per step, then
+    /// goes on with `then`. `keyboard`: whether the soft keyboard counts (not while an
+    /// `expect` is checked, which may be waiting for the keyboard itself).
+    fn dismiss(&mut self, screen: &Screen, keyboard: bool, then: Pending) -> Option<Pass> {
+        if self.tries.dismissals >= MAX_DISMISSALS {
+            return None;
+        }
+        let action = match find::interruption(screen)? {
+            Interruption::Tap { selector, .. } => Action::Tap {
+                target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                    selector,
+                )),
+            },
+            Interruption::Keyboard if keyboard => Action::Key {
+                key: crate::domain::Key::Back,
+            },
+            Interruption::Keyboard => return None,
+        };
+        self.tries.dismissals += 1;
+        self.dismissed += 1;
+        self.pending = then;
+        Some(Pass::Emit(action, ReplayRole::Dismiss, None))
     }
 
     /// Runs the step's action on `found` (None: an action without a target).
@@ -723,6 +743,12 @@ impl Agent for ScriptAgent {
             self.script.name,
             self.script.steps.len()
         )
+    }
+
+    /// A script that names its `app` needs it installed; a run on a phone without it
+    /// fails before step 1 (`app_not_installed`) instead of failing on a missing target.
+    fn required_app(&self) -> Option<&str> {
+        self.script.app.as_deref()
     }
 
     fn take_script(&mut self, finished_ok: bool, _reason: Option<&str>) -> Option<ProducedScript> {

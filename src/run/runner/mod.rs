@@ -40,7 +40,7 @@ use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef}
 use super::interaction::Prompts;
 use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
-use crate::agent::{Agent, ProducedScript};
+use crate::agent::{Agent, AgentError, ProducedScript};
 use crate::device::Device;
 use crate::domain::TaskEvent;
 use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskId, TaskStatus};
@@ -279,6 +279,11 @@ impl Runner {
         agent: &mut dyn Agent,
         stop: watch::Receiver<StopSignal>,
     ) -> Result<End, Fatal> {
+        let app = agent.required_app().map(str::to_string);
+        if let Err(e) = required_app(device, app.as_deref()).await {
+            let reason = format!("{}: {e}. {}", e.code(), e.hint());
+            return Ok(End::new(TaskStatus::Failed, reason));
+        }
         let replay = agent.fails_on_failed_action();
         let mut st = RunState::resume(self, task, device, replay, stop).await?;
         loop {
@@ -431,6 +436,25 @@ impl RunState<'_> {
         StepRef {
             task: self.task.id,
             step: self.counter.current(),
+        }
+    }
+}
+
+/// Checks, before the first step, that the device has the app the agent needs. A device
+/// that cannot list its apps is not refused here: the first step shows what is wrong.
+async fn required_app(device: &dyn Device, app: Option<&str>) -> Result<(), AgentError> {
+    let Some(app) = app else {
+        return Ok(());
+    };
+    match device.installed_apps().await {
+        Ok(apps) if !apps.iter().any(|a| a.package == app) => Err(AgentError::AppNotInstalled {
+            app: app.to_string(),
+            device: device.serial().to_string(),
+        }),
+        Ok(_) => Ok(()),
+        Err(e) => {
+            tracing::warn!(app, error = %e, "could not list the device's apps");
+            Ok(())
         }
     }
 }

@@ -1,0 +1,223 @@
+//! The script agent through the real runner on a virtual phone with faults: an app the
+//! phone lacks fails before step 1, pop-ups are dismissed by rule and counted, slow
+//! content is waited for, optional steps are skipped, `store_as` values come back as the
+//! outputs, and AI in the middle that stays unsure ends with the user's "abort".
+
+use std::sync::Arc;
+
+use droidpilot::device::Device;
+use droidpilot::device::sim::tasks::task as sim_task;
+use droidpilot::device::sim::{SimConfig, SimDevice, SimFaults};
+use droidpilot::domain::{AppRef, PixelPoint};
+use serde_json::{Value, json};
+
+use crate::common::TestApp;
+use crate::run::{add_phone, bare_app, model, submit, wait_done, wait_status};
+
+/// Records `task`'s reference solution (a replay task on `serial`) as a script, and
+/// returns the script document with the store's fields removed (ready to inline).
+async fn recorded(app: &TestApp, serial: &str, task: &str) -> Value {
+    let actions: Vec<Value> = sim_task(task)
+        .unwrap()
+        .reference()
+        .iter()
+        .map(|a| serde_json::to_value(a).unwrap())
+        .collect();
+    let id = submit(
+        app,
+        json!({"instruction": "reference", "device_id": serial,
+               "agent": {"kind": "replay", "actions": actions}}),
+    )
+    .await;
+    assert_eq!(wait_done(app, &id).await["status"], "succeeded");
+    let r = app
+        .post_json("/v1/scripts", &json!({"from_task": id}))
+        .await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let mut doc: Value = r.json().await.unwrap();
+    for k in ["id", "version", "created_at", "source"] {
+        doc.as_object_mut().unwrap().remove(k);
+    }
+    doc
+}
+
+/// Runs `script` inline on `serial` and returns the finished task.
+async fn run_inline(app: &TestApp, serial: &str, script: &Value) -> Value {
+    let id = submit(
+        app,
+        json!({"instruction": "replay", "device_id": serial, "max_steps": 60,
+               "agent": {"kind": "script", "script": script}}),
+    )
+    .await;
+    wait_done(app, &id).await
+}
+
+/// A virtual phone in `task`'s start state whose random faults draw from `seed`.
+async fn seeded_phone(app: &TestApp, serial: &str, task: &str, seed: u64) -> Arc<SimDevice> {
+    let cfg = SimConfig {
+        serial: serial.into(),
+        width: 540,
+        height: 1200,
+        seed,
+        ..Default::default()
+    };
+    let phone = Arc::new(SimDevice::new(cfg).unwrap());
+    phone.reset_to(&sim_task(task).unwrap());
+    app.pool.add_device(phone.clone(), "sim").await.unwrap();
+    phone
+}
+
+async fn steps(app: &TestApp, task_id: &str) -> Vec<Value> {
+    app.get(&format!("/v1/tasks/{task_id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_script_for_an_app_the_phone_lacks_fails_before_step_one_naming_it() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "p", Some("settings.bluetooth_on")).await;
+    let script = json!({"name": "absent", "goal": "open it", "app": "com.example.absent",
+        "steps": [{"action": "tap", "selector": ":text(\"Go\")"}]});
+    let done = run_inline(&app, "p", &script).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(reason.starts_with("app_not_installed:"), "{reason}");
+    assert!(reason.contains("com.example.absent"), "{reason}");
+    assert_eq!(done["steps"], 0, "nothing ran on the phone");
+    assert_eq!(done["model_calls"], 0);
+}
+
+#[tokio::test]
+async fn a_pop_up_over_the_target_is_dismissed_by_rule_and_counted_with_no_model() {
+    const TASK: &str = "settings.bluetooth_on";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    // Open Settings and let one input raise a pop-up (a rate of 1 makes it certain),
+    // then stop pop-ups so the replay meets exactly this one.
+    phone
+        .launch_app(&AppRef::Package("com.android.settings".into()))
+        .await
+        .unwrap();
+    phone
+        .set_faults(SimFaults {
+            popup_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+    phone.tap(PixelPoint { x: 270, y: 10 }).await.unwrap();
+    phone.set_faults(SimFaults::default()).unwrap();
+    assert!(phone.state().dialog.is_some(), "a pop-up is up");
+
+    let script = json!({"name": "bluetooth", "goal": "turn bluetooth on",
+        "app": "com.android.settings",
+        "steps": [{"action": "tap", "selector": ":text(\"Bluetooth\")"}]});
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| {
+            (
+                &s["action"],
+                &s["replay"],
+                &s["screen"]["has_modal"],
+                &s["screen"]["summary"],
+            )
+        })
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    assert_eq!(all[0]["replay"]["role"], "dismiss", "{trail:?}");
+    assert_eq!(all[1]["replay"]["role"], "action", "{trail:?}");
+    assert_eq!(all[1]["replay"]["interruptions_dismissed"], 1, "{trail:?}");
+}
+
+#[tokio::test]
+async fn slow_content_is_waited_for_by_change_detection() {
+    const TASK: &str = "browser.rust_wikipedia";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "clean", Some(TASK)).await;
+    let script = recorded(&app, "clean", TASK).await;
+    let phone = add_phone(&app, "slow", Some(TASK)).await;
+    phone
+        .set_faults(SimFaults {
+            delayed_elements_ms: 4_000,
+            ..Default::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "slow", &script).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()));
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    assert!(
+        all.iter().all(|s| s["action"]["action"] != "wait"),
+        "no fixed sleeps: {all:?}"
+    );
+}
+
+#[tokio::test]
+async fn optional_steps_are_skipped_and_stored_values_are_the_outputs() {
+    const TASK: &str = "settings.bluetooth_on";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "clean", Some(TASK)).await;
+    let phone = add_phone(&app, "p", Some(TASK)).await;
+    let mut script = recorded(&app, "clean", TASK).await;
+    let steps_doc = script["steps"].as_array_mut().unwrap();
+    let last = steps_doc.len() - 1;
+    steps_doc[last]["parameters"]["store_as"] = json!("toggled");
+    steps_doc.insert(
+        1,
+        json!({"action": "tap", "selector": ":text(\"What's new\")", "optional": true}),
+    );
+    script["outputs"] = json!(["toggled"]);
+    let done = run_inline(&app, "p", &script).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()));
+    let answer: Value = serde_json::from_str(done["answer"].as_str().unwrap()).unwrap();
+    assert!(answer["toggled"].is_string(), "{answer}");
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    assert!(
+        all.iter().all(|s| s["replay"]["index"] != 1),
+        "the absent optional step ran nothing: {all:?}"
+    );
+}
+
+#[tokio::test]
+async fn unsure_recovery_is_retried_then_the_user_is_asked_and_abort_ends_it() {
+    const TASK: &str = "settings.bluetooth_on";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "p", Some(TASK)).await;
+    let script = json!({"name": "broken", "goal": "turn bluetooth on",
+        "max_recovery_attempts": 2,
+        "steps": [{"action": "tap", "selector": "#no_such_toggle", "parameters": {"timeout_ms": 300}}]});
+    let unsure = json!({"action_type": "skip_step", "reason": "not sure", "confidence": "low"});
+    let (server, _) = model(vec![(200, unsure.to_string())]).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",
+               "script": script, "recovery": true, "provider": "openai", "model": "fixer",
+               "base_url": format!("{}/v1", server.uri())}}),
+    )
+    .await;
+    wait_status(&app, &id, "waiting_for_user").await;
+    let r = app
+        .post_json(
+            &format!("/v1/tasks/{id}/answer"),
+            &json!({"answer": "abort"}),
+        )
+        .await;
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let done = wait_done(&app, &id).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(
+        done["model_calls"], 2,
+        "low confidence is retried up to the limit"
+    );
+    assert!(
+        done["reason"].as_str().unwrap().contains("script step 1"),
+        "{done}"
+    );
+}
