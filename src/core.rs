@@ -5,9 +5,12 @@
 //! prompts, running-task registry, runner and scheduler, starts the device-event
 //! forwarder (pool events onto the `devices` stream) and the webhook deliverer. The
 //! server wraps it in HTTP-only state; `droidpilot run` drives its runner directly.
-//! Every task the core spawns is on its `TaskTracker`: `Core::shutdown` stops the
-//! scheduler (runners stop after their step), cancels the rest, waits for all of them,
-//! and only then closes the store (WAL checkpoint).
+//! Every task the core spawns is on its `TaskTracker`, and so is the pool's health loop
+//! and reconnect rounds and every webhook POST: `Core::shutdown` stops the scheduler
+//! (runners stop after their step), cancels the rest (the health loop, reconnects, the
+//! device-event forwarder, the webhook deliverer; a POST already in flight finishes on
+//! the webhook retry policy), waits for all of them, and only then closes the store
+//! (WAL checkpoint).
 //!
 //! A layer of its own, between `run` and `server`: it reads `config`, which `run` does not.
 
@@ -21,7 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::spec::{AgentSpec, build_recording_agent};
 use crate::config::Config;
-use crate::device::pool::{DevicePool, PoolError};
+use crate::device::pool::{DevicePool, PoolError, PoolTasks};
 use crate::domain::Task;
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{DEVICES_STREAM, EventBus};
@@ -79,18 +82,26 @@ impl Core {
         let store: Arc<dyn Store> = Arc::new(store);
         let bus = EventBus::new(store.clone(), 4096);
         let prompts = Arc::new(Prompts::default());
-        let pool = DevicePool::new(config.devices.pool_options())
+        let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
+        let tasks = PoolTasks {
+            tracker: tracker.clone(),
+            cancel: cancel.clone(),
+        };
+        let pool = DevicePool::with_tasks(config.devices.pool_options(), tasks)
             .await
             .map_err(CoreError::Devices)?;
         let webhooks = WebhookSender::new(config.webhooks.clone())
             .map_err(|e| CoreError::Config(e.to_string()))?;
         let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
-        let runner = Arc::new(Runner::new(
-            bus.clone(),
-            prompts.clone(),
-            artifacts.clone(),
-            config.runner.clone(),
-        ));
+        let runner = Arc::new(
+            Runner::new(
+                bus.clone(),
+                prompts.clone(),
+                artifacts.clone(),
+                config.runner.clone(),
+            )
+            .with_pool(pool.clone()),
+        );
         let wake = Arc::new(Notify::new());
         let running = Arc::new(RunningTasks::default());
         let scheduler = Scheduler {
@@ -114,12 +125,18 @@ impl Core {
             scheduler: Mutex::new(Some(scheduler)),
             scheduler_task: Mutex::new(None),
             stopping: watch::channel(false).0,
-            cancel: CancellationToken::new(),
-            tracker: TaskTracker::new(),
+            cancel,
+            tracker,
         };
         core.forward_device_events();
         let default_hook = Some(config.webhooks.url.clone()).filter(|u| !u.is_empty());
-        core.track_until_cancelled(spawn_deliverer(core.bus.clone(), webhooks, default_hook));
+        spawn_deliverer(
+            core.bus.clone(),
+            webhooks,
+            default_hook,
+            &core.tracker,
+            core.cancel.clone(),
+        );
         Ok(core)
     }
 
@@ -212,20 +229,6 @@ impl Core {
             }
         });
     }
-
-    /// Tracks a task spawned elsewhere: it is aborted on cancel and awaited either way.
-    fn track_until_cancelled(&self, mut handle: JoinHandle<()>) {
-        let cancel = self.cancel.clone();
-        self.tracker.spawn(async move {
-            tokio::select! {
-                () = cancel.cancelled() => {
-                    handle.abort();
-                    let _ = handle.await;
-                }
-                _ = &mut handle => {}
-            }
-        });
-    }
 }
 
 /// Builds each task's agent from its `agent` spec over the configured defaults.
@@ -257,11 +260,86 @@ mod tests {
         let core = Core::build(&config).await.unwrap();
         core.recover().await.unwrap();
         core.start_scheduler();
-        // The device-event forwarder, the webhook deliverer and the scheduler.
-        assert_eq!(core.tracked(), 3);
+        // The device-event forwarder, the webhook deliverer, the pool's health loop and
+        // the scheduler.
+        assert_eq!(core.tracked(), 4);
         core.store.ping().await.unwrap();
         core.shutdown(Duration::from_secs(5)).await;
         assert_eq!(core.tracked(), 0);
         assert!(core.store.ping().await.is_err(), "the store is closed last");
+    }
+
+    /// A receiver that holds each POST until released; says when it got one and when it
+    /// answered.
+    #[derive(Clone, Default)]
+    struct SlowHook {
+        got: Arc<Notify>,
+        release: Arc<Notify>,
+        answered: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    async fn slow_hook() -> (String, SlowHook) {
+        let hook = SlowHook::default();
+        let h = hook.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move || {
+                let h = h.clone();
+                async move {
+                    h.got.notify_one();
+                    h.release.notified().await;
+                    h.answered.store(true, std::sync::atomic::Ordering::SeqCst);
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, hook)
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_a_webhook_post_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let overrides = Overrides {
+            data_dir: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let mut config = Config::load_with_env(dir.path(), &overrides, Vec::new()).unwrap();
+        let (url, hook) = slow_hook().await;
+        config.webhooks.url = url;
+        let core = Core::build(&config).await.unwrap();
+        let spec = crate::domain::TaskSpec::parse(crate::domain::NewTask {
+            instruction: Some("open Clock".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let task = core.store.create_task(spec).await.unwrap();
+        assert!(core.store.start_task(task.id, "sim-1").await.unwrap());
+        let task = (core.store)
+            .finish_task(task.id, crate::domain::TaskStatus::Succeeded, None, None)
+            .await
+            .unwrap();
+        let finished = crate::domain::TaskEvent::Finished(crate::domain::TaskFinished::of(&task));
+        core.bus
+            .publish(&task.id.to_string(), finished)
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(60), hook.got.notified())
+            .await
+            .expect("the webhook was posted");
+        // Answer only once shutdown has begun (and would have returned without waiting).
+        let release = hook.release.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            release.notify_one();
+        });
+        core.shutdown(Duration::from_secs(5)).await;
+        assert!(
+            hook.answered.load(std::sync::atomic::Ordering::SeqCst),
+            "shutdown returned before the POST in flight got its answer"
+        );
+        assert_eq!(core.tracked(), 0);
     }
 }

@@ -123,6 +123,8 @@ impl Adbd {
         let listener = TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
         let me = self.clone();
+        // Untracked: the simulated adbd is a stand-in phone, not part of the core; it
+        // serves until its listener is dropped with the process or the test.
         tokio::spawn(async move {
             if let Err(e) = me.serve(listener).await {
                 tracing::warn!(error = %e, "simulated adbd stopped");
@@ -167,6 +169,7 @@ impl Adbd {
                 continue;
             }
             let me = self.clone();
+            // Untracked: one connection of the simulated adbd; ends when the host hangs up.
             tokio::spawn(async move {
                 if let Err(e) = me.connection(sock).await {
                     tracing::debug!(%peer, error = %e, "adb connection ended");
@@ -183,6 +186,7 @@ impl Adbd {
         }
         let (mut rd, mut wr) = sock.into_split();
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+        // Untracked: the connection's writer; ends when the connection drops its sender.
         let writer = tokio::spawn(async move {
             while let Some(buf) = rx.recv().await {
                 if wr.write_all(&buf).await.is_err() {
@@ -306,6 +310,7 @@ impl Adbd {
                         stdin_closed: false,
                     };
                     let me = self.clone();
+                    // Untracked: one adb service stream; ends with its connection.
                     tokio::spawn(async move { me.run_service(kind, io).await });
                 }
                 A_WRTE => {

@@ -1221,6 +1221,7 @@ async fn level_run(
     let mut feed = env.runner.bus.feed(Filter::All);
     let store = env.store.clone();
     let want = level.phones;
+    // Not on a tracker: the bench awaits both of these itself before the level ends.
     let subscriber = tokio::spawn(async move {
         let mut s = LagStats {
             from_commit: Vec::new(),

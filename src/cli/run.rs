@@ -219,6 +219,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                         print!("> ");
                         let _ = std::io::stdout().flush();
                         let (bus, prompts) = (bus.clone(), prompts.clone());
+                        // Untracked: a blocking stdin read cannot be cancelled, so a tracker could not wait
+                        // for it; its answer is dropped (`prompts.answer` fails) once the task has ended.
                         tokio::spawn(async move {
                             let line = tokio::task::spawn_blocking(|| {
                                 let mut s = String::new();

@@ -6,6 +6,12 @@
 //! quarantine after N consecutive failures, leases with an owner and an expiry, and
 //! `device.online` / `device.offline` events on a broadcast channel. It only sees
 //! `Arc<dyn Device>`, so every backend is pooled the same way.
+//!
+//! The pool is the only one that reconnects a device: a runner whose leased device
+//! dropped calls `wait_back`, which marks the device failed and waits (on a watch
+//! channel of pool changes) while the pool's own reconnect rounds bring it back. The
+//! health loop and every reconnect round run on the `PoolTasks` tracker and token the
+//! core hands in, so `Core::shutdown` ends them before the store closes.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -13,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use backon::Retryable as _;
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::device::adb::{AdbDevice, AdbHost, AdbOptions, is_tcp_serial};
 use crate::device::sim::{SimConfig, SimDevice};
@@ -252,10 +260,22 @@ impl Entry {
     }
 }
 
+/// Where the pool's background work runs: the health loop and reconnect rounds are
+/// spawned on `tracker` and end when `cancel` fires. The core passes its own, so its
+/// shutdown waits for them; `DevicePool::new` makes a private pair.
+#[derive(Clone, Default)]
+pub struct PoolTasks {
+    pub tracker: TaskTracker,
+    pub cancel: CancellationToken,
+}
+
 struct Inner {
     opts: PoolOptions,
     devices: Mutex<BTreeMap<String, Entry>>,
     events: broadcast::Sender<DeviceEvent>,
+    /// Bumped on every change of a device's state or reconnecting flag (`wait_back`).
+    changed: watch::Sender<u64>,
+    tasks: PoolTasks,
     next_token: Mutex<u64>,
     host: Option<AdbHost>,
 }
@@ -344,14 +364,22 @@ impl DevicePool {
         }
     }
 
-    /// Builds the pool from configuration and starts health checks (and discovery).
+    /// Builds the pool from configuration and starts health checks (and discovery) on
+    /// a tracker of its own.
     pub async fn new(opts: PoolOptions) -> Result<DevicePool, PoolError> {
+        Self::with_tasks(opts, PoolTasks::default()).await
+    }
+
+    /// Like `new`, with the background work on `tasks` (the core's tracker and token).
+    pub async fn with_tasks(opts: PoolOptions, tasks: PoolTasks) -> Result<DevicePool, PoolError> {
         let host = opts.adb.clone().map(AdbHost::new);
         let pool = DevicePool {
             inner: Arc::new(Inner {
                 opts: opts.clone(),
                 devices: Mutex::new(BTreeMap::new()),
                 events: broadcast::channel(256).0,
+                changed: watch::channel(0).0,
+                tasks,
                 next_token: Mutex::new(1),
                 host,
             }),
@@ -378,20 +406,40 @@ impl DevicePool {
                 pool.discover().await;
             }
         }
-        let weak = Arc::downgrade(&pool.inner);
-        let interval = opts.health_interval;
-        tokio::spawn(async move {
+        pool.start_health_loop();
+        Ok(pool)
+    }
+
+    /// Discovery and health checks every `health_interval`, until the pool's token is
+    /// cancelled or its last clone drops.
+    fn start_health_loop(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        let interval = self.inner.opts.health_interval;
+        let cancel = self.inner.tasks.cancel.clone();
+        self.inner.tasks.tracker.spawn(async move {
             loop {
-                tokio::time::sleep(interval).await;
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = tokio::time::sleep(interval) => {}
+                }
                 let Some(inner) = weak.upgrade() else { break };
                 let pool = DevicePool { inner };
-                if pool.inner.opts.auto_discover {
-                    pool.discover().await;
+                let round = async {
+                    if pool.inner.opts.auto_discover {
+                        pool.discover().await;
+                    }
+                    pool.check_health().await;
+                };
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = round => {}
                 }
-                pool.check_health().await;
             }
         });
-        Ok(pool)
+    }
+
+    fn bump(&self) {
+        self.inner.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
@@ -491,6 +539,7 @@ impl DevicePool {
         {
             let _ = host.disconnect(id).await;
         }
+        self.bump();
         self.publish(DeviceEvent::Removed { id: id.to_string() });
         Ok(())
     }
@@ -624,6 +673,7 @@ impl DevicePool {
             e.online = true;
             e.quarantined = false;
             drop(devices);
+            self.bump();
             self.publish(DeviceEvent::Online { id: id.to_string() });
         }
     }
@@ -649,44 +699,132 @@ impl DevicePool {
             });
         }
         drop(devices);
+        self.bump();
         for ev in events {
             self.publish(ev);
         }
     }
 
-    /// Reconnects in the background with exponential backoff; quarantined devices get one
-    /// attempt per health round only.
+    /// Reconnects in the background with exponential backoff (one round at a time per
+    /// device); quarantined devices get one attempt per round only. Nothing starts once
+    /// the pool's token is cancelled, and a round in flight stops at the cancel.
     fn spawn_reconnect(&self, id: String, dev: Arc<dyn Device>) {
-        {
+        let cancel = self.inner.tasks.cancel.clone();
+        let quarantined = {
             let mut devices = self.lock();
             let Some(e) = devices.get_mut(&id) else {
                 return;
             };
-            if e.reconnecting {
+            if e.reconnecting || cancel.is_cancelled() {
                 return;
             }
             e.reconnecting = true;
-        }
+            e.quarantined
+        };
         let pool = self.clone();
         let o = &self.inner.opts;
-        let quarantined = self.lock().get(&id).is_some_and(|e| e.quarantined);
         let retries = if quarantined { 0 } else { o.reconnect_attempts };
-        let backoff = o.reconnect_policy().with_retries(retries as u32);
-        tokio::spawn(async move {
-            let attempt = || async {
-                dev.reconnect().await?;
-                dev.health().await
-            };
-            let r = attempt.retry(backoff).await;
-            match r {
-                Ok(()) => pool.mark_ok(&id, &dev).await,
-                Err(e) => pool.mark_failed(&id, &e),
+        let policy = o.reconnect_policy().with_retries(retries as u32);
+        self.inner.tasks.tracker.spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                r = reconnect_round(dev.as_ref(), policy) => match r {
+                    Ok(()) => pool.mark_ok(&id, &dev).await,
+                    Err(e) => pool.mark_failed(&id, &e),
+                },
             }
             if let Some(e) = pool.lock().get_mut(&id) {
                 e.reconnecting = false;
             }
+            pool.bump();
         });
     }
+
+    /// For a runner whose device dropped with `err`: waits until the device answers again
+    /// (true) or `deadline` passes (false). The pool does the reconnecting: a pooled device
+    /// is marked failed (`device.offline`) and brought back by the pool's reconnect rounds,
+    /// the same ones the health loop starts (never two at once), with a pause of
+    /// `reconnect_max` between failed rounds. A device the pool does not hold (a caller's
+    /// own) is reconnected here on the same policy. Dropping the future stops the wait.
+    pub async fn wait_back(
+        &self,
+        device: &dyn Device,
+        err: &DeviceError,
+        deadline: Instant,
+    ) -> bool {
+        let id = device.serial().to_string();
+        let mut changed = self.inner.changed.subscribe();
+        if !self.lock().contains_key(&id) {
+            let policy = self.inner.opts.reconnect_policy();
+            let pause = self.inner.opts.reconnect_max;
+            return reconnect_until(device, policy, pause, deadline).await;
+        }
+        self.mark_failed(&id, err);
+        let mut rounds = 0u32;
+        loop {
+            let (online, reconnecting, dev) = match self.lock().get(&id) {
+                None => return false,
+                Some(e) => (e.online && !e.quarantined, e.reconnecting, e.device.clone()),
+            };
+            if online {
+                return true;
+            }
+            if self.inner.tasks.cancel.is_cancelled() {
+                return false;
+            }
+            if !reconnecting {
+                if rounds > 0 {
+                    let pause = Instant::now() + self.inner.opts.reconnect_max;
+                    tokio::time::sleep_until(pause.min(deadline).into()).await;
+                    if Instant::now() >= deadline {
+                        return false;
+                    }
+                }
+                rounds += 1;
+                self.spawn_reconnect(id.clone(), dev);
+            }
+            let woke = tokio::select! {
+                () = self.inner.tasks.cancel.cancelled() => return false,
+                r = tokio::time::timeout_at(deadline.into(), changed.changed()) => r,
+            };
+            if woke.is_err() {
+                return false;
+            }
+        }
+    }
+}
+
+/// One round of reconnecting: `reconnect` then `health`, retried on `policy`.
+async fn reconnect_round(dev: &dyn Device, policy: RetryPolicy) -> Result<(), DeviceError> {
+    let attempt = || async {
+        dev.reconnect().await?;
+        dev.health().await
+    };
+    attempt.retry(policy).await
+}
+
+/// Rounds of `reconnect_round`, `pause` apart, until one succeeds (true) or `deadline`.
+async fn reconnect_until(
+    dev: &dyn Device,
+    policy: RetryPolicy,
+    pause: Duration,
+    deadline: Instant,
+) -> bool {
+    let rounds = async {
+        while reconnect_round(dev, policy.clone()).await.is_err() {
+            tokio::time::sleep(pause).await;
+        }
+    };
+    tokio::time::timeout_at(deadline.into(), rounds)
+        .await
+        .is_ok()
+}
+
+/// For a device no pool holds (a runner built without one): the pool's reconnect rounds
+/// on default `PoolOptions`, until `deadline`.
+pub async fn reconnect_unpooled(dev: &dyn Device, deadline: Instant) -> bool {
+    let o = PoolOptions::default();
+    reconnect_until(dev, o.reconnect_policy(), o.reconnect_max, deadline).await
 }
 
 #[cfg(test)]
@@ -805,6 +943,61 @@ mod tests {
             p.remove("R58M-dead").await,
             Err(PoolError::NotFound(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn wait_back_lets_the_pool_reconnect_a_leased_device() {
+        let p = DevicePool::new(quick_opts()).await.unwrap();
+        let simdev = Arc::new(SimDevice::new(sim("s")).unwrap());
+        p.add_device(simdev.clone(), "sim").await.unwrap();
+        let lease = p
+            .lease("task-1", &DeviceMatcher::any(), Duration::from_secs(60))
+            .unwrap();
+        let mut events = p.subscribe();
+        simdev
+            .set_faults(SimFaults {
+                disconnect_after: Some(0),
+                ..SimFaults::default()
+            })
+            .unwrap();
+        let err = simdev.info().await.unwrap_err();
+        assert!(err.is_disconnect());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        assert!(p.wait_back(lease.device.as_ref(), &err, deadline).await);
+        // The pool saw the drop (the runner's report) and brought it back itself.
+        assert_eq!(next_event(&mut events).await, "device.offline");
+        assert_eq!(next_event(&mut events).await, "device.online");
+        assert_eq!(p.summary("s").unwrap().state, DeviceState::Leased);
+        assert!(lease.is_valid());
+    }
+
+    #[tokio::test]
+    async fn wait_back_gives_up_at_the_deadline_and_stops_with_the_pool() {
+        let tasks = PoolTasks::default();
+        let p = DevicePool::with_tasks(quick_opts(), tasks.clone())
+            .await
+            .unwrap();
+        let dead = Arc::new(AdbDevice::new("R58M-dead", AdbOptions::local(1)));
+        p.add_device(dead.clone(), "adb").await.unwrap();
+        let err = DeviceError::Disconnected {
+            serial: "R58M-dead".into(),
+        };
+        let deadline = Instant::now() + Duration::from_millis(300);
+        assert!(!p.wait_back(dead.as_ref(), &err, deadline).await);
+        // A device the pool does not hold is reconnected on the pool's policy too.
+        let other = AdbDevice::new("R58M-other", AdbOptions::local(1));
+        let deadline = Instant::now() + Duration::from_millis(100);
+        assert!(!p.wait_back(&other, &err, deadline).await);
+        // The health loop and any reconnect round end with the token.
+        tasks.tracker.close();
+        tasks.cancel.cancel();
+        tasks.tracker.wait().await;
+        assert_eq!(tasks.tracker.len(), 0);
+        let far = Instant::now() + Duration::from_secs(600);
+        assert!(
+            !p.wait_back(dead.as_ref(), &err, far).await,
+            "a stopped pool does not wait"
+        );
     }
 
     async fn next_event(rx: &mut broadcast::Receiver<DeviceEvent>) -> String {

@@ -36,6 +36,8 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use backon::Retryable as _;
 use hmac::{Hmac, Mac};
@@ -475,15 +477,28 @@ impl WebhookSender {
 /// `CoordinatorResult` to its `webhook_url` (or the configured default). Each delivery
 /// runs in its own task, so a slow receiver delays no other. Failures are logged with
 /// what was tried; they never affect the task.
+///
+/// The deliverer and every delivery run on `tracker`. On `cancel` the deliverer stops
+/// reading; a delivery already under way finishes (bounded by the webhook timeout and
+/// retry policy), so a shutdown waiting on the tracker does not lose the last
+/// `task.finished` POST.
 pub fn spawn_deliverer(
     bus: super::events::EventBus,
     sender: WebhookSender,
     default_url: Option<String>,
+    tracker: &TaskTracker,
+    cancel: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut feed = bus.feed(super::events::Filter::All);
+    let deliveries = tracker.clone();
+    // Subscribed before the spawn: an event published right after `Core::build` is seen.
+    let mut feed = bus.feed(super::events::Filter::All);
+    tracker.spawn(async move {
         loop {
-            let ev = match feed.next().await {
+            let next = tokio::select! {
+                () = cancel.cancelled() => break,
+                next = feed.next() => next,
+            };
+            let ev = match next {
                 Ok(Some(super::events::FeedItem::Event(ev))) => ev,
                 Ok(Some(super::events::FeedItem::Lagged { .. })) => continue,
                 Ok(None) => break,
@@ -501,7 +516,7 @@ pub fn spawn_deliverer(
             };
             let store = bus.store().clone();
             let (sender, default_url) = (sender.clone(), default_url.clone());
-            tokio::spawn(async move {
+            deliveries.spawn(async move {
                 let Ok(task) = store.get_task(id).await else {
                     return;
                 };

@@ -72,6 +72,8 @@ pub async fn serve(
         tracing::trace!(%peer, "connection accepted");
         let conn = serve_connection(stream, router.clone(), limits, closing.subscribe());
         let open = open.subscribe();
+        // Untracked by design: each connection holds `open`, and `serve` waits for the last
+        // one to close (after `closing`) before it returns, which is before `Core::shutdown`.
         tokio::spawn(async move {
             conn.await;
             drop((permit, open));

@@ -79,11 +79,6 @@ impl RunnerConfig {
         RetryPolicy::listed_ms(&self.retry_backoff_ms, self.prediction_retries)
     }
 
-    /// Reconnect attempts for a lost device (bounded by `reconnect_wait_secs`).
-    pub fn reconnect_retries(&self) -> RetryPolicy {
-        RetryPolicy::doubling(Duration::from_millis(200), Duration::from_secs(3))
-    }
-
     pub fn ask_timeout(&self) -> Duration {
         Duration::from_secs(self.ask_user_timeout_secs)
     }

@@ -42,6 +42,7 @@ use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
 use crate::agent::{Agent, AgentError, ProducedScript};
 use crate::device::Device;
+use crate::device::pool::DevicePool;
 use crate::domain::TaskEvent;
 use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskId, TaskStatus};
 use crate::screen::ReprOptions;
@@ -63,6 +64,9 @@ pub struct Runner {
     pub hooks: RunHooks,
     pub transform: Arc<dyn CoordinateTransform>,
     pub repr: ReprOptions,
+    /// The pool that reconnects a dropped device while the runner waits (`with_pool`);
+    /// without one, the runner reconnects its device on the pool's default policy.
+    pub pool: Option<DevicePool>,
 }
 
 /// How the loop ended.
@@ -156,7 +160,14 @@ impl Runner {
             hooks: RunHooks::default(),
             transform: Arc::new(LinearTransform),
             repr: ReprOptions::default(),
+            pool: None,
         }
+    }
+
+    /// Waits on `pool` for a dropped device instead of reconnecting it itself.
+    pub fn with_pool(mut self, pool: DevicePool) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// Registers a custom action: agents that emit `{"action": name, …}` get it run by

@@ -1,14 +1,14 @@
-//! Waiting for a device that dropped: publish `task.device_lost`, try to reconnect on
-//! the runner's reconnect policy until `reconnect_wait_secs`, publish `task.device_back`.
-//! (The pool reconnects its idle devices on its own; a leased device is reconnected here.)
+//! Waiting for a device that dropped: publish `task.device_lost`, wait for the pool to
+//! bring it back (`DevicePool::wait_back`; the pool is the only one that reconnects)
+//! until `reconnect_wait_secs`, publish `task.device_back`. A runner built without a pool
+//! reconnects through the pool module's `reconnect_unpooled`, on the same policy.
 
 use std::time::{Duration, Instant};
-
-use backon::BackoffBuilder;
 
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
+use crate::device::pool::reconnect_unpooled;
 use crate::device::{Device, DeviceError};
 use crate::domain::TaskEvent;
 
@@ -45,31 +45,27 @@ impl Runner {
             )
             .await?;
         let deadline = Instant::now() + Duration::from_secs(self.cfg.reconnect_wait_secs);
-        let mut delays = self.cfg.reconnect_retries().build();
-        loop {
-            let _ = device.reconnect().await;
-            if device.health().await.is_ok() {
-                self.bus
-                    .publish(
-                        stream,
-                        TaskEvent::DeviceBack {
-                            task_id: stream.parse().ok(),
-                            device: device.serial().to_string(),
-                        },
-                    )
-                    .await?;
-                return Ok(());
-            }
-            let delay = delays.next();
-            if Instant::now() >= deadline || delay.is_none() {
-                return Err(Fatal::Device(format!(
-                    "device {} disconnected and did not come back within {} s. {}",
-                    device.serial(),
-                    self.cfg.reconnect_wait_secs,
-                    err.hint()
-                )));
-            }
-            tokio::time::sleep(delay.unwrap_or_default()).await;
+        let back = match &self.pool {
+            Some(pool) => pool.wait_back(device, err, deadline).await,
+            None => reconnect_unpooled(device, deadline).await,
+        };
+        if !back {
+            return Err(Fatal::Device(format!(
+                "device {} disconnected and did not come back within {} s. {}",
+                device.serial(),
+                self.cfg.reconnect_wait_secs,
+                err.hint()
+            )));
         }
+        self.bus
+            .publish(
+                stream,
+                TaskEvent::DeviceBack {
+                    task_id: stream.parse().ok(),
+                    device: device.serial().to_string(),
+                },
+            )
+            .await?;
+        Ok(())
     }
 }
