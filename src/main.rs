@@ -46,6 +46,11 @@ fn main() -> std::process::ExitCode {
                 droidpilot::cli::bench_runner(args).await
             }
             Command::Export(args) => droidpilot::cli::export(args).await,
+            Command::Script(cmd) => match droidpilot::cli::script::script(cmd).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(anyhow::anyhow!("the script did not succeed")),
+                Err(e) => Err(e),
+            },
             Command::Run(args) => match droidpilot::cli::run::run(args).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(anyhow::anyhow!("the task did not succeed")),

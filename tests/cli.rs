@@ -367,3 +367,73 @@ async fn run_picks_the_virtual_phone_over_a_real_one_and_says_so() {
     assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
     adbd.shutdown();
 }
+
+fn ok(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+#[test]
+fn a_run_is_recorded_as_a_script_with_selectors_then_exported_and_imported() {
+    let dir = workdir(
+        "[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n\
+         [devices.adb]\nenabled = false\n[runner]\nsettle_timeout_ms = 200\n",
+    );
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["run", "turn on Bluetooth", "--agent", "replay", "--actions"]).arg(
+        r#"[{"action": "launch_app", "package": "com.android.settings"}, {"action": "tap", "coordinate": [0.5, 0.23]}]"#,
+    );
+    let stdout = ok(cmd);
+    let task = stdout
+        .split_whitespace()
+        .skip_while(|w| *w != "task")
+        .nth(1)
+        .expect("the task id is printed")
+        .to_string();
+
+    let file = dir.path().join("bt.json");
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["script", "record", &task, "--out"]).arg(&file);
+    let printed: serde_json::Value = serde_json::from_str(&ok(cmd)).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(printed, saved);
+    let tap = &saved["steps"][1];
+    assert_eq!(tap["action"], "tap", "{saved}");
+    assert!(
+        tap["selector"].as_str().is_some_and(|s| !s.is_empty()),
+        "{tap}"
+    );
+    assert!(
+        tap["alternative_selectors"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(":text(\"Bluetooth\")")),
+        "{tap}"
+    );
+
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["script", "import"]).arg(&file);
+    let id = ok(cmd).trim().to_string();
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["script", "export", &id]);
+    let exported: serde_json::Value = serde_json::from_str(&ok(cmd)).unwrap();
+    assert_eq!(exported, saved);
+
+    // An input the script does not declare is refused by name, before anything runs.
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["script", "run"])
+        .arg(&file)
+        .args(["--input", "colour=red"]);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("colour"),
+        "{stderr}"
+    );
+}

@@ -10,6 +10,7 @@ pub mod devices;
 pub mod doctor;
 pub mod run;
 pub mod screen;
+pub mod script;
 pub mod sim;
 
 use crate::config::{Config, LogFormat, Overrides};
@@ -50,6 +51,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Run one task in the terminal, without the server: live progress, then a summary.
     Run(run::RunArgs),
+    /// Scripts: record a finished task, run one without a model, import and export.
+    #[command(subcommand)]
+    Script(script::ScriptCommand),
 }
 
 #[derive(Debug, Subcommand)]

@@ -59,6 +59,33 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// The whole agent spec, for callers that build it (`droidpilot script run`); beats
+    /// the agent flags.
+    #[arg(skip)]
+    pub agent_value: Option<Value>,
+}
+
+impl RunArgs {
+    /// The flags' defaults, for callers that build the arguments in code.
+    pub fn defaults() -> Self {
+        Self {
+            instruction: None,
+            resume: None,
+            device: None,
+            agent: None,
+            provider: None,
+            model: None,
+            base_url: None,
+            format: None,
+            actions: None,
+            max_steps: 50,
+            timeout_seconds: 600,
+            out: None,
+            config: None,
+            data_dir: None,
+            agent_value: None,
+        }
+    }
 }
 
 fn agent_json(a: &RunArgs) -> anyhow::Result<Option<Value>> {
@@ -147,7 +174,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         (None, Some(b)) => b.trajectory.task.spec.instruction.clone(),
         (None, None) => anyhow::bail!("give an instruction, or --resume a saved trajectory"),
     };
-    let agent_value = agent_json(&args)?;
+    let agent_value = match &args.agent_value {
+        Some(v) => Some(v.clone()),
+        None => agent_json(&args)?,
+    };
     let spec = TaskSpec::parse(NewTask {
         instruction: Some(instruction),
         max_steps: Some(args.max_steps),
