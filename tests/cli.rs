@@ -436,4 +436,20 @@ fn a_run_is_recorded_as_a_script_with_selectors_then_exported_and_imported() {
         !out.status.success() && stderr.contains("colour"),
         "{stderr}"
     );
+
+    // The stored script replays on the phone with no model (exit 0 means it succeeded),
+    // and exports as a Maestro flow that imports back.
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["script", "run", &id, "--device", "sim-1"]);
+    ok(cmd);
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["script", "export", &id, "--format", "maestro"]);
+    let yaml = ok(cmd);
+    assert!(yaml.contains("tapOn"), "{yaml}");
+    let flow = dir.path().join("bt.yaml");
+    std::fs::write(&flow, yaml).unwrap();
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["script", "import", "--format", "maestro"])
+        .arg(&flow);
+    assert!(!ok(cmd).trim().is_empty(), "a stored id");
 }

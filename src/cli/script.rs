@@ -109,8 +109,8 @@ async fn open_store(d: &DataArgs) -> anyhow::Result<Arc<dyn Store>> {
     Ok(Arc::new(SqliteStore::open(&db).await?))
 }
 
-fn no_maestro() -> anyhow::Error {
-    anyhow::anyhow!("the maestro format is not available in this build; use --format json")
+fn maestro_error(path: &str, e: crate::script::maestro::MaestroError) -> anyhow::Error {
+    anyhow::anyhow!("{path}: {e}. {}", e.hint)
 }
 
 /// `droidpilot script …`. Returns whether it succeeded (a run may end without success).
@@ -149,10 +149,13 @@ async fn record_task(a: RecordArgs) -> anyhow::Result<()> {
 }
 
 async fn export(a: ExportArgs) -> anyhow::Result<()> {
-    if a.format == Format::Maestro {
-        return Err(no_maestro());
-    }
     let rec: ScriptRecord = open_store(&a.data).await?.script(a.id, None).await?;
+    if a.format == Format::Maestro {
+        let yaml = crate::script::maestro::export(&rec.script)
+            .map_err(|e| maestro_error(&rec.id.to_string(), e))?;
+        print!("{yaml}");
+        return Ok(());
+    }
     println!("{}", serde_json::to_string_pretty(&rec.script)?);
     Ok(())
 }
@@ -166,13 +169,18 @@ fn read_document(path: &std::path::Path) -> anyhow::Result<Script> {
 }
 
 async fn import(a: ImportArgs) -> anyhow::Result<()> {
-    if a.format == Format::Maestro {
-        return Err(no_maestro());
-    }
-    let script = read_document(&a.file)?;
+    let (script, source) = if a.format == Format::Maestro {
+        let text = std::fs::read_to_string(&a.file)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
+        let s = crate::script::maestro::import(&text)
+            .map_err(|e| maestro_error(&a.file.display().to_string(), e))?;
+        (s, ScriptSource::Maestro)
+    } else {
+        (read_document(&a.file)?, ScriptSource::Uploaded)
+    };
     let rec = open_store(&a.data)
         .await?
-        .create_script(&script, ScriptSource::Uploaded)
+        .create_script(&script, source)
         .await?;
     println!("{}", rec.id);
     Ok(())

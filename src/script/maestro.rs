@@ -656,9 +656,15 @@ fn command(script: &Script, step: &ScriptStep, i: usize) -> Result<String, Maest
     } else {
         ""
     };
+    // The primary selector, or the first alternative Maestro can say (`#id`, `:text`)
+    // when the primary is an index path.
     let sel = || {
-        step.selector
-            .as_deref()
+        std::iter::once(&step.selector)
+            .flatten()
+            .chain(&step.alternative_selectors)
+            .map(String::as_str)
+            .find(|s| element(s, i).is_ok())
+            .or(step.selector.as_deref())
             .ok_or_else(|| not_exportable(i, "a step with no selector (a coordinate)"))
     };
     let with_opt = |el: String| -> String {
