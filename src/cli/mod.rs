@@ -31,6 +31,8 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once at start-up; boxing the big variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run the HTTP/WebSocket server: device pool, task queue and API on 127.0.0.1:8080 by default.
     Serve(ServeArgs),
