@@ -45,6 +45,9 @@ fn main() -> std::process::ExitCode {
             Command::Bench(droidpilot::cli::BenchCommand::Runner(args)) => {
                 droidpilot::cli::bench_runner(args).await
             }
+            Command::Bench(droidpilot::cli::BenchCommand::Replay(args)) => {
+                droidpilot::cli::bench_replay(args).await
+            }
             Command::Export(args) => droidpilot::cli::export(args).await,
             Command::Script(cmd) => match droidpilot::cli::script::script(cmd).await {
                 Ok(true) => Ok(()),

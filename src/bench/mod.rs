@@ -1,6 +1,7 @@
 //! Measurement code, kept out of the product modules: `droidpilot bench adb` (`adb.rs`,
 //! the ADB backend against the raw `adb` CLI) and `droidpilot bench runner` (`runner.rs`,
-//! what the agent loop costs on the virtual phone). `benches/` runs the same code under
+//! what the agent loop costs on the virtual phone) and `droidpilot bench replay` (`replay.rs`,
+//! the script drift suite of issue 12). `benches/` runs the same code under
 //! criterion.
 //!
 //! A module rather than a cargo feature: the `droidpilot bench …` commands ship in the
@@ -9,4 +10,6 @@
 //! This is the top layer beside `cli`: it may use every product layer, and none uses it.
 
 pub mod adb;
+pub mod replay;
+pub mod rule_model;
 pub mod runner;

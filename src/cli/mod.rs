@@ -64,6 +64,15 @@ pub enum BenchCommand {
     Adb(BenchAdbArgs),
     /// Server overhead per step (replay agent, virtual phone, SQLite) and throughput with N phones.
     Runner(BenchRunnerArgs),
+    /// The script drift suite: flows recorded once, replayed under seeded UI drift by selectors, selectors + AI, and blind coordinates.
+    Replay(BenchReplayArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchReplayArgs {
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -287,6 +296,24 @@ pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
     })
     .await
     .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&bench::report_json(&report))?
+        );
+    } else {
+        print!("{}", bench::format_report(&report));
+    }
+    Ok(())
+}
+
+/// `droidpilot bench replay`.
+pub async fn bench_replay(args: BenchReplayArgs) -> anyhow::Result<()> {
+    use crate::bench::replay as bench;
+    let progress = |s: &str| eprintln!("{s}");
+    let report = bench::bench_replay(&bench::ReplayBenchOptions::default(), &progress)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
     if args.json {
         println!(
             "{}",

@@ -31,6 +31,12 @@ pub struct SimFaults {
     pub reorder_lists: bool,
     /// Extra virtual ms before loading content appears (browser pages, shop catalogue).
     pub delayed_elements_ms: u64,
+    /// A seeded layout shift, as by an app update: a banner row under each app's toolbar
+    /// pushes its content down one to two rows; the launcher's icon grid moves up.
+    pub moved_elements: bool,
+    /// Button labels reworded, as by an app update (`Send` → `Send message`), seeded per
+    /// app.
+    pub changed_labels: bool,
     /// The connection drops after this many commands; `reconnect()` restores it.
     pub disconnect_after: Option<u64>,
     /// Screenshots of secure screens (FLAG_SECURE, e.g. the shop's checkout) come out

@@ -10,9 +10,10 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `drift` (moved elements, changed labels), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod apps;
+pub mod drift;
 pub mod faults;
 pub mod render;
 pub mod state;
@@ -201,6 +202,8 @@ impl SimDevice {
         let mut cx = ui::Ctx::new(self.cfg.width, self.cfg.height);
         cx.reorder = faults.reorder_lists.then_some(self.cfg.seed);
         cx.extra_delay_ms = faults.delayed_elements_ms;
+        cx.moved = faults.moved_elements.then_some(self.cfg.seed);
+        cx.relabel = faults.changed_labels.then_some(self.cfg.seed);
         cx
     }
 

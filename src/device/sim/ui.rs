@@ -23,6 +23,10 @@ pub struct Ctx {
     pub reorder: Option<u64>,
     /// Extra loading delay from the "delayed elements" fault, in virtual ms.
     pub extra_delay_ms: u64,
+    /// Seed of the "moved elements" drift; None keeps the layout (see `drift`).
+    pub moved: Option<u64>,
+    /// Seed of the "changed labels" drift; None keeps the labels (see `drift`).
+    pub relabel: Option<u64>,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -38,6 +42,8 @@ impl Ctx {
             s: w as f32 / 1080.0,
             reorder: None,
             extra_delay_ms: 0,
+            moved: None,
+            relabel: None,
         }
     }
     /// Design pixels → device pixels.
@@ -619,11 +625,23 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
     let mut secure = false;
     match st.fg {
         _ if st.locked => windows.push(lock_screen(st, cx)),
-        Fg::Home => windows.push(launcher(st, cx, false)),
+        Fg::Home => {
+            let mut w = launcher(st, cx, false);
+            if let Some(seed) = cx.moved {
+                super::drift::move_launcher(&mut w.root, cx, seed, LAUNCHER_PACKAGE);
+            }
+            windows.push(w);
+        }
         Fg::Drawer => windows.push(launcher(st, cx, true)),
         Fg::Recents => windows.push(recents(st, cx)),
         Fg::App(app) => {
-            let (root, sec) = apps::build(app, st, cx);
+            let (mut root, sec) = apps::build(app, st, cx);
+            if let Some(seed) = cx.moved {
+                super::drift::move_app_content(&mut root, cx, seed, app.package());
+            }
+            if let Some(seed) = cx.relabel {
+                super::drift::relabel(&mut root, seed, app.package());
+            }
             secure = sec;
             let mut w = Window::new(app.package(), root);
             w.secure = sec;

@@ -1,0 +1,574 @@
+//! `droidpilot bench replay`: the drift suite of issue 12. Each flow (a sim task) is
+//! recorded once on a clean phone — its reference solution run through the real runner
+//! with the replay agent, and the finished task turned into a `Script` by
+//! `script::record::from_steps` — then replayed on a fresh phone under each seeded drift
+//! (`DriftKind`) in each `Mode`, and the task's own checker says whether it completed.
+//!
+//! Modes: `selectors` (the script agent, no model), `aitm` (the script agent with a
+//! rule-driven recovery model) and `coordinates` (the replay agent with the coordinates
+//! the clean recording tapped). The recovery model is `rule_model::RuleModel`, in
+//! process, so the figures need no key and no network. A flow whose script cannot be
+//! built (an input with no value) is reported as unavailable (`null` in the JSON) rather
+//! than guessed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::agent::Agent;
+use crate::agent::replay::ReplayAgent;
+use crate::agent::script::ScriptAgent;
+use crate::agent::script::recover::Aitm;
+use crate::config::{Config, Overrides};
+use crate::core::Core;
+use crate::device::sim::{SimConfig, SimDevice, SimFaults, SimTask, task};
+use crate::domain::{Action, NewTask, ScreenSize, TaskSpec};
+use crate::run::runner::{Runner, RunnerConfig, StopSignal};
+use crate::script::Script;
+use crate::store::Store;
+
+/// The suite's flows: sim tasks over all seven apps and the home launcher.
+pub const FLOWS: [&str; 24] = [
+    "settings.bluetooth_on",
+    "settings.wifi_off",
+    "settings.brightness_max",
+    "settings.sign_in",
+    "clock.alarm_0730",
+    "clock.disable_0815",
+    "clock.delete_0600",
+    "clock.open_from_home",
+    "contacts.add_ada",
+    "contacts.edit_bob",
+    "contacts.delete_mallory",
+    "messages.running_late_bob",
+    "messages.reply_alice_emoji",
+    "messages.new_chat_carol",
+    "notes.create_buy_milk",
+    "notes.edit_groceries",
+    "notes.delete_ideas",
+    "notes.from_drawer",
+    "browser.rust_wikipedia",
+    "browser.search_weather",
+    "browser.open_site",
+    "shop.allow_notifications",
+    "shop.cart_earbuds",
+    "shop.empty_cart",
+];
+
+/// The seed every drifted phone uses (drift is deterministic per seed).
+pub const SEED: u64 = 7;
+
+/// One drift the sim can inject, or a combination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftKind {
+    None,
+    RenamedIds,
+    ReorderLists,
+    Popups,
+    DelayedElements,
+    MovedElements,
+    ChangedLabel,
+    /// Renamed ids, reordered lists and moved elements at once.
+    IdsListsMoved,
+    /// Every drift at once.
+    All,
+}
+
+impl DriftKind {
+    pub const ALL: [DriftKind; 9] = [
+        DriftKind::None,
+        DriftKind::RenamedIds,
+        DriftKind::ReorderLists,
+        DriftKind::Popups,
+        DriftKind::DelayedElements,
+        DriftKind::MovedElements,
+        DriftKind::ChangedLabel,
+        DriftKind::IdsListsMoved,
+        DriftKind::All,
+    ];
+
+    /// The sim faults that make this drift.
+    pub fn faults(self) -> SimFaults {
+        let mut f = SimFaults::default();
+        let on = |k: DriftKind| self == k || self == DriftKind::All;
+        let combo = self == DriftKind::IdsListsMoved;
+        f.renamed_ids = on(DriftKind::RenamedIds) || combo;
+        f.reorder_lists = on(DriftKind::ReorderLists) || combo;
+        f.moved_elements = on(DriftKind::MovedElements) || combo;
+        f.changed_labels = on(DriftKind::ChangedLabel);
+        if on(DriftKind::Popups) {
+            f.popup_rate = 0.25;
+        }
+        if on(DriftKind::DelayedElements) {
+            f.delayed_elements_ms = 1500;
+        }
+        f
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DriftKind::None => "none",
+            DriftKind::RenamedIds => "renamed_ids",
+            DriftKind::ReorderLists => "reorder_lists",
+            DriftKind::Popups => "popups",
+            DriftKind::DelayedElements => "delayed_elements",
+            DriftKind::MovedElements => "moved_elements",
+            DriftKind::ChangedLabel => "changed_label",
+            DriftKind::IdsListsMoved => "renamed_ids+reorder_lists+moved_elements",
+            DriftKind::All => "all",
+        }
+    }
+}
+
+/// How a recorded flow is replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The script agent with no recovery model.
+    Selectors,
+    /// The script agent with a rule-driven recovery model.
+    Aitm,
+    /// Blind replay of the coordinates the clean recording tapped.
+    Coordinates,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Selectors, Mode::Aitm, Mode::Coordinates];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Selectors => "selectors",
+            Mode::Aitm => "aitm",
+            Mode::Coordinates => "coordinates",
+        }
+    }
+
+    /// The target each mode is held to, for the table.
+    pub fn target(self) -> &'static str {
+        match self {
+            Mode::Selectors => "≥95%",
+            Mode::Aitm => "100%",
+            Mode::Coordinates => "≤50%",
+        }
+    }
+}
+
+/// A flow recorded once on a clean phone.
+#[derive(Debug, Clone)]
+pub struct Flow {
+    pub task: SimTask,
+    /// The script recorded from the clean run (what the script agent replays).
+    pub script: Script,
+    /// The actions the clean run performed, coordinates as tapped (blind replay).
+    pub coordinates: Vec<Action>,
+}
+
+/// Why the suite could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayBenchError {
+    #[error("unknown flow `{0}`")]
+    UnknownFlow(String),
+    #[error("recording flow `{flow}` failed: {reason}")]
+    Record { flow: String, reason: String },
+    #[error("setting up the runner failed: {0}")]
+    Setup(String),
+}
+
+impl ReplayBenchError {
+    pub fn hint(&self) -> String {
+        match self {
+            ReplayBenchError::UnknownFlow(_) => {
+                "flows are sim task ids; `droidpilot sim --list-tasks` lists them".into()
+            }
+            ReplayBenchError::Record { .. } => {
+                "the flow's reference solution no longer completes on a clean phone; run `cargo test --test runner`".into()
+            }
+            ReplayBenchError::Setup(_) => "check that the temporary directory is writable".into(),
+        }
+    }
+}
+
+/// What one mode did under one drift, summed over flows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Tally {
+    pub runs: usize,
+    pub completed: usize,
+    pub steps: u64,
+    pub model_calls: u64,
+    pub elapsed_ms: f64,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.runs += o.runs;
+        self.completed += o.completed;
+        self.steps += o.steps;
+        self.model_calls += o.model_calls;
+        self.elapsed_ms += o.elapsed_ms;
+    }
+    pub fn rate(&self) -> f64 {
+        if self.runs == 0 {
+            0.0
+        } else {
+            self.completed as f64 / self.runs as f64
+        }
+    }
+    pub fn model_calls_per_run(&self) -> f64 {
+        self.model_calls as f64 / self.runs.max(1) as f64
+    }
+    pub fn ms_per_step(&self) -> f64 {
+        self.elapsed_ms / self.steps.max(1) as f64
+    }
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "completed": self.completed, "runs": self.runs, "rate": self.rate(),
+            "model_calls": self.model_calls_per_run(), "ms_per_step": self.ms_per_step(),
+        })
+    }
+}
+
+/// The suite's result: per mode and drift, with the modes this build could run.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayReport {
+    pub flows: usize,
+    pub drifts: Vec<DriftKind>,
+    pub cells: BTreeMap<(Mode, DriftKind), Tally>,
+    /// Per flow, mode and drift: whether the checker passed (for tests and debugging).
+    pub outcomes: BTreeMap<(&'static str, Mode, DriftKind), bool>,
+    pub unavailable: Vec<Mode>,
+}
+
+impl ReplayReport {
+    /// A mode over every drift.
+    pub fn mode(&self, m: Mode) -> Tally {
+        let mut t = Tally::default();
+        for ((mode, _), c) in &self.cells {
+            if *mode == m {
+                t.add(c);
+            }
+        }
+        t
+    }
+}
+
+/// What to run: which flows, drifts and modes.
+#[derive(Debug, Clone)]
+pub struct ReplayBenchOptions {
+    pub flows: Vec<String>,
+    pub drifts: Vec<DriftKind>,
+    pub modes: Vec<Mode>,
+    /// The phones' screen (flows are normalized, so any size replays them; tests use a
+    /// half-size phone to render a quarter of the pixels).
+    pub screen: ScreenSize,
+}
+
+impl Default for ReplayBenchOptions {
+    fn default() -> Self {
+        Self {
+            flows: FLOWS.iter().map(|s| s.to_string()).collect(),
+            drifts: DriftKind::ALL.to_vec(),
+            modes: Mode::ALL.to_vec(),
+            screen: ScreenSize {
+                width: 1080,
+                height: 2400,
+            },
+        }
+    }
+}
+
+/// A runner on a throw-away data directory, built the way the server builds it.
+struct Env {
+    screen: ScreenSize,
+    runner: Runner,
+    store: Arc<dyn Store>,
+    _core: Core,
+    _dir: ScratchDir,
+}
+
+/// A data directory under the system temp dir, removed when dropped.
+struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    fn new() -> std::io::Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let p = std::env::temp_dir().join(format!(
+            "droidpilot-bench-replay-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&p)?;
+        Ok(Self(p))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn env(screen: ScreenSize) -> Result<Env, ReplayBenchError> {
+    let setup = |e: &dyn std::fmt::Display| ReplayBenchError::Setup(e.to_string());
+    let dir = ScratchDir::new().map_err(|e| setup(&e))?;
+    let overrides = Overrides {
+        data_dir: Some(dir.0.clone()),
+        ..Default::default()
+    };
+    let mut config =
+        Config::load_with_env(&dir.0, &overrides, Vec::new()).map_err(|e| setup(&e))?;
+    config.devices.sim.clear();
+    config.runner = RunnerConfig {
+        retry_backoff_ms: vec![10],
+        settle_timeout_ms: 300,
+        settle_poll_ms: 10,
+        ..Default::default()
+    };
+    let core = Core::build(&config).await.map_err(|e| setup(&e))?;
+    Ok(Env {
+        screen,
+        runner: (*core.runner).clone(),
+        store: core.store.clone(),
+        _core: core,
+        _dir: dir,
+    })
+}
+
+fn phone(screen: ScreenSize, faults: SimFaults, t: &SimTask) -> Arc<SimDevice> {
+    let cfg = SimConfig {
+        seed: SEED,
+        width: screen.width,
+        height: screen.height,
+        faults,
+        ..SimConfig::default()
+    };
+    let p = SimDevice::new(cfg).expect("the suite's drifts are valid faults");
+    p.reset_to(t);
+    Arc::new(p)
+}
+
+/// One run on a fresh phone: the finished task's id, whether the checker passed, the
+/// steps and the wall time.
+async fn run_once(
+    env: &Env,
+    t: &SimTask,
+    faults: SimFaults,
+    agent: Box<dyn Agent>,
+    max_steps: usize,
+) -> Result<(crate::domain::TaskId, bool, Tally), ReplayBenchError> {
+    let setup = |e: &dyn std::fmt::Display| ReplayBenchError::Setup(e.to_string());
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some(t.instruction.into()),
+        max_steps: Some(max_steps as u32 + 10),
+        ..Default::default()
+    })
+    .map_err(|e| setup(&e))?;
+    let task = env.store.create_task(spec).await.map_err(|e| setup(&e))?;
+    env.store
+        .start_task(task.id, "sim-1")
+        .await
+        .map_err(|e| setup(&e))?;
+    let task = env.store.get_task(task.id).await.map_err(|e| setup(&e))?;
+    let p = phone(env.screen, faults, t);
+    let (_tx, rx) = watch::channel(StopSignal::None);
+    let start = Instant::now();
+    let done = env
+        .runner
+        .run(task, p.clone(), agent, rx)
+        .await
+        .map_err(|e| setup(&e))?;
+    let ok = t.check(&p.state());
+    let tally = Tally {
+        runs: 1,
+        completed: ok as usize,
+        steps: done.steps as u64,
+        model_calls: done.model_calls,
+        elapsed_ms: start.elapsed().as_secs_f64() * 1000.0,
+    };
+    Ok((done.id, ok, tally))
+}
+
+/// Records a flow on a clean phone: the reference solution through the runner, then
+/// the finished task's steps as a script.
+pub async fn record_flow(id: &str, screen: ScreenSize) -> Result<Flow, ReplayBenchError> {
+    let env = env(screen).await?;
+    record_in(&env, id).await
+}
+
+async fn record_in(env: &Env, id: &str) -> Result<Flow, ReplayBenchError> {
+    let t = task(id).ok_or_else(|| ReplayBenchError::UnknownFlow(id.into()))?;
+    let actions = t.reference();
+    let fail = |reason: String| ReplayBenchError::Record {
+        flow: id.into(),
+        reason,
+    };
+    let agent = Box::new(ReplayAgent::new(actions.clone()));
+    let (task_id, ok, _) = run_once(env, &t, SimFaults::default(), agent, actions.len()).await?;
+    if !ok {
+        return Err(fail("the checker failed on a clean phone".into()));
+    }
+    let steps = env
+        .store
+        .steps(task_id)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let script =
+        crate::script::record::from_steps(t.instruction, &steps).map_err(|e| fail(e.0.clone()))?;
+    Ok(Flow {
+        task: t,
+        script,
+        coordinates: actions,
+    })
+}
+
+/// The agent a mode replays a flow with: the script agent with no model (selectors),
+/// the same with the rule-driven recovery model (AITM, `rule_model.rs`), or the recorded
+/// coordinates replayed blind. Inputs without defaults (a typed password) get the text the
+/// recording run typed.
+fn agent_for(mode: Mode, flow: &Flow) -> Option<Box<dyn Agent>> {
+    let script_agent = || {
+        let typed = flow.coordinates.iter().filter_map(|a| match a {
+            Action::Type { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        let given: BTreeMap<String, String> = flow
+            .script
+            .inputs
+            .iter()
+            .filter(|(_, d)| d.is_none())
+            .map(|(k, _)| k.clone())
+            .zip(typed)
+            .collect();
+        let vars = crate::script::vars::bind_inputs(&flow.script.inputs, &given).ok()?;
+        Some(ScriptAgent::new(flow.script.clone(), None, vars))
+    };
+    match mode {
+        Mode::Coordinates => Some(Box::new(ReplayAgent::new(flow.coordinates.clone()))),
+        Mode::Selectors => Some(Box::new(script_agent()?)),
+        Mode::Aitm => {
+            let aitm = Aitm {
+                model: Arc::new(super::rule_model::RuleModel::default()),
+            };
+            Some(Box::new(
+                script_agent()?.with_recovery(aitm, Default::default()),
+            ))
+        }
+    }
+}
+
+/// Records every flow once, then replays each under every drift in every mode.
+pub async fn bench_replay(
+    opts: &ReplayBenchOptions,
+    progress: &dyn Fn(&str),
+) -> Result<ReplayReport, ReplayBenchError> {
+    let env = env(opts.screen).await?;
+    let mut report = ReplayReport {
+        drifts: opts.drifts.clone(),
+        ..Default::default()
+    };
+    for id in &opts.flows {
+        let flow = record_in(&env, id).await?;
+        progress(&format!("recorded {id}: {} steps", flow.script.steps.len()));
+        report.flows += 1;
+        for &mode in &opts.modes {
+            for &drift in &opts.drifts {
+                let Some(agent) = agent_for(mode, &flow) else {
+                    if !report.unavailable.contains(&mode) {
+                        report.unavailable.push(mode);
+                    }
+                    continue;
+                };
+                // A script step may also wait, dismiss or recover: room for that.
+                let n = flow.coordinates.len() * 4;
+                let (_, ok, t) = run_once(&env, &flow.task, drift.faults(), agent, n).await?;
+                report.cells.entry((mode, drift)).or_default().add(&t);
+                report.outcomes.insert((flow.task.id, mode, drift), ok);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The table: one row per mode, then the per-drift breakdown.
+pub fn format_report(r: &ReplayReport) -> String {
+    let mut out = format!(
+        "droidpilot bench replay: {} flows × {} drifts\n\n",
+        r.flows,
+        r.drifts.len()
+    );
+    out += &format!(
+        "{:<12} {:>12} {:>7} {:>16} {:>12}  target\n",
+        "mode", "completed", "rate", "model calls/run", "ms/step"
+    );
+    for m in Mode::ALL {
+        if r.unavailable.contains(&m) {
+            out += &format!(
+                "{:<12} {:>12}  (the script agent is not in this build)  {}\n",
+                m.name(),
+                "n/a",
+                m.target()
+            );
+            continue;
+        }
+        let t = r.mode(m);
+        out += &format!(
+            "{:<12} {:>12} {:>6.1}% {:>16.2} {:>12.1}  {}\n",
+            m.name(),
+            format!("{}/{}", t.completed, t.runs),
+            t.rate() * 100.0,
+            t.model_calls_per_run(),
+            t.ms_per_step(),
+            m.target()
+        );
+    }
+    out += "\nper drift (completed/flows):\n";
+    out += &format!("{:<42}", "drift");
+    for m in Mode::ALL {
+        out += &format!(" {:>12}", m.name());
+    }
+    out += "\n";
+    for d in &r.drifts {
+        out += &format!("{:<42}", d.name());
+        for m in Mode::ALL {
+            let cell = match r.cells.get(&(m, *d)) {
+                Some(t) => format!("{}/{}", t.completed, t.runs),
+                None => "n/a".into(),
+            };
+            out += &format!(" {cell:>12}");
+        }
+        out += "\n";
+    }
+    out
+}
+
+/// The issue's object: `{"flows", "modes": {mode: {completed, rate, model_calls,
+/// ms_per_step}}, "drifts": {drift: {mode: …}}}`; a mode this build cannot run is null.
+pub fn report_json(r: &ReplayReport) -> serde_json::Value {
+    let mut modes = serde_json::Map::new();
+    for m in Mode::ALL {
+        let v = if r.unavailable.contains(&m) {
+            serde_json::Value::Null
+        } else {
+            r.mode(m).json()
+        };
+        modes.insert(m.name().into(), v);
+    }
+    let mut drifts = serde_json::Map::new();
+    for d in &r.drifts {
+        let mut per = serde_json::Map::new();
+        for m in Mode::ALL {
+            let v = r
+                .cells
+                .get(&(m, *d))
+                .map_or(serde_json::Value::Null, Tally::json);
+            per.insert(m.name().into(), v);
+        }
+        drifts.insert(d.name().into(), per.into());
+    }
+    serde_json::json!({"flows": r.flows, "modes": modes, "drifts": drifts})
+}

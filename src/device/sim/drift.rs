@@ -1,0 +1,222 @@
+//! UI drift as an app update brings it: the layout moves and labels are reworded. Both
+//! are transforms of an app's widget tree after it is built, seeded by the phone's seed
+//! and the app's package, so the same seed always gives the same drifted screen. Touch
+//! hit-testing, the dump and the screenshot all use the drifted tree, so a tap at the
+//! old coordinates lands wherever the new layout put something else.
+//!
+//! - `moved_elements`: an "update" banner row is inserted under the toolbar and pushes
+//!   the page's content down by one to two rows (seeded per app); content anchored to the
+//!   bottom of the screen (bottom bars, floating buttons) stays. On the launcher the
+//!   home-screen icon grid moves up by the same amount.
+//! - `changed_labels`: the text of buttons is reworded (`Send` → `Send message`, `Save` →
+//!   `Save changes`); labels without a known rewording get a seeded suffix.
+
+use crate::domain::Bounds;
+
+use super::ui::{Ctx, ROW};
+use super::widget::{SUBTLE, SURFACE, TextSize, Widget};
+
+/// The resource-id of the banner `moved_elements` inserts.
+pub const BANNER_ID: &str = "update_banner";
+
+/// A stable hash of the seed and a key (FNV-1a), so drift is the same on every build.
+fn mix(seed: u64, key: &str) -> u64 {
+    let mut h: u64 = seed ^ 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+/// The layout shift for an app, in design pixels: one, one and a half, or two rows.
+pub fn shift_for(seed: u64, package: &str) -> i32 {
+    [ROW, ROW * 3 / 2, ROW * 2][(mix(seed, package) % 3) as usize]
+}
+
+/// Pushes an app's content down under a banner (see the module doc). `root` is what
+/// `apps::build` returned: a frame holding `android:id/content`, whose first child is
+/// the toolbar.
+pub fn move_app_content(root: &mut Widget, cx: &Ctx, seed: u64, package: &str) {
+    let dy = cx.d(shift_for(seed, package));
+    let Some(content) = find_mut(root, "android:id/content") else {
+        return;
+    };
+    let top = cx.content_top();
+    let anchored = cx.h - cx.d(2 * ROW + 60);
+    for c in content.children.iter_mut().skip(1) {
+        if c.frame.top < anchored {
+            c.shift(dy);
+        }
+    }
+    let banner = Widget::text_view(
+        Bounds::new(0, top, cx.w, top + dy),
+        "What's new: this app was updated",
+    )
+    .id(BANNER_ID)
+    .bg(SURFACE)
+    .fg(SUBTLE)
+    .size(TextSize::Small);
+    content.children.insert(1, banner);
+    let screen = Bounds::new(0, 0, cx.w, cx.h);
+    root.clip(&screen);
+}
+
+/// Moves the launcher's home-screen icon grid up (see the module doc).
+pub fn move_launcher(root: &mut Widget, cx: &Ctx, seed: u64, package: &str) {
+    let dy = cx.d(shift_for(seed, package));
+    if let Some(ws) = find_mut(root, "workspace") {
+        ws.shift(-dy);
+    }
+}
+
+/// Known rewordings of button labels, as app updates make them.
+const REWORDED: [(&str, &str); 13] = [
+    ("Send", "Send message"),
+    ("Send SMS", "Send message"),
+    ("Save", "Save changes"),
+    ("OK", "Confirm"),
+    ("Cancel", "Dismiss"),
+    ("Delete", "Delete now"),
+    ("Add to cart", "Add to basket"),
+    ("Checkout", "Go to checkout"),
+    ("Place order", "Place your order"),
+    ("Sign in", "Log in"),
+    ("Allow", "Allow access"),
+    ("Search", "Search now"),
+    ("Done", "Finish"),
+];
+
+/// The drifted label for `text` in `package`: a known rewording, or a seeded suffix.
+pub fn reword(seed: u64, package: &str, text: &str) -> String {
+    if let Some((_, new)) = REWORDED
+        .iter()
+        .find(|(old, _)| old.eq_ignore_ascii_case(text))
+    {
+        return (*new).to_string();
+    }
+    const SUFFIX: [&str; 3] = [" now", " ›", "…"];
+    format!("{text}{}", SUFFIX[(mix(seed, package) % 3) as usize])
+}
+
+/// Rewords the label of every button in the tree: a button's text when it has words
+/// (not a picker's digits), an icon button's content-desc (not the system's up arrow).
+pub fn relabel(w: &mut Widget, seed: u64, package: &str) {
+    let worded = |t: &str| t.chars().any(char::is_alphabetic);
+    if w.on_tap.is_some() && w.class.ends_with("Button") {
+        if worded(&w.text) {
+            w.text = reword(seed, package, &w.text);
+        } else if w.text.is_empty() && worded(&w.desc) && w.id != "android:id/home" {
+            w.desc = reword(seed, package, &w.desc);
+        }
+    }
+    for c in &mut w.children {
+        relabel(c, seed, package);
+    }
+}
+
+fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
+    if w.id == id {
+        return Some(w);
+    }
+    w.children.iter_mut().find_map(|c| find_mut(c, id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::sim::state::{AppId, Cmd};
+    use crate::device::sim::{SimConfig, SimDevice, SimFaults};
+
+    fn phone(faults: SimFaults) -> SimDevice {
+        SimDevice::new(SimConfig {
+            seed: 7,
+            faults,
+            ..SimConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// The bounds attribute of the first node whose text or desc is `label`.
+    fn bounds_of(xml: &str, label: &str) -> Option<String> {
+        let at = xml
+            .find(&format!("text=\"{label}\""))
+            .or_else(|| xml.find(&format!("content-desc=\"{label}\"")))?;
+        let rest = &xml[at..];
+        let b = rest.find("bounds=\"")? + 8;
+        Some(rest[b..b + rest[b..].find('"')?].to_string())
+    }
+
+    fn top(bounds: &str) -> i32 {
+        let inner = &bounds[1..bounds.find(']').unwrap()];
+        inner.split(',').nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn moved_elements_push_app_content_down_under_a_banner() {
+        let clean = phone(SimFaults::default());
+        let moved = phone(SimFaults {
+            moved_elements: true,
+            ..SimFaults::default()
+        });
+        for p in [&clean, &moved] {
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+        }
+        let (a, b) = (clean.hierarchy_now(), moved.hierarchy_now());
+        assert!(!a.contains(BANNER_ID) && b.contains(BANNER_ID));
+        let dy = shift_for(7, AppId::Contacts.package());
+        let name = "Alice Martin";
+        let (ta, tb) = (
+            top(&bounds_of(&a, name).expect("a contact row")),
+            top(&bounds_of(&b, name).expect("the row, moved")),
+        );
+        assert_eq!(tb - ta, dy, "the row moved down by the seeded shift");
+        assert_eq!(moved.hierarchy_now(), b, "deterministic");
+    }
+
+    #[test]
+    fn moved_elements_move_the_home_screen_icons() {
+        let clean = phone(SimFaults::default()).hierarchy_now();
+        let moved = phone(SimFaults {
+            moved_elements: true,
+            ..SimFaults::default()
+        })
+        .hierarchy_now();
+        let (ta, tb) = (
+            top(&bounds_of(&clean, "Messages").unwrap()),
+            top(&bounds_of(&moved, "Messages").unwrap()),
+        );
+        assert!(tb < ta, "icons moved up: {ta} -> {tb}");
+    }
+
+    #[test]
+    fn changed_labels_reword_buttons_only() {
+        let clean = phone(SimFaults::default());
+        let drifted = phone(SimFaults {
+            changed_labels: true,
+            ..SimFaults::default()
+        });
+        for p in [&clean, &drifted] {
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+            p.apply(Cmd::ContactNew);
+        }
+        let (a, b) = (clean.hierarchy_now(), drifted.hierarchy_now());
+        assert!(a.contains("text=\"Save\""));
+        assert!(b.contains("text=\"Save changes\"") && !b.contains("text=\"Save\""));
+        assert!(
+            b.contains("content-desc=\"Navigate up\""),
+            "system chrome keeps its label"
+        );
+        assert_eq!(reword(1, "x", "Send SMS"), "Send message");
+        assert!(reword(1, "x", "Buy").starts_with("Buy") && reword(1, "x", "Buy") != "Buy");
+    }
+
+    #[test]
+    fn drifts_are_off_by_default() {
+        let f = SimFaults::default();
+        assert!(!f.moved_elements && !f.changed_labels);
+    }
+}

@@ -1,0 +1,102 @@
+//! A small version of the drift suite (`droidpilot bench replay`): flows recorded once on
+//! a clean phone through the real runner, then replayed under seeded drift. Asserts
+//! behaviour, never wall-clock time.
+
+use droidpilot::bench::replay::{
+    DriftKind, FLOWS, Mode, ReplayBenchOptions, bench_replay, format_report, record_flow,
+    report_json,
+};
+use droidpilot::device::sim::task;
+use droidpilot::domain::ScreenSize;
+
+const SMALL: ScreenSize = ScreenSize {
+    width: 540,
+    height: 1200,
+};
+
+#[test]
+fn the_suite_covers_twenty_flows_over_every_app_and_the_launcher() {
+    assert!(FLOWS.len() >= 20);
+    let mut apps: Vec<_> = FLOWS.iter().map(|f| task(f).expect(f).app).collect();
+    apps.sort_by_key(|a| a.package());
+    apps.dedup();
+    assert_eq!(apps.len(), 7, "all seven apps");
+    assert!(
+        FLOWS.contains(&"clock.open_from_home") && FLOWS.contains(&"notes.from_drawer"),
+        "flows that start on the home launcher"
+    );
+}
+
+#[tokio::test]
+async fn a_recorded_flow_taps_by_resource_id() {
+    let flow = record_flow("contacts.add_ada", SMALL).await.unwrap();
+    let selectors: Vec<String> = flow
+        .script
+        .steps
+        .iter()
+        .filter_map(|s| s.selector.clone())
+        .collect();
+    assert!(!selectors.is_empty());
+    assert!(
+        selectors.iter().any(|s| s.starts_with('#')),
+        "the recorder picks #id first: {selectors:?}"
+    );
+}
+
+#[tokio::test]
+async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() {
+    let opts = ReplayBenchOptions {
+        flows: vec![
+            "contacts.edit_bob".into(),
+            "clock.delete_0600".into(),
+            "settings.wifi_off".into(),
+        ],
+        drifts: vec![
+            DriftKind::None,
+            DriftKind::MovedElements,
+            DriftKind::ChangedLabel,
+        ],
+        modes: vec![Mode::Selectors, Mode::Aitm, Mode::Coordinates],
+        screen: SMALL,
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    assert_eq!(r.flows, 3);
+    let clean = r.cells[&(Mode::Coordinates, DriftKind::None)];
+    let moved = r.cells[&(Mode::Coordinates, DriftKind::MovedElements)];
+    assert_eq!(clean.completed, 3, "{}", format_report(&r));
+    assert!(
+        moved.completed < 3,
+        "blind taps miss moved elements: {}",
+        format_report(&r)
+    );
+    assert_eq!(clean.model_calls + moved.model_calls, 0);
+    // The script with no model finds moved elements by their selectors where blind
+    // coordinates miss them, and makes no model calls.
+    let sel_moved = r.cells[&(Mode::Selectors, DriftKind::MovedElements)];
+    assert!(
+        sel_moved.completed > moved.completed,
+        "{}",
+        format_report(&r)
+    );
+    assert_eq!(sel_moved.model_calls, 0);
+    // AI in the middle never does worse than the script alone, and pays for what it fixes.
+    for d in [
+        DriftKind::None,
+        DriftKind::MovedElements,
+        DriftKind::ChangedLabel,
+    ] {
+        let (aitm, plain) = (r.cells[&(Mode::Aitm, d)], r.cells[&(Mode::Selectors, d)]);
+        assert!(
+            aitm.completed >= plain.completed,
+            "{d:?}: {}",
+            format_report(&r)
+        );
+        assert!(aitm.model_calls >= (aitm.completed - plain.completed) as u64);
+    }
+    let j = report_json(&r);
+    assert_eq!(j["flows"], 3);
+    for k in ["completed", "rate", "model_calls", "ms_per_step"] {
+        assert!(j["modes"]["coordinates"].get(k).is_some(), "{k}: {j}");
+    }
+    assert!(j["drifts"]["moved_elements"]["coordinates"]["rate"].is_number());
+}
