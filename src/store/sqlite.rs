@@ -79,6 +79,14 @@ impl SqliteStore {
             .await?)
     }
 
+    /// A transaction that reads, then writes: `BEGIN IMMEDIATE` takes the write lock up
+    /// front (waiting up to the busy timeout). A deferred one that read first fails at
+    /// once with SQLITE_BUSY when another writer committed meanwhile (it cannot upgrade a
+    /// stale snapshot), which surfaced as a 500 on a cancel racing the runner's steps.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
@@ -350,7 +358,7 @@ impl Store for SqliteStore {
     }
 
     async fn cancel_task(&self, id: TaskId) -> Result<(Task, CancelOutcome), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let status: Option<String> = sqlx::query_scalar("SELECT status FROM tasks WHERE id = ?")
             .bind(id.to_string())
             .fetch_optional(&mut *tx)
@@ -661,7 +669,7 @@ impl Store for SqliteStore {
         requeue: bool,
         reason: &str,
     ) -> Result<Vec<TaskId>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM tasks WHERE status IN ('running', 'waiting_for_user') ORDER BY id",
         )
@@ -711,7 +719,7 @@ impl Store for SqliteStore {
         script: &Script,
         source: ScriptSource,
     ) -> Result<ScriptRecord, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let latest: Option<i64> =
             sqlx::query_scalar("SELECT MAX(version) FROM scripts WHERE id = ?")
                 .bind(id.to_string())
@@ -1092,6 +1100,45 @@ mod tests {
         assert_eq!(outcome, CancelOutcome::Requested);
         assert_eq!(t2.status, TaskStatus::Running);
         assert!(t2.cancel_requested);
+    }
+
+    /// A cancel (read, then write) racing a writer on the same database never fails with
+    /// SQLITE_BUSY: it used to, as a deferred transaction that could not upgrade.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancels_racing_writers_never_fail_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(
+            SqliteStore::open(&dir.path().join("db.sqlite"))
+                .await
+                .unwrap(),
+        );
+        let t = s.create_task(spec("a")).await.unwrap();
+        sqlx::query("UPDATE tasks SET status = 'running' WHERE id = ?")
+            .bind(t.id.to_string())
+            .execute(s.pool())
+            .await
+            .unwrap();
+        let writer = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                for _ in 0..300 {
+                    s.append_event(
+                        &t.id.to_string(),
+                        crate::domain::TaskEvent::Resumed {
+                            task_id: t.id,
+                            from_step: 1,
+                        },
+                    )
+                    .await
+                    .unwrap();
+                }
+            })
+        };
+        for _ in 0..300 {
+            let (_, outcome) = s.cancel_task(t.id).await.expect("no SQLITE_BUSY");
+            assert_eq!(outcome, CancelOutcome::Requested);
+        }
+        writer.await.unwrap();
     }
 
     #[tokio::test]
