@@ -90,10 +90,30 @@ pub fn visible(screen: &Screen, sel: &str) -> bool {
         .any(|n| reachable(screen, modal, n))
 }
 
-/// Primary, then alternatives (each must match exactly one visible node).
-pub fn by_selectors(screen: &Screen, selectors: &[String]) -> Option<Found> {
+/// Primary, then alternatives (each must match exactly one visible node). The step's
+/// recorded index path (`path`) is trusted only when its node still fits one of the
+/// step's recorded alternatives (`#switch_widget` that several rows share, say): after a
+/// layout shift the path names a different node, and a tap there would "work" on the
+/// wrong element.
+pub fn by_selectors(
+    screen: &Screen,
+    selectors: &[String],
+    path: Option<(&str, &[String])>,
+) -> Option<Found> {
     selectors.iter().enumerate().find_map(|(i, s)| {
-        unique(screen, s).map(|node| Found {
+        let node = unique(screen, s)?;
+        if let Some((p, alternatives)) = path.filter(|(p, _)| *p == s.as_str()) {
+            let witnesses: Vec<Selector> = alternatives
+                .iter()
+                .filter_map(|a| Selector::parse(a).ok())
+                .filter(|a| !a.is_index_based())
+                .collect();
+            if !witnesses.is_empty() && !fits(screen, node, &witnesses) {
+                let _ = p;
+                return None;
+            }
+        }
+        Some(Found {
             selector: s.clone(),
             node,
             fallback: if i == 0 {
@@ -103,6 +123,20 @@ pub fn by_selectors(screen: &Screen, selectors: &[String]) -> Option<Found> {
             },
         })
     })
+}
+
+/// Whether `node`, or a node inside it (alternatives may name a row by its label's
+/// text), matches one of `sels`.
+fn fits(screen: &Screen, node: usize, sels: &[Selector]) -> bool {
+    let tree = &screen.tree;
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if sels.iter().any(|s| s.matches_node(&tree.nodes[n])) {
+            return true;
+        }
+        stack.extend(&tree.nodes[n].children);
+    }
+    false
 }
 
 /// The bounded fuzzy match over what the step's selectors say about the element.
@@ -220,5 +254,44 @@ pub fn text_of(screen: &Screen, node: usize) -> String {
         n.content_desc.clone()
     } else {
         n.text.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::ReprOptions;
+
+    fn screen(banner: bool) -> Screen {
+        let node = |class: &str, id: &str, text: &str, top: u32| {
+            format!(
+                r#"<node index="0" text="{text}" resource-id="{id}" class="android.widget.{class}" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{}]"/>"#,
+                top + 200
+            )
+        };
+        let mut rows = Vec::new();
+        if banner {
+            rows.push(node("TextView", "", "Update available", 0));
+        }
+        let base = if banner { 200 } else { 0 };
+        rows.push(node("Switch", "app:id/switch_widget", "", base));
+        rows.push(node("Switch", "app:id/switch_widget", "", base + 200));
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{}</node></hierarchy>"#,
+            rows.join("")
+        );
+        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn an_index_path_that_now_names_another_kind_of_node_is_not_trusted() {
+        let sels = ["[0.0]".to_string(), "#switch_widget".to_string()];
+        let guard = Some(("[0.0]", &sels[1..]));
+        let before = by_selectors(&screen(false), &sels, guard).expect("the recorded layout");
+        assert_eq!(before.selector, "[0.0]");
+        // A banner row pushed the rows down: [0.0] is the banner now, not a switch.
+        assert_eq!(by_selectors(&screen(true), &sels, guard), None);
+        // A path AI in the middle proposed is its own evidence.
+        assert!(by_selectors(&screen(true), &sels, None).is_some());
     }
 }

@@ -340,7 +340,13 @@ impl ScriptAgent {
             return self.act(point, screen);
         }
         let primary = step.selector.as_ref().map(|s| self.sub(s));
-        let found = find::by_selectors(screen, &selectors)
+        let alternatives: Vec<String> = step
+            .alternative_selectors
+            .iter()
+            .map(|s| self.sub(s))
+            .collect();
+        let guard = primary.as_deref().map(|p| (p, alternatives.as_slice()));
+        let found = find::by_selectors(screen, &selectors, guard)
             .map(|mut f| {
                 f.fallback = if Some(&f.selector) == primary.as_ref() {
                     Fallback::None
