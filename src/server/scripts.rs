@@ -125,15 +125,7 @@ pub async fn list_scripts(
     State(s): State<AppState>,
     Query(p): Query<ListParams>,
 ) -> Result<Json<ScriptPage>, ApiError> {
-    let limit = p.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_query",
-            format!("limit {limit} is outside 1..=500"),
-            "Use a limit between 1 and 500 and follow `next_cursor` for more.",
-        ));
-    }
+    let limit = super::tasks::page_limit(p.limit)?;
     Ok(Json(
         s.store.list_scripts(p.cursor.as_deref(), limit).await?,
     ))
@@ -277,25 +269,16 @@ fn task_request(rec: &ScriptRecord, req: RunScript) -> NewTask {
     });
     if req.recovery {
         agent["recovery"] = json!(true);
-        for (k, v) in [
-            ("provider", req.provider),
-            ("model", req.model.map(Value::from)),
-            ("base_url", req.base_url.map(Value::from)),
-        ] {
-            if let Some(v) = v {
-                agent[k] = v;
-            }
-        }
-    } else if req.provider.is_some() || req.model.is_some() || req.base_url.is_some() {
-        // Refused by the agent spec with a hint to set `recovery`.
-        for (k, v) in [
-            ("provider", req.provider),
-            ("model", req.model.map(Value::from)),
-            ("base_url", req.base_url.map(Value::from)),
-        ] {
-            if let Some(v) = v {
-                agent[k] = v;
-            }
+    }
+    // A model named without `recovery` is refused by the agent spec, with a hint to set it.
+    let model = [
+        ("provider", req.provider),
+        ("model", req.model.map(Value::from)),
+        ("base_url", req.base_url.map(Value::from)),
+    ];
+    for (k, v) in model {
+        if let Some(v) = v {
+            agent[k] = v;
         }
     }
     NewTask {

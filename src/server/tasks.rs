@@ -60,6 +60,20 @@ pub struct TaskSummaryPage {
     pub next_cursor: Option<String>,
 }
 
+/// A list's page size: 1–500, 50 when absent.
+pub(super) fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
+    let limit = limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("limit {limit} is outside 1..=500"),
+            "Use a limit between 1 and 500 and follow `next_cursor` for more.",
+        ));
+    }
+    Ok(limit)
+}
+
 /// List tasks, newest first, one page at a time. Each item is a summary (the agent's
 /// kind and action count, no action list, metadata or webhook URL); `GET /v1/tasks/{id}`
 /// returns the whole task.
@@ -71,15 +85,7 @@ pub async fn list_tasks(
     State(s): State<AppState>,
     Query(p): Query<ListParams>,
 ) -> Result<Json<TaskSummaryPage>, ApiError> {
-    let limit = p.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_query",
-            format!("limit {limit} is outside 1..=500"),
-            "Use a limit between 1 and 500 and follow `next_cursor` for more.",
-        ));
-    }
+    let limit = page_limit(p.limit)?;
     let page = s
         .store
         .list_tasks(TaskFilter {

@@ -208,12 +208,13 @@ fn intervention_from_row(r: &SqliteRow) -> Result<Intervention, StoreError> {
     })
 }
 
-/// Cursors are opaque to clients: base64url of the last task id of the page.
-fn encode_cursor(id: TaskId) -> String {
+/// Cursors are opaque to clients: base64url of the last id (task or script) of the page.
+fn encode_cursor(id: impl std::fmt::Display) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.to_string())
 }
 
-fn decode_cursor(c: &str) -> Result<TaskId, StoreError> {
+/// The id a cursor holds (a task id or a script id).
+fn decode_cursor<T: FromStr>(c: &str) -> Result<T, StoreError> {
     let bad = || {
         StoreError::InvalidCursor(format!(
             "`{c}` is not a cursor this server issued; use `next_cursor` from the previous page"
@@ -266,23 +267,6 @@ fn script_from_row(r: &SqliteRow) -> Result<ScriptRecord, StoreError> {
     })
 }
 
-fn encode_cursor_str(s: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
-}
-
-fn decode_script_cursor(c: &str) -> Result<ScriptId, StoreError> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(c)
-        .ok()
-        .and_then(|raw| String::from_utf8(raw).ok())
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| {
-            StoreError::InvalidCursor(format!(
-                "`{c}` is not a cursor this server issued; use `next_cursor` from the previous page"
-            ))
-        })
-}
-
 #[async_trait]
 impl Store for SqliteStore {
     async fn ping(&self) -> Result<(), StoreError> {
@@ -330,7 +314,11 @@ impl Store for SqliteStore {
 
     async fn list_tasks(&self, f: TaskFilter) -> Result<TaskPage, StoreError> {
         let limit = f.limit.clamp(1, 500);
-        let before = f.cursor.as_deref().map(decode_cursor).transpose()?;
+        let before = f
+            .cursor
+            .as_deref()
+            .map(decode_cursor::<TaskId>)
+            .transpose()?;
         let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
             "SELECT {TASK_COLUMNS} FROM tasks WHERE 1=1"
         ));
@@ -766,7 +754,7 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<ScriptPage, StoreError> {
         let limit = limit.clamp(1, 500);
-        let before = cursor.map(decode_script_cursor).transpose()?;
+        let before = cursor.map(decode_cursor::<ScriptId>).transpose()?;
         let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "SELECT s.id, s.version, s.body, s.source, s.created_at FROM scripts s \
              WHERE s.version = (SELECT MAX(version) FROM scripts WHERE id = s.id)",
@@ -783,7 +771,7 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<_>, _>>()?;
         let next_cursor = if scripts.len() > limit as usize {
             scripts.truncate(limit as usize);
-            scripts.last().map(|s| encode_cursor_str(&s.id.to_string()))
+            scripts.last().map(|s| encode_cursor(s.id))
         } else {
             None
         };

@@ -13,28 +13,12 @@ use serde_json::{Value, json};
 
 use crate::common::TestApp;
 use crate::run::{add_phone, bare_app, model, submit, wait_done, wait_status};
+use crate::scripts::{record, reference_run, steps};
 
 /// Records `task`'s reference solution (a replay task on `serial`) as a script, and
 /// returns the script document with the store's fields removed (ready to inline).
 async fn recorded(app: &TestApp, serial: &str, task: &str) -> Value {
-    let actions: Vec<Value> = sim_task(task)
-        .unwrap()
-        .reference()
-        .iter()
-        .map(|a| serde_json::to_value(a).unwrap())
-        .collect();
-    let id = submit(
-        app,
-        json!({"instruction": "reference", "device_id": serial,
-               "agent": {"kind": "replay", "actions": actions}}),
-    )
-    .await;
-    assert_eq!(wait_done(app, &id).await["status"], "succeeded");
-    let r = app
-        .post_json("/v1/scripts", &json!({"from_task": id}))
-        .await;
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let mut doc: Value = r.json().await.unwrap();
+    let mut doc = record(app, &reference_run(app, serial, task).await).await;
     for k in ["id", "version", "created_at", "source"] {
         doc.as_object_mut().unwrap().remove(k);
     }
@@ -65,14 +49,6 @@ async fn seeded_phone(app: &TestApp, serial: &str, task: &str, seed: u64) -> Arc
     phone.reset_to(&sim_task(task).unwrap());
     app.pool.add_device(phone.clone(), "sim").await.unwrap();
     phone
-}
-
-async fn steps(app: &TestApp, task_id: &str) -> Vec<Value> {
-    app.get(&format!("/v1/tasks/{task_id}/steps"))
-        .await
-        .json()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

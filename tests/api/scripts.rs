@@ -9,26 +9,38 @@ use serde_json::{Value, json};
 use crate::common::{TestApp, error_of};
 use crate::run::{add_phone, bare_app, model, submit, wait_done};
 
-/// Runs the sim task's reference solution (coordinate taps) as a replay task on
-/// `serial`, and returns the task id.
-async fn reference_run(app: &TestApp, serial: &str, task: &str) -> String {
+/// Submits the sim task's reference solution (coordinate taps) as a replay task on
+/// `serial` (going on past a failed tap when `blind`) and returns the task's id.
+async fn submit_reference(app: &TestApp, serial: &str, task: &str, blind: bool) -> String {
     let actions: Vec<Value> = sim_task(task)
         .unwrap()
         .reference()
         .iter()
         .map(|a| serde_json::to_value(a).unwrap())
         .collect();
-    let id = submit(
+    let on_error = if blind { "continue" } else { "fail" };
+    submit(
         app,
         json!({"instruction": sim_task(task).unwrap().instruction, "device_id": serial,
-               "agent": {"kind": "replay", "actions": actions}}),
+               "agent": {"kind": "replay", "actions": actions, "on_error": on_error}}),
     )
-    .await;
+    .await
+}
+
+/// The reference solution as a replay task that must succeed; returns its id.
+pub(crate) async fn reference_run(app: &TestApp, serial: &str, task: &str) -> String {
+    let id = submit_reference(app, serial, task, false).await;
     assert_eq!(wait_done(app, &id).await["status"], "succeeded");
     id
 }
 
-async fn record(app: &TestApp, task_id: &str) -> Value {
+async fn reference_run_unchecked(app: &TestApp, serial: &str, task: &str) -> String {
+    let id = submit_reference(app, serial, task, true).await;
+    wait_done(app, &id).await;
+    id
+}
+
+pub(crate) async fn record(app: &TestApp, task_id: &str) -> Value {
     let r = app
         .post_json("/v1/scripts", &json!({"from_task": task_id}))
         .await;
@@ -45,7 +57,7 @@ async fn run(app: &TestApp, script_id: &str, body: Value) -> Value {
     wait_done(app, t["id"].as_str().unwrap()).await
 }
 
-async fn steps(app: &TestApp, task_id: &str) -> Vec<Value> {
+pub(crate) async fn steps(app: &TestApp, task_id: &str) -> Vec<Value> {
     app.get(&format!("/v1/tasks/{task_id}/steps"))
         .await
         .json()
@@ -144,18 +156,6 @@ async fn a_recorded_run_replays_with_no_model_on_an_updated_app_where_coordinate
         blind_missed > 0,
         "a shuffled thread list defeats blind coordinates at least once in 4 seeds"
     );
-}
-
-async fn reference_run_unchecked(app: &TestApp, serial: &str, task: &str) -> String {
-    let actions: Vec<Value> = sim_task(task)
-        .unwrap()
-        .reference()
-        .iter()
-        .map(|a| serde_json::to_value(a).unwrap())
-        .collect();
-    let id = submit(app, json!({"instruction": "blind", "device_id": serial, "agent": {"kind": "replay", "actions": actions, "on_error": "continue"}})).await;
-    wait_done(app, &id).await;
-    id
 }
 
 #[tokio::test]
