@@ -45,6 +45,20 @@ pub enum CoreError {
     Devices(PoolError),
 }
 
+/// Wraps the opened store before anything else sees it (a benchmark's timing decorator).
+pub type StoreLayer = Box<dyn FnOnce(Arc<dyn Store>) -> Arc<dyn Store> + Send>;
+
+/// What a caller may put in place of the configured parts. The server and `droidpilot
+/// run` take the defaults; a benchmark times the store and brings its own agents, and
+/// still gets the same wiring as the server.
+#[derive(Default)]
+pub struct CoreParts {
+    /// Applied to the store `Core::build` opened.
+    pub store_layer: Option<StoreLayer>,
+    /// Builds each task's agent instead of the configured `agent` defaults.
+    pub agents: Option<AgentFactory>,
+}
+
 /// Store, bus, pool, artifacts, prompts, runner and scheduler, built once.
 pub struct Core {
     pub config: Arc<Config>,
@@ -72,6 +86,11 @@ impl Core {
     /// Opens the store and builds everything; starts the device-event forwarder and the
     /// webhook deliverer. The scheduler starts with `start_scheduler`.
     pub async fn build(config: &Config) -> Result<Core, CoreError> {
+        Self::build_with(config, CoreParts::default()).await
+    }
+
+    /// `build`, with some parts supplied by the caller.
+    pub async fn build_with(config: &Config, parts: CoreParts) -> Result<Core, CoreError> {
         let db = config.database_path();
         let store = SqliteStore::open(&db)
             .await
@@ -79,7 +98,10 @@ impl Core {
                 path: db.display().to_string(),
                 source,
             })?;
-        let store: Arc<dyn Store> = Arc::new(store);
+        let mut store: Arc<dyn Store> = Arc::new(store);
+        if let Some(layer) = parts.store_layer {
+            store = layer(store);
+        }
         let bus = EventBus::new(store.clone(), 4096);
         let prompts = Arc::new(Prompts::default());
         let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
@@ -107,7 +129,7 @@ impl Core {
         let scheduler = Scheduler {
             runner: runner.clone(),
             pool: pool.clone(),
-            agents: agent_factory(config),
+            agents: parts.agents.unwrap_or_else(|| agent_factory(config)),
             cfg: config.scheduler.clone(),
             wake: wake.clone(),
             running: running.clone(),

@@ -66,10 +66,12 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use crate::agent::{Agent, AgentContext, AgentError, Decision, ReplayAgent};
-use crate::device::pool::{DevicePool, PoolError, PoolOptions};
+use crate::config::{Config, Overrides};
+use crate::core::{Core, CoreParts};
+use crate::device::pool::PoolError;
 use crate::device::sim::tasks::{SimTask, tasks};
 use crate::device::sim::{SimConfig, SimDevice};
 use crate::device::{
@@ -79,15 +81,18 @@ use crate::domain::{
     Action, AppRef, Key, NewTask, PixelPoint, ScreenSize, Step, Task, TaskId, TaskSpec, TaskStatus,
 };
 use crate::domain::{Intervention, StepStatus, TaskSpecError};
-use crate::run::artifacts::ArtifactStore;
-use crate::run::events::{EventBus, FeedItem, Filter};
-use crate::run::interaction::Prompts;
-use crate::run::runner::{Runner, RunnerConfig, StopSignal};
-use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler, SchedulerConfig};
+use crate::run::events::{DEVICES_STREAM, FeedItem, Filter};
+use crate::run::runner::{RunnerConfig, StopSignal};
+use crate::run::scheduler::{AgentFactory, SchedulerConfig};
 use crate::screen::{ReprOptions, Screen, layout_hash};
-use crate::store::{
-    Artifact, CancelOutcome, SqliteStore, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
-};
+use crate::store::{Artifact, CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
+
+/// Each queued task's actions and the probe its phone reports to, taken by the agent factory.
+type Plans = HashMap<TaskId, (Vec<Action>, Arc<Probe>)>;
+
+/// How long a level's runners get to stop after the measurement (they are all finished
+/// unless the level timed out).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// One concurrency level: `phones` virtual phones, one task of up to `steps_per_task`
 /// steps each.
@@ -215,6 +220,8 @@ pub enum RunnerBenchError {
     Device(#[from] DeviceError),
     #[error("task spec: {0}")]
     Spec(#[from] TaskSpecError),
+    #[error("cannot build the core: {0}")]
+    Core(String),
 }
 
 impl RunnerBenchError {
@@ -836,27 +843,59 @@ fn segment(log: &ProbeLog, settle_poll: Duration) -> Vec<Option<StepSample>> {
 
 struct Env {
     store: Arc<TimedStore>,
-    runner: Runner,
+    core: Core,
 }
 
-async fn env(dir: &std::path::Path, cfg: &RunnerConfig) -> Result<Env, RunnerBenchError> {
+/// The bench's core, built by the one construction path the server uses
+/// (`Core::build_with`), on a scratch data directory: no configured phones (the bench
+/// adds its own), health checks out of the way (they would add device calls nobody asked
+/// for mid-measurement), the store wrapped in the timing decorator, and the bench's
+/// agents in place of the configured ones.
+async fn env(
+    dir: &std::path::Path,
+    cfg: &RunnerConfig,
+    phones: usize,
+    agents: Option<AgentFactory>,
+) -> Result<Env, RunnerBenchError> {
     let io = |source| RunnerBenchError::Io {
         path: dir.display().to_string(),
         source,
     };
     std::fs::create_dir_all(dir).map_err(io)?;
-    let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.join("bench.sqlite")).await?);
-    let store = Arc::new(TimedStore::new(sqlite));
-    let dyn_store: Arc<dyn Store> = store.clone();
-    // The server's own bus capacity (server::mod uses 4096).
-    let bus = EventBus::new(dyn_store.clone(), 4096);
-    let runner = Runner::new(
-        bus,
-        Arc::new(Prompts::default()),
-        ArtifactStore::new(dir, dyn_store),
-        cfg.clone(),
-    );
-    Ok(Env { store, runner })
+    let overrides = Overrides {
+        data_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    };
+    let mut config = Config::load_with_env(dir, &overrides, Vec::new())
+        .map_err(|e| RunnerBenchError::Core(e.to_string()))?;
+    config.devices.sim.clear();
+    config.devices.adb.enabled = false;
+    config.devices.health_interval_secs = 3600;
+    config.runner = cfg.clone();
+    config.scheduler = SchedulerConfig {
+        max_concurrent_tasks: phones.max(1),
+        queue_timeout_secs: 3600,
+        poll_ms: 50,
+        resume_interrupted: false,
+    };
+    let timed: Arc<std::sync::OnceLock<Arc<TimedStore>>> = Arc::default();
+    let slot = timed.clone();
+    let parts = CoreParts {
+        store_layer: Some(Box::new(move |inner| {
+            let t = Arc::new(TimedStore::new(inner));
+            let _ = slot.set(t.clone());
+            t
+        })),
+        agents,
+    };
+    let core = Core::build_with(&config, parts)
+        .await
+        .map_err(|e| RunnerBenchError::Core(e.to_string()))?;
+    let store = timed
+        .get()
+        .cloned()
+        .expect("build_with applies the store layer");
+    Ok(Env { store, core })
 }
 
 /// The concurrency workload: `len` actions that each change the screen at once
@@ -914,7 +953,7 @@ async fn overhead_run(
     dir: &std::path::Path,
     png_frames: bool,
 ) -> Result<OverheadReport, RunnerBenchError> {
-    let env = env(dir, &opts.runner).await?;
+    let env = env(dir, &opts.runner, 1, None).await?;
     let all = tasks();
     let phone = Arc::new(SimDevice::new(sim_config(
         "bench-overhead".into(),
@@ -947,7 +986,7 @@ async fn overhead_run(
             probe: probe.clone(),
         });
         let (_tx, rx) = no_stop();
-        let done = env.runner.run(task, device, agent, rx).await?;
+        let done = env.core.runner.run(task, device, agent, rx).await?;
         if i == 0 {
             env.store.take_stats();
             i += 1;
@@ -997,7 +1036,7 @@ async fn overhead_run(
         })
         .collect();
     store_calls.sort_by(|a, b| (b.mean_ms * b.per_step).total_cmp(&(a.mean_ms * a.per_step)));
-    env.runner.bus.store().close().await;
+    env.core.shutdown(SHUTDOWN_GRACE).await;
     let n = samples.len().max(1) as f64;
     let phases = PHASES
         .iter()
@@ -1154,15 +1193,21 @@ async fn level_run(
     level: ConcurrencyLevel,
     dir: &std::path::Path,
 ) -> Result<LevelReport, RunnerBenchError> {
-    let env = env(dir, &opts.runner).await?;
     let all = tasks();
-    // Health checks would add device calls nobody asked for mid-measurement.
-    let pool = DevicePool::new(PoolOptions {
-        health_interval: Duration::from_secs(3600),
-        ..PoolOptions::default()
-    })
-    .await?;
-    let mut plans: HashMap<TaskId, (Vec<Action>, Arc<Probe>)> = HashMap::new();
+    let plans: Arc<Mutex<Plans>> = Arc::default();
+    let by_task = plans.clone();
+    let agents: AgentFactory = Arc::new(move |task: &Task| {
+        let (actions, probe) = by_task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&task.id)
+            .ok_or_else(|| format!("no benchmark plan for task {}", task.id))?;
+        Ok(Box::new(TimedAgent {
+            inner: Box::new(ReplayAgent::new(actions)),
+            probe,
+        }) as Box<dyn Agent>)
+    });
+    let env = env(dir, &opts.runner, level.phones, Some(agents)).await?;
     let mut probes = Vec::with_capacity(level.phones);
     for i in 0..level.phones {
         let serial = format!("bench-{i:04}");
@@ -1173,52 +1218,32 @@ async fn level_run(
         ))?);
         phone.reset_to(t);
         let probe = Arc::new(Probe::default());
-        pool.add_device(
-            Arc::new(TimedDevice {
-                inner: phone,
-                probe: probe.clone(),
-                png_frames: false,
-            }),
-            "sim",
-        )
-        .await?;
+        env.core
+            .pool
+            .add_device(
+                Arc::new(TimedDevice {
+                    inner: phone,
+                    probe: probe.clone(),
+                    png_frames: false,
+                }),
+                "sim",
+            )
+            .await?;
         let actions = tour(i, level.steps_per_task.saturating_sub(1));
         let task = env
             .store
             .create_task(new_task(t.instruction, actions.len() + 1, Some(serial))?)
             .await?;
-        plans.insert(task.id, (actions, probe.clone()));
-        probes.push((task.id, probe));
-    }
-    let plans = Arc::new(Mutex::new(plans));
-    let agents: AgentFactory = Arc::new(move |task: &Task| {
-        let (actions, probe) = plans
+        plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&task.id)
-            .ok_or_else(|| format!("no benchmark plan for task {}", task.id))?;
-        Ok(Box::new(TimedAgent {
-            inner: Box::new(ReplayAgent::new(actions)),
-            probe,
-        }) as Box<dyn Agent>)
-    });
-    let scheduler = Scheduler {
-        runner: Arc::new(env.runner.clone()),
-        pool: pool.clone(),
-        agents,
-        cfg: SchedulerConfig {
-            max_concurrent_tasks: level.phones,
-            queue_timeout_secs: 3600,
-            poll_ms: 50,
-            resume_interrupted: false,
-        },
-        wake: Arc::new(Notify::new()),
-        running: Arc::new(RunningTasks::default()),
-    };
+            .insert(task.id, (actions, probe.clone()));
+        probes.push((task.id, probe));
+    }
     env.store.take_stats();
     env.store.track_events.store(true, Ordering::Relaxed);
 
-    let mut feed = env.runner.bus.feed(Filter::All);
+    let mut feed = env.core.bus.feed(Filter::All);
     let store = env.store.clone();
     let want = level.phones;
     // Not on a tracker: the bench awaits both of these itself before the level ends.
@@ -1233,6 +1258,8 @@ async fn level_run(
         };
         while s.finished < want {
             match feed.next().await {
+                // Pool events (phones added before the start) are not the runner's.
+                Ok(Some(FeedItem::Event(ev))) if ev.stream == DEVICES_STREAM => {}
                 Ok(Some(FeedItem::Event(ev))) => {
                     let now = Instant::now();
                     let wall = chrono::Utc::now();
@@ -1257,9 +1284,8 @@ async fn level_run(
         s
     });
 
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let t0 = Instant::now();
-    let sched = tokio::spawn(scheduler.run(shutdown_rx));
+    env.core.start_scheduler();
     let lag = match tokio::time::timeout(opts.level_timeout, subscriber).await {
         Ok(Ok(s)) => Some(s),
         _ => None,
@@ -1269,8 +1295,7 @@ async fn level_run(
         .and_then(|l| l.last_finish)
         .map(|t| t - t0)
         .unwrap_or_else(|| t0.elapsed());
-    let _ = shutdown_tx.send(true);
-    let _ = sched.await;
+    env.core.stop_taking_work();
     env.store.track_events.store(false, Ordering::Relaxed);
 
     let (mut steps, mut succeeded, mut unfinished) = (0, 0, 0);
@@ -1307,7 +1332,7 @@ async fn level_run(
             }
         }
     }
-    env.runner.bus.store().close().await;
+    env.core.shutdown(SHUTDOWN_GRACE).await;
     let lag = lag.unwrap_or(LagStats {
         from_commit: Vec::new(),
         from_created: Vec::new(),
