@@ -88,11 +88,12 @@ fn ctx(with_shot: bool) -> AgentContext {
                 key: droidpilot::domain::Key::Back,
             },
             outcome: "screen changed".into(),
+            failed: false,
         });
     }
-    AgentContext {
-        instruction: "Open Settings and turn on Wi-Fi".into(),
-        observation: Observation {
+    AgentContext::new(
+        "Open Settings and turn on Wi-Fi".into(),
+        Observation {
             tree: None,
             screen: median_screen(),
             screenshot: with_shot.then(screenshot),
@@ -101,7 +102,7 @@ fn ctx(with_shot: bool) -> AgentContext {
             elapsed: Duration::from_secs(40),
         },
         history,
-    }
+    )
 }
 
 fn reply(msg: serde_json::Value) -> Vec<u8> {

@@ -607,9 +607,9 @@ mod agents {
     }
 
     pub fn ctx() -> AgentContext {
-        AgentContext {
-            instruction: "Turn on Wi-Fi".into(),
-            observation: Observation {
+        AgentContext::new(
+            "Turn on Wi-Fi".into(),
+            Observation {
                 screen: screen(),
                 tree: None,
                 screenshot: Some(ImageData::from_bytes(tiny_png()).unwrap()),
@@ -617,8 +617,8 @@ mod agents {
                 max_steps: 20,
                 elapsed: Duration::from_secs(12),
             },
-            history: History::new(4),
-        }
+            History::new(4),
+        )
     }
 
     fn text_reply(p: ProviderKind, text: &str) -> Value {

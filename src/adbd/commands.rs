@@ -750,6 +750,17 @@ impl Commands {
             p.insert("ro.product.model".into(), info.model.clone());
             p.insert("ro.sf.lcd_density".into(), info.density.to_string());
         }
+        if let Ok(l) = self.device.locale().await {
+            for (k, v) in [
+                ("persist.sys.locale", l.locale),
+                ("persist.sys.timezone", l.timezone),
+                ("gsm.sim.operator.iso-country", l.country),
+            ] {
+                if let Some(v) = v {
+                    p.insert(k.into(), v);
+                }
+            }
+        }
         p.insert("ro.product.manufacturer".into(), "droidpilot".into());
         p.insert("ro.product.brand".into(), "droidpilot".into());
         p.insert("ro.product.name".into(), "droidpilot_sim".into());

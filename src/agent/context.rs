@@ -19,6 +19,125 @@ pub struct AgentContext {
     pub instruction: String,
     pub observation: Observation,
     pub history: History,
+    /// Guidance from a planner, shown right after the task in every prompt (pinned: it
+    /// survives the history window).
+    pub guidance: Option<String>,
+    /// Facts about the phone beside the screen: app, keyboard, locale, installed apps.
+    pub device: DeviceContext,
+    /// What changed on screen since the previous step.
+    pub diff: Option<ScreenDiff>,
+    /// Show "Step n of max (t elapsed)" in the prompt (seeds 000 and 003).
+    pub step_info: bool,
+}
+
+/// Facts about the phone the agent cannot read off the element map, gathered by the
+/// runner (installed apps cached with a time-to-live).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceContext {
+    pub app: Option<String>,
+    pub activity: Option<String>,
+    pub keyboard_visible: bool,
+    /// BCP 47 (`en-US`), when the device reports it.
+    pub locale: Option<String>,
+    /// IANA (`Europe/Berlin`), when the device reports it.
+    pub timezone: Option<String>,
+    /// ISO 3166 (`de`), when the device reports it.
+    pub country: Option<String>,
+    /// `label (package)` for each launchable app; empty when unknown.
+    pub installed_apps: std::sync::Arc<Vec<String>>,
+}
+
+impl DeviceContext {
+    /// One paragraph for a prompt; empty when nothing is known.
+    pub fn render(&self) -> String {
+        let mut facts = Vec::new();
+        if let Some(a) = &self.app {
+            let act = self
+                .activity
+                .as_deref()
+                .map(|a| format!(" / {a}"))
+                .unwrap_or_default();
+            facts.push(format!("foreground app: {a}{act}"));
+        }
+        if self.keyboard_visible {
+            facts.push("the soft keyboard is open".into());
+        }
+        for (k, v) in [
+            ("locale", &self.locale),
+            ("time zone", &self.timezone),
+            ("country", &self.country),
+        ] {
+            if let Some(v) = v {
+                facts.push(format!("{k}: {v}"));
+            }
+        }
+        if !self.installed_apps.is_empty() {
+            facts.push(format!(
+                "installed apps: {}",
+                self.installed_apps.join(", ")
+            ));
+        }
+        if facts.is_empty() {
+            return String::new();
+        }
+        format!("Device: {}.", facts.join("; "))
+    }
+}
+
+/// Elements that appeared on and disappeared from the screen since the previous step,
+/// by their labels (a person's words for them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScreenDiff {
+    pub appeared: Vec<String>,
+    pub gone: Vec<String>,
+}
+
+/// Labels listed in a diff, at most (the rest is counted).
+const DIFF_LIMIT: usize = 12;
+
+impl ScreenDiff {
+    /// The diff between two screens' actionable elements (by type and label); None when
+    /// nothing changed.
+    pub fn between(
+        before: &[crate::domain::ActionableElement],
+        after: &[crate::domain::ActionableElement],
+    ) -> Option<Self> {
+        let key = |e: &crate::domain::ActionableElement| {
+            if e.text.is_empty() {
+                format!("{} {}", e.kind, e.selector)
+            } else {
+                format!("{} \"{}\"", e.kind, e.text)
+            }
+        };
+        let a: Vec<String> = before.iter().map(key).collect();
+        let b: Vec<String> = after.iter().map(key).collect();
+        let appeared: Vec<String> = b.iter().filter(|k| !a.contains(k)).cloned().collect();
+        let gone: Vec<String> = a.iter().filter(|k| !b.contains(k)).cloned().collect();
+        (!appeared.is_empty() || !gone.is_empty()).then_some(Self { appeared, gone })
+    }
+
+    pub fn render(&self) -> String {
+        let list = |v: &[String]| {
+            let mut s = v
+                .iter()
+                .take(DIFF_LIMIT)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if v.len() > DIFF_LIMIT {
+                let _ = write!(s, " and {} more", v.len() - DIFF_LIMIT);
+            }
+            s
+        };
+        let mut parts = Vec::new();
+        if !self.appeared.is_empty() {
+            parts.push(format!("appeared: {}", list(&self.appeared)));
+        }
+        if !self.gone.is_empty() {
+            parts.push(format!("gone: {}", list(&self.gone)));
+        }
+        format!("Since the previous step: {}.", parts.join("; "))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -43,10 +162,20 @@ pub struct StepRecord {
     pub action: Action,
     /// What happened: "screen changed", "no visible change", an error message…
     pub outcome: String,
+    /// The step failed (its action failed after the runner's retries, or a finish was
+    /// rejected).
+    pub failed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Note {
+    /// The runner's stuck detector: a diagnostic, or an escalation the planner is asked
+    /// about before a person is (`escalated`).
+    Stuck {
+        step: u32,
+        why: String,
+        escalated: bool,
+    },
     UserAnswer {
         step: u32,
         question: String,
@@ -114,6 +243,19 @@ impl History {
             s.push_str("Answers and tool results:\n");
             for n in &self.notes {
                 let _ = match n {
+                    Note::Stuck {
+                        step,
+                        why,
+                        escalated,
+                    } => writeln!(
+                        s,
+                        "- step {step}: you seem stuck ({why}). {}",
+                        if *escalated {
+                            "A new plan was asked for; follow it, or try something different."
+                        } else {
+                            "Try something different: go back, scroll, or pick another element."
+                        }
+                    ),
                     Note::UserAnswer {
                         step,
                         question,
@@ -163,16 +305,45 @@ impl Default for History {
 }
 
 impl AgentContext {
-    /// The task header every prompt starts with: instruction, step budget and time.
+    /// A context with nothing beside the instruction, observation and history.
+    pub fn new(instruction: String, observation: Observation, history: History) -> Self {
+        Self {
+            instruction,
+            observation,
+            history,
+            guidance: None,
+            device: DeviceContext::default(),
+            diff: None,
+            step_info: true,
+        }
+    }
+
+    /// The header every prompt starts with: the instruction, the planner's guidance
+    /// (pinned), the step budget and time, the device and what changed on screen.
     pub fn header(&self) -> String {
         let o = &self.observation;
-        format!(
-            "Task: {}\nStep {} of {} ({:.0}s elapsed).",
-            self.instruction,
-            o.step_count + 1,
-            o.max_steps,
-            o.elapsed.as_secs_f64()
-        )
+        let mut s = format!("Task: {}", self.instruction);
+        if let Some(g) = &self.guidance {
+            let _ = write!(s, "\n\n{}", g.trim_end());
+            s.push('\n');
+        }
+        if self.step_info {
+            let _ = write!(
+                s,
+                "\nStep {} of {} ({:.0}s elapsed).",
+                o.step_count + 1,
+                o.max_steps,
+                o.elapsed.as_secs_f64()
+            );
+        }
+        let device = self.device.render();
+        if !device.is_empty() {
+            let _ = write!(s, "\n{device}");
+        }
+        if let Some(d) = &self.diff {
+            let _ = write!(s, "\n{}", d.render());
+        }
+        s
     }
 }
 
@@ -190,6 +361,7 @@ mod tests {
                 thinking: String::new(),
                 action: Action::Key { key: Key::Back },
                 outcome: format!("outcome {i}"),
+                failed: false,
             });
         }
         h.push_note(Note::UserAnswer {

@@ -25,6 +25,8 @@ pub struct Grounded {
     pub usage: Usage,
     pub cost: Option<f64>,
     pub model_calls: u32,
+    /// The grounder's calls, logged under its role.
+    pub calls: Vec<crate::domain::ModelCall>,
 }
 
 #[async_trait]
@@ -51,7 +53,7 @@ impl ModelGrounder {
 #[async_trait]
 impl Grounder for ModelGrounder {
     async fn ground(&self, req: &GroundingRequest<'_>) -> Result<Grounded, AgentError> {
-        let mut meter = Meter::new(&self.prices);
+        let mut meter = Meter::for_role(&self.prices, crate::domain::ModelRole::Grounder);
         let chat = ChatRequest::new(
             Some(self.format.system_prompt(&[])),
             vec![Message::user(vec![
@@ -99,6 +101,7 @@ impl Grounder for ModelGrounder {
             usage: meter.usage,
             cost: meter.cost,
             model_calls: meter.calls,
+            calls: meter.log,
         })
     }
 }

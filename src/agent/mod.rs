@@ -4,10 +4,13 @@
 //! Every output ends as a validated `Action`; a reply that does not parse gets one
 //! self-correction attempt with the error text, counted in `Decision::retries`.
 
+pub mod chain;
+pub mod composite;
 pub mod context;
 pub mod grounding;
 pub mod navigator;
 pub mod parse_error;
+pub mod planned;
 pub mod recording;
 pub mod replay;
 pub mod script;
@@ -20,7 +23,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::domain::Action;
+use crate::domain::{Action, Annotation, ModelCall, ModelRole};
 use crate::llm::{ChatModel, ChatReply, ChatRequest, LlmError, PriceTable, Usage};
 
 pub use context::{AgentContext, History, Note, Observation, StepRecord};
@@ -51,6 +54,10 @@ pub struct Decision {
     pub own_time: Duration,
     /// Script replays: what this step does for the script (stored with the step).
     pub replay: Option<crate::domain::ReplayInfo>,
+    /// Every model call, by role (the actor's, a grounder's, a planner's…).
+    pub calls: Vec<ModelCall>,
+    /// What the roles around the actor said at this step (plans, progress, verdicts).
+    pub annotations: Vec<Annotation>,
 }
 
 impl Decision {
@@ -67,7 +74,26 @@ impl Decision {
             model_time: Duration::ZERO,
             own_time: Duration::ZERO,
             replay: None,
+            calls: Vec::new(),
+            annotations: Vec::new(),
         }
+    }
+
+    /// Folds another role's calls (a planner's, a verifier's) into this decision's cost.
+    pub fn absorb(&mut self, calls: &[ModelCall]) {
+        for c in calls {
+            self.usage += Usage {
+                input_tokens: c.tokens_in,
+                output_tokens: c.tokens_out,
+                ..Usage::default()
+            };
+            if let Some(x) = c.cost_usd {
+                *self.cost.get_or_insert(0.0) += x;
+            }
+            self.model_calls += 1;
+            self.model_time += Duration::from_millis(c.latency_ms);
+        }
+        self.calls.extend_from_slice(calls);
     }
 }
 
@@ -98,6 +124,17 @@ pub trait Agent: Send {
     /// `AgentError::AppNotInstalled` otherwise (a script's `app`). None: no such app.
     fn required_app(&self) -> Option<&str> {
         None
+    }
+    /// Whether the agent reads the device context (installed apps…): the runner only
+    /// lists a phone's apps for agents that do.
+    fn wants_device_context(&self) -> bool {
+        false
+    }
+    /// The runner's stuck detector escalated: an agent that can re-plan says so (and
+    /// does, at its next decision) before a person is asked. Once per task.
+    fn replan_when_stuck(&mut self, why: &str) -> bool {
+        let _ = why;
+        false
     }
 }
 
@@ -175,25 +212,34 @@ impl AgentError {
     }
 }
 
-/// Counts model calls, tokens, cost and time across one decision.
+/// Counts model calls, tokens, cost and time across one decision, and logs each call
+/// under its role.
 pub(crate) struct Meter<'a> {
     prices: &'a PriceTable,
     started: Instant,
+    role: ModelRole,
     pub usage: Usage,
     pub cost: Option<f64>,
     pub calls: u32,
     pub model_time: Duration,
+    pub log: Vec<ModelCall>,
 }
 
 impl<'a> Meter<'a> {
     pub fn new(prices: &'a PriceTable) -> Self {
+        Self::for_role(prices, ModelRole::Actor)
+    }
+
+    pub fn for_role(prices: &'a PriceTable, role: ModelRole) -> Self {
         Self {
             prices,
             started: Instant::now(),
+            role,
             usage: Usage::default(),
             cost: None,
             calls: 0,
             model_time: Duration::ZERO,
+            log: Vec::new(),
         }
     }
 
@@ -204,26 +250,59 @@ impl<'a> Meter<'a> {
     ) -> Result<ChatReply, AgentError> {
         let t = Instant::now();
         let r = model.chat(req).await;
-        self.model_time += t.elapsed();
-        let reply = r?;
-        self.add(&model.config().model, &reply.usage);
-        Ok(reply)
+        let latency = t.elapsed();
+        self.model_time += latency;
+        let cfg = model.config();
+        let mut call = ModelCall {
+            role: self.role,
+            model: format!("{}:{}", cfg.provider.id(), cfg.model),
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: None,
+            latency_ms: latency.as_millis() as u64,
+            error: None,
+        };
+        match r {
+            Ok(reply) => {
+                call.cost_usd = self.add(&cfg.model, &reply.usage);
+                call.tokens_in = reply.usage.input_tokens;
+                call.tokens_out = reply.usage.output_tokens;
+                self.log.push(call);
+                Ok(reply)
+            }
+            Err(e) => {
+                call.error = Some(e.to_string());
+                self.log.push(call);
+                Err(e.into())
+            }
+        }
     }
 
-    pub fn add(&mut self, model: &str, usage: &Usage) {
+    /// Counts one call's usage; returns its cost when the model has a price.
+    pub fn add(&mut self, model: &str, usage: &Usage) -> Option<f64> {
         self.calls += 1;
         self.usage += *usage;
-        if let Some(c) = self.prices.cost(model, usage) {
+        let c = self.prices.cost(model, usage);
+        if let Some(c) = c {
             *self.cost.get_or_insert(0.0) += c;
         }
+        c
     }
 
-    pub fn add_cost(&mut self, usage: Usage, cost: Option<f64>, calls: u32) {
-        self.calls += calls;
-        self.usage += usage;
-        if let Some(c) = cost {
-            *self.cost.get_or_insert(0.0) += c;
+    /// Takes in another meter's calls (a grounder's).
+    pub fn absorb(&mut self, calls: &[ModelCall]) {
+        for c in calls {
+            self.calls += 1;
+            self.usage += Usage {
+                input_tokens: c.tokens_in,
+                output_tokens: c.tokens_out,
+                ..Usage::default()
+            };
+            if let Some(x) = c.cost_usd {
+                *self.cost.get_or_insert(0.0) += x;
+            }
         }
+        self.log.extend_from_slice(calls);
     }
 
     pub fn decision(self, thinking: String, action: Action, raw: String, retries: u32) -> Decision {
@@ -238,6 +317,8 @@ impl<'a> Meter<'a> {
             own_time: self.started.elapsed().saturating_sub(self.model_time),
             model_time: self.model_time,
             replay: None,
+            calls: self.log,
+            annotations: Vec::new(),
         }
     }
 }

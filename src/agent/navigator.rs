@@ -554,7 +554,7 @@ impl Agent for NavigatorAgent {
                             screenshot: shot,
                         })
                         .await?;
-                    meter.add_cost(g.usage, g.cost, g.model_calls);
+                    meter.absorb(&g.calls);
                     args.insert("coordinate".into(), json!([g.point.x(), g.point.y()]));
                     self.to_action(&name, args).map(Outcome::Act)
                 }
@@ -658,6 +658,10 @@ impl Agent for NavigatorAgent {
             script,
             healed_from: None,
         })
+    }
+
+    fn wants_device_context(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> String {

@@ -29,6 +29,11 @@ pub enum AgentKind {
     Replay,
     /// Replays a stored or inline script; a recovery model only with `recovery: true`.
     Script,
+    /// An acting agent (`fast`) with a planner, a progress checker and a completion
+    /// verifier (seed 002).
+    Planned,
+    /// Several agents in order at each step; the last one's action is taken (seed 000).
+    Chain,
 }
 
 /// Which agent runs a task. Absent fields come from the configuration.
@@ -72,6 +77,25 @@ pub struct AgentSpec {
     /// by `provider`, `model` and `base_url` like a navigator's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<bool>,
+    /// Planned agents only: the planner's model (the acting agent's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<super::composite::ModelSpec>,
+    /// Planned agents only: the acting agent, a navigator or vision agent spec (the
+    /// default navigator when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub fast: Option<Box<AgentSpec>>,
+    /// Planned agents only: the progress checker's and completion verifier's model (the
+    /// acting agent's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<super::composite::ModelSpec>,
+    /// Planned agents only: when to plan, check and verify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planning: Option<super::planned::PlanningOptions>,
+    /// Chains only: the agents, in order (2 to 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub agents: Option<Vec<AgentSpec>>,
 }
 
 /// A field of the `agent` object that is wrong, and why.
@@ -85,7 +109,17 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    /// The same error, for an agent object nested at `at` (`fast`, `agents[1]`).
+    pub fn nested(self, at: &str) -> Self {
+        let field = if self.field.is_empty() {
+            at.to_string()
+        } else {
+            format!("{at}.{}", self.field)
+        };
+        Self { field, ..self }
+    }
+
+    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             message: message.into(),
@@ -116,6 +150,11 @@ const FIELDS: &[&str] = &[
     "script_version",
     "inputs",
     "recovery",
+    "planner",
+    "fast",
+    "verifier",
+    "planning",
+    "agents",
 ];
 
 fn enum_field<T: for<'de> Deserialize<'de>>(
@@ -173,7 +212,18 @@ impl AgentSpec {
             }
         }
         let spec = AgentSpec {
-            kind: enum_field(obj, "kind", &["navigator", "vision", "replay", "script"])?,
+            kind: enum_field(
+                obj,
+                "kind",
+                &[
+                    "navigator",
+                    "vision",
+                    "replay",
+                    "script",
+                    "planned",
+                    "chain",
+                ],
+            )?,
             format: enum_field(obj, "format", &["mai-ui", "ui-tars", "autoglm", "generic"])?,
             provider: enum_field(obj, "provider", &["openai", "anthropic", "gemini"])?,
             model: string_field(obj, "model")?,
@@ -220,6 +270,14 @@ impl AgentSpec {
                 Some(Value::Bool(b)) => Some(*b),
                 Some(_) => return Err(SpecError::new("recovery", "expected true or false")),
             },
+            planner: super::composite::parse_model(obj, "planner")?,
+            fast: match obj.get("fast") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(Box::new(super::composite::parse_nested(v, "fast")?)),
+            },
+            verifier: super::composite::parse_model(obj, "verifier")?,
+            planning: super::composite::parse_planning(obj)?,
+            agents: super::composite::parse_agents(obj)?,
         };
         Ok(spec)
     }
@@ -307,6 +365,18 @@ impl AgentSpec {
 
     pub fn validate(&self, defaults: &AgentDefaults) -> Result<AgentKind, SpecError> {
         let kind = self.kind.unwrap_or(defaults.kind);
+        self.refuse_composite_fields(kind)?;
+        match kind {
+            AgentKind::Planned => {
+                super::composite::validate_planned(self, defaults)?;
+                return Ok(kind);
+            }
+            AgentKind::Chain => {
+                super::composite::validate_chain(self, defaults)?;
+                return Ok(kind);
+            }
+            _ => {}
+        }
         if self.format.is_some() && kind != AgentKind::Vision {
             return Err(SpecError::new(
                 "format",
@@ -377,6 +447,70 @@ impl AgentSpec {
             }
         }
         Ok(kind)
+    }
+
+    /// The fields of planned agents and chains, on an agent of another kind (and the
+    /// fields of simple agents on a chain).
+    fn refuse_composite_fields(&self, kind: AgentKind) -> Result<(), SpecError> {
+        let planned_only = [
+            ("planner", self.planner.is_some()),
+            ("fast", self.fast.is_some()),
+            ("verifier", self.verifier.is_some()),
+            ("planning", self.planning.is_some()),
+        ];
+        for (f, set) in planned_only {
+            if set && kind != AgentKind::Planned {
+                return Err(SpecError::new(
+                    f,
+                    "is for planned agents only (\"kind\": \"planned\")",
+                ));
+            }
+        }
+        if self.agents.is_some() && kind != AgentKind::Chain {
+            return Err(SpecError::new(
+                "agents",
+                "is for chains only (\"kind\": \"chain\")",
+            ));
+        }
+        if matches!(kind, AgentKind::Planned | AgentKind::Chain) {
+            let simple = [
+                ("format", self.format.is_some()),
+                ("actions", self.actions.is_some()),
+                ("on_error", self.on_error.is_some()),
+                ("script", self.script.is_some()),
+                ("script_id", self.script_id.is_some()),
+                ("script_version", self.script_version.is_some()),
+                ("inputs", self.inputs.is_some()),
+                ("recovery", self.recovery.is_some()),
+            ];
+            for (f, set) in simple {
+                if set {
+                    let place = match kind {
+                        AgentKind::Planned => "in `fast`",
+                        _ => "in one of `agents`",
+                    };
+                    return Err(SpecError::new(
+                        f,
+                        format!("belongs to the agent that uses it: set it {place}"),
+                    ));
+                }
+            }
+        }
+        if kind == AgentKind::Chain {
+            for (f, set) in [
+                ("provider", self.provider.is_some()),
+                ("model", self.model.is_some()),
+                ("base_url", self.base_url.is_some()),
+            ] {
+                if set {
+                    return Err(SpecError::new(
+                        f,
+                        "a chain has no model of its own: set it in one of `agents`",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The model configuration for this spec: the default one for its kind, with the
@@ -510,6 +644,9 @@ impl AgentDefaults {
         env: impl Fn(&str) -> Option<String>,
     ) -> Option<LlmError> {
         let kind = spec.validate(self).ok()?;
+        if matches!(kind, AgentKind::Planned | AgentKind::Chain) {
+            return super::composite::missing_key(spec, kind, self, &env);
+        }
         if kind == AgentKind::Replay || (kind == AgentKind::Script && spec.recovery != Some(true)) {
             return None;
         }
@@ -526,7 +663,7 @@ impl AgentDefaults {
         })
     }
 
-    fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
+    pub(crate) fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
         if cfg.api_key.is_some() {
             return Ok(cfg.api_key.clone());
         }
@@ -546,10 +683,16 @@ pub fn build_agent(
 }
 
 /// Refuses `"record": true` for an agent that cannot record (only the navigator has the
-/// `record_step` / `finalize_script` tools).
-pub fn check_record(kind: AgentKind) -> Result<(), SpecError> {
+/// `record_step` / `finalize_script` tools; a planned agent records through its `fast`
+/// navigator).
+pub fn check_record(spec: &AgentSpec, defaults: &AgentDefaults) -> Result<(), SpecError> {
+    let kind = spec.validate(defaults)?;
     if kind == AgentKind::Navigator {
         return Ok(());
+    }
+    if kind == AgentKind::Planned {
+        let fast = super::composite::fast(spec, defaults);
+        return check_record(&fast, defaults).map_err(|e| e.nested("fast"));
     }
     Err(SpecError::new(
         "kind",
@@ -566,7 +709,7 @@ pub fn build_recording_agent(
 ) -> Result<Box<dyn Agent>, AgentError> {
     let kind = spec.validate(defaults)?;
     if record.is_some() {
-        check_record(kind)?;
+        check_record(spec, defaults)?;
     }
     for t in &defaults.mcp_tools {
         if BUILTIN_TOOLS.contains(&t.name.as_str()) || t.name == "mobile_use" {
@@ -584,6 +727,12 @@ pub fn build_recording_agent(
     }
     if kind == AgentKind::Script {
         return build_script_agent(spec, defaults);
+    }
+    if kind == AgentKind::Planned {
+        return super::composite::build_planned(spec, defaults, record);
+    }
+    if kind == AgentKind::Chain {
+        return super::composite::build_chain(spec, defaults);
     }
     let cfg = spec.model_config(kind, defaults);
     cfg.validate()
@@ -698,7 +847,7 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(
             err(json!({"kind": "visoin"})).to_string(),
-            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script"
+            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain"
         );
         assert_eq!(
             err(json!({"kind": "navigator", "format": "mai-ui"})).field,
@@ -712,7 +861,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error, script, script_id, script_version, inputs, recovery"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),

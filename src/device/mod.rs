@@ -102,6 +102,18 @@ pub struct CurrentApp {
     pub activity: Option<String>,
 }
 
+/// Where the phone thinks it is: what agents are told beside the screen (seed 002's
+/// country, language and time zone). Each is None when the device does not say.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DeviceLocale {
+    /// BCP 47 (`en-US`), from `persist.sys.locale` (or `ro.product.locale`).
+    pub locale: Option<String>,
+    /// IANA (`Europe/Berlin`), from `persist.sys.timezone`.
+    pub timezone: Option<String>,
+    /// ISO 3166 alpha-2, lower case (`de`), from the SIM's `gsm.sim.operator.iso-country`.
+    pub country: Option<String>,
+}
+
 /// An installed app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AppInfo {
@@ -218,6 +230,11 @@ pub trait Device: Send + Sync {
     /// on both (a pop-up that appears "2 s later" appears).
     async fn wait(&self, ms: u64) {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+
+    /// The phone's locale, time zone and country; a backend that cannot tell says nothing.
+    async fn locale(&self) -> Result<DeviceLocale, DeviceError> {
+        Ok(DeviceLocale::default())
     }
 
     /// A cheap liveness probe for the pool's health checks (an `echo` over adb).

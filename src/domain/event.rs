@@ -154,6 +154,15 @@ pub enum TaskEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         replay: Option<super::ReplayInfo>,
     },
+    /// A role beside the agent said something about a step: a plan arrived, the progress
+    /// checker answered, the completion verifier judged a finish… Published before the
+    /// step's `step.executed`, and stored with the step.
+    #[serde(rename = "step.annotated")]
+    StepAnnotated {
+        task_id: TaskId,
+        step: u32,
+        annotation: super::Annotation,
+    },
     /// A model call failed transiently and is tried again after `delay_ms`.
     #[serde(rename = "model.retry")]
     ModelRetry {
@@ -250,6 +259,7 @@ impl TaskEvent {
             StepObserved { .. } => "step.observed",
             StepDecided { .. } => "step.decided",
             StepExecuted { .. } => "step.executed",
+            StepAnnotated { .. } => "step.annotated",
             ModelRetry { .. } => "model.retry",
             DeviceOnline { .. } => "device.online",
             DeviceOffline { .. } => "device.offline",

@@ -2,6 +2,8 @@
 //! every other layer builds on these.
 
 pub mod action;
+pub mod annotation;
+pub use annotation::{Annotation, Approach, ModelCall, ModelRole, Plan, PlanTrigger};
 pub mod element;
 pub mod geometry;
 pub mod shell;

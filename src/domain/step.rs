@@ -174,6 +174,14 @@ pub struct Step {
     /// Script replays only: which script step, selector and fallback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayInfo>,
+    /// Every model call this step made, by role (actor, planner, progress checker,
+    /// verifier, grounder, recovery), with tokens, cost and latency.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<super::ModelCall>,
+    /// What the roles around the agent said at this step: plans, progress checks,
+    /// verdicts, typed-text mismatches, chain switches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<super::Annotation>,
 }
 
 /// The screen a step acted on, as its record keeps it: what the agent saw, and the

@@ -22,6 +22,14 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// The name in configuration and specs (`openai`, `anthropic`, `gemini`).
+    pub fn id(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+        }
+    }
     pub fn display_name(self) -> &'static str {
         match self {
             ProviderKind::Openai => "OpenAI",

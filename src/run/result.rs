@@ -218,6 +218,8 @@ mod tests {
             cost_usd: 0.0,
             model_calls: 0,
             replay: None,
+            calls: Vec::new(),
+            annotations: Vec::new(),
         }
     }
 

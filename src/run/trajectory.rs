@@ -65,7 +65,56 @@ pub struct Trajectory {
     pub task: Task,
     /// The coordinator's view of the outcome, once the task has ended.
     pub result: Option<CoordinatorResult>,
+    /// Model calls summed per role (actor, planner, progress, verifier…), from the steps.
+    #[serde(default)]
+    pub roles: Vec<RoleUsage>,
     pub steps: Vec<TrajectoryStep>,
+}
+
+/// What one role's model calls cost over a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RoleUsage {
+    pub role: crate::domain::ModelRole,
+    pub calls: u32,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
+    /// Summed over the calls.
+    pub latency_ms: u64,
+    /// Calls that failed.
+    pub errors: u32,
+}
+
+impl RoleUsage {
+    /// Per role, in the order roles first appear.
+    pub fn of(steps: &[Step]) -> Vec<RoleUsage> {
+        let mut out: Vec<RoleUsage> = Vec::new();
+        for c in steps.iter().flat_map(|s| &s.calls) {
+            let i = match out.iter().position(|u| u.role == c.role) {
+                Some(i) => i,
+                None => {
+                    out.push(RoleUsage {
+                        role: c.role,
+                        calls: 0,
+                        tokens_in: 0,
+                        tokens_out: 0,
+                        cost_usd: 0.0,
+                        latency_ms: 0,
+                        errors: 0,
+                    });
+                    out.len() - 1
+                }
+            };
+            let u = &mut out[i];
+            u.calls += 1;
+            u.tokens_in += c.tokens_in;
+            u.tokens_out += c.tokens_out;
+            u.cost_usd += c.cost_usd.unwrap_or(0.0);
+            u.latency_ms += c.latency_ms;
+            u.errors += u32::from(c.error.is_some());
+        }
+        out
+    }
 }
 
 /// One step as exported.
@@ -99,6 +148,12 @@ pub struct TrajectoryStep {
     pub screenshot_sha256: Option<String>,
     /// `screenshots/NNNN.png`, relative to `trajectory.json`.
     pub screenshot: Option<String>,
+    /// Every model call of the step, by role.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<crate::domain::ModelCall>,
+    /// Plans, progress checks, verdicts and other notes of the roles around the agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<crate::domain::Annotation>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +204,8 @@ impl TrajectoryStep {
             cost_usd: s.cost_usd,
             screenshot: s.screenshot.as_ref().map(|_| screenshot_name(s.n)),
             screenshot_sha256: s.screenshot,
+            calls: s.calls,
+            annotations: s.annotations,
         }
     }
 
@@ -169,8 +226,10 @@ impl TrajectoryStep {
             tokens_in: self.tokens_in,
             tokens_out: self.tokens_out,
             cost_usd: self.cost_usd,
-            model_calls: 0,
+            model_calls: self.calls.len() as u32,
             replay: None,
+            calls: self.calls.clone(),
+            annotations: self.annotations.clone(),
         }
     }
 
@@ -194,6 +253,7 @@ impl Trajectory {
             version: FORMAT_VERSION,
             task,
             result,
+            roles: RoleUsage::of(&steps),
             steps: steps.into_iter().map(TrajectoryStep::from_step).collect(),
         })
     }
@@ -252,6 +312,7 @@ impl Trajectory {
                 thinking: s.thinking.clone().unwrap_or_default(),
                 action,
                 outcome,
+                failed: s.outcome.status != crate::domain::StepStatus::Ok,
             });
         }
         h

@@ -13,7 +13,7 @@ use super::tree::{UiTree, is_system_overlay_package};
 const DIALOG_IDS: [&str; 3] = ["alertTitle", "parentPanel", "buttonPanel"];
 
 /// Keyboard windows (Gboard, SwiftKey, Samsung's), whose panels reuse dialog ids.
-fn is_keyboard_package(pkg: &str) -> bool {
+pub fn is_keyboard_package(pkg: &str) -> bool {
     pkg.contains("inputmethod")
         || pkg.contains("keyboard")
         || pkg.contains("honeyboard")

@@ -37,6 +37,14 @@ pub struct Screen {
 }
 
 impl Screen {
+    /// Whether a soft keyboard's window is on screen.
+    pub fn keyboard_visible(&self) -> bool {
+        self.tree
+            .nodes
+            .iter()
+            .any(|n| n.visible && super::modal::is_keyboard_package(&n.package))
+    }
+
     /// Redacts `tree` with the configured patterns and builds the element map.
     pub fn new(mut tree: UiTree, opts: &ReprOptions) -> Screen {
         if !opts.redact.is_empty() {

@@ -228,9 +228,9 @@ pub(super) fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiErr
     let agent = match &spec.agent {
         Some(a) => crate::agent::spec::AgentSpec::from_json(a)
             .and_then(|a| {
-                let kind = a.validate(&s.config.agent)?;
+                a.validate(&s.config.agent)?;
                 if spec.record {
-                    crate::agent::spec::check_record(kind)?;
+                    crate::agent::spec::check_record(&a, &s.config.agent)?;
                 }
                 Ok(a)
             })
@@ -245,15 +245,7 @@ pub(super) fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiErr
         None => {
             let a = crate::agent::spec::AgentSpec::default();
             if spec.record {
-                let kind = a.validate(&s.config.agent).map_err(|e| {
-                    ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "invalid_agent",
-                        e.to_string(),
-                        e.hint(),
-                    )
-                });
-                crate::agent::spec::check_record(kind?).map_err(|e| {
+                crate::agent::spec::check_record(&a, &s.config.agent).map_err(|e| {
                     ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,
                         "invalid_agent",

@@ -162,9 +162,9 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
     })
 }
 
-const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
+const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations \
      FROM steps WHERE task_id = ? ORDER BY n";
-const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay \
+const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations \
      FROM steps WHERE task_id = ? AND n = ?";
 const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE id = ?";
 const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE task_id = ? ORDER BY created_at, id";
@@ -187,6 +187,8 @@ fn step_from_row(r: &SqliteRow) -> Result<Step, StoreError> {
         cost_usd: r.try_get("cost_usd")?,
         model_calls: r.try_get("model_calls")?,
         replay: r.try_get("replay")?,
+        calls: r.try_get("calls")?,
+        annotations: r.try_get("annotations")?,
     }
     .into_step()
 }
@@ -514,8 +516,8 @@ impl Store for SqliteStore {
         let row = StepRow::from(step);
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(row.task_id)
         .bind(row.n)
@@ -533,6 +535,8 @@ impl Store for SqliteStore {
         .bind(row.cost_usd)
         .bind(row.model_calls)
         .bind(row.replay)
+        .bind(row.calls)
+        .bind(row.annotations)
         .execute(&mut *tx)
         .await?;
         sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ?, model_calls = model_calls + ? WHERE id = ?")
@@ -876,6 +880,8 @@ mod tests {
             cost_usd: 0.0,
             model_calls: 1,
             replay: None,
+            calls: Vec::new(),
+            annotations: Vec::new(),
         }
     }
 

@@ -36,6 +36,10 @@ pub struct StepRow {
     pub model_calls: i64,
     /// JSON `ReplayInfo`.
     pub replay: Option<String>,
+    /// JSON array of `ModelCall`; NULL when there were none.
+    pub calls: Option<String>,
+    /// JSON array of `Annotation`; NULL when there were none.
+    pub annotations: Option<String>,
 }
 
 fn to_json<T: serde::Serialize>(v: Option<&T>) -> Option<String> {
@@ -71,6 +75,8 @@ impl From<&Step> for StepRow {
             cost_usd: s.cost_usd,
             model_calls: s.model_calls as i64,
             replay: to_json(s.replay.as_ref()),
+            calls: to_json(Some(&s.calls).filter(|c| !c.is_empty())),
+            annotations: to_json(Some(&s.annotations).filter(|a| !a.is_empty())),
         }
     }
 }
@@ -111,6 +117,8 @@ impl StepRow {
             cost_usd: self.cost_usd,
             model_calls: self.model_calls as u32,
             replay: from_json(self.replay.as_deref(), "replay")?,
+            calls: from_json(self.calls.as_deref(), "calls")?.unwrap_or_default(),
+            annotations: from_json(self.annotations.as_deref(), "annotations")?.unwrap_or_default(),
         })
     }
 }

@@ -9,6 +9,7 @@ mod crash;
 mod devices;
 mod http;
 mod lifecycle;
+mod planned;
 mod run;
 mod script_replay;
 mod scripts;

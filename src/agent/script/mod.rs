@@ -680,7 +680,8 @@ fn err(
 impl Agent for ScriptAgent {
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
         let prices = self.prices.clone();
-        let mut meter = Meter::new(&prices);
+        // A script's only model calls are AI-in-the-middle recoveries.
+        let mut meter = Meter::for_role(&prices, crate::domain::ModelRole::Recovery);
         for _ in 0..64 {
             let pass = if self.at >= self.script.steps.len() {
                 Pass::Finish(

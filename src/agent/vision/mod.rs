@@ -175,6 +175,10 @@ impl Agent for VisionAgent {
             }
         }
     }
+    fn wants_device_context(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         let c = self.model.config();
         format!(

@@ -616,6 +616,15 @@ impl Device for AdbDevice {
             .ok_or_else(|| DeviceError::Protocol("dumpsys shows no focused app".into()))
     }
 
+    async fn locale(&self) -> Result<crate::device::DeviceLocale, DeviceError> {
+        let out = self
+            .shell_ok(
+                "getprop persist.sys.locale; getprop ro.product.locale; getprop persist.sys.timezone; getprop gsm.sim.operator.iso-country",
+            )
+            .await?;
+        Ok(parse_locale(&out))
+    }
+
     async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError> {
         Ok(self
             .packages()
@@ -782,5 +791,36 @@ mod tests {
             .unwrap();
         assert_eq!(png_size(&png), Some((3, 2)));
         assert_eq!(png_size(&png[..png.len() - 1]), None);
+    }
+}
+
+/// The four `getprop` lines of `locale()`: the user's locale (or the build's), the time
+/// zone, and the SIM's country (a dual-SIM phone lists one per slot: the first is taken).
+fn parse_locale(out: &str) -> crate::device::DeviceLocale {
+    let mut lines = out.lines().map(str::trim);
+    let mut next = || lines.next().filter(|l| !l.is_empty()).map(str::to_string);
+    let (user, build, timezone, country) = (next(), next(), next(), next());
+    crate::device::DeviceLocale {
+        locale: user.or(build),
+        timezone,
+        country: country.and_then(|c| {
+            c.split(',')
+                .map(str::trim)
+                .find(|c| !c.is_empty())
+                .map(str::to_lowercase)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod locale_tests {
+    #[test]
+    fn locale_lines_fall_back_to_the_build_locale_and_take_the_first_sim() {
+        let l = super::parse_locale("\nde-DE\nEurope/Berlin\nDE,at\n");
+        assert_eq!(l.locale.as_deref(), Some("de-DE"));
+        assert_eq!(l.timezone.as_deref(), Some("Europe/Berlin"));
+        assert_eq!(l.country.as_deref(), Some("de"));
+        let none = super::parse_locale("\n\n\n\n");
+        assert_eq!(none, crate::device::DeviceLocale::default());
     }
 }

@@ -51,6 +51,12 @@ pub const LAUNCH_MS: u64 = 800;
 /// Movement below this many pixels is a tap, not a swipe (Android's touch slop).
 pub const TOUCH_SLOP: i32 = 24;
 
+/// Where the virtual phone is: its locale, time zone and SIM country (the adbd serves
+/// them as `getprop` values, as a real phone does).
+pub const SIM_LOCALE: &str = "en-US";
+pub const SIM_TIMEZONE: &str = "America/Los_Angeles";
+pub const SIM_COUNTRY: &str = "us";
+
 /// One virtual phone's configuration (`[[devices.sim]]` in the config file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -763,6 +769,16 @@ impl Device for SimDevice {
                     "com.google.android.apps.nexuslauncher.NexusLauncherActivity".into(),
                 ),
             },
+        })
+    }
+
+    async fn locale(&self) -> Result<crate::device::DeviceLocale, DeviceError> {
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        Ok(crate::device::DeviceLocale {
+            locale: Some(SIM_LOCALE.into()),
+            timezone: Some(SIM_TIMEZONE.into()),
+            country: Some(SIM_COUNTRY.into()),
         })
     }
 

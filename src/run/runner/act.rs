@@ -59,8 +59,9 @@ impl Runner {
         }
     }
 
-    /// A finish the `on_finish` hooks accept ends the task; a rejected one is recorded as
-    /// failed and the agent reads "NOT done: <reason>".
+    /// A finish the agent's own verifier (a planned agent's `Verdict` annotation) and the
+    /// `on_finish` hooks accept ends the task; a rejected one is recorded as failed and the
+    /// agent reads "NOT done: <reason>".
     async fn finish_claimed(
         &self,
         st: &RunState<'_>,
@@ -70,7 +71,11 @@ impl Runner {
     ) -> std::ops::ControlFlow<Break, String> {
         let success = claim.success;
         draft.detail(json!({"success": success}));
-        if let FinishVerdict::Reject(why) = self.hooks.on_finish(st.at(), claim).await {
+        let verdict = match rejected_by_agent(decision) {
+            Some(why) => FinishVerdict::Reject(why),
+            None => self.hooks.on_finish(st.at(), claim).await,
+        };
+        if let FinishVerdict::Reject(why) = verdict {
             let detail = json!({"success": success, "rejected": why});
             draft.failed(format!("finish rejected: {why}"), Some(detail));
             draft.remember(st.counter.current(), decision, format!("NOT done: {why}"));
@@ -314,4 +319,16 @@ fn failed_step_end(n: u32, action: &Action, e: &ExecError) -> End {
             e.hint()
         ),
     )
+}
+
+/// The reason an agent's own completion verifier rejected the finish it carries.
+fn rejected_by_agent(d: &Decision) -> Option<String> {
+    d.annotations.iter().find_map(|a| match a {
+        crate::domain::Annotation::Verdict {
+            accepted: false,
+            reason,
+            ..
+        } => Some(reason.clone()),
+        _ => None,
+    })
 }

@@ -45,6 +45,10 @@ pub struct RunnerConfig {
     pub history_steps: usize,
     /// Model answers in a row that could not be used before the task fails.
     pub max_rejected_in_a_row: u32,
+    /// Show "Step n of max (t elapsed)" in agents' prompts (seeds 000 and 003).
+    pub include_step_info: bool,
+    /// How long the installed-apps list agents see is reused before it is read again.
+    pub installed_apps_ttl_secs: u64,
 }
 
 impl Default for RunnerConfig {
@@ -64,6 +68,8 @@ impl Default for RunnerConfig {
             mcp_timeout_secs: 30,
             history_steps: 8,
             max_rejected_in_a_row: 3,
+            include_step_info: true,
+            installed_apps_ttl_secs: 300,
         }
     }
 }

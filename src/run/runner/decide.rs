@@ -11,8 +11,9 @@ use super::record::{StepDraft, Then};
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Break, End, Phase, Runner};
-use crate::agent::context::{AgentContext, Observation};
+use crate::agent::context::{AgentContext, Observation, ScreenDiff};
 use crate::agent::{Agent, AgentError, Decision};
+use crate::device::Device;
 use crate::domain::TaskEvent;
 use crate::domain::TaskStatus;
 use crate::llm::ImageData;
@@ -29,7 +30,9 @@ impl Runner {
         draft: &mut StepDraft,
     ) -> Phase<Decision> {
         let n = st.counter.current();
+        self.check_typed(st, obs, draft);
         let mut ctx = self.context(st, obs);
+        st.previous = Some(obs.repr.actionable_elements.clone());
         self.hooks.before_decide(st.at(), &mut ctx).await;
         let deciding = self.decide_reporting(&st.stream, n, agent, &ctx);
         let Some(decided) = unless_cancelled(&mut st.stop, deciding).await else {
@@ -87,9 +90,17 @@ impl Runner {
 
     /// What the agent is given: the instruction, the screen, the history window.
     fn context(&self, st: &RunState<'_>, obs: &Observed) -> AgentContext {
-        AgentContext {
-            instruction: st.task.spec.instruction.clone(),
-            observation: Observation {
+        let mut device = st.device_ctx.clone();
+        device.app = obs.repr.app_package.clone();
+        device.activity = obs.repr.activity.clone();
+        device.keyboard_visible = obs.screen.as_ref().is_some_and(|s| s.keyboard_visible());
+        let diff = st
+            .previous
+            .as_deref()
+            .and_then(|before| ScreenDiff::between(before, &obs.repr.actionable_elements));
+        let mut ctx = AgentContext::new(
+            st.task.spec.instruction.clone(),
+            Observation {
                 screen: obs.repr.clone(),
                 tree: obs.screen.clone(),
                 screenshot: obs
@@ -100,7 +111,43 @@ impl Runner {
                 max_steps: st.task.spec.max_steps,
                 elapsed: st.started.elapsed(),
             },
-            history: st.history.clone(),
+            st.history.clone(),
+        );
+        ctx.device = device;
+        ctx.diff = diff;
+        ctx.step_info = self.cfg.include_step_info;
+        ctx
+    }
+
+    /// Reads the installed apps and the locale for the agent's device context when the
+    /// cached ones are older than `installed_apps_ttl_secs` (only for agents that read
+    /// them). A device that cannot say leaves what was known.
+    pub(super) async fn refresh_apps(&self, st: &mut RunState<'_>, device: &dyn Device) {
+        let ttl = std::time::Duration::from_secs(self.cfg.installed_apps_ttl_secs);
+        if st.apps_read.is_some_and(|t| t.elapsed() < ttl) {
+            return;
+        }
+        st.apps_read = Some(std::time::Instant::now());
+        match device.installed_apps().await {
+            Ok(apps) => {
+                let list = apps
+                    .into_iter()
+                    .map(|a| match a.label {
+                        Some(l) if !l.is_empty() => format!("{l} ({})", a.package),
+                        _ => a.package,
+                    })
+                    .collect();
+                st.device_ctx.installed_apps = std::sync::Arc::new(list);
+            }
+            Err(e) => tracing::debug!(error = %e, "could not list the installed apps"),
+        }
+        match device.locale().await {
+            Ok(l) => {
+                st.device_ctx.locale = l.locale;
+                st.device_ctx.timezone = l.timezone;
+                st.device_ctx.country = l.country;
+            }
+            Err(e) => tracing::debug!(error = %e, "could not read the locale"),
         }
     }
 

@@ -333,6 +333,9 @@ impl Runner {
                 transform: self.transform.clone(),
             });
         }
+        if agent.wants_device_context() {
+            self.refresh_apps(st, device).await;
+        }
         let decision = phase!(draft, self.decide_phase(st, agent, &obs, &mut draft).await);
         let acted = phase!(
             draft,
@@ -341,7 +344,7 @@ impl Runner {
         );
         phase!(
             draft,
-            self.verify_phase(st, &decision, &obs, acted, &mut draft)
+            self.verify_phase(st, agent, &decision, &obs, acted, &mut draft)
                 .await
         );
         Ok(Flow::Next(draft, Then::Next))

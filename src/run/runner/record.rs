@@ -153,6 +153,8 @@ impl StepDraft {
             cost_usd: 0.0,
             model_calls: 0,
             replay: None,
+            calls: Vec::new(),
+            annotations: Vec::new(),
         };
         Self {
             step,
@@ -178,6 +180,8 @@ impl StepDraft {
         self.step.cost_usd = d.cost.unwrap_or(0.0);
         self.step.model_calls = d.model_calls;
         self.step.replay = d.replay.clone();
+        self.step.calls = d.calls.clone();
+        self.step.annotations.extend(d.annotations.iter().cloned());
         self.step.timings.inference_ms = d.model_time.as_millis() as u64;
     }
 
@@ -256,6 +260,7 @@ impl StepDraft {
             thinking: decision.thinking.clone(),
             action,
             outcome,
+            failed: false,
         });
     }
 }
@@ -303,7 +308,8 @@ impl Runner {
         } = draft;
         self.record(&st.stream, &mut step, start).await?;
         st.counter.recorded += 1;
-        if let Some(m) = memory {
+        if let Some(mut m) = memory {
+            m.failed = step.outcome.status != StepStatus::Ok;
             st.history.push_step(m);
         }
         for note in notes {
@@ -333,6 +339,14 @@ impl Runner {
                 as f64)
             .max(0.0);
         self.bus.store().append_step(step).await?;
+        for a in &step.annotations {
+            let ev = TaskEvent::StepAnnotated {
+                task_id: step.task_id,
+                step: step.n,
+                annotation: a.clone(),
+            };
+            self.bus.publish(stream, ev).await?;
+        }
         metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.as_str())
             .increment(1);
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);

@@ -7,7 +7,7 @@ use tokio::sync::watch;
 
 use super::observe::Observed;
 use super::{Fatal, Runner, StopSignal};
-use crate::agent::context::{History, StepRecord};
+use crate::agent::context::{DeviceContext, History, StepRecord};
 use crate::device::Device;
 use crate::domain::TaskEvent;
 use crate::domain::{ScreenSize, Task};
@@ -48,6 +48,17 @@ pub(super) struct RunState<'t> {
     /// The agent is a script: its first failed action ends the task (unless a hook recovers).
     pub ends_on_failed_action: bool,
     pub stop: watch::Receiver<StopSignal>,
+    /// What agents see of the phone beside the screen (installed apps cached).
+    pub device_ctx: DeviceContext,
+    /// When `device_ctx.installed_apps` was read.
+    pub apps_read: Option<Instant>,
+    /// The previous decision's screen elements, for the diff the agent sees.
+    pub previous: Option<Vec<crate::domain::ActionableElement>>,
+    /// The stuck detector escalated and the agent was asked to re-plan (once; the next
+    /// escalation asks a person).
+    pub replanned_when_stuck: bool,
+    /// Text the last step typed, to check against the field on the next screen.
+    pub typed: Option<(u32, String)>,
 }
 
 impl<'t> RunState<'t> {
@@ -71,6 +82,7 @@ impl<'t> RunState<'t> {
                     thinking: s.thinking.clone().unwrap_or_default(),
                     action: a.clone(),
                     outcome: s.outcome.status.to_string(),
+                    failed: s.outcome.status != crate::domain::StepStatus::Ok,
                 });
             }
         }
@@ -102,6 +114,11 @@ impl<'t> RunState<'t> {
             rejected_in_a_row: 0,
             ends_on_failed_action,
             stop,
+            device_ctx: DeviceContext::default(),
+            apps_read: None,
+            previous: None,
+            replanned_when_stuck: false,
+            typed: None,
         })
     }
 }

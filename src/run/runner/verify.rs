@@ -10,10 +10,10 @@ use super::observe::Observed;
 use super::record::{StepDraft, Then};
 use super::state::RunState;
 use super::{Break, End, Phase, Runner};
-use crate::agent::Decision;
 use crate::agent::context::Note;
+use crate::agent::{Agent, Decision};
 use crate::domain::action::TargetField;
-use crate::domain::{Action, TaskStatus};
+use crate::domain::{Action, Annotation, TaskStatus};
 use crate::run::stuck::Stuck;
 
 impl Runner {
@@ -22,6 +22,7 @@ impl Runner {
     pub(super) async fn verify_phase(
         &self,
         st: &mut RunState<'_>,
+        agent: &mut dyn Agent,
         decision: &Decision,
         obs: &Observed,
         mut outcome: String,
@@ -37,15 +38,24 @@ impl Runner {
         match verdict {
             Stuck::No => {}
             Stuck::Diagnose(why) => {
-                draft.notes.push(Note::McpResult {
+                draft.notes.push(Note::Stuck {
                     step: n,
-                    tool: "droidpilot".into(),
-                    result: format!(
-                        "You seem stuck: {why}. Try something different: go back, scroll, or pick another element."
-                    ),
-                    is_error: true,
+                    why,
+                    escalated: false,
                 });
                 outcome.push_str(" (stuck: diagnostic sent)");
+            }
+            // A planner is consulted before a person (once per task).
+            Stuck::Escalate(why) if !st.replanned_when_stuck && agent.replan_when_stuck(&why) => {
+                st.replanned_when_stuck = true;
+                st.stuck.reset();
+                draft.detail(json!({"stuck": why, "replanning": true}));
+                draft.notes.push(Note::Stuck {
+                    step: n,
+                    why,
+                    escalated: true,
+                });
+                outcome.push_str(" (stuck: re-planning)");
             }
             Stuck::Escalate(why) if self.cfg.ask_user_when_stuck => {
                 draft.detail(json!({"stuck": why}));
@@ -61,8 +71,51 @@ impl Runner {
                 return Ok(Stop(Break::Commit(Then::End(end))));
             }
         }
+        if let Action::Type { text, .. } = &decision.action {
+            st.typed = Some((n, text.clone()));
+        }
         draft.remember(n, decision, outcome);
         Ok(Continue(()))
+    }
+
+    /// Typed-text verification: the text the previous step typed must show in the focused
+    /// field of this screen. A mismatch (an autocorrect, a dropped character, a field that
+    /// took only part of it) is annotated on this step and told to the agent before it decides. Password
+    /// fields (masked) and screens with no focused field (the form was submitted) are not
+    /// checked.
+    pub(super) fn check_typed(&self, st: &mut RunState<'_>, obs: &Observed, draft: &mut StepDraft) {
+        let Some((typed_at, expected)) = st.typed.take() else {
+            return;
+        };
+        let Some(screen) = &obs.screen else {
+            return;
+        };
+        let Some(field) = screen
+            .tree
+            .nodes
+            .iter()
+            .find(|n| n.visible && n.focused && n.class.contains("EditText"))
+        else {
+            return;
+        };
+        if field.password || field.text.contains(expected.trim()) {
+            return;
+        }
+        let actual = Some(field.text.clone()).filter(|t| !t.is_empty());
+        draft.step.annotations.push(Annotation::TypedTextMismatch {
+            expected: expected.clone(),
+            actual: actual.clone(),
+        });
+        // Into the history now: this step's decision should already know.
+        st.history.push_note(Note::McpResult {
+            step: typed_at,
+            tool: "droidpilot".into(),
+            result: format!(
+                "you typed \"{expected}\" but the field shows \"{}\"; check it and fix the text",
+                actual.as_deref().unwrap_or("")
+            ),
+            is_error: true,
+        });
     }
 }
 

@@ -1,0 +1,407 @@
+//! Agents made of agents: the `planned` kind (an acting agent with a planner, a progress
+//! checker and a completion verifier) and the `chain` kind (each step passes through
+//! several agents). This module reads their parts of the `agent` object, checks them
+//! (errors name the nested field, `fast.model`, `agents[1].kind`), and builds them.
+//!
+//! ```json
+//! {"kind": "planned",
+//!  "planner": {"provider": "anthropic", "model": "claude-opus-4-1"},
+//!  "fast": {"kind": "navigator", "provider": "openai", "model": "gpt-4o-mini"},
+//!  "verifier": {"model": "gpt-4o"},
+//!  "planning": {"progress_every": 3, "failure_threshold": 3, "last_resort_steps": 5}}
+//! {"kind": "chain", "agents": [{…pre…}, {…main…}, {…validator…}]}
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::chain::ChainAgent;
+use super::planned::{PlannedAgent, PlanningOptions, Roles};
+use super::spec::{AgentDefaults, AgentKind, AgentSpec, SpecError, build_recording_agent};
+use super::{Agent, AgentError};
+use crate::llm::{ChatModel, LlmError, ModelConfig, ProviderKind, build_model_with_key};
+
+/// A model for a role: any provider; absent fields come from the acting agent's model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The model reads screenshots (they are attached to its requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
+}
+
+/// The most agents a chain may hold.
+pub const MAX_CHAIN: usize = 5;
+
+pub(super) fn parse_model(
+    obj: &serde_json::Map<String, Value>,
+    field: &str,
+) -> Result<Option<ModelSpec>, SpecError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Object(_)) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+            SpecError::new(
+                field,
+                format!("{e}; expected e.g. {{\"provider\": \"anthropic\", \"model\": \"claude-opus-4-1\", \"base_url\": …}}"),
+            )
+        }),
+        Some(_) => Err(SpecError::new(field, "expected a model object like {\"provider\": \"openai\", \"model\": \"gpt-4o\"}")),
+    }
+}
+
+pub(super) fn parse_planning(
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Option<PlanningOptions>, SpecError> {
+    match obj.get("planning") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+            SpecError::new(
+                "planning",
+                format!("{e}; fields: progress_every, failure_threshold, last_resort_steps, planner_timeout_secs, verify_finish, failures_shown"),
+            )
+        }),
+    }
+}
+
+/// A nested agent object, its errors prefixed with where it sits.
+pub(super) fn parse_nested(v: &Value, at: &str) -> Result<AgentSpec, SpecError> {
+    AgentSpec::from_json(v).map_err(|e| e.nested(at))
+}
+
+pub(super) fn parse_agents(
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Option<Vec<AgentSpec>>, SpecError> {
+    match obj.get("agents") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(list)) => list
+            .iter()
+            .enumerate()
+            .map(|(i, v)| parse_nested(v, &format!("agents[{i}]")))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(SpecError::new("agents", "expected a list of agent objects")),
+    }
+}
+
+/// The acting agent of a planned spec: the configured default kind when that is a
+/// navigator or vision agent, else a navigator (a default kind of `planned` must not make
+/// the acting agent a planned agent again).
+pub(super) fn fast(spec: &AgentSpec, defaults: &AgentDefaults) -> AgentSpec {
+    let mut f = spec.fast.as_deref().cloned().unwrap_or_default();
+    if f.kind.is_none() {
+        f.kind = Some(match defaults.kind {
+            AgentKind::Vision => AgentKind::Vision,
+            _ => AgentKind::Navigator,
+        });
+    }
+    f
+}
+
+/// `planned`: an acting agent that decides with a model, and role models that exist.
+pub(super) fn validate_planned(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+) -> Result<(), SpecError> {
+    for (f, set) in [
+        ("provider", spec.provider.is_some()),
+        ("model", spec.model.is_some()),
+        ("base_url", spec.base_url.is_some()),
+    ] {
+        if set {
+            return Err(SpecError::new(
+                f,
+                "a planned agent has no model of its own: set the planner's in `planner` and the acting agent's in `fast`",
+            ));
+        }
+    }
+    let f = fast(spec, defaults);
+    let kind = f.validate(defaults).map_err(|e| e.nested("fast"))?;
+    if !matches!(kind, AgentKind::Navigator | AgentKind::Vision) {
+        return Err(SpecError::new(
+            "fast.kind",
+            "the acting agent of a planned agent must be a navigator or a vision agent (it decides with a model)",
+        ));
+    }
+    for (field, m) in [("planner", &spec.planner), ("verifier", &spec.verifier)] {
+        if let Some(m) = m {
+            check_model(m, kind, &f, defaults).map_err(|e| e.nested(field))?;
+        }
+    }
+    Ok(())
+}
+
+fn check_model(
+    m: &ModelSpec,
+    kind: AgentKind,
+    fast: &AgentSpec,
+    defaults: &AgentDefaults,
+) -> Result<(), SpecError> {
+    if let Some(u) = &m.base_url
+        && !(u.starts_with("http://") || u.starts_with("https://"))
+    {
+        return Err(SpecError::new(
+            "base_url",
+            format!("must start with http:// or https://, got `{u}`"),
+        ));
+    }
+    let base = fast.model_config(kind, defaults);
+    if m.provider.is_some_and(|p| p != base.provider) && m.model.is_none() {
+        return Err(SpecError::new(
+            "model",
+            "is required when `provider` differs from the acting agent's",
+        ));
+    }
+    Ok(())
+}
+
+/// `chain`: 2 to 5 agents, none of them a chain.
+pub(super) fn validate_chain(spec: &AgentSpec, defaults: &AgentDefaults) -> Result<(), SpecError> {
+    let agents = spec.agents.as_deref().ok_or_else(|| {
+        SpecError::new(
+            "agents",
+            "a chain needs its agents, e.g. [pre, main, validator]",
+        )
+    })?;
+    if !(2..=MAX_CHAIN).contains(&agents.len()) {
+        return Err(SpecError::new(
+            "agents",
+            format!(
+                "a chain holds 2 to {MAX_CHAIN} agents, got {}",
+                agents.len()
+            ),
+        ));
+    }
+    for (i, a) in agents.iter().enumerate() {
+        let at = format!("agents[{i}]");
+        if a.validate(defaults).map_err(|e| e.nested(&at))? == AgentKind::Chain {
+            return Err(SpecError::new(
+                format!("{at}.kind"),
+                "a chain cannot hold a chain; list its agents instead",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A role's model configuration: the acting agent's, with the role's fields on top.
+fn role_config(
+    m: Option<&ModelSpec>,
+    fast: &AgentSpec,
+    kind: AgentKind,
+    defaults: &AgentDefaults,
+) -> ModelConfig {
+    let mut c = fast.model_config(kind, defaults);
+    let Some(m) = m else {
+        return c;
+    };
+    if let Some(p) = m.provider
+        && p != c.provider
+    {
+        c = ModelConfig {
+            provider: p,
+            base_url: None,
+            api_key: None,
+            ..c
+        };
+    }
+    if let Some(model) = &m.model {
+        c.model = model.clone();
+    }
+    if let Some(u) = &m.base_url {
+        c.base_url = Some(u.clone());
+    }
+    if let Some(v) = m.vision {
+        c.vision = v;
+    }
+    c
+}
+
+/// The model configurations a planned spec calls (acting, planner, checker), for key checks.
+pub(super) fn planned_configs(spec: &AgentSpec, defaults: &AgentDefaults) -> Vec<ModelConfig> {
+    let f = fast(spec, defaults);
+    let kind = f.kind.unwrap_or(AgentKind::Navigator);
+    vec![
+        f.model_config(kind, defaults),
+        role_config(spec.planner.as_ref(), &f, kind, defaults),
+        role_config(spec.verifier.as_ref(), &f, kind, defaults),
+    ]
+}
+
+fn model(
+    cfg: &ModelConfig,
+    defaults: &AgentDefaults,
+) -> Result<std::sync::Arc<dyn ChatModel>, AgentError> {
+    cfg.validate()
+        .map_err(|e| SpecError::new("base_url", e.to_string()))?;
+    Ok(build_model_with_key(cfg, defaults.key_for(cfg)?)?)
+}
+
+pub(super) fn build_planned(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+    record: Option<&str>,
+) -> Result<Box<dyn Agent>, AgentError> {
+    let f = fast(spec, defaults);
+    let kind = f.kind.unwrap_or(AgentKind::Navigator);
+    let acting = build_recording_agent(&f, defaults, record)?;
+    let roles = Roles {
+        planner: model(
+            &role_config(spec.planner.as_ref(), &f, kind, defaults),
+            defaults,
+        )?,
+        checker: model(
+            &role_config(spec.verifier.as_ref(), &f, kind, defaults),
+            defaults,
+        )?,
+        prices: defaults.prices.clone(),
+    };
+    Ok(Box::new(PlannedAgent::new(
+        acting,
+        roles,
+        spec.planning.clone().unwrap_or_default(),
+    )))
+}
+
+pub(super) fn build_chain(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+) -> Result<Box<dyn Agent>, AgentError> {
+    let agents = spec
+        .agents
+        .iter()
+        .flatten()
+        .map(|a| build_recording_agent(a, defaults, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Box::new(ChainAgent::new(agents)))
+}
+
+/// The first key a composite spec's models lack.
+pub(super) fn missing_key(
+    spec: &AgentSpec,
+    kind: AgentKind,
+    defaults: &AgentDefaults,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<LlmError> {
+    match kind {
+        AgentKind::Planned => planned_configs(spec, defaults).iter().find_map(|cfg| {
+            if cfg.api_key.is_some() || defaults.keys.get(cfg.provider).is_some() {
+                return None;
+            }
+            cfg.resolve_key_with(env).err()
+        }),
+        AgentKind::Chain => spec
+            .agents
+            .iter()
+            .flatten()
+            .find_map(|a| defaults.missing_key(a, env)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn err(v: Value) -> SpecError {
+        let d = AgentDefaults::default();
+        match AgentSpec::from_json(&v) {
+            Err(e) => e,
+            Ok(s) => s.validate(&d).unwrap_err(),
+        }
+    }
+
+    #[test]
+    fn planned_and_chain_specs_name_the_nested_field_at_fault() {
+        let d = AgentDefaults::default();
+        let ok = AgentSpec::from_json(&json!({"kind": "planned",
+            "planner": {"provider": "anthropic", "model": "claude-opus-4-1"},
+            "fast": {"kind": "vision", "format": "generic", "model": "ui"},
+            "planning": {"progress_every": 4}}))
+        .unwrap();
+        assert_eq!(ok.validate(&d).unwrap(), AgentKind::Planned);
+        assert_eq!(ok.planning.as_ref().unwrap().progress_every, 4);
+        assert_eq!(ok.planning.as_ref().unwrap().failure_threshold, 3);
+        assert_eq!(
+            err(json!({"kind": "planned", "fast": {"modle": "x"}})).field,
+            "fast.modle"
+        );
+        assert_eq!(
+            err(json!({"kind": "planned", "fast": {"kind": "replay", "actions": []}})).field,
+            "fast.kind"
+        );
+        assert_eq!(
+            err(json!({"kind": "planned", "model": "gpt-4o"})).field,
+            "model"
+        );
+        assert_eq!(
+            err(json!({"kind": "planned", "planner": {"provider": "gemini"}})).field,
+            "planner.model"
+        );
+        assert_eq!(
+            err(json!({"kind": "planned", "planning": {"every": 2}})).field,
+            "planning"
+        );
+        assert_eq!(
+            err(json!({"kind": "navigator", "planner": {"model": "o3"}})).field,
+            "planner"
+        );
+        assert_eq!(err(json!({"kind": "vision", "agents": []})).field, "agents");
+        let replay = json!({"kind": "replay", "actions": [{"action": "wait", "ms": 1}]});
+        assert_eq!(
+            err(json!({"kind": "chain", "agents": [replay]})).field,
+            "agents"
+        );
+        let chain = json!({"kind": "chain", "agents": [replay, replay]});
+        assert_eq!(
+            AgentSpec::from_json(&chain).unwrap().validate(&d).unwrap(),
+            AgentKind::Chain
+        );
+        assert_eq!(
+            err(json!({"kind": "chain", "agents": [replay, chain]})).field,
+            "agents[1].kind"
+        );
+        assert_eq!(
+            err(json!({"kind": "chain", "agents": [replay, {"kind": "replay"}]})).field,
+            "agents[1].actions"
+        );
+        assert_eq!(
+            err(json!({"kind": "chain", "agents": [replay, replay], "model": "x"})).field,
+            "model"
+        );
+    }
+
+    #[test]
+    fn every_role_model_needs_its_key_and_a_planned_navigator_can_record() {
+        let d = AgentDefaults::default();
+        let spec = AgentSpec::from_json(&json!({"kind": "planned",
+            "planner": {"provider": "anthropic", "model": "claude-opus-4-1"}}))
+        .unwrap();
+        let only_openai = |v: &str| (v == "OPENAI_API_KEY").then(|| "sk-x".to_string());
+        match d.missing_key(&spec, only_openai) {
+            Some(LlmError::MissingKey { provider, .. }) => {
+                assert_eq!(provider, ProviderKind::Anthropic)
+            }
+            other => panic!("expected the planner's missing key, got {other:?}"),
+        }
+        let all = |_: &str| Some("k".to_string());
+        assert!(d.missing_key(&spec, all).is_none());
+        assert!(super::super::spec::check_record(&spec, &d).is_ok());
+        let vision =
+            AgentSpec::from_json(&json!({"kind": "planned", "fast": {"kind": "vision"}})).unwrap();
+        assert_eq!(
+            super::super::spec::check_record(&vision, &d)
+                .unwrap_err()
+                .field,
+            "fast.kind"
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! The three roles beside the acting agent (seed 002): the planner, the progress checker
+//! and the completion verifier. Each is one model call with its own prompt and a JSON
+//! answer, read leniently (prose or code fences around the object are fine). A role
+//! never fails the task: its caller gets the error as text and goes on without it.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::agent::Meter;
+use crate::agent::context::{AgentContext, StepRecord};
+use crate::domain::{ModelCall, ModelRole, Plan};
+use crate::llm::{ChatModel, ChatRequest, ImageData, Message, Part, PriceTable};
+
+const PLANNER_SYSTEM: &str = "You are the planning agent of an assistant that operates an Android phone for a person. \
+You do not act on the phone; a fast agent does, one step at a time, and reads your plan as guidance. \
+Given the task, the current screen (its element map, and a screenshot when attached), the installed apps, \
+and, when re-planning, what went wrong and the previous plan, propose 2 or 3 different approaches. \
+Answer with one JSON object and nothing else: \
+{\"approaches\": [{\"name\": \"short name\", \"description\": \"one or two sentences\", \
+\"steps_summary\": [\"step\", \"step\"], \"confidence\": 0.0-1.0}], \"recommended\": <index of the approach to try first>, \
+\"diagnosis\": \"when re-planning: what went wrong, in one sentence\"}";
+
+const PROGRESS_SYSTEM: &str = "You check whether an agent operating an Android phone is making meaningful progress on its task. \
+Given the task, the current screen and its last actions, answer with one JSON object and nothing else: \
+{\"progressing\": true|false, \"reason\": \"one sentence\"}. \
+Repeating the same action, going back and forth between screens, or working in an app unrelated to the task is not progress.";
+
+const VERIFIER_SYSTEM: &str = "You verify an agent that operates an Android phone. It claims its task is done. \
+Judge the claim against the current screen (and the screenshot when attached) and the task. \
+Answer with one JSON object and nothing else: {\"done\": true|false, \"reason\": \"one sentence\"}. \
+When it did something other than the task, say so plainly: what it did instead, and that it is the wrong thing.";
+
+/// What the planner is given (seed 002's `planInitial` / `planRecovery` inputs). The
+/// planner sees failure summaries, not the fast agent's conversation.
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    pub task: String,
+    pub screen: String,
+    pub screenshot: Option<ImageData>,
+    pub installed_apps: Arc<Vec<String>>,
+    pub failures: Vec<String>,
+    pub previous: Option<Plan>,
+}
+
+impl PlanInput {
+    pub fn new(ctx: &AgentContext, failures: &[String], previous: Option<&Plan>) -> Self {
+        Self {
+            task: ctx.instruction.clone(),
+            screen: screen_text(ctx),
+            screenshot: ctx.observation.screenshot.clone(),
+            installed_apps: ctx.device.installed_apps.clone(),
+            failures: failures.to_vec(),
+            previous: previous.cloned(),
+        }
+    }
+}
+
+/// The progress checker's answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Progress {
+    pub progressing: bool,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// The completion verifier's answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Verdict {
+    pub done: bool,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// A role's answer and the calls it made (logged even when it failed).
+pub type RoleResult<T> = (Result<T, String>, Vec<ModelCall>);
+
+/// Asks the planner. Owned inputs: the initial and recovery plans run in the background.
+pub async fn plan(
+    model: Arc<dyn ChatModel>,
+    prices: PriceTable,
+    input: PlanInput,
+) -> RoleResult<Plan> {
+    let mut doc = json!({
+        "task": input.task,
+        "current_screen": input.screen,
+        "installed_apps": *input.installed_apps,
+    });
+    if !input.failures.is_empty() {
+        doc["failure_context"] = json!(input.failures);
+    }
+    if let Some(p) = &input.previous {
+        doc["previous_plan"] = json!(p);
+    }
+    let shot = input.screenshot.filter(|_| model.config().vision);
+    let mut meter = Meter::for_role(&prices, ModelRole::Planner);
+    let answer = ask(
+        &mut meter,
+        model.as_ref(),
+        PLANNER_SYSTEM,
+        doc.to_string(),
+        shot,
+    )
+    .await;
+    let plan = answer.and_then(|text| {
+        let p: Plan = json_object(&text)?;
+        if p.approaches.is_empty() {
+            return Err("the plan has no approaches".into());
+        }
+        Ok(p)
+    });
+    (plan, meter.log)
+}
+
+/// Asks the fast model whether the agent is getting anywhere.
+pub async fn check_progress(
+    model: &dyn ChatModel,
+    prices: &PriceTable,
+    ctx: &AgentContext,
+) -> RoleResult<Progress> {
+    let all: Vec<&StepRecord> = ctx.history.steps().collect();
+    let last: Vec<_> = all[all.len().saturating_sub(5)..]
+        .iter()
+        .map(|r| json!({"step": r.step, "action": r.action, "outcome": r.outcome}))
+        .collect();
+    let doc =
+        json!({"task": ctx.instruction, "current_screen": screen_text(ctx), "last_actions": last});
+    let mut meter = Meter::for_role(prices, ModelRole::Progress);
+    let answer = ask(&mut meter, model, PROGRESS_SYSTEM, doc.to_string(), None).await;
+    (answer.and_then(|t| json_object(&t)), meter.log)
+}
+
+/// Asks the verifier whether a claimed finish holds on the current screen.
+pub async fn verify_finish(
+    model: &dyn ChatModel,
+    prices: &PriceTable,
+    ctx: &AgentContext,
+    claim: &str,
+) -> RoleResult<Verdict> {
+    let doc = json!({"task": ctx.instruction, "claim": claim, "current_screen": screen_text(ctx)});
+    let shot = ctx
+        .observation
+        .screenshot
+        .clone()
+        .filter(|_| model.config().vision);
+    let mut meter = Meter::for_role(prices, ModelRole::Verifier);
+    let answer = ask(&mut meter, model, VERIFIER_SYSTEM, doc.to_string(), shot).await;
+    (answer.and_then(|t| json_object(&t)), meter.log)
+}
+
+/// Whether a rejection says the agent did the wrong thing (seed 002's wrong-task keywords).
+pub fn is_wrong_task(reason: &str) -> bool {
+    let r = reason.to_lowercase();
+    ["wrong", "different", "instead of"]
+        .iter()
+        .any(|k| r.contains(k))
+}
+
+async fn ask(
+    meter: &mut Meter<'_>,
+    model: &dyn ChatModel,
+    system: &str,
+    text: String,
+    screenshot: Option<ImageData>,
+) -> Result<String, String> {
+    let mut parts = vec![Part::Text(text)];
+    if let Some(img) = screenshot {
+        parts.push(Part::Image(img));
+    }
+    let req = ChatRequest::new(Some(system.to_string()), vec![Message::user(parts)]);
+    meter
+        .call(model, &req)
+        .await
+        .map(|r| r.text)
+        .map_err(|e| e.to_string())
+}
+
+/// The screen as a role reads it: app, dialog, element map.
+fn screen_text(ctx: &AgentContext) -> String {
+    let s = &ctx.observation.screen;
+    format!(
+        "{}{}\n{}",
+        s.app_package.as_deref().unwrap_or("unknown app"),
+        if s.has_modal {
+            " (a dialog is open)"
+        } else {
+            ""
+        },
+        s.elements
+    )
+}
+
+/// The first `{` to the last `}` of a reply, as `T`.
+fn json_object<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let clip: String = text.chars().take(200).collect();
+    let (Some(a), Some(b)) = (text.find('{'), text.rfind('}')) else {
+        return Err(format!("no JSON object in the answer: {clip}"));
+    };
+    if b < a {
+        return Err(format!("no JSON object in the answer: {clip}"));
+    }
+    serde_json::from_str(&text[a..=b]).map_err(|e| format!("unusable answer ({e}): {clip}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_through_prose_and_fences() {
+        let p: Progress =
+            json_object("Sure.\n```json\n{\"progressing\": false, \"reason\": \"same tap\"}\n```")
+                .unwrap();
+        assert!(!p.progressing);
+        assert_eq!(p.reason, "same tap");
+        let plan: Plan = json_object(
+            r#"{"approaches": [{"name": "a", "description": "d", "steps_summary": ["x"], "confidence": 0.7}], "recommended_index": 0}"#,
+        )
+        .unwrap();
+        assert_eq!(plan.approaches.len(), 1);
+        assert!(
+            json_object::<Verdict>("no idea")
+                .unwrap_err()
+                .contains("no JSON object")
+        );
+    }
+
+    #[test]
+    fn wrong_task_keywords_follow_the_seed() {
+        assert!(is_wrong_task("It opened the wrong contact"));
+        assert!(is_wrong_task("A different alarm was set"));
+        assert!(is_wrong_task("It searched for yogurt instead of oranges"));
+        assert!(!is_wrong_task("The alarm is not saved yet"));
+    }
+}

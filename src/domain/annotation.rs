@@ -1,0 +1,230 @@
+//! What the roles around an agent said about a step, and every model call a step made.
+//!
+//! A planned agent (`agent::planned`) has a planner, a progress checker and a completion
+//! verifier beside the model that acts; a chain passes each step through several agents;
+//! the runner checks typed text against the next screen. Each of these leaves an
+//! `Annotation` on the step it happened at: it is stored with the step, published as its
+//! own event (`step.annotated`), and shown in the trajectory. `ModelCall` is one call to a
+//! model by one role, with its tokens, cost and latency, so the trajectory can say what
+//! each role cost.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Why the planner was consulted (seed 002's five moments, and a stuck loop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanTrigger {
+    /// At the first step, in the background.
+    Initial,
+    /// The progress checker said the agent is not progressing.
+    ProgressStall,
+    /// Enough step failures since the last plan (a wrong-task verdict counts three).
+    StepFailures,
+    /// The runner's stuck detector escalated: the planner is asked before a person is.
+    Stuck,
+    /// The final steps, with failures since the last plan: the agent waits for it.
+    LastResort,
+}
+
+/// One way to do the task, as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Approach {
+    pub name: String,
+    pub description: String,
+    #[serde(default)]
+    pub steps_summary: Vec<String>,
+    /// 0..=1.
+    #[serde(default)]
+    pub confidence: f64,
+}
+
+/// The planner's answer: 2–3 approaches and which to try first; a recovery plan also
+/// says what went wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Plan {
+    pub approaches: Vec<Approach>,
+    /// Index into `approaches` (`recommended_index` is read too, as seed 002 names it).
+    #[serde(default, alias = "recommended_index")]
+    pub recommended: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<String>,
+}
+
+impl Plan {
+    /// The recommended approach (the first when the index is out of range).
+    pub fn recommended(&self) -> Option<&Approach> {
+        self.approaches
+            .get(self.recommended)
+            .or_else(|| self.approaches.first())
+    }
+
+    /// The guidance the acting agent reads (seed 002's `toGuidanceText`).
+    pub fn guidance_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::from("STRATEGIC GUIDANCE (from planning agent):\n");
+        if let Some(a) = self.recommended() {
+            let _ = writeln!(s, "Recommended approach: {}\n{}", a.name, a.description);
+            if !a.steps_summary.is_empty() {
+                s.push_str("Steps:\n");
+                for (i, step) in a.steps_summary.iter().enumerate() {
+                    let _ = writeln!(s, "  {}. {step}", i + 1);
+                }
+            }
+        }
+        let rec = self.recommended().map(|a| a.name.as_str());
+        let alts: Vec<&Approach> = self
+            .approaches
+            .iter()
+            .filter(|a| Some(a.name.as_str()) != rec)
+            .collect();
+        if !alts.is_empty() {
+            s.push_str("\nAlternative approaches if this fails:\n");
+            for a in alts {
+                let _ = writeln!(s, "- {}: {}", a.name, a.description);
+            }
+        }
+        if let Some(d) = &self.diagnosis {
+            let _ = writeln!(s, "\nDiagnosis: {d}");
+        }
+        s
+    }
+}
+
+/// What happened beside the action at one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Annotation {
+    /// The planner was asked (in the background unless `blocking`).
+    PlanRequested {
+        trigger: PlanTrigger,
+        blocking: bool,
+    },
+    /// A plan arrived and became the agent's guidance.
+    Plan { trigger: PlanTrigger, plan: Plan },
+    /// The planner failed or timed out; the task goes on without new guidance.
+    PlanFailed { trigger: PlanTrigger, error: String },
+    /// The progress checker's answer.
+    Progress { progressing: bool, reason: String },
+    /// The completion verifier's verdict on a claimed finish. `wrong_task`: the reason
+    /// says the agent did something else.
+    Verdict {
+        accepted: bool,
+        reason: String,
+        #[serde(default)]
+        wrong_task: bool,
+    },
+    /// Typed text did not show up in the field as typed.
+    TypedTextMismatch {
+        expected: String,
+        actual: Option<String>,
+    },
+    /// A failure the planned agent counted (toward re-planning).
+    Failure { description: String, count: u32 },
+    /// A chain passed the step from one agent to the next.
+    Switch {
+        from: String,
+        to: String,
+        /// What the previous agent proposed (its action as JSON text), if anything.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proposed: Option<String>,
+    },
+}
+
+/// Who made a model call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelRole {
+    /// The agent that decides the action.
+    Actor,
+    Planner,
+    Progress,
+    Verifier,
+    Grounder,
+    /// A script's AI-in-the-middle recovery.
+    Recovery,
+}
+
+impl ModelRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelRole::Actor => "actor",
+            ModelRole::Planner => "planner",
+            ModelRole::Progress => "progress",
+            ModelRole::Verifier => "verifier",
+            ModelRole::Grounder => "grounder",
+            ModelRole::Recovery => "recovery",
+        }
+    }
+}
+
+/// One call to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ModelCall {
+    pub role: ModelRole,
+    /// `provider:model`.
+    pub model: String,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub latency_ms: u64,
+    /// Set when the call failed (its tokens are then zero).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            approaches: vec![
+                Approach {
+                    name: "Clock app".into(),
+                    description: "Open Clock and add an alarm".into(),
+                    steps_summary: vec!["Open Clock".into(), "Tap +".into()],
+                    confidence: 0.8,
+                },
+                Approach {
+                    name: "Search".into(),
+                    description: "Search the launcher for alarms".into(),
+                    steps_summary: vec![],
+                    confidence: 0.3,
+                },
+            ],
+            recommended: 0,
+            diagnosis: Some("tapped the wrong tab".into()),
+        }
+    }
+
+    #[test]
+    fn guidance_names_the_recommended_approach_its_steps_the_alternatives_and_the_diagnosis() {
+        let g = plan().guidance_text();
+        assert!(g.starts_with("STRATEGIC GUIDANCE"));
+        assert!(g.contains("Recommended approach: Clock app\nOpen Clock and add an alarm"));
+        assert!(g.contains("  1. Open Clock\n  2. Tap +"));
+        assert!(g.contains("- Search: Search the launcher for alarms"));
+        assert!(g.contains("Diagnosis: tapped the wrong tab"));
+    }
+
+    #[test]
+    fn an_out_of_range_recommendation_falls_back_to_the_first_approach() {
+        let mut p = plan();
+        p.recommended = 7;
+        assert_eq!(p.recommended().unwrap().name, "Clock app");
+    }
+
+    #[test]
+    fn annotations_are_tagged_by_kind() {
+        let a = Annotation::Verdict {
+            accepted: false,
+            reason: "wrong app".into(),
+            wrong_task: true,
+        };
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(v["kind"], "verdict");
+        assert_eq!(serde_json::from_value::<Annotation>(v).unwrap(), a);
+    }
+}
