@@ -148,7 +148,7 @@ fn bench(c: &mut Criterion) {
     let req = nav.build_request(&nctx);
     let nav_in = tokens(&serde_json::to_string(&openai::build_body(&cfg, &req)).unwrap());
     let vreq = mai.build_request(&vctx).unwrap();
-    let mut vbody = openai::build_body(&cfg, &vreq);
+    let mut vbody = serde_json::to_value(openai::build_body(&cfg, &vreq)).unwrap();
     vbody["messages"][1]["content"][1] = json!({"type": "image_url"});
     let mai_in = tokens(&vbody.to_string());
     eprintln!(

@@ -1,13 +1,14 @@
 //! `HttpChatClient<W>`: the one chat client. It owns what every provider shares (the
 //! configuration, the key, the HTTP transport with its timeouts and retries, decoding
 //! the reply and its errors, and the reply-assembly tail: latency, attempts, the model
-//! name); a `WireFormat` supplies only what differs (URL, headers, request body, typed
-//! reply). `OpenAiChat`, `AnthropicChat` and `GeminiChat` are this client over each
-//! provider's format.
+//! name); a `WireFormat` supplies only what differs (URL, headers, the typed request
+//! body, which the client serialises once, and the typed reply). `OpenAiChat`,
+//! `AnthropicChat` and `GeminiChat` are this client over each provider's format.
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize as _;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -25,13 +26,16 @@ pub trait WireFormat: Send + Sync + 'static {
     const NEEDS_KEY: bool;
     /// The 2xx reply body, as serde reads it.
     type Reply: DeserializeOwned;
+    /// The request body, as serde writes it; it borrows from the configuration and the
+    /// `ChatRequest` (a screenshot is base64-encoded only while it is serialised).
+    type Body<'a>: Serialize;
 
     /// The endpoint for `cfg` (its base URL and model).
     fn url(cfg: &ModelConfig) -> String;
     /// Authentication and version headers.
     fn headers(key: Option<&ApiKey>) -> Result<HeaderMap, LlmError>;
     /// The request body exactly as sent.
-    fn body(cfg: &ModelConfig, req: &ChatRequest) -> Value;
+    fn body<'a>(cfg: &'a ModelConfig, req: &'a ChatRequest) -> Self::Body<'a>;
     /// The provider-neutral content of a reply.
     fn decode(reply: Self::Reply) -> Result<Decoded, LlmError>;
 }
@@ -99,7 +103,7 @@ impl<W: WireFormat> HttpChatClient<W> {
     }
 
     /// The request body exactly as sent.
-    pub fn build_body(&self, req: &ChatRequest) -> Value {
+    pub fn build_body<'a>(&'a self, req: &'a ChatRequest) -> W::Body<'a> {
         W::body(&self.cfg, req)
     }
 }

@@ -1,6 +1,9 @@
 //! Model clients behind one `ChatModel` trait: one `HttpChatClient` over a
 //! `WireFormat` per provider: OpenAI Chat Completions (and every OpenAI-compatible
-//! server through `base_url`), Anthropic Messages, Gemini generateContent. Messages with text and images, tools as JSON schemas, usage and
+//! server through `base_url`), Anthropic Messages, Gemini generateContent. A provider's
+//! request body and reply are typed serde structs (`request.rs`, `reply.rs` in its
+//! directory); the body borrows from the provider-neutral `ChatRequest` and is
+//! serialised once. Messages with text and images, tools as JSON schemas, usage and
 //! cost, retries with backoff honouring `Retry-After`, per-request timeouts, and errors
 //! with hints. Keys live in `ApiKey`, which never prints.
 //!
@@ -11,6 +14,8 @@ pub mod anthropic;
 pub mod client;
 pub mod config;
 pub mod error;
+#[cfg(test)]
+mod fixtures;
 pub mod gemini;
 pub mod http;
 pub mod openai;

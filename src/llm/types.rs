@@ -7,7 +7,6 @@
 use std::ops::{Add, AddAssign};
 use std::time::Duration;
 
-use base64::Engine;
 use bytes::Bytes;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,11 +81,20 @@ impl ImageData {
         &self.bytes
     }
     pub fn base64(&self) -> String {
-        base64::engine::general_purpose::STANDARD.encode(&self.bytes)
+        self.base64_text().to_string()
     }
     /// `data:image/png;base64,…` as OpenAI-compatible servers take it.
     pub fn data_url(&self) -> String {
-        format!("data:{};base64,{}", self.mime.as_str(), self.base64())
+        self.data_url_text().to_string()
+    }
+    /// The base64 text as request bodies write it: serialised straight into the body,
+    /// so a screenshot is never held as a base64 `String`.
+    pub fn base64_text(&self) -> Base64Text<'_> {
+        Base64Text(self)
+    }
+    /// The `data:` URL as request bodies write it, like `base64_text`.
+    pub fn data_url_text(&self) -> DataUrlText<'_> {
+        DataUrlText(self)
     }
     /// Width and height read from the PNG IHDR or the JPEG SOF marker, without decoding.
     pub fn dimensions(&self) -> Option<(u32, u32)> {
@@ -115,6 +123,57 @@ impl ImageData {
                 None
             }
         }
+    }
+}
+
+/// An image's base64 text, encoded while it is written (`Display`, and `Serialize` as a
+/// JSON string through `collect_str`, which serde_json writes without a `String`).
+#[derive(Clone, Copy)]
+pub struct Base64Text<'a>(&'a ImageData);
+
+impl std::fmt::Display for Base64Text<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let engine = &base64::engine::general_purpose::STANDARD;
+        base64::display::Base64Display::new(&self.0.bytes, engine).fmt(f)
+    }
+}
+
+impl std::fmt::Debug for Base64Text<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Base64Text({:?})", self.0)
+    }
+}
+
+impl Serialize for Base64Text<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// An image as a `data:<mime>;base64,…` URL, encoded while it is written.
+#[derive(Clone, Copy)]
+pub struct DataUrlText<'a>(&'a ImageData);
+
+impl std::fmt::Display for DataUrlText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "data:{};base64,{}",
+            self.0.mime.as_str(),
+            Base64Text(self.0)
+        )
+    }
+}
+
+impl std::fmt::Debug for DataUrlText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DataUrlText({:?})", self.0)
+    }
+}
+
+impl Serialize for DataUrlText<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -198,8 +257,7 @@ impl ToolSpec {
         let generator = schemars::generate::SchemaSettings::draft2020_12()
             .with(|s| s.inline_subschemas = true)
             .into_generator();
-        let mut parameters = serde_json::to_value(generator.into_root_schema_for::<T>())
-            .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+        let mut parameters = generator.into_root_schema_for::<T>().to_value();
         if let Value::Object(m) = &mut parameters {
             // Providers reject or ignore these meta keys; they only cost tokens.
             m.remove("$schema");
@@ -320,6 +378,21 @@ mod tests {
         );
         let err = ImageData::from_bytes(&b"GIF89a"[..]).unwrap_err();
         assert_eq!(err.code(), "llm_invalid_image");
+    }
+
+    #[test]
+    fn base64_is_written_into_the_body_exactly_as_encoded_whole() {
+        use base64::Engine;
+        // Longer than the encoder's chunk, and not a multiple of 3: padding at the end.
+        let mut bytes = b"\xFF\xD8\xFF".to_vec();
+        bytes.extend((0..5000u32).map(|i| (i * 31 % 256) as u8));
+        let whole = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let img = ImageData::from_bytes(bytes).unwrap();
+        let json = serde_json::to_string(&img.base64_text()).unwrap();
+        assert_eq!(json, format!("\"{whole}\""));
+        let url = serde_json::to_string(&img.data_url_text()).unwrap();
+        assert_eq!(url, format!("\"data:image/jpeg;base64,{whole}\""));
+        assert_eq!(img.data_url(), format!("data:image/jpeg;base64,{whole}"));
     }
 
     #[test]
