@@ -50,7 +50,9 @@ fn start_chat(name: &str) -> Vec<Action> {
 }
 
 fn note(s: &PhoneState, title: &str, body: impl Fn(&str) -> bool) -> bool {
-    s.notes.iter().any(|n| n.title.trim() == title && body(&n.body))
+    s.notes
+        .iter()
+        .any(|n| n.title.trim() == title && body(&n.body))
 }
 
 fn flight_note(s: &mut PhoneState) {
@@ -140,7 +142,9 @@ pub(super) fn tasks() -> Vec<SimTask> {
             app: AppId::Settings,
             instruction: "Sign in to my account in Settings > Accounts; the e-mail is alex@example.com",
             difficulty: Medium,
-            check: |s| s.settings.account.as_deref() == Some(super::super::apps::settings::ACCOUNT_EMAIL),
+            check: |s| {
+                s.settings.account.as_deref() == Some(super::super::apps::settings::ACCOUNT_EMAIL)
+            },
             solution: || {
                 vec![
                     ask("What is the password for alex@example.com?"),
@@ -512,7 +516,8 @@ pub(super) fn tasks() -> Vec<SimTask> {
             instruction: "Create a note titled 'Mon' that says 'Call mom', and one titled 'Tue' that says 'Pay rent'",
             difficulty: Hard,
             check: |s| {
-                note(s, "Mon", |b| b.trim() == "Call mom") && note(s, "Tue", |b| b.trim() == "Pay rent")
+                note(s, "Mon", |b| b.trim() == "Call mom")
+                    && note(s, "Tue", |b| b.trim() == "Pay rent")
             },
             solution: || {
                 vec![
