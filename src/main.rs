@@ -49,6 +49,7 @@ fn main() -> std::process::ExitCode {
                 droidpilot::cli::bench_replay(args).await
             }
             Command::Export(args) => droidpilot::cli::export(args).await,
+            Command::Eval(args) => droidpilot::cli::eval::run(args).await,
             Command::Script(cmd) => match droidpilot::cli::script::script(cmd).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(anyhow::anyhow!("the script did not succeed")),

@@ -453,3 +453,99 @@ fn a_run_is_recorded_as_a_script_with_selectors_then_exported_and_imported() {
         .arg(&flow);
     assert!(!ok(cmd).trim().is_empty(), "a stored id");
 }
+
+/// `droidpilot eval` with no key anywhere: the replay agent (reference solutions) scores
+/// every clock task, and `--json` prints the summary object the issue specifies.
+#[test]
+fn eval_scores_the_reference_solutions_with_no_key_and_writes_json_and_markdown() {
+    let dir = workdir("[devices.adb]\nenabled = false\n");
+    let out_dir = dir.path().join("scores");
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["eval", "--json", "--tasks", "clock.*", "--parallel", "2"])
+        .args(["--screen", "540x1200", "--out"])
+        .arg(&out_dir);
+    let stdout = ok(cmd);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    for key in [
+        "tasks",
+        "succeeded",
+        "success_rate",
+        "tiers",
+        "false_success",
+        "verifier_catches",
+        "loops",
+        "mean_steps",
+        "tokens",
+        "cost_usd",
+        "wall_s",
+        "per_task",
+    ] {
+        assert!(v.get(key).is_some(), "`{key}` in {v}");
+    }
+    let clock = droidpilot::device::sim::tasks()
+        .iter()
+        .filter(|t| t.id.starts_with("clock."))
+        .count();
+    assert_eq!(v["tasks"], clock);
+    assert_eq!(v["success_rate"], 1.0, "{v}");
+    assert_eq!(v["false_success"], 0);
+    assert_eq!(v["agent"]["kind"], "replay");
+    for tier in ["easy", "medium", "hard"] {
+        assert!(
+            v["tiers"][tier]["runs"].as_u64().unwrap() > 0,
+            "{tier}: {v}"
+        );
+    }
+    assert!(v["tokens"].get("in").is_some() && v["tokens"].get("out").is_some());
+    assert_eq!(v["per_task"].as_array().unwrap().len(), clock);
+    // --out: the same object, and the Markdown table.
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(saved["per_task"], v["per_task"]);
+    let md = std::fs::read_to_string(out_dir.join("eval.md")).unwrap();
+    assert!(md.contains("| all | ") && md.contains("100.0%"), "{md}");
+}
+
+/// `--compare a.json b.json`: both side by side, with deltas and the tasks that changed.
+#[test]
+fn eval_compare_puts_two_scores_side_by_side() {
+    let dir = workdir("[devices.adb]\nenabled = false\n");
+    let run = |agent: &str, file: &str| {
+        let mut cmd = droidpilot(dir.path());
+        cmd.args([
+            "eval",
+            "--json",
+            "--tasks",
+            "settings.b*",
+            "--screen",
+            "540x1200",
+        ])
+        .args(["--agent", agent]);
+        std::fs::write(dir.path().join(file), ok(cmd)).unwrap();
+    };
+    run(r#"{"kind": "replay"}"#, "a.json");
+    let quitter = r#"{"kind": "replay", "actions": [{"action": "finish", "success": true}]}"#;
+    std::fs::write(dir.path().join("quitter.json"), quitter).unwrap();
+    run("quitter.json", "b.json");
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["eval", "--compare", "a.json", "b.json"]);
+    let table = ok(cmd);
+    let row = |label: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` row:\n{table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(row("success rate"), "success rate 100.0% 0.0% -100.0 pt");
+    assert!(row("false success").ends_with("0 4 +4"), "{table}");
+    assert!(table.contains("settings.bluetooth_on"), "{table}");
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["eval", "--compare", "a.json", "quitter.json"]);
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("quitter.json is not an eval summary"), "{err}");
+}

@@ -954,7 +954,9 @@ async fn every_screen_parses_and_its_representation_holds_what_a_person_sees() {
                 {
                     continue;
                 }
-                let probe: String = text.chars().take(12).collect();
+                // Labels show a multi-line text on one line (a note's lines joined by spaces).
+                let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let probe: String = one_line.chars().take(12).collect();
                 // Labels merge child text and are capped (MAX_LABEL_CHARS) to bound tokens:
                 // text may be missing only inside an element whose label says it was clipped.
                 let in_labels = repr

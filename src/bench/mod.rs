@@ -1,8 +1,8 @@
 //! Measurement code, kept out of the product modules: `droidpilot bench adb` (`adb.rs`,
 //! the ADB backend against the raw `adb` CLI) and `droidpilot bench runner` (`runner.rs`,
 //! what the agent loop costs on the virtual phone) and `droidpilot bench replay` (`replay.rs`,
-//! the script drift suite of issue 12). `benches/` runs the same code under
-//! criterion.
+//! the script drift suite of issue 12), and `droidpilot eval` (`eval/`, agents scored on
+//! the sim tasks). `benches/` runs the same code under criterion.
 //!
 //! A module rather than a cargo feature: the `droidpilot bench …` commands ship in the
 //! default build (operators measure their own phones and machines), and a feature would
@@ -10,6 +10,7 @@
 //! This is the top layer beside `cli`: it may use every product layer, and none uses it.
 
 pub mod adb;
+pub mod eval;
 pub mod replay;
 pub mod rule_model;
 pub mod runner;

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 pub mod devices;
 pub mod doctor;
+pub mod eval;
 pub mod run;
 pub mod screen;
 pub mod script;
@@ -56,6 +57,8 @@ pub enum Command {
     /// Scripts: record a finished task, run one without a model, import and export.
     #[command(subcommand)]
     Script(script::ScriptCommand),
+    /// Score an agent on the virtual phone's tasks (success per tier, false successes, loops, cost), or compare two scores.
+    Eval(eval::EvalArgs),
 }
 
 #[derive(Debug, Subcommand)]

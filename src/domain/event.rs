@@ -274,6 +274,30 @@ impl TaskEvent {
         matches!(self, TaskEvent::Finished(_))
     }
 
+    /// Whether this is a completion verifier catching a false claim: a `step.executed`
+    /// whose action is `finish` and whose outcome records that an `on_finish` hook
+    /// rejected it (the runner then goes on, and the agent reads "NOT done"). No verifier
+    /// ships in the runner yet (the `planned` agent brings one), so today this matches
+    /// only `on_finish` hooks a caller installed; `droidpilot eval` counts it.
+    pub fn is_verifier_rejection(&self) -> bool {
+        let TaskEvent::StepExecuted {
+            action: Some(action),
+            outcome,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        let finish = super::ActionParser::lenient()
+            .parse(action)
+            .is_ok_and(|a| a.is_terminal());
+        let rejected = outcome
+            .detail
+            .as_ref()
+            .is_some_and(|d| d.get("rejected").is_some());
+        finish && rejected && outcome.status == super::StepStatus::Failed
+    }
+
     /// The payload alone, as stored beside the type.
     pub fn payload(&self) -> Value {
         if let TaskEvent::Other { payload, .. } = self {
@@ -303,6 +327,42 @@ impl TaskEvent {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn executed(action: Value, status: crate::domain::StepStatus, detail: Value) -> TaskEvent {
+        TaskEvent::StepExecuted {
+            task_id: TaskId::new(),
+            step: 3,
+            action: Some(action),
+            outcome: StepOutcome {
+                status,
+                error: None,
+                screen_changed: None,
+                detail: Some(detail),
+            },
+            timings: StepTimings::default(),
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: 0.0,
+            screenshot: None,
+            model_calls: 0,
+            replay: None,
+        }
+    }
+
+    #[test]
+    fn a_verifier_rejection_is_a_failed_finish_that_records_why() {
+        use crate::domain::StepStatus::{Failed, Ok};
+        let finish = json!({"action": "finish", "success": true});
+        let why = json!({"success": true, "rejected": "the alarm list has no 7:30"});
+        assert!(executed(finish.clone(), Failed, why.clone()).is_verifier_rejection());
+        // An accepted finish, a failed tap and other events are not.
+        let accepted = executed(finish, Ok, json!({"success": true}));
+        assert!(!accepted.is_verifier_rejection());
+        let tap = json!({"action": "tap", "target": {"element": 3}});
+        assert!(!executed(tap, Failed, why).is_verifier_rejection());
+        let other = TaskEvent::DeviceOnline { id: "sim-1".into() };
+        assert!(!other.is_verifier_rejection());
+    }
 
     #[test]
     fn the_wire_is_type_beside_payload() {

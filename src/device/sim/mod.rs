@@ -38,7 +38,7 @@ use super::{AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, S
 
 pub use faults::{IDLE_STATE_ERROR, NULL_ROOT_ERROR, SimFaults};
 pub use state::{AppId, Cmd, Fg, Page, PhoneState};
-pub use tasks::{Difficulty, SimTask, run_reference, task, tasks};
+pub use tasks::{Difficulty, Fact, SimTask, run_reference, task, tasks};
 
 use state::Dialog;
 use widget::{Hit, IdStyle, Screen, Widget};

@@ -16,6 +16,8 @@ use crate::domain::{
 };
 
 use super::SimDevice;
+
+mod more;
 use super::state::{AppId, PhoneState};
 
 /// How many steps a person needs: 1–3, 4–10, more than 10.
@@ -47,6 +49,36 @@ pub struct SimTask {
     setup: fn(&mut PhoneState),
     check: fn(&PhoneState) -> bool,
     solution: fn() -> Vec<Action>,
+    /// What the user answers when the agent asks (`ask_user`): facts the instruction
+    /// leaves out. Empty for tasks that need no one.
+    pub facts: &'static [Fact],
+    /// Other apps the task needs besides `app` (read in one, act in the other).
+    pub also: &'static [AppId],
+}
+
+/// A fact only the user knows: an `ask_user` question that mentions one of `topic`'s
+/// words (any case) gets `answer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Fact {
+    pub topic: &'static [&'static str],
+    pub answer: &'static str,
+}
+
+/// The fields most tasks leave at their defaults (`..PLAIN`).
+const PLAIN: SimTask = SimTask {
+    id: "",
+    app: AppId::Settings,
+    instruction: "",
+    difficulty: Difficulty::Easy,
+    setup: nothing,
+    check: never,
+    solution: Vec::new,
+    facts: &[],
+    also: &[],
+};
+
+fn never(_: &PhoneState) -> bool {
+    false
 }
 
 impl std::fmt::Debug for SimTask {
@@ -72,6 +104,35 @@ impl SimTask {
     /// A known-good action sequence.
     pub fn reference(&self) -> Vec<Action> {
         (self.solution)()
+    }
+    /// Whether the task needs a fact from the user (an `ask_user` question).
+    pub fn needs_user(&self) -> bool {
+        !self.facts.is_empty()
+    }
+    /// The user's answer to an `ask_user` question: the facts whose topic the question
+    /// mentions (just the answer when one matches, `topic: answer` pairs when several
+    /// do), every fact when none matches (a person would tell what they know), and a
+    /// plain "nothing to add" for a task that needs no one.
+    pub fn reply(&self, question: &str) -> String {
+        let q = question.to_lowercase();
+        let hit: Vec<&Fact> = self
+            .facts
+            .iter()
+            .filter(|f| f.topic.iter().any(|w| q.contains(&w.to_lowercase())))
+            .collect();
+        let facts: Vec<&Fact> = match hit.len() {
+            0 => self.facts.iter().collect(),
+            _ => hit,
+        };
+        match facts.as_slice() {
+            [] => "I have nothing to add; go on with what you know.".into(),
+            [one] => one.answer.into(),
+            many => many
+                .iter()
+                .map(|f| format!("{}: {}", f.topic[0], f.answer))
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
     }
 }
 
@@ -261,7 +322,7 @@ fn visited(s: &PhoneState, f: impl Fn(&str) -> bool) -> bool {
 
 pub fn tasks() -> Vec<SimTask> {
     use Difficulty::*;
-    vec![
+    let mut all = vec![
         // --- Settings ---
         SimTask {
             id: "settings.bluetooth_on",
@@ -271,6 +332,7 @@ pub fn tasks() -> Vec<SimTask> {
             setup: nothing,
             check: |s| s.settings.bluetooth,
             solution: || vec![launch(AppId::Settings), tap(540, BLUETOOTH)],
+            ..PLAIN
         },
         SimTask {
             id: "settings.wifi_off",
@@ -280,6 +342,7 @@ pub fn tasks() -> Vec<SimTask> {
             setup: nothing,
             check: |s| !s.settings.wifi && !s.settings.airplane,
             solution: || vec![launch(AppId::Settings), tap(ALARM_SWITCH_X, WIFI)],
+            ..PLAIN
         },
         SimTask {
             id: "settings.airplane_keep_bluetooth",
@@ -295,6 +358,7 @@ pub fn tasks() -> Vec<SimTask> {
                     tap(540, BLUETOOTH),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "settings.airplane_off",
@@ -307,6 +371,7 @@ pub fn tasks() -> Vec<SimTask> {
             },
             check: |s| !s.settings.airplane && s.settings.wifi,
             solution: || vec![launch(AppId::Settings), tap(540, AIRPLANE), tap(540, WIFI)],
+            ..PLAIN
         },
         SimTask {
             id: "settings.brightness_max",
@@ -321,6 +386,7 @@ pub fn tasks() -> Vec<SimTask> {
                     swipe(540, BRIGHTNESS, 1075, BRIGHTNESS),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "settings.brightness_low",
@@ -330,6 +396,7 @@ pub fn tasks() -> Vec<SimTask> {
             setup: nothing,
             check: |s| (48..=80).contains(&s.settings.brightness),
             solution: || vec![launch(AppId::Settings), tap(48 + 984 / 4, BRIGHTNESS)],
+            ..PLAIN
         },
         SimTask {
             id: "settings.sign_in",
@@ -349,6 +416,7 @@ pub fn tasks() -> Vec<SimTask> {
                     tap(540, SIGN_IN),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "settings.developer_then_wifi_off",
@@ -363,6 +431,7 @@ pub fn tasks() -> Vec<SimTask> {
                 v.extend([t(BACK_ARROW), tap(540, WIFI)]);
                 v
             },
+            ..PLAIN
         },
         // --- Clock ---
         SimTask {
@@ -383,6 +452,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(ALARM_OK),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "clock.alarm_0900_picker",
@@ -399,6 +469,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(ALARM_OK),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "clock.alarm_0745_swipe",
@@ -435,6 +506,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(ALARM_OK),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "clock.disable_0815",
@@ -449,6 +521,7 @@ pub fn tasks() -> Vec<SimTask> {
                     && s.alarms.len() == 2
             },
             solution: || vec![launch(AppId::Clock), tap(ALARM_SWITCH_X, alarm_row(1))],
+            ..PLAIN
         },
         SimTask {
             id: "clock.delete_0600",
@@ -461,6 +534,7 @@ pub fn tasks() -> Vec<SimTask> {
                     && s.alarms.iter().any(|a| a.hour == 8 && a.minute == 15)
             },
             solution: || vec![launch(AppId::Clock), tap(ALARM_DELETE_X, alarm_row(0))],
+            ..PLAIN
         },
         SimTask {
             id: "clock.delete_via_menu",
@@ -472,6 +546,7 @@ pub fn tasks() -> Vec<SimTask> {
                 !s.alarms.iter().any(|a| a.hour == 8 && a.minute == 15) && s.alarms.len() == 1
             },
             solution: || vec![launch(AppId::Clock), long(300, alarm_row(1)), t(MENU_FIRST)],
+            ..PLAIN
         },
         SimTask {
             id: "clock.two_alarms",
@@ -504,6 +579,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(ALARM_OK),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "clock.open_from_home",
@@ -513,6 +589,7 @@ pub fn tasks() -> Vec<SimTask> {
             setup: nothing,
             check: |s| s.fg == super::state::Fg::App(AppId::Clock),
             solution: || vec![t(HOME_CLOCK)],
+            ..PLAIN
         },
         // --- Contacts ---
         SimTask {
@@ -535,6 +612,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SAVE),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "contacts.add_cjk",
@@ -554,6 +632,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SAVE),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "contacts.edit_bob",
@@ -575,6 +654,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SAVE),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "contacts.delete_mallory",
@@ -593,6 +673,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(MENU_SECOND),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "contacts.rename_judy",
@@ -617,6 +698,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SAVE),
                 ]
             },
+            ..PLAIN
         },
         // --- Messages ---
         SimTask {
@@ -635,6 +717,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SEND_ABOVE_KEYBOARD),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "messages.reply_alice_emoji",
@@ -652,6 +735,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SEND_ABOVE_KEYBOARD),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "messages.new_chat_carol",
@@ -671,6 +755,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SEND_ABOVE_KEYBOARD),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "messages.to_number",
@@ -697,6 +782,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SEND_ABOVE_KEYBOARD),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "messages.arabic_eve",
@@ -716,6 +802,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(SEND_ABOVE_KEYBOARD),
                 ]
             },
+            ..PLAIN
         },
         // --- Notes ---
         SimTask {
@@ -739,6 +826,7 @@ pub fn tasks() -> Vec<SimTask> {
                     key(Key::Back),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "notes.create_titled",
@@ -762,6 +850,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(BACK_ARROW),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "notes.edit_groceries",
@@ -786,6 +875,7 @@ pub fn tasks() -> Vec<SimTask> {
                     key(Key::Back),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "notes.delete_ideas",
@@ -798,6 +888,7 @@ pub fn tasks() -> Vec<SimTask> {
                     && s.notes.iter().any(|n| n.title == "Groceries")
             },
             solution: || vec![launch(AppId::Notes), long(540, note_row(1)), t(MENU_FIRST)],
+            ..PLAIN
         },
         SimTask {
             id: "notes.from_drawer",
@@ -807,6 +898,7 @@ pub fn tasks() -> Vec<SimTask> {
             setup: nothing,
             check: |s| s.fg == super::state::Fg::App(AppId::Notes),
             solution: || vec![t(ALL_APPS), t(DRAWER_NOTES)],
+            ..PLAIN
         },
         // --- Browser ---
         SimTask {
@@ -826,6 +918,7 @@ pub fn tasks() -> Vec<SimTask> {
                     tap(540, result_link(2)),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "browser.rust_official",
@@ -844,6 +937,7 @@ pub fn tasks() -> Vec<SimTask> {
                     tap(540, result_link(0)),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "browser.search_weather",
@@ -864,6 +958,7 @@ pub fn tasks() -> Vec<SimTask> {
                     key(Key::Enter),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "browser.open_site",
@@ -880,6 +975,7 @@ pub fn tasks() -> Vec<SimTask> {
                     key(Key::Enter),
                 ]
             },
+            ..PLAIN
         },
         // --- Shop ---
         SimTask {
@@ -890,6 +986,7 @@ pub fn tasks() -> Vec<SimTask> {
             setup: nothing,
             check: |s| s.shop.notifications_allowed == Some(true),
             solution: || vec![t(ALL_APPS), t(DRAWER_SHOP), t(ALLOW)],
+            ..PLAIN
         },
         SimTask {
             id: "shop.cart_earbuds",
@@ -903,6 +1000,7 @@ pub fn tasks() -> Vec<SimTask> {
                 v.extend([tap(540, product_row(0, 0)), t(ADD_TO_CART)]);
                 v
             },
+            ..PLAIN
         },
         SimTask {
             id: "shop.cheapest_usb_c",
@@ -924,6 +1022,7 @@ pub fn tasks() -> Vec<SimTask> {
                 ]);
                 v
             },
+            ..PLAIN
         },
         SimTask {
             id: "shop.case_and_protector",
@@ -947,6 +1046,7 @@ pub fn tasks() -> Vec<SimTask> {
                 ]);
                 v
             },
+            ..PLAIN
         },
         SimTask {
             id: "shop.checkout_existing_cart",
@@ -968,6 +1068,7 @@ pub fn tasks() -> Vec<SimTask> {
                     t(PAY_NOW),
                 ]
             },
+            ..PLAIN
         },
         SimTask {
             id: "shop.empty_cart",
@@ -988,8 +1089,11 @@ pub fn tasks() -> Vec<SimTask> {
                     tap(900, 352),
                 ]
             },
+            ..PLAIN
         },
-    ]
+    ];
+    all.extend(more::tasks());
+    all
 }
 
 /// Finds a task by id.
@@ -1018,7 +1122,7 @@ fn target_point(dev: &SimDevice, t: &TargetField) -> Result<PixelPoint, DeviceEr
 }
 
 /// Runs a sequence of actions that need no screen parser (coordinate taps and swipes,
-/// typing, keys, launch, open_url, wait) against the device, through the `Device` trait.
+/// typing, keys, launch, open_url, wait; `ask_user` is a no-op here) against the device, through the `Device` trait.
 /// `wait` advances the virtual clock instead of sleeping.
 pub async fn run_actions(dev: &SimDevice, actions: &[Action]) -> Result<(), DeviceError> {
     let size = ScreenSize {
@@ -1077,6 +1181,9 @@ pub async fn run_actions(dev: &SimDevice, actions: &[Action]) -> Result<(), Devi
             Action::LaunchApp { app } => dev.launch_app(app).await?,
             Action::OpenUrl { url } => dev.open_url(url).await?,
             Action::Wait { ms } => dev.advance_clock(*ms),
+            // The question goes to a person, not the phone; the actions after it carry
+            // the answer (the task's `facts`).
+            Action::AskUser { .. } => {}
             Action::Finish { .. } => break,
             other => {
                 return Err(DeviceError::InvalidInput(format!(
