@@ -14,6 +14,20 @@ use utoipa::ToSchema;
 
 use super::{StepOutcome, StepTimings, Task, TaskId, TaskStatus};
 
+/// What the runner did when its stuck detector fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StuckResponse {
+    /// Told the agent it seems stuck, in its next prompt.
+    Diagnose,
+    /// Asked the agent's planner for a new plan before asking a person.
+    Replan,
+    /// Asked a person how to go on.
+    AskUser,
+    /// Ended the task as failed.
+    Abort,
+}
+
 /// One event on a task's stream, or on the `devices` stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", content = "payload")]
@@ -163,6 +177,15 @@ pub enum TaskEvent {
         step: u32,
         annotation: super::Annotation,
     },
+    /// The runner's stuck detector fired: the same screen, or the same element tapped,
+    /// too many times in a row. `response` says what the runner did about it.
+    #[serde(rename = "step.stuck")]
+    StepStuck {
+        task_id: TaskId,
+        step: u32,
+        why: String,
+        response: StuckResponse,
+    },
     /// A model call failed transiently and is tried again after `delay_ms`.
     #[serde(rename = "model.retry")]
     ModelRetry {
@@ -260,6 +283,7 @@ impl TaskEvent {
             StepDecided { .. } => "step.decided",
             StepExecuted { .. } => "step.executed",
             StepAnnotated { .. } => "step.annotated",
+            StepStuck { .. } => "step.stuck",
             ModelRetry { .. } => "model.retry",
             DeviceOnline { .. } => "device.online",
             DeviceOffline { .. } => "device.offline",

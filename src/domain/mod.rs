@@ -18,7 +18,7 @@ pub use task::{
     AgentSummary, NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
 };
 pub mod event;
-pub use event::{TaskEvent, TaskFinished};
+pub use event::{StuckResponse, TaskEvent, TaskFinished};
 pub mod retry;
 pub use retry::RetryPolicy;
 pub mod step;

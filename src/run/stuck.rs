@@ -2,11 +2,11 @@
 //! N times in a row on a screen that did not change (tapping "Build number" seven times
 //! while toasts count down is progress, not a loop). It escalates in stages: first a diagnostic in the next prompt, then
 //! (still stuck after N more) escalation (a re-plan when a planner exists; the runner asks
-//! the user), and if that changes nothing, abort. `verdicts` runs the same detector over
-//! a finished task's committed steps, for reports.
+//! the user), and if that changes nothing, abort. Each time it fires the runner
+//! publishes `step.stuck` with what it did (reports such as `droidpilot eval` count those).
 
+use crate::domain::Action;
 use crate::domain::action::TargetField;
-use crate::domain::{Action, Step, StepStatus};
 
 /// What the runner should do now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,37 +113,6 @@ pub fn tap_target(action: &Action) -> Option<String> {
         } => Some(serde_json::to_string(t).unwrap_or_default()),
         _ => None,
     }
-}
-
-/// The detector's verdicts over a finished task's committed steps, as the runner reaches
-/// them: each step that carried out a device action the agent chose on the screen it
-/// observed. Left out: `finish`, `ask_user` and `mcp_call` (they end or pause the step
-/// before the check), rejected answers (no action), and script replay steps (the script
-/// bounds its own waits). For reports (`droidpilot eval` counts loops with it); a running
-/// task's detector lives in the runner's state.
-pub fn verdicts(steps: &[Step], threshold: u32) -> Vec<(u32, Stuck)> {
-    let mut d = StuckDetector::new(threshold);
-    let mut out = Vec::new();
-    for s in steps {
-        let Some(action) = &s.action else { continue };
-        let handled_by_runner = matches!(
-            action,
-            Action::Finish { .. } | Action::AskUser { .. } | Action::McpCall { .. }
-        );
-        if handled_by_runner || s.replay.is_some() || s.outcome.status == StepStatus::Rejected {
-            continue;
-        }
-        let layout = s
-            .screen
-            .as_ref()
-            .and_then(|sc| sc.layout_hash.as_deref())
-            .and_then(|h| u64::from_str_radix(h, 16).ok());
-        match d.observe(layout, tap_target(action)) {
-            Stuck::No => {}
-            v => out.push((s.n, v)),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

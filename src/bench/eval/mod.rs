@@ -7,9 +7,8 @@
 //! and cost (the task's totals, summed from its steps' model calls), wall time, and:
 //! a *false success* (the task ended `succeeded`, the agent said done, but the checker
 //! says no); *verifier catches* (`TaskEvent::is_verifier_rejection`: an `on_finish` hook
-//! refused a finish; none ships yet, so this counts once the planned agent's verifier
-//! lands); *loops* (the runner's stuck detector, `run::stuck::verdicts`, over the committed
-//! steps). An `ask_user` question is answered through `Prompts::answer`, the path the REST
+//! refused a finish, e.g. a planned agent's completion verifier); *loops* (`step.stuck`
+//! events: the runner's stuck detector fired). An `ask_user` question is answered through `Prompts::answer`, the path the REST
 //! API uses, from the task's `facts`.
 //!
 //! `{"kind": "replay"}` without `actions` means each task's reference solution.
@@ -227,7 +226,6 @@ impl AgentPlan {
 struct Env {
     core: Core,
     phones: Vec<Arc<SimDevice>>,
-    stuck_threshold: u32,
     _dir: ScratchDir,
 }
 
@@ -292,7 +290,6 @@ async fn env(config: Config, opts: &EvalOptions) -> Result<Env, EvalError> {
     }
     core.start_scheduler();
     Ok(Env {
-        stuck_threshold: config.runner.stuck_threshold,
         core,
         phones,
         _dir: dir,
@@ -406,11 +403,6 @@ async fn run_one(
         .get_task(task.id)
         .await
         .map_err(|e| fail(e.to_string()))?;
-    let steps = store
-        .steps(task.id)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    let loops = crate::run::stuck::verdicts(&steps, env.stuck_threshold).len() as u32;
     Ok(RunRecord {
         id: t.id.into(),
         tier: t.difficulty,
@@ -427,7 +419,7 @@ async fn run_one(
         wall_s,
         false_success: done.status == TaskStatus::Succeeded && !checker,
         verifier_catches: seen.verifier_catches,
-        loops,
+        loops: seen.loops,
         asked: seen.asked,
         reason: done.reason,
     })
@@ -443,6 +435,8 @@ pub fn step_budget(t: &SimTask) -> u32 {
 struct Seen {
     asked: u32,
     verifier_catches: u32,
+    /// `step.stuck` events: the runner's stuck detector fired.
+    loops: u32,
 }
 
 /// Follows the task's events to `task.finished`, answering each question from the
@@ -475,6 +469,7 @@ async fn follow(env: &Env, t: &SimTask, id: TaskId) -> Result<Seen, String> {
                     .await;
             }
             e if e.is_verifier_rejection() => seen.verifier_catches += 1,
+            TaskEvent::StepStuck { .. } => seen.loops += 1,
             TaskEvent::Finished(_) => return Ok(seen),
             _ => {}
         }

@@ -12,9 +12,9 @@ use super::state::RunState;
 use super::{Break, End, Phase, Runner};
 use crate::agent::context::Note;
 use crate::agent::{Agent, Decision};
-use crate::domain::action::TargetField;
-use crate::domain::{Action, Annotation, TaskStatus};
-use crate::run::stuck::Stuck;
+use crate::domain::{Action, Annotation, StuckResponse, TaskEvent, TaskStatus};
+use crate::run::stuck::{Stuck, tap_target};
+use crate::store::StoreError;
 
 impl Runner {
     /// Checks the step for being stuck and sets what the agent's history keeps of it.
@@ -38,6 +38,7 @@ impl Runner {
         match verdict {
             Stuck::No => {}
             Stuck::Diagnose(why) => {
+                self.stuck_event(st, &why, StuckResponse::Diagnose).await?;
                 draft.notes.push(Note::Stuck {
                     step: n,
                     why,
@@ -47,6 +48,7 @@ impl Runner {
             }
             // A planner is consulted before a person (once per task).
             Stuck::Escalate(why) if !st.replanned_when_stuck && agent.replan_when_stuck(&why) => {
+                self.stuck_event(st, &why, StuckResponse::Replan).await?;
                 st.replanned_when_stuck = true;
                 st.stuck.reset();
                 draft.detail(json!({"stuck": why, "replanning": true}));
@@ -58,15 +60,18 @@ impl Runner {
                 outcome.push_str(" (stuck: re-planning)");
             }
             Stuck::Escalate(why) if self.cfg.ask_user_when_stuck => {
+                self.stuck_event(st, &why, StuckResponse::AskUser).await?;
                 draft.detail(json!({"stuck": why}));
                 draft.remember(n, decision, outcome);
                 return Ok(Stop(Break::Commit(Then::AskStuck(why))));
             }
             Stuck::Escalate(why) => {
+                self.stuck_event(st, &why, StuckResponse::Abort).await?;
                 let end = End::new(TaskStatus::Failed, format!("stuck: {why}"));
                 return Ok(Stop(Break::End(end)));
             }
             Stuck::Abort(why) => {
+                self.stuck_event(st, &why, StuckResponse::Abort).await?;
                 let end = End::new(TaskStatus::Failed, format!("stuck: {why}"));
                 return Ok(Stop(Break::Commit(Then::End(end))));
             }
@@ -76,6 +81,22 @@ impl Runner {
         }
         draft.remember(n, decision, outcome);
         Ok(Continue(()))
+    }
+
+    /// `step.stuck`: the detector fired at this step, and what the runner does about it.
+    async fn stuck_event(
+        &self,
+        st: &RunState<'_>,
+        why: &str,
+        response: StuckResponse,
+    ) -> Result<(), StoreError> {
+        let ev = TaskEvent::StepStuck {
+            task_id: st.task.id,
+            step: st.counter.current(),
+            why: why.to_string(),
+            response,
+        };
+        self.bus.publish(&st.stream, ev).await.map(drop)
     }
 
     /// Typed-text verification: the text the previous step typed must show in the focused
@@ -116,22 +137,5 @@ impl Runner {
             ),
             is_error: true,
         });
-    }
-}
-
-/// The element a tap-like action aimed at, for "the same element tapped N times".
-fn tap_target(action: &Action) -> Option<String> {
-    match action {
-        Action::Tap {
-            target: TargetField(t),
-        }
-        | Action::LongPress {
-            target: TargetField(t),
-            ..
-        }
-        | Action::DoubleTap {
-            target: TargetField(t),
-        } => Some(serde_json::to_string(t).unwrap_or_default()),
-        _ => None,
     }
 }
