@@ -741,7 +741,10 @@ mod tests {
     fn the_gesture_handle_is_dumped_only_clear_of_clickable_content() {
         let d = SimDevice::new(SimConfig::default()).unwrap();
         let handle = "com.android.systemui:id/home_handle";
-        assert!(d.hierarchy_now().contains(handle), "nothing under it at home");
+        assert!(
+            d.hierarchy_now().contains(handle),
+            "nothing under it at home"
+        );
         d.apply(Cmd::Launch {
             app: AppId::Contacts,
         });

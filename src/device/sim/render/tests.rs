@@ -157,18 +157,54 @@ fn the_same_screen_renders_the_same_bytes() {
 /// screens it writes to `target/golden/*.png`, and paste the printed lines here. A
 /// mismatch with no drawing change means output depends on the machine: a bug.
 const GOLDEN: [(&str, &str); 12] = [
-    ("launcher", "2bf0c4b52f9cc00443afa6b3348720a5edf0d07effb46499c0cde6a2bc5983b4"),
-    ("settings", "27abd3a735f1567a583a71b18c9ec6f77d4940ef79959efdbda5db7cea168d3d"),
-    ("contact_edit_keyboard", "28e46f092d813df8a6935c6bd497812f1eb86426010adcddbcb1d6b22b4b1652"),
-    ("shop_dialog", "5c2e1db3328abfd8c2934058d0fc35eb349ebcdd0d934c75fc98a0e608b6b911"),
-    ("messages_thread", "b9ede0385b6d06b43ebad68c06a0157fd3aeb6752ab444309bdf5db922d712d4"),
-    ("browser_results", "7142cd5de26590803660278561daf8f28514ac84672ceb88d189d2352e1bb16d"),
-    ("clock", "5a0af3e8ec78d137fda25c581b04c8a36d1cf15ad79195eb209adea7f040dafa"),
-    ("notes", "724d78ea420fef90ad78a5be96d69c3f496edeae508b5cd3094c01937e4811ca"),
-    ("drawer", "708e0c4b07e3090b16d38f28e4bb77644df11ae97cffe603d80d3b8ca0d5b77d"),
-    ("contacts", "d8817537829119b8ce5264d6a6bf65dc84d73ad0ca3a9a2ff0bbe81c9ee4c30a"),
-    ("recents", "d5d025c510bc87ea626ec8661436226c47f11f9e0aa5029c7aa53497e39e3867"),
-    ("locked", "18cd5ce437d1fa8d9d2f21cbebadd1ebc44e1ac7e7c777ca08f067ad1fd5950b"),
+    (
+        "launcher",
+        "2bf0c4b52f9cc00443afa6b3348720a5edf0d07effb46499c0cde6a2bc5983b4",
+    ),
+    (
+        "settings",
+        "27abd3a735f1567a583a71b18c9ec6f77d4940ef79959efdbda5db7cea168d3d",
+    ),
+    (
+        "contact_edit_keyboard",
+        "28e46f092d813df8a6935c6bd497812f1eb86426010adcddbcb1d6b22b4b1652",
+    ),
+    (
+        "shop_dialog",
+        "5c2e1db3328abfd8c2934058d0fc35eb349ebcdd0d934c75fc98a0e608b6b911",
+    ),
+    (
+        "messages_thread",
+        "b9ede0385b6d06b43ebad68c06a0157fd3aeb6752ab444309bdf5db922d712d4",
+    ),
+    (
+        "browser_results",
+        "7142cd5de26590803660278561daf8f28514ac84672ceb88d189d2352e1bb16d",
+    ),
+    (
+        "clock",
+        "5a0af3e8ec78d137fda25c581b04c8a36d1cf15ad79195eb209adea7f040dafa",
+    ),
+    (
+        "notes",
+        "724d78ea420fef90ad78a5be96d69c3f496edeae508b5cd3094c01937e4811ca",
+    ),
+    (
+        "drawer",
+        "708e0c4b07e3090b16d38f28e4bb77644df11ae97cffe603d80d3b8ca0d5b77d",
+    ),
+    (
+        "contacts",
+        "d8817537829119b8ce5264d6a6bf65dc84d73ad0ca3a9a2ff0bbe81c9ee4c30a",
+    ),
+    (
+        "recents",
+        "d5d025c510bc87ea626ec8661436226c47f11f9e0aa5029c7aa53497e39e3867",
+    ),
+    (
+        "locked",
+        "18cd5ce437d1fa8d9d2f21cbebadd1ebc44e1ac7e7c777ca08f067ad1fd5950b",
+    ),
 ];
 
 #[test]

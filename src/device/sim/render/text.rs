@@ -237,10 +237,7 @@ mod tests {
         let a = glyph(Face::Regular, 'a', 40).unwrap();
         let b = glyph(Face::Regular, 'a', 40).unwrap();
         assert!(Arc::ptr_eq(&a, &b) || a.alpha == b.alpha);
-        assert!(
-            a.alpha.iter().any(|&v| v == 255),
-            "solid ink inside the stem"
-        );
+        assert!(a.alpha.contains(&255), "solid ink inside the stem");
         assert!(glyph(Face::Regular, '日', 40).is_none());
         assert!(advance(Face::Regular, '日', 40) > 0.0);
     }
