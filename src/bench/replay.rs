@@ -680,22 +680,7 @@ pub fn format_report(r: &ReplayReport) -> String {
             m.target()
         );
     }
-    out += &format!(
-        "\nwhere the time goes (ms/step): {:>10} {:>10} {:>10} {:>10}\n",
-        "observe", "decide", "act", "settle"
-    );
-    for &m in &r.modes {
-        let t = r.mode(m);
-        let per = |v: f64| v / t.steps.max(1) as f64;
-        out += &format!(
-            "{:<30} {:>10.1} {:>10.1} {:>10.1} {:>10.1}\n",
-            m.name(),
-            per(t.phases.observe_ms),
-            per(t.phases.decide_ms),
-            per(t.phases.act_ms),
-            per(t.phases.settle_ms)
-        );
-    }
+    out += &format_phases(r);
     out += "\nper drift (completed/flows):\n";
     out += &format!("{:<42}", "drift");
     for m in &r.modes {
@@ -713,7 +698,43 @@ pub fn format_report(r: &ReplayReport) -> String {
         }
         out += "\n";
     }
+    out + &format_failures(r)
+}
+
+/// Where each mode's time per step goes, by the runner's phases.
+fn format_phases(r: &ReplayReport) -> String {
+    let mut out = format!(
+        "\nwhere the time goes (ms/step): {:>10} {:>10} {:>10} {:>10}\n",
+        "observe", "decide", "act", "settle"
+    );
+    for &m in &r.modes {
+        let t = r.mode(m);
+        let per = |v: f64| v / t.steps.max(1) as f64;
+        out += &format!(
+            "{:<30} {:>10.1} {:>10.1} {:>10.1} {:>10.1}\n",
+            m.name(),
+            per(t.phases.observe_ms),
+            per(t.phases.decide_ms),
+            per(t.phases.act_ms),
+            per(t.phases.settle_ms)
+        );
+    }
     out
+}
+
+/// The runs the script agent did not complete (selectors and AITM; blind coordinates are
+/// expected to fail under drift), one line each: `flow  mode  drift`.
+fn format_failures(r: &ReplayReport) -> String {
+    let failed: Vec<String> = r
+        .outcomes
+        .iter()
+        .filter(|((_, m, _), ok)| !**ok && *m != Mode::Coordinates)
+        .map(|((f, m, d), _)| format!("  {f:<28} {:<10} {}\n", m.name(), d.name()))
+        .collect();
+    if failed.is_empty() {
+        return String::new();
+    }
+    format!("\nnot completed by the script agent:\n{}", failed.concat())
 }
 
 /// The object: `{"flows", "modes": {mode: {completed, rate, model_calls,
