@@ -582,17 +582,27 @@ async fn record_in(env: &Env, id: &str) -> Result<Flow, ReplayBenchError> {
 /// recording run typed.
 fn agent_for(mode: Mode, flow: &Flow) -> Option<Box<dyn Agent>> {
     let script_agent = || {
+        // The script's type steps and the run's typed texts, in order: a step typing
+        // `${password}` gets what the recording typed there (not the first text typed).
         let typed = flow.coordinates.iter().filter_map(|a| match a {
             Action::Type { text, .. } => Some(text.clone()),
             _ => None,
         });
         let given: BTreeMap<String, String> = flow
             .script
-            .inputs
+            .steps
             .iter()
-            .filter(|(_, d)| d.is_none())
-            .map(|(k, _)| k.clone())
+            .filter(|s| s.action == crate::script::model::StepAction::Type)
             .zip(typed)
+            .filter_map(|(step, text)| {
+                let var = step.parameters.text.as_deref()?;
+                let name = var.strip_prefix("${")?.strip_suffix('}')?;
+                flow.script
+                    .inputs
+                    .get(name)
+                    .is_some_and(Option::is_none)
+                    .then(|| (name.to_string(), text))
+            })
             .collect();
         let vars = crate::script::vars::bind_inputs(&flow.script.inputs, &given).ok()?;
         Some(ScriptAgent::new(flow.script.clone(), None, vars))
