@@ -39,10 +39,9 @@ fn modal_root(screen: &Screen) -> Option<usize> {
         return None;
     }
     let tree = &screen.tree;
-    let keyboard = |pkg: &str| pkg.contains("inputmethod") || pkg.contains("keyboard");
     tree.roots.iter().rev().copied().find(|&r| {
         let pkg = &tree.nodes[r].package;
-        if keyboard(pkg) {
+        if is_keyboard(pkg) {
             return false;
         }
         pkg.contains("permissioncontroller")
@@ -55,10 +54,25 @@ fn modal_root(screen: &Screen) -> Option<usize> {
     })
 }
 
-/// Whether a person could touch node `n`: on screen, and not behind a dialog.
+/// Whether a person could touch node `n`: on screen, not behind a dialog, and not under
+/// the soft keyboard (a tap there types a key; the keyboard is dismissed by rule first).
 fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
     visible_chain(&screen.tree, n, &screen.elements.screen)
         && modal.is_none_or(|r| root_of(&screen.tree, n) == r)
+        && !under_keyboard(&screen.tree, n)
+}
+
+/// Whether the centre of node `n` lies inside a keyboard window it is not part of.
+fn under_keyboard(tree: &UiTree, n: usize) -> bool {
+    let c = tree.nodes[n].bounds.center();
+    let own = root_of(tree, n);
+    tree.roots.iter().any(|&r| {
+        r != own && is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c)
+    })
+}
+
+fn is_keyboard(package: &str) -> bool {
+    package.contains("inputmethod") || package.contains("keyboard")
 }
 
 /// The unique visible node `sel` matches.
