@@ -297,6 +297,28 @@ mod tests {
         Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
     }
 
+    /// A send button the keyboard covers cannot be tapped: it counts as missing (the
+    /// keyboard is then dismissed by rule), and is found again once the keyboard is gone.
+    #[test]
+    fn an_element_under_the_keyboard_is_not_reachable() {
+        let xml = |keyboard: bool| {
+            let ime = if keyboard {
+                r#"<node index="1" text="" resource-id="" class="android.widget.FrameLayout" package="com.google.android.inputmethod.latin" content-desc="" bounds="[0,1520][1080,2400]"><node index="0" text="q" resource-id="" class="android.widget.Button" package="com.google.android.inputmethod.latin" content-desc="" clickable="true" enabled="true" bounds="[0,1520][108,1700]"/></node>"#
+            } else {
+                ""
+            };
+            format!(
+                r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="app:id/send" class="android.widget.ImageButton" package="app" content-desc="Send" clickable="true" enabled="true" bounds="[900,1550][1080,1700]"/></node>{ime}</hierarchy>"#
+            )
+        };
+        let covered = Screen::from_xml(&xml(true), &ReprOptions::default()).unwrap();
+        assert_eq!(unique(&covered, "#send"), None);
+        assert!(unique(&covered, ":text(\"q\")").is_some(), "the keyboard's own keys are");
+        assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
+        let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
+        assert!(unique(&clear, "#send").is_some());
+    }
+
     #[test]
     fn an_index_path_that_now_names_another_kind_of_node_is_not_trusted() {
         let sels = ["[0.0]".to_string(), "#switch_widget".to_string()];
