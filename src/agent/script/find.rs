@@ -313,7 +313,10 @@ mod tests {
         };
         let covered = Screen::from_xml(&xml(true), &ReprOptions::default()).unwrap();
         assert_eq!(unique(&covered, "#send"), None);
-        assert!(unique(&covered, ":text(\"q\")").is_some(), "the keyboard's own keys are");
+        assert!(
+            unique(&covered, ":text(\"q\")").is_some(),
+            "the keyboard's own keys are"
+        );
         assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
         let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
         assert!(unique(&clear, "#send").is_some());
