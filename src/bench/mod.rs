@@ -11,6 +11,7 @@
 
 pub mod adb;
 pub mod eval;
+pub mod oracle;
 pub mod replay;
 pub mod rule_model;
 pub mod runner;
