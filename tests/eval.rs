@@ -141,7 +141,6 @@ async fn a_planned_agent_on_the_oracle_server_solves_the_clock_tasks_and_every_r
             r.roles["verifier"].calls, 1,
             "one finish, verified once: {r:?}"
         );
-        assert!(r.roles["planner"].calls >= 1, "{r:?}");
         let sum: u64 = r.roles.values().map(|u| u.calls).sum();
         assert_eq!(sum, r.model_calls, "{r:?}");
         assert!(!r.false_success && r.verifier_catches == 0, "{r:?}");
@@ -149,6 +148,9 @@ async fn a_planned_agent_on_the_oracle_server_solves_the_clock_tasks_and_every_r
     assert_eq!(s["success_rate"], 1.0);
     assert_eq!(s["agent"]["model_server"], "oracle");
     assert_eq!(s["roles"]["verifier"]["calls"], runs.len());
+    // The plan is asked for in the background at step 1; a task that ends before it
+    // arrives has its call on no step, so the planner is counted over all runs.
+    assert!(s["roles"]["planner"]["calls"].as_u64().unwrap() > 0, "{s}");
     assert!(s["roles"]["progress"]["calls"].as_u64().unwrap() > 0, "{s}");
     assert!(report::format_table(&s).contains("model calls by role (all runs): actor "));
 }

@@ -78,6 +78,8 @@ pub enum EvalError {
     Agent { message: String, hint: String },
     #[error("setting up the eval failed: {0}")]
     Setup(String),
+    #[error("the oracle model server could not start: {0}")]
+    ModelServer(String),
     #[error("task `{task}` could not be run: {reason}")]
     Run { task: String, reason: String },
 }
@@ -91,6 +93,9 @@ impl EvalError {
             ),
             EvalError::Agent { hint, .. } => hint.clone(),
             EvalError::Setup(_) => "check that the temporary directory is writable".into(),
+            EvalError::ModelServer(_) => {
+                "it listens on a free loopback port (127.0.0.1); check that loopback networking is up".into()
+            }
             EvalError::Run { .. } => {
                 "run `droidpilot run` with the same agent on that task to see why".into()
             }
@@ -350,21 +355,7 @@ pub async fn run_eval(
     progress: &(dyn Fn(&RunRecord) + Sync),
 ) -> Result<EvalReport, EvalError> {
     let selected = select(&opts.tasks)?;
-    let oracle = match opts.model_server {
-        Some(mode) => Some(
-            OracleServer::start(mode)
-                .await
-                .map_err(|e| EvalError::Setup(format!("the oracle model server: {e}")))?,
-        ),
-        None => None,
-    };
-    let agent = match &oracle {
-        Some(o) => o.point(&opts.agent, &phone_serial(1)).map_err(|e| EvalError::Agent {
-            message: format!("--agent with --model-server: {e}"),
-            hint: "the oracle plays the planned agent's models: try --agent '{\"kind\": \"planned\"}'".into(),
-        })?,
-        None => opts.agent.clone(),
-    };
+    let (oracle, agent) = model_server(opts).await?;
     let plan = AgentPlan::new(&agent, &config)?;
     let opts = EvalOptions {
         parallel: opts.parallel.max(1),
@@ -404,6 +395,27 @@ pub async fn run_eval(
         wall_s: start.elapsed().as_secs_f64(),
         runs,
     })
+}
+
+/// The oracle model server when asked for, and the agent spec to check: as given, or
+/// with its models pointed at the oracle (for the first phone; each task is pointed at
+/// its own phone in `run_one`).
+async fn model_server(opts: &EvalOptions) -> Result<(Option<OracleServer>, Value), EvalError> {
+    let Some(mode) = opts.model_server else {
+        return Ok((None, opts.agent.clone()));
+    };
+    let oracle = OracleServer::start(mode)
+        .await
+        .map_err(|e| EvalError::ModelServer(e.to_string()))?;
+    let agent = oracle
+        .point(&opts.agent, &phone_serial(1))
+        .map_err(|e| EvalError::Agent {
+            message: format!("--agent with --model-server: {e}"),
+            hint:
+                "the oracle plays the planned agent's models: try --agent '{\"kind\": \"planned\"}'"
+                    .into(),
+        })?;
+    Ok((Some(oracle), agent))
 }
 
 /// The serial of the eval's phone `i` (1-based).
