@@ -4,7 +4,7 @@
 
 use droidpilot::bench::replay::{
     DriftKind, FLOWS, Mode, ReplayBenchOptions, bench_replay, format_report, record_flow,
-    report_json,
+    report_json, select_flows,
 };
 use droidpilot::device::sim::task;
 use droidpilot::domain::ScreenSize;
@@ -25,6 +25,41 @@ fn the_suite_covers_twenty_flows_over_every_app_and_the_launcher() {
         FLOWS.contains(&"clock.open_from_home") && FLOWS.contains(&"notes.from_drawer"),
         "flows that start on the home launcher"
     );
+}
+
+/// `droidpilot bench replay --flows PATTERN --drifts LIST`: a subset, in the suite's order;
+/// a name that matches nothing is refused, naming it, with the valid names in the hint.
+#[test]
+fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
+    assert_eq!(
+        select_flows("clock.*").unwrap(),
+        [
+            "clock.alarm_0730",
+            "clock.disable_0815",
+            "clock.delete_0600",
+            "clock.open_from_home"
+        ]
+    );
+    assert_eq!(
+        select_flows("browser.*_site, notes.edit_groceries").unwrap(),
+        ["notes.edit_groceries", "browser.open_site"]
+    );
+    let e = select_flows("clock.*,clocks.nope").unwrap_err();
+    assert!(e.to_string().contains("`clocks.nope`"), "{e}");
+    assert!(e.hint().contains("clock.alarm_0730"), "{}", e.hint());
+    assert_eq!(
+        DriftKind::parse_list("none,combo,popups,none").unwrap(),
+        [DriftKind::None, DriftKind::IdsListsMoved, DriftKind::Popups]
+    );
+    let e = DriftKind::parse_list("none,moved").unwrap_err();
+    assert!(e.to_string().contains("`moved`"), "{e}");
+    assert!(e.hint().contains("moved_elements"), "{}", e.hint());
+    assert_eq!(
+        Mode::parse_list("aitm").unwrap(),
+        [Mode::Aitm],
+        "a single mode"
+    );
+    assert!(Mode::parse_list("model").is_err());
 }
 
 #[tokio::test]

@@ -12,9 +12,10 @@ use droidpilot::agent::{Agent, AgentError, Decision};
 use droidpilot::config::{Config, Overrides};
 use droidpilot::core::Core;
 use droidpilot::device::Device;
-use droidpilot::device::sim::tasks::tasks;
+use droidpilot::device::sim::tasks::{SimTask, tasks};
 use droidpilot::device::sim::{SimConfig, SimDevice};
-use droidpilot::domain::{Action, NewTask, Task, TaskSpec, TaskStatus};
+use droidpilot::domain::{Action, NewTask, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use droidpilot::run::events::{FeedItem, Filter};
 use droidpilot::run::runner::{Runner, RunnerConfig, StopSignal};
 use droidpilot::store::Store;
 use serde_json::json;
@@ -82,6 +83,34 @@ fn small() -> SimConfig {
     }
 }
 
+/// Answers the task's `ask_user` questions from the sim task's facts (what the user
+/// knows), through `Prompts::answer` as the REST API does; ends with the task.
+fn answer_from_facts(runner: &Runner, id: TaskId, t: SimTask) -> tokio::task::JoinHandle<()> {
+    let (bus, prompts) = (runner.bus.clone(), runner.prompts.clone());
+    tokio::spawn(async move {
+        let stream = id.to_string();
+        let mut feed = bus.feed(Filter::Streams([stream.clone()].into()));
+        feed.resume(&stream, 0).await.unwrap();
+        while let Ok(Some(item)) = feed.next().await {
+            let FeedItem::Event(ev) = item else { continue };
+            match &ev.event {
+                TaskEvent::AskUser {
+                    prompt_id,
+                    question,
+                    ..
+                } => {
+                    let reply = t.reply(question);
+                    let _ = prompts
+                        .answer(&bus, id, Some(prompt_id), &reply, "test")
+                        .await;
+                }
+                TaskEvent::Finished(_) => break,
+                _ => {}
+            }
+        }
+    })
+}
+
 fn no_stop() -> watch::Receiver<StopSignal> {
     let (tx, rx) = watch::channel(StopSignal::None);
     std::mem::forget(tx); // never signalled
@@ -98,6 +127,7 @@ async fn every_reference_solution_passes_through_the_full_loop() {
         phone.reset_to(&t);
         let steps = t.reference();
         let task = start(&e.store, t.instruction, steps.len() as u32 + 5, "sim-1").await;
+        let answerer = answer_from_facts(&e.runner, task.id, t);
         let done = e
             .runner
             .run(
@@ -108,6 +138,7 @@ async fn every_reference_solution_passes_through_the_full_loop() {
             )
             .await
             .unwrap();
+        answerer.await.unwrap();
         assert_eq!(
             done.status,
             TaskStatus::Succeeded,

@@ -122,6 +122,32 @@ impl DriftKind {
             DriftKind::All => "all",
         }
     }
+
+    /// The drift a name means (`DriftKind::name`; `combo` is the short form of
+    /// `renamed_ids+reorder_lists+moved_elements`).
+    pub fn parse(name: &str) -> Option<DriftKind> {
+        let name = name.trim();
+        if name == "combo" {
+            return Some(DriftKind::IdsListsMoved);
+        }
+        DriftKind::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The drifts a comma-separated list names, in the list's order, each once.
+    pub fn parse_list(list: &str) -> Result<Vec<DriftKind>, ReplayBenchError> {
+        let mut out = Vec::new();
+        for name in list.split(',').filter(|n| !n.trim().is_empty()) {
+            let d = DriftKind::parse(name)
+                .ok_or_else(|| ReplayBenchError::UnknownDrift(name.trim().into()))?;
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+        if out.is_empty() {
+            return Err(ReplayBenchError::UnknownDrift(list.into()));
+        }
+        Ok(out)
+    }
 }
 
 /// How a recorded flow is replayed.
@@ -148,6 +174,27 @@ impl Mode {
     }
 
     /// The target each mode is held to, for the table.
+    /// The mode a name means (`Mode::name`).
+    pub fn parse(name: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.name() == name.trim())
+    }
+
+    /// The modes a comma-separated list names, each once.
+    pub fn parse_list(list: &str) -> Result<Vec<Mode>, ReplayBenchError> {
+        let mut out = Vec::new();
+        for name in list.split(',').filter(|n| !n.trim().is_empty()) {
+            let m = Mode::parse(name)
+                .ok_or_else(|| ReplayBenchError::UnknownMode(name.trim().into()))?;
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        if out.is_empty() {
+            return Err(ReplayBenchError::UnknownMode(list.into()));
+        }
+        Ok(out)
+    }
+
     pub fn target(self) -> &'static str {
         match self {
             Mode::Selectors => "≥95%",
@@ -172,6 +219,12 @@ pub struct Flow {
 pub enum ReplayBenchError {
     #[error("unknown flow `{0}`")]
     UnknownFlow(String),
+    #[error("no flow of the suite matches `{0}`")]
+    NoFlowMatches(String),
+    #[error("unknown drift `{0}`")]
+    UnknownDrift(String),
+    #[error("unknown mode `{0}`")]
+    UnknownMode(String),
     #[error("recording flow `{flow}` failed: {reason}")]
     Record { flow: String, reason: String },
     #[error("setting up the runner failed: {0}")]
@@ -184,10 +237,59 @@ impl ReplayBenchError {
             ReplayBenchError::UnknownFlow(_) => {
                 "flows are sim task ids; `droidpilot sim --list-tasks` lists them".into()
             }
+            ReplayBenchError::NoFlowMatches(_) => format!(
+                "a pattern is a comma-separated list of flow ids, `*` matching any run of characters (`clock.*,notes.edit_*`); the flows: {}",
+                FLOWS.join(", ")
+            ),
+            ReplayBenchError::UnknownDrift(_) => format!(
+                "drifts are a comma-separated list of: {}, combo",
+                DriftKind::ALL.map(DriftKind::name).join(", ")
+            ),
+            ReplayBenchError::UnknownMode(_) => format!(
+                "modes are a comma-separated list of: {}",
+                Mode::ALL.map(Mode::name).join(", ")
+            ),
             ReplayBenchError::Record { .. } => {
                 "the flow's reference solution no longer completes on a clean phone; run `cargo test --test runner`".into()
             }
             ReplayBenchError::Setup(_) => "check that the temporary directory is writable".into(),
+        }
+    }
+}
+
+/// The suite's flows a pattern names: a comma-separated list of flow ids where `*`
+/// matches any run of characters, in the suite's order. A pattern that matches no flow
+/// is refused, naming it, rather than running an empty suite.
+pub fn select_flows(pattern: &str) -> Result<Vec<String>, ReplayBenchError> {
+    let parts: Vec<&str> = pattern
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if let Some(p) = parts.iter().find(|p| !FLOWS.iter().any(|f| glob(p, f))) {
+        return Err(ReplayBenchError::NoFlowMatches((*p).into()));
+    }
+    if parts.is_empty() {
+        return Err(ReplayBenchError::NoFlowMatches(pattern.into()));
+    }
+    Ok(FLOWS
+        .iter()
+        .filter(|f| parts.iter().any(|p| glob(p, f)))
+        .map(|f| f.to_string())
+        .collect())
+}
+
+/// Whether `text` matches `pattern`, where `*` matches any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(tail) = text.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|&i| tail.is_char_boundary(i))
+                .any(|i| glob(rest, &tail[i..]))
         }
     }
 }
@@ -200,6 +302,40 @@ pub struct Tally {
     pub steps: u64,
     pub model_calls: u64,
     pub elapsed_ms: f64,
+    /// Where the time went, summed over the steps (`StepTimings`).
+    pub phases: Phases,
+}
+
+/// The runner's phases, summed over steps: what a mode's time per step is made of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Phases {
+    /// Screenshot and hierarchy captures (taken concurrently, so this may exceed wall time).
+    pub observe_ms: f64,
+    /// The agent's decision, model calls included.
+    pub decide_ms: f64,
+    /// The action on the device (a `wait_for` waits here).
+    pub act_ms: f64,
+    /// Waiting for the screen to settle after the action.
+    pub settle_ms: f64,
+}
+
+impl Phases {
+    fn of(steps: &[crate::domain::Step]) -> Phases {
+        let mut p = Phases::default();
+        for t in steps.iter().map(|s| &s.timings) {
+            p.observe_ms += (t.screenshot_ms + t.hierarchy_ms) as f64;
+            p.decide_ms += t.inference_ms as f64;
+            p.act_ms += t.action_ms as f64;
+            p.settle_ms += t.settle_ms as f64;
+        }
+        p
+    }
+    fn add(&mut self, o: &Phases) {
+        self.observe_ms += o.observe_ms;
+        self.decide_ms += o.decide_ms;
+        self.act_ms += o.act_ms;
+        self.settle_ms += o.settle_ms;
+    }
 }
 
 impl Tally {
@@ -209,6 +345,7 @@ impl Tally {
         self.steps += o.steps;
         self.model_calls += o.model_calls;
         self.elapsed_ms += o.elapsed_ms;
+        self.phases.add(&o.phases);
     }
     pub fn rate(&self) -> f64 {
         if self.runs == 0 {
@@ -224,9 +361,14 @@ impl Tally {
         self.elapsed_ms / self.steps.max(1) as f64
     }
     fn json(&self) -> serde_json::Value {
+        let per = |v: f64| v / self.steps.max(1) as f64;
         serde_json::json!({
             "completed": self.completed, "runs": self.runs, "rate": self.rate(),
             "model_calls": self.model_calls_per_run(), "ms_per_step": self.ms_per_step(),
+            "phase_ms_per_step": {
+                "observe": per(self.phases.observe_ms), "decide": per(self.phases.decide_ms),
+                "act": per(self.phases.act_ms), "settle": per(self.phases.settle_ms),
+            },
         })
     }
 }
@@ -236,6 +378,8 @@ impl Tally {
 pub struct ReplayReport {
     pub flows: usize,
     pub drifts: Vec<DriftKind>,
+    /// The modes run, in `Mode::ALL` order (a subset when `--modes` said so).
+    pub modes: Vec<Mode>,
     pub cells: BTreeMap<(Mode, DriftKind), Tally>,
     /// Per flow, mode and drift: whether the checker passed (for tests and debugging).
     pub outcomes: BTreeMap<(&'static str, Mode, DriftKind), bool>,
@@ -327,6 +471,9 @@ async fn env(screen: ScreenSize) -> Result<Env, ReplayBenchError> {
         retry_backoff_ms: vec![10],
         settle_timeout_ms: 300,
         settle_poll_ms: 10,
+        // No one answers at the bench: a question (AI in the middle gave up) times out at
+        // once and the run counts as not completed, instead of waiting two minutes.
+        ask_user_timeout_secs: 0,
         ..Default::default()
     };
     let core = Core::build(&config).await.map_err(|e| setup(&e))?;
@@ -382,13 +529,16 @@ async fn run_once(
         .run(task, p.clone(), agent, rx)
         .await
         .map_err(|e| setup(&e))?;
+    let elapsed_ms = start.elapsed().as_secs_f64() * 1000.0;
     let ok = t.check(&p.state());
+    let steps = env.store.steps(done.id).await.map_err(|e| setup(&e))?;
     let tally = Tally {
         runs: 1,
         completed: ok as usize,
         steps: done.steps as u64,
         model_calls: done.model_calls,
-        elapsed_ms: start.elapsed().as_secs_f64() * 1000.0,
+        elapsed_ms,
+        phases: Phases::of(&steps),
     };
     Ok((done.id, ok, tally))
 }
@@ -432,17 +582,27 @@ async fn record_in(env: &Env, id: &str) -> Result<Flow, ReplayBenchError> {
 /// recording run typed.
 fn agent_for(mode: Mode, flow: &Flow) -> Option<Box<dyn Agent>> {
     let script_agent = || {
+        // The script's type steps and the run's typed texts, in order: a step typing
+        // `${password}` gets what the recording typed there (not the first text typed).
         let typed = flow.coordinates.iter().filter_map(|a| match a {
             Action::Type { text, .. } => Some(text.clone()),
             _ => None,
         });
         let given: BTreeMap<String, String> = flow
             .script
-            .inputs
+            .steps
             .iter()
-            .filter(|(_, d)| d.is_none())
-            .map(|(k, _)| k.clone())
+            .filter(|s| s.action == crate::script::model::StepAction::Type)
             .zip(typed)
+            .filter_map(|(step, text)| {
+                let var = step.parameters.text.as_deref()?;
+                let name = var.strip_prefix("${")?.strip_suffix('}')?;
+                flow.script
+                    .inputs
+                    .get(name)
+                    .is_some_and(Option::is_none)
+                    .then(|| (name.to_string(), text))
+            })
             .collect();
         let vars = crate::script::vars::bind_inputs(&flow.script.inputs, &given).ok()?;
         Some(ScriptAgent::new(flow.script.clone(), None, vars))
@@ -469,6 +629,10 @@ pub async fn bench_replay(
     let env = env(opts.screen).await?;
     let mut report = ReplayReport {
         drifts: opts.drifts.clone(),
+        modes: Mode::ALL
+            .into_iter()
+            .filter(|m| opts.modes.contains(m))
+            .collect(),
         ..Default::default()
     };
     for id in &opts.flows {
@@ -505,10 +669,10 @@ pub fn format_report(r: &ReplayReport) -> String {
         "{:<12} {:>12} {:>7} {:>16} {:>12}  target\n",
         "mode", "completed", "rate", "model calls/run", "ms/step"
     );
-    for m in Mode::ALL {
+    for &m in &r.modes {
         if r.unavailable.contains(&m) {
             out += &format!(
-                "{:<12} {:>12}  (the script agent is not in this build)  {}\n",
+                "{:<12} {:>12}  (a script input had no value)  {}\n",
                 m.name(),
                 "n/a",
                 m.target()
@@ -526,15 +690,16 @@ pub fn format_report(r: &ReplayReport) -> String {
             m.target()
         );
     }
+    out += &format_phases(r);
     out += "\nper drift (completed/flows):\n";
     out += &format!("{:<42}", "drift");
-    for m in Mode::ALL {
+    for m in &r.modes {
         out += &format!(" {:>12}", m.name());
     }
     out += "\n";
     for d in &r.drifts {
         out += &format!("{:<42}", d.name());
-        for m in Mode::ALL {
+        for &m in &r.modes {
             let cell = match r.cells.get(&(m, *d)) {
                 Some(t) => format!("{}/{}", t.completed, t.runs),
                 None => "n/a".into(),
@@ -543,14 +708,51 @@ pub fn format_report(r: &ReplayReport) -> String {
         }
         out += "\n";
     }
+    out + &format_failures(r)
+}
+
+/// Where each mode's time per step goes, by the runner's phases.
+fn format_phases(r: &ReplayReport) -> String {
+    let mut out = format!(
+        "\nwhere the time goes (ms/step): {:>10} {:>10} {:>10} {:>10}\n",
+        "observe", "decide", "act", "settle"
+    );
+    for &m in &r.modes {
+        let t = r.mode(m);
+        let per = |v: f64| v / t.steps.max(1) as f64;
+        out += &format!(
+            "{:<30} {:>10.1} {:>10.1} {:>10.1} {:>10.1}\n",
+            m.name(),
+            per(t.phases.observe_ms),
+            per(t.phases.decide_ms),
+            per(t.phases.act_ms),
+            per(t.phases.settle_ms)
+        );
+    }
     out
 }
 
+/// The runs the script agent did not complete (selectors and AITM; blind coordinates are
+/// expected to fail under drift), one line each: `flow  mode  drift`.
+fn format_failures(r: &ReplayReport) -> String {
+    let failed: Vec<String> = r
+        .outcomes
+        .iter()
+        .filter(|((_, m, _), ok)| !**ok && *m != Mode::Coordinates)
+        .map(|((f, m, d), _)| format!("  {f:<28} {:<10} {}\n", m.name(), d.name()))
+        .collect();
+    if failed.is_empty() {
+        return String::new();
+    }
+    format!("\nnot completed by the script agent:\n{}", failed.concat())
+}
+
 /// The object: `{"flows", "modes": {mode: {completed, rate, model_calls,
-/// ms_per_step}}, "drifts": {drift: {mode: …}}}`; a mode this build cannot run is null.
+/// ms_per_step}}, "drifts": {drift: {mode: …}}}`; a mode this build cannot run is null,
+/// and a mode left out (`--modes`) is absent.
 pub fn report_json(r: &ReplayReport) -> serde_json::Value {
     let mut modes = serde_json::Map::new();
-    for m in Mode::ALL {
+    for &m in &r.modes {
         let v = if r.unavailable.contains(&m) {
             serde_json::Value::Null
         } else {
@@ -561,7 +763,7 @@ pub fn report_json(r: &ReplayReport) -> serde_json::Value {
     let mut drifts = serde_json::Map::new();
     for d in &r.drifts {
         let mut per = serde_json::Map::new();
-        for m in Mode::ALL {
+        for &m in &r.modes {
             let v = r
                 .cells
                 .get(&(m, *d))

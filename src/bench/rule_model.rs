@@ -54,6 +54,10 @@ fn lines(screen: &str) -> Vec<Line> {
 
 /// What a selector says about its element: a label or an id.
 fn wanted(sel: &str) -> Option<(bool, String)> {
+    // `anchor >> target` names its element through a neighbour: neither half alone is it.
+    if sel.contains(" >> ") {
+        return None;
+    }
     if let Some(id) = sel.strip_prefix('#') {
         return Some((true, id.rsplit(['/', ':']).next().unwrap_or(id).to_string()));
     }

@@ -76,6 +76,17 @@ pub struct BenchReplayArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Only these flows: comma-separated flow ids, `*` matching any run of characters
+    /// (`clock.*,notes.edit_groceries`). Default: all 24.
+    #[arg(long, value_name = "PATTERN")]
+    pub flows: Option<String>,
+    /// Only these drifts, comma-separated: none, renamed_ids, reorder_lists, popups,
+    /// delayed_elements, moved_elements, changed_label, combo, all. Default: every one.
+    #[arg(long, value_name = "LIST")]
+    pub drifts: Option<String>,
+    /// Only these modes, comma-separated: selectors, aitm, coordinates. Default: all three.
+    #[arg(long, value_name = "LIST")]
+    pub modes: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -314,9 +325,20 @@ pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
 pub async fn bench_replay(args: BenchReplayArgs) -> anyhow::Result<()> {
     use crate::bench::replay as bench;
     let progress = |s: &str| eprintln!("{s}");
-    let report = bench::bench_replay(&bench::ReplayBenchOptions::default(), &progress)
+    let explain = |e: bench::ReplayBenchError| anyhow::anyhow!("{e}. {}", e.hint());
+    let mut opts = bench::ReplayBenchOptions::default();
+    if let Some(p) = &args.flows {
+        opts.flows = bench::select_flows(p).map_err(explain)?;
+    }
+    if let Some(l) = &args.drifts {
+        opts.drifts = bench::DriftKind::parse_list(l).map_err(explain)?;
+    }
+    if let Some(l) = &args.modes {
+        opts.modes = bench::Mode::parse_list(l).map_err(explain)?;
+    }
+    let report = bench::bench_replay(&opts, &progress)
         .await
-        .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+        .map_err(explain)?;
     if args.json {
         println!(
             "{}",

@@ -404,11 +404,21 @@ pub async fn execute(
         Action::WaitFor {
             selector,
             timeout_ms,
-        } => wait_until(device, selector, *timeout_ms, true).await?,
+            idle_ms,
+        } => wait_until(device, selector, Patience::new(*timeout_ms, *idle_ms), true).await?,
         Action::WaitForGone {
             selector,
             timeout_ms,
-        } => wait_until(device, selector, *timeout_ms, false).await?,
+            idle_ms,
+        } => {
+            wait_until(
+                device,
+                selector,
+                Patience::new(*timeout_ms, *idle_ms),
+                false,
+            )
+            .await?
+        }
         other @ (Action::Finish { .. }
         | Action::AskUser { .. }
         | Action::McpCall { .. }
@@ -419,16 +429,42 @@ pub async fn execute(
     Ok(ExecOutcome { detail })
 }
 
+/// How long `wait_until` waits: `timeout`, or less once the screen has been idle (the
+/// same layout, no progress indicator) for `idle`.
+struct Patience {
+    timeout: Duration,
+    idle: Option<Duration>,
+}
+
+impl Patience {
+    fn new(timeout_ms: u64, idle_ms: Option<u64>) -> Self {
+        Self {
+            timeout: Duration::from_millis(timeout_ms),
+            idle: idle_ms.map(Duration::from_millis),
+        }
+    }
+}
+
 /// Polls the hierarchy until `selector` matches (`present`) or stops matching.
+///
+/// Time is the device's: between reads it waits with `Device::wait` (a real phone sleeps,
+/// the virtual phone moves its clock), and the timeout counts the longer of the wall time
+/// and the time waited, so on a virtual phone a wait costs no real time and still ends.
+/// With `idle`, a screen whose layout hash has not changed for that long while no
+/// progress indicator shows ends the wait early: nothing is coming. A loading page keeps
+/// it waiting up to the timeout.
 async fn wait_until(
     device: &dyn Device,
     selector: &str,
-    timeout_ms: u64,
+    patience: Patience,
     present: bool,
 ) -> Result<Value, ExecError> {
     let sel = Selector::parse(selector).map_err(|e| invalid_selector(&e))?;
-    let timeout = Duration::from_millis(timeout_ms);
     let start = Instant::now();
+    let mut waited = Duration::ZERO;
+    let elapsed = |waited: Duration| start.elapsed().max(waited);
+    // The layout last seen and when (in `elapsed` time) it was first seen.
+    let mut still: Option<(u64, Duration)> = None;
     loop {
         // A dump that fails (idle-state errors mid-animation) counts as "not yet".
         if let Ok(xml) = device.hierarchy().await
@@ -436,20 +472,88 @@ async fn wait_until(
         {
             let found = !screen.find(&sel).is_empty();
             if found == present {
-                return Ok(json!({"waited_ms": start.elapsed().as_millis() as u64}));
+                let ms = elapsed(waited).as_millis() as u64;
+                return Ok(json!({"waited_ms": ms}));
+            }
+            let hash = crate::screen::layout_hash(&screen.tree).0;
+            let now = elapsed(waited);
+            match still {
+                Some((h, _)) if h == hash && !screen.tree.shows_progress() => {}
+                _ => still = Some((hash, now)),
             }
         }
-        if start.elapsed() >= timeout {
+        let now = elapsed(waited);
+        let idle_for = still.map_or(Duration::ZERO, |(_, since)| now.saturating_sub(since));
+        let idle = patience.idle.is_some_and(|i| idle_for >= i);
+        if now >= patience.timeout || idle {
             return Err(ExecError::Timeout {
                 selector: selector.to_string(),
-                what: if present {
-                    "did not appear"
-                } else {
-                    "did not go away"
+                what: match (present, idle) {
+                    (true, false) => "did not appear",
+                    (false, false) => "did not go away",
+                    (true, true) => "did not appear (the screen held still, nothing loading)",
+                    (false, true) => "did not go away (the screen held still, nothing loading)",
                 },
-                timeout,
+                timeout: now.min(patience.timeout),
             });
         }
-        tokio::time::sleep(POLL_EVERY.min(timeout.saturating_sub(start.elapsed()))).await;
+        let step = POLL_EVERY.min(patience.timeout.saturating_sub(now));
+        device.wait(step.as_millis() as u64).await;
+        waited += step;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::sim::{SimConfig, SimDevice, SimFaults};
+    use crate::domain::AppRef;
+
+    fn phone(faults: SimFaults) -> SimDevice {
+        SimDevice::new(SimConfig {
+            faults,
+            ..SimConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// A wait for what is not coming, on a screen that holds still, ends after `idle`
+    /// of device time, not at its timeout; without `idle` it waits the whole timeout.
+    #[tokio::test]
+    async fn an_idle_wait_gives_up_on_a_still_screen() {
+        let d = phone(SimFaults::default());
+        let t0 = d.state().clock_ms;
+        let e = wait_until(&d, "#never_there", Patience::new(60_000, Some(1_000)), true)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("held still"), "{e}");
+        let waited = d.state().clock_ms - t0;
+        assert!(waited < 10_000, "gave up early: {waited} ms of phone time");
+
+        let t0 = d.state().clock_ms;
+        let e = wait_until(&d, "#never_there", Patience::new(5_000, None), true)
+            .await
+            .unwrap_err();
+        assert!(!e.to_string().contains("held still"), "{e}");
+        assert!(d.state().clock_ms - t0 >= 5_000, "the whole timeout");
+    }
+
+    /// A page that is still loading (a progress indicator shows) is waited for, idle or
+    /// not: the delayed element arrives.
+    #[tokio::test]
+    async fn a_loading_screen_is_waited_for_despite_idle() {
+        let d = phone(SimFaults {
+            delayed_elements_ms: 5_000,
+            ..Default::default()
+        });
+        d.set_state({
+            let mut s = d.state();
+            s.shop.notifications_allowed = Some(true);
+            s.shop.promo_shown = true;
+            s
+        });
+        d.launch_app(&AppRef::Label("Shop".into())).await.unwrap();
+        let r = wait_until(&d, "#loading", Patience::new(20_000, Some(1_000)), false).await;
+        assert!(r.is_ok(), "{r:?}");
     }
 }

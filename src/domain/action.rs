@@ -160,10 +160,17 @@ pub enum Action {
     WaitFor {
         selector: String,
         timeout_ms: u64,
+        /// Give up before `timeout_ms` once the screen has held still this long with
+        /// nothing loading: nothing is coming (a replay's automatic waits use it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        idle_ms: Option<u64>,
     },
     WaitForGone {
         selector: String,
         timeout_ms: u64,
+        /// As for `WaitFor`: nothing is changing, so the element is not going away.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        idle_ms: Option<u64>,
     },
     Finish {
         success: bool,
@@ -747,15 +754,18 @@ impl Fields<'_> {
                 let timeout_ms = self
                     .duration(&["timeout_ms"])?
                     .unwrap_or(DEFAULT_WAIT_FOR_MS);
+                let idle_ms = self.duration(&["idle_ms"])?;
                 if self.action == "wait_for" {
                     Action::WaitFor {
                         selector,
                         timeout_ms,
+                        idle_ms,
                     }
                 } else {
                     Action::WaitForGone {
                         selector,
                         timeout_ms,
+                        idle_ms,
                     }
                 }
             }
@@ -839,7 +849,7 @@ impl Fields<'_> {
             "launch_app" => &["package", "label", "app"],
             "open_url" => &["url"],
             "wait" => &["ms", "duration_ms", "duration"],
-            "wait_for" | "wait_for_gone" => &["selector", "timeout_ms"],
+            "wait_for" | "wait_for_gone" => &["selector", "timeout_ms", "idle_ms"],
             "finish" => &["success", "reason", "answer", "status"],
             "ask_user" => &["question", "options"],
             "mcp_call" => &["tool", "args", "arguments"],

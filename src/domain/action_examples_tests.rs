@@ -194,6 +194,7 @@ fn table() -> Vec<(&'static str, Value, Want)> {
             Is(Action::WaitFor {
                 selector: "#done".into(),
                 timeout_ms: 5000,
+                idle_ms: None,
             }),
         ),
         (
@@ -202,6 +203,7 @@ fn table() -> Vec<(&'static str, Value, Want)> {
             Is(Action::WaitForGone {
                 selector: "#spinner".into(),
                 timeout_ms: DEFAULT_WAIT_FOR_MS,
+                idle_ms: None,
             }),
         ),
         (
@@ -416,6 +418,16 @@ fn table() -> Vec<(&'static str, Value, Want)> {
             "README actions: key shorthand",
             json!({"action": "back"}),
             Is(key(Key::Back)),
+        ),
+        // README.md, "Actions": a wait that gives up once the screen holds still.
+        (
+            "README actions: wait_for with idle_ms",
+            json!({"action": "wait_for", "selector": "#results", "timeout_ms": 5000, "idle_ms": 1000}),
+            Is(Action::WaitFor {
+                selector: "#results".into(),
+                timeout_ms: 5000,
+                idle_ms: Some(1000),
+            }),
         ),
         // README.md, "Actions": an unknown field is refused by name.
         (

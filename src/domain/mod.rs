@@ -23,6 +23,6 @@ pub mod retry;
 pub use retry::RetryPolicy;
 pub mod step;
 pub use step::{
-    Fallback, Intervention, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen, StepStatus,
-    StepTimings,
+    Fallback, Intervention, RecoveryType, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen,
+    StepStatus, StepTimings,
 };

@@ -101,9 +101,24 @@ pub struct ReplayInfo {
     pub fallback: Fallback,
     /// Known interruptions dismissed so far in the run.
     pub interruptions_dismissed: u32,
-    /// The AI-in-the-middle recovery this step carries out (`modify_selector: …`).
+    /// The AI-in-the-middle recovery this step carries out (`execute_action`: the action
+    /// the model chose).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub recovery: Option<String>,
+    pub recovery: Option<RecoveryType>,
+}
+
+/// What AI in the middle answered for a failed script step (seed 001's `RecoveryAction`
+/// `action_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryType {
+    /// Run one action now (close an obstacle, do the step another way).
+    ExecuteAction,
+    /// The element the step meant, under a new selector.
+    ModifySelector,
+    SkipStep,
+    Abort,
+    AskUser,
 }
 
 /// Why a replay step runs.

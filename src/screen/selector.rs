@@ -10,10 +10,15 @@
 //! | `Button:text("Send")`, `ImageButton:desc("Back")` | class (short or full) and text/desc |
 //! | `Button` | every node of that class (only useful as a fallback) |
 //! | `[0.1.2]` | index path |
+//! | `:text("6:00 AM") >> #delete` | the `#delete` nearest to the anchor: inside it, else inside its nearest ancestor that holds one (the same list row) |
 //!
 //! Strings use double quotes; `\"` and `\\` escape. Parse errors carry the 1-based column.
-//! A hand-written parser because the grammar is five productions and errors must point
+//! A hand-written parser because the grammar is six productions and errors must point
 //! at a column, which a regex or a parser-combinator crate would not make simpler.
+//!
+//! `A >> B` names an element that is not unique by itself (every alarm row has a
+//! `#delete`) by a unique neighbour (the row's time). It survives a reordered list or a
+//! moved layout, where an index path names another row.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,10 +28,21 @@ use super::tree::{UiNode, UiTree, short_class, short_id};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Selector {
     Id(String),
-    Text { class: Option<String>, text: String },
-    Desc { class: Option<String>, desc: String },
+    Text {
+        class: Option<String>,
+        text: String,
+    },
+    Desc {
+        class: Option<String>,
+        desc: String,
+    },
     Class(String),
     Path(Vec<u32>),
+    /// `anchor >> target`: the target nodes nearest to an anchor node (see the module doc).
+    Near {
+        anchor: Box<Selector>,
+        target: Box<Selector>,
+    },
 }
 
 /// A selector that does not parse, with the column (1-based, in chars) of the problem.
@@ -51,7 +67,7 @@ impl SelectorError {
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
         format!(
-            "{line}\n{}^ {}\nValid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2].",
+            "{line}\n{}^ {}\nValid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2], :text(\"…\") >> #resource_id.",
             " ".repeat(self.column.saturating_sub(1)),
             self.message
         )
@@ -141,6 +157,36 @@ impl Selector {
             chars,
             pos: lead,
         };
+        let mut sel = Self::parse_one(&mut c)?;
+        loop {
+            while c.peek().is_some_and(char::is_whitespace) {
+                c.pos += 1;
+            }
+            if c.pos == c.chars.len() {
+                return Ok(sel);
+            }
+            if !c.eat(">>") {
+                // Point at the stray text itself, not at the space before it.
+                return Err(c.err(c.pos, "unexpected text after the selector"));
+            }
+            while c.peek().is_some_and(char::is_whitespace) {
+                c.pos += 1;
+            }
+            let at = c.pos;
+            let target = Self::parse_one(&mut c)?;
+            if target.is_index_based() {
+                return Err(c.err(at, "an index path cannot follow `>>`"));
+            }
+            sel = Selector::Near {
+                anchor: Box::new(sel),
+                target: Box::new(target),
+            };
+        }
+    }
+
+    /// One selector without `>>`, from the cursor; stops at whitespace or the end.
+    fn parse_one(c: &mut Cursor<'_>) -> Result<Selector, SelectorError> {
+        let lead = c.pos;
         let sel = match c.peek() {
             None => return Err(c.err(lead, "empty selector")),
             Some('#') => {
@@ -188,7 +234,7 @@ impl Selector {
                 }
                 let class: Option<String> =
                     (c.pos > start).then(|| c.chars[start..c.pos].iter().collect());
-                if c.peek().is_none() {
+                if c.peek().is_none_or(char::is_whitespace) {
                     match class {
                         Some(cl) => Selector::Class(cl),
                         None => return Err(c.err(start, "expected text( or desc( after `:`")),
@@ -219,13 +265,6 @@ impl Selector {
                 ));
             }
         };
-        if c.pos < c.chars.len() {
-            // Point at the stray text itself, not at the space before it.
-            while c.peek().is_some_and(char::is_whitespace) {
-                c.pos += 1;
-            }
-            return Err(c.err(c.pos, "unexpected text after the selector"));
-        }
         Ok(sel)
     }
 
@@ -244,6 +283,8 @@ impl Selector {
             Selector::Desc { class, desc } => n.content_desc == *desc && class_ok(class),
             Selector::Class(c) => n.class == *c || n.short_class() == c,
             Selector::Path(_) => false,
+            // Alone, a node can only be checked against the target; `find` adds the anchor.
+            Selector::Near { target, .. } => target.matches_node(n),
         }
     }
 
@@ -254,6 +295,7 @@ impl Selector {
                 let s: Vec<String> = p.iter().map(u32::to_string).collect();
                 tree.node_by_path(&s.join(".")).into_iter().collect()
             }
+            Selector::Near { anchor, target } => near(tree, anchor, target),
             _ => (0..tree.nodes.len())
                 .filter(|&i| self.matches_node(&tree.nodes[i]))
                 .collect(),
@@ -263,8 +305,33 @@ impl Selector {
 
     /// Index selectors break when a list is reordered; everything else is stable.
     pub fn is_index_based(&self) -> bool {
-        matches!(self, Selector::Path(_))
+        match self {
+            Selector::Path(_) => true,
+            Selector::Near { anchor, .. } => anchor.is_index_based(),
+            _ => false,
+        }
     }
+}
+
+/// For each anchor node, the targets inside it or else inside its nearest ancestor that
+/// holds any; the union, in document order.
+fn near(tree: &UiTree, anchor: &Selector, target: &Selector) -> Vec<usize> {
+    let mut out = Vec::new();
+    for a in anchor.find(tree).nodes {
+        let hits = std::iter::once(a)
+            .chain(tree.ancestors(a))
+            .map(|c| {
+                tree.subtree(c)
+                    .filter(|&i| target.matches_node(&tree.nodes[i]))
+                    .collect::<Vec<_>>()
+            })
+            .find(|h| !h.is_empty())
+            .unwrap_or_default();
+        out.extend(hits);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 fn quoted(s: &str) -> String {
@@ -296,6 +363,7 @@ impl fmt::Display for Selector {
                 let s: Vec<String> = p.iter().map(u32::to_string).collect();
                 write!(f, "[{}]", s.join("."))
             }
+            Selector::Near { anchor, target } => write!(f, "{anchor} >> {target}"),
         }
     }
 }
@@ -430,7 +498,13 @@ impl<'t> SelectorIndex<'t> {
         }
         let path = Selector::Path(n.path.split('.').filter_map(|p| p.parse().ok()).collect());
         if unique.is_empty() {
-            let mut alts = self.descendant_labels(node);
+            let mut targets = weak.clone();
+            if !sc.is_empty() {
+                targets.push(Selector::Class(sc.to_string()));
+            }
+            let mut alts = self.anchored(node, &targets);
+            alts.truncate(2);
+            alts.extend(self.descendant_labels(node));
             alts.extend(weak);
             if alts.is_empty() && !sc.is_empty() {
                 alts.push(Selector::Class(sc.to_string()));
@@ -440,6 +514,55 @@ impl<'t> SelectorIndex<'t> {
         let primary = unique.remove(0);
         unique.push(path);
         (primary, unique)
+    }
+
+    /// `anchor >> weak` for each of the node's weak (non-unique) selectors that names it
+    /// alone, the anchor being the unique text or desc of a plain (not actionable) node in
+    /// the smallest group around it: the row's label names the row's `#delete`. Empty
+    /// when no group up to four levels up has such a label.
+    fn anchored(&self, node: usize, weak: &[Selector]) -> Vec<Selector> {
+        let tree = self.tree;
+        let mut inner = tree.subtree(node);
+        for group in tree.ancestors(node).take(4) {
+            let own = inner.clone();
+            inner = tree.subtree(group);
+            let anchor = inner
+                .clone()
+                .filter(|i| !own.contains(i))
+                .find_map(|i| self.label_of(i));
+            let Some(anchor) = anchor else { continue };
+            let out: Vec<Selector> = weak
+                .iter()
+                .map(|w| Selector::Near {
+                    anchor: Box::new(anchor.clone()),
+                    target: Box::new(w.clone()),
+                })
+                .filter(|s| s.find(tree).nodes == [node])
+                .collect();
+            if !out.is_empty() {
+                return out;
+            }
+        }
+        Vec::new()
+    }
+
+    /// The unique text (else desc) selector of a plain node, if it has one.
+    fn label_of(&self, i: usize) -> Option<Selector> {
+        let n = &self.tree.nodes[i];
+        if n.is_actionable() || n.password || n.text == super::elements::REDACTED {
+            return None;
+        }
+        if !n.text.is_empty() && self.texts.get(n.text.as_str()).copied() == Some(1) {
+            return Some(Selector::Text {
+                class: None,
+                text: n.text.clone(),
+            });
+        }
+        (!n.content_desc.is_empty() && self.descs.get(n.content_desc.as_str()).copied() == Some(1))
+            .then(|| Selector::Desc {
+                class: None,
+                desc: n.content_desc.clone(),
+            })
     }
 
     /// Unique text/desc selectors of plain descendants: tapping them hits the element.
@@ -521,6 +644,72 @@ mod tests {
             // Display is canonical and re-parses to the same selector.
             assert_eq!(Selector::parse(&got.to_string()).unwrap(), got);
         }
+    }
+
+    #[test]
+    fn an_anchored_selector_parses_and_prints_canonically() {
+        let s = Selector::parse("  :text(\"6:00 AM\")  >>   #delete ").unwrap();
+        assert_eq!(s.to_string(), ":text(\"6:00 AM\") >> #delete");
+        assert_eq!(Selector::parse(&s.to_string()).unwrap(), s);
+        assert!(!s.is_index_based());
+        assert!(
+            Selector::parse("[0.1] >> #delete")
+                .unwrap()
+                .is_index_based()
+        );
+        assert_eq!(
+            col(":text(\"a\") >> [0.1]"),
+            15,
+            "a path cannot be the target"
+        );
+        assert_eq!(col(":text(\"a\") >>"), 14, "a target is needed");
+        assert_eq!(col(":text(\"a\") > #x"), 12);
+    }
+
+    /// Two alarm rows, each a label and a `#delete` button; `order` lists the times top down.
+    fn alarms(order: &[&str]) -> UiTree {
+        let rows: String = order
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let top = 300 + i * 200;
+                format!(
+                    r#"<node index="{i}" text="" resource-id="app:id/row" class="android.widget.LinearLayout" package="app" content-desc="" clickable="false" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{t}" resource-id="app:id/time" class="android.widget.TextView" package="app" content-desc="" clickable="false" enabled="true" bounds="[0,{top}][800,{b}]"/><node index="1" text="" resource-id="app:id/delete" class="android.widget.ImageButton" package="app" content-desc="Delete alarm" clickable="true" enabled="true" bounds="[800,{top}][1080,{b}]"/></node>"#,
+                    b = top + 200
+                )
+            })
+            .collect();
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{rows}</node></hierarchy>"#
+        );
+        crate::screen::parse(&xml).unwrap()
+    }
+
+    fn delete_of(tree: &UiTree, time: &str) -> usize {
+        let label = Selector::parse(&format!(":text(\"{time}\")"))
+            .unwrap()
+            .find(tree)
+            .nodes[0];
+        tree.nodes[tree.nodes[label].parent.unwrap()].children[1]
+    }
+
+    #[test]
+    fn a_shared_id_is_recorded_with_its_rows_label_and_finds_that_row_after_a_reorder() {
+        let tree = alarms(&["6:00 AM", "7:30 AM"]);
+        let target = delete_of(&tree, "7:30 AM");
+        let (primary, alts) = SelectorIndex::new(&tree).recommend(target);
+        assert!(primary.is_index_based(), "no unique selector of its own");
+        let anchored = alts
+            .iter()
+            .find(|a| matches!(a, Selector::Near { .. }))
+            .unwrap_or_else(|| panic!("an anchored alternative: {alts:?}"));
+        assert_eq!(anchored.to_string(), ":text(\"7:30 AM\") >> #delete");
+        assert_eq!(alts[0], *anchored, "tried before the weak ones");
+        // The list is reordered: the path now names the 7:30 row's neighbour, the anchored
+        // selector still names the 7:30 delete button, and only it.
+        let moved = alarms(&["7:30 AM", "6:00 AM"]);
+        assert_ne!(primary.find(&moved).nodes, [delete_of(&moved, "7:30 AM")]);
+        assert_eq!(anchored.find(&moved).nodes, [delete_of(&moved, "7:30 AM")]);
     }
 
     #[test]

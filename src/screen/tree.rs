@@ -168,6 +168,18 @@ impl UiTree {
         node..end
     }
 
+    /// Whether something on screen says "loading": a visible progress indicator
+    /// (`ProgressBar` and its subclasses, Material's `…ProgressIndicator`). A screen that
+    /// holds still while one shows is still expecting content.
+    pub fn shows_progress(&self) -> bool {
+        let screen = self.screen_bounds();
+        (0..self.nodes.len()).any(|i| {
+            let c = self.nodes[i].short_class();
+            (c.ends_with("ProgressBar") || c.ends_with("ProgressIndicator"))
+                && self.is_on_screen(i, &screen)
+        })
+    }
+
     /// Whether a node can be seen: `visible-to-user`, non-empty and at least partly on
     /// the screen.
     pub fn is_on_screen(&self, node: usize, screen: &Bounds) -> bool {

@@ -39,10 +39,9 @@ fn modal_root(screen: &Screen) -> Option<usize> {
         return None;
     }
     let tree = &screen.tree;
-    let keyboard = |pkg: &str| pkg.contains("inputmethod") || pkg.contains("keyboard");
     tree.roots.iter().rev().copied().find(|&r| {
         let pkg = &tree.nodes[r].package;
-        if keyboard(pkg) {
+        if is_keyboard(pkg) {
             return false;
         }
         pkg.contains("permissioncontroller")
@@ -55,10 +54,25 @@ fn modal_root(screen: &Screen) -> Option<usize> {
     })
 }
 
-/// Whether a person could touch node `n`: on screen, and not behind a dialog.
+/// Whether a person could touch node `n`: on screen, not behind a dialog, and not under
+/// the soft keyboard (a tap there types a key; the keyboard is dismissed by rule first).
 fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
     visible_chain(&screen.tree, n, &screen.elements.screen)
         && modal.is_none_or(|r| root_of(&screen.tree, n) == r)
+        && !under_keyboard(&screen.tree, n)
+}
+
+/// Whether the centre of node `n` lies inside a keyboard window it is not part of.
+fn under_keyboard(tree: &UiTree, n: usize) -> bool {
+    let c = tree.nodes[n].bounds.center();
+    let own = root_of(tree, n);
+    tree.roots.iter().any(|&r| {
+        r != own && is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c)
+    })
+}
+
+fn is_keyboard(package: &str) -> bool {
+    package.contains("inputmethod") || package.contains("keyboard")
 }
 
 /// The unique visible node `sel` matches.
@@ -281,6 +295,28 @@ mod tests {
             rows.join("")
         );
         Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    /// A send button the keyboard covers cannot be tapped: it counts as missing (the
+    /// keyboard is then dismissed by rule), and is found again once the keyboard is gone.
+    #[test]
+    fn an_element_under_the_keyboard_is_not_reachable() {
+        let xml = |keyboard: bool| {
+            let ime = if keyboard {
+                r#"<node index="1" text="" resource-id="" class="android.widget.FrameLayout" package="com.google.android.inputmethod.latin" content-desc="" bounds="[0,1520][1080,2400]"><node index="0" text="q" resource-id="" class="android.widget.Button" package="com.google.android.inputmethod.latin" content-desc="" clickable="true" enabled="true" bounds="[0,1520][108,1700]"/></node>"#
+            } else {
+                ""
+            };
+            format!(
+                r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="app:id/send" class="android.widget.ImageButton" package="app" content-desc="Send" clickable="true" enabled="true" bounds="[900,1550][1080,1700]"/></node>{ime}</hierarchy>"#
+            )
+        };
+        let covered = Screen::from_xml(&xml(true), &ReprOptions::default()).unwrap();
+        assert_eq!(unique(&covered, "#send"), None);
+        assert!(unique(&covered, ":text(\"q\")").is_some(), "the keyboard's own keys are");
+        assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
+        let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
+        assert!(unique(&clear, "#send").is_some());
     }
 
     #[test]

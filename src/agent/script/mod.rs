@@ -36,6 +36,12 @@ use crate::script::{RecoveryHint, Script, ScriptId, Vars};
 use find::{Found, Interruption};
 use recover::{Aitm, Confidence, RecoveryType, StepError};
 
+/// The automatic waits (for a step's target, for its `expect`) end early once the screen
+/// has held still this long with no progress indicator: nothing is coming, so recovery
+/// starts now rather than at the timeout. A loading screen is waited for up to the
+/// timeout, and a `wait_condition` or a `wait_for` step always waits its whole timeout.
+const AUTO_WAIT_IDLE_MS: u64 = 1_000;
+
 /// Interruptions dismissed per step before the step counts as failed.
 const MAX_DISMISSALS: u32 = 3;
 
@@ -279,10 +285,12 @@ impl ScriptAgent {
             (Some(s), _) => Action::WaitFor {
                 selector: self.sub(s),
                 timeout_ms,
+                idle_ms: Some(AUTO_WAIT_IDLE_MS),
             },
             (None, Some(s)) => Action::WaitForGone {
                 selector: self.sub(s),
                 timeout_ms,
+                idle_ms: Some(AUTO_WAIT_IDLE_MS),
             },
             // Only the app was expected: give it one settle.
             (None, None) => Action::Wait { ms: 500 },
@@ -306,9 +314,11 @@ impl ScriptAgent {
                 self.tries.waited_condition = true;
                 self.pending = Pending::Waited;
                 return Ok(Pass::Emit(
+                    // The author asked for this wait: the whole timeout, still screen or not.
                     Action::WaitFor {
                         selector: sel,
                         timeout_ms: wc.timeout_ms,
+                        idle_ms: None,
                     },
                     ReplayRole::Wait,
                     None,
@@ -402,6 +412,7 @@ impl ScriptAgent {
             let wait = Action::WaitFor {
                 selector: selectors[0].clone(),
                 timeout_ms: step.timeout_ms(),
+                idle_ms: Some(AUTO_WAIT_IDLE_MS),
             };
             return Ok(Pass::Emit(wait, ReplayRole::Wait, None));
         }
@@ -641,7 +652,7 @@ impl ScriptAgent {
         &self,
         role: ReplayRole,
         found: Option<&Found>,
-        recovery: Option<String>,
+        recovery: Option<RecoveryType>,
     ) -> ReplayInfo {
         let healed = found.is_some_and(|f| {
             self.tries
@@ -703,7 +714,7 @@ impl Agent for ScriptAgent {
                 self.failed(&mut meter, ctx, e).await?
             };
             let recovery =
-                (self.pending == Pending::Recovered).then(|| "execute_action".to_string());
+                (self.pending == Pending::Recovered).then_some(RecoveryType::ExecuteAction);
             let (action, info) = match pass {
                 Pass::Again => continue,
                 Pass::Emit(a, role, found) => {

@@ -26,15 +26,7 @@ Prefer modify_selector when the element is on screen under another id or label; 
 execute_action when something blocks it; skip_step only when the step is not needed; \
 abort when the goal cannot be reached.";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecoveryType {
-    ExecuteAction,
-    ModifySelector,
-    SkipStep,
-    Abort,
-    AskUser,
-}
+pub use crate::domain::RecoveryType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

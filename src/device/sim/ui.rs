@@ -10,7 +10,10 @@ use crate::domain::Bounds;
 use super::apps;
 use super::state::{AppId, Dialog, Fg, IME_PACKAGE, LAUNCHER_PACKAGE, PhoneState, SYSTEMUI};
 use super::state::{Cmd, HOUR_MS};
-use super::widget::{ACCENT, Look, SUBTLE, SURFACE, Screen, TextSize, WHITE, Widget, Window, flag};
+use super::widget::{
+    ACCENT, Look, PILL, SUBTLE, SURFACE, Screen, Symbol, TEXT, TextSize, WHITE, Widget, Window,
+    flag,
+};
 
 /// Rendering-relevant knobs derived from the device config and its faults.
 #[derive(Debug, Clone)]
@@ -112,6 +115,7 @@ pub fn app_frame(
             Widget::image_button(
                 cx.r(24, STATUS_BAR + 24, 144, STATUS_BAR + 144),
                 "Navigate up",
+                Symbol::Back,
                 Cmd::Back,
             )
             .id("android:id/home"),
@@ -231,9 +235,13 @@ pub fn fab(cx: &Ctx, st: &PhoneState, text: &str, desc: &str, id: &str, cmd: Cmd
     .look(Look::Fab)
     .bg(ACCENT)
     .fg(WHITE)
+    .rounded(42)
     .tap(cmd);
     w.text = String::new();
     w.hint = text.to_string();
+    if text == "+" {
+        w.icon = Some(Symbol::Add);
+    }
     w
 }
 
@@ -244,39 +252,80 @@ pub fn clock_text(ms: u64) -> String {
 
 fn status_bar(st: &PhoneState, cx: &Ctx) -> Window {
     let b = Bounds::new(0, 0, cx.w, cx.d(STATUS_BAR));
+    // Transparent over what is below; light icons over the dark lock screen and recents.
+    let fg = if st.locked || st.fg == Fg::Recents {
+        WHITE
+    } else {
+        TEXT
+    };
     let mut icons = Vec::new();
     let mut x = cx.w - cx.d(48);
-    let mut icon = |desc: &str, glyph: &str| {
+    // A status icon's hint or text is what the dump reads; only text is painted.
+    let mut icon = |desc: &str, sym: Symbol, hint: &str, text: &str| {
         let r = Bounds::new(x - cx.d(120), 0, x, b.bottom);
         x -= cx.d(130);
         let mut w = Widget::new("android.widget.ImageView", r)
             .desc(desc)
-            .look(Look::Text)
-            .fg(super::widget::TEXT)
+            .look(Look::StatusIcon)
+            .icon(sym)
+            .fg(fg)
             .size(TextSize::Small);
-        w.hint = glyph.into();
+        w.hint = hint.into();
+        w.text = text.into();
         icons.push(w);
     };
-    icon("Battery 85 percent.", "85%");
+    icon("Battery 85 percent.", Symbol::Battery, "", "85%");
     if st.settings.airplane {
-        icon("Airplane mode.", "AIR");
+        icon("Airplane mode.", Symbol::Airplane, "AIR", "");
     }
     if st.settings.wifi {
-        icon("Wifi signal full.", "WiFi");
+        icon("Wifi signal full.", Symbol::Wifi, "WiFi", "");
     }
     if st.settings.bluetooth {
-        icon("Bluetooth on.", "BT");
+        icon("Bluetooth on.", Symbol::Bluetooth, "BT", "");
     }
     let root = Widget::frame_layout(b)
         .id("com.android.systemui:id/status_bar_container")
-        .bg(SURFACE)
         .child(
             Widget::text_view(cx.r(48, 0, 300, STATUS_BAR), clock_text(st.clock_ms))
                 .id("com.android.systemui:id/clock")
-                .size(TextSize::Small),
+                .size(TextSize::Small)
+                .fg(fg)
+                .bold(),
         )
         .kids(icons);
     Window::new(SYSTEMUI, root)
+}
+
+/// The gesture navigation handle: a pill over the bottom inset, drawn over everything
+/// and never touched. It is in the dump only where nothing clickable lies under it.
+fn gesture_handle(st: &PhoneState, cx: &Ctx, below: &[Window]) -> Window {
+    let b = Bounds::new(
+        cx.w / 2 - cx.d(140),
+        cx.h - cx.d(30),
+        cx.w / 2 + cx.d(140),
+        cx.h - cx.d(19),
+    );
+    let dark_below = st.locked || st.fg == Fg::Recents;
+    let root = Widget::new("android.view.View", b)
+        .id("com.android.systemui:id/home_handle")
+        .bg(if dark_below {
+            [232, 234, 237]
+        } else {
+            [32, 33, 36]
+        })
+        .rounded(PILL);
+    let mut w = Window::new(SYSTEMUI, root);
+    w.touchable = false;
+    w.dumped = !below.iter().filter(|w| w.touchable).any(|w| {
+        let mut all = Vec::new();
+        w.root.walk(&mut all);
+        all.iter().any(|n| {
+            n.flags & (flag::CLICKABLE | flag::LONG_CLICKABLE) != 0
+                && !n.bounds.intersect(&b).is_empty()
+        })
+    });
+    w
 }
 
 const KEY_ROWS: [&str; 3] = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
@@ -292,6 +341,7 @@ fn keyboard(cx: &Ctx) -> Window {
             .desc(desc)
             .look(Look::Key)
             .bg(WHITE)
+            .rounded(16)
             .tap(cmd);
         k.hint = label.to_string();
         k
@@ -311,7 +361,7 @@ fn keyboard(cx: &Ctx) -> Window {
         }
         if ri == 2 {
             let r = Bounds::new(x0 + n * key_w + 4, y + 6, cx.w - 8, y + key_h - 6);
-            kids.push(key(r, "DEL", "Delete", Cmd::KeyDelete));
+            kids.push(key(r, "DEL", "Delete", Cmd::KeyDelete).icon(Symbol::Backspace));
         }
     }
     let y = top + cx.d(40) + 3 * key_h;
@@ -340,6 +390,7 @@ fn keyboard(cx: &Ctx) -> Window {
             "Enter",
             Cmd::KeyEnter,
         )
+        .icon(Symbol::Enter)
         .bg(ACCENT)
         .fg(WHITE),
     );
@@ -402,14 +453,16 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
         let bw = (right - left - cx.d(60)) / n;
         for (i, b) in d.buttons.iter().enumerate() {
             let x = left + cx.d(30) + i as i32 * bw;
-            panel_kids.push(
-                Widget::button(
-                    Bounds::new(x + cx.d(10), y, x + bw - cx.d(10), y + cx.d(130)),
-                    &b.text,
-                    b.cmd.clone(),
-                )
-                .id(&b.id),
-            );
+            // Material 3 dialogs end with text buttons.
+            let mut button = Widget::button(
+                Bounds::new(x + cx.d(10), y, x + bw - cx.d(10), y + cx.d(130)),
+                &b.text,
+                b.cmd.clone(),
+            )
+            .id(&b.id)
+            .fg(ACCENT);
+            button.bg = None;
+            panel_kids.push(button);
         }
         y += cx.d(170);
     }
@@ -424,6 +477,7 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
             "android:id/parentPanel"
         })
         .bg(WHITE)
+        .rounded(72)
         .kids(panel_kids);
     let mut w = Window::new(&d.package, Widget::frame_layout(cx.full()).child(panel));
     w.modal = true;
@@ -434,25 +488,38 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
 fn toast_window(text: &str, st: &PhoneState, cx: &Ctx) -> Window {
     let bottom = cx.bottom(st) - cx.d(200);
     let b = Bounds::new(cx.d(120), bottom - cx.d(120), cx.w - cx.d(120), bottom);
-    let root = Widget::frame_layout(b).bg([60, 64, 67]).child(
-        Widget::text_view(
-            Bounds::new(b.left + cx.d(40), b.top, b.right - cx.d(20), b.bottom),
-            text,
-        )
-        .id("android:id/message")
-        .fg(WHITE)
-        .size(TextSize::Small),
-    );
+    let root = Widget::frame_layout(b)
+        .bg([60, 64, 67])
+        .rounded(PILL)
+        .child(
+            Widget::text_view(
+                Bounds::new(b.left + cx.d(40), b.top, b.right - cx.d(20), b.bottom),
+                text,
+            )
+            .id("android:id/message")
+            .fg(WHITE)
+            .size(TextSize::Small),
+        );
     let mut w = Window::new(st.package(), root);
     w.touchable = false;
     w
 }
 
 fn app_icon(cx: &Ctx, b: Bounds, app: AppId) -> Widget {
+    let sym = match app {
+        AppId::Settings => Symbol::Settings,
+        AppId::Contacts => Symbol::Person,
+        AppId::Clock => Symbol::Alarm,
+        AppId::Messages => Symbol::Chat,
+        AppId::Notes => Symbol::Note,
+        AppId::Browser => Symbol::Web,
+        AppId::Shop => Symbol::Shop,
+    };
     let mut w = Widget::text_view(b, app.label())
         .id("icon")
         .desc(app.label())
         .look(Look::AppIcon)
+        .icon(sym)
         .tap(Cmd::Launch { app })
         .flags(flag::LONG_CLICKABLE);
     w.size = TextSize::Small;
@@ -542,8 +609,10 @@ fn launcher(st: &PhoneState, cx: &Ctx, drawer: bool) -> Window {
                         cx.h - cx.d(80),
                     ),
                     "All apps",
+                    Symbol::Apps,
                     Cmd::OpenDrawer,
                 )
+                .bg([232, 234, 237])
                 .id("all_apps_button"),
             );
     }
@@ -564,6 +633,7 @@ fn recents(st: &PhoneState, cx: &Ctx) -> Window {
                 .id("snapshot")
                 .desc(a.label())
                 .bg(WHITE)
+                .rounded(40)
                 .tap(Cmd::Recent { app: *a })
                 .child(
                     Widget::text_view(cx.r(160, top, 920, top + 120), a.label())
@@ -658,6 +728,33 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
     if let Some(t) = &st.toast {
         windows.push(toast_window(&t.text, st, cx));
     }
+    windows.push(gesture_handle(st, cx, &windows));
     let _ = secure;
     Screen { windows }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::device::sim::{AppId, Cmd, SimConfig, SimDevice};
+
+    #[test]
+    fn the_gesture_handle_is_dumped_only_clear_of_clickable_content() {
+        let d = SimDevice::new(SimConfig::default()).unwrap();
+        let handle = "com.android.systemui:id/home_handle";
+        assert!(
+            d.hierarchy_now().contains(handle),
+            "nothing under it at home"
+        );
+        d.apply(Cmd::Launch {
+            app: AppId::Contacts,
+        });
+        assert!(
+            !d.hierarchy_now().contains(handle),
+            "contact rows run under it: a tap there names the row"
+        );
+        let screen = d.screen();
+        let bar = screen.windows.last().unwrap();
+        assert_eq!(bar.root.id, handle);
+        assert!(!bar.touchable, "touches pass through to the app");
+    }
 }

@@ -31,11 +31,13 @@ pub enum Look {
     Plain,
     /// Text, left-aligned and vertically centred.
     Text,
-    /// Text centred, on a filled rounded-looking button.
+    /// Text centred, on a filled button (a pill unless `radius` says otherwise).
     Button,
-    /// An icon-only button: a tile with a symbol derived from its content-desc.
+    /// An icon-only button: its `icon` on its background (round), if any.
     Icon,
-    /// A launcher icon: a coloured tile with the label's initial, the label below.
+    /// A status bar icon: its `icon`, with its text (not its hint) before it.
+    StatusIcon,
+    /// A launcher icon: a round coloured tile with the app's `icon`, the label below.
     AppIcon,
     /// A switch track and thumb, on or off by the CHECKED flag.
     Switch,
@@ -43,15 +45,15 @@ pub enum Look {
     Edit,
     /// A seek bar; value 0–255 in `Widget::value`.
     Seek,
-    /// A floating action button: a filled circle-ish square with a label.
+    /// A floating action button: a filled rounded square with its `icon` or label.
     Fab,
-    /// A keyboard key.
+    /// A keyboard key: its `icon`, or its label when that is one character.
     Key,
     /// An indeterminate progress bar.
     Progress,
 }
 
-/// Text sizes in glyph pixels (the bitmap font's raster heights).
+/// Text sizes: Material's 14, 16 and 22 sp (the painter owns the pixel sizes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TextSize {
     Small,
@@ -59,6 +61,64 @@ pub enum TextSize {
     Normal,
     Title,
 }
+
+/// What an icon shows. The painter draws each from the Material Icons font; the
+/// hierarchy carries the widget's content-desc, as on a real phone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Symbol {
+    Back,
+    Send,
+    Delete,
+    Edit,
+    Cart,
+    Apps,
+    Add,
+    Search,
+    Battery,
+    Wifi,
+    Airplane,
+    Bluetooth,
+    Backspace,
+    Enter,
+    Check,
+    Chat,
+    Person,
+    Web,
+    Alarm,
+    Settings,
+    Note,
+    Shop,
+}
+
+impl Symbol {
+    pub const ALL: [Symbol; 22] = [
+        Symbol::Back,
+        Symbol::Send,
+        Symbol::Delete,
+        Symbol::Edit,
+        Symbol::Cart,
+        Symbol::Apps,
+        Symbol::Add,
+        Symbol::Search,
+        Symbol::Battery,
+        Symbol::Wifi,
+        Symbol::Airplane,
+        Symbol::Bluetooth,
+        Symbol::Backspace,
+        Symbol::Enter,
+        Symbol::Check,
+        Symbol::Chat,
+        Symbol::Person,
+        Symbol::Web,
+        Symbol::Alarm,
+        Symbol::Settings,
+        Symbol::Note,
+        Symbol::Shop,
+    ];
+}
+
+/// A corner radius that rounds a shape fully: a pill, or a circle when square.
+pub const PILL: i32 = i32::MAX;
 
 /// What a scrollable container scrolls: the state key of its offset and the maximum.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +151,10 @@ pub struct Widget {
     pub bold: bool,
     pub bg: Option<[u8; 3]>,
     pub fg: [u8; 3],
+    /// Corner radius of the background in design pixels (1080 wide), or `PILL`.
+    pub radius: i32,
+    /// The symbol an icon, key, FAB or launcher tile shows (painting only).
+    pub icon: Option<Symbol>,
     pub value: u8,
     pub on_tap: Option<Cmd>,
     pub on_long: Option<Cmd>,
@@ -124,6 +188,8 @@ impl Widget {
             bold: false,
             bg: None,
             fg: TEXT,
+            radius: 0,
+            icon: None,
             value: 0,
             on_tap: None,
             on_long: None,
@@ -154,14 +220,17 @@ impl Widget {
         w.look = Look::Button;
         w.bg = Some(ACCENT);
         w.fg = WHITE;
+        w.radius = PILL;
         w.tap(cmd)
     }
-    /// An icon-only button: no text, a content-desc, as real apps do.
-    pub fn image_button(b: Bounds, desc: impl Into<String>, cmd: Cmd) -> Self {
+    /// An icon-only button: no text, a content-desc, as real apps do; `icon` is what
+    /// the picture shows. No background unless one is set (then round).
+    pub fn image_button(b: Bounds, desc: impl Into<String>, icon: Symbol, cmd: Cmd) -> Self {
         let mut w = Self::new("android.widget.ImageButton", b);
         w.desc = desc.into();
         w.look = Look::Icon;
-        w.bg = Some([232, 234, 237]);
+        w.icon = Some(icon);
+        w.radius = PILL;
         w.tap(cmd)
     }
     pub fn edit_text(b: Bounds, field: &str, text: &str, hint: &str, focused: bool) -> Self {
@@ -226,6 +295,15 @@ impl Widget {
     }
     pub fn look(mut self, l: Look) -> Self {
         self.look = l;
+        self
+    }
+    pub fn icon(mut self, s: Symbol) -> Self {
+        self.icon = Some(s);
+        self
+    }
+    /// Rounds the background's corners (design pixels, or `PILL`).
+    pub fn rounded(mut self, r: i32) -> Self {
+        self.radius = r;
         self
     }
     pub fn child(mut self, c: Widget) -> Self {
@@ -295,8 +373,11 @@ pub struct Window {
     pub dim: bool,
     /// FLAG_SECURE: screenshots of a screen with such a window may come out black.
     pub secure: bool,
-    /// Toasts do not take touches.
+    /// Toasts and the gesture handle do not take touches.
     pub touchable: bool,
+    /// Written to the uiautomator dump (the gesture handle is left out where it lies
+    /// over something clickable, so a tap there names the app's element).
+    pub dumped: bool,
 }
 
 impl Window {
@@ -308,6 +389,7 @@ impl Window {
             dim: false,
             secure: false,
             touchable: true,
+            dumped: true,
         }
     }
 }
@@ -469,7 +551,7 @@ pub fn to_xml(screen: &Screen, ids: IdStyle) -> String {
     out.push_str(
         "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
     );
-    for w in &screen.windows {
+    for w in screen.windows.iter().filter(|w| w.dumped) {
         write_node(&mut out, &w.root, 0, &w.package, ids);
     }
     out.push_str("</hierarchy>");

@@ -7,7 +7,7 @@ use crate::domain::Bounds;
 
 use super::super::state::{Cmd, NEW_TAB, Page, PhoneState, field};
 use super::super::ui::{Ctx, STATUS_BAR, scroll_list};
-use super::super::widget::{ACCENT, Look, SUBTLE, SURFACE, TextSize, WHITE, Widget};
+use super::super::widget::{ACCENT, Look, PILL, SUBTLE, SURFACE, TextSize, WHITE, Widget};
 
 pub const SEARCH_PREFIX: &str = "https://www.google.com/search?q=";
 /// Virtual ms a page takes to load.
@@ -209,7 +209,8 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
             focused,
         )
         .id("url_bar")
-        .bg([232, 234, 237]),
+        .bg([232, 234, 237])
+        .rounded(PILL),
     );
     let area = Bounds::new(0, cx.content_top(), cx.w, cx.h);
     let mut content: Vec<Widget> = Vec::new();

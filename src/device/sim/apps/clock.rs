@@ -6,7 +6,7 @@ use crate::domain::Bounds;
 
 use super::super::state::{Alarm, Cmd, Dialog, Page, PhoneState, field};
 use super::super::ui::{Ctx, ROW, app_frame, fab, scroll_list};
-use super::super::widget::{SUBTLE, TextSize, Widget, flag};
+use super::super::widget::{SUBTLE, Symbol, TextSize, Widget, flag};
 
 pub fn time_label(h: u8, m: u8) -> String {
     let (h12, ampm) = match h {
@@ -205,6 +205,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                             Widget::image_button(
                                 Bounds::new(cx.d(640), cx.d(44), cx.d(760), h - cx.d(44)),
                                 "Delete alarm",
+                                Symbol::Delete,
                                 Cmd::AlarmDelete { id: a.id },
                             )
                             .id("delete"),

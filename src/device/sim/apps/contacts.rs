@@ -6,7 +6,7 @@ use crate::domain::Bounds;
 
 use super::super::state::{Cmd, Contact, Dialog, Page, PhoneState, field};
 use super::super::ui::{Ctx, ROW, STATUS_BAR, action_slot, app_frame, fab, scroll_list};
-use super::super::widget::{ACCENT, SUBTLE, TextSize, Widget};
+use super::super::widget::{ACCENT, PILL, SUBTLE, Symbol, TextSize, Widget};
 
 const PKG: &str = "com.android.contacts";
 
@@ -189,6 +189,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
             let edit = Widget::image_button(
                 action_slot(cx, 0),
                 "Edit contact",
+                Symbol::Edit,
                 Cmd::ContactEdit { id: *id },
             )
             .id("menu_edit");
@@ -204,7 +205,9 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                 st.focus.as_deref() == Some(field::CONTACT_SEARCH),
             )
             .id("search_view")
-            .bg([241, 243, 244]);
+            .bg([241, 243, 244])
+            .rounded(PILL)
+            .icon(Symbol::Search);
             let area = Bounds::new(0, top + cx.d(170), cx.w, cx.h);
             let rows: Vec<Widget> = st
                 .contacts

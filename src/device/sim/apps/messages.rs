@@ -6,7 +6,7 @@ use crate::domain::Bounds;
 
 use super::super::state::{Cmd, Message, Page, PhoneState, Thread, field};
 use super::super::ui::{Ctx, ROW, app_frame, fab, scroll_list};
-use super::super::widget::{ACCENT, SUBTLE, TextSize, WHITE, Widget};
+use super::super::widget::{ACCENT, PILL, SUBTLE, Symbol, TextSize, WHITE, Widget};
 
 pub fn apply(st: &mut PhoneState, cmd: Cmd) {
     match cmd {
@@ -91,6 +91,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                                 .id("message_text")
                                 .bg(bg)
                                 .fg(fg)
+                                .rounded(48)
                                 .flags(super::super::widget::flag::LONG_CLICKABLE),
                         ),
                 );
@@ -122,7 +123,8 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                 st.focus.as_deref() == Some(field::MSG_COMPOSE),
             )
             .id("compose_message_text")
-            .bg([241, 243, 244]);
+            .bg([241, 243, 244])
+            .rounded(PILL);
             let send = Widget::image_button(
                 Bounds::new(
                     cx.w - cx.d(180),
@@ -131,9 +133,12 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                     bottom - cx.d(20),
                 ),
                 "Send SMS",
+                Symbol::Send,
                 Cmd::SendMessage,
             )
-            .id("send_message_button_icon");
+            .id("send_message_button_icon")
+            .bg(ACCENT)
+            .fg(WHITE);
             let bar = Widget::linear(Bounds::new(0, bar_top, cx.w, bottom))
                 .id("compose_bar")
                 .bg(WHITE)

@@ -101,6 +101,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                         ))
                         .id("browse_note_interior_content")
                         .bg([255, 248, 225])
+                        .rounded(36)
                         .tap(Cmd::NoteOpen { id: n.id })
                         .long(Cmd::NoteMenu { id: n.id })
                         .child(

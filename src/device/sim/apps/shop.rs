@@ -7,7 +7,7 @@ use crate::domain::Bounds;
 
 use super::super::state::{AppId, Cmd, Dialog, Fg, Order, PERMISSION_PACKAGE, Page, PhoneState};
 use super::super::ui::{Ctx, action_slot, app_frame, scroll_list};
-use super::super::widget::{ACCENT, SUBTLE, TextSize, Widget};
+use super::super::widget::{ACCENT, SUBTLE, Symbol, TextSize, Widget};
 
 const PKG: &str = "com.droidpilot.shop";
 /// Virtual ms after the first open (once the permission is answered) that the promo
@@ -190,6 +190,7 @@ fn cart_button(st: &PhoneState, cx: &Ctx) -> Widget {
     let mut b = Widget::image_button(
         action_slot(cx, 0),
         format!("Cart, {n} items"),
+        Symbol::Cart,
         Cmd::Push { page: Page::Cart },
     )
     .id("action_cart");
