@@ -506,6 +506,57 @@ fn eval_scores_the_reference_solutions_with_no_key_and_writes_json_and_markdown(
     assert!(md.contains("| all | ") && md.contains("100.0%"), "{md}");
 }
 
+/// `droidpilot eval --model-server oracle`, no key anywhere: the planned agent (the
+/// default with a model server) runs every model call over HTTP against the in-process
+/// oracle, and the summary counts each role.
+#[test]
+fn eval_runs_the_planned_agent_on_the_oracle_server_with_no_key() {
+    let dir = workdir("[devices.adb]\nenabled = false\n");
+    let mut cmd = droidpilot(dir.path());
+    cmd.args([
+        "eval",
+        "--json",
+        "--model-server",
+        "oracle",
+        "--tasks",
+        "clock.d*",
+    ])
+    .args(["--screen", "540x1200", "--parallel", "2"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(cmd)).expect("one JSON object");
+    assert_eq!(v["agent"]["kind"], "planned", "{v}");
+    assert_eq!(v["agent"]["model_server"], "oracle", "{v}");
+    assert_eq!(v["success_rate"], 1.0, "{v}");
+    for role in ["actor", "planner", "verifier"] {
+        assert!(
+            v["roles"][role]["calls"].as_u64().unwrap() > 0,
+            "{role}: {v}"
+        );
+        assert!(
+            v["roles"][role]["tokens"]["in"].as_u64().unwrap() > 0,
+            "{role}: {v}"
+        );
+    }
+    for r in v["per_task"].as_array().unwrap() {
+        assert!(r["model_calls"].as_u64().unwrap() > 0, "{r}");
+    }
+    // An agent the oracle cannot play is refused before anything runs.
+    let mut cmd = droidpilot(dir.path());
+    cmd.args([
+        "eval",
+        "--model-server",
+        "oracle",
+        "--agent",
+        r#"{"kind": "replay"}"#,
+    ]);
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kind `replay`") && err.contains("planned"),
+        "{err}"
+    );
+}
+
 /// `--compare a.json b.json`: both side by side, with deltas and the tasks that changed.
 #[test]
 fn eval_compare_puts_two_scores_side_by_side() {

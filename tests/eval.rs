@@ -2,6 +2,7 @@
 //! its scheduler and runner, sim phones pinned per task; the phone's checker judges.
 
 use droidpilot::bench::eval::{EvalOptions, RunRecord, report, run_eval, select};
+use droidpilot::bench::oracle::OracleMode;
 use droidpilot::config::{Config, Overrides};
 use droidpilot::domain::{ScreenSize, TaskStatus};
 use serde_json::{Value, json};
@@ -25,6 +26,7 @@ fn opts(agent: Value, tasks: &[&str]) -> EvalOptions {
             width: 540,
             height: 1200,
         },
+        model_server: None,
     }
 }
 
@@ -104,4 +106,96 @@ async fn bad_patterns_and_agents_are_refused_before_anything_runs() {
     .await
     .unwrap_err();
     assert!(err.to_string().contains("did you mean `actions`"), "{err}");
+}
+
+fn with_oracle(agent: Value, tasks: &[&str], mode: OracleMode) -> EvalOptions {
+    EvalOptions {
+        model_server: Some(mode),
+        ..opts(agent, tasks)
+    }
+}
+
+async fn eval_with(o: EvalOptions) -> (Vec<RunRecord>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_eval(config(dir.path()), &o, &|_| {}).await.unwrap();
+    let s = report::summary_json(&r);
+    (r.runs, s)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_agent_on_the_oracle_server_solves_the_clock_tasks_and_every_role_is_counted() {
+    let o = with_oracle(
+        json!({"kind": "planned"}),
+        &["clock.*"],
+        OracleMode::Faithful,
+    );
+    let (runs, s) = eval_with(o).await;
+    assert!(runs.len() >= 8, "{runs:?}");
+    for r in &runs {
+        assert!(r.checker && r.status == TaskStatus::Succeeded, "{r:?}");
+        // Every step is one acting call over HTTP, plus the planner and the verifier.
+        assert!(r.model_calls > r.steps as u64, "{r:?}");
+        assert!(r.tokens.input > 0 && r.tokens.output > 0, "{r:?}");
+        assert!(r.roles["actor"].calls >= r.steps as u64, "{r:?}");
+        assert_eq!(
+            r.roles["verifier"].calls, 1,
+            "one finish, verified once: {r:?}"
+        );
+        let sum: u64 = r.roles.values().map(|u| u.calls).sum();
+        assert_eq!(sum, r.model_calls, "{r:?}");
+        assert!(!r.false_success && r.verifier_catches == 0, "{r:?}");
+    }
+    assert_eq!(s["success_rate"], 1.0);
+    assert_eq!(s["agent"]["model_server"], "oracle");
+    assert_eq!(s["roles"]["verifier"]["calls"], runs.len());
+    // The plan is asked for in the background at step 1; a task that ends before it
+    // arrives has its call on no step, so the planner is counted over all runs.
+    assert!(s["roles"]["planner"]["calls"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["roles"]["progress"]["calls"].as_u64().unwrap() > 0, "{s}");
+    assert!(report::format_table(&s).contains("model calls by role (all runs): actor "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flawed_acting_model_is_caught_by_the_verifier_and_without_it_is_a_false_success() {
+    let tasks = ["clock.two_alarms", "clock.open_from_home"];
+    let o = with_oracle(json!({"kind": "planned"}), &tasks, OracleMode::Flawed);
+    let (runs, s) = eval_with(o).await;
+    let by_id = |runs: &[RunRecord], id: &str| runs.iter().find(|r| r.id == id).unwrap().clone();
+    let (hard, easy) = (by_id(&runs, tasks[0]), by_id(&runs, tasks[1]));
+    // The early finish on the hard task is refused on the phone's state; it goes on.
+    assert_eq!(hard.verifier_catches, 1, "{hard:?}");
+    assert!(
+        hard.checker && hard.status == TaskStatus::Succeeded,
+        "{hard:?}"
+    );
+    assert_eq!(hard.roles["verifier"].calls, 2, "{hard:?}");
+    assert_eq!(easy.verifier_catches, 0, "{easy:?}");
+    assert_eq!(
+        (s["verifier_catches"].clone(), s["success_rate"].clone()),
+        (json!(1), json!(1.0))
+    );
+
+    let unverified = json!({"kind": "planned", "planning": {"verify_finish": false}});
+    let (runs, s) = eval_with(with_oracle(unverified, &tasks, OracleMode::Flawed)).await;
+    let (hard, easy) = (by_id(&runs, tasks[0]), by_id(&runs, tasks[1]));
+    assert!(hard.false_success && !hard.checker, "{hard:?}");
+    assert!(!hard.roles.contains_key("verifier"), "{hard:?}");
+    assert!(easy.checker, "{easy:?}");
+    assert_eq!(
+        (s["false_success"].clone(), s["success_rate"].clone()),
+        (json!(1), json!(0.5))
+    );
+}
+
+#[tokio::test]
+async fn an_agent_the_oracle_cannot_play_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = with_oracle(
+        json!({"kind": "navigator"}),
+        &["clock.*"],
+        OracleMode::Faithful,
+    );
+    let err = run_eval(config(dir.path()), &o, &|_| {}).await.unwrap_err();
+    assert!(err.to_string().contains("kind `navigator`"), "{err}");
+    assert!(err.hint().contains("planned"), "{}", err.hint());
 }

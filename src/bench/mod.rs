@@ -2,7 +2,9 @@
 //! the ADB backend against the raw `adb` CLI) and `droidpilot bench runner` (`runner.rs`,
 //! what the agent loop costs on the virtual phone) and `droidpilot bench replay` (`replay.rs`,
 //! the script drift suite of issue 12), and `droidpilot eval` (`eval/`, agents scored on
-//! the sim tasks). `benches/` runs the same code under criterion.
+//! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
+//! runs), and `rule_model.rs` (the replay bench's recovery model). `benches/` runs the
+//! same code under criterion.
 //!
 //! A module rather than a cargo feature: the `droidpilot bench …` commands ship in the
 //! default build (operators measure their own phones and machines), and a feature would
@@ -11,6 +13,7 @@
 
 pub mod adb;
 pub mod eval;
+pub mod oracle;
 pub mod replay;
 pub mod rule_model;
 pub mod runner;

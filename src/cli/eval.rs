@@ -1,12 +1,14 @@
 //! `droidpilot eval`: score an agent on the virtual phone's tasks (`bench::eval`), print
 //! the table (or `--json`), write `eval.json` and `eval.md` with `--out`, or put two saved
-//! summaries side by side with `--compare A B`.
+//! summaries side by side with `--compare A B`. `--model-server oracle` runs the agent's
+//! models on the in-process oracle (`bench::oracle`): the planned scoreboard with no key.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::bench::eval::{self, EvalOptions, report};
+use crate::bench::oracle::OracleMode;
 use crate::config::{Config, Overrides};
 use crate::domain::ScreenSize;
 
@@ -16,6 +18,12 @@ pub struct EvalArgs {
     /// {"kind": "replay"}: each task's reference solution, no model and no key needed.
     #[arg(long, value_name = "JSON|FILE")]
     pub agent: Option<String>,
+    /// Start a rule-driven model server in-process and point every model of the agent at
+    /// it: `oracle` answers each task's reference solution, plans it and verifies with the
+    /// task's checker; `flawed-oracle` also claims done one action early on hard tasks.
+    /// The agent must be planned or a generic vision agent (default: {"kind": "planned"}).
+    #[arg(long, value_enum, value_name = "SERVER")]
+    pub model_server: Option<OracleMode>,
     /// Task ids to run, as globs (`clock.*`, `*.ask_*`); several separated by commas.
     /// Default: every task (`droidpilot sim --list-tasks`).
     #[arg(long, value_name = "PATTERN")]
@@ -34,7 +42,7 @@ pub struct EvalArgs {
     pub out: Option<PathBuf>,
     /// Put two saved eval.json files side by side, with deltas (b − a); runs nothing.
     #[arg(long, num_args = 2, value_names = ["A", "B"],
-          conflicts_with_all = ["agent", "tasks", "repeat", "parallel", "out"])]
+          conflicts_with_all = ["agent", "model_server", "tasks", "repeat", "parallel", "out"])]
     pub compare: Option<Vec<PathBuf>>,
     /// The phones' screen, WIDTHxHEIGHT.
     #[arg(long, default_value = "1080x2400", value_parser = parse_screen)]
@@ -113,9 +121,10 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
         },
     )?;
     let opts = EvalOptions {
-        agent: match &args.agent {
-            Some(a) => agent_value(a)?,
-            None => EvalOptions::default().agent,
+        agent: match (&args.agent, args.model_server) {
+            (Some(a), _) => agent_value(a)?,
+            (None, Some(_)) => serde_json::json!({"kind": "planned"}),
+            (None, None) => EvalOptions::default().agent,
         },
         tasks: args
             .tasks
@@ -127,6 +136,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
         repeat: args.repeat as usize,
         parallel: args.parallel as usize,
         screen: args.screen,
+        model_server: args.model_server,
     };
     let progress = |r: &eval::RunRecord| {
         let mark = if r.checker { "done" } else { "NOT done" };

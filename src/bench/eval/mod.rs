@@ -11,7 +11,10 @@
 //! events: the runner's stuck detector fired). An `ask_user` question is answered through `Prompts::answer`, the path the REST
 //! API uses, from the task's `facts`.
 //!
-//! `{"kind": "replay"}` without `actions` means each task's reference solution.
+//! `{"kind": "replay"}` without `actions` means each task's reference solution. With
+//! `model_server` set, the oracle model server (`bench::oracle`) is started in-process and
+//! every model of the agent (a planned or generic vision agent) is pointed at it, one base
+//! URL per phone, so its verifier can read that phone's checker.
 //! `report.rs` turns the runs into the summary (JSON, table, Markdown) and compares two.
 
 pub mod report;
@@ -23,12 +26,13 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::oracle::{OracleMode, OracleServer};
 use crate::agent::spec::{AgentKind, AgentSpec};
 use crate::config::Config;
 use crate::core::Core;
 use crate::device::pool::DeviceState;
 use crate::device::sim::{Difficulty, SimConfig, SimDevice, SimTask, tasks};
-use crate::domain::{NewTask, ScreenSize, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use crate::domain::{NewTask, ScreenSize, Step, TaskEvent, TaskId, TaskSpec, TaskStatus};
 use crate::run::events::{FeedItem, Filter};
 use crate::run::runner::RunnerConfig;
 
@@ -45,6 +49,8 @@ pub struct EvalOptions {
     pub parallel: usize,
     /// The phones' screen (reference solutions are normalized, so any size replays them).
     pub screen: ScreenSize,
+    /// Start the oracle model server and point the agent's models at it.
+    pub model_server: Option<OracleMode>,
 }
 
 impl Default for EvalOptions {
@@ -58,6 +64,7 @@ impl Default for EvalOptions {
                 width: 1080,
                 height: 2400,
             },
+            model_server: None,
         }
     }
 }
@@ -71,6 +78,8 @@ pub enum EvalError {
     Agent { message: String, hint: String },
     #[error("setting up the eval failed: {0}")]
     Setup(String),
+    #[error("the oracle model server could not start: {0}")]
+    ModelServer(String),
     #[error("task `{task}` could not be run: {reason}")]
     Run { task: String, reason: String },
 }
@@ -84,6 +93,9 @@ impl EvalError {
             ),
             EvalError::Agent { hint, .. } => hint.clone(),
             EvalError::Setup(_) => "check that the temporary directory is writable".into(),
+            EvalError::ModelServer(_) => {
+                "it listens on a free loopback port (127.0.0.1); check that loopback networking is up".into()
+            }
             EvalError::Run { .. } => {
                 "run `droidpilot run` with the same agent on that task to see why".into()
             }
@@ -109,6 +121,25 @@ pub struct Tokens {
     pub output: u64,
 }
 
+/// One role's model use in a run (`actor`, `planner`, `progress`, `verifier`, …).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct RoleUse {
+    pub calls: u64,
+    pub tokens: Tokens,
+}
+
+/// Model use by role, summed over the steps' `calls`.
+pub fn role_use(steps: &[Step]) -> BTreeMap<String, RoleUse> {
+    let mut m: BTreeMap<String, RoleUse> = BTreeMap::new();
+    for c in steps.iter().flat_map(|s| &s.calls) {
+        let e = m.entry(c.role.as_str().into()).or_default();
+        e.calls += 1;
+        e.tokens.input += c.tokens_in;
+        e.tokens.output += c.tokens_out;
+    }
+    m
+}
+
 /// One run of one task.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRecord {
@@ -122,6 +153,10 @@ pub struct RunRecord {
     pub steps: u32,
     pub tokens: Tokens,
     pub model_calls: u64,
+    /// The calls and tokens of each role (a planned agent's planner, progress checker
+    /// and verifier beside the acting model). A background plan still in flight when the
+    /// task ended is on no step and not counted.
+    pub roles: BTreeMap<String, RoleUse>,
     pub cost_usd: f64,
     pub wall_s: f64,
     /// Finished `succeeded` while the checker says no.
@@ -226,6 +261,7 @@ impl AgentPlan {
 struct Env {
     core: Core,
     phones: Vec<Arc<SimDevice>>,
+    oracle: Option<OracleServer>,
     _dir: ScratchDir,
 }
 
@@ -268,7 +304,11 @@ fn eval_config(mut config: Config, dir: &ScratchDir, parallel: usize) -> Config 
     config
 }
 
-async fn env(config: Config, opts: &EvalOptions) -> Result<Env, EvalError> {
+async fn env(
+    config: Config,
+    opts: &EvalOptions,
+    oracle: Option<OracleServer>,
+) -> Result<Env, EvalError> {
     let setup = |e: &dyn std::fmt::Display| EvalError::Setup(e.to_string());
     let dir = ScratchDir::new().map_err(|e| setup(&e))?;
     let config = eval_config(config, &dir, opts.parallel);
@@ -276,7 +316,7 @@ async fn env(config: Config, opts: &EvalOptions) -> Result<Env, EvalError> {
     let mut phones = Vec::new();
     for i in 1..=opts.parallel {
         let cfg = SimConfig {
-            serial: format!("eval-{i}"),
+            serial: phone_serial(i),
             width: opts.screen.width,
             height: opts.screen.height,
             ..SimConfig::default()
@@ -288,10 +328,14 @@ async fn env(config: Config, opts: &EvalOptions) -> Result<Env, EvalError> {
             .map_err(|e| setup(&e))?;
         phones.push(phone);
     }
+    if let Some(o) = &oracle {
+        o.add_phones(&phones);
+    }
     core.start_scheduler();
     Ok(Env {
         core,
         phones,
+        oracle,
         _dir: dir,
     })
 }
@@ -311,13 +355,14 @@ pub async fn run_eval(
     progress: &(dyn Fn(&RunRecord) + Sync),
 ) -> Result<EvalReport, EvalError> {
     let selected = select(&opts.tasks)?;
-    let plan = AgentPlan::new(&opts.agent, &config)?;
+    let (oracle, agent) = model_server(opts).await?;
+    let plan = AgentPlan::new(&agent, &config)?;
     let opts = EvalOptions {
         parallel: opts.parallel.max(1),
         repeat: opts.repeat.max(1),
         ..opts.clone()
     };
-    let env = env(config, &opts).await?;
+    let env = env(config, &opts, oracle).await?;
     let jobs: VecDeque<Job> = (1..=opts.repeat)
         .flat_map(|run| selected.iter().map(move |t| Job { task: *t, run }))
         .collect();
@@ -344,12 +389,53 @@ pub async fn run_eval(
         .collect();
     runs.sort_by_key(|r| (order.get(r.id.as_str()).copied(), r.run));
     Ok(EvalReport {
-        agent: opts.agent.clone(),
+        agent: summary_agent(&opts),
         repeat: opts.repeat,
         parallel: opts.parallel,
         wall_s: start.elapsed().as_secs_f64(),
         runs,
     })
+}
+
+/// The oracle model server when asked for, and the agent spec to check: as given, or
+/// with its models pointed at the oracle (for the first phone; each task is pointed at
+/// its own phone in `run_one`).
+async fn model_server(opts: &EvalOptions) -> Result<(Option<OracleServer>, Value), EvalError> {
+    let Some(mode) = opts.model_server else {
+        return Ok((None, opts.agent.clone()));
+    };
+    let oracle = OracleServer::start(mode)
+        .await
+        .map_err(|e| EvalError::ModelServer(e.to_string()))?;
+    let agent = oracle
+        .point(&opts.agent, &phone_serial(1))
+        .map_err(|e| EvalError::Agent {
+            message: format!("--agent with --model-server: {e}"),
+            hint:
+                "the oracle plays the planned agent's models: try --agent '{\"kind\": \"planned\"}'"
+                    .into(),
+        })?;
+    Ok((Some(oracle), agent))
+}
+
+/// The serial of the eval's phone `i` (1-based).
+fn phone_serial(i: usize) -> String {
+    format!("eval-{i}")
+}
+
+/// The agent as the summary shows it: as given, plus the model server it ran against.
+fn summary_agent(opts: &EvalOptions) -> Value {
+    match (opts.model_server, &opts.agent) {
+        (Some(mode), Value::Object(o)) => {
+            let mut o = o.clone();
+            let name = clap::ValueEnum::to_possible_value(&mode)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
+            o.insert("model_server".into(), json!(name));
+            Value::Object(o)
+        }
+        (_, a) => a.clone(),
+    }
 }
 
 /// Waits until the pool has the phone back from its last task (the runner drops its
@@ -381,11 +467,15 @@ async fn run_one(
     let serial = phone.config().serial.clone();
     phone_free(env, &serial).await;
     phone.reset_to(&t);
+    let agent = match &env.oracle {
+        Some(o) => o.point(&plan.for_task(&t), &serial).map_err(fail)?,
+        None => plan.for_task(&t),
+    };
     let spec = TaskSpec::parse(NewTask {
         instruction: Some(t.instruction.into()),
         max_steps: Some(step_budget(&t)),
         device_id: Some(serial),
-        agent: Some(plan.for_task(&t)),
+        agent: Some(agent),
         metadata: Some(json!({"eval_task": t.id, "run": job.run})),
         ..Default::default()
     })
@@ -403,6 +493,10 @@ async fn run_one(
         .get_task(task.id)
         .await
         .map_err(|e| fail(e.to_string()))?;
+    let steps = store
+        .steps(task.id)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
     Ok(RunRecord {
         id: t.id.into(),
         tier: t.difficulty,
@@ -415,6 +509,7 @@ async fn run_one(
             output: done.tokens_out,
         },
         model_calls: done.model_calls,
+        roles: role_use(&steps),
         cost_usd: done.cost_usd,
         wall_s,
         false_success: done.status == TaskStatus::Succeeded && !checker,

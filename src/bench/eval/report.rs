@@ -1,12 +1,12 @@
 //! The eval's summary: success per tier, means per run, false successes, verifier
-//! catches and loops; as the `--json` object (also `eval.json`), a terminal table,
+//! catches and loops, model calls and tokens by role; as the `--json` object (also `eval.json`), a terminal table,
 //! Markdown (`eval.md`), and two saved summaries side by side with deltas (`--compare`).
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{EvalReport, RunRecord};
+use super::{EvalReport, RoleUse, RunRecord};
 use crate::device::sim::Difficulty;
 
 const TIERS: [(Difficulty, &str); 3] = [
@@ -46,7 +46,8 @@ fn mean(runs: &[RunRecord], f: impl Fn(&RunRecord) -> f64) -> f64 {
 /// The `--json` object: `tasks` (distinct), `runs` (tasks × repeat), `succeeded` and
 /// `success_rate` (over runs, by the checker), `tiers`, `false_success` (runs),
 /// `verifier_catches` (rejected finishes), `loops` (runs where the stuck detector fired),
-/// means per run (`mean_steps`, `tokens`, `cost_usd`, `wall_s`), `total`, and `per_task`.
+/// means per run (`mean_steps`, `model_calls`, `tokens`, `cost_usd`, `wall_s`), `roles`
+/// (calls and tokens by role, summed over all runs), `total`, and `per_task`.
 pub fn summary_json(r: &EvalReport) -> Value {
     let all: Vec<&RunRecord> = r.runs.iter().collect();
     let mut tiers = serde_json::Map::new();
@@ -63,6 +64,8 @@ pub fn summary_json(r: &EvalReport) -> Value {
         "loops": r.runs.iter().filter(|x| x.loops > 0).count(),
         "asked": r.runs.iter().map(|x| x.asked as u64).sum::<u64>(),
         "mean_steps": mean(&r.runs, |x| x.steps as f64),
+        "model_calls": mean(&r.runs, |x| x.model_calls as f64),
+        "roles": roles(&r.runs),
         "tokens": {"in": mean(&r.runs, |x| x.tokens.input as f64),
                    "out": mean(&r.runs, |x| x.tokens.output as f64)},
         "cost_usd": mean(&r.runs, |x| x.cost_usd),
@@ -76,6 +79,47 @@ pub fn summary_json(r: &EvalReport) -> Value {
         o.extend(e);
     }
     out
+}
+
+/// Calls and tokens by role over all runs.
+fn roles(runs: &[RunRecord]) -> BTreeMap<String, RoleUse> {
+    let mut m: BTreeMap<String, RoleUse> = BTreeMap::new();
+    for (role, u) in runs.iter().flat_map(|r| &r.roles) {
+        let e = m.entry(role.clone()).or_default();
+        e.calls += u.calls;
+        e.tokens.input += u.tokens.input;
+        e.tokens.output += u.tokens.output;
+    }
+    m
+}
+
+/// `actor 24 calls (52.1k tokens in, 1.2k out) · planner 3 calls (…)`, or "none".
+fn role_line(s: &Value) -> String {
+    let k = |x: f64| {
+        if x >= 1000.0 {
+            format!("{:.1}k", x / 1000.0)
+        } else {
+            format!("{x:.0}")
+        }
+    };
+    let parts: Vec<String> = s["roles"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(role, u)| {
+            format!(
+                "{role} {} calls ({} tokens in, {} out)",
+                u["calls"],
+                k(num(u, "/tokens/in")),
+                k(num(u, "/tokens/out"))
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(" · ")
+    }
 }
 
 fn pct(v: &Value) -> String {
@@ -114,16 +158,18 @@ fn headline(s: &Value) -> String {
 
 fn counters(s: &Value) -> String {
     format!(
-        "false success {} · verifier catches {} · loops {} · questions answered {}\nmean per run: {:.1} steps, {:.0} tokens in, {:.0} out, ${:.4}, {:.2} s",
+        "false success {} · verifier catches {} · loops {} · questions answered {}\nmean per run: {:.1} steps, {:.1} model calls, {:.0} tokens in, {:.0} out, ${:.4}, {:.2} s\nmodel calls by role (all runs): {}",
         s["false_success"],
         s["verifier_catches"],
         s["loops"],
         s["asked"],
         num(s, "/mean_steps"),
+        num(s, "/model_calls"),
         num(s, "/tokens/in"),
         num(s, "/tokens/out"),
         num(s, "/cost_usd"),
         num(s, "/wall_s"),
+        role_line(s),
     )
 }
 
@@ -186,7 +232,7 @@ pub fn format_markdown(s: &Value) -> String {
 }
 
 /// The metrics compared: label, JSON pointer, shown as a percentage.
-const METRICS: [(&str, &str, bool); 12] = [
+const METRICS: [(&str, &str, bool); 13] = [
     ("success rate", "/success_rate", true),
     ("easy", "/tiers/easy/success_rate", true),
     ("medium", "/tiers/medium/success_rate", true),
@@ -195,6 +241,7 @@ const METRICS: [(&str, &str, bool); 12] = [
     ("verifier catches", "/verifier_catches", false),
     ("loops", "/loops", false),
     ("mean steps", "/mean_steps", false),
+    ("model calls / run", "/model_calls", false),
     ("tokens in / run", "/tokens/in", false),
     ("tokens out / run", "/tokens/out", false),
     ("cost USD / run", "/cost_usd", false),
