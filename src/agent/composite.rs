@@ -290,12 +290,9 @@ pub(super) fn missing_key(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<LlmError> {
     match kind {
-        AgentKind::Planned => planned_configs(spec, defaults).iter().find_map(|cfg| {
-            if cfg.api_key.is_some() || defaults.keys.get(cfg.provider).is_some() {
-                return None;
-            }
-            cfg.resolve_key_with(env).err()
-        }),
+        AgentKind::Planned => planned_configs(spec, defaults)
+            .iter()
+            .find_map(|cfg| defaults.lacks_key(cfg, env)),
         AgentKind::Chain => spec
             .agents
             .iter()

@@ -655,12 +655,22 @@ impl AgentDefaults {
             .grounding
             .iter()
             .filter(|_| kind == AgentKind::Navigator);
-        std::iter::once(&main).chain(grounding).find_map(|cfg| {
-            if cfg.api_key.is_some() || self.keys.get(cfg.provider).is_some() {
-                return None;
-            }
-            cfg.resolve_key_with(&env).err()
-        })
+        std::iter::once(&main)
+            .chain(grounding)
+            .find_map(|cfg| self.lacks_key(cfg, &env))
+    }
+
+    /// The error of a model whose key is neither in its config, nor in `[agent.keys]`,
+    /// nor in the environment.
+    pub(crate) fn lacks_key(
+        &self,
+        cfg: &ModelConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<LlmError> {
+        if cfg.api_key.is_some() || self.keys.get(cfg.provider).is_some() {
+            return None;
+        }
+        cfg.resolve_key_with(env).err()
     }
 
     pub(crate) fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
