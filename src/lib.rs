@@ -16,6 +16,7 @@ pub mod core;
 pub mod device;
 pub mod domain;
 pub mod llm;
+pub mod mcp;
 pub mod run;
 pub mod screen;
 pub mod script;

@@ -1,0 +1,1 @@
+//! MCP client: see `super`.

@@ -1,0 +1,1 @@
+//! droidpilot's MCP server driven by the SDK's own client, over stdio and HTTP.
