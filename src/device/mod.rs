@@ -90,6 +90,43 @@ impl Screenshot {
             }
         }
     }
+
+    /// Whether every pixel is black (all channels below 8): what a secure window
+    /// (FLAG_SECURE) captures as. Stops at the first pixel that is not, so an ordinary
+    /// screen costs one row or so; a PNG is decoded row by row (the `png` crate's
+    /// streaming reader) rather than whole, which at 1080×2400 would take 10–20 ms on
+    /// every step. A PNG that does not decode is not black (the caller finds out why).
+    pub fn is_black(&self) -> bool {
+        let dark = |px: &[u8]| px.iter().take(3).all(|&c| c < 8);
+        match &self.data {
+            ScreenshotData::Rgba(raw) => !raw.is_empty() && raw.chunks_exact(4).all(dark),
+            ScreenshotData::Png(png) => png_is_black(png, dark).unwrap_or(false),
+        }
+    }
+}
+
+/// Row by row, until a pixel fails `dark`. Palettes are expanded and 16-bit samples
+/// stripped, so every row is 8-bit gray, gray+alpha, RGB or RGBA.
+fn png_is_black(png: &[u8], dark: impl Fn(&[u8]) -> bool) -> Option<bool> {
+    let mut decoder = ::png::Decoder::new(std::io::Cursor::new(png));
+    decoder.set_transformations(::png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().ok()?;
+    let (color, _) = reader.output_color_type();
+    // Gray and gray+alpha carry one colour sample: compare it alone.
+    let (step, colours) = match color {
+        ::png::ColorType::Grayscale => (1, 1),
+        ::png::ColorType::GrayscaleAlpha => (2, 1),
+        ::png::ColorType::Rgb | ::png::ColorType::Indexed => (3, 3),
+        ::png::ColorType::Rgba => (4, 3),
+    };
+    let mut rows = 0;
+    while let Some(row) = reader.next_row().ok()? {
+        if !row.data().chunks_exact(step).all(|px| dark(&px[..colours])) {
+            return Some(false);
+        }
+        rows += 1;
+    }
+    Some(rows > 0)
 }
 
 use image::ImageEncoder as _;
@@ -245,5 +282,73 @@ pub trait Device: Send + Sync {
     /// cannot lose their connection keep the default.
     async fn reconnect(&self) -> Result<(), DeviceError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod is_black_tests {
+    use super::*;
+
+    fn png(width: u32, height: u32, color: image::ExtendedColorType, raw: &[u8]) -> Screenshot {
+        let mut out = Vec::new();
+        image::codecs::png::PngEncoder::new(&mut out)
+            .write_image(raw, width, height, color)
+            .expect("encode");
+        Screenshot {
+            width,
+            height,
+            data: ScreenshotData::Png(Bytes::from(out)),
+        }
+    }
+
+    #[test]
+    fn a_black_frame_is_black_in_every_pixel_format() {
+        let rgba = Screenshot {
+            width: 4,
+            height: 3,
+            data: ScreenshotData::Rgba(Bytes::from(vec![0u8; 48])),
+        };
+        assert!(rgba.is_black());
+        assert!(png(4, 3, image::ExtendedColorType::Rgba8, &[0; 48]).is_black());
+        assert!(png(4, 3, image::ExtendedColorType::Rgb8, &[5; 36]).is_black());
+        assert!(png(4, 3, image::ExtendedColorType::L8, &[0; 12]).is_black());
+        // Opaque alpha does not count as colour.
+        let mut opaque = [0u8; 48];
+        opaque.iter_mut().skip(3).step_by(4).for_each(|a| *a = 255);
+        assert!(png(4, 3, image::ExtendedColorType::Rgba8, &opaque).is_black());
+    }
+
+    #[test]
+    fn one_bright_pixel_anywhere_makes_a_frame_not_black() {
+        // Dark mode with one small glyph must keep its screenshot: the last pixel of the
+        // last row is the only bright one, so the check cannot stop early and still be
+        // right.
+        let mut raw = vec![0u8; 64 * 48 * 4];
+        let n = raw.len();
+        raw[n - 4..n - 1].copy_from_slice(&[200, 200, 200]);
+        assert!(!png(64, 48, image::ExtendedColorType::Rgba8, &raw).is_black());
+        let rgba = Screenshot {
+            width: 64,
+            height: 48,
+            data: ScreenshotData::Rgba(Bytes::from(raw)),
+        };
+        assert!(!rgba.is_black());
+        assert!(!png(4, 3, image::ExtendedColorType::L8, &[255; 12]).is_black());
+    }
+
+    #[test]
+    fn no_pixels_or_a_broken_png_is_not_black() {
+        let empty = Screenshot {
+            width: 0,
+            height: 0,
+            data: ScreenshotData::Rgba(Bytes::new()),
+        };
+        assert!(!empty.is_black());
+        let broken = Screenshot {
+            width: 4,
+            height: 3,
+            data: ScreenshotData::Png(Bytes::from_static(b"\x89PNG\r\n\x1a\nnot really")),
+        };
+        assert!(!broken.is_black());
     }
 }

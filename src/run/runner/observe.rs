@@ -8,10 +8,10 @@ use std::time::Instant;
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
-use crate::device::{Device, DeviceError, ScreenshotData};
+use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
-use crate::screen::{ReprOptions, Screen, ScreenRepresentation, layout_hash};
+use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, layout_hash};
 
 /// One observation: what the agent sees, plus what the runner keeps for acting on it.
 #[derive(Clone)]
@@ -23,6 +23,9 @@ pub(super) struct Observed {
     /// A black screenshot: a secure window (password, payment). The tree is all we have.
     pub sensitive: bool,
     pub layout: Option<u64>,
+    /// The layout hash with digits counted (`screen::content_hash`), for the stuck
+    /// detector: a counter that moves is progress.
+    pub content: Option<u64>,
     pub screenshot_ms: u64,
     pub hierarchy_ms: u64,
 }
@@ -101,7 +104,7 @@ impl Runner {
             tokio::join!(shot, tree, device.current_app());
 
         let (png, sensitive, shot_err) = match shot {
-            Ok(s) if is_black(&s) => (None, true, None),
+            Ok(s) if s.is_black() => (None, true, None),
             Ok(s) => match s.png() {
                 Ok(p) => (Some(p), false, None),
                 Err(e) => (None, false, Some(e)),
@@ -142,6 +145,7 @@ impl Runner {
             None => None,
         };
         let layout = screen.as_ref().map(|s| layout_hash(&s.tree).0);
+        let content = screen.as_ref().map(|s| content_hash(&s.tree).0);
         Ok(Observed {
             repr,
             screen,
@@ -149,6 +153,7 @@ impl Runner {
             screenshot_sha,
             sensitive,
             layout,
+            content,
             screenshot_ms,
             hierarchy_ms,
         })
@@ -164,24 +169,5 @@ fn degraded(why: &str, opts: &ReprOptions) -> ScreenRepresentation {
         elements: format!("(UI tree unavailable: {why}; act by coordinates on the screenshot)"),
         summary: "UI tree unavailable; screenshot only".into(),
         actionable_elements: Vec::new(),
-    }
-}
-
-/// A secure window (FLAG_SECURE) captures as solid black. Only raw frames and small PNGs
-/// are checked: a black PNG compresses to a few KiB, so a large one cannot be black and
-/// is not decoded.
-fn is_black(s: &crate::device::Screenshot) -> bool {
-    let sample = |raw: &[u8]| {
-        raw.chunks_exact(4)
-            .step_by(97)
-            .all(|p| p[0] < 8 && p[1] < 8 && p[2] < 8)
-    };
-    match &s.data {
-        ScreenshotData::Rgba(raw) => !raw.is_empty() && sample(raw),
-        ScreenshotData::Png(p) if p.len() < 64 * 1024 => s
-            .rgba()
-            .map(|raw| !raw.is_empty() && sample(&raw))
-            .unwrap_or(false),
-        ScreenshotData::Png(_) => false,
     }
 }
