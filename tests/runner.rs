@@ -14,7 +14,9 @@ use droidpilot::core::Core;
 use droidpilot::device::Device;
 use droidpilot::device::sim::tasks::{SimTask, tasks};
 use droidpilot::device::sim::{SimConfig, SimDevice};
-use droidpilot::domain::{Action, NewTask, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use droidpilot::domain::{
+    Action, NewTask, StuckResponse, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
+};
 use droidpilot::run::events::{FeedItem, Filter};
 use droidpilot::run::runner::{Runner, RunnerConfig, StopSignal};
 use droidpilot::store::Store;
@@ -165,6 +167,27 @@ async fn every_reference_solution_passes_through_the_full_loop() {
             recorded.iter().map(|s| &s.outcome).collect::<Vec<_>>()
         );
         assert_eq!(done.steps as usize, recorded.len());
+        // A correct solution is never taken for a loop. Tapping "Build number" seven
+        // times gets one diagnostic at most (the first three taps change nothing on the
+        // screen, as on a real phone), and once the toast counts down, or a wheel turns
+        // minute by minute, something visible moves every time: no escalation.
+        let events = e
+            .store
+            .events_since(&done.id.to_string(), 0, 1000)
+            .await
+            .unwrap();
+        let stuck: Vec<_> = events
+            .iter()
+            .filter_map(|ev| match &ev.event {
+                TaskEvent::StepStuck { response, why, .. } => Some((*response, why.clone())),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            stuck.len() <= 1 && stuck.iter().all(|(r, _)| *r == StuckResponse::Diagnose),
+            "{}: taken for a loop: {stuck:?}",
+            t.id
+        );
     }
 }
 

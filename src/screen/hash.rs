@@ -5,6 +5,11 @@
 //! Not hashed: the status bar and keyboards (clocks, battery, notification icons) and
 //! the digits of any text (`12:30` → `##:##`, `3 unread` → `# unread`), so a screen that
 //! only ticks by itself keeps its hash while typing, navigating or toggling changes it.
+//!
+//! `content_hash` is the same with the digits kept: "did anything the user could read
+//! change?", for the stuck detector, where a counter that moves (tapping "Build number"
+//! while the toast counts down, a minute wheel turning) is progress, not a loop.
+//!
 //! FNV-1a, hand-written: eight lines, no dependency, and stable across processes and
 //! Rust versions (std's `DefaultHasher` is not), so hashes can be stored.
 
@@ -37,8 +42,17 @@ impl Fnv {
     }
 }
 
-/// The layout hash of `tree`.
+/// The layout hash of `tree`: digits do not count.
 pub fn layout_hash(tree: &UiTree) -> LayoutHash {
+    tree_hash(tree, false)
+}
+
+/// The layout hash with the digits of every text counted too.
+pub fn content_hash(tree: &UiTree) -> LayoutHash {
+    tree_hash(tree, true)
+}
+
+fn tree_hash(tree: &UiTree, digits: bool) -> LayoutHash {
     let screen = tree.screen_bounds();
     let qx = (screen.width() / 64).max(1);
     let qy = (screen.height() / 64).max(1);
@@ -71,7 +85,7 @@ pub fn layout_hash(tree: &UiTree) -> LayoutHash {
         h.bytes(&[state]);
         for s in [&n.text, &n.content_desc] {
             for c in s.chars() {
-                let c = if c.is_numeric() { '#' } else { c };
+                let c = if !digits && c.is_numeric() { '#' } else { c };
                 let mut buf = [0u8; 4];
                 h.bytes(c.encode_utf8(&mut buf).as_bytes());
             }
@@ -102,6 +116,22 @@ mod tests {
             h(&dump("12:30", "Wi-Fi", false, 0)),
             h(&dump("12:31", "Wi-Fi", false, 0))
         );
+    }
+
+    #[test]
+    fn the_content_hash_counts_digits_but_not_the_status_bar() {
+        let c =
+            |clock: &str, title: &str| content_hash(&parse(&dump(clock, title, false, 0)).unwrap());
+        // The in-app text "12:30 · 3 new" changed: progress for the stuck detector.
+        assert_ne!(c("12:30", "Wi-Fi"), c("12:31", "Wi-Fi"));
+        assert_ne!(c("12:30", "Wi-Fi"), c("12:30", "Bluetooth"));
+        // Only the status bar's clock changed: the same screen.
+        let status_only = |clock: &str| {
+            let d = dump("12:30", "Wi-Fi", false, 0);
+            let (app, bar) = d.split_at(d.find("com.android.systemui").unwrap());
+            content_hash(&parse(&format!("{app}{}", bar.replace("12:30", clock))).unwrap())
+        };
+        assert_eq!(status_only("12:30"), status_only("12:45"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub mod tree;
 
 pub use diff::{TreeDiff, diff};
 pub use elements::{Element, ElementMap, REDACTED, TextItem, element_map};
-pub use hash::{LayoutHash, layout_hash};
+pub use hash::{LayoutHash, content_hash, layout_hash};
 pub use modal::has_modal;
 pub use parse::{ParseError, parse, parse_bytes};
 pub use pipeline::{ReprOptions, Screen, represent};

@@ -33,7 +33,7 @@ impl Runner {
         // waits for an element is not being stuck.
         let verdict = match decision.replay {
             Some(_) => Stuck::No,
-            None => st.stuck.observe(obs.layout, tap_target(&decision.action)),
+            None => st.stuck.observe(obs.content, tap_target(&decision.action)),
         };
         match verdict {
             Stuck::No => {}
