@@ -197,26 +197,11 @@ fn role_config(
     kind: AgentKind,
     defaults: &AgentDefaults,
 ) -> ModelConfig {
-    let mut c = fast.model_config(kind, defaults);
+    let c = fast.model_config(kind, defaults);
     let Some(m) = m else {
         return c;
     };
-    if let Some(p) = m.provider
-        && p != c.provider
-    {
-        c = ModelConfig {
-            provider: p,
-            base_url: None,
-            api_key: None,
-            ..c
-        };
-    }
-    if let Some(model) = &m.model {
-        c.model = model.clone();
-    }
-    if let Some(u) = &m.base_url {
-        c.base_url = Some(u.clone());
-    }
+    let mut c = c.overlay(m.provider, m.model.as_deref(), m.base_url.as_deref());
     if let Some(v) = m.vision {
         c.vision = v;
     }

@@ -81,19 +81,46 @@ impl Decision {
 
     /// Folds another role's calls (a planner's, a verifier's) into this decision's cost.
     pub fn absorb(&mut self, calls: &[ModelCall]) {
+        let sum = CallSum::of(calls);
+        self.usage += sum.usage;
+        add_cost(&mut self.cost, sum.cost);
+        self.model_calls += sum.count;
+        self.model_time += sum.time;
+        self.calls.extend_from_slice(calls);
+    }
+}
+
+/// What a list of model calls adds up to: the one place their tokens, cost, count and
+/// time are summed (a decision absorbing a planner's calls, a meter a grounder's).
+#[derive(Default)]
+struct CallSum {
+    usage: Usage,
+    cost: Option<f64>,
+    count: u32,
+    time: Duration,
+}
+
+impl CallSum {
+    fn of(calls: &[ModelCall]) -> Self {
+        let mut sum = CallSum::default();
         for c in calls {
-            self.usage += Usage {
+            sum.usage += Usage {
                 input_tokens: c.tokens_in,
                 output_tokens: c.tokens_out,
                 ..Usage::default()
             };
-            if let Some(x) = c.cost_usd {
-                *self.cost.get_or_insert(0.0) += x;
-            }
-            self.model_calls += 1;
-            self.model_time += Duration::from_millis(c.latency_ms);
+            add_cost(&mut sum.cost, c.cost_usd);
+            sum.count += 1;
+            sum.time += Duration::from_millis(c.latency_ms);
         }
-        self.calls.extend_from_slice(calls);
+        sum
+    }
+}
+
+/// Adds a cost that may be unknown (a model without a price) to a total that may be too.
+fn add_cost(total: &mut Option<f64>, cost: Option<f64>) {
+    if let Some(x) = cost {
+        *total.get_or_insert(0.0) += x;
     }
 }
 
@@ -283,25 +310,16 @@ impl<'a> Meter<'a> {
         self.calls += 1;
         self.usage += *usage;
         let c = self.prices.cost(model, usage);
-        if let Some(c) = c {
-            *self.cost.get_or_insert(0.0) += c;
-        }
+        add_cost(&mut self.cost, c);
         c
     }
 
     /// Takes in another meter's calls (a grounder's).
     pub fn absorb(&mut self, calls: &[ModelCall]) {
-        for c in calls {
-            self.calls += 1;
-            self.usage += Usage {
-                input_tokens: c.tokens_in,
-                output_tokens: c.tokens_out,
-                ..Usage::default()
-            };
-            if let Some(x) = c.cost_usd {
-                *self.cost.get_or_insert(0.0) += x;
-            }
-        }
+        let sum = CallSum::of(calls);
+        self.calls += sum.count;
+        self.usage += sum.usage;
+        add_cost(&mut self.cost, sum.cost);
         self.log.extend_from_slice(calls);
     }
 

@@ -517,23 +517,11 @@ impl AgentSpec {
     /// spec's provider, model and base URL on top. A different provider starts clean
     /// (the default's key and base URL belong to the default provider).
     pub fn model_config(&self, kind: AgentKind, defaults: &AgentDefaults) -> ModelConfig {
-        let base = defaults.model_for(kind);
-        let mut c = match self.provider {
-            Some(p) if p != base.provider => ModelConfig {
-                provider: p,
-                base_url: None,
-                api_key: None,
-                ..base.clone()
-            },
-            _ => base.clone(),
-        };
-        if let Some(m) = &self.model {
-            c.model = m.clone();
-        }
-        if let Some(u) = &self.base_url {
-            c.base_url = Some(u.clone());
-        }
-        c
+        defaults.model_for(kind).clone().overlay(
+            self.provider,
+            self.model.as_deref(),
+            self.base_url.as_deref(),
+        )
     }
 }
 

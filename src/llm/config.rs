@@ -136,6 +136,33 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
+    /// This endpoint with a caller's choices laid over it. Another provider than this
+    /// one's drops its `base_url` and `api_key`: they belong to the old provider (an
+    /// OpenAI key is never sent to Anthropic).
+    pub fn overlay(
+        self,
+        provider: Option<ProviderKind>,
+        model: Option<&str>,
+        base_url: Option<&str>,
+    ) -> ModelConfig {
+        let mut c = match provider {
+            Some(p) if p != self.provider => ModelConfig {
+                provider: p,
+                base_url: None,
+                api_key: None,
+                ..self
+            },
+            _ => self,
+        };
+        if let Some(m) = model {
+            c.model = m.to_string();
+        }
+        if let Some(u) = base_url {
+            c.base_url = Some(u.to_string());
+        }
+        c
+    }
+
     pub fn new(provider: ProviderKind, model: impl Into<String>) -> Self {
         Self {
             provider,
