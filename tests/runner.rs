@@ -341,6 +341,34 @@ async fn cancel_stops_at_a_step_boundary_keeping_committed_steps() {
     );
 }
 
+/// A cancel recorded in the store with no stop signal (another process on the same
+/// database) still ends the task: the loop reads the flag about once a second.
+#[tokio::test]
+async fn a_cancel_flag_set_elsewhere_ends_the_task() {
+    let e = env(RunnerConfig {
+        stuck_threshold: 100,
+        step_delay_ms: 20,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "wander", 1000, "sim-1").await;
+    let runner = e.runner.clone();
+    let id = task.id;
+    let handle =
+        tokio::spawn(async move { runner.run(task, phone, Box::new(Wanderer), no_stop()).await });
+    for _ in 0..500 {
+        if !e.store.steps(id).await.unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (_, outcome) = e.store.cancel_task(id).await.unwrap();
+    assert_eq!(outcome, droidpilot::store::CancelOutcome::Requested);
+    let done = handle.await.unwrap().unwrap();
+    assert_eq!(done.status, TaskStatus::Cancelled, "{:?}", done.reason);
+}
+
 #[tokio::test]
 async fn stuck_agent_gets_a_diagnostic_then_is_stopped() {
     // Tapping the status bar changes nothing: stuck.

@@ -374,7 +374,7 @@ impl Runner {
             StopSignal::None => {}
         }
         let task = st.task;
-        if self.bus.store().get_task(task.id).await?.cancel_requested {
+        if st.cancel_poll_due() && self.bus.store().get_task(task.id).await?.cancel_requested {
             return Ok(Some(End::new(
                 TaskStatus::Cancelled,
                 "cancelled by request",

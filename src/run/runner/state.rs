@@ -59,9 +59,29 @@ pub(super) struct RunState<'t> {
     pub replanned_when_stuck: bool,
     /// Text the last step typed, to check against the field on the next screen.
     pub typed: Option<(u32, String)>,
+    /// When the store's cancel flag was read last (`cancel_poll_due`).
+    pub cancel_polled: Option<Instant>,
 }
 
+/// How often the loop reads the store's cancel flag.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl<'t> RunState<'t> {
+    /// Whether to read the store's cancel flag at this boundary: at the first, then at
+    /// most once per `CANCEL_POLL`. A cancel made through this process arrives at once as
+    /// a stop signal; the flag catches one recorded where no signal reaches (another
+    /// process on the same database, or a cancel just before the runner registered).
+    /// Reading it every step cost a store round trip per step.
+    pub fn cancel_poll_due(&mut self) -> bool {
+        let due = self
+            .cancel_polled
+            .is_none_or(|t| t.elapsed() >= CANCEL_POLL);
+        if due {
+            self.cancel_polled = Some(Instant::now());
+        }
+        due
+    }
+
     /// Rebuilds the agent's history from the committed steps (publishing `task.resumed`
     /// when there are any) and reads the screen size.
     pub async fn resume(
@@ -119,6 +139,7 @@ impl<'t> RunState<'t> {
             previous: None,
             replanned_when_stuck: false,
             typed: None,
+            cancel_polled: None,
         })
     }
 }
