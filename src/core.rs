@@ -144,7 +144,9 @@ impl Core {
         let scheduler = Scheduler {
             runner: runner.clone(),
             pool: pool.clone(),
-            agents: parts.agents.unwrap_or_else(|| agent_factory(config, registry)),
+            agents: parts
+                .agents
+                .unwrap_or_else(|| agent_factory(config, registry)),
             cfg: config.scheduler.clone(),
             wake: wake.clone(),
             running: running.clone(),
@@ -278,7 +280,10 @@ fn agent_factory(config: &Config, mcp: McpRegistry) -> AgentFactory {
         let mut defaults = configured.clone();
         let mut tools = mcp.tools();
         let extra = configured.mcp_tools.iter();
-        let extra: Vec<_> = extra.filter(|t| tools.iter().all(|o| o.name != t.name)).cloned().collect();
+        let extra: Vec<_> = extra
+            .filter(|t| tools.iter().all(|o| o.name != t.name))
+            .cloned()
+            .collect();
         tools.extend(extra);
         defaults.mcp_tools = tools;
         let spec = match &task.spec.agent {

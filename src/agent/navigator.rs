@@ -194,10 +194,12 @@ fn function_name(tool: &str) -> String {
     let name: String = tool
         .replace('.', "__")
         .chars()
-        .map(|c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-            true => c,
-            false => '_',
-        })
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                true => c,
+                false => '_',
+            },
+        )
         .collect();
     name.chars().take(64).collect()
 }
@@ -256,7 +258,11 @@ impl NavigatorAgent {
             system.push_str("\n## MCP tools available\n");
         }
         for t in mcp_tools {
-            system.push_str(&format!("- {}: {}\n", function_name(&t.name), t.description));
+            system.push_str(&format!(
+                "- {}: {}\n",
+                function_name(&t.name),
+                t.description
+            ));
             tools.push(ToolSpec {
                 name: function_name(&t.name),
                 description: t.description.clone(),

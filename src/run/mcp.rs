@@ -95,7 +95,10 @@ impl McpRegistry {
 
     /// Adds a remote source; its tools are offered under the naming rule above.
     pub fn add_source(&self, source: Arc<dyn ToolSource>) {
-        self.sources.write().expect("mcp registry lock").push(source);
+        self.sources
+            .write()
+            .expect("mcp registry lock")
+            .push(source);
     }
 
     /// The offered names, sorted.
@@ -117,11 +120,19 @@ impl McpRegistry {
                 description: h.description(),
                 input_schema: h.input_schema(),
             };
-            out.insert(name.clone(), Entry { tool, target: Target::Local(h.clone()) });
+            out.insert(
+                name.clone(),
+                Entry {
+                    tool,
+                    target: Target::Local(h.clone()),
+                },
+            );
         }
         let sources = self.sources.read().expect("mcp registry lock").clone();
-        let listed: Vec<(Arc<dyn ToolSource>, Vec<McpTool>)> =
-            sources.into_iter().map(|s| (s.clone(), s.tools())).collect();
+        let listed: Vec<(Arc<dyn ToolSource>, Vec<McpTool>)> = sources
+            .into_iter()
+            .map(|s| (s.clone(), s.tools()))
+            .collect();
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for t in listed.iter().flat_map(|(_, tools)| tools) {
             *seen.entry(t.name.as_str()).or_default() += 1;
@@ -135,7 +146,10 @@ impl McpRegistry {
                     false => own.to_string(),
                 };
                 let target = Target::Remote(source.clone(), own.to_string());
-                let tool = McpTool { name: name.clone(), ..t.clone() };
+                let tool = McpTool {
+                    name: name.clone(),
+                    ..t.clone()
+                };
                 out.entry(name).or_insert(Entry { tool, target });
             }
         }
@@ -250,7 +264,10 @@ mod tests {
     fn registry() -> McpRegistry {
         let r = McpRegistry::default();
         r.register("echo", Arc::new(Echo));
-        r.add_source(Arc::new(Fixed("maps", vec!["search", "echo", "route", "tap"])));
+        r.add_source(Arc::new(Fixed(
+            "maps",
+            vec!["search", "echo", "route", "tap"],
+        )));
         r.add_source(Arc::new(Fixed("web", vec!["search", "fetch"])));
         r
     }
@@ -282,17 +299,26 @@ mod tests {
         assert_eq!(call("web.search").await, "web:search");
         assert_eq!(call("maps.search").await, "maps:search");
         assert_eq!(call("route").await, "maps:route");
-        assert_eq!(call("maps.route").await, "maps:route", "qualified always works");
+        assert_eq!(
+            call("maps.route").await,
+            "maps:route",
+            "qualified always works"
+        );
         assert_eq!(call("maps.tap").await, "maps:tap");
         assert_eq!(call("echo").await, serde_json::json!({}), "in-process wins");
     }
 
     #[tokio::test]
     async fn an_unknown_tool_lists_the_offered_ones() {
-        let r = registry().call("search", Value::Null, Duration::from_secs(1)).await;
+        let r = registry()
+            .call("search", Value::Null, Duration::from_secs(1))
+            .await;
         assert!(r.is_error);
         let text = r.content.as_str().unwrap();
         assert!(text.contains("tool not available: `search`"), "{text}");
-        assert!(text.contains("maps.search, maps.tap, route, web.search"), "{text}");
+        assert!(
+            text.contains("maps.search, maps.tap, route, web.search"),
+            "{text}"
+        );
     }
 }

@@ -77,7 +77,12 @@ fn tool_call(name: &str, args: Value) -> Value {
 
 async fn wait_done(app: &TestApp, id: &str) -> Value {
     for _ in 0..600 {
-        let t: Value = app.get(&format!("/v1/tasks/{id}")).await.json().await.unwrap();
+        let t: Value = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
         if !matches!(t["status"].as_str(), Some("queued" | "running")) {
             return t;
         }
@@ -95,9 +100,17 @@ async fn run_task(app: &TestApp, agent: Value) -> (Value, Vec<Value>) {
         )
         .await;
     assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
-    let id = resp.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let task = wait_done(app, &id).await;
-    let steps = app.get(&format!("/v1/tasks/{id}/steps")).await.json().await.unwrap();
+    let steps = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap();
     (task, steps)
 }
 
@@ -130,7 +143,9 @@ async fn the_agents_call_and_its_result_come_back_into_the_next_step() {
     assert_eq!(requests.len(), 2);
     let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
     let offered = first["tools"].as_array().unwrap();
-    let search = offered.iter().find(|t| t["function"]["name"] == "amap_search");
+    let search = offered
+        .iter()
+        .find(|t| t["function"]["name"] == "amap_search");
     let search = search.expect("the server's tool is offered to the model as a native tool");
     assert_eq!(
         search["function"]["parameters"]["required"],
@@ -146,7 +161,10 @@ async fn the_agents_call_and_its_result_come_back_into_the_next_step() {
     assert_eq!(steps[0]["action"]["action"], "mcp_call", "{}", steps[0]);
     assert_eq!(steps[0]["action"]["tool"], "amap_search");
     let step = steps[0].to_string();
-    assert!(step.contains("Temple of Heaven (via env)"), "the step shows the result: {step}");
+    assert!(
+        step.contains("Temple of Heaven (via env)"),
+        "the step shows the result: {step}"
+    );
     app.stop().await;
 }
 
@@ -160,11 +178,14 @@ async fn a_server_that_dies_is_reported_unavailable_then_restarted() {
     let toml = stdio_server("places", &format!("env = {{ PLACES_STARTS = {:?} }}", pids));
     let (core, _data) = core_with(&toml).await;
     assert_eq!(core.mcp.servers()[0].status(), ServerStatus::Connected);
-    assert_eq!(call(&core, "amap_search", beijing()).await.0, false);
+    assert!(!call(&core, "amap_search", beijing()).await.0);
 
     let (is_error, text) = call(&core, "crash_server", json!({})).await;
     assert!(is_error, "{text}");
-    assert!(text.contains("unavailable") && text.contains("places"), "{text}");
+    assert!(
+        text.contains("unavailable") && text.contains("places"),
+        "{text}"
+    );
     let (is_error, text) = call(&core, "amap_search", beijing()).await;
     assert!(
         is_error && text.contains("is unavailable"),
@@ -179,7 +200,10 @@ async fn a_server_that_dies_is_reported_unavailable_then_restarted() {
     }
     assert_eq!(core.mcp.servers()[0].connects(), 2, "restarted once");
     let (is_error, text) = call(&core, "amap_search", beijing()).await;
-    assert!(!is_error && text.contains("Palace Museum"), "works again: {text}");
+    assert!(
+        !is_error && text.contains("Palace Museum"),
+        "works again: {text}"
+    );
 
     let pids = starts(&pids);
     assert_eq!(pids.len(), 2);
@@ -187,7 +211,7 @@ async fn a_server_that_dies_is_reported_unavailable_then_restarted() {
     assert_eq!(core.tracked(), 0);
     let alive = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"))
+            .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
     };
     assert!(!alive(pids[1]), "shutdown stopped the child {}", pids[1]);
 }
@@ -220,12 +244,44 @@ async fn tool_errors_and_unknown_tools_are_results_the_agent_reads() {
     }
     let (core, _data) = core_with(&stdio_server("places", "")).await;
     let (is_error, text) = call(&core, "broken_lookup", json!({"query": "museums"})).await;
-    assert!(is_error && text.contains("lookup service is down"), "{text}");
+    assert!(
+        is_error && text.contains("lookup service is down"),
+        "{text}"
+    );
     let (is_error, text) = call(&core, "amap_serch", beijing()).await;
     assert!(is_error, "{text}");
     assert!(
         text.contains("`amap_serch`") && text.contains("amap_search, broken_lookup"),
         "an unknown tool lists the available ones: {text}"
+    );
+    core.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_is_listed_again() {
+    if !sdk::available() {
+        return;
+    }
+    let (core, _data) = core_with(&stdio_server("places", "")).await;
+    assert!(!core.runner.mcp.names().contains(&"route".to_string()));
+    let (is_error, text) = call(&core, "learn_route", json!({})).await;
+    assert!(!is_error, "{text}");
+    for _ in 0..200 {
+        if core.runner.mcp.names().contains(&"route".to_string()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let args = json!({"origin": "The Bund", "destination": "Yu Garden"});
+    let (is_error, text) = call(&core, "route", args).await;
+    assert!(
+        !is_error && text == "walk from The Bund to Yu Garden",
+        "{text}"
+    );
+    assert_eq!(
+        core.mcp.servers()[0].connects(),
+        1,
+        "listed again, not reconnected"
     );
     core.shutdown(Duration::from_secs(5)).await;
 }
@@ -242,7 +298,12 @@ async fn colliding_names_get_the_server_prefix() {
     );
     let (core, _data) = core_with(&toml).await;
     let names = core.runner.mcp.names();
-    for n in ["maps.amap_search", "guide.amap_search", "maps.tap", "guide.tap"] {
+    for n in [
+        "maps.amap_search",
+        "guide.amap_search",
+        "maps.tap",
+        "guide.tap",
+    ] {
         assert!(names.contains(&n.to_string()), "{n} in {names:?}");
     }
     assert!(!names.contains(&"amap_search".to_string()) && !names.contains(&"tap".to_string()));
@@ -276,7 +337,10 @@ impl HttpFixture {
             .spawn()
             .unwrap();
         for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -317,7 +381,10 @@ async fn streamable_http_with_a_token_header_and_the_token_shown_nowhere() {
     assert!(!is_error && text.contains("Palace Museum"), "{text}");
     let report = format!("{:?}", core.mcp.report());
     assert!(
-        matches!(core.mcp.servers()[1].status(), ServerStatus::Unavailable { .. }),
+        matches!(
+            core.mcp.servers()[1].status(),
+            ServerStatus::Unavailable { .. }
+        ),
         "{report}"
     );
     assert!(report.contains("Authorization"), "{report}");
@@ -330,10 +397,16 @@ async fn streamable_http_with_a_token_header_and_the_token_shown_nowhere() {
     };
     let checks = droidpilot::cli::doctor::mcp_checks(&config.mcp, TIMEOUT).await;
     let shown = droidpilot::cli::doctor::format_report(&checks);
-    assert!(shown.contains("amap_search, broken_lookup"), "doctor lists the tools: {shown}");
+    assert!(
+        shown.contains("amap_search, broken_lookup"),
+        "doctor lists the tools: {shown}"
+    );
     assert!(shown.contains("[FAIL] mcp server wrongkey"), "{shown}");
     for text in [&shown, &report, &format!("{config:?}")] {
-        assert!(!text.contains(secret) && !text.contains("not-the-token"), "{text}");
+        assert!(
+            !text.contains(secret) && !text.contains("not-the-token"),
+            "{text}"
+        );
     }
 }
 
@@ -356,9 +429,18 @@ async fn a_server_that_cannot_start_does_not_stop_the_core() {
 async fn bad_server_entries_stop_start_up_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let bad = [
-        ("[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/mcp\"\n", "both `command` and `url`"),
-        ("[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp.servers]]\nname = \"a\"\ncommand = \"y\"\n", "`a` is used twice"),
-        ("[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\ntimeout = 3\n", "timeout"),
+        (
+            "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/mcp\"\n",
+            "both `command` and `url`",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp.servers]]\nname = \"a\"\ncommand = \"y\"\n",
+            "`a` is used twice",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\ntimeout = 3\n",
+            "timeout",
+        ),
     ];
     for (toml, expected) in bad {
         std::fs::write(dir.path().join("local.toml"), toml).unwrap();

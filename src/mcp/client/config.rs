@@ -85,7 +85,9 @@ impl McpServerConfig {
             )),
             (Some(c), None) => {
                 if !self.headers.is_empty() {
-                    return Err(key("`headers` is for `url` servers; use `env` for a command"));
+                    return Err(key(
+                        "`headers` is for `url` servers; use `env` for a command",
+                    ));
                 }
                 if c.trim().is_empty() {
                     return Err(key("`command` is empty"));
@@ -158,7 +160,9 @@ impl McpConfig {
         let mut names = HashSet::new();
         for s in &self.servers {
             let ok = !s.name.is_empty()
-                && s.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                && s.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
             if !ok {
                 return Err(format!(
                     "mcp.servers: name `{}` must be letters, digits, `_` or `-` (it prefixes tool names as `name.tool`)",
@@ -230,15 +234,23 @@ mod tests {
                 "`a` is used twice",
             ),
             ("[[mcp.servers]]\nname = \"a\"\ncomand = \"x\"\n", "comand"),
-            ("[[mcp.servers]]\nname = \"a.b\"\ncommand = \"x\"\n", "name `a.b`"),
-            ("[[mcp.servers]]\nname = \"a\"\nurl = \"ftp://h\"\n", "http://"),
+            (
+                "[[mcp.servers]]\nname = \"a.b\"\ncommand = \"x\"\n",
+                "name `a.b`",
+            ),
+            (
+                "[[mcp.servers]]\nname = \"a\"\nurl = \"ftp://h\"\n",
+                "http://",
+            ),
             (
                 "[[mcp.servers]]\nname = \"a\"\nurl = \"http://h\"\nenv = {K = \"v\"}\n",
                 "`env` are for `command`",
             ),
         ];
         for (toml, expected) in cases {
-            let e = parse(toml).err().unwrap_or_else(|| panic!("accepted: {toml}"));
+            let e = parse(toml)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {toml}"));
             assert!(e.contains(expected), "{toml}: {e}");
         }
     }
@@ -255,7 +267,13 @@ mod tests {
             c.servers[0].describe(),
             c.servers[1].describe()
         );
-        assert!(!shown.contains("s3cret") && !shown.contains("pw"), "{shown}");
-        assert!(shown.contains("Authorization") && shown.contains("API_KEY"), "{shown}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("pw"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("Authorization") && shown.contains("API_KEY"),
+            "{shown}"
+        );
     }
 }

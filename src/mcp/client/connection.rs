@@ -42,7 +42,9 @@ pub enum ServerStatus {
     Connecting,
     Connected,
     /// Down; `reason` says why. Reconnecting in the background.
-    Unavailable { reason: String },
+    Unavailable {
+        reason: String,
+    },
 }
 
 /// The live session, for calls.
@@ -173,7 +175,9 @@ impl RemoteServer {
                     events.serve_with_ct(child, stop.clone()).await
                 }
                 Transport::Http { url, headers } => {
-                    events.serve_with_ct(http_transport(url, headers)?, stop.clone()).await
+                    events
+                        .serve_with_ct(http_transport(url, headers)?, stop.clone())
+                        .await
                 }
             }
             .map_err(|e| format!("MCP handshake failed: {e}"))?;

@@ -85,11 +85,17 @@ mod tests {
         let r = result(serde_json::json!({
             "content": [{"type": "text", "text": "2 found"}],
             "structuredContent": {"result": "2 found"}}));
-        assert_eq!(r.content, "2 found", "text first: the SDKs wrap plain values");
+        assert_eq!(
+            r.content, "2 found",
+            "text first: the SDKs wrap plain values"
+        );
         let r = result(serde_json::json!({"content": [], "structuredContent": {"n": 3}}));
         assert_eq!(r.content, serde_json::json!({"n": 3}));
         let r = result(serde_json::json!({
             "content": [{"type": "text", "text": "lookup failed"}], "isError": true}));
-        assert_eq!((r.is_error, r.content), (true, Value::from("lookup failed")));
+        assert_eq!(
+            (r.is_error, r.content),
+            (true, Value::from("lookup failed"))
+        );
     }
 }
