@@ -180,7 +180,7 @@ impl RemoteServer {
                         .await
                 }
             }
-            .map_err(|e| format!("MCP handshake failed: {e}"))?;
+            .map_err(|e| format!("MCP handshake failed: {}", readable(&e.to_string())))?;
             let tools = running
                 .list_all_tools()
                 .await
@@ -303,6 +303,17 @@ impl ToolSource for RemoteServer {
             }
             Err(e) => McpResult::error(format!("`{tool}` failed: {e}")),
         }
+    }
+}
+
+/// An rmcp error without the transport's type name (`Transport [rmcp::…<…>] error: …`).
+fn readable(error: &str) -> String {
+    match error.split_once("] error: ") {
+        Some((head, tail)) if head.contains("Transport [") => {
+            let before = head.split("Transport [").next().unwrap_or_default();
+            format!("{before}transport error: {tail}")
+        }
+        _ => error.to_string(),
     }
 }
 
