@@ -326,12 +326,16 @@ fn free_port() -> u16 {
 /// The fixture as a Streamable HTTP server that wants `token`; killed on drop.
 struct HttpFixture {
     child: std::process::Child,
+    port: u16,
     url: String,
 }
 
 impl HttpFixture {
     async fn start(token: &str) -> Self {
-        let port = free_port();
+        Self::start_on(free_port(), token).await
+    }
+
+    async fn start_on(port: u16, token: &str) -> Self {
         let child = std::process::Command::new(sdk::python())
             .args([FIXTURE, "--http", &port.to_string(), "--token", token])
             .spawn()
@@ -346,7 +350,7 @@ impl HttpFixture {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let url = format!("http://127.0.0.1:{port}/mcp");
-        Self { child, url }
+        Self { child, port, url }
     }
 
     fn entry(&self, name: &str, token: &str) -> String {
@@ -408,6 +412,50 @@ async fn streamable_http_with_a_token_header_and_the_token_shown_nowhere() {
             "{text}"
         );
     }
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_is_unavailable_until_it_is_back() {
+    if !sdk::available() {
+        return;
+    }
+    let fixture = HttpFixture::start("tok-abcdef12").await;
+    let (core, _data) = core_with(&fixture.entry("places", "tok-abcdef12")).await;
+    assert!(!call(&core, "amap_search", beijing()).await.0);
+    let port = fixture.port;
+    drop(fixture);
+    let (is_error, text) = call(&core, "amap_search", beijing()).await;
+    assert!(is_error && text.contains("unavailable"), "{text}");
+
+    let _back = HttpFixture::start_on(port, "tok-abcdef12").await;
+    for _ in 0..400 {
+        if core.mcp.servers()[0].connects() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (is_error, text) = call(&core, "amap_search", beijing()).await;
+    assert!(
+        !is_error && text.contains("Palace Museum"),
+        "reconnected: {text}"
+    );
+    core.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_slow_call_ends_at_the_servers_timeout_and_the_server_stays_usable() {
+    if !sdk::available() {
+        return;
+    }
+    let (core, _data) = core_with(&stdio_server("places", "call_timeout_secs = 1")).await;
+    let (is_error, text) = call(&core, "slow_search", json!({"seconds": 30})).await;
+    assert!(
+        is_error && text.contains("timed out after 1000 ms"),
+        "{text}"
+    );
+    let (is_error, text) = call(&core, "slow_search", json!({"seconds": 0})).await;
+    assert!(!is_error && text == "slow result", "{text}");
+    core.shutdown(Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
