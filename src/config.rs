@@ -26,6 +26,9 @@ pub struct Config {
     /// Where finished tasks' results are posted.
     #[serde(default)]
     pub webhooks: crate::run::webhooks::WebhookConfig,
+    /// MCP servers the agent's `mcp_call` reaches (`[[mcp.servers]]`).
+    #[serde(default)]
+    pub mcp: crate::mcp::client::McpConfig,
 }
 
 /// Where devices come from.
@@ -157,6 +160,7 @@ impl std::fmt::Debug for Config {
             .field("runner", &self.runner)
             .field("scheduler", &self.scheduler)
             .field("agent", &self.agent)
+            .field("mcp", &self.mcp)
             .finish()
     }
 }
@@ -286,6 +290,7 @@ impl Config {
                 "server.request_timeout_secs must be at least 1".into(),
             ));
         }
+        self.mcp.validate().map_err(ConfigError::Value)?;
         Ok(())
     }
 

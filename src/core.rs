@@ -12,6 +12,12 @@
 //! the webhook retry policy), waits for all of them, and only then closes the store
 //! (WAL checkpoint).
 //!
+//! The MCP servers of `[[mcp.servers]]` are connected here too (`mcp::client`): each
+//! server's supervisor runs on the tracker, its tools join the runner's `McpRegistry`,
+//! and each task's agent is offered the registry's tools as they stand when it starts.
+//! Start-up waits for them at most `[mcp] startup_wait_secs` and never fails because of
+//! one; `shutdown` closes their sessions (children killed).
+//!
 //! A layer of its own, between `run` and `server`: it reads `config`, which `run` does not.
 
 use std::sync::{Arc, Mutex};
@@ -26,9 +32,11 @@ use crate::agent::spec::{AgentSpec, build_recording_agent};
 use crate::config::Config;
 use crate::device::pool::{DevicePool, PoolError, PoolTasks};
 use crate::domain::Task;
+use crate::mcp::client::McpClients;
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{DEVICES_STREAM, EventBus};
 use crate::run::interaction::Prompts;
+use crate::run::mcp::McpRegistry;
 use crate::run::runner::Runner;
 use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
 use crate::run::webhooks::{WebhookSender, spawn_deliverer};
@@ -72,6 +80,8 @@ pub struct Core {
     pub wake: Arc<Notify>,
     /// Running tasks, for cancels.
     pub running: Arc<RunningTasks>,
+    /// The `[[mcp.servers]]` connections (their tools are in `runner.mcp`).
+    pub mcp: McpClients,
     /// Taken by `start_scheduler`.
     scheduler: Mutex<Option<Scheduler>>,
     /// The running scheduler (which joins its runners before it returns).
@@ -115,21 +125,28 @@ impl Core {
         let webhooks = WebhookSender::new(config.webhooks.clone())
             .map_err(|e| CoreError::Config(e.to_string()))?;
         let artifacts = ArtifactStore::new(&config.storage.data_dir, store.clone());
-        let runner = Arc::new(
-            Runner::new(
-                bus.clone(),
-                prompts.clone(),
-                artifacts.clone(),
-                config.runner.clone(),
-            )
-            .with_pool(pool.clone()),
-        );
+        let registry = McpRegistry::default();
+        let mcp = McpClients::start(&config.mcp, &registry, &tracker, &cancel)
+            .map_err(CoreError::Config)?;
+        let mut runner = Runner::new(
+            bus.clone(),
+            prompts.clone(),
+            artifacts.clone(),
+            config.runner.clone(),
+        )
+        .with_pool(pool.clone());
+        runner.mcp = registry.clone();
+        mcp.settled(Duration::from_secs(config.mcp.startup_wait_secs))
+            .await;
+        let runner = Arc::new(runner);
         let wake = Arc::new(Notify::new());
         let running = Arc::new(RunningTasks::default());
         let scheduler = Scheduler {
             runner: runner.clone(),
             pool: pool.clone(),
-            agents: parts.agents.unwrap_or_else(|| agent_factory(config)),
+            agents: parts
+                .agents
+                .unwrap_or_else(|| agent_factory(config, registry)),
             cfg: config.scheduler.clone(),
             wake: wake.clone(),
             running: running.clone(),
@@ -144,6 +161,7 @@ impl Core {
             runner,
             wake,
             running,
+            mcp,
             scheduler: Mutex::new(Some(scheduler)),
             scheduler_task: Mutex::new(None),
             stopping: watch::channel(false).0,
@@ -253,10 +271,21 @@ impl Core {
     }
 }
 
-/// Builds each task's agent from its `agent` spec over the configured defaults.
-fn agent_factory(config: &Config) -> AgentFactory {
-    let defaults = config.agent.clone();
+/// Builds each task's agent from its `agent` spec over the configured defaults, offering
+/// the MCP tools the registry has when the task starts (then any `[agent] mcp_tools`
+/// described in the configuration under a name the registry does not offer).
+fn agent_factory(config: &Config, mcp: McpRegistry) -> AgentFactory {
+    let configured = config.agent.clone();
     Arc::new(move |task: &Task| {
+        let mut defaults = configured.clone();
+        let mut tools = mcp.tools();
+        let extra = configured.mcp_tools.iter();
+        let extra: Vec<_> = extra
+            .filter(|t| tools.iter().all(|o| o.name != t.name))
+            .cloned()
+            .collect();
+        tools.extend(extra);
+        defaults.mcp_tools = tools;
         let spec = match &task.spec.agent {
             Some(v) => AgentSpec::from_json(v).map_err(|e| e.to_string())?,
             None => AgentSpec::default(),

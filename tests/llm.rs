@@ -1059,6 +1059,43 @@ mod agents {
         );
     }
 
+    /// Providers allow no `.` in function names: a prefixed MCP tool (`maps.search`) is
+    /// offered as `maps__search` and its call comes back under the registry's name.
+    #[tokio::test]
+    async fn navigator_offers_prefixed_mcp_tools_under_function_safe_names() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                ProviderKind::Openai,
+                "maps__search",
+                json!({"q": "tea"}),
+            )))
+            .mount(&server)
+            .await;
+        let mut d = defaults(&server);
+        d.mcp_tools = vec![droidpilot::agent::McpTool {
+            name: "maps.search".into(),
+            description: "Search places".into(),
+            input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        }];
+        let mut agent =
+            build_agent(&spec("navigator", ProviderKind::Openai, &server, None), &d).unwrap();
+        let dec = agent.next(&ctx()).await.unwrap();
+        assert_eq!(
+            dec.action,
+            Action::McpCall {
+                tool: "maps.search".into(),
+                args: json!({"q": "tea"})
+            }
+        );
+        let first = body_of(&server.received_requests().await.unwrap()[0]);
+        let names: Vec<&str> = (first["tools"].as_array().unwrap().iter())
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"maps__search"), "{names:?}");
+        assert!(!names.iter().any(|n| n.contains('.')), "{names:?}");
+    }
+
     #[tokio::test]
     async fn navigator_grounds_a_described_target_with_a_vision_model() {
         let server = MockServer::start().await;

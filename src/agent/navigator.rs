@@ -188,11 +188,28 @@ pub fn builtin_tools() -> Vec<ToolSpec> {
     ]
 }
 
+/// An MCP tool's name as a function name providers accept (`[A-Za-z0-9_-]`, at most 64
+/// characters): a prefixed `server.tool` is offered as `server__tool`.
+fn function_name(tool: &str) -> String {
+    let name: String = tool
+        .replace('.', "__")
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect();
+    name.chars().take(64).collect()
+}
+
 pub struct NavigatorAgent {
     model: Arc<dyn ChatModel>,
     parser: ActionParser,
     tools: Vec<ToolSpec>,
-    mcp_names: Vec<String>,
+    /// MCP tools: (the function name the model sees, the registry's name).
+    mcp_names: Vec<(String, String)>,
     system: String,
     prices: PriceTable,
     screenshot: bool,
@@ -241,9 +258,13 @@ impl NavigatorAgent {
             system.push_str("\n## MCP tools available\n");
         }
         for t in mcp_tools {
-            system.push_str(&format!("- {}: {}\n", t.name, t.description));
+            system.push_str(&format!(
+                "- {}: {}\n",
+                function_name(&t.name),
+                t.description
+            ));
             tools.push(ToolSpec {
-                name: t.name.clone(),
+                name: function_name(&t.name),
                 description: t.description.clone(),
                 parameters: t.input_schema.clone(),
             });
@@ -252,7 +273,9 @@ impl NavigatorAgent {
             model,
             parser,
             tools,
-            mcp_names: mcp_tools.iter().map(|t| t.name.clone()).collect(),
+            mcp_names: (mcp_tools.iter())
+                .map(|t| (function_name(&t.name), t.name.clone()))
+                .collect(),
             system,
             prices,
             screenshot,
@@ -360,10 +383,10 @@ impl NavigatorAgent {
             });
         };
         let name = call.name.as_str();
-        if self.mcp_names.iter().any(|n| n == name) {
+        if let Some((_, tool)) = self.mcp_names.iter().find(|(f, _)| f == name) {
             let a = self
                 .parser
-                .parse(&json!({"action": "mcp_call", "tool": name, "args": args}))?;
+                .parse(&json!({"action": "mcp_call", "tool": tool, "args": args}))?;
             return Ok(Interpreted::Done(Outcome::Act(a)));
         }
         let screen = &ctx.observation.screen;
@@ -379,7 +402,7 @@ impl NavigatorAgent {
         }
         if !BUILTIN_TOOLS.contains(&name) {
             let mut allowed: Vec<&str> = BUILTIN_TOOLS.to_vec();
-            allowed.extend(self.mcp_names.iter().map(String::as_str));
+            allowed.extend(self.mcp_names.iter().map(|(f, _)| f.as_str()));
             return Err(ParseError::unknown(name, &allowed));
         }
         let description = match args.remove("description") {

@@ -1,5 +1,6 @@
 //! `droidpilot doctor`: what is wrong with the ADB setup (the adb program, the adb
-//! server, each device), with fixes a person can follow.
+//! server, each device) and with the `[[mcp.servers]]` (each connected once, its tools
+//! listed), with fixes a person can follow.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -199,6 +200,48 @@ pub async fn doctor(opts: &AdbOptions) -> Vec<Check> {
         }
     }
     checks
+}
+
+/// One check per `[[mcp.servers]]` entry: connected once (at most `within` each, all at
+/// once) and its tools listed, or why not. Shows names, never header or env values.
+pub async fn mcp_checks(cfg: &crate::mcp::client::McpConfig, within: Duration) -> Vec<Check> {
+    use crate::mcp::client::ServerStatus;
+    let reports = match crate::mcp::client::probe(cfg, within).await {
+        Ok(r) => r,
+        Err(e) => {
+            return vec![Check {
+                name: "mcp servers".into(),
+                ok: false,
+                detail: e,
+                fix: Some("Fix the [[mcp.servers]] entry in the config file.".into()),
+            }];
+        }
+    };
+    (reports.into_iter())
+        .map(|r| {
+            let name = format!("mcp server {} ({})", r.name, r.transport);
+            match r.status {
+                ServerStatus::Connected => Check {
+                    name,
+                    ok: true,
+                    detail: format!("connected, {} tool(s): {}", r.tools.len(), r.tools.join(", ")),
+                    fix: None,
+                },
+                ServerStatus::Unavailable { reason } => Check {
+                    name,
+                    ok: false,
+                    detail: reason,
+                    fix: Some("Run the command (or open the URL) by hand to see its error; check `args`, `env` names and `headers`.".into()),
+                },
+                ServerStatus::Connecting => Check {
+                    name,
+                    ok: false,
+                    detail: format!("no answer within {} s", within.as_secs()),
+                    fix: Some("Check that the server starts and speaks MCP (stdio: on stdout only).".into()),
+                },
+            }
+        })
+        .collect()
 }
 
 pub fn format_report(checks: &[Check]) -> String {

@@ -246,7 +246,7 @@ pub async fn devices(args: devices::DevicesArgs) -> anyhow::Result<()> {
     devices::run_devices(args.json, adb, base).await
 }
 
-/// `droidpilot doctor`: adb, then the models. One summary at the end, which agrees with
+/// `droidpilot doctor`: adb, then the models, then the MCP servers. One summary at the end, which agrees with
 /// the exit code: an `Err` (exit 1) names how many checks failed.
 pub async fn doctor(args: doctor::DoctorArgs) -> anyhow::Result<()> {
     let config = load_tool_config(args.config.as_ref())?;
@@ -277,6 +277,12 @@ pub async fn doctor(args: doctor::DoctorArgs) -> anyhow::Result<()> {
         if !c.ok && counts {
             failed += 1;
         }
+    }
+    if !config.mcp.servers.is_empty() {
+        println!("\nmcp servers:");
+        let checks = doctor::mcp_checks(&config.mcp, std::time::Duration::from_secs(35)).await;
+        print!("{}", doctor::format_report(&checks));
+        failed += checks.iter().filter(|c| !c.ok).count();
     }
     if failed == 0 {
         println!("\nAll checks passed.");
