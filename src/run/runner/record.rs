@@ -35,7 +35,7 @@ pub(super) enum Then {
 
 /// When a step began: the monotonic clock for its timings, the wall clock for the record.
 #[derive(Clone, Copy)]
-pub(super) struct StepStart {
+pub(crate) struct StepStart {
     pub instant: Instant,
     pub at: chrono::DateTime<chrono::Utc>,
 }
@@ -352,6 +352,45 @@ impl Runner {
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
         self.bus.publish(stream, executed_event(step)).await?;
         Ok(())
+    }
+}
+
+/// What became of an action taken outside the loop: its detail, or the error and detail.
+pub(crate) type ManualOutcome = Result<Value, (String, Value)>;
+
+impl Runner {
+    /// Records step `n` of `task_id` for an action taken outside the loop (an MCP client's
+    /// action on its session task): built by `StepDraft` from the screen it acted on, as
+    /// the loop's steps are (text typed into a password field masked), then committed and
+    /// published by `record`.
+    pub(crate) async fn record_manual(
+        &self,
+        task_id: TaskId,
+        n: u32,
+        start: StepStart,
+        obs: &Observed,
+        size: ScreenSize,
+        action: &Action,
+        outcome: ManualOutcome,
+    ) -> Result<Step, StoreError> {
+        let mut draft = StepDraft::new(task_id, n, start, obs, size);
+        if let Some(screen) = &obs.screen {
+            draft.guard_passwords(PasswordGuard {
+                screen: screen.clone(),
+                size,
+                transform: self.transform.clone(),
+            });
+        }
+        draft.set_action(action);
+        match outcome {
+            Ok(detail) => draft.ok(None, Some(detail)),
+            Err((error, detail)) => draft.failed(error, Some(detail)),
+        }
+        let StepDraft {
+            mut step, start, ..
+        } = draft;
+        self.record(&task_id.to_string(), &mut step, start).await?;
+        Ok(step)
     }
 }
 
