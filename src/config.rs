@@ -26,6 +26,9 @@ pub struct Config {
     /// Where finished tasks' results are posted.
     #[serde(default)]
     pub webhooks: crate::run::webhooks::WebhookConfig,
+    /// droidpilot as an MCP server (`droidpilot mcp`, `/mcp`): device leases.
+    #[serde(default)]
+    pub mcp_server: crate::mcp::server::McpServerConfig,
 }
 
 /// Where devices come from.

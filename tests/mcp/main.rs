@@ -5,6 +5,8 @@
 //! Without the SDK these tests print a skip notice, unless DROIDPILOT_REQUIRE_MCP_SDK=1
 //! (CI), in which case they fail.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod sdk;
 
 mod client;
