@@ -130,6 +130,10 @@ fn assert_main(report: &Value) {
         after["app_package"], "com.android.settings",
         "Settings opened: {after:#}"
     );
+    let found = &ok(report, "find")["structured"];
+    assert_eq!(found["found"], true, "{found:#}");
+    let label = found["element"]["text"].as_str().unwrap_or_default();
+    assert!(label.contains("About phone"), "{found:#}");
     assert_eq!(ok(report, "screenshot")["images"], json!(["image/jpeg"]));
     let bad = refused(report, "bad_field");
     assert!(
@@ -180,7 +184,12 @@ async fn assert_session_task(app: &TestApp, report: &Value) {
         .iter()
         .map(|s| &s["action"])
         .collect();
-    assert_eq!(actions.len(), 2, "home and tap recorded: {steps:#}");
+    // home, tap, then any scrolls scroll_to_find took.
+    assert!(actions.len() >= 2, "home and tap recorded: {steps:#}");
+    assert!(
+        actions[2..].iter().all(|a| a["action"] == "scroll"),
+        "{steps:#}"
+    );
     // `home` is recorded in its canonical form.
     assert_eq!(*actions[0], json!({"action": "key", "key": "home"}));
     assert_eq!(actions[1]["action"], "tap");

@@ -17,7 +17,7 @@ use crate::device::Device;
 use crate::device::exec::{self, ExecContext};
 use crate::device::pool::PoolError;
 use crate::domain::{Action, Direction, Target};
-use crate::run::runner::{Observed, StepStart};
+use crate::run::runner::{ManualStep, StepStart};
 use crate::screen::ScreenRepresentation;
 use crate::server::devices::{device_action, read_screen};
 
@@ -126,7 +126,7 @@ impl McpServer {
         &self,
         device_id: &str,
         action: &Action,
-    ) -> Result<(Value, u32, crate::domain::TaskId), ToolError> {
+    ) -> Result<(Value, Option<u32>, crate::domain::TaskId), ToolError> {
         let used = self.session.use_device(device_id).await?;
         let start = StepStart::now();
         let dev = used.device.as_ref();
@@ -146,25 +146,22 @@ impl McpServer {
                 json!({"error_type": e.error_type(), "selector": e.selector()}),
             )),
         };
-        self.record(&used, start, &obs, size, action, outcome).await;
-        Ok((result?.detail, used.step, used.task))
-    }
-
-    async fn record(
-        &self,
-        used: &super::session::InUse,
-        start: StepStart,
-        obs: &Observed,
-        size: crate::domain::ScreenSize,
-        action: &Action,
-        outcome: crate::run::runner::ManualOutcome,
-    ) {
-        let r = (self.core.runner)
-            .record_manual(used.task, used.step, start, obs, size, action, outcome)
-            .await;
-        if let Err(e) = r {
-            tracing::warn!(task = %used.task, error = %e, "could not record an MCP action");
+        let step = self.session.next_step(device_id, used.task);
+        if let Some(n) = step {
+            let m = ManualStep {
+                task_id: used.task,
+                n,
+                start,
+                obs: &obs,
+                size,
+                action,
+                outcome,
+            };
+            if let Err(e) = self.core.runner.record_manual(m).await {
+                tracing::warn!(task = %used.task, error = %e, "could not record an MCP action");
+            }
         }
+        Ok((result?.detail, step, used.task))
     }
 
     /// Scrolls until the selector matches something on screen, recording each scroll.
@@ -200,10 +197,11 @@ impl McpServer {
             let dev = self.session_device(&a.device_id).await?;
             let (screen, repr, _) = read_screen(dev.as_ref()).await?;
             if let Ok(bounds) = screen.resolve(&target) {
-                let el = repr
-                    .actionable_elements
-                    .iter()
-                    .find(|e| e.bounds == bounds)
+                // The match may be a label inside the row that acts: the smallest
+                // actionable element around it.
+                let el = (repr.actionable_elements.iter())
+                    .filter(|e| e.bounds.contains(bounds.center()))
+                    .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()))
                     .cloned();
                 return json_result(&json!({
                     "found": true, "swipes": swipes, "bounds": bounds, "element": el,

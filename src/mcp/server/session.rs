@@ -44,8 +44,6 @@ pub struct Holding {
 pub struct InUse {
     pub device: Arc<dyn Device>,
     pub task: TaskId,
-    /// The step number this action records as.
-    pub step: u32,
 }
 
 pub struct Session {
@@ -172,12 +170,20 @@ impl Session {
                 "Call acquire_device again, then retry.",
             )
         })?;
-        h.steps += 1;
         Ok(InUse {
             device: h.lease.device.clone(),
             task: h.task,
-            step: h.steps,
         })
+    }
+
+    /// The next step number of `task`, the session task of `device_id`, taken when the
+    /// action is about to be recorded (so a failed capture leaves no gap). None when the
+    /// device was released meanwhile: its task has ended and takes no more steps.
+    pub fn next_step(&self, device_id: &str, task: TaskId) -> Option<u32> {
+        let mut held = self.held.lock().expect("held lock");
+        let h = held.get_mut(device_id).filter(|h| h.task == task)?;
+        h.steps += 1;
+        Some(h.steps)
     }
 
     /// Ends this session's hold on `device_id`: the lease is dropped and its session task

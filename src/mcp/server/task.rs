@@ -162,11 +162,19 @@ impl McpServer {
                     ProgressNotificationParam::new(token.clone(), progress).with_message(message);
                 let _ = ctx.peer.notify_progress(p).await;
             }
-            if matches!(ev.event, TaskEvent::Finished(_) | TaskEvent::AskUser { .. }) {
-                break;
+            match ev.event {
+                TaskEvent::Finished(_) => break,
+                // The feed replays from the start: only a question still open stops the wait.
+                TaskEvent::AskUser { .. } if self.waits_for_user(id).await? => break,
+                _ => {}
             }
         }
         self.task_report(id).await
+    }
+
+    async fn waits_for_user(&self, id: TaskId) -> Result<bool, ToolError> {
+        let task = self.core.store.get_task(id).await?;
+        Ok(task.status == crate::domain::TaskStatus::WaitingForUser)
     }
 
     /// The task, its open question if any, and its result once finished.

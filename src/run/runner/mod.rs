@@ -32,8 +32,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
-pub(crate) use observe::Observed;
-pub(crate) use record::{ManualOutcome, StepStart};
+pub(crate) use record::{ManualStep, StepStart};
 pub use stop::StopSignal;
 
 use super::artifacts::ArtifactStore;

@@ -358,38 +358,42 @@ impl Runner {
 /// What became of an action taken outside the loop: its detail, or the error and detail.
 pub(crate) type ManualOutcome = Result<Value, (String, Value)>;
 
+/// An action taken outside the loop (an MCP client's action on its session task), to be
+/// recorded as step `n` of `task_id`.
+pub(crate) struct ManualStep<'a> {
+    pub task_id: TaskId,
+    pub n: u32,
+    pub start: StepStart,
+    /// The screen it acted on.
+    pub obs: &'a Observed,
+    pub size: ScreenSize,
+    pub action: &'a Action,
+    pub outcome: ManualOutcome,
+}
+
 impl Runner {
-    /// Records step `n` of `task_id` for an action taken outside the loop (an MCP client's
-    /// action on its session task): built by `StepDraft` from the screen it acted on, as
-    /// the loop's steps are (text typed into a password field masked), then committed and
-    /// published by `record`.
-    pub(crate) async fn record_manual(
-        &self,
-        task_id: TaskId,
-        n: u32,
-        start: StepStart,
-        obs: &Observed,
-        size: ScreenSize,
-        action: &Action,
-        outcome: ManualOutcome,
-    ) -> Result<Step, StoreError> {
-        let mut draft = StepDraft::new(task_id, n, start, obs, size);
-        if let Some(screen) = &obs.screen {
+    /// Records a step taken outside the loop: built by `StepDraft` from the screen it
+    /// acted on, as the loop's steps are (text typed into a password field masked), then
+    /// committed and published by `record`.
+    pub(crate) async fn record_manual(&self, m: ManualStep<'_>) -> Result<Step, StoreError> {
+        let mut draft = StepDraft::new(m.task_id, m.n, m.start, m.obs, m.size);
+        if let Some(screen) = &m.obs.screen {
             draft.guard_passwords(PasswordGuard {
                 screen: screen.clone(),
-                size,
+                size: m.size,
                 transform: self.transform.clone(),
             });
         }
-        draft.set_action(action);
-        match outcome {
+        draft.set_action(m.action);
+        match m.outcome {
             Ok(detail) => draft.ok(None, Some(detail)),
             Err((error, detail)) => draft.failed(error, Some(detail)),
         }
         let StepDraft {
             mut step, start, ..
         } = draft;
-        self.record(&task_id.to_string(), &mut step, start).await?;
+        self.record(&m.task_id.to_string(), &mut step, start)
+            .await?;
         Ok(step)
     }
 }
