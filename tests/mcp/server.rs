@@ -134,6 +134,12 @@ fn assert_main(report: &Value) {
     assert_eq!(found["found"], true, "{found:#}");
     let label = found["element"]["text"].as_str().unwrap_or_default();
     assert!(label.contains("About phone"), "{found:#}");
+    let nf = refused(report, "not_found");
+    assert_eq!(nf["code"], "element_not_found", "{nf}");
+    assert!(
+        nf["message"].as_str().unwrap().contains("No such row"),
+        "{nf}"
+    );
     assert_eq!(ok(report, "screenshot")["images"], json!(["image/jpeg"]));
     let bad = refused(report, "bad_field");
     assert!(
@@ -267,6 +273,13 @@ async fn http_sessions_contending_for_one_phone_one_is_refused_naming_the_holder
             "{m}"
         );
     }
+    // Reading needs no lease: B sees the phone A holds.
+    assert!(
+        ok(&r, "b_read")["text"]
+            .as_str()
+            .unwrap()
+            .contains("Actionable elements")
+    );
     let devices = &ok(&r, "b_list")["structured"]["devices"];
     let sim = devices
         .as_array()

@@ -325,3 +325,91 @@ impl Drop for Session {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Overrides};
+
+    async fn core(dir: &std::path::Path) -> Arc<Core> {
+        let overrides = Overrides {
+            data_dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        };
+        let env = vec![("DROIDPILOT_DEVICES__ADB__ENABLED".into(), "false".into())];
+        let config = Config::load_with_env(dir, &overrides, env).unwrap();
+        Arc::new(Core::build(&config).await.unwrap())
+    }
+
+    async fn status(core: &Core, id: TaskId) -> TaskStatus {
+        core.store.get_task(id).await.unwrap().status
+    }
+
+    #[tokio::test]
+    async fn a_second_session_is_refused_naming_the_first_until_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = core(dir.path()).await;
+        let a = Session::new(core.clone());
+        a.set_client("agent-a");
+        let held = a.acquire(Some("sim-1"), None).await.unwrap();
+        assert_eq!(status(&core, held.session_task).await, TaskStatus::Running);
+        let b = Session::new(core.clone());
+        let e = b.use_device("sim-1").await.err().unwrap();
+        assert_eq!(e.code, "device_busy");
+        assert!(
+            e.message
+                .contains(&format!("MCP session {} (agent-a)", a.id)),
+            "{e:?}"
+        );
+        // The session ends: the phone is free at once, the task is finished on the tracker.
+        drop(a);
+        b.use_device("sim-1").await.unwrap();
+        core.shutdown(Duration::from_secs(5)).await;
+        let core2 = self::core(dir.path()).await;
+        assert_eq!(
+            status(&core2, held.session_task).await,
+            TaskStatus::Succeeded
+        );
+        let reason = core2
+            .store
+            .get_task(held.session_task)
+            .await
+            .unwrap()
+            .reason;
+        assert_eq!(reason.as_deref(), Some("the MCP session ended"));
+    }
+
+    #[tokio::test]
+    async fn a_lapsed_lease_ends_its_task_and_the_next_use_starts_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = core(dir.path()).await;
+        let s = Session::new(core.clone());
+        let first = (s
+            .acquire(Some("sim-1"), Some(Duration::from_millis(30)))
+            .await)
+            .unwrap()
+            .session_task;
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert!(!s.holds("sim-1"), "the lease lapsed");
+        let used = s.use_device("sim-1").await.unwrap();
+        assert_ne!(used.task, first, "a new session task");
+        assert_eq!(status(&core, first).await, TaskStatus::Succeeded);
+        assert_eq!(s.next_step("sim-1", used.task), Some(1));
+        assert_eq!(s.release("sim-1").await, Some(used.task));
+        assert_eq!(
+            s.next_step("sim-1", used.task),
+            None,
+            "a released task takes no steps"
+        );
+        assert_eq!(status(&core, used.task).await, TaskStatus::Succeeded);
+    }
+
+    #[tokio::test]
+    async fn an_unknown_device_is_refused_with_the_known_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::new(core(dir.path()).await);
+        let e = s.acquire(Some("sim-9"), None).await.unwrap_err();
+        assert_eq!(e.code, "device_not_found");
+        assert!(e.hint.contains("sim-1"), "{e:?}");
+    }
+}
