@@ -54,6 +54,9 @@ pub struct Session {
     /// The client's name from `initialize`, once known.
     client: Mutex<Option<String>>,
     held: Mutex<HashMap<String, Held>>,
+    /// One acquire at a time, so two concurrent calls of this session on a phone it does
+    /// not hold yet lease it once (the second would otherwise be refused as busy by us).
+    acquiring: tokio::sync::Mutex<()>,
 }
 
 impl Session {
@@ -66,6 +69,7 @@ impl Session {
             ttl,
             client: Mutex::new(None),
             held: Mutex::new(HashMap::new()),
+            acquiring: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -99,6 +103,7 @@ impl Session {
         ttl: Option<Duration>,
     ) -> Result<Holding, ToolError> {
         let ttl = ttl.unwrap_or(self.ttl);
+        let _one_at_a_time = self.acquiring.lock().await;
         if let Some(id) = device_id
             && let Some(task) = self.renew(id, ttl).await
         {
@@ -402,6 +407,14 @@ mod tests {
             "a released task takes no steps"
         );
         assert_eq!(status(&core, used.task).await, TaskStatus::Succeeded);
+    }
+
+    #[tokio::test]
+    async fn two_concurrent_calls_of_one_session_share_one_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::new(core(dir.path()).await);
+        let (a, b) = tokio::join!(s.use_device("sim-1"), s.use_device("sim-1"));
+        assert_eq!(a.unwrap().task, b.unwrap().task);
     }
 
     #[tokio::test]
