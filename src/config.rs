@@ -29,6 +29,9 @@ pub struct Config {
     /// MCP servers the agent's `mcp_call` reaches (`[[mcp.servers]]`).
     #[serde(default)]
     pub mcp: crate::mcp::client::McpConfig,
+    /// droidpilot as an MCP server (`droidpilot mcp`, `/mcp`): device leases.
+    #[serde(default)]
+    pub mcp_server: crate::mcp::server::McpServerConfig,
 }
 
 /// Where devices come from.

@@ -50,6 +50,7 @@ fn main() -> std::process::ExitCode {
             }
             Command::Export(args) => droidpilot::cli::export(args).await,
             Command::Eval(args) => droidpilot::cli::eval::run(args).await,
+            Command::Mcp(args) => droidpilot::cli::mcp::run(args, cli.log_format).await,
             Command::Script(cmd) => match droidpilot::cli::script::script(cmd).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(anyhow::anyhow!("the script did not succeed")),

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 pub mod devices;
 pub mod doctor;
 pub mod eval;
+pub mod mcp;
 pub mod run;
 pub mod screen;
 pub mod script;
@@ -57,6 +58,8 @@ pub enum Command {
     /// Scripts: record a finished task, run one without a model, import and export.
     #[command(subcommand)]
     Script(script::ScriptCommand),
+    /// Serve droidpilot as an MCP server over stdio (for Claude Code, Claude Desktop, Cursor): the same core as `serve`.
+    Mcp(mcp::McpArgs),
     /// Score an agent on the virtual phone's tasks (success per tier, false successes, loops, cost), or compare two scores.
     Eval(eval::EvalArgs),
 }

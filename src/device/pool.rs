@@ -61,6 +61,20 @@ pub struct DeviceSummary {
     pub last_error: Option<String>,
 }
 
+impl DeviceSummary {
+    /// Who holds the device, in words: `running task <id>` for a task's lease (its owner
+    /// is the task id), the owner as given otherwise (an MCP session names itself).
+    pub fn holder(&self) -> Option<String> {
+        self.lease_owner.as_deref().map(|o| {
+            if o.parse::<crate::domain::TaskId>().is_ok() {
+                format!("running task {o}")
+            } else {
+                o.to_string()
+            }
+        })
+    }
+}
+
 /// Published on every state change that dashboards care about; on the bus it is the
 /// matching `TaskEvent::Device*` variant.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -314,10 +314,10 @@ fn busy_check(s: &AppState, id: &str, force: bool) -> Result<(), ApiError> {
             StatusCode::CONFLICT,
             "device_busy",
             format!(
-                "device {id} is running task {}",
-                summary.lease_owner.unwrap_or_default()
+                "device {id} is held by {}",
+                summary.holder().unwrap_or_default()
             ),
-            "Cancel the task first (POST /v1/tasks/{id}/cancel), or add ?force=true if you really mean to interfere.",
+            "Cancel the task first (POST /v1/tasks/{id}/cancel) or wait for the MCP session to release the device, or add ?force=true if you really mean to interfere.",
         ));
     }
     Ok(())
@@ -413,7 +413,7 @@ pub async fn hierarchy(
 }
 
 /// Reads the screen the way an agent does: what it shows and what can be acted on.
-async fn read_screen(
+pub(crate) async fn read_screen(
     dev: &dyn Device,
 ) -> Result<(Screen, ScreenRepresentation, crate::domain::ScreenSize), ApiError> {
     let (info, xml, app) = tokio::join!(dev.info(), dev.hierarchy(), dev.current_app());
@@ -524,30 +524,7 @@ pub async fn act(
     let with_screen = q.screen_state().map_err(IntoResponse::into_response)?;
     let dev = device(&s, &id).map_err(IntoResponse::into_response)?;
     busy_check(&s, &id, q.force).map_err(IntoResponse::into_response)?;
-    let action = ActionParser::new().parse(&body).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            e.code(),
-            e.caller_message(),
-            e.hint(),
-        )
-        .into_response()
-    })?;
-    if matches!(
-        action,
-        Action::Finish { .. } | Action::AskUser { .. } | Action::McpCall { .. } | Action::Custom(_)
-    ) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "not_a_device_action",
-            format!(
-                "`{}` is part of a task, not something a device does",
-                action.name()
-            ),
-            "Submit a task (POST /v1/tasks) to use finish, ask_user and mcp_call.",
-        )
-        .into_response());
-    }
+    let action = device_action(&body).map_err(IntoResponse::into_response)?;
     let start = Instant::now();
     let (screen, _, size) = read_screen(dev.as_ref())
         .await
@@ -565,6 +542,34 @@ pub async fn act(
         })),
         Err(e) => Err(action_error(dev.as_ref(), e, with_screen).await),
     }
+}
+
+/// Parses one action a caller sends straight to a device, refusing the ones that belong
+/// to a task (finish, ask_user, mcp_call, custom). Shared with the MCP action tools.
+pub(crate) fn device_action(body: &Value) -> Result<Action, ApiError> {
+    let action = ActionParser::new().parse(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            e.code(),
+            e.caller_message(),
+            e.hint(),
+        )
+    })?;
+    if matches!(
+        action,
+        Action::Finish { .. } | Action::AskUser { .. } | Action::McpCall { .. } | Action::Custom(_)
+    ) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "not_a_device_action",
+            format!(
+                "`{}` is part of a task, not something a device does",
+                action.name()
+            ),
+            "Submit a task (POST /v1/tasks) to use finish, ask_user and mcp_call.",
+        ));
+    }
+    Ok(action)
 }
 
 /// The HTTP status of a failed action: the caller's mistakes are 4xx, the phone's 5xx.

@@ -165,8 +165,15 @@ pub fn app(state: AppState) -> Router {
         )
     };
 
+    // MCP over Streamable HTTP, inside the auth layer like every other route.
+    let mcp = crate::mcp::server::http_service(
+        state.core.clone(),
+        mcp_cancel(&state),
+        cfg.bind.ip().is_loopback(),
+    );
     let router = api
         .merge(SwaggerUi::new("/docs").url("/openapi.json", spec))
+        .route_service("/mcp", mcp)
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(
@@ -207,6 +214,19 @@ pub fn app(state: AppState) -> Router {
         Some(c) => router.layer(c),
         None => router,
     }
+}
+
+/// Cancelled when the server starts shutting down, so open MCP sessions end (and release
+/// their devices) instead of holding connections through the grace period.
+fn mcp_cancel(state: &AppState) -> tokio_util::sync::CancellationToken {
+    let token = tokio_util::sync::CancellationToken::new();
+    let (mut stopping, t) = (state.shutdown.clone(), token.clone());
+    // Ends when the server stops (or its sender is dropped); the core's tracker holds it.
+    state.core.spawn(async move {
+        let _ = stopping.wait_for(|s| *s).await;
+        t.cancel();
+    });
+    token
 }
 
 /// A bound, ready-to-run server.

@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path};
 use super::state::AppState;
+use crate::core::Core;
 use crate::domain::{NewTask, Task, TaskId, TaskSpec};
 use crate::run::queue;
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
@@ -245,20 +246,31 @@ pub async fn run_script(
     Path(id): Path<ScriptId>,
     Json(req): Json<RunScript>,
 ) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
-    let rec = s.store.script(id, req.version).await?;
-    crate::script::vars::bind_inputs(&rec.script.inputs, &req.inputs)?;
-    if let (Some(app), Some(dev)) = (&rec.script.app, &req.device_id) {
-        check_installed(&s, dev, app).await?;
-    }
-    let spec = TaskSpec::parse(task_request(&rec, req))?;
-    super::tasks::check_runnable(&s, &spec)?;
-    let task = queue::submit(&s.bus, spec).await?;
-    s.wake.notify_one();
+    let task = submit_run(&s, id, req).await?;
     let mut h = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
         h.insert(header::LOCATION, v);
     }
     Ok((StatusCode::CREATED, h, Json(task)))
+}
+
+/// Checks a run request (inputs, the device's apps, the agent) and queues its task. Shared
+/// by `POST /v1/scripts/{id}/run` and the MCP tool `run_script`.
+pub(crate) async fn submit_run(
+    core: &Core,
+    id: ScriptId,
+    req: RunScript,
+) -> Result<Task, ApiError> {
+    let rec = core.store.script(id, req.version).await?;
+    crate::script::vars::bind_inputs(&rec.script.inputs, &req.inputs)?;
+    if let (Some(app), Some(dev)) = (&rec.script.app, &req.device_id) {
+        check_installed(core, dev, app).await?;
+    }
+    let spec = TaskSpec::parse(task_request(&rec, req))?;
+    super::tasks::check_runnable(core, &spec)?;
+    let task = queue::submit(&core.bus, spec).await?;
+    core.wake.notify_one();
+    Ok(task)
 }
 
 /// The task a run submits: the script embedded whole, so the task stands alone.
@@ -299,7 +311,7 @@ fn default_max_steps(script: &Script) -> u32 {
     (script.steps.len() as u32 * 4 + 10).min(crate::domain::task::MAX_STEPS_LIMIT)
 }
 
-async fn check_installed(s: &AppState, device_id: &str, app: &str) -> Result<(), ApiError> {
+async fn check_installed(s: &Core, device_id: &str, app: &str) -> Result<(), ApiError> {
     let Some(dev) = s.pool.get(device_id) else {
         return Ok(()); // check_runnable names the unknown device.
     };

@@ -8,6 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path, Query};
 use super::state::AppState;
+use crate::core::Core;
 use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus, TaskSummary};
 use crate::run::queue;
 use crate::store::{CancelOutcome, TaskFilter};
@@ -28,15 +29,22 @@ pub async fn create_task(
     State(s): State<AppState>,
     Json(req): Json<NewTask>,
 ) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
-    let spec = TaskSpec::parse(req)?;
-    check_runnable(&s, &spec)?;
-    let task = queue::submit(&s.bus, spec).await?;
-    s.wake.notify_one();
+    let task = submit(&s, req).await?;
     let mut h = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
         h.insert(header::LOCATION, v);
     }
     Ok((StatusCode::CREATED, h, Json(task)))
+}
+
+/// Validates a task request, refuses what could never run, queues it and wakes the
+/// scheduler. Shared by `POST /v1/tasks` and the MCP tool `run_task`.
+pub(crate) async fn submit(core: &Core, req: NewTask) -> Result<Task, ApiError> {
+    let spec = TaskSpec::parse(req)?;
+    check_runnable(core, &spec)?;
+    let task = queue::submit(&core.bus, spec).await?;
+    core.wake.notify_one();
+    Ok(task)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -224,7 +232,7 @@ pub async fn list_interventions(
 /// Refuses, at submission, what could never run: an agent spec with a bad field, a model
 /// whose provider key the server lacks, or a device id the pool does not know (a typo
 /// would otherwise wait out the queue timeout).
-pub(super) fn check_runnable(s: &AppState, spec: &TaskSpec) -> Result<(), ApiError> {
+pub(crate) fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiError> {
     let agent = match &spec.agent {
         Some(a) => crate::agent::spec::AgentSpec::from_json(a)
             .and_then(|a| {

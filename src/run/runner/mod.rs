@@ -32,6 +32,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
+pub(crate) use record::{ManualStep, StepStart};
 pub use stop::StopSignal;
 
 use super::artifacts::ArtifactStore;
@@ -48,7 +49,7 @@ use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskId, TaskStat
 use crate::screen::ReprOptions;
 use crate::script::ScriptSource;
 use crate::store::StoreError;
-use record::{PasswordGuard, StepDraft, StepStart, Then};
+use record::{PasswordGuard, StepDraft, Then};
 use state::RunState;
 use stop::unless_stopped;
 

@@ -15,7 +15,7 @@ use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, lay
 
 /// One observation: what the agent sees, plus what the runner keeps for acting on it.
 #[derive(Clone)]
-pub(super) struct Observed {
+pub(crate) struct Observed {
     pub repr: ScreenRepresentation,
     pub screen: Option<Arc<Screen>>,
     pub png: Option<bytes::Bytes>,
@@ -87,7 +87,7 @@ impl Runner {
     /// Screenshot, hierarchy and foreground activity, concurrently. Either capture may
     /// fail alone: a failed tree degrades to screenshot only, a black or failed screenshot
     /// to tree only (flagged sensitive). Only when both fail is it an error.
-    pub(super) async fn observe(
+    pub(crate) async fn observe(
         &self,
         device: &dyn Device,
         size: ScreenSize,

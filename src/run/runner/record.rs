@@ -35,7 +35,7 @@ pub(super) enum Then {
 
 /// When a step began: the monotonic clock for its timings, the wall clock for the record.
 #[derive(Clone, Copy)]
-pub(super) struct StepStart {
+pub(crate) struct StepStart {
     pub instant: Instant,
     pub at: chrono::DateTime<chrono::Utc>,
 }
@@ -352,6 +352,49 @@ impl Runner {
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
         self.bus.publish(stream, executed_event(step)).await?;
         Ok(())
+    }
+}
+
+/// What became of an action taken outside the loop: its detail, or the error and detail.
+pub(crate) type ManualOutcome = Result<Value, (String, Value)>;
+
+/// An action taken outside the loop (an MCP client's action on its session task), to be
+/// recorded as step `n` of `task_id`.
+pub(crate) struct ManualStep<'a> {
+    pub task_id: TaskId,
+    pub n: u32,
+    pub start: StepStart,
+    /// The screen it acted on.
+    pub obs: &'a Observed,
+    pub size: ScreenSize,
+    pub action: &'a Action,
+    pub outcome: ManualOutcome,
+}
+
+impl Runner {
+    /// Records a step taken outside the loop: built by `StepDraft` from the screen it
+    /// acted on, as the loop's steps are (text typed into a password field masked), then
+    /// committed and published by `record`.
+    pub(crate) async fn record_manual(&self, m: ManualStep<'_>) -> Result<Step, StoreError> {
+        let mut draft = StepDraft::new(m.task_id, m.n, m.start, m.obs, m.size);
+        if let Some(screen) = &m.obs.screen {
+            draft.guard_passwords(PasswordGuard {
+                screen: screen.clone(),
+                size: m.size,
+                transform: self.transform.clone(),
+            });
+        }
+        draft.set_action(m.action);
+        match m.outcome {
+            Ok(detail) => draft.ok(None, Some(detail)),
+            Err((error, detail)) => draft.failed(error, Some(detail)),
+        }
+        let StepDraft {
+            mut step, start, ..
+        } = draft;
+        self.record(&m.task_id.to_string(), &mut step, start)
+            .await?;
+        Ok(step)
     }
 }
 

@@ -1,1 +1,0 @@
-//! MCP server: see `super`.

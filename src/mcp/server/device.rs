@@ -1,0 +1,259 @@
+//! The device tools: reading the screen (no lease needed: reading never fights over a
+//! phone) and acting on it (leased for the session first; each action recorded as a step
+//! of the session task). Parsing, execution and screen reading are the REST API's own
+//! (`server::devices::{device_action, read_screen}`, `device::exec`, the runner's
+//! observation), so an action means the same over MCP as over HTTP.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+
+use super::McpServer;
+use super::reply::{ToolError, ToolResult, json_result, parse, take_device_id};
+use super::tools::{ImageFormat, ReadElementArgs, ScreenshotArgs, ScrollToFindArgs};
+use crate::device::Device;
+use crate::device::exec::{self, ExecContext};
+use crate::device::pool::PoolError;
+use crate::domain::{Action, Direction, Target};
+use crate::run::runner::{ManualStep, StepStart};
+use crate::screen::ScreenRepresentation;
+use crate::server::devices::{device_action, read_screen};
+
+/// At most this many scrolls for one `scroll_to_find`.
+const MAX_SWIPES: u32 = 50;
+
+impl McpServer {
+    fn device(&self, id: &str) -> Result<Arc<dyn Device>, ToolError> {
+        self.core.pool.get(id).ok_or_else(|| {
+            crate::server::error::ApiError::from(PoolError::NotFound(id.to_string())).into()
+        })
+    }
+
+    pub(super) async fn read_screen(&self, args: Map<String, Value>) -> ToolResult {
+        let a: super::tools::DeviceArgs = parse("read_screen", args)?;
+        let (_, repr, size) = read_screen(self.device(&a.device_id)?.as_ref()).await?;
+        let mut r = CallToolResult::success(vec![ContentBlock::text(screen_text(&repr, size))]);
+        r.structured_content = serde_json::to_value(&repr).ok();
+        Ok(r)
+    }
+
+    pub(super) async fn read_element(&self, args: Map<String, Value>) -> ToolResult {
+        let a: ReadElementArgs = parse("read_element", args)?;
+        let (_, repr, _) = read_screen(self.device(&a.device_id)?.as_ref()).await?;
+        let els = &repr.actionable_elements;
+        let found = match (a.element, a.selector.as_deref()) {
+            (Some(id), _) => els.iter().find(|e| e.element_id == id),
+            (None, Some(sel)) => els
+                .iter()
+                .find(|e| e.selector == sel || e.alternative_selectors.iter().any(|s| s == sel)),
+            (None, None) => {
+                return Err(ToolError::arguments(
+                    "read_element",
+                    "give `element` (an id from read_screen) or `selector`",
+                ));
+            }
+        };
+        let el = found.ok_or_else(|| {
+            ToolError::new(
+                "element_not_found",
+                "no such element on the current screen",
+                format!(
+                    "The screen has {} actionable elements; read_screen lists their ids and selectors.",
+                    els.len()
+                ),
+            )
+        })?;
+        json_result(el)
+    }
+
+    pub(super) async fn screenshot(&self, args: Map<String, Value>) -> ToolResult {
+        let a: ScreenshotArgs = parse("screenshot", args)?;
+        let scale = a.scale.unwrap_or(0.5);
+        if !(scale > 0.0 && scale <= 1.0) {
+            return Err(ToolError::arguments(
+                "screenshot",
+                format!("field `scale`: {scale} is outside (0, 1]"),
+            ));
+        }
+        let quality = a.quality.unwrap_or(70);
+        if !(1..=100).contains(&quality) {
+            return Err(ToolError::arguments(
+                "screenshot",
+                format!("field `quality`: {quality} is outside 1..=100"),
+            ));
+        }
+        let jpeg = a.format.unwrap_or(ImageFormat::Jpeg) == ImageFormat::Jpeg;
+        let shot = self.device(&a.device_id)?.screenshot().await?;
+        let rgba = shot.rgba()?;
+        let (bytes, mime) = tokio::task::spawn_blocking(move || {
+            crate::server::images::encode(&rgba, shot.width, shot.height, scale, jpeg, quality)
+        })
+        .await
+        .map_err(|e| ToolError::new("internal_error", e.to_string(), "This is a bug."))?
+        .map_err(|e| ToolError::new("internal_error", e, "This is a bug."))?;
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        Ok(CallToolResult::success(vec![ContentBlock::image(
+            data, mime,
+        )]))
+    }
+
+    pub(super) async fn list_apps(&self, args: Map<String, Value>) -> ToolResult {
+        let a: super::tools::DeviceArgs = parse("list_apps", args)?;
+        json_result(&self.device(&a.device_id)?.installed_apps().await?)
+    }
+
+    /// One action tool: the arguments are the action's fields plus `device_id`.
+    pub(super) async fn act(&self, name: &str, mut args: Map<String, Value>) -> ToolResult {
+        let device_id = take_device_id(name, &mut args)?;
+        args.insert("action".into(), Value::String(name.to_string()));
+        let action = device_action(&Value::Object(args))?;
+        let (detail, step, task) = self.act_recorded(&device_id, &action).await?;
+        json_result(&json!({
+            "ok": true,
+            "device_id": device_id,
+            "action": action,
+            "detail": detail,
+            "session_task": task,
+            "step": step,
+        }))
+    }
+
+    /// Leases (or renews) the device for this session, observes the screen, runs the
+    /// action and records it as the next step of the session task, failed or not.
+    async fn act_recorded(
+        &self,
+        device_id: &str,
+        action: &Action,
+    ) -> Result<(Value, Option<u32>, crate::domain::TaskId), ToolError> {
+        let used = self.session.use_device(device_id).await?;
+        let start = StepStart::now();
+        let dev = used.device.as_ref();
+        let size = dev.info().await?.screen;
+        let runner = &self.core.runner;
+        let obs = runner.observe(dev, size).await?;
+        let ctx = ExecContext {
+            screen: obs.screen.as_deref(),
+            size,
+            transform: runner.transform.as_ref(),
+        };
+        let result = exec::execute(dev, action, &ctx).await;
+        let outcome = match &result {
+            Ok(o) => Ok(o.detail.clone()),
+            Err(e) => Err((
+                format!("{}: {e}", e.error_type()),
+                json!({"error_type": e.error_type(), "selector": e.selector()}),
+            )),
+        };
+        let step = self.session.next_step(device_id, used.task);
+        if let Some(n) = step {
+            let m = ManualStep {
+                task_id: used.task,
+                n,
+                start,
+                obs: &obs,
+                size,
+                action,
+                outcome,
+            };
+            if let Err(e) = self.core.runner.record_manual(m).await {
+                tracing::warn!(task = %used.task, error = %e, "could not record an MCP action");
+            }
+        }
+        Ok((result?.detail, step, used.task))
+    }
+
+    /// Scrolls until the selector matches something on screen, recording each scroll.
+    pub(super) async fn scroll_to_find(&self, args: Map<String, Value>) -> ToolResult {
+        let a: ScrollToFindArgs = parse("scroll_to_find", args)?;
+        crate::screen::Selector::parse(&a.selector).map_err(|e| {
+            ToolError::new(
+                "invalid_selector",
+                format!("`{}`: {e}", a.selector),
+                e.hint(),
+            )
+        })?;
+        let direction = match a.direction.as_deref().unwrap_or("down") {
+            "down" => Direction::Down,
+            "up" => Direction::Up,
+            "left" => Direction::Left,
+            "right" => Direction::Right,
+            other => {
+                return Err(ToolError::arguments(
+                    "scroll_to_find",
+                    format!("field `direction`: `{other}` is not one of up, down, left, right"),
+                ));
+            }
+        };
+        let max = a.max_swipes.unwrap_or(10).min(MAX_SWIPES);
+        let target = Target::Selector(a.selector.clone());
+        let scroll = Action::Scroll {
+            direction,
+            container: None,
+        };
+        let mut last_layout = None;
+        for swipes in 0..=max {
+            let dev = self.session_device(&a.device_id).await?;
+            let (screen, repr, _) = read_screen(dev.as_ref()).await?;
+            if let Ok(bounds) = screen.resolve(&target) {
+                // The match may be a label inside the row that acts: the smallest
+                // actionable element around it.
+                let el = (repr.actionable_elements.iter())
+                    .filter(|e| e.bounds.contains(bounds.center()))
+                    .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()))
+                    .cloned();
+                return json_result(&json!({
+                    "found": true, "swipes": swipes, "bounds": bounds, "element": el,
+                }));
+            }
+            let layout = crate::screen::layout_hash(&screen.tree).0;
+            if last_layout == Some(layout) || swipes == max {
+                let why = if swipes == max {
+                    format!("not on screen after {max} scrolls")
+                } else {
+                    "the list did not move: its end is reached".into()
+                };
+                return Err(ToolError::new(
+                    "element_not_found",
+                    format!("`{}` {why}", a.selector),
+                    "Scroll the other way, check the selector against read_screen, or raise max_swipes.",
+                ));
+            }
+            last_layout = Some(layout);
+            self.act_recorded(&a.device_id, &scroll).await?;
+        }
+        unreachable!("the loop returns by its last round")
+    }
+
+    /// The device, leased for this session (scroll_to_find acts, so it needs the lease).
+    async fn session_device(&self, id: &str) -> Result<Arc<dyn Device>, ToolError> {
+        self.session.acquire(Some(id), None).await?;
+        self.device(id)
+    }
+}
+
+/// `read_screen`'s text: the app, the compact view, then each element's id and selector.
+fn screen_text(r: &ScreenRepresentation, size: crate::domain::ScreenSize) -> String {
+    let mut s = format!(
+        "{} | screen {}x{}{}\n\n{}\n",
+        r.summary,
+        size.width,
+        size.height,
+        r.activity
+            .as_deref()
+            .map(|a| format!(" | activity {a}"))
+            .unwrap_or_default(),
+        r.elements
+    );
+    if !r.actionable_elements.is_empty() {
+        s.push_str("\nActionable elements (element id: selector):\n");
+        for e in &r.actionable_elements {
+            s.push_str(&format!(
+                "[{}] {} \"{}\": {}\n",
+                e.element_id, e.kind, e.text, e.selector
+            ));
+        }
+    }
+    s
+}
