@@ -35,6 +35,7 @@ use crate::domain::Task;
 use crate::mcp::client::McpClients;
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{DEVICES_STREAM, EventBus};
+use crate::run::hooks::CustomActionHook;
 use crate::run::interaction::Prompts;
 use crate::run::mcp::McpRegistry;
 use crate::run::runner::Runner;
@@ -134,7 +135,12 @@ impl Core {
             artifacts.clone(),
             config.runner.clone(),
         )
-        .with_pool(pool.clone());
+        .with_pool(pool.clone())
+        // The navigator offers `scroll_to_find`; every runner can do it.
+        .with_hook(Arc::new(CustomActionHook {
+            name: crate::run::scroll_find::NAME.into(),
+            handler: Arc::new(crate::run::scroll_find::ScrollToFindAction),
+        }));
         runner.mcp = registry.clone();
         mcp.settled(Duration::from_secs(config.mcp.startup_wait_secs))
             .await;

@@ -341,6 +341,49 @@ async fn cancel_stops_at_a_step_boundary_keeping_committed_steps() {
     );
 }
 
+fn scroll_to_find(selector: &str, max_swipes: u32) -> Action {
+    let args = json!({"selector": selector, "max_swipes": max_swipes});
+    Action::Custom(droidpilot::domain::action::CustomAction {
+        name: "scroll_to_find".into(),
+        args: args.as_object().unwrap().clone(),
+    })
+}
+
+/// The navigator offers `scroll_to_find`; the runner does it in one step: the row is on
+/// screen afterwards, and a row that is nowhere fails the step with why and what to try.
+#[tokio::test]
+async fn scroll_to_find_brings_a_row_on_screen_or_says_why_not() {
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "find about phone", 10, "sim-1").await;
+    let actions = vec![
+        Action::LaunchApp {
+            app: droidpilot::domain::AppRef::Label("Settings".into()),
+        },
+        scroll_to_find(":text(\"About phone\")", 10),
+        scroll_to_find(":text(\"No such row\")", 3),
+    ];
+    let agent = ReplayAgent::new(actions).on_error(OnError::Continue);
+    let done = e
+        .runner
+        .run(task, phone.clone(), Box::new(agent), no_stop())
+        .await
+        .unwrap();
+    let steps = e.store.steps(done.id).await.unwrap();
+    assert_eq!(steps[1].outcome.status, "ok", "{:?}", steps[1].outcome);
+    let xml = phone.hierarchy().await.unwrap();
+    assert!(
+        xml.contains("About phone"),
+        "the row is on screen after the search"
+    );
+    assert_ne!(steps[2].outcome.status, "ok");
+    let why = steps[2].outcome.error.clone().unwrap_or_default();
+    assert!(
+        why.contains("No such row") && why.contains("not on screen"),
+        "{why}"
+    );
+}
+
 /// A cancel recorded in the store with no stop signal (another process on the same
 /// database) still ends the task: the loop reads the flag about once a second.
 #[tokio::test]

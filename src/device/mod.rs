@@ -10,6 +10,7 @@ pub mod pool;
 pub mod sim;
 
 pub mod exec;
+pub mod scroll_find;
 
 use std::time::Duration;
 

@@ -249,12 +249,17 @@ struct Entry {
 }
 
 impl Entry {
+    /// The lease, unless it has lapsed: a lapsed lease is reclaimed by the next lease
+    /// request or health round, but nobody is shown as holding the device meanwhile.
+    fn live_lease(&self) -> Option<&LeaseInfo> {
+        self.lease.as_ref().filter(|l| l.expires > Instant::now())
+    }
     fn state(&self) -> DeviceState {
         if self.quarantined {
             DeviceState::Quarantined
         } else if !self.online {
             DeviceState::Offline
-        } else if self.lease.is_some() {
+        } else if self.live_lease().is_some() {
             DeviceState::Leased
         } else {
             DeviceState::Available
@@ -267,7 +272,7 @@ impl Entry {
             model: self.model.clone(),
             state: self.state(),
             screen: self.screen,
-            lease_owner: self.lease.as_ref().map(|l| l.owner.clone()),
+            lease_owner: self.live_lease().map(|l| l.owner.clone()),
             consecutive_failures: self.failures,
             last_error: self.last_error.clone(),
         }
@@ -890,6 +895,12 @@ mod tests {
             .unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
         assert!(!short.is_valid());
+        // Lapsed: nobody is shown holding it, before anything reclaims it.
+        let lapsed = p.summary(&id).unwrap();
+        assert_eq!(
+            (lapsed.state, lapsed.lease_owner),
+            (DeviceState::Available, None)
+        );
         let again = p
             .lease("task-5", &DeviceMatcher::id(&id), Duration::from_secs(60))
             .unwrap();

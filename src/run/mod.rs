@@ -11,6 +11,7 @@ pub mod middleware;
 pub mod queue;
 pub mod runner;
 pub mod scheduler;
+pub mod scroll_find;
 
 pub mod stuck;
 

@@ -16,13 +16,11 @@ use super::tools::{ImageFormat, ReadElementArgs, ScreenshotArgs, ScrollToFindArg
 use crate::device::Device;
 use crate::device::exec::{self, ExecContext};
 use crate::device::pool::PoolError;
-use crate::domain::{Action, Direction, Target};
+use crate::device::scroll_find::{Found, NOT_FOUND_HINT, Next, ScrollToFind};
+use crate::domain::{Action, Direction};
 use crate::run::runner::{ManualStep, StepStart};
 use crate::screen::ScreenRepresentation;
 use crate::server::devices::{device_action, read_screen};
-
-/// At most this many scrolls for one `scroll_to_find`.
-const MAX_SWIPES: u32 = 50;
 
 impl McpServer {
     fn device(&self, id: &str) -> Result<Arc<dyn Device>, ToolError> {
@@ -164,16 +162,10 @@ impl McpServer {
         Ok((result?.detail, step, used.task))
     }
 
-    /// Scrolls until the selector matches something on screen, recording each scroll.
+    /// Scrolls until the selector matches something on screen, recording each scroll
+    /// (the loop is `device::scroll_find`, shared with the runner).
     pub(super) async fn scroll_to_find(&self, args: Map<String, Value>) -> ToolResult {
         let a: ScrollToFindArgs = parse("scroll_to_find", args)?;
-        crate::screen::Selector::parse(&a.selector).map_err(|e| {
-            ToolError::new(
-                "invalid_selector",
-                format!("`{}`: {e}", a.selector),
-                e.hint(),
-            )
-        })?;
         let direction = match a.direction.as_deref().unwrap_or("down") {
             "down" => Direction::Down,
             "up" => Direction::Up,
@@ -186,44 +178,41 @@ impl McpServer {
                 ));
             }
         };
-        let max = a.max_swipes.unwrap_or(10).min(MAX_SWIPES);
-        let target = Target::Selector(a.selector.clone());
-        let scroll = Action::Scroll {
+        let request = ScrollToFind {
+            selector: a.selector.clone(),
             direction,
-            container: None,
-        };
-        let mut last_layout = None;
-        for swipes in 0..=max {
+            max_swipes: a.max_swipes,
+        }
+        .checked()
+        .map_err(|e| {
+            ToolError::new(
+                "invalid_selector",
+                e,
+                "Check the selector against read_screen's selectors.",
+            )
+        })?;
+        let mut search = request.start();
+        let (found, repr) = loop {
             let dev = self.session_device(&a.device_id).await?;
             let (screen, repr, _) = read_screen(dev.as_ref()).await?;
-            if let Ok(bounds) = screen.resolve(&target) {
-                // The match may be a label inside the row that acts: the smallest
-                // actionable element around it.
-                let el = (repr.actionable_elements.iter())
-                    .filter(|e| e.bounds.contains(bounds.center()))
-                    .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()))
-                    .cloned();
-                return json_result(&json!({
-                    "found": true, "swipes": swipes, "bounds": bounds, "element": el,
-                }));
-            }
-            let layout = crate::screen::layout_hash(&screen.tree).0;
-            if last_layout == Some(layout) || swipes == max {
-                let why = if swipes == max {
-                    format!("not on screen after {max} scrolls")
-                } else {
-                    "the list did not move: its end is reached".into()
-                };
-                return Err(ToolError::new(
-                    "element_not_found",
-                    format!("`{}` {why}", a.selector),
-                    "Scroll the other way, check the selector against read_screen, or raise max_swipes.",
-                ));
-            }
-            last_layout = Some(layout);
-            self.act_recorded(&a.device_id, &scroll).await?;
-        }
-        unreachable!("the loop returns by its last round")
+            match search.next(&screen) {
+                Next::Scroll(scroll) => self.act_recorded(&a.device_id, &scroll).await?,
+                Next::Done(found) => break (found, repr),
+            };
+        };
+        let Found::At { swipes, bounds } = found else {
+            let why = found.why_not(&a.selector).unwrap_or_default();
+            return Err(ToolError::new("element_not_found", why, NOT_FOUND_HINT));
+        };
+        // The match may be a label inside the row that acts: the smallest actionable
+        // element around it.
+        let el = (repr.actionable_elements.iter())
+            .filter(|e| e.bounds.contains(bounds.center()))
+            .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()))
+            .cloned();
+        json_result(&json!({
+            "found": true, "swipes": swipes, "bounds": bounds, "element": el,
+        }))
     }
 
     /// The device, leased for this session (scroll_to_find acts, so it needs the lease).
