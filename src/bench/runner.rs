@@ -1086,7 +1086,7 @@ async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
     let mut png = Vec::new();
     let mut png_sub = Vec::new();
     let mut decode = Vec::new();
-    let mut small_pngs = 0usize;
+    let mut black = Vec::new();
     let mut parse = Vec::new();
     let mut sha = Vec::new();
     let mut hash = Vec::new();
@@ -1106,8 +1106,6 @@ async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
         let t0 = Instant::now();
         let Ok(bytes) = shot.png() else { continue };
         png.push(t0.elapsed());
-        // The runner's black-screen check decodes every PNG under 64 KiB.
-        small_pngs += usize::from(bytes.len() < 64 * 1024);
         let as_png = Screenshot {
             width: shot.width,
             height: shot.height,
@@ -1117,6 +1115,9 @@ async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
         if as_png.rgba().is_ok() {
             decode.push(t0.elapsed());
         }
+        let t0 = Instant::now();
+        std::hint::black_box(as_png.is_black());
+        black.push(t0.elapsed());
         if let Ok(raw) = shot.rgba() {
             use image::ImageEncoder as _;
             let t0 = Instant::now();
@@ -1166,12 +1167,12 @@ async fn components(phone: &SimDevice, all: &[SimTask]) -> Vec<ComponentCost> {
             mean_ms: mean(&png_sub),
         },
         ComponentCost {
-            component: if small_pngs * 2 >= png.len() {
-                "PNG decode (runner's is_black: most PNGs < 64 KiB)"
-            } else {
-                "PNG decode (runner's is_black: most PNGs >= 64 KiB)"
-            },
+            component: "PNG decode, whole image (Screenshot::rgba)",
             mean_ms: mean(&decode),
+        },
+        ComponentCost {
+            component: "black-screen check of the PNG (row by row, stops early)",
+            mean_ms: mean(&black),
         },
         ComponentCost {
             component: "XML parse + representation (Screen::from_xml)",

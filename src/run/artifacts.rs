@@ -37,45 +37,29 @@ impl ArtifactStore {
     }
 
     /// Stores bytes, returns their sha256 (hex). Storing the same bytes again is cheap.
+    /// Hashing and the file work (exists? mkdir, write, rename) run as one blocking job:
+    /// as four `tokio::fs` calls they were four trips to the blocking pool per step.
     pub async fn put(
         &self,
         kind: &str,
         media_type: &str,
         ext: &str,
-        bytes: &[u8],
+        bytes: bytes::Bytes,
     ) -> Result<String, ArtifactError> {
-        let sha = hex::encode(Sha256::digest(bytes));
-        let rel = format!("artifacts/{}/{}.{}", &sha[..2], sha, ext);
-        let path = self.root.join(&rel);
-        if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
-            let io = |source| ArtifactError::Io {
-                path: path.display().to_string(),
-                source,
-            };
-            if let Some(dir) = path.parent() {
-                tokio::fs::create_dir_all(dir).await.map_err(io)?;
-            }
-            // A unique temporary name: identical bytes (two phones showing the same screen)
-            // may be written by several tasks at once.
-            static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let tmp = path.with_extension(format!("{ext}.{}.{n}.tmp", std::process::id()));
-            tokio::fs::write(&tmp, bytes).await.map_err(io)?;
-            if let Err(e) = tokio::fs::rename(&tmp, &path).await {
-                let _ = tokio::fs::remove_file(&tmp).await;
-                // Losing the race to a writer of the same bytes is success.
-                if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
-                    return Err(io(e));
-                }
-            }
-        }
+        let (root, ext_owned, len) = (self.root.clone(), ext.to_string(), bytes.len() as u64);
+        let (sha, rel) = tokio::task::spawn_blocking(move || write_file(&root, &ext_owned, &bytes))
+            .await
+            .map_err(|e| ArtifactError::Io {
+                path: self.root.display().to_string(),
+                source: std::io::Error::other(e),
+            })??;
         self.store
             .put_artifact(&Artifact {
                 sha256: sha.clone(),
                 kind: kind.into(),
                 media_type: media_type.into(),
                 path: rel,
-                bytes: bytes.len() as u64,
+                bytes: len,
             })
             .await?;
         Ok(sha)
@@ -98,6 +82,38 @@ impl ArtifactStore {
     }
 }
 
+/// Hashes `bytes` and writes them under `root` unless a file of that hash is there.
+/// Returns the hash and the path relative to `root`.
+fn write_file(root: &Path, ext: &str, bytes: &[u8]) -> Result<(String, String), ArtifactError> {
+    let sha = hex::encode(Sha256::digest(bytes));
+    let rel = format!("artifacts/{}/{}.{}", &sha[..2], sha, ext);
+    let path = root.join(&rel);
+    if path.exists() {
+        return Ok((sha, rel));
+    }
+    let io = |source| ArtifactError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    // A unique temporary name: identical bytes (two phones showing the same screen) may
+    // be written by several tasks at once.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("{ext}.{}.{n}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    if let Err(e) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
+        // Losing the race to a writer of the same bytes is success.
+        if !path.exists() {
+            return Err(io(e));
+        }
+    }
+    Ok((sha, rel))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,7 +129,7 @@ mod tests {
         let handles: Vec<_> = (0..16)
             .map(|_| {
                 let (a, b) = (a.clone(), bytes.clone());
-                tokio::spawn(async move { a.put("screenshot", "image/png", "png", &b).await })
+                tokio::spawn(async move { a.put("screenshot", "image/png", "png", b.into()).await })
             })
             .collect();
         let mut shas = std::collections::HashSet::new();

@@ -397,7 +397,11 @@ impl TrajectoryBundle {
         }
         for s in &self.trajectory.steps {
             let sha = match self.screenshots.get(&s.n) {
-                Some(png) => Some(artifacts.put("screenshot", "image/png", "png", png).await?),
+                Some(png) => Some(
+                    artifacts
+                        .put("screenshot", "image/png", "png", png.clone().into())
+                        .await?,
+                ),
                 None => None,
             };
             store.append_step(&s.to_step(task, sha)).await?;

@@ -138,7 +138,7 @@ impl Runner {
         let screenshot_sha = match &png {
             Some(p) => Some(
                 self.artifacts
-                    .put("screenshot", "image/png", "png", p)
+                    .put("screenshot", "image/png", "png", p.clone())
                     .await
                     .map_err(|e| DeviceError::Protocol(e.to_string()))?,
             ),
