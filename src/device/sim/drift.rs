@@ -214,6 +214,37 @@ mod tests {
         assert!(reword(1, "x", "Buy").starts_with("Buy") && reword(1, "x", "Buy") != "Buy");
     }
 
+    /// Under delayed elements a list shows a sync row on top that pushes its rows down,
+    /// until its content has loaded; then the rows are where a clean phone has them.
+    #[test]
+    fn a_syncing_list_pushes_its_rows_down_until_it_has_loaded() {
+        let clean = phone(SimFaults::default());
+        let slow = phone(SimFaults {
+            delayed_elements_ms: 2_000,
+            ..SimFaults::default()
+        });
+        for p in [&clean, &slow] {
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+        }
+        let name = "Alice Martin";
+        let at = |p: &SimDevice| top(&bounds_of(&p.hierarchy_now(), name).expect("a row"));
+        let syncing = slow.hierarchy_now();
+        assert!(
+            syncing.contains(crate::device::sim::ui::SYNC_ID),
+            "{syncing}"
+        );
+        assert_eq!(at(&slow) - at(&clean), super::ROW, "one row down");
+        slow.advance_clock(2_000);
+        assert!(
+            !slow
+                .hierarchy_now()
+                .contains(crate::device::sim::ui::SYNC_ID)
+        );
+        assert_eq!(at(&slow), at(&clean), "loaded: back in place");
+    }
+
     #[test]
     fn drifts_are_off_by_default() {
         let f = SimFaults::default();
