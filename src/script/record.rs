@@ -323,7 +323,7 @@ fn expect(before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
         .elements
         .iter()
         .filter(|e| before.by_selector(&e.selector).is_none())
-        .filter_map(|e| durable(e).map(|(rank, sel)| (rank, e.bounds.top, sel)))
+        .filter_map(|e| durable(e, before).map(|(rank, sel)| (rank, e.bounds.top, sel)))
         .min_by_key(|(rank, top, _)| (*rank, *top));
     new.map(|(_, _, sel)| Expect {
         visible: vec![sel],
@@ -335,11 +335,14 @@ fn expect(before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
 /// rank (lower is better): the label of an element that is not a button (a field's hint,
 /// a row's name: updates rename ids and reword buttons, not these), then the `#id`, then
 /// a button's label. Index paths are never used (a moved or reordered layout breaks
-/// them), and neither is a class alone or a neighbour-anchored form.
-fn durable(e: &ActionableElement) -> Option<(u8, String)> {
+/// them), and neither is a class alone or a neighbour-anchored form; nor a selector that
+/// the screen before the step already matched (a note's title is in the editor and in
+/// the list: it would hold before the step did anything).
+fn durable(e: &ActionableElement, before: &SeenScreen) -> Option<(u8, String)> {
     let button = e.kind.ends_with("Button");
     std::iter::once(&e.selector)
         .chain(&e.alternative_selectors)
+        .filter(|s| before.by_selector(s).is_none())
         .filter_map(|s| {
             let rank = match crate::screen::Selector::parse(s).ok()? {
                 crate::screen::Selector::Text { .. } | crate::screen::Selector::Desc { .. }

@@ -247,19 +247,65 @@ fn a_sideways_drag_on_an_element_is_recorded_on_that_element() {
 /// its selector), so a replay refocuses it when a pop-up took the focus away.
 #[test]
 fn a_type_after_tapping_a_field_targets_that_field() {
-    let mut title = el(1, "#title", &["EditText:text(\"Title\")"], [0, 300, 1000, 400]);
+    let mut title = el(
+        1,
+        "#title",
+        &["EditText:text(\"Title\")"],
+        [0, 300, 1000, 400],
+    );
     title["actions"] = json!(["click", "set_text"]);
     let button = el(2, "#fab", &[], [800, 1800, 1000, 2000]);
     let screen = vec![title, button];
     let steps = vec![
-        step(1, "ok", json!({"action": "tap", "coordinate": [0.5, 0.175]}), "a", "h1", screen.clone()),
-        step(2, "ok", json!({"action": "type", "text": "Buy milk"}), "a", "h2", screen.clone()),
-        step(3, "ok", json!({"action": "tap", "coordinate": [0.9, 0.95]}), "a", "h3", screen.clone()),
-        step(4, "ok", json!({"action": "type", "text": "x"}), "a", "h4", screen),
-        step(5, "ok", json!({"action": "finish", "success": true}), "a", "h5", vec![]),
+        step(
+            1,
+            "ok",
+            json!({"action": "tap", "coordinate": [0.5, 0.175]}),
+            "a",
+            "h1",
+            screen.clone(),
+        ),
+        step(
+            2,
+            "ok",
+            json!({"action": "type", "text": "Buy milk"}),
+            "a",
+            "h2",
+            screen.clone(),
+        ),
+        step(
+            3,
+            "ok",
+            json!({"action": "tap", "coordinate": [0.9, 0.95]}),
+            "a",
+            "h3",
+            screen.clone(),
+        ),
+        step(
+            4,
+            "ok",
+            json!({"action": "type", "text": "x"}),
+            "a",
+            "h4",
+            screen,
+        ),
+        step(
+            5,
+            "ok",
+            json!({"action": "finish", "success": true}),
+            "a",
+            "h5",
+            vec![],
+        ),
     ];
     let s = from_steps("note", &steps).unwrap();
     assert_eq!(s.steps[1].selector.as_deref(), Some("#title"));
-    assert_eq!(s.steps[1].alternative_selectors, ["EditText:text(\"Title\")"]);
-    assert_eq!(s.steps[3].selector, None, "after a tap on a button: as recorded");
+    assert_eq!(
+        s.steps[1].alternative_selectors,
+        ["EditText:text(\"Title\")"]
+    );
+    assert_eq!(
+        s.steps[3].selector, None,
+        "after a tap on a button: as recorded"
+    );
 }

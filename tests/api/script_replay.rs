@@ -208,7 +208,8 @@ async fn a_recovery_after_a_failed_expect_never_runs_the_action_again() {
     let app = bare_app(&[]).await;
     let phone = add_phone(&app, "p", Some(TASK)).await;
     let script = json!({"name": "bluetooth", "goal": "turn bluetooth on",
-        "steps": [{"action": "tap", "selector": ":text(\"Bluetooth\")",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.android.settings"}},
+                  {"action": "tap", "selector": ":text(\"Bluetooth\")",
                    "expect": {"visible": ["#renamed_by_an_update"], "timeout_ms": 300}}]});
     let heal = json!({"action_type": "modify_selector", "new_selector": ":text(\"Bluetooth\")",
                       "reason": "the row is there", "confidence": "high"});

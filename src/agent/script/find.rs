@@ -111,28 +111,33 @@ pub fn visible(screen: &Screen, sel: &str) -> bool {
         .any(|n| reachable(screen, modal, n))
 }
 
-/// Primary, then alternatives (each must match exactly one visible node). The step's
-/// recorded index path (`path`) is trusted only when its node still fits one of the
-/// step's recorded alternatives (`#switch_widget` that several rows share, say): after a
-/// layout shift the path names a different node, and a tap there would "work" on the
-/// wrong element.
+/// Primary, then alternatives (each must match exactly one visible node). `path`: the
+/// step's primary and alternatives as recorded. An index path among them (primary or
+/// alternative) is trusted only when its node still fits one of the step's other
+/// selectors (`#switch_widget` that several rows share, say): after a layout shift the
+/// path names a different node, and a tap there would "work" on the wrong element.
 pub fn by_selectors(
     screen: &Screen,
     selectors: &[String],
     path: Option<(&str, &[String])>,
 ) -> Option<Found> {
+    // Every index path among the selectors (the primary or an alternative) needs a
+    // witness: a non-index selector of the step that its node fits.
+    let witnesses: Vec<Selector> = path
+        .into_iter()
+        .flat_map(|(p, alternatives)| {
+            std::iter::once(p).chain(alternatives.iter().map(String::as_str))
+        })
+        .filter_map(|a| Selector::parse(a).ok())
+        .filter(|a| !a.is_index_based())
+        .collect();
     selectors.iter().enumerate().find_map(|(i, s)| {
         let node = unique(screen, s)?;
-        if let Some((p, alternatives)) = path.filter(|(p, _)| *p == s.as_str()) {
-            let witnesses: Vec<Selector> = alternatives
-                .iter()
-                .filter_map(|a| Selector::parse(a).ok())
-                .filter(|a| !a.is_index_based())
-                .collect();
-            if !witnesses.is_empty() && !fits(screen, node, &witnesses) {
-                let _ = p;
-                return None;
-            }
+        // A path AI in the middle proposed (not one the step recorded) is its own evidence.
+        let recorded = path.is_some_and(|(p, alts)| p == s || alts.contains(s));
+        let index_based = Selector::parse(s).is_ok_and(|p| p.is_index_based());
+        if recorded && index_based && !witnesses.is_empty() && !fits(screen, node, &witnesses) {
+            return None;
         }
         Some(Found {
             selector: s.clone(),
@@ -449,9 +454,16 @@ mod tests {
         ] {
             assert_eq!(unique(&s, sel), None, "{sel} as recorded is gone");
             let f = fuzzy(&s, &[sel.to_string()]).expect(sel);
-            assert_eq!(s.tree.nodes[f.node].bounds.top, 200, "{sel}: the 8:15 row's");
+            assert_eq!(
+                s.tree.nodes[f.node].bounds.top, 200,
+                "{sel}: the 8:15 row's"
+            );
         }
-        assert_eq!(fuzzy(&s, &["#delete".to_string()]), None, "two rows: no guess");
+        assert_eq!(
+            fuzzy(&s, &["#delete".to_string()]),
+            None,
+            "two rows: no guess"
+        );
     }
 
     #[test]

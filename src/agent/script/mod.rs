@@ -14,9 +14,10 @@
 //!    (an expected app by a `wait_for` of its windows, `:package("…")`);
 //! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
 //!    `max_recovery_attempts`, then the user; without a model the task fails, naming
-//!    the step. When only the `expect` failed, the step's action already ran and is
-//!    never run again by a recovery (a `modify_selector` then names what the expect
-//!    meant), so AI in the middle cannot make a run worse than the script alone.
+//!    the step. When only the `expect` failed, the step's action already ran and a
+//!    model's answer never runs it again (a `modify_selector` then names what the
+//!    expect meant). A low-confidence or unusable answer still retries the step whole,
+//!    as for any failure.
 //!
 //! The logic lives in the agent rather than in `RunHooks` because each decision needs the
 //! script's state (which step, which fallback was tried); hooks see one action at a time.
@@ -640,8 +641,8 @@ impl ScriptAgent {
     }
 
     /// A recovery for a step whose action already ran and whose `expect` failed. The
-    /// step's action is never run again (a second tap on "Delete" deletes a second
-    /// alarm): a `modify_selector` names what the expect meant and, when it is on
+    /// answer never runs the step's action again (a second tap on "Delete" deletes a
+    /// second alarm): a `modify_selector` names what the expect meant and, when it is on
     /// screen, the step is done (and its expect healed); an `execute_action` runs and
     /// the expect is checked again; the rest as for any failure.
     fn apply_after_action(

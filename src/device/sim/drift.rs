@@ -35,14 +35,16 @@ pub fn shift_for(seed: u64, package: &str) -> i32 {
 
 /// Pushes an app's content down under a banner (see the module doc). `root` is what
 /// `apps::build` returned: a frame holding `android:id/content`, whose first child is
-/// the toolbar.
-pub fn move_app_content(root: &mut Widget, cx: &Ctx, seed: u64, package: &str) {
+/// the toolbar; `bottom` is the bottom of the app's area (`Ctx::bottom`: the keyboard's
+/// top while it is up), to which bottom bars stay anchored.
+pub fn move_app_content(root: &mut Widget, cx: &Ctx, bottom: i32, seed: u64, package: &str) {
     let dy = cx.d(shift_for(seed, package));
     let Some(content) = find_mut(root, "android:id/content") else {
         return;
     };
     let top = cx.content_top();
-    let anchored = cx.h - cx.d(2 * ROW + 60);
+    // Bars anchored to the bottom of the app's area (above the keyboard when it is up).
+    let anchored = bottom - cx.d(2 * ROW + 60);
     for c in content.children.iter_mut().skip(1) {
         if c.frame.top < anchored {
             c.shift(dy);
@@ -173,6 +175,31 @@ mod tests {
         );
         assert_eq!(tb - ta, dy, "the row moved down by the seeded shift");
         assert_eq!(moved.hierarchy_now(), b, "deterministic");
+    }
+
+    /// A bar anchored above the keyboard (a chat's compose bar) stays there: the banner
+    /// pushes the page's content, never a bar under the keyboard.
+    #[test]
+    fn moved_elements_leave_a_bar_above_the_keyboard_where_it_is() {
+        use crate::device::sim::state::field;
+        let clean = phone(SimFaults::default());
+        let moved = phone(SimFaults {
+            moved_elements: true,
+            ..SimFaults::default()
+        });
+        for p in [&clean, &moved] {
+            p.apply(Cmd::Launch {
+                app: AppId::Messages,
+            });
+            p.apply(Cmd::OpenThread {
+                contact: "Alice Martin".into(),
+            });
+            p.apply(Cmd::Focus {
+                field: field::MSG_COMPOSE.into(),
+            });
+        }
+        let send = |p: &SimDevice| bounds_of(&p.hierarchy_now(), "Send SMS").expect("send");
+        assert_eq!(send(&moved), send(&clean));
     }
 
     #[test]

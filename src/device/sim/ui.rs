@@ -741,7 +741,8 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         Fg::App(app) => {
             let (mut root, sec) = apps::build(app, st, cx);
             if let Some(seed) = cx.moved {
-                super::drift::move_app_content(&mut root, cx, seed, app.package());
+                let bottom = cx.bottom(st);
+                super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
             }
             if let Some(seed) = cx.relabel {
                 super::drift::relabel(&mut root, seed, app.package());
