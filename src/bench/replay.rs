@@ -74,12 +74,15 @@ pub enum DriftKind {
     ChangedLabel,
     /// Renamed ids, reordered lists and moved elements at once.
     IdsListsMoved,
+    /// What one app update brings at once: renamed ids, reworded labels, and a
+    /// "what's new" banner that moves the layout.
+    AppUpdate,
     /// Every drift at once.
     All,
 }
 
 impl DriftKind {
-    pub const ALL: [DriftKind; 9] = [
+    pub const ALL: [DriftKind; 10] = [
         DriftKind::None,
         DriftKind::RenamedIds,
         DriftKind::ReorderLists,
@@ -88,6 +91,7 @@ impl DriftKind {
         DriftKind::MovedElements,
         DriftKind::ChangedLabel,
         DriftKind::IdsListsMoved,
+        DriftKind::AppUpdate,
         DriftKind::All,
     ];
 
@@ -96,15 +100,17 @@ impl DriftKind {
         let mut f = SimFaults::default();
         let on = |k: DriftKind| self == k || self == DriftKind::All;
         let combo = self == DriftKind::IdsListsMoved;
-        f.renamed_ids = on(DriftKind::RenamedIds) || combo;
+        let update = self == DriftKind::AppUpdate;
+        f.renamed_ids = on(DriftKind::RenamedIds) || combo || update;
         f.reorder_lists = on(DriftKind::ReorderLists) || combo;
-        f.moved_elements = on(DriftKind::MovedElements) || combo;
-        f.changed_labels = on(DriftKind::ChangedLabel);
+        f.moved_elements = on(DriftKind::MovedElements) || combo || update;
+        f.changed_labels = on(DriftKind::ChangedLabel) || update;
         if on(DriftKind::Popups) {
             f.popup_rate = 0.25;
         }
         if on(DriftKind::DelayedElements) {
-            f.delayed_elements_ms = 1500;
+            // Long enough that a list is still syncing when a blind tap comes.
+            f.delayed_elements_ms = 2500;
         }
         f
     }
@@ -119,6 +125,7 @@ impl DriftKind {
             DriftKind::MovedElements => "moved_elements",
             DriftKind::ChangedLabel => "changed_label",
             DriftKind::IdsListsMoved => "renamed_ids+reorder_lists+moved_elements",
+            DriftKind::AppUpdate => "app_update",
             DriftKind::All => "all",
         }
     }
@@ -383,6 +390,9 @@ pub struct ReplayReport {
     pub cells: BTreeMap<(Mode, DriftKind), Tally>,
     /// Per flow, mode and drift: whether the checker passed (for tests and debugging).
     pub outcomes: BTreeMap<(&'static str, Mode, DriftKind), bool>,
+    /// Per run the checker failed: the reason the task ended with (which script step
+    /// failed, and how), so a miss can be told from the table alone.
+    pub reasons: BTreeMap<(&'static str, Mode, DriftKind), String>,
     pub unavailable: Vec<Mode>,
 }
 
@@ -500,14 +510,14 @@ fn phone(screen: ScreenSize, faults: SimFaults, t: &SimTask) -> Arc<SimDevice> {
 }
 
 /// One run on a fresh phone: the finished task's id, whether the checker passed, the
-/// steps and the wall time.
+/// steps and the wall time, and the reason the task ended with.
 async fn run_once(
     env: &Env,
     t: &SimTask,
     faults: SimFaults,
     agent: Box<dyn Agent>,
     max_steps: usize,
-) -> Result<(crate::domain::TaskId, bool, Tally), ReplayBenchError> {
+) -> Result<(crate::domain::TaskId, bool, Tally, String), ReplayBenchError> {
     let setup = |e: &dyn std::fmt::Display| ReplayBenchError::Setup(e.to_string());
     let spec = TaskSpec::parse(NewTask {
         instruction: Some(t.instruction.into()),
@@ -540,7 +550,7 @@ async fn run_once(
         elapsed_ms,
         phases: Phases::of(&steps),
     };
-    Ok((done.id, ok, tally))
+    Ok((done.id, ok, tally, done.reason.clone().unwrap_or_default()))
 }
 
 /// Records a flow on a clean phone: the reference solution through the runner, then
@@ -558,7 +568,7 @@ async fn record_in(env: &Env, id: &str) -> Result<Flow, ReplayBenchError> {
         reason,
     };
     let agent = Box::new(ReplayAgent::new(actions.clone()));
-    let (task_id, ok, _) = run_once(env, &t, SimFaults::default(), agent, actions.len()).await?;
+    let (task_id, ok, _, _) = run_once(env, &t, SimFaults::default(), agent, actions.len()).await?;
     if !ok {
         return Err(fail("the checker failed on a clean phone".into()));
     }
@@ -649,9 +659,12 @@ pub async fn bench_replay(
                 };
                 // A script step may also wait, dismiss or recover: room for that.
                 let n = flow.coordinates.len() * 4;
-                let (_, ok, t) = run_once(&env, &flow.task, drift.faults(), agent, n).await?;
+                let (_, ok, t, why) = run_once(&env, &flow.task, drift.faults(), agent, n).await?;
                 report.cells.entry((mode, drift)).or_default().add(&t);
                 report.outcomes.insert((flow.task.id, mode, drift), ok);
+                if !ok {
+                    report.reasons.insert((flow.task.id, mode, drift), why);
+                }
             }
         }
     }
@@ -733,13 +746,20 @@ fn format_phases(r: &ReplayReport) -> String {
 }
 
 /// The runs the script agent did not complete (selectors and AITM; blind coordinates are
-/// expected to fail under drift), one line each: `flow  mode  drift`.
+/// expected to fail under drift), one line each: `flow  mode  drift  why`.
 fn format_failures(r: &ReplayReport) -> String {
     let failed: Vec<String> = r
         .outcomes
         .iter()
         .filter(|((_, m, _), ok)| !**ok && *m != Mode::Coordinates)
-        .map(|((f, m, d), _)| format!("  {f:<28} {:<10} {}\n", m.name(), d.name()))
+        .map(|((f, m, d), _)| {
+            let why: String = r
+                .reasons
+                .get(&(*f, *m, *d))
+                .map(|w| w.chars().take(160).collect())
+                .unwrap_or_default();
+            format!("  {f:<28} {:<10} {:<16} {why}\n", m.name(), d.name())
+        })
         .collect();
     if failed.is_empty() {
         return String::new();

@@ -6,7 +6,9 @@
 //!
 //! Rules, in order: an element on the current screen whose label or id matches what the
 //! failed step's selectors say (same text ignoring case, a label that starts with the
-//! recorded one, the same id ignoring case and `_`) → `modify_selector`; a dialog with a
+//! recorded one, the same id ignoring case, `_` and a version suffix) → `modify_selector`
+//! (after an `expect` failed: what the expect names, since the step's action already
+//! ran); a dialog with a
 //! dismiss button → `execute_action` tapping it; otherwise `abort` with low confidence.
 
 use std::time::Duration;
@@ -73,17 +75,33 @@ fn squash(s: &str) -> String {
         .collect()
 }
 
+/// Whether screen id `have` is the id `want` after an update renamed it: the same once
+/// case and `_` are ignored, or with a version suffix (`title` → `title_v2`).
+fn same_id(have: &str, want: &str) -> bool {
+    let (h, w) = (squash(have), squash(want));
+    h == w
+        || h.strip_prefix(w.as_str())
+            .and_then(|rest| rest.strip_prefix('v'))
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+}
+
 fn answer(ctx: &Value) -> Value {
     let step = &ctx["failed_step"];
-    let selectors: Vec<&str> = std::iter::once(&step["selector"])
-        .chain(
-            step["alternative_selectors"]
-                .as_array()
-                .into_iter()
-                .flatten(),
-        )
-        .filter_map(Value::as_str)
-        .collect();
+    // After an `expect` failed, the step's action already ran: what is missing is what
+    // the expect names, not the step's target.
+    let selectors: Vec<&str> = if ctx["error"]["error_type"] == "expect_failed" {
+        ctx["error"]["selector"].as_str().into_iter().collect()
+    } else {
+        std::iter::once(&step["selector"])
+            .chain(
+                step["alternative_selectors"]
+                    .as_array()
+                    .into_iter()
+                    .flatten(),
+            )
+            .filter_map(Value::as_str)
+            .collect()
+    };
     let screen = lines(ctx["current_screen"].as_str().unwrap_or_default());
     for (is_id, want) in selectors.iter().filter_map(|s| wanted(s)) {
         let w = want.to_lowercase();
@@ -91,7 +109,7 @@ fn answer(ctx: &Value) -> Value {
             .iter()
             .filter(|l| {
                 if is_id {
-                    !l.id.is_empty() && squash(&l.id) == squash(&want)
+                    !l.id.is_empty() && same_id(&l.id, &want)
                 } else {
                     !l.text.is_empty()
                         && (l.text.to_lowercase() == w || l.text.to_lowercase().starts_with(&w))

@@ -9,6 +9,7 @@
 //! | `:desc("Back")` | exact content-desc |
 //! | `Button:text("Send")`, `ImageButton:desc("Back")` | class (short or full) and text/desc |
 //! | `Button` | every node of that class (only useful as a fallback) |
+//! | `:package("com.app")` | every node of that app's windows (waits: "the app is up") |
 //! | `[0.1.2]` | index path |
 //! | `:text("6:00 AM") >> #delete` | the `#delete` nearest to the anchor: inside it, else inside its nearest ancestor that holds one (the same list row) |
 //!
@@ -37,6 +38,8 @@ pub enum Selector {
         desc: String,
     },
     Class(String),
+    /// Every node of an app's windows: what a wait for an app to come up waits for.
+    Package(String),
     Path(Vec<u32>),
     /// `anchor >> target`: the target nodes nearest to an anchor node (see the module doc).
     Near {
@@ -67,7 +70,7 @@ impl SelectorError {
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
         format!(
-            "{line}\n{}^ {}\nValid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2], :text(\"…\") >> #resource_id.",
+            "{line}\n{}^ {}\nValid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2], :text(\"…\") >> #resource_id, :package(\"com.app\").",
             " ".repeat(self.column.saturating_sub(1)),
             self.message
         )
@@ -242,12 +245,22 @@ impl Selector {
                 } else {
                     let colon = c.pos;
                     c.expect(":", "`:text(\"…\")` or `:desc(\"…\")` after the class name")?;
+                    if class.is_none() && c.eat("package(") {
+                        let s = c.string()?;
+                        c.expect(")", "`)` after the string")?;
+                        return Ok(Selector::Package(s));
+                    }
                     let is_text = if c.eat("text(") {
                         true
                     } else if c.eat("desc(") {
                         false
                     } else {
-                        return Err(c.err(colon + 1, "expected `text(` or `desc(` after `:`"));
+                        let what = if class.is_none() {
+                            "expected `text(`, `desc(` or `package(` after `:`"
+                        } else {
+                            "expected `text(` or `desc(` after `:`"
+                        };
+                        return Err(c.err(colon + 1, what));
                     };
                     let s = c.string()?;
                     c.expect(")", "`)` after the string")?;
@@ -282,6 +295,7 @@ impl Selector {
             Selector::Text { class, text } => n.text == *text && class_ok(class),
             Selector::Desc { class, desc } => n.content_desc == *desc && class_ok(class),
             Selector::Class(c) => n.class == *c || n.short_class() == c,
+            Selector::Package(p) => n.package == *p,
             Selector::Path(_) => false,
             // Alone, a node can only be checked against the target; `find` adds the anchor.
             Selector::Near { target, .. } => target.matches_node(n),
@@ -359,6 +373,7 @@ impl fmt::Display for Selector {
                 )
             }
             Selector::Class(c) => write!(f, "{c}"),
+            Selector::Package(p) => write!(f, ":package({})", quoted(p)),
             Selector::Path(p) => {
                 let s: Vec<String> = p.iter().map(u32::to_string).collect();
                 write!(f, "[{}]", s.join("."))
@@ -637,6 +652,7 @@ mod tests {
             ),
             ("[0.1.2]", Selector::Path(vec![0, 1, 2])),
             ("EditText", Selector::Class("EditText".into())),
+            (":package(\"com.app\")", Selector::Package("com.app".into())),
         ];
         for (s, want) in cases {
             let got = Selector::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));

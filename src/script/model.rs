@@ -228,7 +228,9 @@ pub struct StepParameters {
     /// what blind coordinate replay taps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinate: Option<[f64; 2]>,
-    /// `swipe` between two normalized points.
+    /// `swipe` between two normalized points: of the screen, or, when the step has a
+    /// selector, of that element's bounds (a slider's drag, found wherever the element
+    /// is now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<[f64; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -403,6 +405,16 @@ impl ScriptStep {
         self.parameters.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)
     }
 
+    /// A swipe with a selector and both points: a drag on that element (a slider's),
+    /// its points fractions of the element's bounds.
+    pub fn is_element_drag(&self) -> bool {
+        self.action == StepAction::Swipe
+            && self.selector.is_some()
+            && self.parameters.start.is_some()
+            && self.parameters.end.is_some()
+            && self.parameters.direction.is_none()
+    }
+
     /// Checks one step; `known` are the variables set before it.
     pub fn validate(&self, path: &str, known: &[String]) -> Result<(), ScriptError> {
         for (field, sel) in self.selectors() {
@@ -544,11 +556,14 @@ impl ScriptStep {
                     "Remove the selector from this step.",
                 ));
             }
+            // A drag on an element: the replay turns its points into screen points
+            // where the element is (`ScriptStep::is_element_drag`).
+            (StepAction::Swipe, Some(_)) if self.is_element_drag() => {}
             (StepAction::Swipe, Some(_)) if self.parameters.direction.is_none() => {
                 return Err(ScriptError::invalid(
                     "selector",
-                    "a swipe inside an element needs parameters.direction",
-                    "Add \"direction\": \"up\" (or down, left, right).",
+                    "a swipe inside an element needs parameters.direction, or `start` and `end` within the element",
+                    "Add \"direction\": \"up\" (or down, left, right), or both points as fractions of the element's bounds.",
                 ));
             }
             (_, Some(Value::Object(t))) => obj.extend(t),

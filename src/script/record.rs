@@ -7,6 +7,10 @@
 //!   element (by `#id` first) that appeared.
 //! - Failed, rejected and skipped steps are left out, and so are undone pairs: a step
 //!   followed by `back` that returned to the screen it started from.
+//! - A `type` with no target after a tap on a text field types into that field (its
+//!   selector), so a replay refocuses it when a pop-up took the focus away.
+//! - A sideways swipe on an element (a slider's drag) becomes a drag on it, by its
+//!   selector, with points relative to its bounds; other swipes keep screen points.
 //! - `wait` is dropped (replay waits for each target by change detection); `finish`,
 //!   `ask_user` and `mcp_call` are not device steps.
 //! - Text typed into a password field was recorded as `••••`; it becomes an input
@@ -76,11 +80,22 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
     let mut out = Vec::new();
     let mut passwords = 0;
     let mut inputs = std::collections::BTreeMap::new();
+    // The text field the previous step tapped: where a following `type` without a target
+    // typed (a pop-up may take the focus away before a replay types).
+    let mut field: Option<(String, Vec<String>)> = None;
     for (k, &i) in kept.iter().enumerate() {
         let seen = SeenScreen::of(&steps[i]);
         let Some(mut step) = to_step(action_json(&steps[i]).as_ref(), &seen) else {
             continue;
         };
+        if step.action == StepAction::Type
+            && step.selector.is_none()
+            && let Some((sel, alts)) = field.take()
+        {
+            step.selector = Some(sel);
+            step.alternative_selectors = alts;
+        }
+        field = tapped_field(&step, &seen);
         if step.parameters.text.as_deref() == Some(REDACTED) {
             passwords += 1;
             let name = if passwords == 1 {
@@ -124,6 +139,18 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
         .validate()
         .map_err(|e| RecordError(format!("the recorded script is not valid: {e}")))?;
     Ok(script)
+}
+
+/// The text field a tap step tapped, by its selector and alternatives.
+fn tapped_field(step: &ScriptStep, seen: &SeenScreen) -> Option<(String, Vec<String>)> {
+    let sel = step
+        .selector
+        .as_ref()
+        .filter(|_| step.action == StepAction::Tap)?;
+    let e = seen.by_selector(sel)?;
+    e.actions
+        .contains(&crate::domain::ElementAction::SetText)
+        .then(|| (sel.clone(), step.alternative_selectors.clone()))
 }
 
 /// Indexes of the steps that worked and were not undone.
@@ -234,6 +261,8 @@ fn target(a: &Value, seen: &SeenScreen, step: &mut ScriptStep) {
             step.parameters.coordinate = Some([px[0] / w, px[1] / h]);
         }
         seen.at(px[0], px[1])
+    } else if step.action == StepAction::Swipe {
+        return drag(seen, step);
     } else {
         None
     };
@@ -251,6 +280,37 @@ fn target(a: &Value, seen: &SeenScreen, step: &mut ScriptStep) {
     }
 }
 
+/// A sideways swipe that starts on an element and ends level with it (a slider's drag)
+/// becomes a drag on that element: its selector, and the points as fractions of its
+/// bounds (clamped to them), so the replay drags it wherever it moved. Other swipes
+/// (a list's scroll, a page's swipe) keep their screen points.
+fn drag(seen: &SeenScreen, step: &mut ScriptStep) {
+    let p = &step.parameters;
+    let (Some(s), Some(e), Some([w, h])) = (p.start, p.end, seen.size) else {
+        return;
+    };
+    let Some(el) = seen.at(s[0] * w, s[1] * h) else {
+        return;
+    };
+    let b = el.bounds;
+    let (bw, bh) = (b.width() as f64, b.height() as f64);
+    let (dx, dy) = ((e[0] - s[0]) * w, (e[1] - s[1]) * h);
+    let level = (b.top as f64) <= e[1] * h && e[1] * h < b.bottom as f64;
+    if bw <= 0.0 || bh <= 0.0 || dx.abs() < dy.abs() || !level {
+        return;
+    }
+    let rel = |q: [f64; 2]| {
+        [
+            ((q[0] * w - b.left as f64) / bw).clamp(0.0, 1.0),
+            ((q[1] * h - b.top as f64) / bh).clamp(0.0, 1.0),
+        ]
+    };
+    step.parameters.start = Some(rel(s));
+    step.parameters.end = Some(rel(e));
+    step.selector = Some(el.selector.clone());
+    step.alternative_selectors = el.alternative_selectors.clone();
+}
+
 /// What the next screen showed that this one did not.
 fn expect(before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
     if after.app.is_some() && after.app != before.app {
@@ -263,12 +323,40 @@ fn expect(before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
         .elements
         .iter()
         .filter(|e| before.by_selector(&e.selector).is_none())
-        .filter(|e| !e.selector.starts_with('['))
-        .min_by_key(|e| (!e.selector.starts_with('#'), e.bounds.top));
-    new.map(|e| Expect {
-        visible: vec![e.selector.clone()],
+        .filter_map(|e| durable(e, before).map(|(rank, sel)| (rank, e.bounds.top, sel)))
+        .min_by_key(|(rank, top, _)| (*rank, *top));
+    new.map(|(_, _, sel)| Expect {
+        visible: vec![sel],
         ..Default::default()
     })
+}
+
+/// The selector of `e` most likely to survive an app update, for an `expect`, with its
+/// rank (lower is better): the label of an element that is not a button (a field's hint,
+/// a row's name: updates rename ids and reword buttons, not these), then the `#id`, then
+/// a button's label. Index paths are never used (a moved or reordered layout breaks
+/// them), and neither is a class alone or a neighbour-anchored form; nor a selector that
+/// the screen before the step already matched (a note's title is in the editor and in
+/// the list: it would hold before the step did anything).
+fn durable(e: &ActionableElement, before: &SeenScreen) -> Option<(u8, String)> {
+    let button = e.kind.ends_with("Button");
+    std::iter::once(&e.selector)
+        .chain(&e.alternative_selectors)
+        .filter(|s| before.by_selector(s).is_none())
+        .filter_map(|s| {
+            let rank = match crate::screen::Selector::parse(s).ok()? {
+                crate::screen::Selector::Text { .. } | crate::screen::Selector::Desc { .. }
+                    if !button =>
+                {
+                    0
+                }
+                crate::screen::Selector::Id(_) => 1,
+                crate::screen::Selector::Text { .. } | crate::screen::Selector::Desc { .. } => 2,
+                _ => return None,
+            };
+            Some((rank, s.clone()))
+        })
+        .min_by_key(|(rank, _)| *rank)
 }
 
 #[cfg(test)]

@@ -133,3 +133,179 @@ fn a_task_with_nothing_to_replay_is_refused() {
             .contains("no successful")
     );
 }
+
+/// The `expect` a recording writes survives an app update: the label of a new element
+/// that is not a button (a field's hint) before its `#id` (updates rename ids), and a
+/// button's label (updates reword them) only after the id.
+#[test]
+fn expect_prefers_what_an_app_update_keeps() {
+    let field = |id: u32, sel: &str, alts: &[&str], kind: &str| {
+        let mut e = el(id, sel, alts, [0, 300, 1000, 400]);
+        e["type"] = json!(kind);
+        e
+    };
+    let before = vec![field(1, "#fab", &[":desc(\"New contact\")"], "ImageButton")];
+    let after = vec![
+        field(2, "#save_button", &[":text(\"Save\")"], "Button"),
+        field(
+            3,
+            "#name_edit",
+            &["EditText:text(\"Name\")", "[0.1]"],
+            "EditText",
+        ),
+    ];
+    let steps = vec![
+        step(
+            1,
+            "ok",
+            json!({"action": "tap", "selector": "#fab"}),
+            "com.droidpilot.contacts",
+            "a",
+            before,
+        ),
+        step(
+            2,
+            "ok",
+            json!({"action": "back"}),
+            "com.droidpilot.contacts",
+            "b",
+            after.clone(),
+        ),
+        step(
+            3,
+            "ok",
+            json!({"action": "finish", "success": true}),
+            "x",
+            "c",
+            vec![],
+        ),
+    ];
+    let s = from_steps("new contact", &steps).unwrap();
+    assert_eq!(
+        s.steps[0].expect.as_ref().unwrap().visible,
+        ["EditText:text(\"Name\")"]
+    );
+    // With only a button new, its id comes before its label.
+    let e = expect(
+        &SeenScreen::default(),
+        &SeenScreen {
+            elements: serde_json::from_value(json!([after[0]])).unwrap(),
+            ..Default::default()
+        },
+    );
+    assert_eq!(e.unwrap().visible, ["#save_button"]);
+}
+
+/// A slider's drag is recorded on the slider, its points relative to it, so a replay
+/// drags it wherever an update moved it; a list's vertical swipe keeps screen points.
+#[test]
+fn a_sideways_drag_on_an_element_is_recorded_on_that_element() {
+    let slider = el(1, ":desc(\"Brightness\")", &["[0.4]"], [40, 950, 960, 1050]);
+    let swipe = |s: [f64; 2], e: [f64; 2]| json!({"action": "swipe", "start": s, "end": e});
+    let steps = vec![
+        step(
+            1,
+            "ok",
+            swipe([0.5, 0.5], [0.99, 0.5]),
+            "a",
+            "h1",
+            vec![slider.clone()],
+        ),
+        step(
+            2,
+            "ok",
+            swipe([0.5, 0.5], [0.5, 0.2]),
+            "a",
+            "h2",
+            vec![slider],
+        ),
+        step(
+            3,
+            "ok",
+            json!({"action": "finish", "success": true}),
+            "a",
+            "h3",
+            vec![],
+        ),
+    ];
+    let s = from_steps("brightness", &steps).unwrap();
+    let drag = &s.steps[0];
+    assert_eq!(drag.selector.as_deref(), Some(":desc(\"Brightness\")"));
+    assert!(drag.is_element_drag());
+    assert_eq!(drag.parameters.start, Some([0.5, 0.5]));
+    assert_eq!(
+        drag.parameters.end,
+        Some([1.0, 0.5]),
+        "clamped to the element"
+    );
+    let scroll = &s.steps[1];
+    assert_eq!(scroll.selector, None);
+    assert_eq!(scroll.parameters.end, Some([0.5, 0.2]));
+}
+
+/// `tap` a field, then `type` with no target: the type step types into that field (by
+/// its selector), so a replay refocuses it when a pop-up took the focus away.
+#[test]
+fn a_type_after_tapping_a_field_targets_that_field() {
+    let mut title = el(
+        1,
+        "#title",
+        &["EditText:text(\"Title\")"],
+        [0, 300, 1000, 400],
+    );
+    title["actions"] = json!(["click", "set_text"]);
+    let button = el(2, "#fab", &[], [800, 1800, 1000, 2000]);
+    let screen = vec![title, button];
+    let steps = vec![
+        step(
+            1,
+            "ok",
+            json!({"action": "tap", "coordinate": [0.5, 0.175]}),
+            "a",
+            "h1",
+            screen.clone(),
+        ),
+        step(
+            2,
+            "ok",
+            json!({"action": "type", "text": "Buy milk"}),
+            "a",
+            "h2",
+            screen.clone(),
+        ),
+        step(
+            3,
+            "ok",
+            json!({"action": "tap", "coordinate": [0.9, 0.95]}),
+            "a",
+            "h3",
+            screen.clone(),
+        ),
+        step(
+            4,
+            "ok",
+            json!({"action": "type", "text": "x"}),
+            "a",
+            "h4",
+            screen,
+        ),
+        step(
+            5,
+            "ok",
+            json!({"action": "finish", "success": true}),
+            "a",
+            "h5",
+            vec![],
+        ),
+    ];
+    let s = from_steps("note", &steps).unwrap();
+    assert_eq!(s.steps[1].selector.as_deref(), Some("#title"));
+    assert_eq!(
+        s.steps[1].alternative_selectors,
+        ["EditText:text(\"Title\")"]
+    );
+    assert_eq!(
+        s.steps[3].selector, None,
+        "after a tap on a button: as recorded"
+    );
+}

@@ -197,3 +197,61 @@ async fn unsure_recovery_is_retried_then_the_user_is_asked_and_abort_ends_it() {
         "{done}"
     );
 }
+
+/// AI in the middle never makes a run worse than the script alone: when a step's action
+/// ran and only its `expect` failed, a `modify_selector` names what the expect meant
+/// and ends the step; the action is not run a second time (a second tap on the toggle
+/// would turn Bluetooth off again).
+#[tokio::test]
+async fn a_recovery_after_a_failed_expect_never_runs_the_action_again() {
+    const TASK: &str = "settings.bluetooth_on";
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "p", Some(TASK)).await;
+    let script = json!({"name": "bluetooth", "goal": "turn bluetooth on",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.android.settings"}},
+                  {"action": "tap", "selector": ":text(\"Bluetooth\")",
+                   "expect": {"visible": ["#renamed_by_an_update"], "timeout_ms": 300}}]});
+    let heal = json!({"action_type": "modify_selector", "new_selector": ":text(\"Bluetooth\")",
+                      "reason": "the row is there", "confidence": "high"});
+    let (server, _) = model(vec![(200, heal.to_string())]).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",
+               "script": script, "recovery": true, "provider": "openai", "model": "fixer",
+               "base_url": format!("{}/v1", server.uri())}}),
+    )
+    .await;
+    let done = wait_done(&app, &id).await;
+    let all = steps(&app, &id).await;
+    let taps = all
+        .iter()
+        .filter(|s| s["action"]["action"] == "tap")
+        .count();
+    assert_eq!(done["status"], "succeeded", "{done} {all:?}");
+    assert_eq!(taps, 1, "the toggle was tapped once: {all:?}");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{all:?}");
+    assert_eq!(done["model_calls"], 1);
+}
+
+/// An `expect` that names only an app is waited for by change detection (a `wait_for`
+/// of the app's windows), like every other wait of replay: no fixed sleep.
+#[tokio::test]
+async fn an_expected_app_is_waited_for_by_change_detection() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "p", Some("settings.bluetooth_on")).await;
+    let script = json!({"name": "home", "goal": "go home",
+        "steps": [{"action": "key", "parameters": {"key": "home"},
+                   "expect": {"app": "com.example.never", "timeout_ms": 300}}]});
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        all.iter().all(|s| s["action"]["action"] != "wait"),
+        "no fixed sleeps: {all:?}"
+    );
+    assert!(
+        all.iter().any(|s| s["action"]["action"] == "wait_for"
+            && s["action"]["selector"] == ":package(\"com.example.never\")"),
+        "{all:?}"
+    );
+}

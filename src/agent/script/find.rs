@@ -4,9 +4,16 @@
 //!
 //! The fuzzy match accepts exactly one candidate, never a guess between several:
 //! - a renamed id: the same id once case and `_` are ignored (`switch_widget` →
-//!   `switchWidget`, what an app update does);
+//!   `switchWidget`, what an app update does), or with a version suffix (`title` →
+//!   `title_v2`);
 //! - the same text or description elsewhere (a list item that moved, a new id);
-//! - a changed label that still starts with the recorded one (`Send` → `Send message`).
+//! - a changed label or description that still starts with the recorded one (`Send` →
+//!   `Send message`);
+//! - for `anchor >> target`, the anchor as recorded and the target by the tests above,
+//!   in the group nearest the anchor (a row's renamed `#delete`).
+//!
+//! An `expect` is checked the same way (`expected`), so a step whose action worked is
+//! not failed because the element it expected was renamed.
 //!
 //! While a dialog is on top (`has_modal`), only the dialog's window can be touched: an
 //! element behind it counts as absent, so the dialog is dismissed first instead of a tap
@@ -104,28 +111,33 @@ pub fn visible(screen: &Screen, sel: &str) -> bool {
         .any(|n| reachable(screen, modal, n))
 }
 
-/// Primary, then alternatives (each must match exactly one visible node). The step's
-/// recorded index path (`path`) is trusted only when its node still fits one of the
-/// step's recorded alternatives (`#switch_widget` that several rows share, say): after a
-/// layout shift the path names a different node, and a tap there would "work" on the
-/// wrong element.
+/// Primary, then alternatives (each must match exactly one visible node). `path`: the
+/// step's primary and alternatives as recorded. An index path among them (primary or
+/// alternative) is trusted only when its node still fits one of the step's other
+/// selectors (`#switch_widget` that several rows share, say): after a layout shift the
+/// path names a different node, and a tap there would "work" on the wrong element.
 pub fn by_selectors(
     screen: &Screen,
     selectors: &[String],
     path: Option<(&str, &[String])>,
 ) -> Option<Found> {
+    // Every index path among the selectors (the primary or an alternative) needs a
+    // witness: a non-index selector of the step that its node fits.
+    let witnesses: Vec<Selector> = path
+        .into_iter()
+        .flat_map(|(p, alternatives)| {
+            std::iter::once(p).chain(alternatives.iter().map(String::as_str))
+        })
+        .filter_map(|a| Selector::parse(a).ok())
+        .filter(|a| !a.is_index_based())
+        .collect();
     selectors.iter().enumerate().find_map(|(i, s)| {
         let node = unique(screen, s)?;
-        if let Some((p, alternatives)) = path.filter(|(p, _)| *p == s.as_str()) {
-            let witnesses: Vec<Selector> = alternatives
-                .iter()
-                .filter_map(|a| Selector::parse(a).ok())
-                .filter(|a| !a.is_index_based())
-                .collect();
-            if !witnesses.is_empty() && !fits(screen, node, &witnesses) {
-                let _ = p;
-                return None;
-            }
+        // A path AI in the middle proposed (not one the step recorded) is its own evidence.
+        let recorded = path.is_some_and(|(p, alts)| p == s || alts.contains(s));
+        let index_based = Selector::parse(s).is_ok_and(|p| p.is_index_based());
+        if recorded && index_based && !witnesses.is_empty() && !fits(screen, node, &witnesses) {
+            return None;
         }
         Some(Found {
             selector: s.clone(),
@@ -162,25 +174,31 @@ pub fn fuzzy(screen: &Screen, selectors: &[String]) -> Option<Found> {
     let tree = &screen.tree;
     let modal = modal_root(screen);
     let on = |n: usize| reachable(screen, modal, n);
-    let pick = |pred: &dyn Fn(&UiNode) -> bool| -> Option<usize> {
-        let hits: Vec<usize> = (0..tree.nodes.len())
-            .filter(|&n| on(n) && pred(&tree.nodes[n]))
-            .collect();
-        (hits.len() == 1).then(|| hits[0])
-    };
+    let all: Vec<usize> = (0..tree.nodes.len()).filter(|&n| on(n)).collect();
     let node = parsed.iter().find_map(|sel| match sel {
-        Selector::Id(id) => {
-            let want = squash(short(id));
-            pick(&|n: &UiNode| !n.resource_id.is_empty() && squash(n.short_id()) == want)
+        // `anchor >> target`: the anchor as recorded (a row's label), the target fuzzily,
+        // in the nearest group around each anchor that holds a candidate.
+        Selector::Near { anchor, target } => {
+            let tests = tests(target);
+            let mut found: Vec<usize> = Vec::new();
+            for a in anchor.find(tree).nodes.into_iter().filter(|&a| on(a)) {
+                for c in std::iter::once(a).chain(tree.ancestors(a)) {
+                    let group: Vec<usize> = tree.subtree(c).filter(|&n| on(n)).collect();
+                    if !group
+                        .iter()
+                        .any(|&n| tests.iter().any(|t| t(&tree.nodes[n])))
+                    {
+                        continue;
+                    }
+                    found.extend(pick_one(tree, &group, &tests));
+                    break;
+                }
+            }
+            found.sort_unstable();
+            found.dedup();
+            (found.len() == 1).then(|| found[0])
         }
-        Selector::Text { text, .. } => pick(&|n: &UiNode| {
-            n.text.trim().eq_ignore_ascii_case(text.trim())
-        })
-        .or_else(|| pick(&|n: &UiNode| n.text.starts_with(text.as_str()) && !text.is_empty())),
-        Selector::Desc { desc, .. } => {
-            pick(&|n: &UiNode| n.content_desc.trim().eq_ignore_ascii_case(desc.trim()))
-        }
-        _ => None,
+        other => pick_one(tree, &all, &tests(other)),
     })?;
     let (primary, _) = SelectorIndex::new(tree).recommend(node);
     Some(Found {
@@ -188,6 +206,64 @@ pub fn fuzzy(screen: &Screen, selectors: &[String]) -> Option<Found> {
         node,
         fallback: Fallback::Fuzzy,
     })
+}
+
+/// A node test: what a fuzzy match accepts.
+type Test<'a> = Box<dyn Fn(&UiNode) -> bool + 'a>;
+
+/// The fuzzy tests for what one selector says about its element, strictest first: an id
+/// renamed by an update; the same text or description up to case, then one that starts
+/// with the recorded one (a reworded label).
+fn tests(sel: &Selector) -> Vec<Test<'_>> {
+    match sel {
+        Selector::Id(id) => {
+            let want = squash(short(id));
+            vec![Box::new(move |n: &UiNode| {
+                !n.resource_id.is_empty() && renamed(n.short_id(), &want)
+            })]
+        }
+        Selector::Text { text, .. } => vec![
+            Box::new(move |n: &UiNode| n.text.trim().eq_ignore_ascii_case(text.trim())),
+            Box::new(move |n: &UiNode| !text.is_empty() && n.text.starts_with(text.as_str())),
+        ],
+        Selector::Desc { desc, .. } => vec![
+            Box::new(move |n: &UiNode| n.content_desc.trim().eq_ignore_ascii_case(desc.trim())),
+            Box::new(move |n: &UiNode| {
+                !desc.is_empty() && n.content_desc.starts_with(desc.as_str())
+            }),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The one node of `among` that a test accepts, the strictest test first; never a
+/// guess between several.
+fn pick_one(tree: &UiTree, among: &[usize], tests: &[Test<'_>]) -> Option<usize> {
+    tests.iter().find_map(|t| {
+        let hits: Vec<usize> = among
+            .iter()
+            .copied()
+            .filter(|&n| t(&tree.nodes[n]))
+            .collect();
+        (hits.len() == 1).then(|| hits[0])
+    })
+}
+
+/// Whether a screen id is the (squashed) recorded one: equal, or the recorded one plus a
+/// version suffix (`title` → `title_v2`).
+fn renamed(have: &str, want: &str) -> bool {
+    let have = squash(have);
+    have == want
+        || have
+            .strip_prefix(want)
+            .and_then(|rest| rest.strip_prefix('v'))
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Whether what `sel` names is on screen: exactly, or (when the script allows fuzzy
+/// matching) through the same bounded fuzzy match as a target.
+pub fn expected(screen: &Screen, sel: &str, fuzzy_ok: bool) -> bool {
+    visible(screen, sel) || (fuzzy_ok && fuzzy(screen, &[sel.to_string()]).is_some())
 }
 
 fn short(id: &str) -> &str {
@@ -320,6 +396,74 @@ mod tests {
         assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
         let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
         assert!(unique(&clear, "#send").is_some());
+    }
+
+    /// An app update renamed the ids (`header` → `header_v2`, `menu_edit` → `menuEdit`)
+    /// and reworded a description: an `expect` recorded before it still holds when the
+    /// script allows fuzzy matching, and never by a guess between two candidates.
+    #[test]
+    fn an_expect_survives_renamed_ids_and_reworded_labels() {
+        let node = |id: &str, desc: &str, top: u32| {
+            format!(
+                r#"<node index="0" text="" resource-id="app:id/{id}" class="android.widget.ImageButton" package="app" content-desc="{desc}" clickable="true" enabled="true" bounds="[0,{top}][1080,{}]"/>"#,
+                top + 200
+            )
+        };
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{}{}{}{}</node></hierarchy>"#,
+            node("header_v2", "", 0),
+            node("menuEdit", "Edit now", 200),
+            node("row_a", "Call", 400),
+            node("row_b", "Call", 600),
+        );
+        let s = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
+        for sel in ["#header", "#menu_edit", ":desc(\"Edit\")"] {
+            assert!(!visible(&s, sel), "{sel} is not there as recorded");
+            assert!(expected(&s, sel, true), "{sel}");
+            assert!(!expected(&s, sel, false), "{sel}: the script said no fuzzy");
+        }
+        assert!(
+            !expected(&s, ":desc(\"Cal\")", true),
+            "two candidates: no guess"
+        );
+        assert!(
+            !expected(&s, "#head", true),
+            "a prefix is not a version suffix"
+        );
+    }
+
+    /// `:text("6:00 AM") >> #delete` after an update renamed every row's `#delete`: the
+    /// anchor as recorded, the renamed target in that row, never another row's.
+    #[test]
+    fn an_anchored_selector_finds_its_rows_renamed_target() {
+        let row = |time: &str, top: u32| {
+            format!(
+                r#"<node index="0" text="" resource-id="app:id/row" class="android.widget.LinearLayout" package="app" content-desc="" bounds="[0,{top}][1080,{b}]"><node index="0" text="{time}" resource-id="app:id/time" class="android.widget.TextView" package="app" content-desc="" bounds="[0,{top}][500,{b}]"/><node index="1" text="" resource-id="app:id/delete_v2" class="android.widget.ImageButton" package="app" content-desc="Delete alarm now" clickable="true" enabled="true" bounds="[800,{top}][1000,{b}]"/></node>"#,
+                b = top + 200
+            )
+        };
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{}{}</node></hierarchy>"#,
+            row("6:00 AM", 0),
+            row("8:15 AM", 200),
+        );
+        let s = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
+        for sel in [
+            ":text(\"8:15 AM\") >> #delete",
+            ":text(\"8:15 AM\") >> :desc(\"Delete alarm\")",
+        ] {
+            assert_eq!(unique(&s, sel), None, "{sel} as recorded is gone");
+            let f = fuzzy(&s, &[sel.to_string()]).expect(sel);
+            assert_eq!(
+                s.tree.nodes[f.node].bounds.top, 200,
+                "{sel}: the 8:15 row's"
+            );
+        }
+        assert_eq!(
+            fuzzy(&s, &["#delete".to_string()]),
+            None,
+            "two rows: no guess"
+        );
     }
 
     #[test]

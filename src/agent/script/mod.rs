@@ -9,10 +9,15 @@
 //! 2. find the target: the primary selector, the alternatives, then (when the script
 //!    allows) a bounded fuzzy match (`find.rs`); while it is missing, dismiss a known
 //!    interruption by rule, or wait for it once (`wait_for`);
-//! 3. act; then check `expect`, waiting for it once;
+//! 3. while a progress indicator shows, wait (once) for it to go, so the tap is not
+//!    aimed at a layout still moving; act; then check `expect`, waiting for it once
+//!    (an expected app by a `wait_for` of its windows, `:package("…")`);
 //! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
 //!    `max_recovery_attempts`, then the user; without a model the task fails, naming
-//!    the step.
+//!    the step. When only the `expect` failed, the step's action already ran and a
+//!    model's answer never runs it again (a `modify_selector` then names what the
+//!    expect meant). A low-confidence or unusable answer still retries the step whole,
+//!    as for any failure.
 //!
 //! The logic lives in the agent rather than in `RunHooks` because each decision needs the
 //! script's state (which step, which fallback was tried); hooks see one action at a time.
@@ -32,7 +37,7 @@ use crate::domain::{Action, ActionParser, Fallback, ReplayInfo, ReplayRole};
 use crate::llm::PriceTable;
 use crate::screen::Screen;
 use crate::script::model::StepAction;
-use crate::script::{RecoveryHint, Script, ScriptId, Vars};
+use crate::script::{RecoveryHint, Script, ScriptId, ScriptStep, Vars};
 use find::{Found, Interruption};
 use recover::{Aitm, Confidence, RecoveryType, StepError};
 
@@ -49,6 +54,8 @@ const MAX_DISMISSALS: u32 = 3;
 #[derive(Debug, Default)]
 struct Tries {
     waited_condition: bool,
+    /// Waited for a progress indicator to go before acting (`wait_for_loading`).
+    waited_loading: bool,
     waited_target: bool,
     waited_expect: bool,
     dismissals: u32,
@@ -71,6 +78,9 @@ enum Pending {
     /// An interruption was dismissed after the step's action: `expect` is checked next.
     Dismissed,
     Recovered,
+    /// A recovery action ran for a step whose own action already ran (its `expect`
+    /// failed): `expect` is checked again, the step is not redone.
+    RecoveredAfterAction,
     Asked,
 }
 
@@ -86,6 +96,8 @@ pub struct ScriptAgent {
     prices: PriceTable,
     /// Steps whose selector AI in the middle healed: index → (new selector, reason).
     healed: BTreeMap<usize, (String, String)>,
+    /// Steps whose `expect` AI in the middle healed: index → (old selector, new one).
+    healed_expects: BTreeMap<usize, (String, String)>,
 }
 
 /// One pass of the state machine: an action to return, or go round again.
@@ -110,6 +122,7 @@ impl ScriptAgent {
             aitm: None,
             prices: PriceTable::default(),
             healed: BTreeMap::new(),
+            healed_expects: BTreeMap::new(),
         }
     }
 
@@ -196,6 +209,12 @@ impl ScriptAgent {
                 self.advance();
                 Some(Ok(Pass::Again))
             }
+            Pending::RecoveredAfterAction if failed == Some(true) => Some(Err(err(
+                "action_failed",
+                format!("the recovery action failed: {last}"),
+                None,
+            ))),
+            Pending::RecoveredAfterAction => Some(self.check_expect(screen)),
             Pending::Asked => Some(self.answered(ctx)),
             Pending::Fresh | Pending::Waited | Pending::Recovered => None,
         }
@@ -232,7 +251,7 @@ impl ScriptAgent {
         app_ok
             && e.visible
                 .iter()
-                .all(|s| find::visible(screen, &self.sub(s)))
+                .all(|s| find::expected(screen, &self.sub(s), self.script.fuzzy))
             && e.gone.iter().all(|s| !find::visible(screen, &self.sub(s)))
     }
 
@@ -292,8 +311,14 @@ impl ScriptAgent {
                 timeout_ms,
                 idle_ms: Some(AUTO_WAIT_IDLE_MS),
             },
-            // Only the app was expected: give it one settle.
-            (None, None) => Action::Wait { ms: 500 },
+            // Only the app was expected: wait for one of its windows (change detection,
+            // like every other wait; an `expect` is never empty here).
+            (None, None) => Action::WaitFor {
+                selector: crate::screen::Selector::Package(e.app.clone().unwrap_or_default())
+                    .to_string(),
+                timeout_ms,
+                idle_ms: Some(AUTO_WAIT_IDLE_MS),
+            },
         };
         Ok(Pass::Emit(action, ReplayRole::Expect, None))
     }
@@ -336,7 +361,11 @@ impl ScriptAgent {
         }
         let selectors = self.selectors();
         let targeted = step.action.acts_on_selector()
-            || matches!(step.action, StepAction::WaitFor | StepAction::WaitForGone);
+            || matches!(step.action, StepAction::WaitFor | StepAction::WaitForGone)
+            || step.is_element_drag();
+        if targeted && let Some(pass) = self.wait_for_loading(screen, &step) {
+            return Ok(pass);
+        }
         if !targeted || selectors.is_empty() {
             if step.action == StepAction::Scroll {
                 self.tries.scrolls += 1;
@@ -399,6 +428,31 @@ impl ScriptAgent {
         }
     }
 
+    /// While the screen shows a progress indicator, its layout may still move (a list
+    /// that syncs pushes its rows, a page that loads reflows), so a tap aimed now could
+    /// land on what moves under it: wait, once per step, for the indicator to go (up to
+    /// the step's timeout; a spinner that stays only costs that wait).
+    fn wait_for_loading(&mut self, screen: &Screen, step: &ScriptStep) -> Option<Pass> {
+        if self.tries.waited_loading || !screen.tree.shows_progress() {
+            return None;
+        }
+        self.tries.waited_loading = true;
+        let tree = &screen.tree;
+        let bounds = tree.screen_bounds();
+        let class = (0..tree.nodes.len())
+            .filter(|&i| tree.is_on_screen(i, &bounds))
+            .map(|i| tree.nodes[i].short_class())
+            .find(|c| c.ends_with("ProgressBar") || c.ends_with("ProgressIndicator"))?
+            .to_string();
+        self.pending = Pending::Waited;
+        let wait = Action::WaitForGone {
+            selector: class,
+            timeout_ms: step.timeout_ms(),
+            idle_ms: None,
+        };
+        Some(Pass::Emit(wait, ReplayRole::Wait, None))
+    }
+
     /// The target is not on screen: an interruption, a wait, a skip or a failure.
     fn missing(&mut self, screen: &Screen, selectors: &[String]) -> Result<Pass, StepError> {
         if let Some(pass) = self.dismiss(screen, true, Pending::Fresh) {
@@ -457,9 +511,14 @@ impl ScriptAgent {
             .as_ref()
             .filter(|f| f.fallback != Fallback::Coordinate)
             .map(|f| f.selector.clone());
-        let action = match &selector {
-            Some(s) => self.build(s)?,
-            None => self.script.steps[self.at]
+        let drag = found
+            .as_ref()
+            .filter(|_| self.script.steps[self.at].is_element_drag())
+            .and_then(|f| self.drag_on(screen, f.node));
+        let action = match (&selector, drag) {
+            (Some(_), Some(drag)) => drag,
+            (Some(s), None) => self.build(s)?,
+            (None, _) => self.script.steps[self.at]
                 .to_action(None, &self.vars)
                 .map_err(|e| err("action_failed", e.to_string(), None))?,
         };
@@ -475,6 +534,28 @@ impl ScriptAgent {
         }
         self.pending = Pending::Acted { store };
         Ok(Pass::Emit(action, ReplayRole::Action, found))
+    }
+
+    /// A drag step's points (fractions of its element's bounds) as a swipe between screen
+    /// points where the element is now.
+    fn drag_on(&self, screen: &Screen, node: usize) -> Option<Action> {
+        let p = &self.script.steps[self.at].parameters;
+        let (start, end) = (p.start?, p.end?);
+        let b = screen.tree.nodes[node].bounds;
+        let size = screen.tree.screen_bounds();
+        let (w, h) = (size.width().max(1) as f64, size.height().max(1) as f64);
+        let at = |q: [f64; 2]| {
+            let x = b.left as f64 + q[0] * b.width() as f64;
+            let y = b.top as f64 + q[1] * b.height() as f64;
+            crate::domain::NormPoint::new((x / w).clamp(0.0, 1.0), (y / h).clamp(0.0, 1.0)).ok()
+        };
+        Some(Action::Swipe {
+            path: crate::domain::action::SwipePath::Points {
+                start: at(start)?,
+                end: at(end)?,
+            },
+            duration_ms: p.duration_ms,
+        })
     }
 
     /// The step's action aimed at `selector`, whose variables are already substituted
@@ -553,7 +634,51 @@ impl ScriptAgent {
             Ok(_) | Err(AgentError::Recovery(_)) => return Ok(Pass::Again),
             Err(other) => return Err(other),
         };
+        if e.error_type == "expect_failed" {
+            return Ok(self.apply_after_action(answer, ctx, e.selector));
+        }
         Ok(self.apply(answer, ctx))
+    }
+
+    /// A recovery for a step whose action already ran and whose `expect` failed. The
+    /// answer never runs the step's action again (a second tap on "Delete" deletes a
+    /// second alarm): a `modify_selector` names what the expect meant and, when it is on
+    /// screen, the step is done (and its expect healed); an `execute_action` runs and
+    /// the expect is checked again; the rest as for any failure.
+    fn apply_after_action(
+        &mut self,
+        a: recover::RecoveryAction,
+        ctx: &AgentContext,
+        old: Option<String>,
+    ) -> Pass {
+        match a.action_type {
+            RecoveryType::ModifySelector => {
+                let screen = ctx.observation.tree.as_ref();
+                // What a `gone` expect names must be absent; what `visible` names, there.
+                let gone = self.script.steps[self.at].expect.as_ref().is_some_and(|e| {
+                    e.visible.is_empty() && e.gone.iter().any(|g| Some(self.sub(g)) == old)
+                });
+                let Some(sel) = a
+                    .new_selector
+                    .filter(|s| screen.is_some_and(|sc| find::visible(sc, s) != gone))
+                else {
+                    return Pass::Again;
+                };
+                if let Some(old) = old {
+                    self.healed_expects.insert(self.at, (old, sel));
+                }
+                self.advance();
+                Pass::Again
+            }
+            RecoveryType::ExecuteAction => match self.apply(a, ctx) {
+                Pass::Emit(action, role, found) => {
+                    self.pending = Pending::RecoveredAfterAction;
+                    Pass::Emit(action, role, found)
+                }
+                other => other,
+            },
+            _ => self.apply(a, ctx),
+        }
     }
 
     fn apply(&mut self, a: recover::RecoveryAction, ctx: &AgentContext) -> Pass {
@@ -713,8 +838,11 @@ impl Agent for ScriptAgent {
                 let e = err("device_error", "the screen could not be read", None);
                 self.failed(&mut meter, ctx, e).await?
             };
-            let recovery =
-                (self.pending == Pending::Recovered).then_some(RecoveryType::ExecuteAction);
+            let recovery = matches!(
+                self.pending,
+                Pending::Recovered | Pending::RecoveredAfterAction
+            )
+            .then_some(RecoveryType::ExecuteAction);
             let (action, info) = match pass {
                 Pass::Again => continue,
                 Pass::Emit(a, role, found) => {
@@ -770,11 +898,20 @@ impl Agent for ScriptAgent {
     }
 
     fn take_script(&mut self, finished_ok: bool, _reason: Option<&str>) -> Option<ProducedScript> {
-        if !finished_ok || self.healed.is_empty() {
+        if !finished_ok || (self.healed.is_empty() && self.healed_expects.is_empty()) {
             return None;
         }
         let origin = self.origin?;
         let mut script = self.script.clone();
+        for (i, (old, new)) in std::mem::take(&mut self.healed_expects) {
+            if let Some(e) = script.steps[i].expect.as_mut() {
+                for s in e.visible.iter_mut().chain(e.gone.iter_mut()) {
+                    if *s == old {
+                        *s = new.clone();
+                    }
+                }
+            }
+        }
         for (i, (sel, reason)) in std::mem::take(&mut self.healed) {
             let step = &mut script.steps[i];
             if let Some(old) = step.selector.replace(sel.clone()) {

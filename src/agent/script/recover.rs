@@ -24,7 +24,10 @@ the goal and the progress, and the last steps. Answer with ONE JSON object and n
 \"question\": \"…\"   (ask_user),\n \"reason\": \"why\", \"confidence\": \"high\" | \"medium\" | \"low\"}\n\
 Prefer modify_selector when the element is on screen under another id or label; \
 execute_action when something blocks it; skip_step only when the step is not needed; \
-abort when the goal cannot be reached.";
+abort when the goal cannot be reached. When error_type is expect_failed, the step's action \
+already ran and is not run again: modify_selector names the element the step's expect \
+meant (error.selector, under its new id or label), and execute_action runs one more action \
+before the expect is checked again.";
 
 pub use crate::domain::RecoveryType;
 

@@ -35,14 +35,16 @@ pub fn shift_for(seed: u64, package: &str) -> i32 {
 
 /// Pushes an app's content down under a banner (see the module doc). `root` is what
 /// `apps::build` returned: a frame holding `android:id/content`, whose first child is
-/// the toolbar.
-pub fn move_app_content(root: &mut Widget, cx: &Ctx, seed: u64, package: &str) {
+/// the toolbar; `bottom` is the bottom of the app's area (`Ctx::bottom`: the keyboard's
+/// top while it is up), to which bottom bars stay anchored.
+pub fn move_app_content(root: &mut Widget, cx: &Ctx, bottom: i32, seed: u64, package: &str) {
     let dy = cx.d(shift_for(seed, package));
     let Some(content) = find_mut(root, "android:id/content") else {
         return;
     };
     let top = cx.content_top();
-    let anchored = cx.h - cx.d(2 * ROW + 60);
+    // Bars anchored to the bottom of the app's area (above the keyboard when it is up).
+    let anchored = bottom - cx.d(2 * ROW + 60);
     for c in content.children.iter_mut().skip(1) {
         if c.frame.top < anchored {
             c.shift(dy);
@@ -175,6 +177,31 @@ mod tests {
         assert_eq!(moved.hierarchy_now(), b, "deterministic");
     }
 
+    /// A bar anchored above the keyboard (a chat's compose bar) stays there: the banner
+    /// pushes the page's content, never a bar under the keyboard.
+    #[test]
+    fn moved_elements_leave_a_bar_above_the_keyboard_where_it_is() {
+        use crate::device::sim::state::field;
+        let clean = phone(SimFaults::default());
+        let moved = phone(SimFaults {
+            moved_elements: true,
+            ..SimFaults::default()
+        });
+        for p in [&clean, &moved] {
+            p.apply(Cmd::Launch {
+                app: AppId::Messages,
+            });
+            p.apply(Cmd::OpenThread {
+                contact: "Alice Martin".into(),
+            });
+            p.apply(Cmd::Focus {
+                field: field::MSG_COMPOSE.into(),
+            });
+        }
+        let send = |p: &SimDevice| bounds_of(&p.hierarchy_now(), "Send SMS").expect("send");
+        assert_eq!(send(&moved), send(&clean));
+    }
+
     #[test]
     fn moved_elements_move_the_home_screen_icons() {
         let clean = phone(SimFaults::default()).hierarchy_now();
@@ -212,6 +239,37 @@ mod tests {
         );
         assert_eq!(reword(1, "x", "Send SMS"), "Send message");
         assert!(reword(1, "x", "Buy").starts_with("Buy") && reword(1, "x", "Buy") != "Buy");
+    }
+
+    /// Under delayed elements a list shows a sync row on top that pushes its rows down,
+    /// until its content has loaded; then the rows are where a clean phone has them.
+    #[test]
+    fn a_syncing_list_pushes_its_rows_down_until_it_has_loaded() {
+        let clean = phone(SimFaults::default());
+        let slow = phone(SimFaults {
+            delayed_elements_ms: 2_000,
+            ..SimFaults::default()
+        });
+        for p in [&clean, &slow] {
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+        }
+        let name = "Alice Martin";
+        let at = |p: &SimDevice| top(&bounds_of(&p.hierarchy_now(), name).expect("a row"));
+        let syncing = slow.hierarchy_now();
+        assert!(
+            syncing.contains(crate::device::sim::ui::SYNC_ID),
+            "{syncing}"
+        );
+        assert_eq!(at(&slow) - at(&clean), super::ROW, "one row down");
+        slow.advance_clock(2_000);
+        assert!(
+            !slow
+                .hierarchy_now()
+                .contains(crate::device::sim::ui::SYNC_ID)
+        );
+        assert_eq!(at(&slow), at(&clean), "loaded: back in place");
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub struct SimFaults {
     pub renamed_ids: bool,
     /// List items shown in a seeded shuffled order.
     pub reorder_lists: bool,
-    /// Extra virtual ms before loading content appears (browser pages, shop catalogue).
+    /// Extra virtual ms before loading content appears (browser pages, shop catalogue);
+    /// meanwhile every list shows a "Syncing…" row with a progress bar on top, which
+    /// pushes its rows down by one row until it goes.
     pub delayed_elements_ms: u64,
     /// A seeded layout shift, as by an app update: a banner row under each app's toolbar
     /// pushes its content down one to two rows; the launcher's icon grid moves up.

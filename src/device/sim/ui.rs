@@ -80,6 +80,13 @@ impl Ctx {
     pub fn loaded(&self, st: &PhoneState, base_ms: u64) -> bool {
         st.clock_ms >= st.page_at_ms + base_ms + self.extra_delay_ms
     }
+    /// Whether a list is still syncing: under the "delayed elements" drift, each page's
+    /// lists load their fresh content `extra_delay_ms` after the page opened, and until
+    /// then show a sync row on top that pushes the rows they already have down (as a
+    /// real app does while its content provider or server catches up).
+    pub fn syncing(&self, st: &PhoneState) -> bool {
+        self.extra_delay_ms > 0 && !self.loaded(st, 0)
+    }
     /// The order list `key` shows its `n` items in: identity, or a seeded permutation
     /// under the "reordered list items" fault (stable for a given seed and list).
     pub fn order(&self, key: &str, n: usize) -> Vec<usize> {
@@ -145,6 +152,28 @@ pub fn action_slot(cx: &Ctx, i: i32) -> Bounds {
     cx.r(right - 144, STATUS_BAR + 12, right, STATUS_BAR + 156)
 }
 
+/// The row a list shows on top while it syncs under the "delayed elements" drift: a
+/// progress bar and "Syncing…", one row tall, over the rows it already has.
+fn sync_row(cx: &Ctx, area: Bounds) -> Widget {
+    let b = Bounds::new(0, area.top, cx.w, area.top + cx.d(ROW));
+    let bar = Widget::new(
+        "android.widget.ProgressBar",
+        Bounds::new(cx.d(48), b.top + cx.d(44), cx.d(128), b.top + cx.d(124)),
+    )
+    .id(SYNC_ID)
+    .look(Look::Progress)
+    .bg(ACCENT);
+    let label = Widget::text_view(
+        Bounds::new(cx.d(168), b.top, cx.w - cx.d(48), b.bottom),
+        "Syncing…",
+    )
+    .fg(SUBTLE);
+    Widget::linear(b).bg(SURFACE).child(bar).child(label)
+}
+
+/// The resource-id of the progress bar a syncing list shows (see `Ctx::syncing`).
+pub const SYNC_ID: &str = "sync_progress";
+
 /// A vertical list that scrolls by `st.scroll[key]`. Rows are laid out with `top == 0`
 /// and stacked in order; rows outside `area` are dropped and partly visible rows are
 /// clipped, like a RecyclerView.
@@ -157,8 +186,13 @@ pub fn scroll_list(
 ) -> Widget {
     let order = cx.order(key, rows.len());
     let mut slots: Vec<Option<Widget>> = rows.into_iter().map(Some).collect();
-    let mut laid = Vec::with_capacity(slots.len());
+    let mut laid = Vec::with_capacity(slots.len() + 1);
     let mut y = 0;
+    if cx.syncing(st) {
+        let sync = sync_row(cx, area);
+        y += sync.frame.height();
+        laid.push(sync);
+    }
     for i in order {
         if let Some(mut r) = slots.get_mut(i).and_then(Option::take) {
             let h = r.frame.height();
@@ -707,7 +741,8 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         Fg::App(app) => {
             let (mut root, sec) = apps::build(app, st, cx);
             if let Some(seed) = cx.moved {
-                super::drift::move_app_content(&mut root, cx, seed, app.package());
+                let bottom = cx.bottom(st);
+                super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
             }
             if let Some(seed) = cx.relabel {
                 super::drift::relabel(&mut root, seed, app.package());
