@@ -1695,7 +1695,7 @@ mod tests {
                 o.store_calls
             );
         }
-        assert_eq!(r.overhead[0].components.len(), 6);
+        assert_eq!(r.overhead[0].components.len(), 7);
 
         let l = &r.levels[0];
         assert_eq!(
