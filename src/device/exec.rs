@@ -470,8 +470,7 @@ async fn wait_until(
         if let Ok(xml) = device.hierarchy().await
             && let Ok(screen) = Screen::from_xml(&xml, &ReprOptions::default())
         {
-            let found = !screen.find(&sel).is_empty();
-            if found == present {
+            if shows(&screen, &sel) == present {
                 let ms = elapsed(waited).as_millis() as u64;
                 return Ok(json!({"waited_ms": ms}));
             }
@@ -503,10 +502,36 @@ async fn wait_until(
     }
 }
 
+/// Whether a node the selector matches can be seen (`visible-to-user` and on screen).
+/// Real apps keep a finished spinner in the tree, hidden: for `wait_for_gone` it is gone
+/// (before, the wait ran to its timeout on every such step); for `wait_for`, a node not
+/// yet visible has not appeared.
+fn shows(screen: &Screen, sel: &Selector) -> bool {
+    let bounds = screen.tree.screen_bounds();
+    (screen.find(sel).nodes.iter()).any(|&i| screen.tree.is_on_screen(i, &bounds))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::device::sim::{SimConfig, SimDevice, SimFaults};
+
+    #[test]
+    fn a_hidden_match_has_not_appeared_and_is_gone() {
+        let screen = |visible: bool| {
+            let xml = format!(
+                r#"<hierarchy><node class="android.widget.FrameLayout" package="com.app" bounds="[0,0][1080,2400]"><node class="android.widget.ProgressBar" visible-to-user="{visible}" bounds="[500,1100][580,1180]"/><node class="android.widget.TextView" text="Inbox" bounds="[0,100][1080,200]"/></node></hierarchy>"#
+            );
+            Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+        };
+        let spinner = Selector::parse("ProgressBar").unwrap();
+        assert!(shows(&screen(true), &spinner));
+        assert!(!shows(&screen(false), &spinner), "a hidden spinner is gone");
+        assert!(shows(
+            &screen(false),
+            &Selector::parse(":text(\"Inbox\")").unwrap()
+        ));
+    }
     use crate::domain::AppRef;
 
     fn phone(faults: SimFaults) -> SimDevice {
