@@ -12,12 +12,12 @@ use serde_json::{Map, Value, json};
 
 use super::McpServer;
 use super::reply::{ToolError, ToolResult, json_result, parse, take_device_id};
-use super::tools::{ImageFormat, ReadElementArgs, ScreenshotArgs, ScrollToFindArgs};
+use super::tools::{ImageFormat, ReadElementArgs, ScreenshotArgs};
 use crate::device::Device;
 use crate::device::exec::{self, ExecContext};
 use crate::device::pool::PoolError;
 use crate::device::scroll_find::{Found, NOT_FOUND_HINT, Next, ScrollToFind};
-use crate::domain::{Action, Direction};
+use crate::domain::Action;
 use crate::run::runner::{ManualStep, StepStart};
 use crate::screen::ScreenRepresentation;
 use crate::server::devices::{device_action, read_screen};
@@ -165,26 +165,12 @@ impl McpServer {
     /// Scrolls until the selector matches something on screen, recording each scroll
     /// (the loop is `device::scroll_find`, shared with the runner).
     pub(super) async fn scroll_to_find(&self, args: Map<String, Value>) -> ToolResult {
-        let a: ScrollToFindArgs = parse("scroll_to_find", args)?;
-        let direction = match a.direction.as_deref().unwrap_or("down") {
-            "down" => Direction::Down,
-            "up" => Direction::Up,
-            "left" => Direction::Left,
-            "right" => Direction::Right,
-            other => {
-                return Err(ToolError::arguments(
-                    "scroll_to_find",
-                    format!("field `direction`: `{other}` is not one of up, down, left, right"),
-                ));
-            }
-        };
-        let request = ScrollToFind {
-            selector: a.selector.clone(),
-            direction,
-            max_swipes: a.max_swipes,
-        }
-        .checked()
-        .map_err(|e| {
+        let mut args = args;
+        let device_id = take_device_id("scroll_to_find", &mut args)?;
+        // The tool's fields past `device_id` are the runner's action's, parsed by it.
+        let request: ScrollToFind = serde_json::from_value(Value::Object(args))
+            .map_err(|e| ToolError::arguments("scroll_to_find", e))?;
+        let request = request.checked().map_err(|e| {
             ToolError::new(
                 "invalid_selector",
                 e,
@@ -193,15 +179,15 @@ impl McpServer {
         })?;
         let mut search = request.start();
         let (found, repr) = loop {
-            let dev = self.session_device(&a.device_id).await?;
+            let dev = self.session_device(&device_id).await?;
             let (screen, repr, _) = read_screen(dev.as_ref()).await?;
             match search.next(&screen) {
-                Next::Scroll(scroll) => self.act_recorded(&a.device_id, &scroll).await?,
+                Next::Scroll(scroll) => self.act_recorded(&device_id, &scroll).await?,
                 Next::Done(found) => break (found, repr),
             };
         };
         let Found::At { swipes, bounds } = found else {
-            let why = found.why_not(&a.selector).unwrap_or_default();
+            let why = found.why_not(&request.selector).unwrap_or_default();
             return Err(ToolError::new("element_not_found", why, NOT_FOUND_HINT));
         };
         // The match may be a label inside the row that acts: the smallest actionable

@@ -143,16 +143,17 @@ struct Swipe {
     duration_ms: Option<u64>,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ScrollToFindArgs {
-    pub device_id: String,
+/// The schema only: the handler parses `device::scroll_find::ScrollToFind`.
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct ScrollToFindArgs {
+    device_id: String,
     /// What to bring on screen, e.g. `:text("Battery")`.
-    pub selector: String,
+    selector: String,
     /// Which way to scroll (default down).
-    pub direction: Option<String>,
+    direction: Option<Dir>,
     /// Give up after this many scrolls (default 10, at most 50).
-    pub max_swipes: Option<u32>,
+    max_swipes: Option<u32>,
 }
 
 #[allow(dead_code)]
