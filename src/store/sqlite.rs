@@ -25,7 +25,7 @@ use crate::domain::task::DeviceConstraints;
 use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
