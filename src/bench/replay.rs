@@ -418,6 +418,8 @@ pub struct ReplayBenchOptions {
     /// The phones' screen (flows are normalized, so any size replays them; tests use a
     /// half-size phone to render a quarter of the pixels).
     pub screen: ScreenSize,
+    /// Report the steps of every run not completed through `progress`.
+    pub trace: bool,
 }
 
 impl Default for ReplayBenchOptions {
@@ -430,6 +432,7 @@ impl Default for ReplayBenchOptions {
                 width: 1080,
                 height: 2400,
             },
+            trace: false,
         }
     }
 }
@@ -659,7 +662,12 @@ pub async fn bench_replay(
                 };
                 // A script step may also wait, dismiss or recover: room for that.
                 let n = flow.coordinates.len() * 4;
-                let (_, ok, t, why) = run_once(&env, &flow.task, drift.faults(), agent, n).await?;
+                let (task, ok, t, why) =
+                    run_once(&env, &flow.task, drift.faults(), agent, n).await?;
+                if opts.trace && !ok {
+                    let steps = env.store.steps(task).await.map_err(|e| setup_error(&e))?;
+                    progress(&trace(&flow.task.id, mode, drift, &steps));
+                }
                 report.cells.entry((mode, drift)).or_default().add(&t);
                 report.outcomes.insert((flow.task.id, mode, drift), ok);
                 if !ok {
@@ -669,6 +677,36 @@ pub async fn bench_replay(
         }
     }
     Ok(report)
+}
+
+fn setup_error(e: &dyn std::fmt::Display) -> ReplayBenchError {
+    ReplayBenchError::Setup(e.to_string())
+}
+
+/// One failed run, step by step: the script step it served, the action and selector, and
+/// how it ended, with the screen it acted on.
+fn trace(flow: &str, mode: Mode, drift: DriftKind, steps: &[crate::domain::Step]) -> String {
+    let mut out = format!("trace {flow} {} {}:\n", mode.name(), drift.name());
+    for s in steps {
+        let action = s
+            .action
+            .as_ref()
+            .and_then(|a| serde_json::to_string(a).ok())
+            .unwrap_or_else(|| "-".into());
+        let replay = s.replay.as_ref().map_or(String::new(), |r| {
+            format!("script#{} {:?} {:?} ", r.index, r.role, r.fallback)
+        });
+        let error = s.outcome.error.as_ref().map_or(String::new(), |e| format!(" {e}"));
+        let screen = s.screen.as_ref().map_or(String::new(), |c| {
+            let labels: Vec<&str> = c.elements.iter().map(|e| e.selector.as_str()).collect();
+            format!("{} [{}]", c.summary, labels.join(", "))
+        });
+        out.push_str(&format!(
+            "  {:>3} {replay}{action} -> {}{error}\n      on: {screen}\n",
+            s.n, s.outcome.status
+        ));
+    }
+    out
 }
 
 /// The table: one row per mode, then the per-drift breakdown.

@@ -90,6 +90,10 @@ pub struct BenchReplayArgs {
     /// Only these modes, comma-separated: selectors, aitm, coordinates. Default: all three.
     #[arg(long, value_name = "LIST")]
     pub modes: Option<String>,
+    /// Print, on stderr, the steps of every run the script agent did not complete (what
+    /// it did, with which selector, and how each step ended).
+    #[arg(long)]
+    pub trace: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -345,6 +349,7 @@ pub async fn bench_replay(args: BenchReplayArgs) -> anyhow::Result<()> {
     if let Some(l) = &args.modes {
         opts.modes = bench::Mode::parse_list(l).map_err(explain)?;
     }
+    opts.trace = args.trace;
     let report = bench::bench_replay(&opts, &progress)
         .await
         .map_err(explain)?;

@@ -308,7 +308,10 @@ const DISMISS: &[&str] = &[
 /// missing, so a step that means to tap "Later" still does).
 pub fn interruption(screen: &Screen) -> Option<Interruption> {
     let tree = &screen.tree;
-    let on = |n: usize| visible_chain(tree, n, &screen.elements.screen);
+    // Only a button a person could touch: one in the dialog on top, not a dialog's
+    // "Cancel" left underneath a pop-up (a tap there is swallowed).
+    let modal = modal_root(screen);
+    let on = |n: usize| reachable(screen, modal, n);
     if screen.has_modal {
         let button = (0..tree.nodes.len()).find(|&n| {
             let node = &tree.nodes[n];
@@ -434,6 +437,49 @@ mod tests {
 
     /// `:text("6:00 AM") >> #delete` after an update renamed every row's `#delete`: the
     /// anchor as recorded, the renamed target in that row, never another row's.
+    #[test]
+    fn a_pop_up_over_a_dialog_is_dismissed_by_its_own_button_not_the_dialogs_cancel() {
+        // The clock's time picker (with "Cancel") and, on top, a system pop-up. A tap on
+        // the picker's "Cancel" would be swallowed by the pop-up.
+        let button = |id: &str, text: &str, pkg: &str, left: u32, top: u32| {
+            format!(
+                r#"<node index="0" text="{text}" resource-id="{id}" class="android.widget.Button" package="{pkg}" content-desc="" clickable="true" enabled="true" bounds="[{left},{top}][{},{}]"/>"#,
+                left + 300,
+                top + 150
+            )
+        };
+        let window = |pkg: &str, title: &str, buttons: String, top: u32| {
+            format!(
+                r#"<node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="{pkg}" content-desc="" bounds="[100,{top}][980,{b}]"><node index="0" text="{title}" resource-id="android:id/alertTitle" class="android.widget.TextView" package="{pkg}" content-desc="" bounds="[150,{top}][900,{t2}]"/><node index="1" text="" resource-id="android:id/buttonPanel" class="android.widget.LinearLayout" package="{pkg}" content-desc="" bounds="[100,{t2}][980,{b}]">{buttons}</node></node>"#,
+                b = top + 600,
+                t2 = top + 200
+            )
+        };
+        let picker = window(
+            "com.google.android.deskclock",
+            "Set alarm",
+            button("android:id/button2", "Cancel", "com.google.android.deskclock", 150, 900)
+                + &button("android:id/button1", "OK", "com.google.android.deskclock", 600, 900),
+            700,
+        );
+        let popup = window(
+            "com.android.systemui",
+            "Battery low",
+            button("android:id/button2", "Not now", "com.android.systemui", 150, 1100)
+                + &button("android:id/button1", "Turn on", "com.android.systemui", 600, 1100),
+            900,
+        );
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0">{picker}{popup}</hierarchy>"#
+        );
+        let s = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
+        assert!(s.has_modal);
+        match interruption(&s) {
+            Some(Interruption::Tap { label, .. }) => assert_eq!(label, "Not now"),
+            other => panic!("expected a tap on the pop-up's button, got {other:?}"),
+        }
+    }
+
     #[test]
     fn an_anchored_selector_finds_its_rows_renamed_target() {
         let row = |time: &str, top: u32| {
