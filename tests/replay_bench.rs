@@ -93,6 +93,7 @@ async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() 
         ],
         modes: vec![Mode::Selectors, Mode::Aitm, Mode::Coordinates],
         screen: SMALL,
+        trace: false,
     };
     let r = bench_replay(&opts, &|_| {}).await.unwrap();
     assert_eq!(r.flows, 3);
@@ -134,4 +135,24 @@ async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() 
         assert!(j["modes"]["coordinates"].get(k).is_some(), "{k}: {j}");
     }
     assert!(j["drifts"]["moved_elements"]["coordinates"]["rate"].is_number());
+}
+
+/// A script recorded on a 20:9 phone replays on a 16:9 one of the farm: "Accounts" is below
+/// the fold there, so the script agent scrolls the list to find it (no model); blind
+/// coordinates tap whatever now sits at the recorded fraction of the screen.
+#[tokio::test]
+async fn a_flow_recorded_on_a_tall_phone_replays_on_a_shorter_one_by_scrolling_to_its_target() {
+    let opts = ReplayBenchOptions {
+        flows: vec!["settings.sign_in".into()],
+        drifts: vec![DriftKind::OtherPhone],
+        modes: vec![Mode::Selectors, Mode::Coordinates],
+        screen: SMALL,
+        trace: false,
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let selectors = r.cells[&(Mode::Selectors, DriftKind::OtherPhone)];
+    let blind = r.cells[&(Mode::Coordinates, DriftKind::OtherPhone)];
+    assert_eq!(selectors.completed, 1, "{}", format_report(&r));
+    assert_eq!(selectors.model_calls, 0);
+    assert_eq!(blind.completed, 0, "{}", format_report(&r));
 }

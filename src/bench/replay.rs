@@ -77,12 +77,16 @@ pub enum DriftKind {
     /// What one app update brings at once: renamed ids, reworded labels, and a
     /// "what's new" banner that moves the layout.
     AppUpdate,
+    /// The flow recorded on a 20:9 phone replays on another phone of the farm, a 16:9 one
+    /// of the same width: the same dp layout, so every row below the toolbar sits at
+    /// another fraction of the screen's height.
+    OtherPhone,
     /// Every drift at once.
     All,
 }
 
 impl DriftKind {
-    pub const ALL: [DriftKind; 10] = [
+    pub const ALL: [DriftKind; 11] = [
         DriftKind::None,
         DriftKind::RenamedIds,
         DriftKind::ReorderLists,
@@ -92,6 +96,7 @@ impl DriftKind {
         DriftKind::ChangedLabel,
         DriftKind::IdsListsMoved,
         DriftKind::AppUpdate,
+        DriftKind::OtherPhone,
         DriftKind::All,
     ];
 
@@ -115,6 +120,18 @@ impl DriftKind {
         f
     }
 
+    /// The phone this drift replays on, given the one the flow was recorded on: a 16:9
+    /// phone of the same width for `other_phone` (and `all`), else the same phone.
+    pub fn screen(self, recorded: ScreenSize) -> ScreenSize {
+        match self {
+            DriftKind::OtherPhone | DriftKind::All => ScreenSize {
+                width: recorded.width,
+                height: recorded.width * 16 / 9,
+            },
+            _ => recorded,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             DriftKind::None => "none",
@@ -126,6 +143,7 @@ impl DriftKind {
             DriftKind::ChangedLabel => "changed_label",
             DriftKind::IdsListsMoved => "renamed_ids+reorder_lists+moved_elements",
             DriftKind::AppUpdate => "app_update",
+            DriftKind::OtherPhone => "other_phone",
             DriftKind::All => "all",
         }
     }
@@ -517,7 +535,7 @@ fn phone(screen: ScreenSize, faults: SimFaults, t: &SimTask) -> Arc<SimDevice> {
 async fn run_once(
     env: &Env,
     t: &SimTask,
-    faults: SimFaults,
+    drift: DriftKind,
     agent: Box<dyn Agent>,
     max_steps: usize,
 ) -> Result<(crate::domain::TaskId, bool, Tally, String), ReplayBenchError> {
@@ -534,7 +552,7 @@ async fn run_once(
         .await
         .map_err(|e| setup(&e))?;
     let task = env.store.get_task(task.id).await.map_err(|e| setup(&e))?;
-    let p = phone(env.screen, faults, t);
+    let p = phone(drift.screen(env.screen), drift.faults(), t);
     let (_tx, rx) = watch::channel(StopSignal::None);
     let start = Instant::now();
     let done = env
@@ -571,7 +589,7 @@ async fn record_in(env: &Env, id: &str) -> Result<Flow, ReplayBenchError> {
         reason,
     };
     let agent = Box::new(ReplayAgent::new(actions.clone()));
-    let (task_id, ok, _, _) = run_once(env, &t, SimFaults::default(), agent, actions.len()).await?;
+    let (task_id, ok, _, _) = run_once(env, &t, DriftKind::None, agent, actions.len()).await?;
     if !ok {
         return Err(fail("the checker failed on a clean phone".into()));
     }
@@ -663,7 +681,7 @@ pub async fn bench_replay(
                 // A script step may also wait, dismiss or recover: room for that.
                 let n = flow.coordinates.len() * 4;
                 let (task, ok, t, why) =
-                    run_once(&env, &flow.task, drift.faults(), agent, n).await?;
+                    run_once(&env, &flow.task, drift, agent, n).await?;
                 if opts.trace && !ok {
                     let steps = env.store.steps(task).await.map_err(|e| setup_error(&e))?;
                     progress(&trace(&flow.task.id, mode, drift, &steps));

@@ -133,6 +133,9 @@ pub enum ReplayRole {
     Expect,
     /// Dismissing a known interruption (a pop-up, a permission dialog, the keyboard).
     Dismiss,
+    /// Scrolling a list to bring a target below the fold on screen (a shorter phone than
+    /// the one the script was recorded on).
+    Search,
     /// An action chosen by AI in the middle.
     Recovery,
 }

@@ -49,6 +49,8 @@ const AUTO_WAIT_IDLE_MS: u64 = 1_000;
 
 /// Interruptions dismissed per step before the step counts as failed.
 const MAX_DISMISSALS: u32 = 3;
+/// Scrolls one step may make to bring its target on screen (`search`).
+const SEARCH_SCROLLS: u32 = 5;
 
 /// Per script step: what has been tried.
 #[derive(Debug, Default)]
@@ -60,6 +62,9 @@ struct Tries {
     waited_expect: bool,
     dismissals: u32,
     scrolls: u32,
+    /// Scrolls made to find a missing target (`search`), and the screen before the last.
+    searched: u32,
+    search_layout: Option<u64>,
     recoveries: u32,
     asked: bool,
     /// A selector AI in the middle proposed (tried first).
@@ -474,11 +479,40 @@ impl ScriptAgent {
             self.advance();
             return Ok(Pass::Again);
         }
+        if let Some(pass) = self.search(screen) {
+            return Ok(pass);
+        }
         Err(err(
             "element_not_found",
             format!("no element matches {}", selectors.join(" or ")),
             Some(selectors[0].clone()),
         ))
+    }
+
+    /// The target may be below the fold (the script was recorded on a taller phone, or
+    /// the list grew): scroll down, at most `SEARCH_SCROLLS` times, while a list is on
+    /// screen and still moves. The step is then tried afresh on each new screen.
+    fn search(&mut self, screen: &Screen) -> Option<Pass> {
+        if self.tries.searched >= SEARCH_SCROLLS {
+            return None;
+        }
+        let tree = &screen.tree;
+        let bounds = tree.screen_bounds();
+        let list = (0..tree.nodes.len())
+            .any(|i| tree.nodes[i].scrollable && tree.is_on_screen(i, &bounds));
+        // Digits count: a list of times moves when only they change.
+        let layout = crate::screen::content_hash(tree).0;
+        if !list || self.tries.search_layout == Some(layout) {
+            return None;
+        }
+        self.tries.search_layout = Some(layout);
+        self.tries.searched += 1;
+        self.pending = Pending::Fresh;
+        let scroll = Action::Scroll {
+            direction: crate::domain::Direction::Down,
+            container: None,
+        };
+        Some(Pass::Emit(scroll, ReplayRole::Search, None))
     }
 
     /// Dismisses a known interruption by rule, at most `MAX_DISMISSALS` per step, then
