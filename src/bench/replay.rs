@@ -684,7 +684,7 @@ pub async fn bench_replay(
                     run_once(&env, &flow.task, drift, agent, n).await?;
                 if opts.trace && !ok {
                     let steps = env.store.steps(task).await.map_err(|e| setup_error(&e))?;
-                    progress(&trace(&flow.task.id, mode, drift, &steps));
+                    progress(&trace(flow.task.id, mode, drift, &steps));
                 }
                 report.cells.entry((mode, drift)).or_default().add(&t);
                 report.outcomes.insert((flow.task.id, mode, drift), ok);
