@@ -25,8 +25,11 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_MAX_RECOVERY_ATTEMPTS: u32 = 3;
 
 /// A script's id; versions of one script share it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
 #[serde(transparent)]
+#[schema(value_type = String, format = Uuid)]
 pub struct ScriptId(pub uuid::Uuid);
 
 impl ScriptId {

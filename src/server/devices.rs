@@ -191,7 +191,7 @@ fn valid_address(v: &str) -> Result<(), String> {
     responses((status = 201, body = DeviceSummary), (status = 400, description = "Malformed JSON", body = ErrorResponse),
               (status = 404, description = "The adb server does not list this serial", body = ErrorResponse),
               (status = 409, description = "Already in the pool", body = ErrorResponse),
-              (status = 422, description = "Not exactly one of address, serial and sim, or one that is malformed; or the ADB backend is not configured", body = ErrorResponse),
+              (status = 422, description = "Not exactly one of address, serial and sim, or one that is malformed; no phone answers at the address (`device_unreachable`); or the ADB backend is not configured", body = ErrorResponse),
               (status = 502, description = "The adb server refused (adb connect failed)", body = ErrorResponse),
               (status = 503, description = "The adb server does not answer", body = ErrorResponse),
               (status = 504, description = "The adb server timed out", body = ErrorResponse)))]
@@ -206,7 +206,7 @@ pub async fn add_device(
             sim: None,
         } => {
             valid_address(&a).map_err(|m| invalid("address", m, ADD_HINT))?;
-            s.pool.add(&a).await?
+            s.pool.add(&a).await.map_err(|e| unreachable(&a, e))?
         }
         AddDevice {
             address: None,
@@ -228,6 +228,22 @@ pub async fn add_device(
         }
     };
     Ok((StatusCode::CREATED, Json(summary)))
+}
+
+/// A phone that does not answer at the address the caller gave is the caller's to fix
+/// (a 422 naming the address), not a server failure; other errors keep their status.
+fn unreachable(address: &str, e: PoolError) -> ApiError {
+    match e {
+        PoolError::Device(d @ (DeviceError::Disconnected { .. } | DeviceError::Timeout { .. })) => {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "device_unreachable",
+                format!("no phone answered at `{address}`: {d}"),
+                "Check that the phone is on, reachable from this host at that address, and has wireless debugging on (`adb tcpip 5555`, or pair it); `adb connect host:port` run on this host must work.",
+            )
+        }
+        other => other.into(),
+    }
 }
 
 /// Pools a serial the adb server lists; any other is refused with the list.
@@ -474,6 +490,7 @@ pub struct ActParams {
     force: bool,
     /// Extra parts of a failure's error object, comma-separated. `screen_state` adds the
     /// current screen (about 5 KB) to an `element_not_found` or other action failure.
+    #[param(pattern = "^(screen_state)?(,(screen_state)?)*$")]
     include: Option<String>,
 }
 
@@ -511,7 +528,7 @@ impl ActParams {
 /// (`element_not_found`, `invalid_selector`, `invalid_target`, `action_failed`, `timeout`,
 /// `permission_denied`) and the selector; `?include=screen_state` adds the current screen.
 #[utoipa::path(post, path = "/v1/devices/{id}/actions", tag = "devices", params(("id" = String, Path), ActParams),
-    request_body(content = Object, description = "One action; see README \"Actions\". Targets: `coordinate` [x, y] in [0, 1], `pixel` [x, y] in pixels, `element` (or `element_id`), `selector`. Unknown fields are refused by name.",
+    request_body(content = Action, description = "One action; see README \"Actions\". Targets: `coordinate` [x, y] in [0, 1], `pixel` [x, y] in pixels, `element` (or `element_id`), `selector`. Unknown fields are refused by name.",
         example = json!({"action": "tap", "pixel": [540, 1200]})),
     responses((status = 200, body = ActionResult), (status = 400, description = "Unknown `include` part", body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
               (status = 422, description = "Invalid action or selector, pixel outside the screen, element not found", body = ErrorResponse), (status = 502, body = ErrorResponse), (status = 504, body = ErrorResponse)))]

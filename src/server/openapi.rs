@@ -26,7 +26,14 @@ use crate::store::StoredEvent;
     ),
     // Events travel on SSE and the WebSocket, not as a JSON body: listed here so a
     // dashboard or a coordinator can generate a client for them.
-    components(schemas(ErrorResponse, ErrorDetail, StoredEvent, TaskEvent)),
+    components(schemas(
+        ErrorResponse,
+        ErrorDetail,
+        StoredEvent,
+        TaskEvent,
+        crate::script::ScriptId,
+        super::scripts::ExportFormat
+    )),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;
@@ -82,6 +89,7 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
                 add_error(op, "400", "A malformed path or query parameter");
             }
             if op.request_body.is_some() {
+                add_error(op, "400", "The body is not valid JSON (or YAML, where YAML is taken)");
                 add_error(op, "413", "The body is larger than server.body_limit_bytes");
                 add_error(op, "415", "The body is not `application/json`");
                 add_error(
@@ -96,7 +104,10 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
                 }
             }
             if path.starts_with("/v1/tasks/{id}") {
-                task_id_is_a_uuid(op);
+                id_is_a_uuid(op, "TaskId");
+            }
+            if path.starts_with("/v1/scripts/{id}") {
+                id_is_a_uuid(op, "ScriptId");
             }
             if path.starts_with("/v1/devices/{id}/") {
                 add_error(op, "502", "The device or its adb server failed the command");
@@ -203,14 +214,15 @@ fn no_null_in_a_url(p: &mut utoipa::openapi::path::Parameter) {
     }
 }
 
-/// The `{id}` of `/v1/tasks/{id}…` is a task id (a UUID; anything else is a 400).
-fn task_id_is_a_uuid(op: &mut utoipa::openapi::path::Operation) {
+/// The `{id}` of `/v1/tasks/{id}…` and `/v1/scripts/{id}…` is a UUID (anything else is a
+/// 400): `schema` names its component.
+fn id_is_a_uuid(op: &mut utoipa::openapi::path::Operation, schema: &str) {
     use utoipa::openapi::Ref;
     for p in op.parameters.iter_mut().flatten() {
         if let RefOr::T(p) = p
             && p.name == "id"
         {
-            p.schema = Some(Ref::from_schema_name("TaskId").into());
+            p.schema = Some(Ref::from_schema_name(schema).into());
         }
     }
 }

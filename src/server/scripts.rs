@@ -22,17 +22,26 @@ use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FromTask {
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = Uuid)]
     pub from_task: TaskId,
     /// The script's name (default: the task's instruction).
     pub name: Option<String>,
+}
+
+/// The body of `POST /v1/scripts`, for the OpenAPI document only (the handler reads a
+/// `Value` to tell the two apart by `from_task` and name the field that is wrong).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub enum CreateScriptBody {
+    Script(Script),
+    FromTask(FromTask),
 }
 
 /// Store a script: a script document, or `{"from_task": ID}` to record one from a
 /// finished task (coordinates become selectors, `expect` comes from the next screen).
 #[utoipa::path(
     post, path = "/v1/scripts", tag = "scripts",
-    request_body(content = Object, description = "A Script document, or FromTask"),
+    request_body(content = CreateScriptBody, description = "A Script document, or FromTask"),
     responses(
         (status = 201, description = "Stored as version 1", body = ScriptRecord),
         (status = 404, description = "Unknown task", body = ErrorResponse),

@@ -69,13 +69,15 @@ fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
         && !under_keyboard(&screen.tree, n)
 }
 
-/// Whether the centre of node `n` lies inside a keyboard window it is not part of.
+/// Whether the centre of node `n` lies inside a keyboard window drawn above its own
+/// (windows come bottom to top; a system pop-up over the keyboard is not under it).
 fn under_keyboard(tree: &UiTree, n: usize) -> bool {
     let c = tree.nodes[n].bounds.center();
     let own = root_of(tree, n);
-    tree.roots.iter().any(|&r| {
-        r != own && is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c)
-    })
+    let above = tree.roots.iter().skip_while(|&&r| r != own).skip(1);
+    above
+        .into_iter()
+        .any(|&r| is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c))
 }
 
 fn is_keyboard(package: &str) -> bool {

@@ -754,11 +754,13 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         }
     }
     windows.push(status_bar(st, cx));
-    if let Some(d) = &st.dialog {
-        windows.push(dialog_window(d, cx));
-    }
     if st.keyboard && st.focus.is_some() {
         windows.push(keyboard(cx));
+    }
+    // A dialog is drawn over the keyboard, as on a phone: a system alert's window layer is
+    // above the input method's, and an app's dialog takes the focus from the field.
+    if let Some(d) = &st.dialog {
+        windows.push(dialog_window(d, cx));
     }
     if let Some(t) = &st.toast {
         windows.push(toast_window(&t.text, st, cx));
