@@ -41,7 +41,7 @@ use crate::run::mcp::McpRegistry;
 use crate::run::runner::Runner;
 use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
 use crate::run::webhooks::{WebhookSender, spawn_deliverer};
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Why the core could not be built. Each says what failed.
 #[derive(Debug, thiserror::Error)]
@@ -102,14 +102,15 @@ impl Core {
 
     /// `build`, with some parts supplied by the caller.
     pub async fn build_with(config: &Config, parts: CoreParts) -> Result<Core, CoreError> {
-        let db = config.database_path();
-        let store = SqliteStore::open(&db)
+        let loc = config
+            .store_location()
+            .map_err(|e| CoreError::Config(e.to_string()))?;
+        let mut store = crate::store::open(&loc)
             .await
             .map_err(|source| CoreError::Store {
-                path: db.display().to_string(),
+                path: loc.to_string(),
                 source,
             })?;
-        let mut store: Arc<dyn Store> = Arc::new(store);
         if let Some(layer) = parts.store_layer {
             store = layer(store);
         }

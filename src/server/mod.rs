@@ -256,7 +256,11 @@ impl Server {
             .map_err(|source| StartError::Bind { addr, source })?;
         let (stopping, shutdown) = tokio::sync::watch::channel(false);
         core.recover().await.map_err(|source| StartError::Store {
-            path: config.database_path().display().to_string(),
+            path: core
+                .config
+                .store_location()
+                .map(|l| l.to_string())
+                .unwrap_or_default(),
             source,
         })?;
         let state = AppState {

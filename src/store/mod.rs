@@ -1,7 +1,12 @@
 //! Persistence behind one `Store` trait: tasks, steps, artifacts, events, interventions,
-//! scripts and devices. Callers hold an `Arc<dyn Store>`, so a PostgreSQL backend can slot
-//! in beside `sqlite::SqliteStore` without touching them.
+//! scripts and devices. Callers hold an `Arc<dyn Store>` from `location::open`, which picks
+//! the backend from the configured location: `sqlite::SqliteStore` (one file, the default)
+//! or `postgres::PostgresStore` (a server several instances share). Both pass the same
+//! suite (`tests/store.rs`).
 
+mod cursor;
+pub mod location;
+pub mod postgres;
 pub mod sqlite;
 pub mod step_row;
 
@@ -12,6 +17,8 @@ use utoipa::ToSchema;
 use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
+pub use location::{StoreLocation, open, redact_url};
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use step_row::StepRow;
 
@@ -46,6 +53,13 @@ pub enum StoreError {
     Corrupt(String),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// Opening a server failed: the URL (password hidden), why, and what to check.
+    #[error("cannot connect to {url}: {reason}; {hint}")]
+    Connect {
+        url: String,
+        reason: String,
+        hint: &'static str,
+    },
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
@@ -148,7 +162,9 @@ pub trait Store: Send + Sync + 'static {
         reason: Option<&str>,
         answer: Option<&str>,
     ) -> Result<Task, StoreError>;
-    /// Commits a step and adds its tokens and cost to the task's totals, atomically.
+    /// Commits a step and adds its tokens and cost to the task's totals, atomically. A
+    /// step number already committed is left as it is (not recorded or counted twice), so
+    /// a commit whose reply was lost can be retried.
     async fn append_step(&self, step: &Step) -> Result<(), StoreError>;
     async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError>;
     async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError>;
