@@ -10,4 +10,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod e2e;
+mod startup;
 mod suite;
