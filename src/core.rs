@@ -46,8 +46,10 @@ use crate::store::{Store, StoreError};
 /// Why the core could not be built. Each says what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
-    #[error("cannot open the database at {path}: {source}")]
-    Store { path: String, source: StoreError },
+    // `cause`, not `source`: the message already holds it, and an error chain printed
+    // with `{:#}` would repeat it.
+    #[error("cannot open the database at {path}: {cause}")]
+    Store { path: String, cause: StoreError },
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("cannot set up the device pool: {0}")]
@@ -107,9 +109,9 @@ impl Core {
             .map_err(|e| CoreError::Config(e.to_string()))?;
         let mut store = crate::store::open(&loc)
             .await
-            .map_err(|source| CoreError::Store {
+            .map_err(|cause| CoreError::Store {
                 path: loc.to_string(),
-                source,
+                cause,
             })?;
         if let Some(layer) = parts.store_layer {
             store = layer(store);

@@ -10,6 +10,7 @@ pub mod devices;
 pub mod doctor;
 pub mod eval;
 pub mod mcp;
+pub mod migrate_store;
 pub mod run;
 pub mod screen;
 pub mod script;
@@ -60,6 +61,8 @@ pub enum Command {
     Script(script::ScriptCommand),
     /// Serve droidpilot as an MCP server over stdio (for Claude Code, Claude Desktop, Cursor): the same core as `serve`.
     Mcp(mcp::McpArgs),
+    /// Copy a SQLite database into an empty PostgreSQL one, verified by counting rows.
+    MigrateStore(migrate_store::MigrateStoreArgs),
     /// Score an agent on the virtual phone's tasks (success per tier, false successes, loops, cost), or compare two scores.
     Eval(eval::EvalArgs),
 }

@@ -6,6 +6,7 @@
 
 mod cursor;
 pub mod location;
+pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
 pub mod step_row;
@@ -53,8 +54,9 @@ pub enum StoreError {
     Corrupt(String),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    /// Opening a server failed: the URL (password hidden), why, and what to check.
-    #[error("cannot connect to {url}: {reason}; {hint}")]
+    /// Opening a server failed: why, and what to check. `url` (password hidden) is for
+    /// callers that do not already name the database.
+    #[error("cannot connect: {reason}; {hint}")]
     Connect {
         url: String,
         reason: String,

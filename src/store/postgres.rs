@@ -97,9 +97,15 @@ fn connect_error(url: &str, e: sqlx::Error) -> StoreError {
         }
         _ => "check storage.database_url and that the server accepts this client",
     };
+    // The server's own words ("password authentication failed for user …"), without
+    // sqlx's wrapping.
+    let reason = match e.as_database_error() {
+        Some(d) => d.message().to_string(),
+        None => e.to_string(),
+    };
     StoreError::Connect {
         url: url.into(),
-        reason: e.to_string(),
+        reason,
         hint,
     }
 }

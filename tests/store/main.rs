@@ -11,5 +11,6 @@
 mod common;
 
 mod e2e;
+mod migrate;
 mod startup;
 mod suite;
