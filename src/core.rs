@@ -132,10 +132,17 @@ impl Core {
         let registry = McpRegistry::default();
         let mcp = McpClients::start(&config.mcp, &registry, &tracker, &cancel)
             .map_err(CoreError::Config)?;
+        // The runner (its events, steps and screenshots' index) waits out a database
+        // outage at its next store call instead of failing the task; the HTTP API (on
+        // `bus`, `artifacts`) fails fast.
+        let patient: Arc<dyn Store> = Arc::new(crate::store::PatientStore::new(
+            store.clone(),
+            crate::store::PatientStore::default_policy(),
+        ));
         let mut runner = Runner::new(
-            bus.clone(),
+            bus.with_store(patient.clone()),
             prompts.clone(),
-            artifacts.clone(),
+            ArtifactStore::new(&config.storage.data_dir, patient),
             config.runner.clone(),
         )
         .with_pool(pool.clone())

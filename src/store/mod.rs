@@ -7,6 +7,7 @@
 mod cursor;
 pub mod location;
 pub mod migrate;
+pub mod patient;
 pub mod postgres;
 pub mod sqlite;
 pub mod step_row;
@@ -19,6 +20,7 @@ use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 pub use location::{StoreLocation, open, redact_url};
+pub use patient::PatientStore;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use step_row::StepRow;
@@ -64,6 +66,26 @@ pub enum StoreError {
     },
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl StoreError {
+    /// The database did not answer (connection lost or refused, pool timed out, server
+    /// shutting down or starting): the same call may succeed later. Never a caller's
+    /// mistake nor a constraint.
+    pub fn is_transient(&self) -> bool {
+        let StoreError::Database(e) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_) => true,
+            // Class 08 (connection exception), 57P01..03 (admin/crash shutdown, cannot
+            // connect now).
+            sqlx::Error::Database(d) => d
+                .code()
+                .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
+            _ => false,
+        }
+    }
 }
 
 /// A page of tasks, newest first.

@@ -11,16 +11,18 @@ use serde_json::{Value, json};
 use crate::common::pg::FreshDb;
 use crate::common::{TestApp, spawn_app_with};
 
-/// A test server on `url` with one virtual phone, `sim-1`, in `task`'s start state.
-pub async fn app_on(url: &str, task: &str) -> TestApp {
-    let app = spawn_app_with(&[
+/// A test server on `url` (and `extra` settings) with one virtual phone, `sim-1`, in
+/// `task`'s start state.
+pub async fn app_on(url: &str, task: &str, extra: &[(&str, &str)]) -> TestApp {
+    let mut env = vec![
         ("DROIDPILOT_STORAGE__DATABASE_URL", url),
         ("DROIDPILOT_STORAGE__POOL_SIZE", "4"),
         ("DROIDPILOT_RUNNER__SETTLE_TIMEOUT_MS", "300"),
         ("DROIDPILOT_RUNNER__SETTLE_POLL_MS", "10"),
         ("DROIDPILOT_SCHEDULER__POLL_MS", "50"),
-    ])
-    .await;
+    ];
+    env.extend_from_slice(extra);
+    let app = spawn_app_with(&env).await;
     let phone = SimDevice::new(SimConfig {
         serial: "sim-1".into(),
         width: 540,
@@ -99,7 +101,7 @@ async fn a_replay_task_on_postgres_runs_and_reads_back_through_the_api() {
     let Some(db) = FreshDb::create().await else {
         return;
     };
-    let app = app_on(&db.url, TASK).await;
+    let app = app_on(&db.url, TASK, &[]).await;
     let ready = app.get("/readyz").await;
     assert_eq!(ready.status(), 200);
     let id = submit_reference(&app, TASK, json!({})).await;

@@ -12,5 +12,6 @@ mod common;
 
 mod e2e;
 mod migrate;
+mod outage;
 mod startup;
 mod suite;
