@@ -511,7 +511,7 @@ async fn a_question_is_answered_once(s: S) {
         answered_at: None,
     };
     s.create_intervention(&iv).await.unwrap();
-    assert_eq!(s.interventions(task.id).await.unwrap(), [iv.clone()]);
+    assert_eq!(s.interventions(task.id).await.unwrap(), vec![iv]);
     let answered = s.answer_intervention("q-1", "b", "rest").await.unwrap();
     assert_eq!(
         (answered.answer.as_deref(), answered.answered_by.as_deref()),
