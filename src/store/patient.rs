@@ -2,7 +2,7 @@
 //! safe to repeat is retried on a transient error (connection lost or refused, pool
 //! timed out, server shutting down) with the shared `RetryPolicy` backoff; other errors,
 //! and calls that would create a second row when repeated (a new task or script), pass
-//! through at once.
+//! through at once, as does `start_task` (a claim must not be guessed at).
 //!
 //! The runner writes through one (`Core::build`), so a task whose step commit meets a
 //! restarting PostgreSQL pauses there and goes on when it is back: `append_step` is
@@ -106,8 +106,11 @@ impl Store for PatientStore {
     async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError> {
         patient!(self.queued_tasks(limit))
     }
+    // Not retried: after a claim whose reply was lost, a retry would answer "taken by
+    // someone else" and leave the task running with no runner. The scheduler tries again
+    // on its next round instead.
     async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
-        patient!(self.start_task(id, device))
+        self.inner.start_task(id, device).await
     }
     async fn set_task_status(
         &self,
