@@ -114,11 +114,37 @@ pub struct ServerConfig {
     pub max_connections: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageConfig {
     pub data_dir: PathBuf,
+    /// The SQLite file, relative to `data_dir` (used when `database_url` is empty).
     pub database: PathBuf,
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB` or `sqlite://PATH`; empty: `database`.
+    #[serde(default)]
+    pub database_url: String,
+    /// Connections each instance keeps to PostgreSQL.
+    #[serde(default = "default_pool_size")]
+    pub pool_size: u32,
+}
+
+fn default_pool_size() -> u32 {
+    8
+}
+
+// The URL holds a password: Debug shows it as `***`.
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageConfig")
+            .field("data_dir", &self.data_dir)
+            .field("database", &self.database)
+            .field(
+                "database_url",
+                &crate::store::redact_url(&self.database_url),
+            )
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -294,11 +320,28 @@ impl Config {
             ));
         }
         self.mcp.validate().map_err(ConfigError::Value)?;
+        if self.storage.pool_size == 0 {
+            return Err(ConfigError::Value(
+                "storage.pool_size must be at least 1".into(),
+            ));
+        }
+        self.store_location()?;
         Ok(())
     }
 
+    /// The SQLite file `database` names under `data_dir` (what `sqlite://` URLs bypass).
     pub fn database_path(&self) -> PathBuf {
         self.storage.data_dir.join(&self.storage.database)
+    }
+
+    /// The database to open: `storage.database_url` when set, else the SQLite file.
+    pub fn store_location(&self) -> Result<crate::store::StoreLocation, ConfigError> {
+        let url = self.storage.database_url.trim();
+        if url.is_empty() {
+            return Ok(crate::store::StoreLocation::Sqlite(self.database_path()));
+        }
+        crate::store::StoreLocation::from_url(url, self.storage.pool_size)
+            .map_err(|e| ConfigError::Value(format!("storage.database_url: {e}")))
     }
 }
 
@@ -460,6 +503,36 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("used twice"), "{e}");
+    }
+
+    #[test]
+    fn the_database_url_chooses_the_store_and_its_password_stays_hidden() {
+        let c = load(&[], Overrides::default()).unwrap();
+        assert_eq!(
+            c.store_location().unwrap(),
+            crate::store::StoreLocation::Sqlite("./data/droidpilot.db".into())
+        );
+        let url = "postgres://dp:pw-hunter22@db:5432/dp";
+        let c = load(
+            &[("DROIDPILOT_STORAGE__DATABASE_URL", url)],
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.store_location().unwrap().backend(), "postgres");
+        assert!(!format!("{c:?}").contains("hunter22"), "{c:?}");
+        let e = load(
+            &[(
+                "DROIDPILOT_STORAGE__DATABASE_URL",
+                "mysql://u:pw-hunter22@h/d",
+            )],
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("storage.database_url") && !e.contains("hunter22"),
+            "{e}"
+        );
     }
 
     #[test]

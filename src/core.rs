@@ -41,13 +41,15 @@ use crate::run::mcp::McpRegistry;
 use crate::run::runner::Runner;
 use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
 use crate::run::webhooks::{WebhookSender, spawn_deliverer};
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Why the core could not be built. Each says what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
-    #[error("cannot open the database at {path}: {source}")]
-    Store { path: String, source: StoreError },
+    // `cause`, not `source`: the message already holds it, and an error chain printed
+    // with `{:#}` would repeat it.
+    #[error("cannot open the database at {path}: {cause}")]
+    Store { path: String, cause: StoreError },
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("cannot set up the device pool: {0}")]
@@ -102,14 +104,15 @@ impl Core {
 
     /// `build`, with some parts supplied by the caller.
     pub async fn build_with(config: &Config, parts: CoreParts) -> Result<Core, CoreError> {
-        let db = config.database_path();
-        let store = SqliteStore::open(&db)
+        let loc = config
+            .store_location()
+            .map_err(|e| CoreError::Config(e.to_string()))?;
+        let mut store = crate::store::open(&loc)
             .await
-            .map_err(|source| CoreError::Store {
-                path: db.display().to_string(),
-                source,
+            .map_err(|cause| CoreError::Store {
+                path: loc.to_string(),
+                cause,
             })?;
-        let mut store: Arc<dyn Store> = Arc::new(store);
         if let Some(layer) = parts.store_layer {
             store = layer(store);
         }
@@ -129,10 +132,17 @@ impl Core {
         let registry = McpRegistry::default();
         let mcp = McpClients::start(&config.mcp, &registry, &tracker, &cancel)
             .map_err(CoreError::Config)?;
+        // The runner (its events, steps and screenshots' index) waits out a database
+        // outage at its next store call instead of failing the task; the HTTP API (on
+        // `bus`, `artifacts`) fails fast.
+        let patient: Arc<dyn Store> = Arc::new(crate::store::PatientStore::new(
+            store.clone(),
+            crate::store::PatientStore::default_policy(),
+        ));
         let mut runner = Runner::new(
-            bus.clone(),
+            bus.with_store(patient.clone()),
             prompts.clone(),
-            artifacts.clone(),
+            ArtifactStore::new(&config.storage.data_dir, patient),
             config.runner.clone(),
         )
         .with_pool(pool.clone())

@@ -49,6 +49,7 @@ fn main() -> std::process::ExitCode {
                 droidpilot::cli::bench_replay(args).await
             }
             Command::Export(args) => droidpilot::cli::export(args).await,
+            Command::MigrateStore(args) => droidpilot::cli::migrate_store::run(args).await,
             Command::Eval(args) => droidpilot::cli::eval::run(args).await,
             Command::Mcp(args) => droidpilot::cli::mcp::run(args, cli.log_format).await,
             Command::Script(cmd) => match droidpilot::cli::script::script(cmd).await {

@@ -34,7 +34,7 @@ pub async fn run(args: McpArgs, log_format: Option<LogFormat>) -> anyhow::Result
     core.recover().await?;
     core.start_scheduler();
     tracing::info!(
-        database = %config.database_path().display(),
+        database = %config.store_location()?,
         "droidpilot {} serving MCP on stdio",
         env!("CARGO_PKG_VERSION")
     );

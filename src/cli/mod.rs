@@ -10,6 +10,7 @@ pub mod devices;
 pub mod doctor;
 pub mod eval;
 pub mod mcp;
+pub mod migrate_store;
 pub mod run;
 pub mod screen;
 pub mod script;
@@ -60,6 +61,8 @@ pub enum Command {
     Script(script::ScriptCommand),
     /// Serve droidpilot as an MCP server over stdio (for Claude Code, Claude Desktop, Cursor): the same core as `serve`.
     Mcp(mcp::McpArgs),
+    /// Copy a SQLite database into an empty PostgreSQL one, verified by counting rows.
+    MigrateStore(migrate_store::MigrateStoreArgs),
     /// Score an agent on the virtual phone's tasks (success per tier, false successes, loops, cost), or compare two scores.
     Eval(eval::EvalArgs),
 }
@@ -203,7 +206,7 @@ pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Re
     .await?;
     tracing::info!(
         addr = %server.local_addr(),
-        database = %config.database_path().display(),
+        database = %config.store_location()?,
         auth = if config.server.tokens.is_empty() { "off" } else { "bearer" },
         "droidpilot {} listening; API docs at http://{}/docs",
         env!("CARGO_PKG_VERSION"),
@@ -364,9 +367,26 @@ pub async fn bench_replay(args: BenchReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The store `droidpilot serve` uses with this configuration, for commands that read it:
+/// a SQLite file must already exist (a wrong `--data-dir` would otherwise create an
+/// empty one and report "not found").
+pub(crate) async fn open_existing_store(
+    config: &Config,
+) -> anyhow::Result<std::sync::Arc<dyn crate::store::Store>> {
+    let loc = config.store_location()?;
+    if let crate::store::StoreLocation::Sqlite(db) = &loc
+        && !db.exists()
+    {
+        anyhow::bail!(
+            "no database at {}; pass --data-dir where `droidpilot serve` keeps its data",
+            db.display()
+        );
+    }
+    Ok(crate::store::open(&loc).await?)
+}
+
 /// `droidpilot export ID --out DIR`.
 pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
-    use std::sync::Arc;
     let config = Config::load(
         std::path::Path::new("config"),
         &Overrides {
@@ -375,14 +395,7 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
     )?;
-    let db = config.database_path();
-    if !db.exists() {
-        anyhow::bail!(
-            "no database at {}; pass --data-dir where `droidpilot serve` keeps its data",
-            db.display()
-        );
-    }
-    let store: Arc<dyn crate::store::Store> = Arc::new(crate::store::SqliteStore::open(&db).await?);
+    let store = open_existing_store(&config).await?;
     let artifacts =
         crate::run::artifacts::ArtifactStore::new(&config.storage.data_dir, store.clone());
     let summary =

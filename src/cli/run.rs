@@ -272,7 +272,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
                 let _ = stop_tx.send(StopSignal::Cancel);
             }
             _ = tokio::signal::ctrl_c(), if interrupted => {
-                println!("\nquitting; committed steps are kept in {}", config.database_path().display());
+                println!("\nquitting; committed steps are kept in {}", config.store_location()?);
                 break;
             }
         }

@@ -11,7 +11,7 @@ use clap::{Subcommand, ValueEnum};
 use crate::config::{Config, Overrides};
 use crate::domain::TaskId;
 use crate::script::{Script, ScriptId, ScriptRecord, ScriptSource, record, vars};
-use crate::store::{SqliteStore, Store};
+use crate::store::Store;
 
 #[derive(Debug, Subcommand)]
 pub enum ScriptCommand {
@@ -99,14 +99,7 @@ fn load_config(d: &DataArgs) -> anyhow::Result<Config> {
 }
 
 async fn open_store(d: &DataArgs) -> anyhow::Result<Arc<dyn Store>> {
-    let db = load_config(d)?.database_path();
-    if !db.exists() {
-        anyhow::bail!(
-            "no database at {}; pass --data-dir where `droidpilot serve` keeps its data",
-            db.display()
-        );
-    }
-    Ok(Arc::new(SqliteStore::open(&db).await?))
+    super::open_existing_store(&load_config(d)?).await
 }
 
 fn maestro_error(path: &str, e: crate::script::maestro::MaestroError) -> anyhow::Error {

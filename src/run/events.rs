@@ -41,6 +41,15 @@ impl EventBus {
         Ok(ev)
     }
 
+    /// The same live channel, writing and reading through `store` (the runner's
+    /// `PatientStore` over the server's store).
+    pub fn with_store(&self, store: Arc<dyn Store>) -> EventBus {
+        EventBus {
+            store,
+            tx: self.tx.clone(),
+        }
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }

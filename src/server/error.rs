@@ -298,6 +298,12 @@ impl From<StoreError> for ApiError {
                 m,
                 "Omit `cursor` to start from the newest task.",
             ),
+            other if other.is_transient() => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "database_unavailable",
+                format!("the database does not answer: {other}"),
+                "Try again shortly; if it lasts, check that the database server is up (storage.database_url).",
+            ),
             other => Self::internal(other.to_string()),
         }
     }

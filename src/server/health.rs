@@ -37,7 +37,7 @@ pub async fn readyz(State(s): State<AppState>) -> Result<Json<Health>, ApiError>
             StatusCode::SERVICE_UNAVAILABLE,
             "database_unavailable",
             format!("the database does not answer: {e}"),
-            "Check the disk and the database file under storage.data_dir.",
+            "Check that the database server in storage.database_url is up and reachable, or, on SQLite, the disk and the file under storage.data_dir.",
         )
     })?;
     Ok(Json(Health {

@@ -63,9 +63,11 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("cannot open the database at {path}: {source}")]
-    Store { path: String, source: StoreError },
-    #[error("{0}")]
+    // `cause`, not `source`: the message already holds it, and an error chain printed
+    // with `{:#}` would repeat it.
+    #[error("cannot open the database at {path}: {cause}")]
+    Store { path: String, cause: StoreError },
+    #[error(transparent)]
     Core(#[from] CoreError),
     #[error("server error: {0}")]
     Serve(#[from] std::io::Error),
@@ -255,9 +257,13 @@ impl Server {
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
         let (stopping, shutdown) = tokio::sync::watch::channel(false);
-        core.recover().await.map_err(|source| StartError::Store {
-            path: config.database_path().display().to_string(),
-            source,
+        core.recover().await.map_err(|cause| StartError::Store {
+            path: core
+                .config
+                .store_location()
+                .map(|l| l.to_string())
+                .unwrap_or_default(),
+            cause,
         })?;
         let state = AppState {
             core: core.clone(),

@@ -1,7 +1,14 @@
 //! Persistence behind one `Store` trait: tasks, steps, artifacts, events, interventions,
-//! scripts and devices. Callers hold an `Arc<dyn Store>`, so a PostgreSQL backend can slot
-//! in beside `sqlite::SqliteStore` without touching them.
+//! scripts and devices. Callers hold an `Arc<dyn Store>` from `location::open`, which picks
+//! the backend from the configured location: `sqlite::SqliteStore` (one file, the default)
+//! or `postgres::PostgresStore` (a server several instances share). Both pass the same
+//! suite (`tests/store.rs`).
 
+mod cursor;
+pub mod location;
+pub mod migrate;
+pub mod patient;
+pub mod postgres;
 pub mod sqlite;
 pub mod step_row;
 
@@ -12,6 +19,9 @@ use utoipa::ToSchema;
 use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
+pub use location::{StoreLocation, open, redact_url};
+pub use patient::PatientStore;
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use step_row::StepRow;
 
@@ -46,8 +56,36 @@ pub enum StoreError {
     Corrupt(String),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// Opening a server failed: why, and what to check. `url` (password hidden) is for
+    /// callers that do not already name the database.
+    #[error("cannot connect: {reason}; {hint}")]
+    Connect {
+        url: String,
+        reason: String,
+        hint: &'static str,
+    },
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl StoreError {
+    /// The database did not answer (connection lost or refused, pool timed out, server
+    /// shutting down or starting): the same call may succeed later. Never a caller's
+    /// mistake nor a constraint.
+    pub fn is_transient(&self) -> bool {
+        let StoreError::Database(e) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_) => true,
+            // Class 08 (connection exception), 57P01..03 (admin/crash shutdown, cannot
+            // connect now).
+            sqlx::Error::Database(d) => d
+                .code()
+                .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
+            _ => false,
+        }
+    }
 }
 
 /// A page of tasks, newest first.
@@ -148,7 +186,9 @@ pub trait Store: Send + Sync + 'static {
         reason: Option<&str>,
         answer: Option<&str>,
     ) -> Result<Task, StoreError>;
-    /// Commits a step and adds its tokens and cost to the task's totals, atomically.
+    /// Commits a step and adds its tokens and cost to the task's totals, atomically. A
+    /// step number already committed is left as it is (not recorded or counted twice), so
+    /// a commit whose reply was lost can be retried.
     async fn append_step(&self, step: &Step) -> Result<(), StoreError>;
     async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError>;
     async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError>;

@@ -2,6 +2,8 @@
 //! fresh database in a temporary directory, and returns a client for it.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+pub mod pg;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 

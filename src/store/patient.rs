@@ -1,0 +1,202 @@
+//! `PatientStore`: a `Store` that waits out a database that went away. Every call that is
+//! safe to repeat is retried on a transient error (connection lost or refused, pool
+//! timed out, server shutting down) with the shared `RetryPolicy` backoff; other errors,
+//! and calls that would create a second row when repeated (a new task or script), pass
+//! through at once, as does `start_task` (a claim must not be guessed at).
+//!
+//! The runner writes through one (`Core::build`), so a task whose step commit meets a
+//! restarting PostgreSQL pauses there and goes on when it is back: `append_step` is
+//! idempotent (a commit whose reply was lost is not recorded twice). The HTTP API uses
+//! the plain store, so `/readyz` and requests fail fast (503) during the outage.
+//! An event whose commit succeeded but whose reply was lost would be appended again
+//! with the next seq: the feed stays gapless, the event may show twice.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{Artifact, CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
+use crate::domain::{
+    Intervention, RetryPolicy, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
+};
+use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+
+pub struct PatientStore {
+    inner: Arc<dyn Store>,
+    policy: RetryPolicy,
+}
+
+impl PatientStore {
+    /// Retries with `policy`; `default_policy` waits out an outage of about five minutes.
+    pub fn new(inner: Arc<dyn Store>, policy: RetryPolicy) -> Self {
+        Self { inner, policy }
+    }
+
+    /// 200 ms doubling to 5 s, with jitter (instances do not return all at once), 60
+    /// retries: about five minutes of outage before the runner gives up on a task.
+    pub fn default_policy() -> RetryPolicy {
+        RetryPolicy::new(Duration::from_millis(200), Duration::from_secs(5), 60).with_jitter()
+    }
+
+    async fn retry<T, F, Fut>(&self, what: &'static str, mut op: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let mut delays = self.policy.delays();
+        loop {
+            match op().await {
+                Err(e) if e.is_transient() => match delays.next() {
+                    Some(d) => {
+                        tracing::warn!(call = what, error = %e, retry_in_ms = d.as_millis() as u64,
+                            "the database does not answer; waiting");
+                        metrics::counter!("droidpilot_store_retries_total", "call" => what)
+                            .increment(1);
+                        tokio::time::sleep(d).await;
+                    }
+                    None => return Err(e),
+                },
+                r => return r,
+            }
+        }
+    }
+}
+
+/// `self.retry("name", || self.inner.name(args…))`.
+macro_rules! patient {
+    ($self:ident . $name:ident ( $($arg:expr),* )) => {
+        $self.retry(stringify!($name), || $self.inner.$name($($arg),*)).await
+    };
+}
+
+#[async_trait]
+impl Store for PatientStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+    async fn create_task(&self, spec: TaskSpec) -> Result<Task, StoreError> {
+        self.inner.create_task(spec).await
+    }
+    async fn get_task(&self, id: TaskId) -> Result<Task, StoreError> {
+        patient!(self.get_task(id))
+    }
+    async fn list_tasks(&self, filter: TaskFilter) -> Result<TaskPage, StoreError> {
+        patient!(self.list_tasks(filter.clone()))
+    }
+    async fn cancel_task(&self, id: TaskId) -> Result<(Task, CancelOutcome), StoreError> {
+        patient!(self.cancel_task(id))
+    }
+    async fn append_event(
+        &self,
+        stream: &str,
+        event: TaskEvent,
+    ) -> Result<StoredEvent, StoreError> {
+        patient!(self.append_event(stream, event.clone()))
+    }
+    async fn events_since(
+        &self,
+        stream: &str,
+        since: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        patient!(self.events_since(stream, since, limit))
+    }
+    async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError> {
+        patient!(self.queued_tasks(limit))
+    }
+    // Not retried: after a claim whose reply was lost, a retry would answer "taken by
+    // someone else" and leave the task running with no runner. The scheduler tries again
+    // on its next round instead.
+    async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
+        self.inner.start_task(id, device).await
+    }
+    async fn set_task_status(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        patient!(self.set_task_status(id, status, reason))
+    }
+    async fn finish_task(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+        answer: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        patient!(self.finish_task(id, status, reason, answer))
+    }
+    async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
+        patient!(self.append_step(step))
+    }
+    async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
+        patient!(self.steps(id))
+    }
+    async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError> {
+        patient!(self.step(id, n))
+    }
+    async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError> {
+        patient!(self.put_artifact(a))
+    }
+    async fn artifact(&self, sha256: &str) -> Result<Option<Artifact>, StoreError> {
+        patient!(self.artifact(sha256))
+    }
+    async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
+        self.inner.create_intervention(iv).await
+    }
+    async fn answer_intervention(
+        &self,
+        id: &str,
+        answer: &str,
+        by: &str,
+    ) -> Result<Intervention, StoreError> {
+        self.inner.answer_intervention(id, answer, by).await
+    }
+    async fn interventions(&self, task: TaskId) -> Result<Vec<Intervention>, StoreError> {
+        patient!(self.interventions(task))
+    }
+    async fn recover_running(
+        &self,
+        requeue: bool,
+        reason: &str,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        self.inner.recover_running(requeue, reason).await
+    }
+    async fn create_script(
+        &self,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        self.inner.create_script(script, source).await
+    }
+    async fn add_script_version(
+        &self,
+        id: ScriptId,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        self.inner.add_script_version(id, script, source).await
+    }
+    async fn script(&self, id: ScriptId, version: Option<u32>) -> Result<ScriptRecord, StoreError> {
+        patient!(self.script(id, version))
+    }
+    async fn list_scripts(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<ScriptPage, StoreError> {
+        patient!(self.list_scripts(cursor, limit))
+    }
+    async fn script_versions(&self, id: ScriptId) -> Result<Vec<ScriptRecord>, StoreError> {
+        patient!(self.script_versions(id))
+    }
+    async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
+        self.inner.delete_script(id).await
+    }
+    async fn close(&self) {
+        self.inner.close().await
+    }
+}

@@ -1,0 +1,840 @@
+//! The PostgreSQL backend: the same `Store` semantics as `sqlite`, on a server several
+//! droidpilot instances can share. Migrations embedded from `migrations/postgres/`, runtime
+//! queries only (the build needs no DATABASE_URL).
+//!
+//! What concurrency needs here and not in SQLite (one writer at a time there):
+//! - event `seq` comes from the `streams` counter row, bumped in the event's own statement,
+//!   so concurrent appenders to one stream get 1, 2, 3… with no gap or repeat;
+//! - `start_task` is the claim (`… WHERE status = 'queued'`): one caller wins;
+//! - read-then-write operations (cancel, new script version) lock the row (or the script
+//!   id) they read first.
+//!
+//! JSON columns are `jsonb`; they are bound as text with a `::jsonb` cast and read back as
+//! `::text`, so `StepRow` (shared with SQLite) does the conversion once.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{ConnectOptions, Connection, Row};
+
+use super::cursor::{decode_cursor, encode_cursor};
+use super::location::redact_url;
+use super::{
+    Artifact, CancelOutcome, StepRow, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
+};
+use crate::domain::task::DeviceConstraints;
+use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// How long opening the store may wait for the server before refusing to start.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects (at most `CONNECT_TIMEOUT`), runs pending migrations, and keeps a pool of
+    /// `pool_size` connections. A wrong URL, wrong credentials or a server that is down
+    /// fail here with `StoreError::Connect`, naming the URL without its password.
+    pub async fn connect(url: &str, pool_size: u32) -> Result<Self, StoreError> {
+        let shown = redact_url(url);
+        let opts: PgConnectOptions = url.parse().map_err(|e| StoreError::Connect {
+            url: shown.clone(),
+            reason: format!("not a PostgreSQL URL ({e})"),
+            hint: "write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE",
+        })?;
+        let opts = opts.disable_statement_logging();
+        // One direct attempt first: the pool retries refused connections until its timeout
+        // and then reports only "timed out", which hides why.
+        match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::PgConnection::connect_with(&opts)).await {
+            Ok(Ok(c)) => {
+                let _ = c.close().await;
+            }
+            Ok(Err(e)) => return Err(connect_error(&shown, e)),
+            Err(_) => {
+                return Err(StoreError::Connect {
+                    url: shown,
+                    reason: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()),
+                    hint: "check that PostgreSQL is running and reachable at that host and port (firewall, listen_addresses)",
+                });
+            }
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(pool_size.max(1))
+            .acquire_timeout(CONNECT_TIMEOUT)
+            .connect_with(opts)
+            .await
+            .map_err(|e| connect_error(&shown, e))?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+/// A failed connection as the operator needs it: what went wrong and what to check.
+fn connect_error(url: &str, e: sqlx::Error) -> StoreError {
+    let code = e
+        .as_database_error()
+        .and_then(|d| d.code().map(|c| c.into_owned()));
+    let hint = match code.as_deref() {
+        // invalid_password, invalid_authorization_specification
+        Some("28P01") | Some("28000") => {
+            "check the user and password in storage.database_url (or DROIDPILOT_STORAGE__DATABASE_URL)"
+        }
+        // invalid_catalog_name
+        Some("3D000") => "create the database first (`createdb NAME`) or fix its name in the URL",
+        _ if matches!(e, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut) => {
+            "check that PostgreSQL is running and reachable at that host and port"
+        }
+        _ => "check storage.database_url and that the server accepts this client",
+    };
+    // The server's own words ("password authentication failed for user …"), without
+    // sqlx's wrapping.
+    let reason = match e.as_database_error() {
+        Some(d) => d.message().to_string(),
+        None => e.to_string(),
+    };
+    StoreError::Connect {
+        url: url.into(),
+        reason,
+        hint,
+    }
+}
+
+fn opt_json<T: serde::de::DeserializeOwned>(
+    s: Option<String>,
+    col: &str,
+) -> Result<Option<T>, StoreError> {
+    s.map(|s| {
+        serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))
+    })
+    .transpose()
+}
+
+fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
+    v.as_ref()
+        .map(|v| serde_json::to_string(v).expect("serializing plain data cannot fail"))
+}
+
+/// Now, at the precision PostgreSQL keeps (microseconds), so a record returned equals the
+/// one read back.
+fn now_micros() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
+}
+
+fn parse_id<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, StoreError>
+where
+    T::Err: std::fmt::Display,
+{
+    s.parse()
+        .map_err(|e| StoreError::Corrupt(format!("{what} `{s}`: {e}")))
+}
+
+const TASK_SELECT: &str = "SELECT id, status, instruction, priority, max_steps, timeout_seconds, device_id, \
+     constraints::text AS constraints, agent::text AS agent, external_id, session_id, metadata::text AS metadata, \
+     assigned_device, created_at, started_at, finished_at, reason, answer, steps, tokens_in, tokens_out, cost_usd, \
+     cancel_requested, webhook_url, record, model_calls FROM tasks";
+
+fn task_from_row(r: &PgRow) -> Result<Task, StoreError> {
+    let status: String = r.try_get("status")?;
+    Ok(Task {
+        id: parse_id(&r.try_get::<String, _>("id")?, "task id")?,
+        status: status.parse().map_err(StoreError::Corrupt)?,
+        spec: TaskSpec {
+            instruction: r.try_get("instruction")?,
+            priority: r.try_get("priority")?,
+            max_steps: r.try_get::<i64, _>("max_steps")? as u32,
+            timeout_seconds: r.try_get::<i64, _>("timeout_seconds")? as u64,
+            device_id: r.try_get("device_id")?,
+            device: opt_json::<DeviceConstraints>(r.try_get("constraints")?, "constraints")?,
+            agent: opt_json(r.try_get("agent")?, "agent")?,
+            external_id: r.try_get("external_id")?,
+            session_id: r.try_get("session_id")?,
+            metadata: opt_json(r.try_get("metadata")?, "metadata")?,
+            webhook_url: r.try_get("webhook_url")?,
+            record: r.try_get("record")?,
+        },
+        assigned_device: r.try_get("assigned_device")?,
+        created_at: r.try_get("created_at")?,
+        started_at: r.try_get("started_at")?,
+        finished_at: r.try_get("finished_at")?,
+        reason: r.try_get("reason")?,
+        answer: r.try_get("answer")?,
+        steps: r.try_get::<i64, _>("steps")? as u32,
+        tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
+        tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
+        cost_usd: r.try_get("cost_usd")?,
+        cancel_requested: r.try_get("cancel_requested")?,
+        model_calls: r.try_get::<i64, _>("model_calls")? as u64,
+    })
+}
+
+const STEP_SELECT: &str = "SELECT task_id, n, started_at, thinking, action::text AS action, raw, rejected::text AS rejected, \
+     result::text AS result, screen::text AS screen, screenshot, timings::text AS timings, tokens_in, tokens_out, cost_usd, \
+     model_calls, replay::text AS replay, calls::text AS calls, annotations::text AS annotations FROM steps";
+
+fn step_from_row(r: &PgRow) -> Result<Step, StoreError> {
+    StepRow {
+        task_id: r.try_get("task_id")?,
+        n: r.try_get("n")?,
+        started_at: r.try_get("started_at")?,
+        thinking: r.try_get("thinking")?,
+        action: r.try_get("action")?,
+        raw: r.try_get("raw")?,
+        rejected: r.try_get("rejected")?,
+        result: r.try_get("result")?,
+        screen: r.try_get("screen")?,
+        screenshot: r.try_get("screenshot")?,
+        timings: r.try_get("timings")?,
+        tokens_in: r.try_get("tokens_in")?,
+        tokens_out: r.try_get("tokens_out")?,
+        cost_usd: r.try_get("cost_usd")?,
+        model_calls: r.try_get("model_calls")?,
+        replay: r.try_get("replay")?,
+        calls: r.try_get("calls")?,
+        annotations: r.try_get("annotations")?,
+    }
+    .into_step()
+}
+
+const INTERVENTION_SELECT: &str = "SELECT id, task_id, kind, question, options::text AS options, answer, answered_by, \
+     created_at, answered_at FROM interventions";
+
+fn intervention_from_row(r: &PgRow) -> Result<Intervention, StoreError> {
+    Ok(Intervention {
+        id: r.try_get("id")?,
+        task_id: parse_id(&r.try_get::<String, _>("task_id")?, "intervention task id")?,
+        kind: r.try_get("kind")?,
+        question: r.try_get("question")?,
+        options: opt_json(r.try_get("options")?, "options")?,
+        answer: r.try_get("answer")?,
+        answered_by: r.try_get("answered_by")?,
+        created_at: r.try_get("created_at")?,
+        answered_at: r.try_get("answered_at")?,
+    })
+}
+
+const SCRIPT_SELECT: &str =
+    "SELECT id, version, body::text AS body, source::text AS source, created_at FROM scripts";
+
+fn script_from_row(r: &PgRow) -> Result<ScriptRecord, StoreError> {
+    let id: String = r.try_get("id")?;
+    let body: String = r.try_get("body")?;
+    let source: String = r.try_get("source")?;
+    let corrupt = |what: &str, e: &dyn std::fmt::Display| {
+        StoreError::Corrupt(format!("script {id} {what}: {e}"))
+    };
+    Ok(ScriptRecord {
+        id: id.parse().map_err(|e| corrupt("id", &e))?,
+        version: r.try_get::<i32, _>("version")? as u32,
+        created_at: r.try_get("created_at")?,
+        source: serde_json::from_str(&source).map_err(|e| corrupt("source", &e))?,
+        script: serde_json::from_str(&body).map_err(|e| corrupt("body", &e))?,
+    })
+}
+
+fn event_from_row(r: &PgRow) -> Result<StoredEvent, StoreError> {
+    Ok(StoredEvent {
+        stream: r.try_get("stream")?,
+        seq: r.try_get("seq")?,
+        event: TaskEvent::from_parts(
+            &r.try_get::<String, _>("type")?,
+            serde_json::from_str(&r.try_get::<String, _>("payload")?)
+                .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
+        ),
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+async fn insert_script<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
+    db: E,
+    rec: &ScriptRecord,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO scripts (id, version, name, body, source, created_at) \
+         VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6)",
+    )
+    .bind(rec.id.to_string())
+    .bind(rec.version as i32)
+    .bind(&rec.script.name)
+    .bind(to_json(&Some(&rec.script)))
+    .bind(to_json(&Some(&rec.source)))
+    .bind(rec.created_at)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+const LIVE: &str = "('queued', 'running', 'waiting_for_user')";
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn create_task(&self, spec: TaskSpec) -> Result<Task, StoreError> {
+        let id = TaskId::new();
+        sqlx::query(
+            "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
+             agent, external_id, session_id, metadata, created_at, webhook_url, record) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::jsonb, $13, $14, $15)",
+        )
+        .bind(id.to_string())
+        .bind(TaskStatus::Queued.as_str())
+        .bind(&spec.instruction)
+        .bind(spec.priority)
+        .bind(spec.max_steps as i64)
+        .bind(spec.timeout_seconds as i64)
+        .bind(&spec.device_id)
+        .bind(to_json(&spec.device))
+        .bind(to_json(&spec.agent))
+        .bind(&spec.external_id)
+        .bind(&spec.session_id)
+        .bind(to_json(&spec.metadata))
+        .bind(now_micros())
+        .bind(&spec.webhook_url)
+        .bind(spec.record)
+        .execute(&self.pool)
+        .await?;
+        self.get_task(id).await
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Task, StoreError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{TASK_SELECT} WHERE id = $1")))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::TaskNotFound(id))?;
+        task_from_row(&row)
+    }
+
+    async fn list_tasks(&self, f: TaskFilter) -> Result<TaskPage, StoreError> {
+        let limit = f.limit.clamp(1, 500);
+        let before = f
+            .cursor
+            .as_deref()
+            .map(decode_cursor::<TaskId>)
+            .transpose()?;
+        let mut q = sqlx::QueryBuilder::<sqlx::Postgres>::new(format!("{TASK_SELECT} WHERE true"));
+        if let Some(s) = f.status {
+            q.push(" AND status = ").push_bind(s.as_str());
+        }
+        if let Some(b) = before {
+            q.push(" AND id < ").push_bind(b.to_string());
+        }
+        // One extra row tells whether another page exists.
+        q.push(" ORDER BY id DESC LIMIT ")
+            .push_bind(limit as i64 + 1);
+        let rows = q.build().fetch_all(&self.pool).await?;
+        let mut tasks = rows
+            .iter()
+            .map(task_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = if tasks.len() > limit as usize {
+            tasks.truncate(limit as usize);
+            tasks.last().map(|t| encode_cursor(t.id))
+        } else {
+            None
+        };
+        Ok(TaskPage { tasks, next_cursor })
+    }
+
+    async fn cancel_task(&self, id: TaskId) -> Result<(Task, CancelOutcome), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1 FOR UPDATE")
+                .bind(id.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+        let status: TaskStatus = status
+            .ok_or(StoreError::TaskNotFound(id))?
+            .parse()
+            .map_err(StoreError::Corrupt)?;
+        let outcome = match status {
+            s if s.is_terminal() => return Err(StoreError::AlreadyFinished { id, status: s }),
+            TaskStatus::Running => {
+                sqlx::query("UPDATE tasks SET cancel_requested = true WHERE id = $1")
+                    .bind(id.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                CancelOutcome::Requested
+            }
+            _ => {
+                sqlx::query(
+                    "UPDATE tasks SET status = 'cancelled', cancel_requested = true, finished_at = $1, \
+                     reason = 'cancelled by request' WHERE id = $2",
+                )
+                .bind(now_micros())
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+                CancelOutcome::Cancelled
+            }
+        };
+        tx.commit().await?;
+        Ok((self.get_task(id).await?, outcome))
+    }
+
+    async fn append_event(
+        &self,
+        stream: &str,
+        event: TaskEvent,
+    ) -> Result<StoredEvent, StoreError> {
+        let now = now_micros();
+        // One statement: the counter row's lock orders concurrent writers of a stream (on
+        // any instance), and the event is inserted with the seq it handed out.
+        let seq: i64 = sqlx::query_scalar(
+            "WITH s AS (INSERT INTO streams (stream, last_seq) VALUES ($1, 1) \
+               ON CONFLICT (stream) DO UPDATE SET last_seq = streams.last_seq + 1 RETURNING last_seq) \
+             INSERT INTO events (stream, seq, type, payload, created_at) \
+             SELECT $1, s.last_seq, $2, $3::jsonb, $4 FROM s RETURNING seq",
+        )
+        .bind(stream)
+        .bind(event.kind())
+        .bind(event.payload().to_string())
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(StoredEvent {
+            stream: stream.into(),
+            seq,
+            event,
+            created_at: now,
+        })
+    }
+
+    async fn events_since(
+        &self,
+        stream: &str,
+        since: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT stream, seq, type, payload::text AS payload, created_at FROM events \
+             WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        )
+        .bind(stream)
+        .bind(since)
+        .bind(limit.clamp(1, 10_000) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(event_from_row).collect()
+    }
+
+    async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError> {
+        // A read: the claim is `start_task`'s conditional update, which one caller wins.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{TASK_SELECT} WHERE status = 'queued' ORDER BY priority DESC, id ASC LIMIT $1"
+        )))
+        .bind(limit.clamp(1, 10_000) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(task_from_row).collect()
+    }
+
+    async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
+        let r = sqlx::query(
+            "UPDATE tasks SET status = 'running', assigned_device = $1, started_at = COALESCE(started_at, $2), \
+             reason = NULL WHERE id = $3 AND status = 'queued'",
+        )
+        .bind(device)
+        .bind(now_micros())
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn set_task_status(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        debug_assert!(!status.is_terminal(), "use finish_task to end a task");
+        let r = sqlx::query(
+            "UPDATE tasks SET status = $1, reason = $2 WHERE id = $3 AND status IN ('running', 'waiting_for_user')",
+        )
+        .bind(status.as_str())
+        .bind(reason)
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        let task = self.get_task(id).await?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::WrongStatus {
+                id,
+                status: task.status,
+                expected: "running or waiting_for_user",
+            });
+        }
+        Ok(task)
+    }
+
+    async fn finish_task(
+        &self,
+        id: TaskId,
+        status: TaskStatus,
+        reason: Option<&str>,
+        answer: Option<&str>,
+    ) -> Result<Task, StoreError> {
+        let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE tasks SET status = $1, reason = $2, answer = $3, finished_at = $4 \
+             WHERE id = $5 AND status IN {LIVE}"
+        )))
+        .bind(status.as_str())
+        .bind(reason)
+        .bind(answer)
+        .bind(now_micros())
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        let task = self.get_task(id).await?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::WrongStatus {
+                id,
+                status: task.status,
+                expected: "queued, running or waiting_for_user",
+            });
+        }
+        Ok(task)
+    }
+
+    async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
+        let row = StepRow::from(step);
+        let mut tx = self.pool.begin().await?;
+        // A step already committed (a retry after a commit whose reply was lost) is not
+        // recorded, nor counted, twice.
+        let inserted = sqlx::query(
+            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, \
+             timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations) \
+             VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10, $11::jsonb, $12, $13, $14, $15, \
+             $16::jsonb, $17::jsonb, $18::jsonb) ON CONFLICT (task_id, n) DO NOTHING",
+        )
+        .bind(row.task_id)
+        .bind(row.n)
+        .bind(row.started_at)
+        .bind(row.thinking)
+        .bind(row.action)
+        .bind(row.raw)
+        .bind(row.rejected)
+        .bind(row.result)
+        .bind(row.screen)
+        .bind(row.screenshot)
+        .bind(row.timings)
+        .bind(row.tokens_in)
+        .bind(row.tokens_out)
+        .bind(row.cost_usd)
+        .bind(row.model_calls)
+        .bind(row.replay)
+        .bind(row.calls)
+        .bind(row.annotations)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted == 1 {
+            sqlx::query(
+                "UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + $1, tokens_out = tokens_out + $2, \
+                 cost_usd = cost_usd + $3, model_calls = model_calls + $4 WHERE id = $5",
+            )
+            .bind(step.tokens_in as i64)
+            .bind(step.tokens_out as i64)
+            .bind(step.cost_usd)
+            .bind(step.model_calls as i64)
+            .bind(step.task_id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
+        self.get_task(id).await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{STEP_SELECT} WHERE task_id = $1 ORDER BY n"
+        )))
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(step_from_row).collect()
+    }
+
+    async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{STEP_SELECT} WHERE task_id = $1 AND n = $2"
+        )))
+        .bind(id.to_string())
+        .bind(n as i64)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::StepNotFound { task: id, n })?;
+        step_from_row(&row)
+    }
+
+    async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (sha256) DO NOTHING",
+        )
+        .bind(&a.sha256)
+        .bind(&a.kind)
+        .bind(&a.media_type)
+        .bind(&a.path)
+        .bind(a.bytes as i64)
+        .bind(now_micros())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn artifact(&self, sha256: &str) -> Result<Option<Artifact>, StoreError> {
+        let row = sqlx::query(
+            "SELECT sha256, kind, media_type, path, bytes FROM artifacts WHERE sha256 = $1",
+        )
+        .bind(sha256)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            Ok(Artifact {
+                sha256: r.try_get("sha256")?,
+                kind: r.try_get("kind")?,
+                media_type: r.try_get("media_type")?,
+                path: r.try_get("path")?,
+                bytes: r.try_get::<i64, _>("bytes")? as u64,
+            })
+        })
+        .transpose()
+    }
+
+    async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO interventions (id, task_id, kind, question, options, answer, answered_by, created_at, answered_at) \
+             VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9)",
+        )
+        .bind(&iv.id)
+        .bind(iv.task_id.to_string())
+        .bind(&iv.kind)
+        .bind(&iv.question)
+        .bind(to_json(&iv.options))
+        .bind(&iv.answer)
+        .bind(&iv.answered_by)
+        .bind(iv.created_at)
+        .bind(iv.answered_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn answer_intervention(
+        &self,
+        id: &str,
+        answer: &str,
+        by: &str,
+    ) -> Result<Intervention, StoreError> {
+        let r = sqlx::query(
+            "UPDATE interventions SET answer = $1, answered_by = $2, answered_at = $3 \
+             WHERE id = $4 AND answered_at IS NULL",
+        )
+        .bind(answer)
+        .bind(by)
+        .bind(now_micros())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{INTERVENTION_SELECT} WHERE id = $1"
+        )))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let iv = row
+            .as_ref()
+            .map(intervention_from_row)
+            .transpose()?
+            .ok_or_else(|| StoreError::InterventionNotFound(id.into()))?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::AlreadyAnswered(id.into()));
+        }
+        Ok(iv)
+    }
+
+    async fn interventions(&self, task: TaskId) -> Result<Vec<Intervention>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{INTERVENTION_SELECT} WHERE task_id = $1 ORDER BY created_at, id"
+        )))
+        .bind(task.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(intervention_from_row).collect()
+    }
+
+    async fn recover_running(
+        &self,
+        requeue: bool,
+        reason: &str,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        let q = if requeue {
+            sqlx::query_scalar(
+                "UPDATE tasks SET status = 'queued', reason = $1 \
+                 WHERE status IN ('running', 'waiting_for_user') RETURNING id",
+            )
+            .bind(reason)
+        } else {
+            sqlx::query_scalar(
+                "UPDATE tasks SET status = 'interrupted', reason = $1, finished_at = $2 \
+                 WHERE status IN ('running', 'waiting_for_user') RETURNING id",
+            )
+            .bind(reason)
+            .bind(now_micros())
+        };
+        let mut ids: Vec<String> = q.fetch_all(&self.pool).await?;
+        ids.sort();
+        ids.iter().map(|s| parse_id(s, "task id")).collect()
+    }
+
+    async fn create_script(
+        &self,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        let rec = ScriptRecord {
+            id: ScriptId::new(),
+            version: 1,
+            created_at: now_micros(),
+            source,
+            script: script.clone(),
+        };
+        insert_script(&self.pool, &rec).await?;
+        Ok(rec)
+    }
+
+    async fn add_script_version(
+        &self,
+        id: ScriptId,
+        script: &Script,
+        source: ScriptSource,
+    ) -> Result<ScriptRecord, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        // Two new versions of one script at once (two instances healing it) queue here
+        // instead of both reading the same latest version.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('script:' || $1))")
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        let latest: Option<i32> =
+            sqlx::query_scalar("SELECT MAX(version) FROM scripts WHERE id = $1")
+                .bind(id.to_string())
+                .fetch_one(&mut *tx)
+                .await?;
+        let latest = latest.ok_or(StoreError::ScriptNotFound(id))?;
+        let rec = ScriptRecord {
+            id,
+            version: latest as u32 + 1,
+            created_at: now_micros(),
+            source,
+            script: script.clone(),
+        };
+        insert_script(&mut *tx, &rec).await?;
+        tx.commit().await?;
+        Ok(rec)
+    }
+
+    async fn script(&self, id: ScriptId, version: Option<u32>) -> Result<ScriptRecord, StoreError> {
+        let row = match version {
+            Some(v) => sqlx::query(sqlx::AssertSqlSafe(format!(
+                "{SCRIPT_SELECT} WHERE id = $1 AND version = $2"
+            )))
+            .bind(id.to_string())
+            .bind(v as i32)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::ScriptVersionNotFound { id, version: v }),
+            None => sqlx::query(sqlx::AssertSqlSafe(format!(
+                "{SCRIPT_SELECT} WHERE id = $1 ORDER BY version DESC LIMIT 1"
+            )))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::ScriptNotFound(id)),
+        };
+        if let Err(StoreError::ScriptVersionNotFound { .. }) = &row {
+            // Say "no such script" rather than "no such version" when the id is unknown.
+            self.script(id, None).await?;
+        }
+        script_from_row(&row?)
+    }
+
+    async fn list_scripts(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<ScriptPage, StoreError> {
+        let limit = limit.clamp(1, 500);
+        let before = cursor.map(decode_cursor::<ScriptId>).transpose()?;
+        let mut q = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+            "SELECT s.id, s.version, s.body::text AS body, s.source::text AS source, s.created_at FROM scripts s \
+             WHERE s.version = (SELECT MAX(version) FROM scripts WHERE id = s.id)",
+        );
+        if let Some(b) = before {
+            q.push(" AND s.id < ").push_bind(b.to_string());
+        }
+        q.push(" ORDER BY s.id DESC LIMIT ")
+            .push_bind(limit as i64 + 1);
+        let rows = q.build().fetch_all(&self.pool).await?;
+        let mut scripts = rows
+            .iter()
+            .map(script_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = if scripts.len() > limit as usize {
+            scripts.truncate(limit as usize);
+            scripts.last().map(|s| encode_cursor(s.id))
+        } else {
+            None
+        };
+        Ok(ScriptPage {
+            scripts,
+            next_cursor,
+        })
+    }
+
+    async fn script_versions(&self, id: ScriptId) -> Result<Vec<ScriptRecord>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{SCRIPT_SELECT} WHERE id = $1 ORDER BY version"
+        )))
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() {
+            return Err(StoreError::ScriptNotFound(id));
+        }
+        rows.iter().map(script_from_row).collect()
+    }
+
+    async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
+        let done = sqlx::query("DELETE FROM scripts WHERE id = $1")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::ScriptNotFound(id));
+        }
+        Ok(())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}

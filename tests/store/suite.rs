@@ -1,0 +1,617 @@
+//! The `Store` contract, once for both backends: `both!(name)` makes `name::sqlite` and
+//! `name::postgres`, each calling `name(store)` on a fresh database.
+
+use std::sync::Arc;
+
+use droidpilot::domain::{
+    Action, ActionParser, ActionableElement, Bounds, ElementAction, Intervention, NewTask, Step,
+    StepOutcome, StepScreen, StepStatus, StepTimings, TaskEvent, TaskId, TaskSpec, TaskStatus,
+};
+use droidpilot::script::{Script, ScriptSource};
+use droidpilot::store::{Artifact, CancelOutcome, Store, StoreError, TaskFilter};
+
+/// Runs `$name(store)` on a fresh SQLite file and on a fresh PostgreSQL database.
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let dir = tempfile::tempdir().unwrap();
+                let s = droidpilot::store::SqliteStore::open(&dir.path().join("db.sqlite"))
+                    .await
+                    .unwrap();
+                let s: std::sync::Arc<dyn droidpilot::store::Store> = std::sync::Arc::new(s);
+                super::$name(s.clone()).await;
+                s.close().await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some(db) = crate::common::pg::FreshDb::create().await else {
+                    return;
+                };
+                let s = droidpilot::store::PostgresStore::connect(&db.url, 4)
+                    .await
+                    .unwrap();
+                let s: std::sync::Arc<dyn droidpilot::store::Store> = std::sync::Arc::new(s);
+                super::$name(s.clone()).await;
+                s.close().await;
+                db.drop_now().await;
+            }
+        }
+    };
+}
+
+type S = Arc<dyn Store>;
+
+fn spec(i: &str) -> TaskSpec {
+    TaskSpec::parse(NewTask {
+        instruction: Some(i.into()),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn doc(name: &str) -> Script {
+    Script::from_json(&serde_json::json!({
+        "name": name, "goal": "g",
+        "steps": [{"action": "tap", "selector": "#ok"}]
+    }))
+    .unwrap()
+}
+
+fn typed_step(task: TaskId, n: u32, action: Option<Action>) -> Step {
+    Step {
+        task_id: task,
+        n,
+        started_at: "2026-01-02T03:04:05.123Z".parse().unwrap(),
+        thinking: Some("t".into()),
+        action,
+        raw: Some("{\"action\": \"x\"}".into()),
+        rejected: None,
+        outcome: StepOutcome {
+            status: StepStatus::Ok,
+            error: None,
+            screen_changed: Some(true),
+            detail: None,
+        },
+        screen: Some(StepScreen {
+            summary: "s".into(),
+            app: Some("com.app".into()),
+            layout_hash: Some("00000000000000ff".into()),
+            size: Some([1080, 2400]),
+            elements: vec![ActionableElement {
+                element_id: 0,
+                selector: "#ok".into(),
+                alternative_selectors: vec![":text(\"OK\")".into()],
+                kind: "Button".into(),
+                text: "OK".into(),
+                actions: vec![ElementAction::Click],
+                bounds: Bounds::new(0, 0, 100, 50),
+            }],
+            ..Default::default()
+        }),
+        screenshot: None,
+        timings: StepTimings::default(),
+        tokens_in: 1,
+        tokens_out: 2,
+        cost_usd: 0.25,
+        model_calls: 1,
+        replay: None,
+        calls: Vec::new(),
+        annotations: Vec::new(),
+    }
+}
+
+fn tap() -> Action {
+    ActionParser::new()
+        .parse(&serde_json::json!({"action": "tap", "selector": "#ok"}))
+        .unwrap()
+}
+
+both!(typed_steps_round_trip_with_custom_and_rejected_actions);
+async fn typed_steps_round_trip_with_custom_and_rejected_actions(store: S) {
+    let task = store.create_task(spec("t")).await.unwrap();
+    let mut parser = ActionParser::new();
+    parser.register("stamp").unwrap();
+    let custom = parser
+        .parse(&serde_json::json!({"action": "stamp", "ink": "red"}))
+        .unwrap();
+    let mut rejected = typed_step(task.id, 3, None);
+    rejected.outcome.status = StepStatus::Rejected;
+    rejected.rejected = Some(serde_json::json!({"action": "tap", "coordinate": [7, 7]}));
+    let steps = [
+        typed_step(task.id, 1, Some(tap())),
+        typed_step(task.id, 2, Some(custom.clone())),
+        rejected,
+    ];
+    for s in &steps {
+        store.append_step(s).await.unwrap();
+    }
+    let back = store.steps(task.id).await.unwrap();
+    assert_eq!(back, steps, "every field comes back as written");
+    assert!(matches!(&back[1].action, Some(Action::Custom(c)) if c.name == "stamp"));
+    assert_eq!(store.step(task.id, 2).await.unwrap(), steps[1]);
+    assert!(matches!(
+        store.step(task.id, 9).await,
+        Err(StoreError::StepNotFound { n: 9, .. })
+    ));
+    let t = store.get_task(task.id).await.unwrap();
+    assert_eq!(
+        (t.steps, t.tokens_in, t.tokens_out, t.model_calls),
+        (3, 3, 6, 3)
+    );
+    assert!((t.cost_usd - 0.75).abs() < 1e-9);
+}
+
+both!(a_step_committed_twice_is_recorded_and_counted_once);
+async fn a_step_committed_twice_is_recorded_and_counted_once(store: S) {
+    let task = store.create_task(spec("t")).await.unwrap();
+    let step = typed_step(task.id, 1, Some(tap()));
+    store.append_step(&step).await.unwrap();
+    store
+        .append_step(&step)
+        .await
+        .expect("a retried commit is not an error");
+    assert_eq!(store.steps(task.id).await.unwrap().len(), 1);
+    let t = store.get_task(task.id).await.unwrap();
+    assert_eq!((t.steps, t.tokens_in), (1, 1), "totals counted once");
+}
+
+both!(every_field_round_trips);
+async fn every_field_round_trips(s: S) {
+    let mut sp = spec("full");
+    sp.device = Some(droidpilot::domain::task::DeviceConstraints {
+        backend: Some("adb".into()),
+        model: Some("Pixel 7".into()),
+        package: Some("com.x".into()),
+    });
+    sp.agent = Some(serde_json::json!({"kind": "navigator"}));
+    sp.metadata = Some(serde_json::json!({"k": [1, 2.5, "x"], "z": null, "a": {"b": true}}));
+    sp.external_id = Some("ext".into());
+    sp.session_id = Some("sess".into());
+    sp.device_id = Some("sim-1".into());
+    sp.webhook_url = Some("https://example.com/hook".into());
+    sp.record = true;
+    sp.priority = -3;
+    let t = s.create_task(sp.clone()).await.unwrap();
+    assert_eq!(t.spec, sp);
+    assert_eq!(t.status, TaskStatus::Queued);
+    assert_eq!(s.get_task(t.id).await.unwrap(), t);
+    assert!(matches!(
+        s.get_task(TaskId::new()).await,
+        Err(StoreError::TaskNotFound(_))
+    ));
+}
+
+both!(event_seq_is_gapless_per_stream_under_concurrent_writers);
+async fn event_seq_is_gapless_per_stream_under_concurrent_writers(s: S) {
+    let mut handles = Vec::new();
+    for i in 0..60 {
+        let s = s.clone();
+        let stream = if i % 2 == 0 { "a" } else { "b" };
+        handles.push(tokio::spawn(async move {
+            s.append_event(
+                stream,
+                TaskEvent::from_parts("x", serde_json::json!({"i": i})),
+            )
+            .await
+            .unwrap()
+            .seq
+        }));
+    }
+    let mut handed_out = Vec::new();
+    for h in handles {
+        handed_out.push(h.await.unwrap());
+    }
+    handed_out.sort();
+    let expect: Vec<i64> = (1..=30).flat_map(|i| [i, i]).collect();
+    assert_eq!(handed_out, expect, "each writer got its own seq");
+    for stream in ["a", "b"] {
+        let seqs: Vec<i64> = s
+            .events_since(stream, 0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, (1..=30).collect::<Vec<_>>(), "stream {stream}");
+    }
+    let tail = s.events_since("a", 28, 100).await.unwrap();
+    assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![29, 30]);
+    assert_eq!(tail[0].event.payload()["i"].as_i64().unwrap() % 2, 0);
+    assert_eq!(s.events_since("a", 0, 5).await.unwrap().len(), 5, "limit");
+    assert!(s.events_since("nobody", 0, 5).await.unwrap().is_empty());
+}
+
+both!(a_queued_task_is_started_exactly_once);
+async fn a_queued_task_is_started_exactly_once(s: S) {
+    let t = s.create_task(spec("a")).await.unwrap();
+    let mut handles = Vec::new();
+    for i in 0..8 {
+        let s = s.clone();
+        handles.push(tokio::spawn(async move {
+            s.start_task(t.id, &format!("dev-{i}")).await.unwrap()
+        }));
+    }
+    let mut wins = 0;
+    for h in handles {
+        wins += h.await.unwrap() as usize;
+    }
+    assert_eq!(wins, 1, "one claim wins");
+    let t = s.get_task(t.id).await.unwrap();
+    assert_eq!(t.status, TaskStatus::Running);
+    assert!(t.started_at.is_some() && t.assigned_device.is_some());
+    assert!(!s.start_task(t.id, "again").await.unwrap());
+}
+
+both!(queued_tasks_come_by_priority_then_age);
+async fn queued_tasks_come_by_priority_then_age(s: S) {
+    let mut ids = Vec::new();
+    for p in [0, 5, 0, 5] {
+        let mut sp = spec("q");
+        sp.priority = p;
+        ids.push(s.create_task(sp).await.unwrap().id);
+    }
+    let started = s.create_task(spec("r")).await.unwrap();
+    assert!(s.start_task(started.id, "d").await.unwrap());
+    let q: Vec<TaskId> = s
+        .queued_tasks(10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(q, [ids[1], ids[3], ids[0], ids[2]]);
+    assert_eq!(s.queued_tasks(1).await.unwrap()[0].id, ids[1]);
+}
+
+both!(task_pages_walk_newest_first_and_filter_by_status);
+async fn task_pages_walk_newest_first_and_filter_by_status(s: S) {
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(s.create_task(spec(&format!("t{i}"))).await.unwrap().id);
+    }
+    s.finish_task(ids[2], TaskStatus::Failed, Some("x"), None)
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = s
+            .list_tasks(TaskFilter {
+                limit: 2,
+                cursor: cursor.clone(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        seen.extend(page.tasks.iter().map(|t| t.id));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(seen, newest_first);
+    let failed = s
+        .list_tasks(TaskFilter {
+            status: Some(TaskStatus::Failed),
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        failed.tasks.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [ids[2]]
+    );
+    assert!(failed.next_cursor.is_none());
+}
+
+both!(cursors_from_elsewhere_are_refused);
+async fn cursors_from_elsewhere_are_refused(s: S) {
+    s.create_task(spec("a")).await.unwrap();
+    for bad in ["zzz", "bm90LWEtdXVpZA", ""] {
+        let r = s
+            .list_tasks(TaskFilter {
+                limit: 10,
+                cursor: Some(bad.into()),
+                ..Default::default()
+            })
+            .await;
+        assert!(matches!(r, Err(StoreError::InvalidCursor(_))), "{bad}");
+    }
+}
+
+both!(cancel_ends_a_queued_task_and_only_flags_a_running_one);
+async fn cancel_ends_a_queued_task_and_only_flags_a_running_one(s: S) {
+    let queued = s.create_task(spec("a")).await.unwrap();
+    let (t, outcome) = s.cancel_task(queued.id).await.unwrap();
+    assert_eq!(
+        (outcome, t.status),
+        (CancelOutcome::Cancelled, TaskStatus::Cancelled)
+    );
+    assert!(t.finished_at.is_some());
+    assert!(matches!(
+        s.cancel_task(queued.id).await,
+        Err(StoreError::AlreadyFinished {
+            status: TaskStatus::Cancelled,
+            ..
+        })
+    ));
+    let running = s.create_task(spec("b")).await.unwrap();
+    assert!(s.start_task(running.id, "d").await.unwrap());
+    let (t, outcome) = s.cancel_task(running.id).await.unwrap();
+    assert_eq!(outcome, CancelOutcome::Requested);
+    assert_eq!(t.status, TaskStatus::Running);
+    assert!(t.cancel_requested);
+    let waiting = s.create_task(spec("c")).await.unwrap();
+    assert!(s.start_task(waiting.id, "d").await.unwrap());
+    s.set_task_status(waiting.id, TaskStatus::WaitingForUser, Some("asked"))
+        .await
+        .unwrap();
+    let (_, outcome) = s.cancel_task(waiting.id).await.unwrap();
+    assert_eq!(
+        outcome,
+        CancelOutcome::Cancelled,
+        "a waiting task ends at once"
+    );
+    assert!(matches!(
+        s.cancel_task(TaskId::new()).await,
+        Err(StoreError::TaskNotFound(_))
+    ));
+}
+
+// A cancel (read, then write) racing a writer on the same database never fails.
+both!(cancels_racing_writers_never_fail);
+async fn cancels_racing_writers_never_fail(s: S) {
+    let t = s.create_task(spec("a")).await.unwrap();
+    assert!(s.start_task(t.id, "d").await.unwrap());
+    let writer = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            for _ in 0..150 {
+                s.append_event(
+                    &t.id.to_string(),
+                    TaskEvent::Resumed {
+                        task_id: t.id,
+                        from_step: 1,
+                    },
+                )
+                .await
+                .unwrap();
+            }
+        })
+    };
+    for _ in 0..150 {
+        let (_, outcome) = s.cancel_task(t.id).await.expect("no busy error");
+        assert_eq!(outcome, CancelOutcome::Requested);
+    }
+    writer.await.unwrap();
+}
+
+both!(a_task_keeps_its_first_ending);
+async fn a_task_keeps_its_first_ending(s: S) {
+    let t = s.create_task(spec("a")).await.unwrap();
+    assert!(s.start_task(t.id, "d").await.unwrap());
+    let waiting = s
+        .set_task_status(t.id, TaskStatus::WaitingForUser, Some("q"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (waiting.status, waiting.reason.as_deref()),
+        (TaskStatus::WaitingForUser, Some("q"))
+    );
+    s.set_task_status(t.id, TaskStatus::Running, None)
+        .await
+        .unwrap();
+    let done = s
+        .finish_task(t.id, TaskStatus::Succeeded, Some("done"), Some("42"))
+        .await
+        .unwrap();
+    assert_eq!(done.answer.as_deref(), Some("42"));
+    let second = s
+        .finish_task(t.id, TaskStatus::TimedOut, Some("late"), None)
+        .await;
+    assert!(matches!(
+        second,
+        Err(StoreError::WrongStatus {
+            status: TaskStatus::Succeeded,
+            ..
+        })
+    ));
+    let t = s.get_task(t.id).await.unwrap();
+    assert_eq!(
+        (t.status, t.reason.as_deref(), t.answer.as_deref()),
+        (TaskStatus::Succeeded, Some("done"), Some("42"))
+    );
+    assert!(matches!(
+        s.set_task_status(t.id, TaskStatus::Running, None).await,
+        Err(StoreError::WrongStatus { .. })
+    ));
+}
+
+both!(recover_running_interrupts_or_requeues);
+async fn recover_running_interrupts_or_requeues(s: S) {
+    let mut running = Vec::new();
+    for _ in 0..2 {
+        let t = s.create_task(spec("r")).await.unwrap();
+        assert!(s.start_task(t.id, "d").await.unwrap());
+        running.push(t.id);
+    }
+    s.set_task_status(running[1], TaskStatus::WaitingForUser, None)
+        .await
+        .unwrap();
+    let queued = s.create_task(spec("q")).await.unwrap();
+    let mut expect = running.clone();
+    expect.sort();
+    assert_eq!(s.recover_running(true, "restarted").await.unwrap(), expect);
+    for id in &running {
+        let t = s.get_task(*id).await.unwrap();
+        assert_eq!(
+            (t.status, t.reason.as_deref()),
+            (TaskStatus::Queued, Some("restarted"))
+        );
+    }
+    assert!(s.start_task(running[0], "d").await.unwrap());
+    assert_eq!(
+        s.recover_running(false, "gone").await.unwrap(),
+        [running[0]]
+    );
+    let t = s.get_task(running[0]).await.unwrap();
+    assert_eq!(t.status, TaskStatus::Interrupted);
+    assert!(t.finished_at.is_some());
+    assert_eq!(
+        s.get_task(queued.id).await.unwrap().status,
+        TaskStatus::Queued
+    );
+    assert!(s.recover_running(false, "again").await.unwrap().is_empty());
+}
+
+both!(artifacts_are_recorded_once_by_hash);
+async fn artifacts_are_recorded_once_by_hash(s: S) {
+    let a = Artifact {
+        sha256: "ab".repeat(32),
+        kind: "screenshot".into(),
+        media_type: "image/png".into(),
+        path: "artifacts/ab/abab.png".into(),
+        bytes: 1234,
+    };
+    s.put_artifact(&a).await.unwrap();
+    let other = Artifact {
+        path: "elsewhere".into(),
+        ..a.clone()
+    };
+    s.put_artifact(&other)
+        .await
+        .expect("the same hash again is a no-op");
+    assert_eq!(s.artifact(&a.sha256).await.unwrap(), Some(a.clone()));
+    assert_eq!(s.artifact("cd").await.unwrap(), None);
+    let task = s.create_task(spec("t")).await.unwrap();
+    let mut step = typed_step(task.id, 1, Some(tap()));
+    step.screenshot = Some(a.sha256.clone());
+    s.append_step(&step).await.unwrap();
+    assert_eq!(s.step(task.id, 1).await.unwrap().screenshot, Some(a.sha256));
+}
+
+both!(a_question_is_answered_once);
+async fn a_question_is_answered_once(s: S) {
+    let task = s.create_task(spec("t")).await.unwrap();
+    let iv = Intervention {
+        id: "q-1".into(),
+        task_id: task.id,
+        kind: "ask_user".into(),
+        question: Some("Which?".into()),
+        options: Some(vec!["a".into(), "b".into()]),
+        answer: None,
+        answered_by: None,
+        created_at: "2026-01-02T03:04:05.123456Z".parse().unwrap(),
+        answered_at: None,
+    };
+    s.create_intervention(&iv).await.unwrap();
+    assert_eq!(s.interventions(task.id).await.unwrap(), vec![iv]);
+    let answered = s.answer_intervention("q-1", "b", "rest").await.unwrap();
+    assert_eq!(
+        (answered.answer.as_deref(), answered.answered_by.as_deref()),
+        (Some("b"), Some("rest"))
+    );
+    assert!(answered.answered_at.is_some());
+    assert!(matches!(
+        s.answer_intervention("q-1", "a", "websocket").await,
+        Err(StoreError::AlreadyAnswered(_))
+    ));
+    assert!(matches!(
+        s.answer_intervention("nope", "a", "rest").await,
+        Err(StoreError::InterventionNotFound(_))
+    ));
+    assert_eq!(
+        s.interventions(task.id).await.unwrap()[0].answer.as_deref(),
+        Some("b")
+    );
+}
+
+both!(script_versions_are_kept_and_pages_hold_the_latest_of_each);
+async fn script_versions_are_kept_and_pages_hold_the_latest_of_each(store: S) {
+    let a = store
+        .create_script(&doc("a"), ScriptSource::Uploaded)
+        .await
+        .unwrap();
+    let b = store
+        .create_script(&doc("b"), ScriptSource::Uploaded)
+        .await
+        .unwrap();
+    let mut healed = doc("a");
+    healed.steps[0]
+        .alternative_selectors
+        .push(":text(\"OK\")".into());
+    let a2 = store
+        .add_script_version(a.id, &healed, ScriptSource::Uploaded)
+        .await
+        .unwrap();
+    assert_eq!((a.version, a2.version), (1, 2));
+    assert_eq!(store.script(a.id, None).await.unwrap(), a2);
+    assert_eq!(store.script(a.id, Some(1)).await.unwrap(), a);
+    assert!(matches!(
+        store.script(a.id, Some(9)).await,
+        Err(StoreError::ScriptVersionNotFound { version: 9, .. })
+    ));
+    let versions = store.script_versions(a.id).await.unwrap();
+    assert_eq!(
+        versions.iter().map(|v| v.version).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    let p1 = store.list_scripts(None, 1).await.unwrap();
+    assert_eq!(p1.scripts[0].id, b.id, "newest first");
+    let p2 = store
+        .list_scripts(p1.next_cursor.as_deref(), 1)
+        .await
+        .unwrap();
+    assert_eq!((p2.scripts[0].id, p2.scripts[0].version), (a.id, 2));
+    assert!(p2.next_cursor.is_none());
+    assert!(matches!(
+        store.list_scripts(Some("nope"), 1).await,
+        Err(StoreError::InvalidCursor(_))
+    ));
+    store.delete_script(a.id).await.unwrap();
+    assert!(matches!(
+        store.script(a.id, Some(1)).await,
+        Err(StoreError::ScriptNotFound(_))
+    ));
+    assert!(matches!(
+        store.delete_script(a.id).await,
+        Err(StoreError::ScriptNotFound(_))
+    ));
+    assert!(matches!(
+        store
+            .add_script_version(a.id, &healed, ScriptSource::Uploaded)
+            .await,
+        Err(StoreError::ScriptNotFound(_))
+    ));
+}
+
+// New versions of one script at once (two instances healing it) get distinct numbers.
+both!(concurrent_script_versions_get_distinct_numbers);
+async fn concurrent_script_versions_get_distinct_numbers(store: S) {
+    let a = store
+        .create_script(&doc("a"), ScriptSource::Uploaded)
+        .await
+        .unwrap();
+    let mut handles = Vec::new();
+    for _ in 0..4 {
+        let s = store.clone();
+        handles.push(tokio::spawn(async move {
+            s.add_script_version(a.id, &doc("a"), ScriptSource::Uploaded)
+                .await
+                .unwrap()
+                .version
+        }));
+    }
+    let mut got = Vec::new();
+    for h in handles {
+        got.push(h.await.unwrap());
+    }
+    got.sort();
+    assert_eq!(got, [2, 3, 4, 5]);
+}
