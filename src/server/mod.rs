@@ -10,6 +10,7 @@ pub mod images;
 pub mod listen;
 pub mod middleware;
 pub mod openapi;
+pub mod replay_gif;
 pub mod scripts;
 pub mod state;
 pub mod takeover;
@@ -114,6 +115,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::step_screenshot))
         .routes(routes!(tasks::trajectory))
         .routes(routes!(tasks::export))
+        .routes(routes!(tasks::replay_gif))
         .routes(routes!(tasks::result))
         .routes(routes!(scripts::create_script, scripts::list_scripts))
         .routes(routes!(
