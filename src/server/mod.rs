@@ -5,11 +5,13 @@ pub mod devices;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod frames;
 pub mod health;
 pub mod images;
 pub mod listen;
 pub mod middleware;
 pub mod openapi;
+pub mod presets;
 pub mod replay_gif;
 pub mod scripts;
 pub mod state;
@@ -134,6 +136,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(devices::screen))
         .routes(routes!(devices::apps))
         .routes(routes!(devices::act))
+        .routes(routes!(presets::presets))
         .split_for_parts();
     openapi::finish(&mut api);
     (router, api)
@@ -278,6 +281,9 @@ impl Server {
             ),
             metrics: metrics_handle(),
             started_at: Instant::now(),
+            frames: Arc::new(frames::FrameCache::new(Duration::from_millis(
+                config.dashboard.frame_interval_ms,
+            ))),
         };
         Ok(Self {
             listener,

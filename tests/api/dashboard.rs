@@ -96,3 +96,108 @@ async fn the_replay_gif_has_a_frame_per_step_with_the_tap_drawn_where_it_landed(
     assert_eq!((status, code.as_str()), (404, "no_screenshots"));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn presets_offer_the_configured_models_and_never_a_key() {
+    let toml = r#"
+[devices]
+sim = []
+[agent.navigator]
+provider = "openai"
+model = "gpt-4o-mini"
+api_key = "sk-secret-in-config"
+[[dashboard.models]]
+name = "Local MAI-UI"
+provider = "openai"
+model = "MAI-UI-8B"
+base_url = "http://user:pw@gpu:8000/v1?token=abc"
+"#;
+    let app = crate::common::spawn_app_with_toml(toml, &[]).await;
+    let r = app.get("/v1/presets").await;
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(
+        !text.contains("sk-") && !text.contains("pw@") && !text.contains("abc"),
+        "no secrets: {text}"
+    );
+    let p: Value = serde_json::from_str(&text).unwrap();
+    let kinds = p["agent_kinds"].as_array().unwrap();
+    assert!(
+        kinds.contains(&json!("navigator")) && kinds.contains(&json!("replay")),
+        "{p}"
+    );
+    let names: Vec<&str> = p["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["model"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"gpt-4o-mini") && names.contains(&"MAI-UI-8B"),
+        "{p}"
+    );
+    let local = p["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "Local MAI-UI")
+        .unwrap();
+    assert_eq!(local["base_url"], "http://***@gpu:8000/v1?token=***");
+    assert_eq!(p["defaults"]["agent"]["model"], "gpt-4o-mini");
+    assert_eq!(p["defaults"]["max_steps"], 50);
+    assert_eq!(p["defaults"]["timeout_seconds"], 600);
+    app.stop().await;
+}
+
+/// Device commands the virtual phone has served (each screenshot is one).
+fn commands(phone: &droidpilot::device::sim::SimDevice) -> u64 {
+    phone.snapshot().commands
+}
+
+#[tokio::test]
+async fn many_viewers_of_a_phone_cost_one_capture_per_frame_interval() {
+    let app = bare_app(&[("DROIDPILOT_DASHBOARD__FRAME_INTERVAL_MS", "60000")]).await;
+    let phone = add_phone(&app, "sim-1", None).await;
+    let url = "/v1/devices/sim-1/screenshot?format=jpeg&scale=0.3&quality=60";
+    let before = commands(&phone);
+    let viewers = (0..8).map(|_| app.get(url));
+    let shots = futures::future::join_all(viewers).await;
+    let mut bodies = Vec::new();
+    for r in shots {
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-type"], "image/jpeg");
+        bodies.push(r.bytes().await.unwrap());
+    }
+    assert_eq!(commands(&phone) - before, 1, "eight viewers, one capture");
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]), "the same frame");
+    let img = image::load_from_memory(&bodies[0]).unwrap();
+    assert_eq!(
+        (img.width(), img.height()),
+        (162, 360),
+        "scaled 0.3 from 540×1200"
+    );
+    // Another size within the interval: the same capture, encoded again.
+    let r = app
+        .get("/v1/devices/sim-1/screenshot?format=jpeg&scale=0.5")
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(commands(&phone) - before, 1);
+    // PNG is not cached: each request reads the phone.
+    assert_eq!(app.get("/v1/devices/sim-1/screenshot").await.status(), 200);
+    assert_eq!(commands(&phone) - before, 2);
+    app.stop().await;
+
+    // A short interval: a poll after it captures again.
+    let app = bare_app(&[("DROIDPILOT_DASHBOARD__FRAME_INTERVAL_MS", "50")]).await;
+    let phone = add_phone(&app, "sim-1", None).await;
+    let before = commands(&phone);
+    assert_eq!(app.get(url).await.status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    assert_eq!(app.get(url).await.status(), 200);
+    assert_eq!(
+        commands(&phone) - before,
+        2,
+        "a fresh frame after the interval"
+    );
+    app.stop().await;
+}
