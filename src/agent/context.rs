@@ -187,6 +187,8 @@ pub enum Note {
         result: String,
         is_error: bool,
     },
+    /// The screen changed before `step` with no action of the agent's to explain it.
+    ExternalChange { step: u32 },
     /// A person paused the task before `step`, did `actions` on the phone, and resumed.
     PersonActed {
         step: u32,
@@ -279,6 +281,10 @@ impl History {
                         s,
                         "- step {step}: {tool} {}: {result}",
                         if *is_error { "failed" } else { "returned" }
+                    ),
+                    Note::ExternalChange { step } => writeln!(
+                        s,
+                        "- before step {step}: the screen changed without an action of yours (someone may have touched the phone); read it again before you act."
                     ),
                     Note::PersonActed { step, by, actions } => writeln!(
                         s,

@@ -316,3 +316,81 @@ async fn pausing_is_for_running_tasks_and_a_cancel_ends_a_paused_one() {
     assert_eq!(wait_done(&app, &next).await["status"], "succeeded");
     app.stop().await;
 }
+
+/// The in-process virtual phone with a change injected behind the agent's back (as a
+/// person's finger would on a real phone): after step 1 settled and before step 2 looks.
+#[tokio::test]
+async fn a_screen_change_nobody_in_droidpilot_made_is_an_intervention_the_agent_hears_of() {
+    use droidpilot::device::Device;
+    let app = bare_app(&[
+        ("DROIDPILOT_RUNNER__DETECT_EXTERNAL_CHANGES", "true"),
+        // A pause after each settled action: the window the "person" acts in.
+        ("DROIDPILOT_RUNNER__STEP_DELAY_MS", "1500"),
+    ])
+    .await;
+    let phone = add_phone(&app, "sim-1", None).await;
+    let settings = droidpilot::domain::AppRef::Label("Settings".into());
+    phone.launch_app(&settings).await.unwrap();
+    let model = slow_model(
+        &[
+            json!({"action": "home"}),
+            json!({"action": "finish", "success": true}),
+        ],
+        Duration::from_millis(50),
+    )
+    .await;
+    let id = submit(
+        &app,
+        json!({"instruction": "go home", "device_id": "sim-1", "agent": agent(&model)}),
+    )
+    .await;
+    // Step 1 pressed home; once it has settled (settle_timeout_ms is 300 here), someone
+    // opens Settings on the phone while the runner waits out step_delay_ms.
+    loop {
+        let app_now = phone.current_app().await.unwrap().package;
+        if app_now != "com.android.settings" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    phone.launch_app(&settings).await.unwrap();
+
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let ivs = get_json(&app, &format!("/v1/tasks/{id}/interventions")).await;
+    let ivs = ivs.as_array().unwrap();
+    assert_eq!(
+        ivs.len(),
+        1,
+        "one change nobody in droidpilot made: {ivs:?}"
+    );
+    assert_eq!(ivs[0]["kind"], "external_change");
+    assert_eq!(ivs[0]["step"], 2, "seen before step 2");
+    assert_eq!(ivs[0]["detail"]["app"], "com.android.settings", "{ivs:?}");
+    let evs = events(&app, &id).await;
+    assert_eq!(
+        evs.iter().filter(|(e, _)| e == "task.intervention").count(),
+        1
+    );
+    let prompts: Vec<String> = model
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let b: Value = serde_json::from_slice(&r.body).unwrap();
+            b["messages"][1]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(!prompts[0].contains("without an action of yours"));
+    assert!(
+        prompts[1].contains("before step 2: the screen changed without an action of yours"),
+        "{}",
+        prompts[1]
+    );
+    app.stop().await;
+}

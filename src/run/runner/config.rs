@@ -53,7 +53,8 @@ pub struct RunnerConfig {
     /// toward the task's `timeout_seconds`; past this budget the task resumes by itself.
     pub max_pause_secs: u64,
     /// Report a screen change between two agent steps that no agent action explains as
-    /// an `external_change` intervention, and tell the agent (real phones).
+    /// an `external_change` intervention, and tell the agent. Off by default: content
+    /// that finishes loading after the settle wait reads as a change too.
     pub detect_external_changes: bool,
 }
 
@@ -77,7 +78,7 @@ impl Default for RunnerConfig {
             include_step_info: true,
             installed_apps_ttl_secs: 300,
             max_pause_secs: 1800,
-            detect_external_changes: true,
+            detect_external_changes: false,
         }
     }
 }

@@ -422,6 +422,7 @@ impl Runner {
             return Ok(());
         };
         st.paused += r.held;
+        st.settled = None;
         st.counter.manual += r.steps;
         // The person changed the screen: decide on a fresh observation.
         st.cached = None;

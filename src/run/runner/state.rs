@@ -71,6 +71,9 @@ pub(super) struct RunState<'t> {
     pub typed: Option<(u32, String)>,
     /// When the store's cancel flag was read last (`cancel_poll_due`).
     pub cancel_polled: Option<Instant>,
+    /// The layout hash the last step's action settled at, to notice a change nobody in
+    /// droidpilot made before the next observation (`external_change`).
+    pub settled: Option<u64>,
 }
 
 /// How often the loop reads the store's cancel flag.
@@ -157,6 +160,7 @@ impl<'t> RunState<'t> {
             replanned_when_stuck: false,
             typed: None,
             cancel_polled: None,
+            settled: None,
         })
     }
 }
