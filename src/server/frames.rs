@@ -1,7 +1,8 @@
 //! The live-view frame cache: scaled JPEG screenshots for dashboards. However many
 //! viewers poll a phone, it is captured at most once per `[dashboard] frame_interval_ms`:
 //! the first request in an interval captures (others wait on the device's lock and get
-//! the same frame), and each scale/quality is encoded once per capture. PNG requests and
+//! the same frame, also when the capture took longer than the interval), and each
+//! scale/quality is encoded once per capture. PNG requests and
 //! everything else still go to the phone directly.
 
 use std::collections::HashMap;
@@ -62,12 +63,15 @@ impl FrameCache {
         scale: f32,
         quality: u8,
     ) -> Result<Bytes, FrameError> {
+        let arrived = Instant::now();
         let slot = self.slot(id);
         let mut latest = slot.lock().await;
+        // Fresh: captured within the interval, or while this request waited for the lock
+        // (a capture slower than the interval must not make every waiter capture again).
         let fresh = latest
             .shot
             .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < self.interval);
+            .is_some_and(|(at, _)| at.elapsed() < self.interval || *at >= arrived);
         if !fresh {
             let shot = dev.screenshot().await.map_err(FrameError::Device)?;
             let rgba = shot.rgba().map_err(FrameError::Device)?;
