@@ -462,3 +462,79 @@ async fn typing_waits_for_the_broadcast_result_not_a_fixed_sleep() {
 
     adbd.shutdown();
 }
+
+/// `external_change` through the whole ADB path: the runner observes the virtual phone
+/// over real adb; between two steps the phone's screen changes with no action of
+/// droidpilot's (the phone is driven behind adbd's back, as a finger would), and the
+/// runner records it and tells the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_on_an_adb_phone_between_steps_is_an_external_change() {
+    use droidpilot::agent::replay::ReplayAgent;
+    use droidpilot::domain::{Action, InterventionKind, Key, NewTask, TaskSpec};
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let settings = AppRef::Label("Settings".into());
+    sim.launch_app(&settings).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let overrides = droidpilot::config::Overrides {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let mut config =
+        droidpilot::config::Config::load_with_env(dir.path(), &overrides, Vec::new()).unwrap();
+    config.devices.sim.clear();
+    config.devices.adb.enabled = false;
+    config.runner.detect_external_changes = true;
+    config.runner.settle_timeout_ms = 1000;
+    config.runner.settle_poll_ms = 20;
+    // A pause after each settled action: the window the "person" acts in.
+    config.runner.step_delay_ms = 3000;
+    let core = droidpilot::core::Core::build(&config).await.unwrap();
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some("go home".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let task = core.store.create_task(spec).await.unwrap();
+    assert!(core.store.start_task(task.id, &serial).await.unwrap());
+    let task = core.store.get_task(task.id).await.unwrap();
+    let dev: Arc<dyn Device> = Arc::new(AdbDevice::new(
+        serial.clone(),
+        AdbOptions::local(server.port),
+    ));
+    let agent = ReplayAgent::new(vec![Action::Key { key: Key::Home }]);
+    let finger = {
+        let sim = sim.clone();
+        tokio::spawn(async move {
+            // Once home has been pressed and the screen has settled, open Settings.
+            while sim.current_app().await.unwrap().package == "com.android.settings" {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            sim.launch_app(&AppRef::Label("Settings".into()))
+                .await
+                .unwrap();
+        })
+    };
+    let (_tx, stop) = tokio::sync::watch::channel(droidpilot::run::runner::StopSignal::None);
+    let done = core
+        .runner
+        .run(task, dev, Box::new(agent), stop)
+        .await
+        .unwrap();
+    finger.await.unwrap();
+    assert_eq!(done.status.as_str(), "succeeded", "{:?}", done.reason);
+    let ivs = core.store.interventions(done.id).await.unwrap();
+    assert_eq!(ivs.len(), 1, "{ivs:?}");
+    assert_eq!(ivs[0].kind, InterventionKind::ExternalChange);
+    assert_eq!(ivs[0].step, Some(2), "seen before step 2");
+    assert_eq!(
+        ivs[0].detail.as_ref().unwrap()["app"],
+        "com.android.settings"
+    );
+    core.shutdown(Duration::from_secs(5)).await;
+    adbd.shutdown();
+}

@@ -187,6 +187,14 @@ pub enum Note {
         result: String,
         is_error: bool,
     },
+    /// The screen changed before `step` with no action of the agent's to explain it.
+    ExternalChange { step: u32 },
+    /// A person paused the task before `step`, did `actions` on the phone, and resumed.
+    PersonActed {
+        step: u32,
+        by: String,
+        actions: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -273,6 +281,15 @@ impl History {
                         s,
                         "- step {step}: {tool} {}: {result}",
                         if *is_error { "failed" } else { "returned" }
+                    ),
+                    Note::ExternalChange { step } => writeln!(
+                        s,
+                        "- before step {step}: the screen changed without an action of yours (someone may have touched the phone); read it again before you act."
+                    ),
+                    Note::PersonActed { step, by, actions } => writeln!(
+                        s,
+                        "- before step {step}: while you were paused, a person ({by}) did: {}. The screen may have changed; read it again before you act.",
+                        actions.join("; ")
                     ),
                 };
             }

@@ -317,6 +317,7 @@ pub async fn remove_device(
 ) -> Result<StatusCode, ApiError> {
     busy_check(&s, &id, q.force)?;
     s.pool.remove(&id).await?;
+    s.frames.forget(&id);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -353,7 +354,9 @@ pub struct ScreenshotParams {
     quality: Option<u8>,
 }
 
-/// The current screen as PNG, or JPEG with `?format=jpeg&scale=0.5`.
+/// The current screen as PNG, or JPEG with `?format=jpeg&scale=0.5`. JPEGs come through
+/// the live-view frame cache: a phone is captured at most once per `[dashboard]
+/// frame_interval_ms` (500 ms), however many clients poll it.
 #[utoipa::path(get, path = "/v1/devices/{id}/screenshot", tag = "devices", params(("id" = String, Path), ScreenshotParams),
     responses((status = 200, description = "PNG, or JPEG with `format=jpeg`", content((Vec<u8> = "image/png"), (Vec<u8> = "image/jpeg"))),
               (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
@@ -383,8 +386,19 @@ pub async fn screenshot(
     if !(1..=100).contains(&quality) {
         return Err(bad(format!("quality {quality} is outside 1..=100")));
     }
-    let shot = device(&s, &id)?.screenshot().await?;
-    if format == "png" && scale == 1.0 {
+    let dev = device(&s, &id)?;
+    if format != "png" {
+        let jpeg = s.frames.jpeg(&id, dev.as_ref(), scale, quality).await;
+        return match jpeg {
+            Ok(bytes) => {
+                Ok(([(header::CONTENT_TYPE, "image/jpeg")], Body::from(bytes)).into_response())
+            }
+            Err(super::frames::FrameError::Device(e)) => Err(e.into()),
+            Err(super::frames::FrameError::Encode(e)) => Err(ApiError::internal(e)),
+        };
+    }
+    let shot = dev.screenshot().await?;
+    if scale == 1.0 {
         return Ok((
             [(header::CONTENT_TYPE, "image/png")],
             Body::from(shot.png()?),
@@ -392,9 +406,8 @@ pub async fn screenshot(
             .into_response());
     }
     let rgba = shot.rgba()?;
-    let jpeg = format != "png";
     let (bytes, ct) = tokio::task::spawn_blocking(move || {
-        super::images::encode(&rgba, shot.width, shot.height, scale, jpeg, quality)
+        super::images::encode(&rgba, shot.width, shot.height, scale, false, quality)
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?
@@ -605,7 +618,7 @@ fn action_status(e: &ExecError) -> StatusCode {
 /// The action error object: the one error shape plus `error_type` and `selector`, and
 /// the current `screen_state` when the caller asked for it, to recover without another
 /// request.
-async fn action_error(dev: &dyn Device, e: ExecError, with_screen: bool) -> Response {
+pub(crate) async fn action_error(dev: &dyn Device, e: ExecError, with_screen: bool) -> Response {
     let status = action_status(&e);
     // `error_type` keeps the four kinds agents know; `code` says which mistake it was.
     let code = match &e {

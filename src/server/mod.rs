@@ -5,13 +5,17 @@ pub mod devices;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod frames;
 pub mod health;
 pub mod images;
 pub mod listen;
 pub mod middleware;
 pub mod openapi;
+pub mod presets;
+pub mod replay_gif;
 pub mod scripts;
 pub mod state;
+pub mod takeover;
 pub mod tasks;
 
 use std::future::Future;
@@ -107,11 +111,15 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::answer_task))
         .routes(routes!(tasks::list_steps))
         .routes(routes!(tasks::list_interventions))
+        .routes(routes!(takeover::pause_task))
+        .routes(routes!(takeover::resume_task))
+        .routes(routes!(takeover::task_action))
         .routes(routes!(events::task_events))
         .routes(routes!(events::websocket))
         .routes(routes!(tasks::step_screenshot))
         .routes(routes!(tasks::trajectory))
         .routes(routes!(tasks::export))
+        .routes(routes!(tasks::replay_gif))
         .routes(routes!(tasks::result))
         .routes(routes!(scripts::create_script, scripts::list_scripts))
         .routes(routes!(
@@ -130,6 +138,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(devices::screen))
         .routes(routes!(devices::apps))
         .routes(routes!(devices::act))
+        .routes(routes!(presets::presets))
         .split_for_parts();
     openapi::finish(&mut api);
     (router, api)
@@ -278,6 +287,9 @@ impl Server {
             ),
             metrics: metrics_handle(),
             started_at: Instant::now(),
+            frames: Arc::new(frames::FrameCache::new(Duration::from_millis(
+                config.dashboard.frame_interval_ms,
+            ))),
         };
         Ok(Self {
             listener,

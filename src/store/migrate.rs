@@ -103,6 +103,7 @@ const TABLES: &[Table] = &[
             ("replay", Json),
             ("calls", Json),
             ("annotations", Json),
+            ("actor", Text),
         ],
     },
     Table {
@@ -127,6 +128,10 @@ const TABLES: &[Table] = &[
             ("answered_by", Text),
             ("created_at", Time),
             ("answered_at", Time),
+            ("actor", Text),
+            ("action", Json),
+            ("step", Int32),
+            ("detail", Json),
         ],
     },
     Table {

@@ -181,7 +181,7 @@ fn task_from_row(r: &PgRow) -> Result<Task, StoreError> {
 
 const STEP_SELECT: &str = "SELECT task_id, n, started_at, thinking, action::text AS action, raw, rejected::text AS rejected, \
      result::text AS result, screen::text AS screen, screenshot, timings::text AS timings, tokens_in, tokens_out, cost_usd, \
-     model_calls, replay::text AS replay, calls::text AS calls, annotations::text AS annotations FROM steps";
+     model_calls, replay::text AS replay, calls::text AS calls, annotations::text AS annotations, actor FROM steps";
 
 fn step_from_row(r: &PgRow) -> Result<Step, StoreError> {
     StepRow {
@@ -203,24 +203,32 @@ fn step_from_row(r: &PgRow) -> Result<Step, StoreError> {
         replay: r.try_get("replay")?,
         calls: r.try_get("calls")?,
         annotations: r.try_get("annotations")?,
+        actor: r.try_get("actor")?,
     }
     .into_step()
 }
 
 const INTERVENTION_SELECT: &str = "SELECT id, task_id, kind, question, options::text AS options, answer, answered_by, \
-     created_at, answered_at FROM interventions";
+     created_at, answered_at, actor, action::text AS action, step, detail::text AS detail FROM interventions";
 
 fn intervention_from_row(r: &PgRow) -> Result<Intervention, StoreError> {
     Ok(Intervention {
         id: r.try_get("id")?,
         task_id: parse_id(&r.try_get::<String, _>("task_id")?, "intervention task id")?,
-        kind: r.try_get("kind")?,
+        kind: r
+            .try_get::<String, _>("kind")?
+            .parse()
+            .map_err(StoreError::Corrupt)?,
         question: r.try_get("question")?,
         options: opt_json(r.try_get("options")?, "options")?,
         answer: r.try_get("answer")?,
         answered_by: r.try_get("answered_by")?,
         created_at: r.try_get("created_at")?,
         answered_at: r.try_get("answered_at")?,
+        by: r.try_get("actor")?,
+        action: opt_json(r.try_get("action")?, "action")?,
+        step: r.try_get::<Option<i32>, _>("step")?.map(|n| n as u32),
+        detail: opt_json(r.try_get("detail")?, "detail")?,
     })
 }
 
@@ -275,7 +283,9 @@ async fn insert_script<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
     Ok(())
 }
 
-const LIVE: &str = "('queued', 'running', 'waiting_for_user')";
+const LIVE: &str = "('queued', 'running', 'waiting_for_user', 'paused')";
+/// The statuses of a task a runner holds.
+const HELD: &str = "('running', 'waiting_for_user', 'paused')";
 
 #[async_trait]
 impl Store for PostgresStore {
@@ -364,7 +374,7 @@ impl Store for PostgresStore {
             .map_err(StoreError::Corrupt)?;
         let outcome = match status {
             s if s.is_terminal() => return Err(StoreError::AlreadyFinished { id, status: s }),
-            TaskStatus::Running => {
+            TaskStatus::Running | TaskStatus::Paused => {
                 sqlx::query("UPDATE tasks SET cancel_requested = true WHERE id = $1")
                     .bind(id.to_string())
                     .execute(&mut *tx)
@@ -464,9 +474,9 @@ impl Store for PostgresStore {
         reason: Option<&str>,
     ) -> Result<Task, StoreError> {
         debug_assert!(!status.is_terminal(), "use finish_task to end a task");
-        let r = sqlx::query(
-            "UPDATE tasks SET status = $1, reason = $2 WHERE id = $3 AND status IN ('running', 'waiting_for_user')",
-        )
+        let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE tasks SET status = $1, reason = $2 WHERE id = $3 AND status IN {HELD}"
+        )))
         .bind(status.as_str())
         .bind(reason)
         .bind(id.to_string())
@@ -477,7 +487,7 @@ impl Store for PostgresStore {
             return Err(StoreError::WrongStatus {
                 id,
                 status: task.status,
-                expected: "running or waiting_for_user",
+                expected: "running, waiting_for_user or paused",
             });
         }
         Ok(task)
@@ -506,7 +516,7 @@ impl Store for PostgresStore {
             return Err(StoreError::WrongStatus {
                 id,
                 status: task.status,
-                expected: "queued, running or waiting_for_user",
+                expected: "queued, running, waiting_for_user or paused",
             });
         }
         Ok(task)
@@ -519,9 +529,9 @@ impl Store for PostgresStore {
         // recorded, nor counted, twice.
         let inserted = sqlx::query(
             "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, \
-             timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations) \
+             timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
              VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10, $11::jsonb, $12, $13, $14, $15, \
-             $16::jsonb, $17::jsonb, $18::jsonb) ON CONFLICT (task_id, n) DO NOTHING",
+             $16::jsonb, $17::jsonb, $18::jsonb, $19) ON CONFLICT (task_id, n) DO NOTHING",
         )
         .bind(row.task_id)
         .bind(row.n)
@@ -541,6 +551,7 @@ impl Store for PostgresStore {
         .bind(row.replay)
         .bind(row.calls)
         .bind(row.annotations)
+        .bind(row.actor)
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -621,18 +632,23 @@ impl Store for PostgresStore {
 
     async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO interventions (id, task_id, kind, question, options, answer, answered_by, created_at, answered_at) \
-             VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9)",
+            "INSERT INTO interventions (id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, \
+             actor, action, step, detail) \
+             VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11::jsonb, $12, $13::jsonb)",
         )
         .bind(&iv.id)
         .bind(iv.task_id.to_string())
-        .bind(&iv.kind)
+        .bind(iv.kind.as_str())
         .bind(&iv.question)
         .bind(to_json(&iv.options))
         .bind(&iv.answer)
         .bind(&iv.answered_by)
         .bind(iv.created_at)
         .bind(iv.answered_at)
+        .bind(&iv.by)
+        .bind(to_json(&iv.action))
+        .bind(iv.step.map(|n| n as i32))
+        .bind(to_json(&iv.detail))
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -689,13 +705,13 @@ impl Store for PostgresStore {
         let q = if requeue {
             sqlx::query_scalar(
                 "UPDATE tasks SET status = 'queued', reason = $1 \
-                 WHERE status IN ('running', 'waiting_for_user') RETURNING id",
+                 WHERE status IN ('running', 'waiting_for_user', 'paused') RETURNING id",
             )
             .bind(reason)
         } else {
             sqlx::query_scalar(
                 "UPDATE tasks SET status = 'interrupted', reason = $1, finished_at = $2 \
-                 WHERE status IN ('running', 'waiting_for_user') RETURNING id",
+                 WHERE status IN ('running', 'waiting_for_user', 'paused') RETURNING id",
             )
             .bind(reason)
             .bind(now_micros())

@@ -6,6 +6,7 @@ mod common;
 
 mod actions;
 mod crash;
+mod dashboard;
 mod devices;
 mod http;
 mod lifecycle;
@@ -14,4 +15,5 @@ mod run;
 mod script_replay;
 mod scripts;
 mod streaming;
+mod takeover;
 mod tasks;

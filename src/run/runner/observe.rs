@@ -39,6 +39,7 @@ impl Runner {
         st: &mut RunState<'_>,
         device: &dyn Device,
     ) -> Result<Option<Observed>, Fatal> {
+        let settled = st.settled.take();
         let obs = match st.cached.take() {
             Some(o) => o,
             None => match unless_cancelled(&mut st.stop, self.observe(device, st.size)).await {
@@ -56,6 +57,12 @@ impl Runner {
                 }
             },
         };
+        if let (Some(before), Some(after)) = (settled, obs.layout)
+            && before != after
+            && self.cfg.detect_external_changes
+        {
+            self.external_change(st, before, &obs).await?;
+        }
         let r = &obs.repr;
         self.bus
             .publish(
@@ -169,5 +176,37 @@ fn degraded(why: &str, opts: &ReprOptions) -> ScreenRepresentation {
         elements: format!("(UI tree unavailable: {why}; act by coordinates on the screenshot)"),
         summary: "UI tree unavailable; screenshot only".into(),
         actionable_elements: Vec::new(),
+    }
+}
+
+impl Runner {
+    /// The screen changed between the last step's settled layout and this observation
+    /// with no agent action to explain it (someone touched the phone): an
+    /// `external_change` intervention, and a note for the agent.
+    async fn external_change(
+        &self,
+        st: &mut RunState<'_>,
+        before: u64,
+        obs: &Observed,
+    ) -> Result<(), Fatal> {
+        let step = st.counter.current();
+        let r = &obs.repr;
+        let iv = crate::domain::Intervention {
+            step: Some(step),
+            detail: Some(serde_json::json!({
+                "before": format!("{before:016x}"),
+                "after": obs.layout.map(|h| format!("{h:016x}")),
+                "app": r.app_package,
+                "summary": r.summary,
+            })),
+            ..crate::domain::Intervention::new(
+                st.task.id,
+                crate::domain::InterventionKind::ExternalChange,
+            )
+        };
+        crate::run::takeover::publish_intervention(&self.bus, &iv).await?;
+        st.history
+            .push_note(crate::agent::context::Note::ExternalChange { step });
+        Ok(())
     }
 }

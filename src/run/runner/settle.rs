@@ -31,7 +31,10 @@ impl Runner {
         let settling = self.settle_after(device, action, before);
         let settled = unless_cancelled(&mut st.stop, settling).await;
         draft.step.timings.settle_ms = started.elapsed().as_millis() as u64;
-        let changed = settled.flatten();
+        let (changed, idle) = settled.flatten().unzip();
+        // The layout the step left the screen in, once it held still (external changes
+        // are measured against it at the next observation).
+        st.settled = idle.flatten();
         draft.ok(changed, Some(detail));
         let delay = Duration::from_millis(self.cfg.step_delay_ms);
         let cancelled = settled.is_none()
@@ -58,7 +61,7 @@ impl Runner {
         device: &dyn Device,
         action: &Action,
         before: Option<u64>,
-    ) -> Option<bool> {
+    ) -> Option<(bool, Option<u64>)> {
         if action.expects_screen_change() {
             self.settle(device, before).await
         } else {
@@ -67,8 +70,13 @@ impl Runner {
     }
 
     /// Waits until the layout differs from `before` and then holds still, or until the
-    /// settle timeout. Returns whether it changed (None when it could not tell).
-    async fn settle(&self, device: &dyn Device, before: Option<u64>) -> Option<bool> {
+    /// settle timeout. Returns whether it changed (None when it could not tell), and the
+    /// layout it held still at (None when it never did).
+    async fn settle(
+        &self,
+        device: &dyn Device,
+        before: Option<u64>,
+    ) -> Option<(bool, Option<u64>)> {
         let before = before?;
         let deadline = Instant::now() + Duration::from_millis(self.cfg.settle_timeout_ms);
         let poll = Duration::from_millis(self.cfg.settle_poll_ms.max(10));
@@ -84,12 +92,13 @@ impl Runner {
                 }
                 // Idle: a change happened and the next read shows the same layout.
                 if changed && last == Some(h) {
-                    return Some(true);
+                    return Some((true, Some(h)));
                 }
                 last = Some(h);
             }
             if Instant::now() >= deadline {
-                return Some(changed);
+                // Unchanged all along: the screen held still where it was.
+                return Some((changed, (!changed).then_some(before)));
             }
             if !changed {
                 // Nothing yet: poll again soon. After a change, the next read confirms idleness.
