@@ -43,7 +43,9 @@ fn browser() -> Option<Browser> {
         ("chromium", chromium.as_ref().is_some_and(|p| p.is_file())),
         (
             "playwright-core",
-            playwright.as_ref().is_some_and(|p| p.join("package.json").is_file()),
+            playwright
+                .as_ref()
+                .is_some_and(|p| p.join("package.json").is_file()),
         ),
     ]
     .into_iter()

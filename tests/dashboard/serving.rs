@@ -12,7 +12,10 @@ async fn the_page_is_public_and_its_data_is_not() {
     assert!(h["content-type"].to_str().unwrap().starts_with("text/html"));
     let csp = h["content-security-policy"].to_str().unwrap();
     assert!(csp.starts_with("default-src 'self'"), "{csp}");
-    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
     assert_eq!(h["x-content-type-options"], "nosniff");
     let html = page.text().await.unwrap();
     assert!(html.contains(r#"<script type="module" src="/assets/main.js">"#));
