@@ -34,6 +34,7 @@ function routeOf(hash) {
 async function route() {
   cleanup();
   cleanup = () => {};
+  document.getElementById("flash").hidden = true;
   const [view, id] = routeOf(location.hash);
   for (const a of document.querySelectorAll("[data-nav]")) {
     a.classList.toggle("active", a.dataset.nav === (view === "devices" ? "devices" : "tasks"));

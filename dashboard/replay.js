@@ -41,7 +41,8 @@ export async function renderReplay({ main }, id) {
   const step = (d) => show(Math.min(steps.length, Math.max(1, Number(slider.value) + d)));
   slider.addEventListener("input", () => show(Number(slider.value)));
   const onKey = (e) => {
-    if (e.target.tagName === "INPUT" && e.target !== slider) return;
+    // A focused slider moves by itself; text fields keep their arrows.
+    if (["INPUT", "TEXTAREA", "SELECT"].includes(e.target.tagName)) return;
     if (e.key === "ArrowRight") step(1);
     if (e.key === "ArrowLeft") step(-1);
   };

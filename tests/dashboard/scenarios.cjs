@@ -151,7 +151,7 @@ async function main() {
   await page.waitForSelector(".step-label:text('step 1 of 6')", WAIT);
   await page.click("#next");
   await page.waitForSelector(".step-label:text('step 2 of 6')", WAIT);
-  await page.locator("#scrubber").focus();
+  await page.locator("h1").click();
   await page.keyboard.press("ArrowRight");
   await page.waitForSelector(".step-label:text('step 3 of 6')", WAIT);
   assert.match(await page.locator(".step-detail code").innerText(), /tap selector/);
@@ -174,6 +174,11 @@ async function main() {
 
 /** Scenario 5. Needs the API's pause/resume/actions (contract15). */
 async function takeOver(page) {
+  const probe = await apiCall(page, "/v1/tasks/00000000-0000-0000-0000-000000000000/pause", "POST");
+  if (probe.body && probe.body.error && probe.body.error.code === "not_found") {
+    console.log("SKIPPED 5: this server has no POST /v1/tasks/{id}/pause (the take-over API)");
+    return;
+  }
   const id = await submitReplay(page, "hand over to a person", [
     { action: "launch_app", label: "Settings" },
     { action: "wait", ms: 2000 }, { action: "wait", ms: 2000 }, { action: "wait", ms: 2000 },
