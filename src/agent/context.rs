@@ -187,6 +187,12 @@ pub enum Note {
         result: String,
         is_error: bool,
     },
+    /// A person paused the task before `step`, did `actions` on the phone, and resumed.
+    PersonActed {
+        step: u32,
+        by: String,
+        actions: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -273,6 +279,11 @@ impl History {
                         s,
                         "- step {step}: {tool} {}: {result}",
                         if *is_error { "failed" } else { "returned" }
+                    ),
+                    Note::PersonActed { step, by, actions } => writeln!(
+                        s,
+                        "- before step {step}: while you were paused, a person ({by}) did: {}. The screen may have changed; read it again before you act.",
+                        actions.join("; ")
                     ),
                 };
             }

@@ -28,6 +28,17 @@ pub enum StuckResponse {
     Abort,
 }
 
+/// Why a task carries on (`task.resumed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeCause {
+    /// The server restarted and requeued the task.
+    #[default]
+    Restart,
+    /// A person resumed it after pausing it.
+    TakeOver,
+}
+
 /// One event on a task's stream, or on the `devices` stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", content = "payload")]
@@ -46,9 +57,35 @@ pub enum TaskEvent {
         device: Option<String>,
         agent: String,
     },
-    /// A restarted task carries on after its committed steps.
+    /// The task carries on at `from_step`: after a restart (`cause: restart`), or after a
+    /// person's take-over (`cause: take_over`, with who resumed it and how many actions
+    /// they took meanwhile).
     #[serde(rename = "task.resumed")]
-    Resumed { task_id: TaskId, from_step: u32 },
+    Resumed {
+        task_id: TaskId,
+        from_step: u32,
+        #[serde(default)]
+        cause: ResumeCause,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        manual_actions: Option<u32>,
+    },
+    /// A person paused the task (take-over): the runner holds before `step` and the phone
+    /// takes the person's actions (`POST /v1/tasks/{id}/actions`) until they resume it.
+    #[serde(rename = "task.paused")]
+    Paused {
+        task_id: TaskId,
+        step: u32,
+        by: Option<String>,
+    },
+    /// A person acted on the paused task's phone, or the runner saw the screen change with
+    /// no agent action to explain it: the intervention as stored.
+    #[serde(rename = "task.intervention")]
+    Intervention {
+        task_id: TaskId,
+        intervention: super::Intervention,
+    },
     /// The task was left `running` by a stopping server, to be requeued at the next start.
     #[serde(rename = "task.suspended")]
     Suspended { task_id: TaskId, reason: String },
@@ -268,6 +305,8 @@ impl TaskEvent {
             Queued { .. } => "task.queued",
             Started { .. } => "task.started",
             Resumed { .. } => "task.resumed",
+            Paused { .. } => "task.paused",
+            Intervention { .. } => "task.intervention",
             Suspended { .. } => "task.suspended",
             Requeued { .. } => "task.requeued",
             CancelRequested { .. } => "task.cancel_requested",

@@ -18,11 +18,13 @@ pub use task::{
     AgentSummary, NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
 };
 pub mod event;
-pub use event::{StuckResponse, TaskEvent, TaskFinished};
+pub use event::{ResumeCause, StuckResponse, TaskEvent, TaskFinished};
 pub mod retry;
 pub use retry::RetryPolicy;
+pub mod intervention;
 pub mod step;
+pub use intervention::{Intervention, InterventionKind};
 pub use step::{
-    Fallback, Intervention, RecoveryType, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen,
-    StepStatus, StepTimings,
+    Fallback, RecoveryType, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen, StepStatus,
+    StepTimings,
 };

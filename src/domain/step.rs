@@ -197,6 +197,10 @@ pub struct Step {
     /// verdicts, typed-text mismatches, chain switches.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub annotations: Vec<super::Annotation>,
+    /// The person who took this step during a take-over (a manual action on the paused
+    /// task's phone); absent for the agent's steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// The screen a step acted on, as its record keeps it: what the agent saw, and the
@@ -227,21 +231,4 @@ pub struct StepScreen {
     /// The screen's actionable elements (empty in steps recorded before they were kept).
     #[serde(default)]
     pub elements: Vec<ActionableElement>,
-}
-
-/// A question the agent asked a person, and its answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct Intervention {
-    /// The prompt id clients answer to.
-    pub id: String,
-    pub task_id: TaskId,
-    /// `ask_user`, `cancel`, `takeover`.
-    pub kind: String,
-    pub question: Option<String>,
-    pub options: Option<Vec<String>>,
-    pub answer: Option<String>,
-    /// `rest`, `websocket`, `timeout`.
-    pub answered_by: Option<String>,
-    pub created_at: chrono::DateTime<chrono::Utc>,
-    pub answered_at: Option<chrono::DateTime<chrono::Utc>>,
 }

@@ -46,6 +46,9 @@ pub enum TaskStatus {
     Queued,
     Running,
     WaitingForUser,
+    /// A person paused it (take-over): the runner holds at a step boundary and the phone
+    /// is theirs until they resume it. Treated like `running` by a restart and a cancel.
+    Paused,
     Succeeded,
     Failed,
     /// Stopped at `max_steps` without the agent finishing.
@@ -57,10 +60,11 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
-    pub const ALL: [TaskStatus; 9] = [
+    pub const ALL: [TaskStatus; 10] = [
         TaskStatus::Queued,
         TaskStatus::Running,
         TaskStatus::WaitingForUser,
+        TaskStatus::Paused,
         TaskStatus::Succeeded,
         TaskStatus::Failed,
         TaskStatus::Incomplete,
@@ -74,6 +78,7 @@ impl TaskStatus {
             TaskStatus::Queued => "queued",
             TaskStatus::Running => "running",
             TaskStatus::WaitingForUser => "waiting_for_user",
+            TaskStatus::Paused => "paused",
             TaskStatus::Succeeded => "succeeded",
             TaskStatus::Failed => "failed",
             TaskStatus::Incomplete => "incomplete",
@@ -86,7 +91,10 @@ impl TaskStatus {
     pub fn is_terminal(self) -> bool {
         !matches!(
             self,
-            TaskStatus::Queued | TaskStatus::Running | TaskStatus::WaitingForUser
+            TaskStatus::Queued
+                | TaskStatus::Running
+                | TaskStatus::WaitingForUser
+                | TaskStatus::Paused
         )
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::events::EventBus;
 use super::runner::StopSignal;
-use crate::domain::{Intervention, TaskEvent, TaskId, TaskStatus};
+use crate::domain::{Intervention, InterventionKind, TaskEvent, TaskId, TaskStatus};
 use crate::store::StoreError;
 
 /// How a question ended.
@@ -69,7 +69,7 @@ fn open_question(
 ) -> Result<Intervention, AnswerError> {
     let open = ivs
         .iter()
-        .rfind(|i| i.kind == "ask_user" && i.answered_at.is_none());
+        .rfind(|i| i.kind == InterventionKind::AskUser && i.answered_at.is_none());
     match (open, prompt_id) {
         (Some(o), Some(p)) if o.id != p => Err(AnswerError::WrongPrompt {
             task,
@@ -115,14 +115,9 @@ impl Prompts {
         let store = bus.store();
         let iv = Intervention {
             id: prompt_id.clone(),
-            task_id: task,
-            kind: "ask_user".into(),
             question: Some(question.to_string()),
             options: options.clone(),
-            answer: None,
-            answered_by: None,
-            created_at: chrono::Utc::now(),
-            answered_at: None,
+            ..Intervention::new(task, InterventionKind::AskUser)
         };
         store.create_intervention(&iv).await?;
         store

@@ -14,6 +14,7 @@ pub mod scheduler;
 pub mod scroll_find;
 
 pub mod stuck;
+pub mod takeover;
 
 pub mod result;
 pub mod trajectory;

@@ -41,7 +41,10 @@ impl CoordinatorStatus {
             TaskStatus::Failed | TaskStatus::Incomplete => Some(Self::Failed),
             TaskStatus::TimedOut => Some(Self::Timeout),
             TaskStatus::Cancelled | TaskStatus::Interrupted => Some(Self::Error),
-            TaskStatus::Queued | TaskStatus::Running | TaskStatus::WaitingForUser => None,
+            TaskStatus::Queued
+            | TaskStatus::Running
+            | TaskStatus::WaitingForUser
+            | TaskStatus::Paused => None,
         }
     }
 
@@ -220,6 +223,7 @@ mod tests {
             replay: None,
             calls: Vec::new(),
             annotations: Vec::new(),
+            by: None,
         }
     }
 
@@ -275,6 +279,7 @@ mod tests {
             (TaskStatus::Queued, None),
             (TaskStatus::Running, None),
             (TaskStatus::WaitingForUser, None),
+            (TaskStatus::Paused, None),
         ];
         assert_eq!(want.len(), TaskStatus::ALL.len());
         for (s, c) in want {

@@ -216,7 +216,9 @@ impl Scheduler {
     async fn try_start(&self, task: Task, runners: &mut JoinSet<()>) -> Result<bool, StoreError> {
         let store = self.runner.bus.store().clone();
         let owner = task.id.to_string();
-        let ttl = Duration::from_secs(task.spec.timeout_seconds + 120);
+        // Paused time (take-over) does not count toward the timeout: the lease covers it.
+        let pause = self.runner.cfg.max_pause_secs;
+        let ttl = Duration::from_secs(task.spec.timeout_seconds + pause + 120);
         let lease = match self.pool.lease(&owner, &Self::matcher(&task), ttl) {
             Ok(l) => l,
             Err(PoolError::NoneAvailable(_)) | Err(PoolError::NotFound(_)) => return Ok(false),

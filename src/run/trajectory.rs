@@ -69,6 +69,11 @@ pub struct Trajectory {
     #[serde(default)]
     pub roles: Vec<RoleUsage>,
     pub steps: Vec<TrajectoryStep>,
+    /// What people did (questions answered, manual actions during a take-over) and screen
+    /// changes nobody in droidpilot caused, in order. Absent in trajectories written
+    /// before they were kept.
+    #[serde(default)]
+    pub interventions: Vec<crate::domain::Intervention>,
 }
 
 /// What one role's model calls cost over a task.
@@ -154,6 +159,9 @@ pub struct TrajectoryStep {
     /// Plans, progress checks, verdicts and other notes of the roles around the agent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub annotations: Vec<crate::domain::Annotation>,
+    /// The person who took this step during a take-over; absent for the agent's steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -206,6 +214,7 @@ impl TrajectoryStep {
             screenshot_sha256: s.screenshot,
             calls: s.calls,
             annotations: s.annotations,
+            by: s.by,
         }
     }
 
@@ -230,6 +239,7 @@ impl TrajectoryStep {
             replay: None,
             calls: self.calls.clone(),
             annotations: self.annotations.clone(),
+            by: self.by.clone(),
         }
     }
 
@@ -255,6 +265,7 @@ impl Trajectory {
             result,
             roles: RoleUsage::of(&steps),
             steps: steps.into_iter().map(TrajectoryStep::from_step).collect(),
+            interventions: store.interventions(id).await?,
         })
     }
 

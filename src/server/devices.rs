@@ -588,7 +588,7 @@ fn action_status(e: &ExecError) -> StatusCode {
 /// The action error object: the one error shape plus `error_type` and `selector`, and
 /// the current `screen_state` when the caller asked for it, to recover without another
 /// request.
-async fn action_error(dev: &dyn Device, e: ExecError, with_screen: bool) -> Response {
+pub(crate) async fn action_error(dev: &dyn Device, e: ExecError, with_screen: bool) -> Response {
     let status = action_status(&e);
     // `error_type` keeps the four kinds agents know; `code` says which mistake it was.
     let code = match &e {

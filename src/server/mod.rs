@@ -13,6 +13,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod scripts;
 pub mod state;
+pub mod takeover;
 pub mod tasks;
 
 use std::future::Future;
@@ -106,6 +107,9 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::answer_task))
         .routes(routes!(tasks::list_steps))
         .routes(routes!(tasks::list_interventions))
+        .routes(routes!(takeover::pause_task))
+        .routes(routes!(takeover::resume_task))
+        .routes(routes!(takeover::task_action))
         .routes(routes!(events::task_events))
         .routes(routes!(events::websocket))
         .routes(routes!(tasks::step_screenshot))

@@ -216,7 +216,8 @@ pub async fn list_steps(
     Ok(Json(s.store.steps(id).await?))
 }
 
-/// The questions a task asked and their answers.
+/// The task's interventions, in order: questions asked and their answers, a person's
+/// manual actions during a take-over, screen changes nobody in droidpilot caused.
 #[utoipa::path(
     get, path = "/v1/tasks/{id}/interventions", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
     responses((status = 200, body = Vec<crate::domain::Intervention>), (status = 404, body = ErrorResponse))

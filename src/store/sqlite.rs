@@ -162,12 +162,12 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
     })
 }
 
-const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations \
+const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor \
      FROM steps WHERE task_id = ? ORDER BY n";
-const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations \
+const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor \
      FROM steps WHERE task_id = ? AND n = ?";
-const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE id = ?";
-const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at FROM interventions WHERE task_id = ? ORDER BY created_at, id";
+const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, actor, action, step, detail FROM interventions WHERE id = ?";
+const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, actor, action, step, detail FROM interventions WHERE task_id = ? ORDER BY created_at, id";
 
 fn step_from_row(r: &SqliteRow) -> Result<Step, StoreError> {
     StepRow {
@@ -189,6 +189,7 @@ fn step_from_row(r: &SqliteRow) -> Result<Step, StoreError> {
         replay: r.try_get("replay")?,
         calls: r.try_get("calls")?,
         annotations: r.try_get("annotations")?,
+        actor: r.try_get("actor")?,
     }
     .into_step()
 }
@@ -200,13 +201,20 @@ fn intervention_from_row(r: &SqliteRow) -> Result<Intervention, StoreError> {
         task_id: id
             .parse()
             .map_err(|e| StoreError::Corrupt(format!("intervention task id `{id}`: {e}")))?,
-        kind: r.try_get("kind")?,
+        kind: r
+            .try_get::<String, _>("kind")?
+            .parse()
+            .map_err(StoreError::Corrupt)?,
         question: r.try_get("question")?,
         options: opt_json(r.try_get("options")?, "options")?,
         answer: r.try_get("answer")?,
         answered_by: r.try_get("answered_by")?,
         created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
         answered_at: opt_ts(r.try_get("answered_at")?)?,
+        by: r.try_get("actor")?,
+        action: opt_json(r.try_get("action")?, "action")?,
+        step: r.try_get::<Option<i64>, _>("step")?.map(|n| n as u32),
+        detail: opt_json(r.try_get("detail")?, "detail")?,
     })
 }
 
@@ -359,7 +367,8 @@ impl Store for SqliteStore {
             .map_err(StoreError::Corrupt)?;
         let outcome = match status {
             s if s.is_terminal() => return Err(StoreError::AlreadyFinished { id, status: s }),
-            TaskStatus::Running => {
+            // A paused task's runner is held at a boundary: signalled, it ends the task.
+            TaskStatus::Running | TaskStatus::Paused => {
                 sqlx::query("UPDATE tasks SET cancel_requested = 1 WHERE id = ?")
                     .bind(id.to_string())
                     .execute(&mut *tx)
@@ -466,7 +475,7 @@ impl Store for SqliteStore {
         reason: Option<&str>,
     ) -> Result<Task, StoreError> {
         debug_assert!(!status.is_terminal(), "use finish_task to end a task");
-        let r = sqlx::query("UPDATE tasks SET status = ?, reason = ? WHERE id = ? AND status IN ('running', 'waiting_for_user')")
+        let r = sqlx::query("UPDATE tasks SET status = ?, reason = ? WHERE id = ? AND status IN ('running', 'waiting_for_user', 'paused')")
             .bind(status.as_str())
             .bind(reason)
             .bind(id.to_string())
@@ -477,7 +486,7 @@ impl Store for SqliteStore {
             return Err(StoreError::WrongStatus {
                 id,
                 status: task.status,
-                expected: "running or waiting_for_user",
+                expected: "running, waiting_for_user or paused",
             });
         }
         Ok(task)
@@ -492,7 +501,7 @@ impl Store for SqliteStore {
     ) -> Result<Task, StoreError> {
         let r = sqlx::query(
             "UPDATE tasks SET status = ?, reason = ?, answer = ?, finished_at = ? \
-             WHERE id = ? AND status IN ('queued', 'running', 'waiting_for_user')",
+             WHERE id = ? AND status IN ('queued', 'running', 'waiting_for_user', 'paused')",
         )
         .bind(status.as_str())
         .bind(reason)
@@ -506,7 +515,7 @@ impl Store for SqliteStore {
             return Err(StoreError::WrongStatus {
                 id,
                 status: task.status,
-                expected: "queued, running or waiting_for_user",
+                expected: "queued, running, waiting_for_user or paused",
             });
         }
         Ok(task)
@@ -516,8 +525,8 @@ impl Store for SqliteStore {
         let row = StepRow::from(step);
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(row.task_id)
         .bind(row.n)
@@ -537,6 +546,7 @@ impl Store for SqliteStore {
         .bind(row.replay)
         .bind(row.calls)
         .bind(row.annotations)
+        .bind(row.actor)
         .execute(&mut *tx)
         .await?;
         sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ?, model_calls = model_calls + ? WHERE id = ?")
@@ -604,17 +614,21 @@ impl Store for SqliteStore {
 
     async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO interventions (id, task_id, kind, question, options, answer, answered_by, created_at, answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO interventions (id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, actor, action, step, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&iv.id)
         .bind(iv.task_id.to_string())
-        .bind(&iv.kind)
+        .bind(iv.kind.as_str())
         .bind(&iv.question)
         .bind(to_json(&iv.options))
         .bind(&iv.answer)
         .bind(&iv.answered_by)
         .bind(ts(iv.created_at))
         .bind(iv.answered_at.map(ts))
+        .bind(&iv.by)
+        .bind(to_json(&iv.action))
+        .bind(iv.step.map(i64::from))
+        .bind(to_json(&iv.detail))
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -663,17 +677,17 @@ impl Store for SqliteStore {
     ) -> Result<Vec<TaskId>, StoreError> {
         let mut tx = self.write_tx().await?;
         let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM tasks WHERE status IN ('running', 'waiting_for_user') ORDER BY id",
+            "SELECT id FROM tasks WHERE status IN ('running', 'waiting_for_user', 'paused') ORDER BY id",
         )
         .fetch_all(&mut *tx)
         .await?;
         if requeue {
-            sqlx::query("UPDATE tasks SET status = 'queued', reason = ? WHERE status IN ('running', 'waiting_for_user')")
+            sqlx::query("UPDATE tasks SET status = 'queued', reason = ? WHERE status IN ('running', 'waiting_for_user', 'paused')")
                 .bind(reason)
                 .execute(&mut *tx)
                 .await?;
         } else {
-            sqlx::query("UPDATE tasks SET status = 'interrupted', reason = ?, finished_at = ? WHERE status IN ('running', 'waiting_for_user')")
+            sqlx::query("UPDATE tasks SET status = 'interrupted', reason = ?, finished_at = ? WHERE status IN ('running', 'waiting_for_user', 'paused')")
                 .bind(reason)
                 .bind(ts(Utc::now()))
                 .execute(&mut *tx)
@@ -882,6 +896,7 @@ mod tests {
             replay: None,
             calls: Vec::new(),
             annotations: Vec::new(),
+            by: None,
         }
     }
 
@@ -1121,6 +1136,9 @@ mod tests {
                         crate::domain::TaskEvent::Resumed {
                             task_id: t.id,
                             from_step: 1,
+                            cause: crate::domain::ResumeCause::Restart,
+                            by: None,
+                            manual_actions: None,
                         },
                     )
                     .await

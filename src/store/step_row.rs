@@ -40,6 +40,7 @@ pub struct StepRow {
     pub calls: Option<String>,
     /// JSON array of `Annotation`; NULL when there were none.
     pub annotations: Option<String>,
+    pub actor: Option<String>,
 }
 
 fn to_json<T: serde::Serialize>(v: Option<&T>) -> Option<String> {
@@ -77,6 +78,7 @@ impl From<&Step> for StepRow {
             replay: to_json(s.replay.as_ref()),
             calls: to_json(Some(&s.calls).filter(|c| !c.is_empty())),
             annotations: to_json(Some(&s.annotations).filter(|a| !a.is_empty())),
+            actor: s.by.clone(),
         }
     }
 }
@@ -119,6 +121,7 @@ impl StepRow {
             replay: from_json(self.replay.as_deref(), "replay")?,
             calls: from_json(self.calls.as_deref(), "calls")?.unwrap_or_default(),
             annotations: from_json(self.annotations.as_deref(), "annotations")?.unwrap_or_default(),
+            by: self.actor,
         })
     }
 }

@@ -14,4 +14,5 @@ mod run;
 mod script_replay;
 mod scripts;
 mod streaming;
+mod takeover;
 mod tasks;

@@ -112,7 +112,7 @@ pub(crate) async fn wait_done(app: &TestApp, id: &str) -> Value {
             .unwrap();
         if !matches!(
             t["status"].as_str(),
-            Some("queued" | "running" | "waiting_for_user")
+            Some("queued" | "running" | "waiting_for_user" | "paused")
         ) {
             return t;
         }

@@ -154,6 +154,7 @@ impl McpServer {
                 size,
                 action,
                 outcome,
+                by: None,
             };
             if let Err(e) = self.core.runner.record_manual(m).await {
                 tracing::warn!(task = %used.task, error = %e, "could not record an MCP action");

@@ -181,11 +181,9 @@ impl McpServer {
     async fn task_report(&self, id: TaskId) -> ToolResult {
         let store = &self.core.store;
         let task = store.get_task(id).await?;
-        let question = store
-            .interventions(id)
-            .await?
-            .into_iter()
-            .find(|i| i.answered_at.is_none() && i.kind == "ask_user");
+        let question = store.interventions(id).await?.into_iter().find(|i| {
+            i.answered_at.is_none() && i.kind == crate::domain::InterventionKind::AskUser
+        });
         let result = if task.status.is_terminal() {
             let steps = store.steps(id).await?;
             crate::run::result::CoordinatorResult::new(&task, &steps).ok()

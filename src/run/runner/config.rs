@@ -49,6 +49,12 @@ pub struct RunnerConfig {
     pub include_step_info: bool,
     /// How long the installed-apps list agents see is reused before it is read again.
     pub installed_apps_ttl_secs: u64,
+    /// The longest a task may stay paused in all (take-over): paused time does not count
+    /// toward the task's `timeout_seconds`; past this budget the task resumes by itself.
+    pub max_pause_secs: u64,
+    /// Report a screen change between two agent steps that no agent action explains as
+    /// an `external_change` intervention, and tell the agent (real phones).
+    pub detect_external_changes: bool,
 }
 
 impl Default for RunnerConfig {
@@ -70,6 +76,8 @@ impl Default for RunnerConfig {
             max_rejected_in_a_row: 3,
             include_step_info: true,
             installed_apps_ttl_secs: 300,
+            max_pause_secs: 1800,
+            detect_external_changes: true,
         }
     }
 }

@@ -41,6 +41,8 @@ use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef}
 use super::interaction::Prompts;
 use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
+use super::takeover::TakeOvers;
+use crate::agent::context::Note;
 use crate::agent::{Agent, AgentError, ProducedScript};
 use crate::device::Device;
 use crate::device::pool::DevicePool;
@@ -68,6 +70,8 @@ pub struct Runner {
     /// The pool that reconnects a dropped device while the runner waits (`with_pool`);
     /// without one, the runner reconnects its device on the pool's default policy.
     pub pool: Option<DevicePool>,
+    /// Pause / manual actions / resume of the tasks this runner runs (`run::takeover`).
+    pub takeovers: Arc<TakeOvers>,
 }
 
 /// How the loop ended.
@@ -162,6 +166,7 @@ impl Runner {
             transform: Arc::new(LinearTransform),
             repr: ReprOptions::default(),
             pool: None,
+            takeovers: Arc::new(TakeOvers::default()),
         }
     }
 
@@ -218,10 +223,12 @@ impl Runner {
                 },
             )
             .await?;
-        let end = match self
+        self.takeovers.register(id);
+        let ran = self
             .run_loop(&task, device.as_ref(), agent.as_mut(), stop)
-            .await
-        {
+            .await;
+        self.takeovers.unregister(id);
+        let end = match ran {
             Ok(end) => end,
             Err(Fatal::Store(e)) => return Err(e),
             Err(Fatal::Device(msg)) => End::new(TaskStatus::Failed, msg),
@@ -358,6 +365,7 @@ impl Runner {
             let at = st.at();
             unless_stopped(&mut st.stop, self.hooks.at_boundary(at)).await;
         }
+        self.take_over(st).await?;
         match *st.stop.borrow_and_update() {
             StopSignal::Cancel => {
                 return Ok(Some(End::new(
@@ -381,7 +389,7 @@ impl Runner {
                 "cancelled by request",
             )));
         }
-        if st.started.elapsed().as_secs() >= task.spec.timeout_seconds {
+        if st.started.elapsed().saturating_sub(st.paused).as_secs() >= task.spec.timeout_seconds {
             return Ok(Some(End::new(
                 TaskStatus::TimedOut,
                 format!(
@@ -391,13 +399,40 @@ impl Runner {
             )));
         }
         let max_steps = task.spec.max_steps;
-        if st.counter.current() > max_steps {
+        if st.counter.budget_used() >= max_steps {
             return Ok(Some(End::new(
                 TaskStatus::Incomplete,
                 format!("reached max_steps ({max_steps}) without the agent finishing"),
             )));
         }
         Ok(None)
+    }
+
+    /// Holds the loop while a person has the task paused; afterwards the steps they took
+    /// are counted and the agent is told what they did. A stop ends the hold (the
+    /// boundary then ends the task).
+    async fn take_over(&self, st: &mut RunState<'_>) -> Result<(), Fatal> {
+        let (id, step) = (st.task.id, st.counter.current());
+        let max = std::time::Duration::from_secs(self.cfg.max_pause_secs);
+        let holding = self.takeovers.hold(&self.bus, id, step, max);
+        let Some(released) = unless_stopped(&mut st.stop, holding).await else {
+            return Ok(());
+        };
+        let Some(r) = released? else {
+            return Ok(());
+        };
+        st.paused += r.held;
+        st.counter.manual += r.steps;
+        // The person changed the screen: decide on a fresh observation.
+        st.cached = None;
+        if !r.actions.is_empty() {
+            st.history.push_note(Note::PersonActed {
+                step,
+                by: r.by.unwrap_or_default(),
+                actions: r.actions,
+            });
+        }
+        Ok(())
     }
 
     /// Stores the ending and publishes `task.finished`.

@@ -155,6 +155,7 @@ impl StepDraft {
             replay: None,
             calls: Vec::new(),
             annotations: Vec::new(),
+            by: None,
         };
         Self {
             step,
@@ -369,6 +370,8 @@ pub(crate) struct ManualStep<'a> {
     pub size: ScreenSize,
     pub action: &'a Action,
     pub outcome: ManualOutcome,
+    /// The person who took it (a take-over); None for an MCP client's action.
+    pub by: Option<String>,
 }
 
 impl Runner {
@@ -392,6 +395,7 @@ impl Runner {
         let StepDraft {
             mut step, start, ..
         } = draft;
+        step.by = m.by;
         self.record(&m.task_id.to_string(), &mut step, start)
             .await?;
         Ok(step)

@@ -19,12 +19,20 @@ use crate::run::stuck::StuckDetector;
 pub(super) struct StepCounter {
     pub recorded: u32,
     pub corrections: u32,
+    /// Steps a person took during a take-over: numbered like the others, but not part
+    /// of the agent's budget.
+    pub manual: u32,
 }
 
 impl StepCounter {
     /// The number of the step in progress (1-based).
     pub fn current(&self) -> u32 {
-        self.recorded + self.corrections + 1
+        self.recorded + self.corrections + self.manual + 1
+    }
+
+    /// Steps of `max_steps` used so far (a person's are not the agent's).
+    pub fn budget_used(&self) -> u32 {
+        self.recorded + self.corrections
     }
 
     /// The number of the step committed last.
@@ -37,6 +45,8 @@ pub(super) struct RunState<'t> {
     pub task: &'t Task,
     pub stream: String,
     pub started: Instant,
+    /// Time held paused by a person (take-over), not counted toward the timeout.
+    pub paused: std::time::Duration,
     pub size: ScreenSize,
     pub history: History,
     pub counter: StepCounter,
@@ -95,7 +105,8 @@ impl<'t> RunState<'t> {
         let started = Instant::now();
         let mut history = History::new(runner.cfg.history_steps);
         let committed = runner.bus.store().steps(task.id).await?;
-        for s in &committed {
+        // A person's steps (take-over) are not the agent's to remember as its own.
+        for s in committed.iter().filter(|s| s.by.is_none()) {
             if let Some(a) = &s.action {
                 history.push_step(StepRecord {
                     step: s.n,
@@ -106,11 +117,13 @@ impl<'t> RunState<'t> {
                 });
             }
         }
+        let manual = committed.iter().filter(|s| s.by.is_some()).count() as u32;
         let counter = StepCounter {
-            recorded: committed.len() as u32,
+            recorded: committed.len() as u32 - manual,
             corrections: 0,
+            manual,
         };
-        if counter.recorded > 0 {
+        if counter.recorded + counter.manual > 0 {
             runner
                 .bus
                 .publish(
@@ -118,6 +131,9 @@ impl<'t> RunState<'t> {
                     TaskEvent::Resumed {
                         task_id: task.id,
                         from_step: counter.current(),
+                        cause: crate::domain::ResumeCause::Restart,
+                        by: None,
+                        manual_actions: None,
                     },
                 )
                 .await?;
@@ -126,6 +142,7 @@ impl<'t> RunState<'t> {
             task,
             stream,
             started,
+            paused: std::time::Duration::ZERO,
             size: runner.screen_size(device).await?,
             history,
             counter,

@@ -1,0 +1,436 @@
+//! Take-over: a person pauses a running task, acts on its phone, and resumes it.
+//!
+//! `TakeOvers` holds one control per running task (the runner registers its task for the
+//! length of its run). A pause is a request: the runner sees it at its next step boundary
+//! (the step in flight finishes first), marks the task `paused`, publishes `task.paused`
+//! and waits. Only then do manual actions run (`act`): each is executed on the task's
+//! phone through the same path as `POST /v1/devices/{id}/actions` (`device::exec`),
+//! recorded as the next step of the trajectory (`Runner::record_manual`, so a password
+//! typed by a person is stored as `••••`), stored as a `manual_action` intervention and
+//! published as `task.intervention`. `resume` marks the task `running`, publishes
+//! `task.resumed`, and releases the runner with what the person did, which the agent
+//! reads in its next prompt. One async lock per task orders pause, actions and resume,
+//! so step numbers never collide and a resume never lands mid-action.
+//!
+//! Paused time does not count toward the task's timeout; all of a task's pauses together
+//! may last `runner.max_pause_secs`, after which the runner resumes by itself (`by`:
+//! `max_pause_secs`). A cancel or a shutdown ends a paused task as it would a running one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::events::EventBus;
+use super::runner::{ManualStep, Runner, StepStart};
+use crate::device::Device;
+use crate::device::exec::{self, ExecError, ExecOutcome};
+use crate::domain::{
+    Action, ActionableElement, Intervention, InterventionKind, ResumeCause, Task, TaskEvent,
+    TaskId, TaskStatus,
+};
+use crate::screen::ScreenRepresentation;
+use crate::store::StoreError;
+
+/// Who acted when the caller gave no name.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// Why a take-over request was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeOverError {
+    /// Pause asked of a task that is not running (queued, waiting, finished, paused).
+    #[error("task {id} is {status}, not running")]
+    NotRunning { id: TaskId, status: TaskStatus },
+    /// Resume or a manual action asked of a task that is not paused.
+    #[error("task {id} is {status}, not paused{}", if *.pending { " (a pause was asked for; the runner holds at its next step boundary)" } else { "" })]
+    NotPaused {
+        id: TaskId,
+        status: TaskStatus,
+        /// A pause was requested but the runner has not reached a boundary yet.
+        pending: bool,
+    },
+    /// The task's phone is gone from the pool.
+    #[error("task {id}'s device {device} is not in the pool")]
+    NoDevice { id: TaskId, device: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A manual action that ran (or failed on the phone) and was recorded.
+pub struct Acted {
+    /// The action as recorded (text typed into a password field masked).
+    pub action: Value,
+    pub result: Result<ExecOutcome, ExecError>,
+    pub duration_ms: u64,
+    pub intervention: Intervention,
+}
+
+/// What the runner carries on with after a hold.
+#[derive(Debug, Default)]
+pub(crate) struct Released {
+    /// Steps the person's actions took (recorded in the trajectory).
+    pub steps: u32,
+    /// How long the runner was held.
+    pub held: Duration,
+    /// What the person did, one line per action, for the agent.
+    pub actions: Vec<String>,
+    pub by: Option<String>,
+}
+
+/// One task's take-over state, behind its async lock.
+#[derive(Default)]
+struct Hold {
+    /// A pause was asked for, by whom.
+    requested: Option<String>,
+    /// The runner is held before this step (the task is `paused`).
+    held_at: Option<u32>,
+    /// The number the next manual step records as.
+    next_step: u32,
+    /// What the person did during this hold, for the agent.
+    actions: Vec<String>,
+    /// Paused time used so far, of `max_pause_secs`.
+    used: Duration,
+    /// Who resumed the last hold.
+    resumed_by: Option<String>,
+}
+
+struct Control {
+    hold: tokio::sync::Mutex<Hold>,
+    /// True while a pause is asked for or held; the runner waits for false.
+    paused: watch::Sender<bool>,
+}
+
+/// Every running task's take-over control.
+#[derive(Default)]
+pub struct TakeOvers {
+    tasks: Mutex<HashMap<TaskId, Arc<Control>>>,
+}
+
+impl TakeOvers {
+    /// The runner's task can be paused from now until `unregister`.
+    pub(crate) fn register(&self, id: TaskId) {
+        let control = Arc::new(Control {
+            hold: tokio::sync::Mutex::new(Hold::default()),
+            paused: watch::Sender::new(false),
+        });
+        self.lock().insert(id, control);
+    }
+
+    pub(crate) fn unregister(&self, id: TaskId) {
+        self.lock().remove(&id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Arc<Control>>> {
+        self.tasks.lock().expect("take-over registry lock")
+    }
+
+    fn control(&self, id: TaskId) -> Option<Arc<Control>> {
+        self.lock().get(&id).cloned()
+    }
+
+    /// Asks the task's runner to hold at its next step boundary. Returns the task as it
+    /// stands (still `running` until the runner holds; `task.paused` says when).
+    pub async fn pause(
+        &self,
+        bus: &EventBus,
+        id: TaskId,
+        by: Option<String>,
+    ) -> Result<Task, TakeOverError> {
+        let task = bus.store().get_task(id).await?;
+        let control = match self.control(id) {
+            Some(c) if task.status == TaskStatus::Running => c,
+            _ => {
+                return Err(TakeOverError::NotRunning {
+                    id,
+                    status: task.status,
+                });
+            }
+        };
+        let mut hold = control.hold.lock().await;
+        if hold.held_at.is_some() {
+            return Err(TakeOverError::NotRunning {
+                id,
+                status: TaskStatus::Paused,
+            });
+        }
+        hold.requested = Some(by.unwrap_or_else(|| ANONYMOUS.into()));
+        control.paused.send_replace(true);
+        Ok(task)
+    }
+
+    /// Resumes a paused task (or withdraws a pause the runner has not reached yet).
+    pub async fn resume(
+        &self,
+        bus: &EventBus,
+        id: TaskId,
+        by: Option<String>,
+    ) -> Result<Task, TakeOverError> {
+        let Some(control) = self.control(id) else {
+            let status = bus.store().get_task(id).await?.status;
+            return Err(TakeOverError::NotPaused {
+                id,
+                status,
+                pending: false,
+            });
+        };
+        let mut hold = control.hold.lock().await;
+        if hold.held_at.is_none() && hold.requested.take().is_none() {
+            let status = bus.store().get_task(id).await?.status;
+            return Err(TakeOverError::NotPaused {
+                id,
+                status,
+                pending: false,
+            });
+        }
+        let task = release(bus, id, &mut hold, by).await?;
+        control.paused.send_replace(false);
+        Ok(task)
+    }
+
+    /// Runs one action a person sends for a paused task on its phone, records it as the
+    /// trajectory's next step and as a `manual_action` intervention, and publishes it.
+    pub async fn act(
+        &self,
+        runner: &Runner,
+        device: &dyn Device,
+        id: TaskId,
+        action: &Action,
+        by: Option<String>,
+    ) -> Result<Acted, TakeOverError> {
+        let not_paused = |status, pending| TakeOverError::NotPaused {
+            id,
+            status,
+            pending,
+        };
+        let status = runner.bus.store().get_task(id).await?.status;
+        let control = self.control(id).ok_or(not_paused(status, false))?;
+        let mut hold = control.hold.lock().await;
+        if hold.held_at.is_none() {
+            return Err(not_paused(status, hold.requested.is_some()));
+        }
+        let by = by.unwrap_or_else(|| ANONYMOUS.into());
+        let start = StepStart::now();
+        let size = device.info().await.map_err(device_gone(id, device))?.screen;
+        let obs = runner
+            .observe(device, size)
+            .await
+            .map_err(device_gone(id, device))?;
+        let ctx = exec::ExecContext {
+            screen: obs.screen.as_deref(),
+            size,
+            transform: runner.transform.as_ref(),
+        };
+        let result = exec::execute(device, action, &ctx).await;
+        let outcome = match &result {
+            Ok(o) => Ok(o.detail.clone()),
+            Err(e) => Err((
+                format!("{}: {e}", e.error_type()),
+                json!({"error_type": e.error_type(), "selector": e.selector()}),
+            )),
+        };
+        let n = hold.next_step;
+        let step = runner
+            .record_manual(ManualStep {
+                task_id: id,
+                n,
+                start,
+                obs: &obs,
+                size,
+                action,
+                outcome: outcome.clone(),
+                by: Some(by.clone()),
+            })
+            .await?;
+        hold.next_step += 1;
+        let recorded = step.action.as_ref().unwrap_or(action);
+        let detail = match &outcome {
+            Ok(d) => d.clone(),
+            Err((error, d)) => json!({"error": error, "failure": d}),
+        };
+        hold.actions
+            .push(describe(recorded, &detail, &obs.repr, outcome.is_ok()));
+        let action_json = serde_json::to_value(recorded).unwrap_or(Value::Null);
+        let iv = Intervention {
+            by: Some(by),
+            action: Some(action_json.clone()),
+            step: Some(n),
+            detail: Some(detail),
+            ..Intervention::new(id, InterventionKind::ManualAction)
+        };
+        publish_intervention(&runner.bus, &iv).await?;
+        Ok(Acted {
+            action: action_json,
+            result,
+            duration_ms: start.instant.elapsed().as_millis() as u64,
+            intervention: iv,
+        })
+    }
+
+    /// At a step boundary: holds the runner while the task is paused. None when no pause
+    /// was asked for. `step` is the step the loop is at; `max_pause` the whole budget.
+    pub(crate) async fn hold(
+        &self,
+        bus: &EventBus,
+        id: TaskId,
+        step: u32,
+        max_pause: Duration,
+    ) -> Result<Option<Released>, StoreError> {
+        let Some(control) = self.control(id) else {
+            return Ok(None);
+        };
+        let mut paused = control.paused.subscribe();
+        if !*paused.borrow_and_update() {
+            return Ok(None);
+        }
+        let began = Instant::now();
+        let budget = {
+            let mut hold = control.hold.lock().await;
+            let Some(by) = hold.requested.clone() else {
+                return Ok(None); // withdrawn meanwhile
+            };
+            bus.store()
+                .set_task_status(id, TaskStatus::Paused, Some(&format!("paused by {by}")))
+                .await?;
+            hold.held_at = Some(step);
+            hold.next_step = step;
+            hold.actions.clear();
+            let ev = TaskEvent::Paused {
+                task_id: id,
+                step,
+                by: Some(by),
+            };
+            bus.publish(&id.to_string(), ev).await?;
+            max_pause.saturating_sub(hold.used)
+        };
+        let resumed = paused.wait_for(|p| !p);
+        let timed_out = tokio::time::timeout(budget, resumed).await.is_err();
+        let mut hold = control.hold.lock().await;
+        if timed_out && hold.held_at.is_some() {
+            // The pause budget ran out with nobody resuming: carry on.
+            release(bus, id, &mut hold, Some("max_pause_secs".into())).await?;
+            control.paused.send_replace(false);
+        }
+        let held = began.elapsed();
+        hold.used += held;
+        let steps = hold.next_step - step;
+        Ok(Some(Released {
+            steps,
+            held,
+            actions: std::mem::take(&mut hold.actions),
+            by: hold.resumed_by.take(),
+        }))
+    }
+}
+
+/// Marks a held task `running` again and publishes `task.resumed` (a pause the runner
+/// never reached is only withdrawn). The caller flips the watch.
+async fn release(
+    bus: &EventBus,
+    id: TaskId,
+    hold: &mut Hold,
+    by: Option<String>,
+) -> Result<Task, StoreError> {
+    let Some(at) = hold.held_at.take() else {
+        hold.requested = None;
+        return bus.store().get_task(id).await;
+    };
+    let task = bus
+        .store()
+        .set_task_status(id, TaskStatus::Running, None)
+        .await?;
+    let by = by.unwrap_or_else(|| ANONYMOUS.into());
+    hold.requested = None;
+    hold.resumed_by = Some(by.clone());
+    let ev = TaskEvent::Resumed {
+        task_id: id,
+        from_step: hold.next_step,
+        cause: ResumeCause::TakeOver,
+        by: Some(by),
+        manual_actions: Some(hold.next_step - at),
+    };
+    bus.publish(&id.to_string(), ev).await?;
+    Ok(task)
+}
+
+/// Stores an intervention and publishes it as `task.intervention`.
+pub(crate) async fn publish_intervention(
+    bus: &EventBus,
+    iv: &Intervention,
+) -> Result<(), StoreError> {
+    bus.store().create_intervention(iv).await?;
+    let ev = TaskEvent::Intervention {
+        task_id: iv.task_id,
+        intervention: iv.clone(),
+    };
+    bus.publish(&iv.task_id.to_string(), ev).await?;
+    Ok(())
+}
+
+fn device_gone(
+    id: TaskId,
+    device: &dyn Device,
+) -> impl FnOnce(crate::device::DeviceError) -> TakeOverError {
+    let serial = device.serial().to_string();
+    move |e| {
+        tracing::warn!(task = %id, device = %serial, error = %e, "manual action: device unreadable");
+        TakeOverError::NoDevice { id, device: serial }
+    }
+}
+
+/// One line for the agent: "tap (540, 1200) on "Bluetooth"", "back", "type "hello"".
+pub(crate) fn describe(
+    action: &Action,
+    detail: &Value,
+    repr: &ScreenRepresentation,
+    ok: bool,
+) -> String {
+    let point = |k: &str| {
+        let p = detail.get(k)?.as_array()?;
+        Some((p.first()?.as_i64()?, p.get(1)?.as_i64()?))
+    };
+    let on = |(x, y): (i64, i64)| {
+        element_at(&repr.actionable_elements, x, y)
+            .map(|e| format!(" on \"{}\"", e.text))
+            .unwrap_or_default()
+    };
+    let mut s = match (action.name(), point("point"), point("from"), point("to")) {
+        (name, Some(p), _, _) => format!("{name} ({}, {}){}", p.0, p.1, on(p)),
+        (name, None, Some(f), Some(t)) => {
+            format!("{name} from ({}, {}) to ({}, {})", f.0, f.1, t.0, t.1)
+        }
+        _ => serde_json::to_value(action)
+            .ok()
+            .and_then(|v| {
+                let mut m = v.as_object()?.clone();
+                let name = m.remove("action")?;
+                // `back`, `home`: a key press reads as the key.
+                if name == "key" {
+                    return m.get("key")?.as_str().map(str::to_string);
+                }
+                let name = name.as_str()?.to_string();
+                Some(if m.is_empty() {
+                    name
+                } else {
+                    format!("{name} {}", Value::Object(m))
+                })
+            })
+            .unwrap_or_else(|| action.name().to_string()),
+    };
+    if !ok {
+        s.push_str(" (failed)");
+    }
+    s
+}
+
+/// The smallest actionable element with text around a pixel.
+fn element_at(els: &[ActionableElement], x: i64, y: i64) -> Option<&ActionableElement> {
+    let p = crate::domain::PixelPoint {
+        x: x as i32,
+        y: y as i32,
+    };
+    els.iter()
+        .filter(|e| !e.text.is_empty() && e.bounds.contains(p))
+        .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()))
+}
