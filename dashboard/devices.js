@@ -41,14 +41,17 @@ export function pollScreen(deviceId, img, { gap = FRAME_GAP_MS, query = FRAME, o
       } catch {
         img.classList.add("stale");
       }
-      await sleep(Math.max(gap - (performance.now() - started), 250));
+      await Promise.race([sleep(Math.max(gap - (performance.now() - started), 250)), new Promise((r) => (wake = r))]);
     }
   })();
-  return () => {
+  const stop = () => {
     stopped = true;
     wake();
     document.removeEventListener("visibilitychange", onVis);
   };
+  /** Fetches the next frame as soon as the one in flight (if any) is done. */
+  stop.kick = () => wake();
+  return stop;
 }
 
 function deviceCard(d, onRemove) {

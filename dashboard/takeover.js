@@ -4,7 +4,7 @@
 // records as a `manual_action` intervention.
 
 import { api } from "./api.js";
-import { h, fill, flash } from "./dom.js";
+import { h, fill, flash, actionText } from "./dom.js";
 import { pollScreen } from "./devices.js";
 
 const DRAG_PX = 12;
@@ -28,7 +28,9 @@ export function takeover(id, changed) {
 
   async function act(action) {
     const r = await post("actions", { ...action, by: BY });
-    if (r) flash(`Done: ${r.action || action.action}${r.detail ? ` ${JSON.stringify(r.detail)}` : ""}`, "ok");
+    if (!r) return;
+    flash(`Done: ${actionText(r.action || action)} (${r.duration_ms} ms)`, "ok");
+    if (stopPoll) stopPoll.kick(); // show the result now, not at the next poll
   }
 
   function screenImage() {

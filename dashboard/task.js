@@ -28,8 +28,8 @@ export function stepCard(taskId, s) {
   const timing = t
     ? `${duration(stepMs(t))} (screen ${t.screenshot_ms} ms, model ${t.inference_ms} ms, action ${t.action_ms} ms, settle ${t.settle_ms} ms)`
     : "–";
-  return h("article", { class: "card step", dataset: { n: s.n, at: Date.parse(s.at) || 0 } },
-    h("header", {}, h("strong", {}, `Step ${s.n}`), badge(o.status || "ok")),
+  return h("article", { class: `card step${s.by ? " manual" : ""}`, dataset: { n: s.n, at: Date.parse(s.at) || 0 } },
+    h("header", {}, h("strong", {}, `Step ${s.n}`, s.by ? h("span", { class: "by" }, ` by ${s.by}`) : null), badge(o.status || "ok")),
     shot,
     h("div", { class: "step-body" },
       s.thinking ? h("details", { open: true }, h("summary", {}, "thinking"), h("p", { class: "thinking" }, s.thinking)) : null,

@@ -195,7 +195,7 @@ async function takeOver(page) {
   }, null, WAIT);
   // Where "Bluetooth" is on the phone, from what the agent would see.
   const screen = await apiCall(page, "/v1/devices/sim-1/screen");
-  const el = screen.body.elements.find((e) => e.text === "Bluetooth" || (e.text || "").startsWith("Bluetooth"));
+  const el = screen.body.actionable_elements.find((e) => e.text === "Bluetooth" || (e.text || "").startsWith("Bluetooth"));
   assert.ok(el, "Settings shows Bluetooth");
   const [l, t, r, b] = Array.isArray(el.bounds) ? el.bounds : [el.bounds.left, el.bounds.top, el.bounds.right, el.bounds.bottom];
   const dev = await apiCall(page, "/v1/devices/sim-1");
