@@ -7,6 +7,7 @@ import { h, fill, badge, flash, sleep } from "./dom.js";
 
 export const FRAME = "format=jpeg&scale=0.3&quality=60";
 const FRAME_GAP_MS = 1000;
+const KICK_DELAY_MS = 600;
 
 /**
  * Keeps `img` showing a device's current screen until `stop()`. Calls `onFrame(img)`
@@ -49,8 +50,11 @@ export function pollScreen(deviceId, img, { gap = FRAME_GAP_MS, query = FRAME, o
     wake();
     document.removeEventListener("visibilitychange", onVis);
   };
-  /** Fetches the next frame as soon as the one in flight (if any) is done. */
-  stop.kick = () => wake();
+  /**
+   * Fetches a frame soon (after an action): past the server's frame cache interval
+   * (`[dashboard] frame_interval_ms`, 500 by default), so the frame shows the action.
+   */
+  stop.kick = () => setTimeout(() => wake(), KICK_DELAY_MS);
   return stop;
 }
 
