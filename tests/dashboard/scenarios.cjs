@@ -36,6 +36,7 @@ async function apiCall(page, p, method = "GET", body) {
 async function submitReplay(page, instruction, actions) {
   await page.goto(`${URL0}#/tasks`);
   await page.fill("#f-instruction", instruction);
+  assert.equal(await page.isVisible("#f-actions"), false, "the actions field is for replay tasks only");
   await page.selectOption("#f-device", "sim-1");
   await page.selectOption("#f-kind", "replay");
   await page.fill("#f-actions", JSON.stringify(actions));
