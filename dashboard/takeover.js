@@ -16,6 +16,8 @@ export function takeover(id, changed) {
   let stopPoll = null;
   let size = null;
   let deviceId = null;
+  // Pause answers 202 while the task still runs; it holds at its next step boundary.
+  let pausing = false;
 
   async function post(path, body) {
     try {
@@ -95,8 +97,15 @@ export function takeover(id, changed) {
     el,
     /** The Pause or Resume button for the task's status. */
     buttons(task) {
+      if (task.status === "running" && pausing) {
+        return h("button", { type: "button", id: "pause", disabled: true }, "Pausing at the next step…");
+      }
       if (task.status === "running") {
-        return h("button", { type: "button", id: "pause", onclick: async () => (await post("pause", { by: BY })) && changed() }, "Pause");
+        const pause = async () => {
+          if (await post("pause", { by: BY })) pausing = true;
+          changed();
+        };
+        return h("button", { type: "button", id: "pause", onclick: pause }, "Pause");
       }
       if (task.status === "paused") {
         return h("button", { type: "button", id: "resume", onclick: async () => (await post("resume", { by: BY })) && changed() }, "Resume");
@@ -104,6 +113,7 @@ export function takeover(id, changed) {
       return null;
     },
     update(task) {
+      if (task.status !== "running") pausing = false;
       if (task.status === "paused") open(task);
       else close();
     },
