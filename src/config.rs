@@ -32,6 +32,9 @@ pub struct Config {
     /// droidpilot as an MCP server (`droidpilot mcp`, `/mcp`): device leases.
     #[serde(default)]
     pub mcp_server: crate::mcp::server::McpServerConfig,
+    /// The dashboard: live-view frame rate, models offered by the submit form.
+    #[serde(default)]
+    pub dashboard: crate::server::presets::DashboardConfig,
 }
 
 /// Where devices come from.

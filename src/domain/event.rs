@@ -204,6 +204,9 @@ pub enum TaskEvent {
         /// Script replays: which script step, selector and fallback.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         replay: Option<super::ReplayInfo>,
+        /// The person who took the step during a take-over; absent for the agent's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// A role beside the agent said something about a step: a plan arrived, the progress
     /// checker answered, the completion verifier judged a finish… Published before the
@@ -409,6 +412,7 @@ mod tests {
             screenshot: None,
             model_calls: 0,
             replay: None,
+            by: None,
         }
     }
 

@@ -301,6 +301,7 @@ pub async fn remove_device(
 ) -> Result<StatusCode, ApiError> {
     busy_check(&s, &id, q.force)?;
     s.pool.remove(&id).await?;
+    s.frames.forget(&id);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -337,7 +338,9 @@ pub struct ScreenshotParams {
     quality: Option<u8>,
 }
 
-/// The current screen as PNG, or JPEG with `?format=jpeg&scale=0.5`.
+/// The current screen as PNG, or JPEG with `?format=jpeg&scale=0.5`. JPEGs come through
+/// the live-view frame cache: a phone is captured at most once per `[dashboard]
+/// frame_interval_ms` (500 ms), however many clients poll it.
 #[utoipa::path(get, path = "/v1/devices/{id}/screenshot", tag = "devices", params(("id" = String, Path), ScreenshotParams),
     responses((status = 200, description = "PNG, or JPEG with `format=jpeg`", content((Vec<u8> = "image/png"), (Vec<u8> = "image/jpeg"))),
               (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
@@ -367,8 +370,19 @@ pub async fn screenshot(
     if !(1..=100).contains(&quality) {
         return Err(bad(format!("quality {quality} is outside 1..=100")));
     }
-    let shot = device(&s, &id)?.screenshot().await?;
-    if format == "png" && scale == 1.0 {
+    let dev = device(&s, &id)?;
+    if format != "png" {
+        let jpeg = s.frames.jpeg(&id, dev.as_ref(), scale, quality).await;
+        return match jpeg {
+            Ok(bytes) => {
+                Ok(([(header::CONTENT_TYPE, "image/jpeg")], Body::from(bytes)).into_response())
+            }
+            Err(super::frames::FrameError::Device(e)) => Err(e.into()),
+            Err(super::frames::FrameError::Encode(e)) => Err(ApiError::internal(e)),
+        };
+    }
+    let shot = dev.screenshot().await?;
+    if scale == 1.0 {
         return Ok((
             [(header::CONTENT_TYPE, "image/png")],
             Body::from(shot.png()?),
@@ -376,9 +390,8 @@ pub async fn screenshot(
             .into_response());
     }
     let rgba = shot.rgba()?;
-    let jpeg = format != "png";
     let (bytes, ct) = tokio::task::spawn_blocking(move || {
-        super::images::encode(&rgba, shot.width, shot.height, scale, jpeg, quality)
+        super::images::encode(&rgba, shot.width, shot.height, scale, false, quality)
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?

@@ -1,4 +1,4 @@
-//! Screenshot re-encoding for the API: scale with fast_image_resize (SIMD, much faster
+//! Screenshot re-encoding for the API (and the replay GIF's frames): scale with fast_image_resize (SIMD, much faster
 //! than image's resize for the 10-megapixel frames phones produce) and encode JPEG with
 //! jpeg-encoder or PNG with image.
 
@@ -17,22 +17,7 @@ pub fn encode(
         ((width as f32 * scale).round() as u32).max(1),
         ((height as f32 * scale).round() as u32).max(1),
     );
-    let pixels: Vec<u8> = if (w, h) == (width, height) {
-        rgba.to_vec()
-    } else {
-        let src = fr::images::ImageRef::new(width, height, rgba, fr::PixelType::U8x4)
-            .map_err(|e| format!("bad frame: {e}"))?;
-        let mut dst = fr::images::Image::new(w, h, fr::PixelType::U8x4);
-        fr::Resizer::new()
-            .resize(
-                &src,
-                &mut dst,
-                &fr::ResizeOptions::new()
-                    .resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Bilinear)),
-            )
-            .map_err(|e| format!("resize failed: {e}"))?;
-        dst.into_vec()
-    };
+    let pixels = resize(rgba, width, height, w, h)?;
     if jpeg {
         let mut out = Vec::new();
         let enc = jpeg_encoder::Encoder::new(&mut out, quality);
@@ -48,4 +33,23 @@ pub fn encode(
         let png = shot.png().map_err(|e| e.to_string())?;
         Ok((png.to_vec(), "image/png"))
     }
+}
+
+/// RGBA pixels of `width`×`height` resized to `w`×`h` (bilinear; a copy when equal).
+pub fn resize(rgba: &[u8], width: u32, height: u32, w: u32, h: u32) -> Result<Vec<u8>, String> {
+    if (w, h) == (width, height) {
+        return Ok(rgba.to_vec());
+    }
+    let src = fr::images::ImageRef::new(width, height, rgba, fr::PixelType::U8x4)
+        .map_err(|e| format!("bad frame: {e}"))?;
+    let mut dst = fr::images::Image::new(w, h, fr::PixelType::U8x4);
+    fr::Resizer::new()
+        .resize(
+            &src,
+            &mut dst,
+            &fr::ResizeOptions::new()
+                .resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Bilinear)),
+        )
+        .map_err(|e| format!("resize failed: {e}"))?;
+    Ok(dst.into_vec())
 }

@@ -6,11 +6,14 @@ pub mod devices;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod frames;
 pub mod health;
 pub mod images;
 pub mod listen;
 pub mod middleware;
 pub mod openapi;
+pub mod presets;
+pub mod replay_gif;
 pub mod scripts;
 pub mod state;
 pub mod takeover;
@@ -115,6 +118,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::step_screenshot))
         .routes(routes!(tasks::trajectory))
         .routes(routes!(tasks::export))
+        .routes(routes!(tasks::replay_gif))
         .routes(routes!(tasks::result))
         .routes(routes!(scripts::create_script, scripts::list_scripts))
         .routes(routes!(
@@ -133,6 +137,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(devices::screen))
         .routes(routes!(devices::apps))
         .routes(routes!(devices::act))
+        .routes(routes!(presets::presets))
         .split_for_parts();
     openapi::finish(&mut api);
     (router, api)
@@ -283,6 +288,9 @@ impl Server {
             ),
             metrics: metrics_handle(),
             started_at: Instant::now(),
+            frames: Arc::new(frames::FrameCache::new(Duration::from_millis(
+                config.dashboard.frame_interval_ms,
+            ))),
         };
         Ok(Self {
             listener,

@@ -23,6 +23,7 @@ use crate::store::StoredEvent;
         (name = "tasks", description = "Submit, list, inspect and cancel tasks"),
         (name = "events", description = "Live progress: SSE per task, one WebSocket for many"),
         (name = "health", description = "Probes and metrics"),
+        (name = "dashboard", description = "What the dashboard's forms offer"),
     ),
     // Events travel on SSE and the WebSocket, not as a JSON body: listed here so a
     // dashboard or a coordinator can generate a client for them.

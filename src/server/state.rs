@@ -19,6 +19,8 @@ pub struct AppState {
     pub started_at: Instant,
     /// Flips to true when the server starts shutting down; long-lived streams end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Scaled JPEG screenshots for live views, one capture per device per interval.
+    pub frames: Arc<super::frames::FrameCache>,
 }
 
 impl Deref for AppState {

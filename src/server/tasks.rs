@@ -414,3 +414,80 @@ pub async fn result(
             )
         })
 }
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct GifParams {
+    /// Frame width in pixels, 64–1080 (default 360; never wider than the screenshots).
+    #[param(minimum = 64, maximum = 1080)]
+    width: Option<u32>,
+    /// How long each frame shows, 100–10000 ms (default 800).
+    #[param(minimum = 100, maximum = 10000)]
+    frame_ms: Option<u32>,
+}
+
+/// The run as an animated GIF: one frame per step screenshot (at most 120, evenly
+/// spread), scaled to `width`, with each step's tap point or swipe drawn in red. No MP4:
+/// there is no encoder for it without ffmpeg.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/replay.gif", tag = "tasks",
+    params(("id" = String, Path, description = "Task id (UUID)"), GifParams),
+    responses(
+        (status = 200, content_type = "image/gif", body = Vec<u8>),
+        (status = 400, description = "A bad `width` or `frame_ms`", body = ErrorResponse),
+        (status = 404, description = "No such task, or no step has a screenshot (`no_screenshots`)", body = ErrorResponse),
+    )
+)]
+pub async fn replay_gif(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+    Query(p): Query<GifParams>,
+) -> Result<axum::response::Response, ApiError> {
+    use super::replay_gif::{StepFrame, pick, render};
+    use axum::response::IntoResponse;
+    let width = p.width.unwrap_or(360);
+    let frame_ms = p.frame_ms.unwrap_or(800);
+    if !(64..=1080).contains(&width) || !(100..=10_000).contains(&frame_ms) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("width {width} or frame_ms {frame_ms} is out of range"),
+            "Use 64 ≤ width ≤ 1080 and 100 ≤ frame_ms ≤ 10000.",
+        ));
+    }
+    let steps = s.store.steps(id).await?;
+    let mut frames = Vec::new();
+    for step in pick(&steps) {
+        let Some(sha) = &step.screenshot else {
+            continue;
+        };
+        let got = s.artifacts.get(sha).await;
+        if let Ok(Some((art, png))) = got
+            && art.media_type == "image/png"
+        {
+            let detail = step.outcome.detail.clone();
+            frames.push(StepFrame { png, detail });
+        }
+    }
+    if frames.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_screenshots",
+            format!("task {id} has no step screenshots to animate"),
+            "Screenshots are kept for steps whose screen was not secure; wait for the task's first step.",
+        ));
+    }
+    let gif = tokio::task::spawn_blocking(move || render(frames, width, frame_ms))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(ApiError::internal)?;
+    let disposition = format!("inline; filename=\"{id}.gif\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/gif".to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        gif,
+    )
+        .into_response())
+}

@@ -6,6 +6,7 @@ mod common;
 
 mod actions;
 mod crash;
+mod dashboard;
 mod devices;
 mod http;
 mod lifecycle;

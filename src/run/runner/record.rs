@@ -419,5 +419,6 @@ fn executed_event(step: &Step) -> TaskEvent {
         screenshot: step.screenshot.clone(),
         model_calls: step.model_calls,
         replay: step.replay.clone(),
+        by: step.by.clone(),
     }
 }

@@ -1,0 +1,113 @@
+//! The dashboard's section of the configuration (`[dashboard]`) and `GET /v1/presets`:
+//! what the submit form offers (agent kinds, named models, default limits), read from the
+//! configuration. Never a key: models are shown by provider and name, and a `base_url`
+//! with credentials or query values is masked.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::extract::Json;
+use super::state::AppState;
+use crate::agent::spec::AgentKind;
+use crate::domain::task::{DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT_SECONDS, redact_url_secrets};
+use crate::llm::{ModelConfig, ProviderKind};
+
+/// `[dashboard]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DashboardConfig {
+    /// Live screenshots (scaled JPEG): each phone is captured at most once per interval,
+    /// however many viewers poll it.
+    pub frame_interval_ms: u64,
+    /// Named models the submit form offers beside the configured defaults
+    /// (`[[dashboard.models]]`: name, provider, model, optional base_url).
+    pub models: Vec<PresetModel>,
+}
+
+impl Default for DashboardConfig {
+    fn default() -> Self {
+        Self {
+            frame_interval_ms: 500,
+            models: Vec::new(),
+        }
+    }
+}
+
+/// A model the submit form offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PresetModel {
+    /// What the form shows.
+    pub name: String,
+    pub provider: ProviderKind,
+    pub model: String,
+    /// Shown with credentials and query values masked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+impl PresetModel {
+    fn of(name: &str, m: &ModelConfig) -> Self {
+        Self {
+            name: name.to_string(),
+            provider: m.provider,
+            model: m.model.clone(),
+            base_url: m.base_url.clone(),
+        }
+    }
+
+    fn shown(mut self) -> Self {
+        self.base_url = self.base_url.as_deref().map(redact_url_secrets);
+        self
+    }
+}
+
+/// What the submit form offers.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Presets {
+    /// Every agent kind a task may name.
+    pub agent_kinds: Vec<AgentKind>,
+    /// The configured navigator and vision models first, then `[[dashboard.models]]`.
+    pub models: Vec<PresetModel>,
+    pub defaults: PresetDefaults,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PresetDefaults {
+    /// The agent a task gets when it names none: `{"kind", "provider", "model"}`.
+    #[schema(value_type = Object)]
+    pub agent: Value,
+    pub max_steps: u32,
+    pub timeout_seconds: u64,
+}
+
+/// What the dashboard's submit form offers: agent kinds, models and default limits, from
+/// the configuration (never keys).
+#[utoipa::path(get, path = "/v1/presets", tag = "dashboard", responses((status = 200, body = Presets)))]
+pub async fn presets(State(s): State<AppState>) -> Json<Presets> {
+    let agent = &s.config.agent;
+    let default_model = agent.model_for(agent.kind);
+    let mut models = vec![
+        PresetModel::of("navigator (default)", &agent.navigator),
+        PresetModel::of("vision (default)", &agent.vision),
+    ];
+    models.extend(s.config.dashboard.models.iter().cloned());
+    Json(Presets {
+        agent_kinds: vec![
+            AgentKind::Navigator,
+            AgentKind::Vision,
+            AgentKind::Replay,
+            AgentKind::Script,
+            AgentKind::Planned,
+            AgentKind::Chain,
+        ],
+        models: models.into_iter().map(PresetModel::shown).collect(),
+        defaults: PresetDefaults {
+            agent: json!({"kind": agent.kind, "provider": default_model.provider, "model": default_model.model}),
+            max_steps: DEFAULT_MAX_STEPS,
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        },
+    })
+}
