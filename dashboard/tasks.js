@@ -60,7 +60,12 @@ async function submitForm() {
     if (maxSteps.value) body.max_steps = Number(maxSteps.value);
     const agent = {};
     if (kind.value) agent.kind = kind.value;
-    if (model.value) Object.assign(agent, { provider: p.models[+model.value].provider, model: p.models[+model.value].model });
+    if (model.value) {
+      const m = p.models[+model.value];
+      Object.assign(agent, { provider: m.provider, model: m.model });
+      // A base URL shown masked (it holds credentials) is the server's own: left out.
+      if (m.base_url && !m.base_url.includes("***")) agent.base_url = m.base_url;
+    }
     if (kind.value === "replay") {
       try {
         agent.actions = JSON.parse(actions.value || "[]");

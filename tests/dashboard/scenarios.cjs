@@ -170,6 +170,12 @@ async function main() {
   await page.waitForFunction(() => [...document.querySelectorAll(".pair img")]
     .filter((i) => i.naturalWidth === 1080 && i.naturalHeight === 2400).length === 2, null, WAIT);
   assert.equal(await page.locator(".pair svg.overlay circle.tap").count(), 1, "the tap is drawn on the before screen");
+  // The run as an animated GIF, 360 px wide.
+  await page.click("button:text('Show as GIF')");
+  await page.waitForFunction(() => {
+    const g = document.querySelector("img.gif-img");
+    return g && g.naturalWidth === 360;
+  }, null, WAIT);
   await shot(page, "7-replay");
   // The same run in a phone-sized window.
   await page.setViewportSize({ width: 390, height: 844 });
