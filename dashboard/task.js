@@ -16,13 +16,27 @@ function stepMs(t) {
   return t.screenshot_ms + t.hierarchy_ms + t.inference_ms + t.action_ms + t.settle_ms + (t.overhead_ms || 0);
 }
 
+/** Runs `load` once `el` comes within a screen or so of the viewport: a long run's
+ * screenshots are fetched as they are scrolled to, not all at once. */
+const near = new IntersectionObserver((entries) => {
+  for (const e of entries) {
+    if (!e.isIntersecting) continue;
+    near.unobserve(e.target);
+    e.target.loadNow();
+  }
+}, { rootMargin: "1000px" });
+
+function whenNear(el, load) {
+  el.loadNow = load;
+  near.observe(el);
+}
+
 /** A step's card; `s` is a stored step or a `step.executed` payload (+ `thinking`, `at`). */
 export function stepCard(taskId, s) {
   const img = h("img", { alt: `step ${s.n} screenshot`, class: "step-shot" });
   const shot = s.screenshot ? annotatedShot(img, s.action, s.outcome) : h("p", { class: "muted" }, "no screenshot");
-  if (s.screenshot) {
-    blobUrl(`/v1/tasks/${taskId}/steps/${s.n}/screenshot`).then((u) => (img.src = u), () => img.classList.add("stale"));
-  }
+  if (s.screenshot) whenNear(img, () => blobUrl(`/v1/tasks/${taskId}/steps/${s.n}/screenshot`)
+    .then((u) => (img.src = u), () => img.classList.add("stale")));
   const o = s.outcome || {};
   const t = s.timings;
   const timing = t
