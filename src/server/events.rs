@@ -202,7 +202,10 @@ pub async fn websocket(
         Ok(ws) => ws,
         Err(r) => return upgrade_required(r),
     };
+    // A browser offering `droidpilot` (beside its token, which the auth layer took off)
+    // gets it back; a client that offers no subprotocol gets none.
     ws.max_message_size(WS_MAX_MESSAGE)
+        .protocols([super::middleware::WS_PROTOCOL])
         .on_upgrade(move |socket| ws_session(socket, s))
         .into_response()
 }

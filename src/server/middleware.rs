@@ -1,5 +1,6 @@
 //! Cross-cutting request handling that is ours rather than tower-http's: bearer-token
-//! authentication, rewriting any non-JSON error into the one error shape, and HTTP
+//! authentication (an `Authorization` header, or for a browser's WebSocket the
+//! `Sec-WebSocket-Protocol` header, see [`websocket_token`]), rewriting any non-JSON error into the one error shape, and HTTP
 //! metrics.
 
 use std::time::Instant;
@@ -25,6 +26,58 @@ fn is_public(state: &AppState, path: &str) -> bool {
     // Probes must work for orchestrators that hold no token.
     super::openapi::PUBLIC_OPERATIONS.contains(&path)
         || (state.config.server.public_docs && is_docs_path(path))
+        // The dashboard's page and files hold no data; what they fetch needs the token.
+        || super::dashboard::is_dashboard_path(path)
+}
+
+/// The subprotocol a browser's WebSocket offers beside its token, and the one the server
+/// accepts (`new WebSocket(url, ["droidpilot.bearer." + token, "droidpilot"])`).
+pub const WS_PROTOCOL: &str = "droidpilot";
+/// The prefix of the subprotocol that carries the token.
+const WS_BEARER_PREFIX: &str = "droidpilot.bearer.";
+
+/// Whether a request asks to become a WebSocket (`Upgrade: websocket` on a GET).
+fn is_websocket_upgrade(req: &Request) -> bool {
+    req.method() == axum::http::Method::GET
+        && req
+            .headers()
+            .get(header::UPGRADE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("websocket"))
+}
+
+/// A browser cannot set `Authorization` on a WebSocket, and a token in the URL would end
+/// up in logs and history, so an upgrade request may carry it as a subprotocol:
+/// `Sec-WebSocket-Protocol: droidpilot.bearer.<token>, droidpilot`. Only on upgrade
+/// requests. The token's entry is removed from the header, so the handler (which accepts
+/// `droidpilot`) never sees or echoes it; the header is marked sensitive, never logged.
+fn websocket_token(req: &mut Request) -> Option<String> {
+    if !is_websocket_upgrade(req) {
+        return None;
+    }
+    let value = req
+        .headers()
+        .get(header::SEC_WEBSOCKET_PROTOCOL)?
+        .to_str()
+        .ok()?
+        .to_string();
+    let (tokens, rest): (Vec<&str>, Vec<&str>) = value
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .partition(|p| p.starts_with(WS_BEARER_PREFIX));
+    let token = tokens.first()?.strip_prefix(WS_BEARER_PREFIX)?.to_string();
+    let headers = req.headers_mut();
+    match HeaderValue::from_str(&rest.join(", ")) {
+        Ok(mut v) if !rest.is_empty() => {
+            v.set_sensitive(true);
+            headers.insert(header::SEC_WEBSOCKET_PROTOCOL, v);
+        }
+        _ => {
+            headers.remove(header::SEC_WEBSOCKET_PROTOCOL);
+        }
+    }
+    Some(token)
 }
 
 /// The token in an `Authorization` value. The scheme name is case-insensitive
@@ -38,7 +91,9 @@ fn bearer_token(value: &str) -> Option<&str> {
 }
 
 /// Requires `Authorization: Bearer <token>` when tokens are configured.
-pub async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    // Taken off the header whether or not tokens are configured: it never reaches a handler.
+    let ws_token = websocket_token(&mut req);
     if state.token_digests.is_empty() || is_public(&state, req.uri().path()) {
         return next.run(req).await;
     }
@@ -46,8 +101,10 @@ pub async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Re
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token);
-    let ok = presented.is_some_and(|t| {
+        .and_then(bearer_token)
+        .map(str::to_string)
+        .or(ws_token);
+    let ok = presented.as_deref().is_some_and(|t| {
         // Comparing fixed-size digests keeps the comparison's time independent of how
         // much of the token matched.
         let d: [u8; 32] = Sha256::digest(t.as_bytes()).into();
@@ -68,7 +125,7 @@ pub async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Re
         StatusCode::UNAUTHORIZED,
         "unauthorized",
         message,
-        "Send `Authorization: Bearer <token>` with one of the tokens in server.tokens.",
+        "Send `Authorization: Bearer <token>` with one of the tokens in server.tokens (a browser's WebSocket: the subprotocols `droidpilot.bearer.<token>, droidpilot`).",
     )
     .into_response();
     resp.headers_mut().insert(

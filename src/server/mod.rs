@@ -1,6 +1,7 @@
 //! The HTTP server: axum router, middleware stack, OpenAPI + Swagger UI, start-up checks
 //! and graceful shutdown. Handlers live one file per resource and stay thin.
 
+pub mod dashboard;
 pub mod devices;
 pub mod error;
 pub mod events;
@@ -185,6 +186,8 @@ pub fn app(state: AppState) -> Router {
     let router = api
         .merge(SwaggerUi::new("/docs").url("/openapi.json", spec))
         .route_service("/mcp", mcp)
+        .route("/", axum::routing::get(dashboard::index))
+        .route("/assets/{file}", axum::routing::get(dashboard::asset))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(
@@ -204,7 +207,11 @@ pub fn app(state: AppState) -> Router {
     // Outermost first: request ids and tracing see everything, the error rewriter sees
     // what every inner layer produced.
     let stack = ServiceBuilder::new()
-        .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION, header::COOKIE]))
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+            header::COOKIE,
+            header::SEC_WEBSOCKET_PROTOCOL,
+        ]))
         .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {

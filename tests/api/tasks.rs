@@ -281,7 +281,13 @@ async fn request_errors_have_the_one_shape() {
             "",
         ),
         (app.get("/v1/nope").await, 404, "not_found", ""),
-        (app.get("/").await, 404, "not_found", ""),
+        (app.get("/nope").await, 404, "not_found", ""),
+        (
+            app.get("/assets/nope.js").await,
+            404,
+            "not_found",
+            "nope.js",
+        ),
         (
             app.client
                 .delete(app.url("/v1/tasks"))

@@ -1,0 +1,116 @@
+//! The page in a real browser: `scenarios.cjs` drives the Debian Chromium with
+//! Playwright (playwright-core from npm, no bundled browser) through the seven things a
+//! person does with the dashboard, against a real server with `sim-1`. Screenshots of each
+//! view go to `target/dashboard-screens/`. Without node, Chromium or playwright-core this
+//! skips loudly; with `DROIDPILOT_REQUIRE_BROWSER=1` (CI) it fails instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::{TOKEN, spawn};
+
+/// The target directory (`CARGO_TARGET_TMPDIR` is `<target>/tmp`).
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory")
+        .to_path_buf()
+}
+
+struct Browser {
+    node: PathBuf,
+    chromium: PathBuf,
+    playwright: PathBuf,
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// What the test needs, or a loud skip (a failure when `DROIDPILOT_REQUIRE_BROWSER=1`).
+fn browser() -> Option<Browser> {
+    let env_path = |k: &str| std::env::var_os(k).map(PathBuf::from);
+    let node = which("node");
+    let chromium = env_path("DROIDPILOT_CHROMIUM").or_else(|| which("chromium"));
+    let playwright = env_path("DROIDPILOT_PLAYWRIGHT_CORE")
+        .or_else(|| Some(target_dir().join("ci-node/node_modules/playwright-core")));
+    let missing: Vec<&str> = [
+        ("node", node.as_ref().is_some_and(|p| p.is_file())),
+        ("chromium", chromium.as_ref().is_some_and(|p| p.is_file())),
+        (
+            "playwright-core",
+            playwright
+                .as_ref()
+                .is_some_and(|p| p.join("package.json").is_file()),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, ok)| !ok)
+    .map(|(name, _)| name)
+    .collect();
+    if missing.is_empty() {
+        return Some(Browser {
+            node: node?,
+            chromium: chromium?,
+            playwright: playwright?,
+        });
+    }
+    let what = missing.join(", ");
+    if std::env::var("DROIDPILOT_REQUIRE_BROWSER").as_deref() == Ok("1") {
+        panic!(
+            "DROIDPILOT_REQUIRE_BROWSER=1 but {what} is missing (apt-get install chromium nodejs; \
+             npm install playwright-core, then set DROIDPILOT_CHROMIUM and DROIDPILOT_PLAYWRIGHT_CORE)"
+        );
+    }
+    eprintln!("\n########################################################################");
+    eprintln!("## SKIPPED: the dashboard's browser test needs {what}.");
+    eprintln!("## Set DROIDPILOT_REQUIRE_BROWSER=1 to make this a failure.");
+    eprintln!("########################################################################\n");
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_uses_the_dashboard_in_chromium() {
+    let Some(b) = browser() else { return };
+    let app = spawn().await;
+    let screens = target_dir().join("dashboard-screens");
+    std::fs::create_dir_all(&screens).expect("screens dir");
+    let profile = tempfile::tempdir().expect("a fresh browser profile");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard/scenarios.cjs");
+    let run = tokio::process::Command::new(&b.node)
+        .arg(&script)
+        .env("DROIDPILOT_URL", app.url("/"))
+        .env("DROIDPILOT_TOKEN", TOKEN)
+        .env("DROIDPILOT_CHROMIUM", &b.chromium)
+        .env("DROIDPILOT_PLAYWRIGHT_CORE", &b.playwright)
+        .env("DROIDPILOT_SCREENS", &screens)
+        .env("DROIDPILOT_PROFILE", profile.path())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(240), run)
+        .await
+        .expect("the browser scenarios finish within 4 minutes")
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    println!("dashboard screenshots: {}", screens.display());
+    assert!(
+        out.status.success(),
+        "the browser scenarios failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    for n in 1..=7 {
+        assert!(
+            stdout.contains(&format!("ok {n} ")),
+            "scenario {n} did not report ok:\n{stdout}"
+        );
+    }
+    app.stop().await;
+}
