@@ -680,8 +680,7 @@ pub async fn bench_replay(
                 };
                 // A script step may also wait, dismiss or recover: room for that.
                 let n = flow.coordinates.len() * 4;
-                let (task, ok, t, why) =
-                    run_once(&env, &flow.task, drift, agent, n).await?;
+                let (task, ok, t, why) = run_once(&env, &flow.task, drift, agent, n).await?;
                 if opts.trace && !ok {
                     let steps = env.store.steps(task).await.map_err(|e| setup_error(&e))?;
                     progress(&trace(flow.task.id, mode, drift, &steps));
@@ -714,7 +713,11 @@ fn trace(flow: &str, mode: Mode, drift: DriftKind, steps: &[crate::domain::Step]
         let replay = s.replay.as_ref().map_or(String::new(), |r| {
             format!("script#{} {:?} {:?} ", r.index, r.role, r.fallback)
         });
-        let error = s.outcome.error.as_ref().map_or(String::new(), |e| format!(" {e}"));
+        let error = s
+            .outcome
+            .error
+            .as_ref()
+            .map_or(String::new(), |e| format!(" {e}"));
         let screen = s.screen.as_ref().map_or(String::new(), |c| {
             let labels: Vec<&str> = c.elements.iter().map(|e| e.selector.as_str()).collect();
             format!("{} [{}]", c.summary, labels.join(", "))

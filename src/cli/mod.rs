@@ -87,7 +87,7 @@ pub struct BenchReplayArgs {
     #[arg(long, value_name = "PATTERN")]
     pub flows: Option<String>,
     /// Only these drifts, comma-separated: none, renamed_ids, reorder_lists, popups,
-    /// delayed_elements, moved_elements, changed_label, combo, app_update, all. Default: every one.
+    /// delayed_elements, moved_elements, changed_label, other_phone, combo, app_update, all. Default: every one.
     #[arg(long, value_name = "LIST")]
     pub drifts: Option<String>,
     /// Only these modes, comma-separated: selectors, aitm, coordinates. Default: all three.

@@ -90,7 +90,11 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
                 add_error(op, "400", "A malformed path or query parameter");
             }
             if op.request_body.is_some() {
-                add_error(op, "400", "The body is not valid JSON (or YAML, where YAML is taken)");
+                add_error(
+                    op,
+                    "400",
+                    "The body is not valid JSON (or YAML, where YAML is taken)",
+                );
                 add_error(op, "413", "The body is larger than server.body_limit_bytes");
                 add_error(op, "415", "The body is not `application/json`");
                 add_error(

@@ -4,7 +4,9 @@
 
 use std::process::Command;
 
-use droidpilot::domain::{Intervention, NewTask, TaskEvent, TaskSpec, TaskStatus};
+use droidpilot::domain::{
+    Intervention, InterventionKind, NewTask, TaskEvent, TaskSpec, TaskStatus,
+};
 use droidpilot::script::{Script, ScriptSource};
 use droidpilot::store::{Artifact, PostgresStore, SqliteStore, Store};
 
@@ -67,6 +69,7 @@ async fn filled(s: &SqliteStore) -> droidpilot::domain::TaskId {
             replay: None,
             calls: Vec::new(),
             annotations: Vec::new(),
+            by: (n == 3).then(|| "alice".into()),
         };
         if n == 2 {
             step.screenshot = Some(sha.clone());
@@ -82,13 +85,34 @@ async fn filled(s: &SqliteStore) -> droidpilot::domain::TaskId {
     s.create_intervention(&Intervention {
         id: "q1".into(),
         task_id: t.id,
-        kind: "ask_user".into(),
+        kind: InterventionKind::AskUser,
         question: Some("Sure?".into()),
         options: Some(vec!["yes".into()]),
         answer: None,
         answered_by: None,
         created_at: chrono::Utc::now(),
         answered_at: None,
+        by: None,
+        action: None,
+        step: None,
+        detail: None,
+    })
+    .await
+    .unwrap();
+    s.create_intervention(&Intervention {
+        id: "m1".into(),
+        task_id: t.id,
+        kind: InterventionKind::ManualAction,
+        question: None,
+        options: None,
+        answer: None,
+        answered_by: None,
+        created_at: chrono::Utc::now(),
+        answered_at: None,
+        by: Some("alice".into()),
+        action: Some(serde_json::json!({"action": "back"})),
+        step: Some(3),
+        detail: None,
     })
     .await
     .unwrap();

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use droidpilot::domain::{
-    Action, ActionParser, ActionableElement, Bounds, ElementAction, Intervention, NewTask, Step,
-    StepOutcome, StepScreen, StepStatus, StepTimings, TaskEvent, TaskId, TaskSpec, TaskStatus,
+    Action, ActionParser, ActionableElement, Bounds, ElementAction, Intervention, InterventionKind,
+    NewTask, Step, StepOutcome, StepScreen, StepStatus, StepTimings, TaskEvent, TaskId, TaskSpec,
+    TaskStatus,
 };
 use droidpilot::script::{Script, ScriptSource};
 use droidpilot::store::{Artifact, CancelOutcome, Store, StoreError, TaskFilter};
@@ -100,6 +101,7 @@ fn typed_step(task: TaskId, n: u32, action: Option<Action>) -> Step {
         replay: None,
         calls: Vec::new(),
         annotations: Vec::new(),
+        by: None,
     }
 }
 
@@ -120,8 +122,11 @@ async fn typed_steps_round_trip_with_custom_and_rejected_actions(store: S) {
     let mut rejected = typed_step(task.id, 3, None);
     rejected.outcome.status = StepStatus::Rejected;
     rejected.rejected = Some(serde_json::json!({"action": "tap", "coordinate": [7, 7]}));
+    // A person's step during a take-over keeps who took it.
+    let mut person = typed_step(task.id, 1, Some(tap()));
+    person.by = Some("alice".into());
     let steps = [
-        typed_step(task.id, 1, Some(tap())),
+        person,
         typed_step(task.id, 2, Some(custom.clone())),
         rejected,
     ];
@@ -378,6 +383,9 @@ async fn cancels_racing_writers_never_fail(s: S) {
                     TaskEvent::Resumed {
                         task_id: t.id,
                         from_step: 1,
+                        cause: Default::default(),
+                        by: None,
+                        manual_actions: None,
                     },
                 )
                 .await
@@ -502,13 +510,17 @@ async fn a_question_is_answered_once(s: S) {
     let iv = Intervention {
         id: "q-1".into(),
         task_id: task.id,
-        kind: "ask_user".into(),
+        kind: InterventionKind::AskUser,
         question: Some("Which?".into()),
         options: Some(vec!["a".into(), "b".into()]),
         answer: None,
         answered_by: None,
         created_at: "2026-01-02T03:04:05.123456Z".parse().unwrap(),
         answered_at: None,
+        by: None,
+        action: None,
+        step: None,
+        detail: None,
     };
     s.create_intervention(&iv).await.unwrap();
     assert_eq!(s.interventions(task.id).await.unwrap(), vec![iv]);
@@ -614,4 +626,26 @@ async fn concurrent_script_versions_get_distinct_numbers(store: S) {
     }
     got.sort();
     assert_eq!(got, [2, 3, 4, 5]);
+}
+
+both!(a_persons_action_is_kept_with_who_what_and_when);
+async fn a_persons_action_is_kept_with_who_what_and_when(s: S) {
+    let task = s.create_task(spec("t")).await.unwrap();
+    let iv = Intervention {
+        id: "m-1".into(),
+        task_id: task.id,
+        kind: InterventionKind::ManualAction,
+        question: None,
+        options: None,
+        answer: None,
+        answered_by: None,
+        created_at: "2026-01-02T03:04:05.123456Z".parse().unwrap(),
+        answered_at: None,
+        by: Some("alice".into()),
+        action: Some(serde_json::json!({"action": "tap", "pixel": [540, 1200]})),
+        step: Some(4),
+        detail: Some(serde_json::json!({"status": "ok"})),
+    };
+    s.create_intervention(&iv).await.unwrap();
+    assert_eq!(s.interventions(task.id).await.unwrap(), vec![iv]);
 }

@@ -460,20 +460,41 @@ mod tests {
         let picker = window(
             "com.google.android.deskclock",
             "Set alarm",
-            button("android:id/button2", "Cancel", "com.google.android.deskclock", 150, 900)
-                + &button("android:id/button1", "OK", "com.google.android.deskclock", 600, 900),
+            button(
+                "android:id/button2",
+                "Cancel",
+                "com.google.android.deskclock",
+                150,
+                900,
+            ) + &button(
+                "android:id/button1",
+                "OK",
+                "com.google.android.deskclock",
+                600,
+                900,
+            ),
             700,
         );
         let popup = window(
             "com.android.systemui",
             "Battery low",
-            button("android:id/button2", "Not now", "com.android.systemui", 150, 1100)
-                + &button("android:id/button1", "Turn on", "com.android.systemui", 600, 1100),
+            button(
+                "android:id/button2",
+                "Not now",
+                "com.android.systemui",
+                150,
+                1100,
+            ) + &button(
+                "android:id/button1",
+                "Turn on",
+                "com.android.systemui",
+                600,
+                1100,
+            ),
             900,
         );
-        let xml = format!(
-            r#"<?xml version="1.0"?><hierarchy rotation="0">{picker}{popup}</hierarchy>"#
-        );
+        let xml =
+            format!(r#"<?xml version="1.0"?><hierarchy rotation="0">{picker}{popup}</hierarchy>"#);
         let s = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
         assert!(s.has_modal);
         match interruption(&s) {
