@@ -538,3 +538,57 @@ async fn a_change_on_an_adb_phone_between_steps_is_an_external_change() {
     core.shutdown(Duration::from_secs(5)).await;
     adbd.shutdown();
 }
+
+/// `POST /v1/devices {"address"}` with nothing answering there: `adb connect` answers OKAY
+/// with a "failed to connect" text, so the pool checks the server's list and refuses the
+/// address (the API's 422 `device_unreachable`) instead of pooling a phone that never was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_where_no_phone_answers_is_refused_not_pooled_offline() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    // Longer than adb's own 10 s handshake timeout, so its answer comes back.
+    let opts = AdbOptions {
+        timeout: Duration::from_secs(20),
+        ..AdbOptions::local(server.port)
+    };
+    let pool = DevicePool::new(PoolOptions {
+        adb: Some(opts),
+        health_interval: Duration::from_secs(3600),
+        ..PoolOptions::default()
+    })
+    .await
+    .unwrap();
+    // Nothing listening (adb reports "Connection refused"), and a port that accepts but
+    // never speaks adb (adb gives up on the handshake, says "failed to connect" with an
+    // OKAY status, and lists the address `offline`).
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap().to_string();
+    for address in [&closed, &silent_addr] {
+        let err = pool.add(address).await.unwrap_err();
+        assert!(
+            matches!(&err, droidpilot::device::pool::PoolError::Device(DeviceError::Disconnected { serial }) if serial.contains(address.as_str())),
+            "{address}: {err:?}"
+        );
+        assert!(pool.summary(address).is_none(), "{address} not pooled");
+    }
+    let err = pool.add(&silent_addr).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("adb connect reached no phone there"),
+        "adb's OKAY + \"failed to connect\" is caught by the listing: {err}"
+    );
+    drop(silent);
+
+    // A phone that answers is pooled as before.
+    let sim = Arc::new(SimDevice::new(SimConfig::default()).unwrap());
+    let adbd = Adbd::new(sim, AdbdOptions::default());
+    let addr = adbd.spawn("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let row = pool.add(&addr.to_string()).await.unwrap();
+    assert_eq!(row.state, DeviceState::Available);
+}

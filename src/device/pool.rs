@@ -526,11 +526,30 @@ impl DevicePool {
         }
         let dev = AdbDevice::new(address, host.options().clone());
         // Right after `adb connect` the server may still list the device as connecting.
+        let mut healthy = false;
         for _ in 0..20 {
             if dev.health().await.is_ok() {
+                healthy = true;
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // `adb connect` answers OKAY when no adbd answered at the address (its "failed to
+        // connect" is only text) and then lists the address `offline`. Such an address is
+        // refused rather than pooled offline for ever; a phone that answered but waits for
+        // its person (`unauthorized`, until the debugging prompt is accepted) is pooled.
+        if !healthy && is_tcp_serial(address) {
+            let listed = host.devices().await?;
+            let state = listed
+                .iter()
+                .find(|l| l.serial == address)
+                .map(|l| l.state.as_str());
+            if matches!(state, None | Some("offline")) {
+                let _ = host.disconnect(address).await;
+                return Err(PoolError::Device(DeviceError::Disconnected {
+                    serial: format!("{address} (adb connect reached no phone there)"),
+                }));
+            }
         }
         self.add_device(Arc::new(dev), "adb").await
     }
