@@ -489,7 +489,7 @@ impl Drop for ScratchDir {
 }
 
 async fn env(screen: ScreenSize) -> Result<Env, ReplayBenchError> {
-    let setup = |e: &dyn std::fmt::Display| ReplayBenchError::Setup(e.to_string());
+    let setup = setup_error;
     let dir = ScratchDir::new().map_err(|e| setup(&e))?;
     let overrides = Overrides {
         data_dir: Some(dir.0.clone()),
@@ -539,7 +539,7 @@ async fn run_once(
     agent: Box<dyn Agent>,
     max_steps: usize,
 ) -> Result<(crate::domain::TaskId, bool, Tally, String), ReplayBenchError> {
-    let setup = |e: &dyn std::fmt::Display| ReplayBenchError::Setup(e.to_string());
+    let setup = setup_error;
     let spec = TaskSpec::parse(NewTask {
         instruction: Some(t.instruction.into()),
         max_steps: Some(max_steps as u32 + 10),

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use super::StoreError;
 
 /// The cursor that resumes after `id`.
-pub(crate) fn encode_cursor(id: impl std::fmt::Display) -> String {
+fn encode_cursor(id: impl std::fmt::Display) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.to_string())
 }
 
@@ -26,4 +26,18 @@ pub(crate) fn decode_cursor<T: FromStr>(c: &str) -> Result<T, StoreError> {
         .ok()
         .and_then(|s| s.parse().ok())
         .ok_or_else(bad)
+}
+
+/// Ends a page read with one extra row (`LIMIT limit + 1`): drops that row and returns the
+/// cursor to the next page, or None when this page is the last.
+pub(crate) fn next_page<T, I: std::fmt::Display>(
+    items: &mut Vec<T>,
+    limit: u32,
+    id: impl Fn(&T) -> I,
+) -> Option<String> {
+    if items.len() <= limit as usize {
+        return None;
+    }
+    items.truncate(limit as usize);
+    items.last().map(|t| encode_cursor(id(t)))
 }

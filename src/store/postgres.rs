@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Connection, Row};
 
-use super::cursor::{decode_cursor, encode_cursor};
+use super::cursor::{decode_cursor, next_page};
 use super::location::redact_url;
 use super::{
     Artifact, CancelOutcome, StepRow, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
@@ -352,12 +352,7 @@ impl Store for PostgresStore {
             .iter()
             .map(task_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        let next_cursor = if tasks.len() > limit as usize {
-            tasks.truncate(limit as usize);
-            tasks.last().map(|t| encode_cursor(t.id))
-        } else {
-            None
-        };
+        let next_cursor = next_page(&mut tasks, limit, |t| t.id);
         Ok(TaskPage { tasks, next_cursor })
     }
 
@@ -814,12 +809,7 @@ impl Store for PostgresStore {
             .iter()
             .map(script_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        let next_cursor = if scripts.len() > limit as usize {
-            scripts.truncate(limit as usize);
-            scripts.last().map(|s| encode_cursor(s.id))
-        } else {
-            None
-        };
+        let next_cursor = next_page(&mut scripts, limit, |s| s.id);
         Ok(ScriptPage {
             scripts,
             next_cursor,

@@ -17,7 +17,7 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::cursor::{decode_cursor, encode_cursor};
+use super::cursor::{decode_cursor, next_page};
 use super::{
     Artifact, CancelOutcome, StepRow, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
 };
@@ -325,12 +325,7 @@ impl Store for SqliteStore {
             .iter()
             .map(task_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        let next_cursor = if tasks.len() > limit as usize {
-            tasks.truncate(limit as usize);
-            tasks.last().map(|t| encode_cursor(t.id))
-        } else {
-            None
-        };
+        let next_cursor = next_page(&mut tasks, limit, |t| t.id);
         Ok(TaskPage { tasks, next_cursor })
     }
 
@@ -771,12 +766,7 @@ impl Store for SqliteStore {
             .iter()
             .map(script_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        let next_cursor = if scripts.len() > limit as usize {
-            scripts.truncate(limit as usize);
-            scripts.last().map(|s| encode_cursor(s.id))
-        } else {
-            None
-        };
+        let next_cursor = next_page(&mut scripts, limit, |s| s.id);
         Ok(ScriptPage {
             scripts,
             next_cursor,

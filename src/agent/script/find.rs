@@ -74,10 +74,8 @@ fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
 fn under_keyboard(tree: &UiTree, n: usize) -> bool {
     let c = tree.nodes[n].bounds.center();
     let own = root_of(tree, n);
-    let above = tree.roots.iter().skip_while(|&&r| r != own).skip(1);
-    above
-        .into_iter()
-        .any(|&r| is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c))
+    let mut above = tree.roots.iter().skip_while(|&&r| r != own).skip(1);
+    above.any(|&r| is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c))
 }
 
 fn is_keyboard(package: &str) -> bool {
