@@ -43,10 +43,13 @@ pub fn move_app_content(root: &mut Widget, cx: &Ctx, bottom: i32, seed: u64, pac
         return;
     };
     let top = cx.content_top();
-    // Bars anchored to the bottom of the app's area (above the keyboard when it is up).
-    let anchored = bottom - cx.d(2 * ROW + 60);
+    // Bars anchored to the bottom of the app's area (above the keyboard when it is up):
+    // what ends there, as a compose bar does, or a floating button 60 above it. Told by
+    // where a widget ends, not where it starts: on a short screen with the keyboard up a
+    // form's lower fields start near the bottom too, and they move with the form.
+    let anchored = |b: &Bounds| (bottom - cx.d(60) - 1..=bottom).contains(&b.bottom);
     for c in content.children.iter_mut().skip(1) {
-        if c.frame.top < anchored {
+        if !anchored(&c.frame) {
             c.shift(dy);
         }
     }
@@ -200,6 +203,68 @@ mod tests {
         }
         let send = |p: &SimDevice| bounds_of(&p.hierarchy_now(), "Send SMS").expect("send");
         assert_eq!(send(&moved), send(&clean));
+    }
+
+    fn bottom(bounds: &str) -> i32 {
+        let second = &bounds[bounds.find("][").unwrap() + 2..bounds.len() - 1];
+        second.split(',').nth(1).unwrap().parse().unwrap()
+    }
+
+    fn short_phone(faults: SimFaults) -> SimDevice {
+        SimDevice::new(SimConfig {
+            seed: 7,
+            width: 1080,
+            height: 1920,
+            faults,
+            ..SimConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// The banner takes room from a list as a real layout gives it room: scrolled to its
+    /// end, the list still shows its last row whole, on a short phone too.
+    #[test]
+    fn moved_elements_keep_a_lists_last_row_within_reach() {
+        let p = short_phone(SimFaults {
+            moved_elements: true,
+            ..SimFaults::default()
+        });
+        p.apply(Cmd::Launch {
+            app: AppId::Settings,
+        });
+        let mut st = p.state();
+        st.scroll.insert("settings.main".into(), i32::MAX / 2);
+        p.set_state(st);
+        let xml = p.hierarchy_now();
+        let last = bounds_of(&xml, "Accounts").expect("the last row, scrolled into view");
+        assert!(bottom(&last) <= 1920, "whole on screen: {last}");
+    }
+
+    /// With the keyboard up on a short phone a sign-in form's lower fields start near the
+    /// bottom; they still move with the form, so no field ends up over another.
+    #[test]
+    fn moved_elements_move_a_form_as_one() {
+        use crate::device::sim::state::{Page, field};
+        let p = short_phone(SimFaults {
+            moved_elements: true,
+            ..SimFaults::default()
+        });
+        p.apply(Cmd::Launch {
+            app: AppId::Settings,
+        });
+        p.apply(Cmd::Push {
+            page: Page::SettingsAccount,
+        });
+        p.apply(Cmd::Focus {
+            field: field::ACCOUNT_EMAIL.into(),
+        });
+        let xml = p.hierarchy_now();
+        let email = bounds_of(&xml, "Email").expect("the email field");
+        let sign_in = bounds_of(&xml, "Sign in").expect("the button");
+        assert!(
+            top(&sign_in) - top(&email) > 300,
+            "the button kept its place below the field: {email} {sign_in}"
+        );
     }
 
     #[test]

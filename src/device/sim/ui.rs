@@ -30,6 +30,10 @@ pub struct Ctx {
     pub moved: Option<u64>,
     /// Seed of the "changed labels" drift; None keeps the labels (see `drift`).
     pub relabel: Option<u64>,
+    /// Device pixels the "moved elements" banner pushes the current app's content down
+    /// by: a scrolling list's viewport is that much shorter, as a real layout gives the
+    /// banner its room, so the list's last rows still scroll into view (see `drift`).
+    pub list_inset: i32,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -47,6 +51,7 @@ impl Ctx {
             extra_delay_ms: 0,
             moved: None,
             relabel: None,
+            list_inset: 0,
         }
     }
     /// Design pixels → device pixels.
@@ -184,6 +189,12 @@ pub fn scroll_list(
     area: Bounds,
     rows: Vec<Widget>,
 ) -> Widget {
+    // Under the "moved elements" drift the banner takes the top of the app's area and the
+    // list is pushed down by as much: its viewport ends where it ended before.
+    let area = Bounds {
+        bottom: (area.bottom - cx.list_inset).max(area.top + 1),
+        ..area
+    };
     let order = cx.order(key, rows.len());
     let mut slots: Vec<Option<Widget>> = rows.into_iter().map(Some).collect();
     let mut laid = Vec::with_capacity(slots.len() + 1);
@@ -739,7 +750,13 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         Fg::Drawer => windows.push(launcher(st, cx, true)),
         Fg::Recents => windows.push(recents(st, cx)),
         Fg::App(app) => {
-            let (mut root, sec) = apps::build(app, st, cx);
+            let app_cx = Ctx {
+                list_inset: cx
+                    .moved
+                    .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package()))),
+                ..cx.clone()
+            };
+            let (mut root, sec) = apps::build(app, st, &app_cx);
             if let Some(seed) = cx.moved {
                 let bottom = cx.bottom(st);
                 super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
