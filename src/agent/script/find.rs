@@ -173,7 +173,14 @@ pub fn fuzzy(screen: &Screen, selectors: &[String]) -> Option<Found> {
         .collect();
     let tree = &screen.tree;
     let modal = modal_root(screen);
-    let on = |n: usize| reachable(screen, modal, n);
+    // Nodes under the keyboard take part: a unique candidate there is the target, which
+    // the keyboard hides (dismissed by rule, then found), not a reason to take a weaker
+    // match elsewhere (a "Sign in to sync" label for a covered "Sign in" button).
+    let on = |n: usize| {
+        visible_chain(tree, n, &screen.elements.screen)
+            && modal.is_none_or(|r| root_of(tree, n) == r)
+            && !is_keyboard(&tree.nodes[root_of(tree, n)].package)
+    };
     let all: Vec<usize> = (0..tree.nodes.len()).filter(|&n| on(n)).collect();
     let node = parsed.iter().find_map(|sel| match sel {
         // `anchor >> target`: the anchor as recorded (a row's label), the target fuzzily,
@@ -198,14 +205,36 @@ pub fn fuzzy(screen: &Screen, selectors: &[String]) -> Option<Found> {
             found.dedup();
             (found.len() == 1).then(|| found[0])
         }
+        other @ (Selector::Text { .. } | Selector::Desc { .. }) => {
+            pick_one(tree, &all, &tests(other))
+                .filter(|_| labels_present(tree, &all, &parsed, other))
+        }
         other => pick_one(tree, &all, &tests(other)),
     })?;
+    if under_keyboard(tree, node) {
+        return None;
+    }
     let (primary, _) = SelectorIndex::new(tree).recommend(node);
     Some(Found {
         selector: primary.to_string(),
         node,
         fallback: Fallback::Fuzzy,
     })
+}
+
+/// Whether every other label the step recorded for its element (a row's title beside
+/// its summary) is still on screen, by the same fuzzy tests. A label found only by its
+/// text is weak evidence: when the row's title is gone (scrolled off, say), a summary
+/// "Off" that matches another row's switch "OFF" names a different element.
+fn labels_present(tree: &UiTree, among: &[usize], all: &[Selector], hit: &Selector) -> bool {
+    all.iter()
+        .filter(|s| *s != hit && matches!(s, Selector::Text { .. } | Selector::Desc { .. }))
+        .all(|s| {
+            let tests = tests(s);
+            among
+                .iter()
+                .any(|&n| tests.iter().any(|t| t(&tree.nodes[n])))
+        })
 }
 
 /// A node test: what a fuzzy match accepts.
@@ -399,6 +428,61 @@ mod tests {
         assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
         let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
         assert!(unique(&clear, "#send").is_some());
+    }
+
+    /// A renamed "Sign in" button the keyboard covers is the fuzzy match's one candidate
+    /// for `#sign_in`: the step counts it as missing (so the keyboard is dismissed by
+    /// rule), never taking the page's "Sign in to sync" label for it.
+    #[test]
+    fn a_fuzzy_target_under_the_keyboard_is_missing_not_replaced() {
+        let xml = |keyboard: bool| {
+            let ime = if keyboard {
+                r#"<node index="1" text="" resource-id="" class="android.widget.FrameLayout" package="com.google.android.inputmethod.latin" content-desc="" bounds="[0,1400][1080,2400]"/>"#
+            } else {
+                ""
+            };
+            format!(
+                r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="Sign in to sync your settings" resource-id="app:id/intro" class="android.widget.TextView" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,300][1080,400]"/><node index="1" text="Log in" resource-id="app:id/signIn" class="android.widget.Button" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,1500][1080,1650]"/></node>{ime}</hierarchy>"#
+            )
+        };
+        let step = ["#sign_in".to_string(), ":text(\"Sign in\")".to_string()];
+        let covered = Screen::from_xml(&xml(true), &ReprOptions::default()).unwrap();
+        assert_eq!(fuzzy(&covered, &step), None);
+        assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
+        let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
+        let f = fuzzy(&clear, &step).expect("found once the keyboard is gone");
+        assert_eq!(clear.tree.nodes[f.node].text, "Log in");
+    }
+
+    /// A settings row recorded by its title and summary ("Bluetooth" / "Off"): when the
+    /// title is not on screen (the row scrolled away), another row's switch "OFF" is not
+    /// taken for it; with the title back, the summary alone still finds its row.
+    #[test]
+    fn a_fuzzy_label_match_needs_the_elements_other_labels() {
+        let row = |title: &str, summary: &str, switch: &str, top: u32| {
+            format!(
+                r#"<node index="0" text="" resource-id="" class="android.widget.LinearLayout" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{title}" resource-id="android:id/title" class="android.widget.TextView" package="app" content-desc="" bounds="[40,{top}][800,{m}]"/><node index="1" text="{summary}" resource-id="android:id/summary" class="android.widget.TextView" package="app" content-desc="" bounds="[40,{m}][800,{b}]"/><node index="2" text="{switch}" resource-id="app:id/switchWidget" class="android.widget.Switch" package="app" content-desc="" clickable="true" enabled="true" bounds="[880,{top}][1040,{b}]"/></node>"#,
+                m = top + 100,
+                b = top + 200
+            )
+        };
+        let xml = |rows: String| {
+            format!(
+                r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{rows}</node></hierarchy>"#
+            )
+        };
+        let step = [
+            "[0.0.1.1]".to_string(),
+            ":text(\"Bluetooth\")".to_string(),
+            ":text(\"Off\")".to_string(),
+        ];
+        let without = xml(row("Airplane mode", "", "OFF", 0) + &row("Wi-Fi", "HomeNet", "ON", 200));
+        let s = Screen::from_xml(&without, &ReprOptions::default()).unwrap();
+        assert_eq!(fuzzy(&s, &step), None, "the Bluetooth row is not on screen");
+        let with = xml(row("Airplane mode", "", "ON", 0) + &row("Bluetooth ›", "Off", "OFF", 200));
+        let s = Screen::from_xml(&with, &ReprOptions::default()).unwrap();
+        let f = fuzzy(&s, &step).expect("the retitled Bluetooth row");
+        assert_eq!(s.tree.nodes[f.node].bounds.top, 200);
     }
 
     /// An app update renamed the ids (`header` → `header_v2`, `menu_edit` → `menuEdit`)
