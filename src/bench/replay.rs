@@ -683,7 +683,7 @@ pub async fn bench_replay(
                 let (task, ok, t, why) = run_once(&env, &flow.task, drift, agent, n).await?;
                 if opts.trace && !ok {
                     let steps = env.store.steps(task).await.map_err(|e| setup_error(&e))?;
-                    progress(&trace(flow.task.id, mode, drift, &steps));
+                    progress(&trace(&flow, mode, drift, &steps));
                 }
                 report.cells.entry((mode, drift)).or_default().add(&t);
                 report.outcomes.insert((flow.task.id, mode, drift), ok);
@@ -700,10 +700,17 @@ fn setup_error(e: &dyn std::fmt::Display) -> ReplayBenchError {
     ReplayBenchError::Setup(e.to_string())
 }
 
-/// One failed run, step by step: the script step it served, the action and selector, and
-/// how it ended, with the screen it acted on.
-fn trace(flow: &str, mode: Mode, drift: DriftKind, steps: &[crate::domain::Step]) -> String {
-    let mut out = format!("trace {flow} {} {}:\n", mode.name(), drift.name());
+/// One failed run: the script as recorded (a step per line), then the run step by step:
+/// the script step it served, the action and selector, and how it ended, with the screen
+/// it acted on.
+fn trace(flow: &Flow, mode: Mode, drift: DriftKind, steps: &[crate::domain::Step]) -> String {
+    let id = flow.task.id;
+    let mut out = format!("trace {id} {} {}:\n  script:\n", mode.name(), drift.name());
+    for (i, step) in flow.script.steps.iter().enumerate() {
+        let json = serde_json::to_string(step).unwrap_or_default();
+        out.push_str(&format!("    #{i} {json}\n"));
+    }
+    out.push_str("  run:\n");
     for s in steps {
         let action = s
             .action
@@ -719,7 +726,15 @@ fn trace(flow: &str, mode: Mode, drift: DriftKind, steps: &[crate::domain::Step]
             .as_ref()
             .map_or(String::new(), |e| format!(" {e}"));
         let screen = s.screen.as_ref().map_or(String::new(), |c| {
-            let labels: Vec<&str> = c.elements.iter().map(|e| e.selector.as_str()).collect();
+            let labels: Vec<String> = c
+                .elements
+                .iter()
+                .map(|e| match e.text.as_str() {
+                    "" => e.selector.clone(),
+                    t if e.selector.contains(t) => e.selector.clone(),
+                    t => format!("{} \"{t}\"", e.selector),
+                })
+                .collect();
             format!("{} [{}]", c.summary, labels.join(", "))
         });
         out.push_str(&format!(
