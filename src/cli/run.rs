@@ -329,6 +329,8 @@ mod tests {
             lease_owner: None,
             consecutive_failures: 0,
             last_error: None,
+            instance: None,
+            local: true,
         }
     }
 
