@@ -23,6 +23,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::ApiError;
 use super::state::AppState;
 use crate::cluster::Membership;
+use crate::core::Core;
 use crate::device::pool::{DeviceState, DeviceSummary};
 use crate::store::cluster::FarmDevice;
 
@@ -75,7 +76,7 @@ fn remote_summary(f: &FarmDevice) -> DeviceSummary {
 /// Every phone of the farm: this instance's pool (marked with its name), then the other
 /// instances' rows. On one host, the pool. If the database does not answer, the pool
 /// alone (logged), so the local phones stay visible.
-pub async fn farm_devices(s: &AppState) -> Vec<DeviceSummary> {
+pub async fn farm_devices(s: &Core) -> Vec<DeviceSummary> {
     let mut local = s.pool.list();
     let (Some(m), Some(c)) = (&s.membership, s.store.cluster()) else {
         return local;
@@ -98,7 +99,7 @@ pub async fn farm_devices(s: &AppState) -> Vec<DeviceSummary> {
 }
 
 /// Another instance's phone `id`, live owners first; None when no instance has it.
-pub async fn remote_device(s: &AppState, m: &Membership, id: &str) -> Option<FarmDevice> {
+pub async fn remote_device(s: &Core, m: &Membership, id: &str) -> Option<FarmDevice> {
     let rows = s
         .store
         .cluster()?
@@ -114,7 +115,7 @@ pub async fn remote_device(s: &AppState, m: &Membership, id: &str) -> Option<Far
 }
 
 /// `GET /v1/devices/{id}` for another instance's phone.
-pub async fn remote_summary_of(s: &AppState, id: &str) -> Option<DeviceSummary> {
+pub async fn remote_summary_of(s: &Core, id: &str) -> Option<DeviceSummary> {
     let m = s.membership.as_ref()?;
     remote_device(s, m, id).await.map(|f| remote_summary(&f))
 }
