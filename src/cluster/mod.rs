@@ -199,3 +199,82 @@ impl Membership {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Overrides};
+
+    fn load(toml: &str) -> Result<Config, String> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("local.toml"), toml).unwrap();
+        Config::load_with_env(dir.path(), &Overrides::default(), std::iter::empty())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_cluster_section_has_working_defaults_and_refuses_bad_values_by_key() {
+        let c = load("").unwrap().cluster;
+        assert_eq!(
+            (c.heartbeat_secs, c.dead_after_secs, c.requeue_dead),
+            (2, 10, false)
+        );
+        assert!(!c.instance_name().is_empty(), "the host name by default");
+        let named = load("[cluster]\ninstance = \"rack-3\"\n").unwrap().cluster;
+        assert_eq!(named.instance_name(), "rack-3");
+
+        let e = load("[cluster]\ninstanse = \"a\"\n").unwrap_err();
+        assert!(
+            e.contains("instanse"),
+            "unknown keys are refused by name: {e}"
+        );
+        let e = load("[cluster]\nheartbeat_secs = 5\ndead_after_secs = 10\n").unwrap_err();
+        assert!(e.contains("cluster.dead_after_secs"), "{e}");
+        let e = load("[cluster]\ninstance = \"a b\"\n").unwrap_err();
+        assert!(e.contains("cluster.instance"), "{e}");
+        let e = load("[cluster]\nadvertise_url = \"10.0.0.5:8080\"\n").unwrap_err();
+        assert!(e.contains("cluster.advertise_url"), "{e}");
+        assert!(load("[cluster]\nadvertise_url = \"http://10.0.0.5:8080/\"\n").is_ok());
+    }
+
+    fn summary(id: &str) -> DeviceSummary {
+        DeviceSummary {
+            id: id.into(),
+            backend: "sim".into(),
+            model: String::new(),
+            state: crate::device::pool::DeviceState::Available,
+            screen: None,
+            lease_owner: None,
+            consecutive_failures: 0,
+            last_error: None,
+            instance: None,
+            local: true,
+        }
+    }
+
+    #[test]
+    fn a_device_id_a_live_other_instance_owns_is_refused_naming_it() {
+        let m = Membership {
+            me: InstanceRow {
+                name: "A".into(),
+                boot: "x".into(),
+                advertise_url: None,
+            },
+            cfg: ClusterConfig::default(),
+        };
+        let mut other = m.farm_row(&summary("sim-1"), "sim-1");
+        other.instance = "B".into();
+        let e = m
+            .check_device_ids(&[summary("sim-1")], std::slice::from_ref(&other))
+            .unwrap_err();
+        assert!(
+            e.contains("`sim-1`") && e.contains("`B`") && e.contains("serial"),
+            "{e}"
+        );
+        // A dead instance's rows, and our own previous rows, do not block.
+        other.owner_live = false;
+        assert!(m.check_device_ids(&[summary("sim-1")], &[other]).is_ok());
+        let mine = m.farm_row(&summary("sim-1"), "sim-1");
+        assert!(m.check_device_ids(&[summary("sim-1")], &[mine]).is_ok());
+    }
+}
