@@ -156,15 +156,15 @@ async fn two_instances_share_devices_proxy_and_take_over_a_killed_ones_tasks() {
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (pa, pb) = (free_port(), free_port());
     configure(dir_a.path(), pa, &db.url, "A", &["a-1", "a-2"], true);
-    configure(dir_b.path(), pb, &db.url, "B", &["b-1"], false);
+    configure(dir_b.path(), pb, &db.url, "B", &["b-1", "b-2"], false);
     let mut a = start(dir_a.path(), pa).await;
-    let _b = start(dir_b.path(), pb).await;
+    let mut b = start(dir_b.path(), pb).await;
 
     // The whole farm from either instance (B's rows reach A within a heartbeat).
     let mut seen = Vec::new();
     for _ in 0..100 {
         seen = farm(pa).await;
-        if seen.len() == 3 {
+        if seen.len() == 4 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -180,7 +180,8 @@ async fn two_instances_share_devices_proxy_and_take_over_a_killed_ones_tasks() {
         vec![
             (s("a-1"), s("A"), true),
             (s("a-2"), s("A"), true),
-            (s("b-1"), s("B"), false)
+            (s("b-1"), s("B"), false),
+            (s("b-2"), s("B"), false)
         ]
     );
     assert_eq!(
@@ -188,7 +189,8 @@ async fn two_instances_share_devices_proxy_and_take_over_a_killed_ones_tasks() {
         vec![
             (s("a-1"), s("A"), false),
             (s("a-2"), s("A"), false),
-            (s("b-1"), s("B"), true)
+            (s("b-1"), s("B"), true),
+            (s("b-2"), s("B"), true)
         ]
     );
 
@@ -236,6 +238,9 @@ async fn two_instances_share_devices_proxy_and_take_over_a_killed_ones_tasks() {
     // Long tasks on A's phones, submitted to B: only A can run them.
     let t1 = submit(pb, long_task("a-1")).await;
     let t2 = submit(pb, long_task("a-2")).await;
+    // And one on B's phone, submitted to A: it must survive A's death and restart.
+    let on_b = submit(pa, long_task("b-2")).await;
+    wait_task(pb, &on_b, "running", |t| t["status"] == "running").await;
     let mut committed = Vec::new();
     for id in [&t1, &t2] {
         let t = wait_task(pb, id, "3 steps", |t| t["steps"].as_u64() >= Some(3)).await;
@@ -246,6 +251,7 @@ async fn two_instances_share_devices_proxy_and_take_over_a_killed_ones_tasks() {
     a.0.kill().unwrap();
     a.0.wait().unwrap();
     drop(a);
+    let killed = std::time::Instant::now();
     for (id, before) in [&t1, &t2].into_iter().zip(committed) {
         let t = wait_task(pb, id, "interrupted", |t| t["status"] == "interrupted").await;
         let reason = t["reason"].as_str().unwrap();
@@ -264,6 +270,11 @@ async fn two_instances_share_devices_proxy_and_take_over_a_killed_ones_tasks() {
             .unwrap();
         assert!(events.contains("event: task.finished") && events.contains("interrupted"));
     }
+    // Reported, not asserted (heartbeat 1 s, dead after 3 s).
+    eprintln!(
+        "B marked A's tasks interrupted {} ms after the SIGKILL",
+        killed.elapsed().as_millis()
+    );
     let after = farm(pb).await;
     assert!(
         after
@@ -289,6 +300,47 @@ async fn two_instances_share_devices_proxy_and_take_over_a_killed_ones_tasks() {
     })
     .await;
     assert_eq!(t["status"], "succeeded", "{t}");
-    drop(_b);
+
+    // A comes back under its name: its start-up recovery leaves B's running task alone,
+    // and its phones are available again everywhere.
+    let _a = start(dir_a.path(), pa).await;
+    let before = get(pb, &format!("/v1/tasks/{on_b}")).await["steps"]
+        .as_u64()
+        .unwrap();
+    wait_task(pa, &on_b, "more steps after A's restart", |t| {
+        t["status"] == "running" && t["steps"].as_u64() > Some(before)
+    })
+    .await;
+    for _ in 0..100 {
+        let f = farm(pb).await;
+        if f.iter().filter(|d| d.1 == "A").all(|d| d.3 == "available") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let f = farm(pb).await;
+    assert!(
+        f.iter().filter(|d| d.1 == "A").all(|d| d.3 == "available"),
+        "{f:?}"
+    );
+
+    // A graceful stop of B leaves at once: its row goes, A shows its phones offline
+    // without waiting for dead_after_secs, and its task ends interrupted by B itself.
+    let term = Command::new("kill")
+        .args(["-TERM", &b.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(b.0.wait().unwrap().success(), "a graceful stop");
+    drop(b);
+    let f = farm(pa).await;
+    assert!(
+        f.iter()
+            .filter(|d| d.1 == "B")
+            .all(|d| d.3 == "offline" && !d.2),
+        "{f:?}"
+    );
+    let t = get(pa, &format!("/v1/tasks/{on_b}")).await;
+    assert_eq!(t["status"], "interrupted", "{t}");
     db.drop_now().await;
 }
