@@ -306,3 +306,35 @@ async fn sqlite_is_one_host_and_has_no_cluster() {
         .unwrap();
     assert!(s.cluster().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_requeue_a_dead_instances_tasks_go_back_to_the_queue_for_anyone() {
+    let Some(db) = FreshDb::create().await else {
+        return;
+    };
+    let (a, b) = two(&db).await;
+    let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+    ca.join(&row("A"), DEAD_AFTER).await.unwrap();
+    let id = a.create_task(spec("long")).await.unwrap().id;
+    assert!(ca.claim_task(id, "a-1", "A").await.unwrap());
+    age(&a, "A").await;
+    let reason = |n: &str| format!("instance `{n}` died; requeued");
+    let dead = cb
+        .reap_one("B", DEAD_AFTER, true, &reason)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(dead.tasks, vec![id]);
+    let t = b.get_task(id).await.unwrap();
+    assert_eq!(t.status, TaskStatus::Queued);
+    assert_eq!(t.reason.as_deref(), Some("instance `A` died; requeued"));
+    assert_eq!(instance_of(&b, id).await, None, "no longer A's");
+    assert!(
+        cb.claim_task(id, "b-1", "B").await.unwrap(),
+        "B may take it"
+    );
+    assert_eq!(instance_of(&b, id).await.as_deref(), Some("B"));
+    a.close().await;
+    b.close().await;
+    db.drop_now().await;
+}
