@@ -38,7 +38,7 @@ use crate::agent::spec::{AgentSpec, build_recording_agent};
 use crate::cluster::Membership;
 use crate::config::Config;
 use crate::device::pool::{DevicePool, PoolError, PoolTasks};
-use crate::domain::Task;
+use crate::domain::{Task, TaskId};
 use crate::mcp::client::McpClients;
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{DEVICES_STREAM, EventBus};
@@ -238,6 +238,16 @@ impl Core {
         if let Some(s) = scheduler {
             let handle = self.tracker.spawn(s.run(self.stopping.subscribe()));
             *self.scheduler_task.lock().expect("scheduler lock") = Some(handle);
+        }
+    }
+
+    /// Starts a task this process runs outside the scheduler (an MCP session's task, a
+    /// CLI run) on `device`. On a shared database the task records this instance, so if
+    /// the instance dies, the others' reaper ends it. False when it was no longer queued.
+    pub async fn start_here(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
+        match (&self.membership, self.store.cluster()) {
+            (Some(m), Some(c)) => c.claim_task(id, device, &m.me.name).await,
+            _ => self.store.start_task(id, device).await,
         }
     }
 

@@ -104,6 +104,16 @@ impl ClusterConfig {
         }
     }
 
+    /// For a one-off command (`droidpilot run`, `droidpilot mcp`): its own name,
+    /// `<instance>-<command>-<pid>`, so it neither waits for nor takes over the name of a
+    /// server on the same host. Its tasks are reaped like any instance's if it dies.
+    pub fn for_command(&self, command: &str) -> ClusterConfig {
+        ClusterConfig {
+            instance: format!("{}-{command}-{}", self.instance_name(), std::process::id()),
+            ..self.clone()
+        }
+    }
+
     pub fn heartbeat(&self) -> Duration {
         Duration::from_secs(self.heartbeat_secs)
     }
