@@ -35,6 +35,9 @@ pub struct Config {
     /// The dashboard: live-view frame rate, models offered by the submit form.
     #[serde(default)]
     pub dashboard: crate::server::presets::DashboardConfig,
+    /// Several instances on one PostgreSQL database: identity, heartbeats, dead instances.
+    #[serde(default)]
+    pub cluster: crate::cluster::ClusterConfig,
 }
 
 /// Where devices come from.
@@ -323,6 +326,7 @@ impl Config {
             ));
         }
         self.mcp.validate().map_err(ConfigError::Value)?;
+        self.cluster.validate().map_err(ConfigError::Value)?;
         if self.storage.pool_size == 0 {
             return Err(ConfigError::Value(
                 "storage.pool_size must be at least 1".into(),

@@ -18,6 +18,12 @@
 //! Start-up waits for them at most `[mcp] startup_wait_secs` and never fails because of
 //! one; `shutdown` closes their sessions (children killed).
 //!
+//! On a store several instances share (PostgreSQL), `build` also joins the cluster
+//! (`cluster::Membership`: a name no live instance holds, device ids no live instance
+//! owns) and starts the cluster duty (heartbeats, farm device rows, the reaper of dead
+//! instances) on the tracker; `shutdown` requeues what it leaves resumable and removes
+//! this instance's row before the store closes.
+//!
 //! A layer of its own, between `run` and `server`: it reads `config`, which `run` does not.
 
 use std::sync::{Arc, Mutex};
@@ -29,9 +35,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::spec::{AgentSpec, build_recording_agent};
+use crate::cluster::Membership;
 use crate::config::Config;
 use crate::device::pool::{DevicePool, PoolError, PoolTasks};
-use crate::domain::Task;
+use crate::domain::{Task, TaskId};
 use crate::mcp::client::McpClients;
 use crate::run::artifacts::ArtifactStore;
 use crate::run::events::{DEVICES_STREAM, EventBus};
@@ -54,6 +61,8 @@ pub enum CoreError {
     Config(String),
     #[error("cannot set up the device pool: {0}")]
     Devices(PoolError),
+    #[error("cannot join the cluster: {0}")]
+    Cluster(String),
 }
 
 /// Wraps the opened store before anything else sees it (a benchmark's timing decorator).
@@ -85,6 +94,8 @@ pub struct Core {
     pub running: Arc<RunningTasks>,
     /// The `[[mcp.servers]]` connections (their tools are in `runner.mcp`).
     pub mcp: McpClients,
+    /// This instance in a cluster (a PostgreSQL store); None on one host (SQLite).
+    pub membership: Option<Arc<Membership>>,
     /// Taken by `start_scheduler`.
     scheduler: Mutex<Option<Scheduler>>,
     /// The running scheduler (which joins its runners before it returns).
@@ -155,6 +166,7 @@ impl Core {
         mcp.settled(Duration::from_secs(config.mcp.startup_wait_secs))
             .await;
         let runner = Arc::new(runner);
+        let membership = join_cluster(config, &store, &pool).await?;
         let wake = Arc::new(Notify::new());
         let running = Arc::new(RunningTasks::default());
         let scheduler = Scheduler {
@@ -166,6 +178,7 @@ impl Core {
             cfg: config.scheduler.clone(),
             wake: wake.clone(),
             running: running.clone(),
+            instance: membership.as_ref().map(|m| m.scheduler_instance()),
         };
         let core = Core {
             config: Arc::new(config.clone()),
@@ -178,6 +191,7 @@ impl Core {
             wake,
             running,
             mcp,
+            membership,
             scheduler: Mutex::new(Some(scheduler)),
             scheduler_task: Mutex::new(None),
             stopping: watch::channel(false).0,
@@ -185,6 +199,15 @@ impl Core {
             tracker,
         };
         core.forward_device_events();
+        if let Some(m) = &core.membership {
+            let duty = crate::cluster::heartbeat::Duty {
+                membership: m.clone(),
+                store: core.store.clone(),
+                bus: core.bus.clone(),
+                pool: core.pool.clone(),
+            };
+            crate::cluster::heartbeat::spawn(duty, &core.tracker, core.cancel.clone());
+        }
         let default_hook = Some(config.webhooks.url.clone()).filter(|u| !u.is_empty());
         spawn_deliverer(
             core.bus.clone(),
@@ -215,6 +238,16 @@ impl Core {
         if let Some(s) = scheduler {
             let handle = self.tracker.spawn(s.run(self.stopping.subscribe()));
             *self.scheduler_task.lock().expect("scheduler lock") = Some(handle);
+        }
+    }
+
+    /// Starts a task this process runs outside the scheduler (an MCP session's task, a
+    /// CLI run) on `device`. On a shared database the task records this instance, so if
+    /// the instance dies, the others' reaper ends it. False when it was no longer queued.
+    pub async fn start_here(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
+        match (&self.membership, self.store.cluster()) {
+            (Some(m), Some(c)) => c.claim_task(id, device, &m.me.name).await,
+            _ => self.store.start_task(id, device).await,
         }
     }
 
@@ -257,7 +290,38 @@ impl Core {
         }
         self.cancel.cancel();
         self.tracker.wait().await;
+        self.leave_cluster().await;
         self.store.close().await;
+    }
+
+    /// A graceful stop in a cluster: tasks left resumable (`resume_interrupted`) go back
+    /// to the queue at once, for any instance to resume; then this instance's row goes and
+    /// its phones show offline, so nobody waits `dead_after_secs` to notice.
+    async fn leave_cluster(&self) {
+        let (Some(m), Some(c)) = (&self.membership, self.store.cluster()) else {
+            return;
+        };
+        if self.config.scheduler.resume_interrupted {
+            let reason = "the instance that ran the task stopped; requeued to go on after its last committed step";
+            let requeued = c
+                .recover_instance(&m.me.name, m.cfg.dead_after(), true, reason)
+                .await;
+            let announced = match requeued {
+                Ok(ids) => {
+                    crate::run::scheduler::announce_recovered(
+                        &self.bus, &ids, true, reason, "restart",
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = announced {
+                tracing::warn!(error = %e, "could not requeue this instance's tasks at shutdown");
+            }
+        }
+        if let Err(e) = c.leave(&m.me).await {
+            tracing::warn!(error = %e, "could not remove this instance's row; others will find it dead after cluster.dead_after_secs");
+        }
     }
 
     /// Pool events travel like task events: persisted on the `devices` stream, then live.
@@ -285,6 +349,31 @@ impl Core {
             }
         });
     }
+}
+
+/// On a store several instances share: joins under this instance's name and refuses to
+/// start with a device id a live other instance already owns. None on one host.
+async fn join_cluster(
+    config: &Config,
+    store: &Arc<dyn Store>,
+    pool: &DevicePool,
+) -> Result<Option<Arc<Membership>>, CoreError> {
+    let Some(c) = store.cluster() else {
+        return Ok(None);
+    };
+    let m = Membership::join(&config.cluster, c)
+        .await
+        .map_err(CoreError::Cluster)?;
+    let farm = c
+        .farm_devices(m.cfg.dead_after())
+        .await
+        .map_err(|e| CoreError::Cluster(e.to_string()))?;
+    if let Err(e) = m.check_device_ids(&pool.list(), &farm) {
+        let _ = c.leave(&m.me).await;
+        return Err(CoreError::Cluster(e));
+    }
+    tracing::info!(instance = %m.me.name, "joined the cluster");
+    Ok(Some(Arc::new(m)))
 }
 
 /// Builds each task's agent from its `agent` spec over the configured defaults, offering

@@ -11,6 +11,7 @@ pub mod adbd;
 pub mod agent;
 pub mod bench;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod core;
 pub mod device;

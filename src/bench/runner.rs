@@ -706,6 +706,9 @@ impl Store for TimedStore {
     async fn close(&self) {
         self.inner.close().await
     }
+    fn cluster(&self) -> Option<&dyn crate::store::cluster::ClusterStore> {
+        self.inner.cluster()
+    }
 }
 
 // ---------------------------------------------------------------------------------------

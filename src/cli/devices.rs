@@ -125,6 +125,8 @@ mod tests {
             lease_owner: None,
             consecutive_failures: 0,
             last_error: None,
+            instance: None,
+            local: true,
         }];
         let t = format_devices_table(&rows);
         assert!(t.starts_with("ID"));

@@ -30,6 +30,8 @@ pub async fn run(args: McpArgs, log_format: Option<LogFormat>) -> anyhow::Result
         },
     )?;
     super::init_logging(config.log.format, &config.log.level);
+    let mut config = config;
+    config.cluster = config.cluster.for_command("mcp");
     let core = Arc::new(Core::build(&config).await?);
     core.recover().await?;
     core.start_scheduler();

@@ -141,6 +141,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     )?;
     // The same core as the server: webhooks (if configured) and device events included;
     // no scheduler, this command runs its one task itself.
+    let mut config = config;
+    config.cluster = config.cluster.for_command("run");
     let core = Core::build(&config).await?;
     let (store, pool) = (core.store.clone(), core.pool.clone());
     let device_id = match &args.device {
@@ -203,7 +205,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         let n = b.seed_task(store.as_ref(), &artifacts, task.id).await?;
         println!("resuming after {n} saved steps");
     }
-    store.start_task(task.id, &device_id).await?;
+    core.start_here(task.id, &device_id).await?;
     let task = store.get_task(task.id).await?;
     let id = task.id;
     println!("task {id} on {device_id} with {}", agent.describe());
@@ -329,6 +331,8 @@ mod tests {
             lease_owner: None,
             consecutive_failures: 0,
             last_error: None,
+            instance: None,
+            local: true,
         }
     }
 

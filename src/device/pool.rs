@@ -59,6 +59,18 @@ pub struct DeviceSummary {
     pub lease_owner: Option<String>,
     pub consecutive_failures: u32,
     pub last_error: Option<String>,
+    /// The droidpilot instance that owns the phone, on a database several instances
+    /// share (`[cluster] instance`); absent on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// Whether the phone is attached to the instance that answered. Requests for a phone
+    /// that is not are proxied to its owner (or refused, naming it).
+    #[serde(default = "yes")]
+    pub local: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl DeviceSummary {
@@ -275,6 +287,8 @@ impl Entry {
             lease_owner: self.live_lease().map(|l| l.owner.clone()),
             consecutive_failures: self.failures,
             last_error: self.last_error.clone(),
+            instance: None,
+            local: true,
         }
     }
 }

@@ -6,6 +6,14 @@
 //!
 //! It wakes on a `Notify` (a task was queued, a runner finished, a device came back) and
 //! on a short poll as a safety net, so a missed wake-up costs a poll interval, not a hang.
+//!
+//! On a database several instances share, each scheduler only takes a task it has a
+//! matching free device for (it leases the device first), and the claim is the start:
+//! `ClusterStore::claim_task` moves the task to `running` with this instance's name in
+//! one conditional update (`FOR UPDATE SKIP LOCKED`), so a task starts once and there is
+//! no claimed-but-not-started phase to lease and sweep. A claimer that dies after its
+//! claim is handled as an instance death (`cluster`). Other instances see new tasks on
+//! their next poll (`poll_ms`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
+use super::events::EventBus;
 use super::runner::{Runner, StopSignal};
 use crate::agent::Agent;
 use crate::device::pool::{DeviceMatcher, DevicePool, PoolError};
@@ -93,10 +102,57 @@ pub struct Scheduler {
     pub cfg: SchedulerConfig,
     pub wake: Arc<Notify>,
     pub running: Arc<RunningTasks>,
+    /// This instance, on a database several share (claims record it, start-up recovery
+    /// is scoped to it); None on one host.
+    pub instance: Option<SchedulerInstance>,
+}
+
+/// Who this scheduler is in a cluster.
+#[derive(Debug, Clone)]
+pub struct SchedulerInstance {
+    pub name: String,
+    /// An instance whose heartbeat is older is dead (`cluster.dead_after_secs`).
+    pub dead_after: Duration,
+}
+
+/// Publishes what happened to tasks taken from a runner that is gone (this process's
+/// previous run, or a dead instance): `task.requeued`, or `task.finished` with the
+/// interruption. Their open questions have nobody to deliver an answer to, so they are
+/// closed, answered by `closer`.
+pub async fn announce_recovered(
+    bus: &EventBus,
+    ids: &[TaskId],
+    requeued: bool,
+    reason: &str,
+    closer: &str,
+) -> Result<(), StoreError> {
+    let store = bus.store();
+    for &id in ids {
+        for iv in store.interventions(id).await? {
+            if iv.answered_at.is_none() {
+                match store.answer_intervention(&iv.id, "", closer).await {
+                    Ok(_) | Err(StoreError::AlreadyAnswered(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let event = if requeued {
+            TaskEvent::Requeued {
+                task_id: id,
+                status: TaskStatus::Queued,
+                reason: reason.to_string(),
+            }
+        } else {
+            TaskEvent::finished(&store.get_task(id).await?)
+        };
+        bus.publish(&id.to_string(), event).await?;
+    }
+    Ok(())
 }
 
 impl Scheduler {
-    /// At start-up: deal with tasks a previous process left running.
+    /// At start-up: deal with tasks a previous process left running. On a shared
+    /// database only this instance's (see `ClusterStore::recover_instance`).
     pub async fn recover(&self) -> Result<(), StoreError> {
         let store = self.runner.bus.store();
         let reason = if self.cfg.resume_interrupted {
@@ -104,31 +160,15 @@ impl Scheduler {
         } else {
             "the server stopped while the task ran (its committed steps are kept); resubmit it, or set scheduler.resume_interrupted = true"
         };
-        for id in store
-            .recover_running(self.cfg.resume_interrupted, reason)
-            .await?
-        {
-            // A question the dead process was waiting on has nobody to deliver it to.
-            for iv in store.interventions(id).await? {
-                if iv.answered_at.is_none() {
-                    match store.answer_intervention(&iv.id, "", "restart").await {
-                        Ok(_) | Err(StoreError::AlreadyAnswered(_)) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
+        let requeue = self.cfg.resume_interrupted;
+        let ids = match (store.cluster(), &self.instance) {
+            (Some(c), Some(me)) => {
+                c.recover_instance(&me.name, me.dead_after, requeue, reason)
+                    .await?
             }
-            let event = if self.cfg.resume_interrupted {
-                TaskEvent::Requeued {
-                    task_id: id,
-                    status: TaskStatus::Queued,
-                    reason: reason.to_string(),
-                }
-            } else {
-                TaskEvent::finished(&store.get_task(id).await?)
-            };
-            self.runner.bus.publish(&id.to_string(), event).await?;
-        }
-        Ok(())
+            _ => store.recover_running(requeue, reason).await?,
+        };
+        announce_recovered(&self.runner.bus, &ids, requeue, reason, "restart").await
     }
 
     /// Runs until `shutdown` flips to true; then tells runners to stop after their
@@ -240,8 +280,12 @@ impl Scheduler {
                 return Ok(false);
             }
         }
-        if !store.start_task(task.id, &lease.id).await? {
-            return Ok(false); // cancelled meanwhile
+        let claimed = match (store.cluster(), &self.instance) {
+            (Some(c), Some(me)) => c.claim_task(task.id, &lease.id, &me.name).await?,
+            _ => store.start_task(task.id, &lease.id).await?,
+        };
+        if !claimed {
+            return Ok(false); // cancelled meanwhile, or another instance took it
         }
         let task = store.get_task(task.id).await?;
         let agent = match (self.agents)(&task) {

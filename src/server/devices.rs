@@ -62,11 +62,13 @@ pub struct DeviceList {
     pub devices: Vec<DeviceSummary>,
 }
 
-/// Every pooled device with its state: available, leased, offline or quarantined.
+/// Every pooled device with its state: available, leased, offline or quarantined. On a
+/// database several instances share, the whole farm: each device with its `instance`, and
+/// `local` true for this instance's own.
 #[utoipa::path(get, path = "/v1/devices", tag = "devices", responses((status = 200, body = DeviceList)))]
 pub async fn list_devices(State(s): State<AppState>) -> Json<DeviceList> {
     Json(DeviceList {
-        devices: s.pool.list(),
+        devices: super::cluster::farm_devices(&s).await,
     })
 }
 
@@ -77,7 +79,14 @@ pub async fn get_device(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<DeviceSummary>, ApiError> {
-    Ok(Json(s.pool.summary(&id).ok_or(PoolError::NotFound(id))?))
+    if let Some(mut d) = s.pool.summary(&id) {
+        d.instance = s.membership.as_ref().map(|m| m.me.name.clone());
+        return Ok(Json(d));
+    }
+    match super::cluster::remote_summary_of(&s, &id).await {
+        Some(d) => Ok(Json(d)),
+        None => Err(PoolError::NotFound(id).into()),
+    }
 }
 
 /// The body of `POST /v1/devices`: exactly one of the fields.

@@ -1,6 +1,7 @@
 //! The HTTP server: axum router, middleware stack, OpenAPI + Swagger UI, start-up checks
 //! and graceful shutdown. Handlers live one file per resource and stay thin.
 
+pub mod cluster;
 pub mod dashboard;
 pub mod devices;
 pub mod error;
@@ -196,6 +197,12 @@ pub fn app(state: AppState) -> Router {
             )
             .into_response()
         })
+        // Inside auth: a request is authenticated here before it is proxied to the
+        // instance that owns its phone.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cluster::to_owner,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::auth,

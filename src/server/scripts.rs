@@ -276,7 +276,7 @@ pub(crate) async fn submit_run(
         check_installed(core, dev, app).await?;
     }
     let spec = TaskSpec::parse(task_request(&rec, req))?;
-    super::tasks::check_runnable(core, &spec)?;
+    super::tasks::check_runnable(core, &spec).await?;
     let task = queue::submit(&core.bus, spec).await?;
     core.wake.notify_one();
     Ok(task)

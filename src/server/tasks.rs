@@ -41,7 +41,7 @@ pub async fn create_task(
 /// scheduler. Shared by `POST /v1/tasks` and the MCP tool `run_task`.
 pub(crate) async fn submit(core: &Core, req: NewTask) -> Result<Task, ApiError> {
     let spec = TaskSpec::parse(req)?;
-    check_runnable(core, &spec)?;
+    check_runnable(core, &spec).await?;
     let task = queue::submit(&core.bus, spec).await?;
     core.wake.notify_one();
     Ok(task)
@@ -233,7 +233,7 @@ pub async fn list_interventions(
 /// Refuses, at submission, what could never run: an agent spec with a bad field, a model
 /// whose provider key the server lacks, or a device id the pool does not know (a typo
 /// would otherwise wait out the queue timeout).
-pub(crate) fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiError> {
+pub(crate) async fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiError> {
     let agent = match &spec.agent {
         Some(a) => crate::agent::spec::AgentSpec::from_json(a)
             .and_then(|a| {
@@ -291,10 +291,14 @@ pub(crate) fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiError> 
             ),
         ));
     }
+    // In a cluster, a phone of any instance: the instance that owns it will run the task.
     if let Some(d) = &spec.device_id
         && s.pool.summary(d).is_none()
+        && let known = super::cluster::farm_devices(s).await
+        && known.iter().all(|k| &k.id != d)
     {
-        let known: Vec<String> = s.pool.list().into_iter().map(|d| d.id).collect();
+        let mut known: Vec<String> = known.into_iter().map(|d| d.id).collect();
+        known.dedup();
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "unknown_device",

@@ -4,11 +4,13 @@
 //! or `postgres::PostgresStore` (a server several instances share). Both pass the same
 //! suite (`tests/store.rs`).
 
+pub mod cluster;
 mod cursor;
 pub mod location;
 pub mod migrate;
 pub mod patient;
 pub mod postgres;
+mod postgres_cluster;
 pub mod sqlite;
 pub mod step_row;
 
@@ -235,4 +237,12 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError>;
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
+
+    // ---- Several instances on one database (issue 16) ----
+    /// The instance rows, cross-instance claims and farm-wide devices of a shared
+    /// database; None on a store only one host uses (SQLite). A wrapper returns its inner
+    /// store's.
+    fn cluster(&self) -> Option<&dyn cluster::ClusterStore> {
+        None
+    }
 }

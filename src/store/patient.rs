@@ -199,4 +199,7 @@ impl Store for PatientStore {
     async fn close(&self) {
         self.inner.close().await
     }
+    fn cluster(&self) -> Option<&dyn crate::store::cluster::ClusterStore> {
+        self.inner.cluster()
+    }
 }

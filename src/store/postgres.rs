@@ -843,4 +843,8 @@ impl Store for PostgresStore {
     async fn close(&self) {
         self.pool.close().await;
     }
+
+    fn cluster(&self) -> Option<&dyn super::cluster::ClusterStore> {
+        Some(self)
+    }
 }

@@ -2,7 +2,8 @@
 //! file and once on a fresh PostgreSQL database (`common::pg`), written once. Then the
 //! PostgreSQL-only behaviour around it: choosing it by URL and refusing to start on a bad
 //! one (`startup`), a server on it end to end (`e2e`), `migrate-store` (`migrate`), and
-//! the database going away under a running task (`outage`).
+//! the database going away under a running task (`outage`), and the cluster half
+//! (instances, claims, reaping: `cluster`).
 //!
 //! Without DROIDPILOT_TEST_POSTGRES_URL (`source .ci/postgres`) the PostgreSQL halves skip
 //! with a notice, unless DROIDPILOT_REQUIRE_POSTGRES=1 (CI), in which case they fail.
@@ -10,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cluster;
 mod e2e;
 mod migrate;
 mod outage;

@@ -276,7 +276,7 @@ impl Session {
         })
         .map_err(crate::server::error::ApiError::from)?;
         let task = crate::run::queue::submit(&self.core.bus, spec).await?;
-        self.core.store.start_task(task.id, device_id).await?;
+        self.core.start_here(task.id, device_id).await?;
         let started = TaskEvent::Started {
             task_id: task.id,
             device: Some(device_id.to_string()),
