@@ -73,7 +73,7 @@ fn encodings(secret: &str) -> Vec<(String, Vec<u8>)> {
             let enc = engine.encode(&buf);
             let start = (pad * 4).div_ceil(3) + 1;
             let end = enc.trim_end_matches('=').len().saturating_sub(2);
-            out.push((format!("base64@{pad}"), enc[start..end].as_bytes().to_vec()));
+            out.push((format!("base64@{pad}"), enc.as_bytes()[start..end].to_vec()));
         }
     }
     out.retain(|(_, v)| v.len() >= 8);
