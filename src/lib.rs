@@ -16,6 +16,7 @@ pub mod config;
 pub mod core;
 pub mod device;
 pub mod domain;
+pub mod fuzzing;
 pub mod llm;
 pub mod mcp;
 pub mod run;

@@ -1,0 +1,546 @@
+//! Secrets audit with the real binary (issue 17). Three canaries, fresh each run: the
+//! model API key (the server's `OPENAI_API_KEY`, sent to a wiremock model speaking OpenAI's
+//! wire format), the server's bearer token, and a password a model types into the virtual
+//! phone's real password field (Settings > Accounts, `password="true"`). The run is a
+//! vision agent that opens Settings, types an e-mail and the password, and finishes;
+//! the server logs at `trace`.
+//!
+//! None of the canaries, raw or in a simple encoding (base64 at each alignment, URL
+//! encoding, hex), may appear in: the server's stdout and stderr; any byte under the data
+//! directory (the SQLite file, its -wal and -shm, the artifacts) while running and after
+//! a stop; any API response the test makes (task, list, steps, trajectory, result,
+//! interventions, SSE events, the `/v1/ws` stream, the phone's screen, hierarchy and
+//! screenshot, presets, devices, metrics); the exported trajectory, decompressed.
+//!
+//! Screenshots are images: the virtual phone draws a password field's text as dots, as
+//! Android does (`device/sim/render/looks.rs`); pixels are not searched for glyphs. The
+//! test proves the canaries were live: the model received the key, and the phone's
+//! password field holds as many dots as the password has characters.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A value nobody else would write, with characters that URL-encode (space, `/`, `+`).
+fn canary(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The canary and the forms it could leak in.
+fn encodings(secret: &str) -> Vec<(String, Vec<u8>)> {
+    let b = secret.as_bytes();
+    let mut out = vec![("raw".to_string(), b.to_vec())];
+    out.push(("hex".into(), hex::encode(b).into_bytes()));
+    let url: String = b
+        .iter()
+        .map(|c| match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (*c as char).to_string()
+            }
+            b' ' => "+".to_string(),
+            _ => format!("%{c:02X}"),
+        })
+        .collect();
+    out.push(("url".into(), url.clone().into_bytes()));
+    out.push(("url-%20".into(), url.replace('+', "%20").into_bytes()));
+    // Base64 of the secret inside a longer buffer: at each of the three alignments, the
+    // characters that depend on the secret alone (trimmed at both ends).
+    for engine in [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::URL_SAFE,
+    ] {
+        for pad in 0..3 {
+            let mut buf = vec![0u8; pad];
+            buf.extend_from_slice(b);
+            let enc = engine.encode(&buf);
+            let start = (pad * 4).div_ceil(3) + 1;
+            let end = enc.trim_end_matches('=').len().saturating_sub(2);
+            out.push((format!("base64@{pad}"), enc.as_bytes()[start..end].to_vec()));
+        }
+    }
+    out.retain(|(_, v)| v.len() >= 8);
+    out.dedup_by(|a, b| a.1 == b.1);
+    out
+}
+
+/// Every place `haystack` holds one of the canaries' forms.
+fn leaks(place: &str, haystack: &[u8], canaries: &[(&str, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (name, secret) in canaries {
+        for (form, needle) in encodings(secret) {
+            if haystack
+                .windows(needle.len())
+                .any(|w| w == needle.as_slice())
+            {
+                found.push(format!("{name} ({form}) in {place}"));
+            }
+        }
+    }
+    found
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The model: replies in the generic vision format, one per call; records what it got.
+struct Model {
+    replies: Vec<String>,
+    calls: Mutex<Vec<Request>>,
+}
+
+impl Respond for Model {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let mut calls = self.calls.lock().unwrap();
+        calls.push(req.clone());
+        let i = (calls.len() - 1).min(self.replies.len() - 1);
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": format!("chatcmpl-{i}"), "object": "chat.completion", "created": 1_700_000_000, "model": "ui-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": self.replies[i]}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240}
+        }))
+    }
+}
+
+fn reply(thinking: &str, action: Value) -> String {
+    format!("<thinking>{thinking}</thinking><tool_call>{action}</tool_call>")
+}
+
+/// Open Settings > Accounts, type the e-mail and the password, finish (the form stays
+/// filled, so the phone's screen and hierarchy are read with the password in the field).
+fn script(password: &str) -> Vec<String> {
+    vec![
+        reply(
+            "Open Settings.",
+            json!({"action": "launch_app", "app": "com.android.settings"}),
+        ),
+        reply(
+            "Accounts.",
+            json!({"action": "tap", "selector": ":text(\"Accounts\")"}),
+        ),
+        reply(
+            "The e-mail.",
+            json!({"action": "type", "selector": "#email", "text": "alex@example.com"}),
+        ),
+        reply(
+            &format!("Now the password {password} into the password field."),
+            json!({"action": "type", "selector": "#password", "text": password}),
+        ),
+        reply(
+            "Done.",
+            json!({"action": "finish", "success": true, "answer": "form filled"}),
+        ),
+    ]
+}
+
+struct Server {
+    proc: Proc,
+    base: String,
+    token: String,
+    client: reqwest::Client,
+}
+
+impl Server {
+    async fn get(&self, path: &str) -> (u16, Vec<u8>) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.bytes().await.unwrap().to_vec())
+    }
+
+    async fn json(&self, path: &str) -> Value {
+        let (status, body) = self.get(path).await;
+        assert_eq!(
+            status,
+            200,
+            "GET {path}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        serde_json::from_slice(&body).unwrap()
+    }
+}
+
+async fn start(dir: &Path, api_key: &str, token: &str) -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::write(
+        dir.join("config/local.toml"),
+        format!(
+            "[server]\nbind = \"127.0.0.1:{port}\"\ntokens = [\"{token}\"]\n[storage]\ndata_dir = \"data\"\n\
+             [devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"sim-1\"\n\
+             [runner]\nsettle_timeout_ms = 300\n[scheduler]\npoll_ms = 50\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+        .arg("serve")
+        .current_dir(dir)
+        .env("RUST_LOG", "trace")
+        .env("OPENAI_API_KEY", api_key)
+        .stdout(std::fs::File::create(dir.join("stdout.log")).unwrap())
+        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let server = Server {
+        proc: Proc(child),
+        base: format!("http://127.0.0.1:{port}"),
+        token: token.into(),
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap(),
+    };
+    for _ in 0..400 {
+        if server
+            .client
+            .get(format!("{}/readyz", server.base))
+            .send()
+            .await
+            .is_ok()
+        {
+            return server;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the server did not come up");
+}
+
+/// Every `/v1/ws` message for all tasks, collected until the returned sender fires.
+async fn watch_ws(
+    server: &Server,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Vec<u8>>,
+) {
+    let mut req = format!("{}/v1/ws", server.base.replace("http", "ws"))
+        .into_client_request()
+        .unwrap();
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", server.token).parse().unwrap(),
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(req)
+        .await
+        .expect("ws upgrade");
+    ws.send(Message::Text(
+        json!({"type": "subscribe", "all": true}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(async move {
+        let mut got = Vec::new();
+        loop {
+            tokio::select! {
+                _ = &mut stopped => return got,
+                m = ws.next() => match m {
+                    Some(Ok(Message::Text(t))) => { got.extend_from_slice(t.as_bytes()); got.push(b'\n'); }
+                    Some(Ok(_)) => {}
+                    _ => return got,
+                },
+            }
+        }
+    });
+    (stop, handle)
+}
+
+/// Every entry of a `.tar.gz`, decompressed.
+fn untar(gz: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut a = tar::Archive::new(flate2::read::GzDecoder::new(gz));
+    a.entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().display().to_string();
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut e, &mut data).unwrap();
+            (name, data)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn no_secret_reaches_logs_database_artifacts_api_or_export() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let api_key = canary("sk-canary-");
+    let token = canary("tok-canary-");
+    let password = format!("pw Canary/{}+x", &canary("")[..12]);
+    let canaries = [
+        ("api key", api_key.clone()),
+        ("token", token.clone()),
+        ("password", password.clone()),
+    ];
+
+    let model = MockServer::start().await;
+    let replies = Arc::new(Model {
+        replies: script(&password),
+        calls: Mutex::new(Vec::new()),
+    });
+    struct Shared(Arc<Model>);
+    impl Respond for Shared {
+        fn respond(&self, r: &Request) -> ResponseTemplate {
+            self.0.respond(r)
+        }
+    }
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(Shared(replies.clone()))
+        .mount(&model)
+        .await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &api_key, &token).await;
+    let (stop_ws, ws) = watch_ws(&server).await;
+    let mut responses: Vec<(String, Vec<u8>)> = Vec::new();
+
+    let agent = json!({"kind": "vision", "format": "generic", "provider": "openai", "model": "ui-model", "base_url": format!("{}/v1", model.uri())});
+    let r = server
+        .client
+        .post(format!("{}/v1/tasks", server.base))
+        .bearer_auth(&token)
+        .json(&json!({"instruction": "Fill in the Accounts sign-in form", "agent": agent, "max_steps": 10}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let body = r.bytes().await.unwrap().to_vec();
+    let id = serde_json::from_slice::<Value>(&body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    responses.push(("POST /v1/tasks".into(), body));
+
+    // SSE: the history, then live until `task.finished` ends the stream.
+    let sse = server
+        .client
+        .get(format!("{}/v1/tasks/{id}/events", server.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    assert!(
+        String::from_utf8_lossy(&sse).contains("task.finished"),
+        "the event stream ran to the end"
+    );
+    responses.push(("SSE events".into(), sse));
+
+    let task = server.json(&format!("/v1/tasks/{id}")).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+
+    // The canaries were live: the model got the key; the phone holds the typed password,
+    // shown as one dot per character; the recorded type action is masked.
+    let auth: Vec<String> = replies
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.headers.get("authorization"))
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    assert!(
+        !auth.is_empty() && auth.iter().all(|a| *a == format!("Bearer {api_key}")),
+        "every model call carried the canary key"
+    );
+    let (_, hierarchy) = server.get("/v1/devices/sim-1/hierarchy").await;
+    let xml = String::from_utf8_lossy(&hierarchy).into_owned();
+    let field = xml
+        .split("<node ")
+        .find(|n| n.contains("password=\"true\""))
+        .unwrap_or_else(|| panic!("no password field on the phone's screen: {xml}"));
+    assert!(
+        field.contains("text=\"••••\""),
+        "the password field is masked: {field}"
+    );
+    let steps = server.json(&format!("/v1/tasks/{id}/steps")).await;
+    let typed: Vec<&Value> = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["action"]["selector"] == "#password")
+        .collect();
+    assert_eq!(typed.len(), 1, "{steps}");
+    assert_eq!(typed[0]["action"]["text"], "••••");
+    assert_eq!(
+        typed[0]["outcome"]["status"], "ok",
+        "the password was typed"
+    );
+
+    responses.push(("hierarchy".into(), hierarchy));
+    for p in [
+        format!("/v1/tasks/{id}"),
+        "/v1/tasks".to_string(),
+        format!("/v1/tasks/{id}/steps"),
+        format!("/v1/tasks/{id}/trajectory"),
+        format!("/v1/tasks/{id}/result"),
+        format!("/v1/tasks/{id}/interventions"),
+        format!("/v1/tasks/{id}/steps/4/screenshot"),
+        "/v1/devices".to_string(),
+        "/v1/devices/sim-1/screen".to_string(),
+        "/v1/devices/sim-1/screenshot".to_string(),
+        "/v1/presets".to_string(),
+        "/metrics".to_string(),
+    ] {
+        let (status, body) = server.get(&p).await;
+        assert_eq!(status, 200, "GET {p}");
+        responses.push((format!("GET {p}"), body));
+    }
+    let (status, export) = server.get(&format!("/v1/tasks/{id}/export")).await;
+    assert_eq!(status, 200);
+    let entries = untar(&export);
+    assert!(entries.iter().any(|(n, _)| n.ends_with("trajectory.json")));
+    for (name, data) in entries {
+        responses.push((format!("export {name}"), data));
+    }
+    responses.push(("export .tar.gz".into(), export));
+    stop_ws.send(()).unwrap();
+    let ws = ws.await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&ws).contains("task.finished"),
+        "the WebSocket saw the run"
+    );
+    responses.push(("/v1/ws stream".into(), ws));
+
+    // The search sees typed text where nothing masks it: the e-mail, typed the same way
+    // into the field above, is found in the API's answers, the database and the export.
+    let control = [("e-mail (not a secret)", "alex@example.com".to_string())];
+    for place in ["GET /v1/tasks/{id}/steps", "trajectory.json", "SSE events"] {
+        let place = place.replace("{id}", &id);
+        let (_, body) = responses.iter().find(|(p, _)| p.ends_with(&place)).unwrap();
+        assert!(!leaks(&place, body, &control).is_empty(), "{place}");
+    }
+    let mut found = Vec::new();
+    for (place, body) in &responses {
+        found.extend(leaks(place, body, &canaries));
+    }
+    let data = dir.path().join("data");
+    let scan_data = |found: &mut Vec<String>, when: &str| {
+        for f in files(&data) {
+            let bytes = std::fs::read(&f).unwrap();
+            found.extend(leaks(
+                &format!("{} ({when})", f.display()),
+                &bytes,
+                &canaries,
+            ));
+        }
+    };
+    scan_data(&mut found, "running");
+    let wal_seen = files(&data)
+        .iter()
+        .any(|f| f.to_string_lossy().ends_with("-wal"));
+
+    // A graceful stop checkpoints the WAL into the database file: scan again after it.
+    let pid = server.proc.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut proc = server.proc;
+    for _ in 0..200 {
+        if proc.0.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        proc.0.try_wait().unwrap().is_some(),
+        "the server stopped on SIGTERM"
+    );
+    scan_data(&mut found, "stopped");
+    let db = std::fs::read(data.join("droidpilot.db")).unwrap();
+    assert!(
+        !leaks("db", &db, &control).is_empty(),
+        "the e-mail is in the database file"
+    );
+    let mut log_bytes = 0;
+    for log in ["stdout.log", "stderr.log"] {
+        let bytes = std::fs::read(dir.path().join(log)).unwrap();
+        log_bytes += bytes.len();
+        found.extend(leaks(log, &bytes, &canaries));
+    }
+    assert!(
+        log_bytes > 10_000,
+        "the trace log was captured ({log_bytes} bytes)"
+    );
+
+    let scanned: usize = responses.iter().map(|(_, b)| b.len()).sum();
+    eprintln!(
+        "secrets audit: {} canary leaks; scanned {} API responses ({scanned} bytes), \
+         {log_bytes} bytes of trace logs, the data directory running (WAL present: {wal_seen}) and stopped",
+        found.len(),
+        responses.len()
+    );
+    assert!(found.is_empty(), "canary leaks:\n{}", found.join("\n"));
+}
+
+/// The pixels: the virtual phone draws a password field's text as dots, so two passwords
+/// of one length give the same screenshot (and a longer one a different one: the field is
+/// drawn, dot by dot). Coordinates are the sim's own reference solution's (1080×2400).
+#[tokio::test]
+async fn a_screenshot_of_a_password_field_shows_dots_not_the_password() {
+    use droidpilot::device::Device;
+    use droidpilot::device::sim::state::field;
+    use droidpilot::device::sim::{SimConfig, SimDevice};
+    use droidpilot::domain::{AppRef, PixelPoint};
+
+    async fn typed(password: &str) -> Vec<u8> {
+        let sim = SimDevice::new(SimConfig::default()).unwrap();
+        sim.launch_app(&AppRef::Package("com.android.settings".into()))
+            .await
+            .unwrap();
+        sim.tap(PixelPoint { x: 540, y: 1997 }).await.unwrap(); // Accounts
+        sim.tap(PixelPoint { x: 540, y: 787 }).await.unwrap(); // the password field
+        sim.type_text(password).await.unwrap();
+        assert_eq!(sim.state().field(field::ACCOUNT_PASSWORD), password);
+        sim.render_now()
+    }
+    let a = typed("pw Canary/1+x").await;
+    assert!(
+        a == typed("zq Other!/9-y").await,
+        "same length, same pixels"
+    );
+    assert!(a != typed("pw Canary/1+xy").await, "one more dot is drawn");
+}
