@@ -64,9 +64,10 @@ impl Runner {
         // The layout the step left the screen in, once it held still (external changes
         // are measured against it at the next observation).
         st.settled = idle;
-        // The settled screen is the next step's, unless a pause lets the screen move on.
+        // The settled screen is the next step's, unless a pause lets the screen move on,
+        // or its dump failed (the next step tries afresh rather than act blind).
         if self.cfg.step_delay_ms == 0 {
-            st.cached = obs;
+            st.cached = obs.filter(|o| o.screen.is_some());
         }
         draft.ok(changed, Some(detail));
         let delay = Duration::from_millis(self.cfg.step_delay_ms);
