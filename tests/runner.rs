@@ -1147,7 +1147,10 @@ async fn a_step_dumps_the_hierarchy_once_and_reuses_the_settled_screen() {
         .await
         .unwrap();
     assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
-    assert!(t.check(&phone.state()), "the phone is not in the goal state");
+    assert!(
+        t.check(&phone.state()),
+        "the phone is not in the goal state"
+    );
     let recorded = e.store.steps(done.id).await.unwrap();
     let used = phone.counts().since(&before);
     let n = recorded.len() as u64;

@@ -153,7 +153,13 @@ fn report(
     // The actions the steps took, at the profile's prices (a `finish` step takes none).
     let action_ms = counts.action_us as f64 / 1000.0 / n;
     let ms_per_step = wall.as_secs_f64() * 1000.0 / n;
-    let per_minute = |ms: f64| if ms > 0.0 { 60_000.0 / ms } else { f64::INFINITY };
+    let per_minute = |ms: f64| {
+        if ms > 0.0 {
+            60_000.0 / ms
+        } else {
+            f64::INFINITY
+        }
+    };
     let ours = LoopCost {
         name: "droidpilot (this build)".into(),
         measured: true,
@@ -162,7 +168,8 @@ fn report(
         ms_per_step,
         steps_per_minute: per_minute(ms_per_step),
     };
-    let autoglm_ms = med(DeviceOp::Screencap) + med(DeviceOp::Dumpsys) + action_ms + AUTOGLM_SLEEP_MS;
+    let autoglm_ms =
+        med(DeviceOp::Screencap) + med(DeviceOp::Dumpsys) + action_ms + AUTOGLM_SLEEP_MS;
     let autoglm = LoopCost {
         name: "Open-AutoGLM (computed from its code)".into(),
         measured: false,
@@ -171,7 +178,8 @@ fn report(
         ms_per_step: autoglm_ms,
         steps_per_minute: per_minute(autoglm_ms),
     };
-    let before_ms = med(DeviceOp::Screencap) + 3.0 * med(DeviceOp::Dump) + med(DeviceOp::Dumpsys) + action_ms;
+    let before_ms =
+        med(DeviceOp::Screencap) + 3.0 * med(DeviceOp::Dump) + med(DeviceOp::Dumpsys) + action_ms;
     let before = LoopCost {
         name: "droidpilot before issue 17 (computed)".into(),
         measured: false,

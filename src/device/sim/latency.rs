@@ -263,7 +263,12 @@ mod tests {
             assert_eq!(LatencyProfile::Fast.sample(op, 0.7), Duration::ZERO);
         }
         // The slow profile is slower than the modern phone at every command.
-        for op in [DeviceOp::Dump, DeviceOp::Screencap, DeviceOp::Tap, DeviceOp::Am] {
+        for op in [
+            DeviceOp::Dump,
+            DeviceOp::Screencap,
+            DeviceOp::Tap,
+            DeviceOp::Am,
+        ] {
             assert!(LatencyProfile::Budget.median_ms(op) > p.median_ms(op));
         }
     }
@@ -333,7 +338,11 @@ mod device_tests {
         let (a, b) = tokio::join!(d.hierarchy(), d.screenshot());
         a.unwrap();
         b.unwrap();
-        assert!(t.elapsed() <= Duration::from_millis(2_400), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() <= Duration::from_millis(2_400),
+            "{:?}",
+            t.elapsed()
+        );
         assert!(Duration::from_micros(d.counts().busy_us) > t.elapsed());
     }
 

@@ -99,7 +99,10 @@ impl Runner {
     ) -> Settled {
         match (action.expects_screen_change(), before.layout) {
             (true, Some(layout)) => match &before.thumb {
-                Some(thumb) => self.settle_by_screenshots(device, layout, thumb, size).await,
+                Some(thumb) => {
+                    self.settle_by_screenshots(device, layout, thumb, size)
+                        .await
+                }
                 None => self.settle_by_dumps(device, layout).await,
             },
             _ => Settled::default(),
