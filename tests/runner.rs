@@ -1123,3 +1123,39 @@ async fn a_cancel_during_the_pause_after_an_action_keeps_the_step_and_ends_at_on
     assert_eq!(steps[0].outcome.status, "ok");
     assert_eq!(done.steps, 1);
 }
+
+/// Issue 17: on a screen that changes and holds still, a step reads the hierarchy once
+/// and never reads the same screen twice: settling watches cheap screenshots, dumps once
+/// when still, and that observation is the next step's. Counted by the phone itself.
+#[tokio::test]
+async fn a_step_dumps_the_hierarchy_once_and_reuses_the_settled_screen() {
+    let e = env(quick()).await;
+    let t = droidpilot::device::sim::task("settings.wifi_off").expect("task");
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    phone.reset_to(&t);
+    let steps = t.reference();
+    let task = start(&e.store, t.instruction, steps.len() as u32 + 5, "sim-1").await;
+    let before = phone.counts();
+    let done = e
+        .runner
+        .run(
+            task,
+            phone.clone(),
+            Box::new(ReplayAgent::new(steps.clone())),
+            no_stop(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    assert!(
+        t.check(&phone.state()),
+        "the phone is not in the goal state"
+    );
+    let recorded = e.store.steps(done.id).await.unwrap();
+    let used = phone.counts().since(&before);
+    let n = recorded.len() as u64;
+    // One dump per step (the first observation included), and no more than the change
+    // and the stillness screenshots per step.
+    assert_eq!(used.dumps, n, "{used:?} for {n} steps");
+    assert!(used.screencaps <= 2 * n, "{used:?} for {n} steps");
+}

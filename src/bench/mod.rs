@@ -1,6 +1,7 @@
 //! Measurement code, kept out of the product modules: `droidpilot bench adb` (`adb.rs`,
 //! the ADB backend against the raw `adb` CLI) and `droidpilot bench runner` (`runner.rs`,
-//! what the agent loop costs on the virtual phone) and `droidpilot bench replay` (`replay.rs`,
+//! what the agent loop costs on the virtual phone; with `--profile`, `devtime.rs`: device
+//! time per step under a real phone's latencies) and `droidpilot bench replay` (`replay.rs`,
 //! the script drift suite of issue 12), and `droidpilot eval` (`eval/`, agents scored on
 //! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
 //! runs), and `rule_model.rs` (the replay bench's recovery model). `benches/` runs the
@@ -12,6 +13,7 @@
 //! This is the top layer beside `cli`: it may use every product layer, and none uses it.
 
 pub mod adb;
+pub mod devtime;
 pub mod eval;
 pub mod oracle;
 pub mod replay;

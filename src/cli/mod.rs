@@ -104,6 +104,14 @@ pub struct BenchRunnerArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Measure device time per step instead, with the virtual phone under this latency
+    /// profile (`pixel-8`, `budget`): dumps and screenshots per step, ms per step, steps
+    /// per minute, against Open-AutoGLM's loop computed under the same profile.
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<crate::device::sim::LatencyProfile>,
+    /// With `--profile`: stop after the task that reaches this many steps.
+    #[arg(long, default_value_t = 24, requires = "profile")]
+    pub steps: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -320,6 +328,9 @@ pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
 /// `droidpilot bench runner`.
 pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
     use crate::bench::runner as bench;
+    if let Some(profile) = args.profile {
+        return bench_devtime(profile, args.steps, args.json).await;
+    }
     let report = bench::bench_runner(bench::RunnerBenchOptions {
         progress: bench::Progress::stderr(),
         ..Default::default()
@@ -333,6 +344,35 @@ pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
         );
     } else {
         print!("{}", bench::format_report(&report));
+    }
+    Ok(())
+}
+
+/// `droidpilot bench runner --profile P`: device time per step (`bench::devtime`).
+async fn bench_devtime(
+    profile: crate::device::sim::LatencyProfile,
+    steps: usize,
+    json: bool,
+) -> anyhow::Result<()> {
+    use crate::bench::devtime as bench;
+    let dir = std::env::temp_dir().join(format!(
+        "droidpilot-bench-devtime-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+    ));
+    eprintln!("device time per step under `{profile}`: about {steps} steps of real phone time…");
+    let opts = bench::DevtimeOptions {
+        profile,
+        steps,
+        ..Default::default()
+    };
+    let report = bench::bench_devtime(opts, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = report.map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", bench::format_devtime(&report));
     }
     Ok(())
 }

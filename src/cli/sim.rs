@@ -7,7 +7,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use crate::adbd::{Adbd, AdbdOptions};
-use crate::device::sim::{Difficulty, Pacing, SimConfig, SimDevice, SimFaults, task, tasks};
+use crate::device::sim::{
+    Difficulty, LatencyProfile, Pacing, SimConfig, SimDevice, SimFaults, task, tasks,
+};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
@@ -41,6 +43,10 @@ pub struct SimArgs {
     /// virtual duration in real time: a tap 400 ms, a launch 800 ms).
     #[arg(long, value_enum, default_value_t = PacingArg::Virtual)]
     pub pacing: PacingArg,
+    /// How long each command takes in real time, as on a real phone: `fast` (none, the
+    /// default), `pixel-8` (dump ~2 s, screencap ~250 ms, input ~300 ms), `budget`.
+    #[arg(long, default_value = "fast")]
+    pub latency_profile: LatencyProfile,
     /// Print the scored tasks (name, app, difficulty, instruction) and exit.
     #[arg(long)]
     pub list_tasks: bool,
@@ -139,6 +145,7 @@ pub fn sim_config(args: &SimArgs) -> anyhow::Result<SimConfig> {
             PacingArg::Virtual => Pacing::Virtual,
             PacingArg::Realistic => Pacing::Realistic,
         },
+        latency_profile: args.latency_profile,
         ..SimConfig::default()
     })
 }

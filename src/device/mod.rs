@@ -11,6 +11,7 @@ pub mod sim;
 
 pub mod exec;
 pub mod scroll_find;
+pub mod thumb;
 
 use std::time::Duration;
 

@@ -1,8 +1,10 @@
 //! The ADB backend: real phones (and `droidpilot sim` adbds) through an adb server, on
 //! adb_client.
 //!
-//! Owns `AdbDevice` (the `Device` implementation: one blocking worker thread per device,
-//! a deadline on every call), `AdbHost` (the server: discovery, `adb connect`), and, in
+//! Owns `AdbDevice` (the `Device` implementation: a blocking worker thread per device for
+//! commands and a second one for screenshots, so a screencap runs beside a 2 s
+//! `uiautomator dump` on its own stream over the same transport; a deadline on every
+//! call), `AdbHost` (the server: discovery, `adb connect`), and, in
 //! `gaps.rs`, every workaround for the crate's gaps. Every piece of model or user text that
 //! goes onto a device command line is quoted with `domain::shell::quote`.
 
@@ -89,6 +91,9 @@ pub struct AdbDevice {
     serial: String,
     opts: AdbOptions,
     worker: Worker,
+    /// Screenshots' own lane: adb multiplexes streams over one transport, so a capture
+    /// need not queue behind a dump on `worker`.
+    capture: Worker,
     /// Whether ADB Keyboard is installed, learned on first use.
     adb_keyboard: Mutex<Option<bool>>,
 }
@@ -237,10 +242,12 @@ impl AdbDevice {
     pub fn new(serial: impl Into<String>, opts: AdbOptions) -> Self {
         let serial = serial.into();
         let worker = Worker::new(&serial, opts.server);
+        let capture = Worker::new(&serial, opts.server);
         Self {
             serial,
             opts,
             worker,
+            capture,
             adb_keyboard: Mutex::new(None),
         }
     }
@@ -292,7 +299,14 @@ impl AdbDevice {
     ) -> Result<Screenshot, DeviceError> {
         match method {
             ScreenshotMethod::Png => {
-                let png = self.exec_out("screencap -p").await?;
+                let serial = self.serial.clone();
+                let deadline = self.opts.slow_timeout;
+                let png = self
+                    .capture
+                    .call("screencap -p", deadline, move |dev| {
+                        gaps::exec_out(dev, &serial, "screencap -p", deadline)
+                    })
+                    .await?;
                 let (w, h) = png_size(&png).ok_or_else(|| {
                     DeviceError::Protocol(format!(
                         "screencap -p did not return a complete PNG ({} bytes); the screen may be secure (FLAG_SECURE)",
@@ -308,7 +322,7 @@ impl AdbDevice {
             ScreenshotMethod::Framebuffer => {
                 let serial = self.serial.clone();
                 let (w, h, rgba) = self
-                    .worker
+                    .capture
                     .call("framebuffer", self.opts.slow_timeout, move |dev| {
                         gaps::framebuffer(dev, &serial)
                     })

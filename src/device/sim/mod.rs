@@ -6,15 +6,19 @@
 //! fixed amount (`advance_clock` for explicit waits), so the same commands always give
 //! the same screens, byte for byte. Faults (`SimFaults`) are seeded the same way.
 //! Optional real-time pacing (`SimConfig::pace_ms`, `pacing`) sleeps after commands so
-//! people can watch; it never changes what the phone does.
+//! people can watch; it never changes what the phone does. A latency profile
+//! (`SimConfig::latency_profile`, `latency`) makes each command take a real phone's time
+//! (a dump ~2 s on `pixel-8`) and counts the commands served by kind; the adbd that
+//! `droidpilot sim` runs serves this device, so the profile applies over ADB too.
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `drift` (moved elements, changed labels), `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod apps;
 pub mod drift;
 pub mod faults;
+pub mod latency;
 pub mod render;
 pub mod state;
 pub mod tasks;
@@ -37,6 +41,7 @@ use super::ScreenshotData;
 use super::{AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot};
 
 pub use faults::{IDLE_STATE_ERROR, NULL_ROOT_ERROR, SimFaults};
+pub use latency::{CommandCounts, DeviceOp, LatencyProfile, SimCounters};
 pub use state::{AppId, Cmd, Fg, Page, PhoneState};
 pub use tasks::{Difficulty, Fact, SimTask, run_reference, task, tasks};
 
@@ -78,6 +83,10 @@ pub struct SimConfig {
     /// takes its virtual duration in real time (a tap 400 ms, a launch 800 ms, a screen
     /// read 250 ms, a wait its length).
     pub pacing: Pacing,
+    /// How long each command takes in real time, as on a real phone: `fast` (default, no
+    /// time), `pixel-8`, `budget` (see `latency::LatencyProfile` for the figures and
+    /// their sources).
+    pub latency_profile: LatencyProfile,
 }
 
 /// How much real time the virtual phone's commands take (see `SimConfig::pacing`).
@@ -105,6 +114,7 @@ impl Default for SimConfig {
             task: None,
             pace_ms: 0,
             pacing: Pacing::Virtual,
+            latency_profile: LatencyProfile::Fast,
         }
     }
 }
@@ -151,13 +161,19 @@ struct Inner {
     rng: ChaCha8Rng,
     commands: u64,
     disconnected: bool,
+    /// The latency profile's jitter, its own stream so faults draw as they always did.
+    jitter: ChaCha8Rng,
 }
+
+/// Seeds the jitter stream apart from the fault stream.
+const JITTER_SEED: u64 = 0x6a69_7474_6572;
 
 /// The virtual phone. Cheap to share behind an `Arc`; calls serialize on an internal lock
 /// that is never held across an await.
 pub struct SimDevice {
     cfg: SimConfig,
     inner: Mutex<Inner>,
+    counters: SimCounters,
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -189,13 +205,37 @@ impl SimDevice {
                 rng: ChaCha8Rng::seed_from_u64(cfg.seed),
                 commands: 0,
                 disconnected: false,
+                jitter: ChaCha8Rng::seed_from_u64(cfg.seed ^ JITTER_SEED),
             }),
+            counters: SimCounters::default(),
             cfg,
         })
     }
 
     pub fn config(&self) -> &SimConfig {
         &self.cfg
+    }
+
+    /// The commands served so far, by kind (never reset: benches take differences).
+    pub fn counts(&self) -> CommandCounts {
+        self.counters.get()
+    }
+
+    /// Charges one command's real time under the latency profile (plus `extra` on a
+    /// phone that is not `fast`: a swipe's own duration) and counts it.
+    async fn charge(&self, op: DeviceOp, extra_ms: u64) {
+        let profile = self.cfg.latency_profile;
+        let took = match profile {
+            LatencyProfile::Fast => Duration::ZERO,
+            p => {
+                let u = self.lock().jitter.random::<f64>();
+                p.sample(op, u) + Duration::from_millis(extra_ms)
+            }
+        };
+        self.counters.count(op, took);
+        if !took.is_zero() {
+            tokio::time::sleep(took).await;
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -655,6 +695,7 @@ impl Device for SimDevice {
         if let Some(ms) = delay {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
+        self.charge(DeviceOp::Screencap, 0).await;
         self.pace(OBSERVE_MS, false).await;
         let px = render::render(&screen, self.cfg.width, self.cfg.height, black);
         Ok(Screenshot {
@@ -692,18 +733,21 @@ impl Device for SimDevice {
         if let Some(ms) = delay {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
+        self.charge(DeviceOp::Dump, 0).await;
         self.pace(OBSERVE_MS, false).await;
         result
     }
 
     async fn tap(&self, p: PixelPoint) -> Result<(), DeviceError> {
         let r = self.touch(p, Gesture::Tap);
+        self.charge(DeviceOp::Tap, 0).await;
         self.pace(TAP_MS, true).await;
         r
     }
 
     async fn long_press(&self, p: PixelPoint, _duration_ms: u64) -> Result<(), DeviceError> {
         let r = self.touch(p, Gesture::Long);
+        self.charge(DeviceOp::Tap, 0).await;
         self.pace(TAP_MS, true).await;
         r
     }
@@ -712,6 +756,8 @@ impl Device for SimDevice {
         let r = self
             .touch(p, Gesture::Tap)
             .and_then(|()| self.touch(p, Gesture::Tap));
+        self.charge(DeviceOp::Tap, 0).await;
+        self.charge(DeviceOp::Tap, 0).await;
         self.pace(2 * TAP_MS, true).await;
         r
     }
@@ -723,35 +769,41 @@ impl Device for SimDevice {
         duration_ms: u64,
     ) -> Result<(), DeviceError> {
         let r = self.swipe_now(from, to, duration_ms);
+        self.charge(DeviceOp::Swipe, duration_ms.min(2_000)).await;
         self.pace(duration_ms.clamp(100, 2_000), true).await;
         r
     }
 
     async fn type_text(&self, text: &str) -> Result<(), DeviceError> {
         let r = self.type_text_now(text);
+        self.charge(DeviceOp::Text, 0).await;
         self.pace(KEY_MS, true).await;
         r
     }
 
     async fn clear_text(&self) -> Result<(), DeviceError> {
         let r = self.clear_text_now();
+        self.charge(DeviceOp::Text, 0).await;
         self.pace(KEY_MS, true).await;
         r
     }
 
     async fn key(&self, key: Key) -> Result<(), DeviceError> {
         let r = self.key_now(key);
+        self.charge(DeviceOp::Key, 0).await;
         self.pace(KEY_MS, true).await;
         r
     }
 
     async fn launch_app(&self, app: &AppRef) -> Result<(), DeviceError> {
         let r = self.launch_app_now(app);
+        self.charge(DeviceOp::Am, 0).await;
         self.pace(LAUNCH_MS, true).await;
         r
     }
 
     async fn current_app(&self) -> Result<CurrentApp, DeviceError> {
+        self.charge(DeviceOp::Dumpsys, 0).await;
         let mut g = self.lock();
         self.begin(&mut g)?;
         Ok(match g.st.fg {
@@ -783,6 +835,7 @@ impl Device for SimDevice {
     }
 
     async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError> {
+        self.charge(DeviceOp::Pm, 0).await;
         let mut g = self.lock();
         self.begin(&mut g)?;
         Ok(AppId::ALL
@@ -796,6 +849,7 @@ impl Device for SimDevice {
 
     async fn open_url(&self, url: &str) -> Result<(), DeviceError> {
         let r = self.open_url_now(url);
+        self.charge(DeviceOp::Am, 0).await;
         self.pace(LAUNCH_MS, true).await;
         r
     }
@@ -808,6 +862,7 @@ impl Device for SimDevice {
     }
 
     async fn screen_state(&self) -> Result<ScreenState, DeviceError> {
+        self.charge(DeviceOp::Dumpsys, 0).await;
         let mut g = self.lock();
         self.begin(&mut g)?;
         Ok(ScreenState {

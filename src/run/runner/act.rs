@@ -200,7 +200,7 @@ impl Runner {
     ) -> Phase<String> {
         match result {
             Ok(detail) => {
-                self.settle_phase(st, device, &action, latest.layout, detail, draft)
+                self.settle_phase(st, device, &action, &latest, detail, draft)
                     .await
             }
             Err(e) if is_disconnect(&e) => {

@@ -56,7 +56,7 @@ impl Runner {
                         ),
                     ))
                 } else {
-                    Then::Reuse(obs.clone())
+                    Then::Reuse(Box::new(obs.clone()))
                 };
                 return Ok(Stop(Break::Commit(then)));
             }

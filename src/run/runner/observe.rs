@@ -8,7 +8,8 @@ use std::time::Instant;
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
-use crate::device::{Device, DeviceError};
+use crate::device::thumb::Thumb;
+use crate::device::{Device, DeviceError, Screenshot};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, layout_hash};
@@ -28,6 +29,9 @@ pub(crate) struct Observed {
     pub content: Option<u64>,
     pub screenshot_ms: u64,
     pub hierarchy_ms: u64,
+    /// The screenshot's low-resolution fingerprint (None when black or missing): what
+    /// settling compares the screen after an action against.
+    pub thumb: Option<Thumb>,
 }
 
 impl Runner {
@@ -99,9 +103,24 @@ impl Runner {
         device: &dyn Device,
         size: ScreenSize,
     ) -> Result<Observed, DeviceError> {
+        self.observe_with(device, size, None).await
+    }
+
+    /// `observe`, reusing a screenshot settling just took (the screen held still since,
+    /// so the same screen is not read twice); without one, the screenshot is captured
+    /// beside the hierarchy.
+    pub(crate) async fn observe_with(
+        &self,
+        device: &dyn Device,
+        size: ScreenSize,
+        taken: Option<Screenshot>,
+    ) -> Result<Observed, DeviceError> {
         let shot = async {
             let t = Instant::now();
-            (device.screenshot().await, t.elapsed().as_millis() as u64)
+            match taken {
+                Some(s) => (Ok(s), 0),
+                None => (device.screenshot().await, t.elapsed().as_millis() as u64),
+            }
         };
         let tree = async {
             let t = Instant::now();
@@ -110,13 +129,13 @@ impl Runner {
         let ((shot, screenshot_ms), (xml, hierarchy_ms), current) =
             tokio::join!(shot, tree, device.current_app());
 
-        let (png, sensitive, shot_err) = match shot {
-            Ok(s) if s.is_black() => (None, true, None),
+        let (png, sensitive, shot_err, thumb) = match shot {
+            Ok(s) if s.is_black() => (None, true, None, None),
             Ok(s) => match s.png() {
-                Ok(p) => (Some(p), false, None),
-                Err(e) => (None, false, Some(e)),
+                Ok(p) => (Some(p), false, None, Thumb::of(&s)),
+                Err(e) => (None, false, Some(e), None),
             },
-            Err(e) => (None, false, Some(e)),
+            Err(e) => (None, false, Some(e), None),
         };
         let mut opts = self.repr.clone();
         opts.screen = Some(size);
@@ -163,6 +182,7 @@ impl Runner {
             content,
             screenshot_ms,
             hierarchy_ms,
+            thumb,
         })
     }
 }

@@ -25,7 +25,7 @@ pub(super) enum Then {
     /// Next step, with a fresh observation.
     Next,
     /// Next step, deciding on this observation again.
-    Reuse(Observed),
+    Reuse(Box<Observed>),
     End(End),
     /// The device dropped: wait for it, then go on.
     Reconnect(DeviceError),
@@ -318,7 +318,7 @@ impl Runner {
         }
         match then {
             Then::Next => {}
-            Then::Reuse(obs) => st.cached = Some(obs),
+            Then::Reuse(obs) => st.cached = Some(*obs),
             Then::End(end) => return Ok(Some(end)),
             Then::Reconnect(e) => self.reconnect(st, device, &e).await?,
             Then::AskStuck(why) => return self.ask_stuck(st, why).await,
