@@ -18,6 +18,9 @@
 //! Start-up waits for them at most `[mcp] startup_wait_secs` and never fails because of
 //! one; `shutdown` closes their sessions (children killed).
 //!
+//! On a PostgreSQL store the relay (`run::relay`) runs on the tracker too: other
+//! instances' events onto this bus, their answers and cancels to the runners here.
+//!
 //! A layer of its own, between `run` and `server`: it reads `config`, which `run` does not.
 
 use std::sync::{Arc, Mutex};
@@ -185,6 +188,7 @@ impl Core {
             tracker,
         };
         core.forward_device_events();
+        core.start_relay();
         let default_hook = Some(config.webhooks.url.clone()).filter(|u| !u.is_empty());
         spawn_deliverer(
             core.bus.clone(),
@@ -258,6 +262,20 @@ impl Core {
         self.cancel.cancel();
         self.tracker.wait().await;
         self.store.close().await;
+    }
+
+    /// On a database other instances share: their events onto this bus, their answers
+    /// and cancels to the runners here (`run::relay`).
+    fn start_relay(&self) {
+        if let Some(notifier) = self.store.notifier() {
+            let relay = crate::run::relay::Relay {
+                notifier,
+                bus: self.bus.clone(),
+                prompts: self.prompts.clone(),
+                running: self.running.clone(),
+            };
+            relay.spawn(&self.tracker, self.cancel.clone());
+        }
     }
 
     /// Pool events travel like task events: persisted on the `devices` stream, then live.

@@ -706,6 +706,10 @@ impl Store for TimedStore {
     async fn close(&self) {
         self.inner.close().await
     }
+
+    fn notifier(&self) -> Option<crate::store::notify::Notifier> {
+        self.inner.notifier()
+    }
 }
 
 // ---------------------------------------------------------------------------------------

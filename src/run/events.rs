@@ -6,6 +6,13 @@
 //! that into a gapless stream for one subscriber: it tracks the last `seq` it delivered
 //! per stream and, on a gap or a lag, re-reads what it missed from the store. So a slow
 //! dashboard sees a `lagged` notice and then every event, in order.
+//!
+//! Several instances on one PostgreSQL database: `run::relay` puts the events other
+//! instances committed on this bus too (`broadcast_remote`, in each stream's seq order),
+//! and after its listening connection was lost it asks every feed to re-read what it
+//! follows (`resync`), so a subscriber on any instance sees every task, gapless. What
+//! must happen once per event, not once per instance (webhooks), follows
+//! `finished_here`: the endings published by this process only.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -13,32 +20,85 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 
 use crate::domain::TaskEvent;
+use crate::store::notify::Notifier;
 use crate::store::{Store, StoreError, StoredEvent};
 
 /// The stream name for device pool events.
 pub const DEVICES_STREAM: &str = "devices";
 
+/// What travels on the live channel.
+#[derive(Debug, Clone)]
+enum Carried {
+    Event(Arc<StoredEvent>),
+    /// Events may have been missed (the relay's connection was lost): every feed re-reads
+    /// the streams it follows.
+    Resync,
+}
+
 #[derive(Clone)]
 pub struct EventBus {
     store: Arc<dyn Store>,
-    tx: broadcast::Sender<Arc<StoredEvent>>,
+    tx: broadcast::Sender<Carried>,
+    /// `task.finished` events published by this process (webhooks fire here, once).
+    finished: broadcast::Sender<Arc<StoredEvent>>,
+    /// The other instances on a shared database; None on SQLite.
+    peers: Option<Notifier>,
 }
+
+/// Room for endings the webhook deliverer has not read yet: one per task, so a lag here
+/// would need this many tasks to end at once.
+const FINISHED_CAPACITY: usize = 4096;
 
 impl EventBus {
     /// `capacity` bounds what a slow subscriber can fall behind before it must re-read
     /// from the store.
     pub fn new(store: Arc<dyn Store>, capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(capacity.max(16));
-        Self { store, tx }
+        let (finished, _) = broadcast::channel(FINISHED_CAPACITY);
+        let peers = store.notifier();
+        Self {
+            store,
+            tx,
+            finished,
+            peers,
+        }
     }
 
     pub async fn publish(&self, stream: &str, event: TaskEvent) -> Result<StoredEvent, StoreError> {
         let ev = self.store.append_event(stream, event).await?;
         metrics::counter!("droidpilot_events_published_total", "type" => ev.event.kind().to_string())
             .increment(1);
+        let ev_arc = Arc::new(ev.clone());
+        if ev.event.is_finished() {
+            let _ = self.finished.send(ev_arc.clone());
+        }
         // No receivers is fine: the event is in the store for whoever connects later.
-        let _ = self.tx.send(Arc::new(ev.clone()));
+        let _ = self.tx.send(Carried::Event(ev_arc));
         Ok(ev)
+    }
+
+    /// Puts an event another instance committed on the live channel (not on
+    /// `finished_here`). Called by `run::relay`, in each stream's seq order.
+    pub fn broadcast_remote(&self, ev: StoredEvent) {
+        let _ = self.tx.send(Carried::Event(Arc::new(ev)));
+    }
+
+    /// Tells every feed to re-read the streams it follows from the store (events may
+    /// have been committed elsewhere without this instance hearing of them).
+    pub fn resync(&self) {
+        let _ = self.tx.send(Carried::Resync);
+    }
+
+    /// The `task.finished` events published by this process, for work that must happen
+    /// once per task across the instances (webhooks). Subscribe before the events.
+    pub fn finished_here(&self) -> broadcast::Receiver<Arc<StoredEvent>> {
+        self.finished.subscribe()
+    }
+
+    /// The other instances of a shared database, to relay answers and cancels to; None
+    /// when this process is the only one (SQLite).
+    pub fn peers(&self) -> Option<&Notifier> {
+        self.peers.as_ref()
     }
 
     /// The same live channel, writing and reading through `store` (the runner's
@@ -47,6 +107,8 @@ impl EventBus {
         EventBus {
             store,
             tx: self.tx.clone(),
+            finished: self.finished.clone(),
+            peers: self.peers.clone(),
         }
     }
 
@@ -97,7 +159,7 @@ pub enum FeedItem {
 }
 
 pub struct EventFeed {
-    rx: broadcast::Receiver<Arc<StoredEvent>>,
+    rx: broadcast::Receiver<Carried>,
     store: Arc<dyn Store>,
     filter: Filter,
     last: HashMap<String, i64>,
@@ -162,7 +224,8 @@ impl EventFeed {
                 continue;
             }
             match self.rx.recv().await {
-                Ok(ev) => {
+                Ok(Carried::Resync) => self.dirty.extend(self.last.keys().cloned()),
+                Ok(Carried::Event(ev)) => {
                     if !self.filter.wants(&ev.stream) {
                         continue;
                     }
@@ -300,5 +363,37 @@ mod tests {
             "no event lost, none twice, in order"
         );
         assert!(feed.lagged() > 0);
+    }
+
+    #[tokio::test]
+    async fn a_resync_rereads_what_was_committed_behind_the_bus() {
+        let bus = bus(64).await;
+        let mut feed = bus.feed(Filter::Streams(["t".to_string()].into()));
+        feed.resume("t", 0).await.unwrap();
+        bus.publish("t", raw(0)).await.unwrap();
+        assert_eq!(seq_of(feed.next().await.unwrap().unwrap()), 1);
+        // Another instance's events whose pointers never arrived.
+        for i in 1..3 {
+            bus.store().append_event("t", raw(i)).await.unwrap();
+        }
+        bus.resync();
+        let got = [feed.next().await, feed.next().await].map(|i| seq_of(i.unwrap().unwrap()));
+        assert_eq!(got, [2, 3]);
+    }
+
+    #[tokio::test]
+    async fn remote_endings_reach_feeds_but_only_local_ones_reach_finished_here() {
+        let bus = bus(64).await;
+        let mut feed = bus.feed(Filter::All);
+        let mut here = bus.finished_here();
+        let remote = bus.store().append_event("a", finished()).await.unwrap();
+        bus.broadcast_remote(remote);
+        match feed.next().await.unwrap().unwrap() {
+            FeedItem::Event(e) => assert_eq!((e.stream.as_str(), e.seq), ("a", 1)),
+            other => panic!("{other:?}"),
+        }
+        assert!(here.try_recv().is_err(), "another instance's ending is not ours to post");
+        bus.publish("b", finished()).await.unwrap();
+        assert_eq!(here.try_recv().unwrap().stream, "b");
     }
 }

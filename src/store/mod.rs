@@ -7,6 +7,7 @@
 mod cursor;
 pub mod location;
 pub mod migrate;
+pub mod notify;
 pub mod patient;
 pub mod postgres;
 pub mod sqlite;
@@ -235,4 +236,10 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError>;
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
+
+    /// Notifications between the instances sharing this database (`run::relay`); None
+    /// where one process is the only writer (SQLite). A wrapper returns its inner store's.
+    fn notifier(&self) -> Option<notify::Notifier> {
+        None
+    }
 }

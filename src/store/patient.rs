@@ -199,4 +199,8 @@ impl Store for PatientStore {
     async fn close(&self) {
         self.inner.close().await
     }
+
+    fn notifier(&self) -> Option<crate::store::notify::Notifier> {
+        self.inner.notifier()
+    }
 }
