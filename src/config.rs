@@ -35,6 +35,18 @@ pub struct Config {
     /// The dashboard: live-view frame rate, models offered by the submit form.
     #[serde(default)]
     pub dashboard: crate::server::presets::DashboardConfig,
+    /// Several instances on one PostgreSQL database (`[cluster]`).
+    #[serde(default)]
+    pub cluster: ClusterConfig,
+}
+
+/// `[cluster]`: only the instance's name so far (shown in the relay's logs); the
+/// heartbeat and ownership settings of issue 16 join it here.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// This instance's name among those sharing the database. Empty: the host name.
+    pub instance: String,
 }
 
 /// Where devices come from.

@@ -269,6 +269,7 @@ impl Core {
     fn start_relay(&self) {
         if let Some(notifier) = self.store.notifier() {
             let relay = crate::run::relay::Relay {
+                instance: self.config.cluster.instance.clone(),
                 notifier,
                 bus: self.bus.clone(),
                 prompts: self.prompts.clone(),

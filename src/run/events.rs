@@ -126,6 +126,8 @@ impl EventBus {
             last: HashMap::new(),
             pending: VecDeque::new(),
             dirty: HashSet::new(),
+            unsure: HashMap::new(),
+            started: chrono::Utc::now(),
             lagged: 0,
         }
     }
@@ -167,8 +169,18 @@ pub struct EventFeed {
     /// Streams that must be re-read from the store before anything new is delivered.
     /// Kept as state (not a local) so `next` stays cancel-safe inside `select!`.
     dirty: HashSet<String>,
+    /// Streams a feed over everything first met past their first event (stream → that
+    /// seq): did the stream begin after the feed (re-read it whole) or before (go on from
+    /// there)? Decided by `place`.
+    unsure: HashMap<String, i64>,
+    /// When the feed was made.
+    started: chrono::DateTime<chrono::Utc>,
     lagged: u64,
 }
+
+/// How far another instance's clock may run behind this one's when `place` compares a
+/// stream's first event with a feed's start.
+const CLOCK_SLACK: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 
 /// How many events one catch-up read takes from the store.
 const CATCH_UP_BATCH: u32 = 1000;
@@ -209,6 +221,20 @@ impl EventFeed {
         }
     }
 
+    /// Where to start a stream first met at `seq` > 1: from its beginning when it began
+    /// after this feed did (its first events were late, e.g. relayed from another
+    /// instance behind one published here), else at `seq`. Either way it is re-read.
+    async fn place(&mut self, stream: &str, seq: i64) -> Result<(), StoreError> {
+        let first = self.store.events_since(stream, 0, 1).await?;
+        let begun_since = first
+            .first()
+            .is_some_and(|e| e.created_at + CLOCK_SLACK >= self.started);
+        let from = if begun_since { 0 } else { seq - 1 };
+        self.last.insert(stream.to_string(), from);
+        self.dirty.insert(stream.to_string());
+        Ok(())
+    }
+
     /// The next item, or `None` when the bus is gone (server shutting down).
     ///
     /// Cancel-safe: dropping the future loses nothing; a catch-up that was interrupted
@@ -217,6 +243,11 @@ impl EventFeed {
         loop {
             if let Some(item) = self.pending.pop_front() {
                 return Ok(Some(item));
+            }
+            if let Some((stream, seq)) = self.unsure.iter().next().map(|(s, q)| (s.clone(), *q)) {
+                self.place(&stream, seq).await?;
+                self.unsure.remove(&stream);
+                continue;
             }
             if let Some(stream) = self.dirty.iter().next().cloned() {
                 self.catch_up(&stream).await?;
@@ -236,6 +267,11 @@ impl EventFeed {
                             // A gap: another publisher's event was broadcast out of order,
                             // or we resumed from an old seq. Re-read the stream in order.
                             self.dirty.insert(ev.stream.clone());
+                        }
+                        // A stream met past its start: on a shared database its first
+                        // events may still be on their way from another instance.
+                        None if ev.seq > 1 => {
+                            self.unsure.insert(ev.stream.clone(), ev.seq);
                         }
                         _ => {
                             // A finished task's stream is done: forgetting it keeps a feed

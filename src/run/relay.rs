@@ -38,6 +38,8 @@ const PROBE_EVERY: Duration = Duration::from_secs(10);
 /// What the relay serves: the bus to put remote events on, and the runners to wake.
 #[derive(Clone)]
 pub struct Relay {
+    /// This instance's name, for the logs.
+    pub instance: String,
     pub notifier: Notifier,
     pub bus: EventBus,
     pub prompts: Arc<Prompts>,
@@ -73,6 +75,7 @@ impl Relay {
                     // What was committed while nobody listened is re-read by the feeds.
                     self.bus.resync();
                     metrics::counter!("droidpilot_relay_connects_total").increment(1);
+                    tracing::info!(instance = %self.instance, origin = self.notifier.origin(), "event relay listening");
                     if let Lost::Cancelled = self.serve(l, &tracker, &cancel).await {
                         return;
                     }
