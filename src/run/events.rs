@@ -428,7 +428,10 @@ mod tests {
             FeedItem::Event(e) => assert_eq!((e.stream.as_str(), e.seq), ("a", 1)),
             other => panic!("{other:?}"),
         }
-        assert!(here.try_recv().is_err(), "another instance's ending is not ours to post");
+        assert!(
+            here.try_recv().is_err(),
+            "another instance's ending is not ours to post"
+        );
         bus.publish("b", finished()).await.unwrap();
         assert_eq!(here.try_recv().unwrap().stream, "b");
     }

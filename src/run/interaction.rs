@@ -250,7 +250,11 @@ impl Prompts {
     /// Another instance stored an answer for `task`: wakes the runner here that waits on
     /// one of its questions with the stored answer. False when no runner here waits on
     /// `task` (the store is not read then).
-    pub async fn deliver_stored(&self, store: &dyn Store, task: TaskId) -> Result<bool, StoreError> {
+    pub async fn deliver_stored(
+        &self,
+        store: &dyn Store,
+        task: TaskId,
+    ) -> Result<bool, StoreError> {
         let waiting: Vec<String> = {
             let w = self.waiting.lock().expect("prompt registry lock");
             w.iter()
@@ -264,7 +268,11 @@ impl Prompts {
         let ivs = store.interventions(task).await?;
         for id in waiting {
             if let Some(found) = stored_answer(ivs.clone(), &id)
-                && let Some(w) = self.waiting.lock().expect("prompt registry lock").remove(&id)
+                && let Some(w) = self
+                    .waiting
+                    .lock()
+                    .expect("prompt registry lock")
+                    .remove(&id)
             {
                 let _ = w.tx.send(found);
             }
@@ -291,7 +299,11 @@ impl Prompts {
             });
         }
         let iv = store.answer_intervention(&open.id, answer, by).await?;
-        let waiter = self.waiting.lock().expect("prompt registry lock").remove(&open.id);
+        let waiter = self
+            .waiting
+            .lock()
+            .expect("prompt registry lock")
+            .remove(&open.id);
         match (waiter, bus.peers()) {
             (Some(w), _) => {
                 let _ = w.tx.send((answer.to_string(), by.to_string()));

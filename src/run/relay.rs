@@ -61,8 +61,8 @@ impl Relay {
 
     /// Connects, serves until the connection is lost, and connects again with backoff.
     async fn run(self, tracker: TaskTracker, cancel: CancellationToken) {
-        let policy = RetryPolicy::doubling(Duration::from_millis(200), Duration::from_secs(5))
-            .with_jitter();
+        let policy =
+            RetryPolicy::doubling(Duration::from_millis(200), Duration::from_secs(5)).with_jitter();
         let mut delays = policy.delays();
         loop {
             let listening = tokio::select! {
@@ -145,7 +145,11 @@ impl Relay {
 
     /// Reads the event the pointer names and puts it on the local bus.
     async fn rebroadcast(&self, p: &EventPointer) -> Result<(), StoreError> {
-        let found = self.bus.store().events_since(&p.stream, p.seq - 1, 1).await?;
+        let found = self
+            .bus
+            .store()
+            .events_since(&p.stream, p.seq - 1, 1)
+            .await?;
         if let Some(ev) = found.into_iter().find(|e| e.seq == p.seq) {
             metrics::counter!("droidpilot_events_relayed_total").increment(1);
             self.bus.broadcast_remote(ev);

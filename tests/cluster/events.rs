@@ -120,9 +120,8 @@ fn terminal(t: &Value) -> bool {
     )
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn ws_connect(port: u16, subscribe: Value) -> Ws {
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/v1/ws"))
@@ -220,7 +219,6 @@ async fn events_answers_and_cancels_reach_across_instances() {
     let Some(db) = FreshDb::create().await else {
         return;
     };
-    let t0 = std::time::Instant::now();
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (pa, pb) = (free_port(), free_port());
     configure(dir_a.path(), pa, &db.url, "a");
@@ -237,8 +235,11 @@ async fn events_answers_and_cancels_reach_across_instances() {
     let swipes: Vec<Value> = (0..300)
         .map(|_| json!({"action": "swipe", "direction": "left"}))
         .collect();
-    let long = submit(pa, json!({"instruction": "long", "max_steps": 400, "device_id": "a-1",
-        "agent": {"kind": "replay", "actions": swipes}}))
+    let long = submit(
+        pa,
+        json!({"instruction": "long", "max_steps": 400, "device_id": "a-1",
+        "agent": {"kind": "replay", "actions": swipes}}),
+    )
     .await;
     let ask = submit(pa, json!({"instruction": "ask", "device_id": "a-2", "agent": {"kind": "replay",
         "actions": [{"action": "ask_user", "question": "Which one?"}, {"action": "wait", "ms": 1003}]}}))
@@ -248,7 +249,6 @@ async fn events_answers_and_cancels_reach_across_instances() {
         ids.push(submit(pa, short_task(i)).await);
     }
 
-    eprintln!("cluster events at {:?}: The answer, sent to B", t0.elapsed());
     // The answer, sent to B over its WebSocket, reaches the runner on A.
     wait_task(pb, &ask, "waiting for an answer", |t| {
         t["status"] == "waiting_for_user"
@@ -263,9 +263,11 @@ async fn events_answers_and_cancels_reach_across_instances() {
     assert_eq!(t["status"], "succeeded", "{t}");
     assert_eq!(t["assigned_device"], "a-2");
     let steps = get(pb, &format!("/v1/tasks/{ask}/steps")).await.to_string();
-    assert!(steps.contains("the blue one"), "the runner on A got the answer: {steps}");
+    assert!(
+        steps.contains("the blue one"),
+        "the runner on A got the answer: {steps}"
+    );
 
-    eprintln!("cluster events at {:?}: The cancel, sent to B", t0.elapsed());
     // The cancel, sent to B over REST, stops the runner on A.
     wait_task(pb, &long, "two steps", |t| t["steps"].as_u64() >= Some(2)).await;
     let r = reqwest::Client::new()
@@ -278,7 +280,6 @@ async fn events_answers_and_cancels_reach_across_instances() {
     assert_eq!(t["status"], "cancelled", "{t}");
     assert!(t["steps"].as_u64().unwrap() < 300, "stopped early: {t}");
 
-    eprintln!("cluster events at {:?}: Every short task ran once", t0.elapsed());
     // Every short task ran once, on one of the two instances, and both took some.
     let mut on = BTreeMap::<String, Vec<&String>>::new();
     for id in &ids {
@@ -290,7 +291,6 @@ async fn events_answers_and_cancels_reach_across_instances() {
     let counts: Vec<(&String, usize)> = on.iter().map(|(k, v)| (k, v.len())).collect();
     assert_eq!(on.len(), 2, "both instances ran tasks: {counts:?}");
 
-    eprintln!("cluster events at {:?}: the WebSocket check", t0.elapsed());
     // B's WebSocket saw each task's whole stream, gapless, in order, ending in its end.
     let all: Vec<&String> = ids.iter().chain([&ask, &long]).collect();
     for _ in 0..200 {
@@ -309,7 +309,11 @@ async fn events_answers_and_cancels_reach_across_instances() {
     let seen = seen.lock().unwrap().clone();
     for id in &all {
         let want = &stored[*id];
-        assert_eq!(seen.get(*id), Some(want), "task {id}: B's WebSocket vs the table");
+        assert_eq!(
+            seen.get(*id),
+            Some(want),
+            "task {id}: B's WebSocket vs the table"
+        );
         let started = want.iter().filter(|(_, t)| t == "task.started").count();
         assert_eq!(started, 1, "task {id} started once: {want:?}");
         let steps = get(pb, &format!("/v1/tasks/{id}/steps")).await;
@@ -319,10 +323,13 @@ async fn events_answers_and_cancels_reach_across_instances() {
             .iter()
             .map(|s| s["n"].as_u64().unwrap())
             .collect();
-        assert_eq!(ns, (1..=ns.len() as u64).collect::<Vec<_>>(), "task {id}: each step once");
+        assert_eq!(
+            ns,
+            (1..=ns.len() as u64).collect::<Vec<_>>(),
+            "task {id}: each step once"
+        );
     }
 
-    eprintln!("cluster events at {:?}: A client on B resumes", t0.elapsed());
     // A client on B resumes a task that ran on A from `since`.
     let on_a = on["a"][0];
     let mut ws = ws_connect(
@@ -343,5 +350,7 @@ async fn events_answers_and_cancels_reach_across_instances() {
     assert_eq!(resumed, stored[on_a][2..].to_vec());
 
     drop((a, b));
-    db.drop_now().await;
+    // The database is left to the throw-away cluster: `FreshDb::drop_now` hung here
+    // (not understood yet; see the report of branch i16-bus).
+    let _ = db;
 }
