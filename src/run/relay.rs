@@ -133,11 +133,7 @@ impl Relay {
             Notice::Control(ControlMsg {
                 control: Control::Ping { nonce },
                 ..
-            }) if mine => {
-                if *outstanding == Some(nonce) {
-                    *outstanding = None;
-                }
-            }
+            }) if mine && *outstanding == Some(nonce) => *outstanding = None,
             Notice::Control(ControlMsg { control, .. }) if !mine => self.control(control).await,
             _ => {}
         }

@@ -294,12 +294,13 @@ async fn events_answers_and_cancels_reach_across_instances() {
     // B's WebSocket saw each task's whole stream, gapless, in order, ending in its end.
     let all: Vec<&String> = ids.iter().chain([&ask, &long]).collect();
     for _ in 0..200 {
-        let s = seen.lock().unwrap();
-        let done = all.iter().all(|id| {
-            s.get(*id)
-                .is_some_and(|v| v.last().is_some_and(|(_, t)| t == "task.finished"))
-        });
-        drop(s);
+        let done = {
+            let s = seen.lock().unwrap();
+            all.iter().all(|id| {
+                s.get(*id)
+                    .is_some_and(|v| v.last().is_some_and(|(_, t)| t == "task.finished"))
+            })
+        };
         if done {
             break;
         }
