@@ -23,6 +23,8 @@
 //! owns) and starts the cluster duty (heartbeats, farm device rows, the reaper of dead
 //! instances) on the tracker; `shutdown` requeues what it leaves resumable and removes
 //! this instance's row before the store closes.
+//! On a PostgreSQL store the relay (`run::relay`) runs on the tracker too: other
+//! instances' events onto this bus, their answers and cancels to the runners here.
 //!
 //! A layer of its own, between `run` and `server`: it reads `config`, which `run` does not.
 
@@ -208,6 +210,7 @@ impl Core {
             };
             crate::cluster::heartbeat::spawn(duty, &core.tracker, core.cancel.clone());
         }
+        core.start_relay();
         let default_hook = Some(config.webhooks.url.clone()).filter(|u| !u.is_empty());
         spawn_deliverer(
             core.bus.clone(),
@@ -321,6 +324,21 @@ impl Core {
         }
         if let Err(e) = c.leave(&m.me).await {
             tracing::warn!(error = %e, "could not remove this instance's row; others will find it dead after cluster.dead_after_secs");
+        }
+    }
+
+    /// On a database other instances share: their events onto this bus, their answers
+    /// and cancels to the runners here (`run::relay`).
+    fn start_relay(&self) {
+        if let Some(notifier) = self.store.notifier() {
+            let relay = crate::run::relay::Relay {
+                instance: self.config.cluster.instance_name(),
+                notifier,
+                bus: self.bus.clone(),
+                prompts: self.prompts.clone(),
+                running: self.running.clone(),
+            };
+            relay.spawn(&self.tracker, self.cancel.clone());
         }
     }
 

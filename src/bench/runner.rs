@@ -709,6 +709,10 @@ impl Store for TimedStore {
     fn cluster(&self) -> Option<&dyn crate::store::cluster::ClusterStore> {
         self.inner.cluster()
     }
+
+    fn notifier(&self) -> Option<crate::store::notify::Notifier> {
+        self.inner.notifier()
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,6 +6,13 @@
 //! that into a gapless stream for one subscriber: it tracks the last `seq` it delivered
 //! per stream and, on a gap or a lag, re-reads what it missed from the store. So a slow
 //! dashboard sees a `lagged` notice and then every event, in order.
+//!
+//! Several instances on one PostgreSQL database: `run::relay` puts the events other
+//! instances committed on this bus too (`broadcast_remote`, in each stream's seq order),
+//! and after its listening connection was lost it asks every feed to re-read what it
+//! follows (`resync`), so a subscriber on any instance sees every task, gapless. What
+//! must happen once per event, not once per instance (webhooks), follows
+//! `finished_here`: the endings published by this process only.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -13,32 +20,85 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 
 use crate::domain::TaskEvent;
+use crate::store::notify::Notifier;
 use crate::store::{Store, StoreError, StoredEvent};
 
 /// The stream name for device pool events.
 pub const DEVICES_STREAM: &str = "devices";
 
+/// What travels on the live channel.
+#[derive(Debug, Clone)]
+enum Carried {
+    Event(Arc<StoredEvent>),
+    /// Events may have been missed (the relay's connection was lost): every feed re-reads
+    /// the streams it follows.
+    Resync,
+}
+
 #[derive(Clone)]
 pub struct EventBus {
     store: Arc<dyn Store>,
-    tx: broadcast::Sender<Arc<StoredEvent>>,
+    tx: broadcast::Sender<Carried>,
+    /// `task.finished` events published by this process (webhooks fire here, once).
+    finished: broadcast::Sender<Arc<StoredEvent>>,
+    /// The other instances on a shared database; None on SQLite.
+    peers: Option<Notifier>,
 }
+
+/// Room for endings the webhook deliverer has not read yet: one per task, so a lag here
+/// would need this many tasks to end at once.
+const FINISHED_CAPACITY: usize = 4096;
 
 impl EventBus {
     /// `capacity` bounds what a slow subscriber can fall behind before it must re-read
     /// from the store.
     pub fn new(store: Arc<dyn Store>, capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(capacity.max(16));
-        Self { store, tx }
+        let (finished, _) = broadcast::channel(FINISHED_CAPACITY);
+        let peers = store.notifier();
+        Self {
+            store,
+            tx,
+            finished,
+            peers,
+        }
     }
 
     pub async fn publish(&self, stream: &str, event: TaskEvent) -> Result<StoredEvent, StoreError> {
         let ev = self.store.append_event(stream, event).await?;
         metrics::counter!("droidpilot_events_published_total", "type" => ev.event.kind().to_string())
             .increment(1);
+        let ev_arc = Arc::new(ev.clone());
+        if ev.event.is_finished() {
+            let _ = self.finished.send(ev_arc.clone());
+        }
         // No receivers is fine: the event is in the store for whoever connects later.
-        let _ = self.tx.send(Arc::new(ev.clone()));
+        let _ = self.tx.send(Carried::Event(ev_arc));
         Ok(ev)
+    }
+
+    /// Puts an event another instance committed on the live channel (not on
+    /// `finished_here`). Called by `run::relay`, in each stream's seq order.
+    pub fn broadcast_remote(&self, ev: StoredEvent) {
+        let _ = self.tx.send(Carried::Event(Arc::new(ev)));
+    }
+
+    /// Tells every feed to re-read the streams it follows from the store (events may
+    /// have been committed elsewhere without this instance hearing of them).
+    pub fn resync(&self) {
+        let _ = self.tx.send(Carried::Resync);
+    }
+
+    /// The `task.finished` events published by this process, for work that must happen
+    /// once per task across the instances (webhooks). Subscribe before the events.
+    pub fn finished_here(&self) -> broadcast::Receiver<Arc<StoredEvent>> {
+        self.finished.subscribe()
+    }
+
+    /// The other instances of a shared database, to relay answers and cancels to; None
+    /// when this process is the only one (SQLite).
+    pub fn peers(&self) -> Option<&Notifier> {
+        self.peers.as_ref()
     }
 
     /// The same live channel, writing and reading through `store` (the runner's
@@ -47,6 +107,8 @@ impl EventBus {
         EventBus {
             store,
             tx: self.tx.clone(),
+            finished: self.finished.clone(),
+            peers: self.peers.clone(),
         }
     }
 
@@ -64,6 +126,8 @@ impl EventBus {
             last: HashMap::new(),
             pending: VecDeque::new(),
             dirty: HashSet::new(),
+            unsure: HashMap::new(),
+            started: chrono::Utc::now(),
             lagged: 0,
         }
     }
@@ -97,7 +161,7 @@ pub enum FeedItem {
 }
 
 pub struct EventFeed {
-    rx: broadcast::Receiver<Arc<StoredEvent>>,
+    rx: broadcast::Receiver<Carried>,
     store: Arc<dyn Store>,
     filter: Filter,
     last: HashMap<String, i64>,
@@ -105,8 +169,18 @@ pub struct EventFeed {
     /// Streams that must be re-read from the store before anything new is delivered.
     /// Kept as state (not a local) so `next` stays cancel-safe inside `select!`.
     dirty: HashSet<String>,
+    /// Streams a feed over everything first met past their first event (stream → that
+    /// seq): did the stream begin after the feed (re-read it whole) or before (go on from
+    /// there)? Decided by `place`.
+    unsure: HashMap<String, i64>,
+    /// When the feed was made.
+    started: chrono::DateTime<chrono::Utc>,
     lagged: u64,
 }
+
+/// How far another instance's clock may run behind this one's when `place` compares a
+/// stream's first event with a feed's start.
+const CLOCK_SLACK: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 
 /// How many events one catch-up read takes from the store.
 const CATCH_UP_BATCH: u32 = 1000;
@@ -147,6 +221,20 @@ impl EventFeed {
         }
     }
 
+    /// Where to start a stream first met at `seq` > 1: from its beginning when it began
+    /// after this feed did (its first events were late, e.g. relayed from another
+    /// instance behind one published here), else at `seq`. Either way it is re-read.
+    async fn place(&mut self, stream: &str, seq: i64) -> Result<(), StoreError> {
+        let first = self.store.events_since(stream, 0, 1).await?;
+        let begun_since = first
+            .first()
+            .is_some_and(|e| e.created_at + CLOCK_SLACK >= self.started);
+        let from = if begun_since { 0 } else { seq - 1 };
+        self.last.insert(stream.to_string(), from);
+        self.dirty.insert(stream.to_string());
+        Ok(())
+    }
+
     /// The next item, or `None` when the bus is gone (server shutting down).
     ///
     /// Cancel-safe: dropping the future loses nothing; a catch-up that was interrupted
@@ -156,13 +244,19 @@ impl EventFeed {
             if let Some(item) = self.pending.pop_front() {
                 return Ok(Some(item));
             }
+            if let Some((stream, seq)) = self.unsure.iter().next().map(|(s, q)| (s.clone(), *q)) {
+                self.place(&stream, seq).await?;
+                self.unsure.remove(&stream);
+                continue;
+            }
             if let Some(stream) = self.dirty.iter().next().cloned() {
                 self.catch_up(&stream).await?;
                 self.dirty.remove(&stream);
                 continue;
             }
             match self.rx.recv().await {
-                Ok(ev) => {
+                Ok(Carried::Resync) => self.dirty.extend(self.last.keys().cloned()),
+                Ok(Carried::Event(ev)) => {
                     if !self.filter.wants(&ev.stream) {
                         continue;
                     }
@@ -173,6 +267,11 @@ impl EventFeed {
                             // A gap: another publisher's event was broadcast out of order,
                             // or we resumed from an old seq. Re-read the stream in order.
                             self.dirty.insert(ev.stream.clone());
+                        }
+                        // A stream met past its start: on a shared database its first
+                        // events may still be on their way from another instance.
+                        None if ev.seq > 1 => {
+                            self.unsure.insert(ev.stream.clone(), ev.seq);
                         }
                         _ => {
                             // A finished task's stream is done: forgetting it keeps a feed
@@ -300,5 +399,40 @@ mod tests {
             "no event lost, none twice, in order"
         );
         assert!(feed.lagged() > 0);
+    }
+
+    #[tokio::test]
+    async fn a_resync_rereads_what_was_committed_behind_the_bus() {
+        let bus = bus(64).await;
+        let mut feed = bus.feed(Filter::Streams(["t".to_string()].into()));
+        feed.resume("t", 0).await.unwrap();
+        bus.publish("t", raw(0)).await.unwrap();
+        assert_eq!(seq_of(feed.next().await.unwrap().unwrap()), 1);
+        // Another instance's events whose pointers never arrived.
+        for i in 1..3 {
+            bus.store().append_event("t", raw(i)).await.unwrap();
+        }
+        bus.resync();
+        let got = [feed.next().await, feed.next().await].map(|i| seq_of(i.unwrap().unwrap()));
+        assert_eq!(got, [2, 3]);
+    }
+
+    #[tokio::test]
+    async fn remote_endings_reach_feeds_but_only_local_ones_reach_finished_here() {
+        let bus = bus(64).await;
+        let mut feed = bus.feed(Filter::All);
+        let mut here = bus.finished_here();
+        let remote = bus.store().append_event("a", finished()).await.unwrap();
+        bus.broadcast_remote(remote);
+        match feed.next().await.unwrap().unwrap() {
+            FeedItem::Event(e) => assert_eq!((e.stream.as_str(), e.seq), ("a", 1)),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            here.try_recv().is_err(),
+            "another instance's ending is not ours to post"
+        );
+        bus.publish("b", finished()).await.unwrap();
+        assert_eq!(here.try_recv().unwrap().stream, "b");
     }
 }

@@ -3,9 +3,15 @@
 //! first. A question nobody will read an answer to any more is closed in its row
 //! (`answered_by` = `timeout`, `cancelled`, `shutdown`, or `restart` for one a dead
 //! process left open), so a late answer is refused rather than lost silently.
+//!
+//! Across instances (a shared PostgreSQL store) the row is the truth: an answer that
+//! arrives where no runner waits is stored there (first answer wins, as on one host) and
+//! relayed (`Control::Answer`); the instance whose runner waits reads the stored answer
+//! (`deliver_stored`). A waiting runner also re-reads its row every
+//! `ANSWER_RECHECK`, so an answer whose notification was lost still arrives.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
@@ -13,7 +19,12 @@ use tokio::sync::{oneshot, watch};
 use super::events::EventBus;
 use super::runner::StopSignal;
 use crate::domain::{Intervention, InterventionKind, TaskEvent, TaskId, TaskStatus};
-use crate::store::StoreError;
+use crate::store::notify::Control;
+use crate::store::{Store, StoreError};
+
+/// How often a waiting runner re-reads its question's row: the backstop for an answer
+/// stored by another instance whose notification did not arrive.
+const ANSWER_RECHECK: Duration = Duration::from_secs(3);
 
 /// How a question ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,10 +97,41 @@ fn open_question(
     }
 }
 
+/// The stored answer to `prompt_id`, if a person (not a closer) gave one.
+fn stored_answer(ivs: Vec<Intervention>, prompt_id: &str) -> Option<(String, String)> {
+    match ivs.into_iter().find(|i| i.id == prompt_id)? {
+        Intervention {
+            answer: Some(a),
+            answered_by: Some(b),
+            ..
+        } if !CLOSERS.contains(&b.as_str()) => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// Resolves with the answer once the row has one (re-read every `ANSWER_RECHECK`). A
+/// store error only delays it to the next read.
+async fn answer_in_row(store: &Arc<dyn Store>, task: TaskId, prompt_id: &str) -> (String, String) {
+    loop {
+        tokio::time::sleep(ANSWER_RECHECK).await;
+        if let Ok(ivs) = store.interventions(task).await
+            && let Some(found) = stored_answer(ivs, prompt_id)
+        {
+            return found;
+        }
+    }
+}
+
+/// A runner waiting on a question.
+struct Waiter {
+    task: TaskId,
+    tx: oneshot::Sender<(String, String)>,
+}
+
 /// Live questions: prompt id → the runner waiting on it.
 #[derive(Default)]
 pub struct Prompts {
-    waiting: Mutex<HashMap<String, oneshot::Sender<(String, String)>>>,
+    waiting: Mutex<HashMap<String, Waiter>>,
 }
 
 impl Prompts {
@@ -111,7 +153,7 @@ impl Prompts {
         self.waiting
             .lock()
             .expect("prompt registry lock")
-            .insert(prompt_id.clone(), tx);
+            .insert(prompt_id.clone(), Waiter { task, tx });
         let store = bus.store();
         let iv = Intervention {
             id: prompt_id.clone(),
@@ -131,9 +173,18 @@ impl Prompts {
             timeout_secs: timeout.as_secs(),
         };
         bus.publish(&task.to_string(), asked).await?;
+        let answered = async {
+            tokio::select! {
+                r = rx => r.ok(),
+                found = answer_in_row(store, task, &prompt_id) => Some(found),
+            }
+        };
         let outcome = tokio::select! {
-            r = tokio::time::timeout(timeout, rx) => match r {
-                Ok(Ok((answer, by))) => AskOutcome::Answered { answer, by },
+            r = tokio::time::timeout(timeout, answered) => match r {
+                Ok(Some((answer, by))) => {
+                    self.forget(&prompt_id);
+                    AskOutcome::Answered { answer, by }
+                }
                 _ => self.close(bus, task, &prompt_id, "timeout").await?,
             },
             s = stopped(stop) => self.close(bus, task, &prompt_id, s).await?,
@@ -157,23 +208,14 @@ impl Prompts {
         prompt_id: &str,
         by: &str,
     ) -> Result<AskOutcome, StoreError> {
-        self.waiting
-            .lock()
-            .expect("prompt registry lock")
-            .remove(prompt_id);
+        self.forget(prompt_id);
         let store = bus.store();
         match store.answer_intervention(prompt_id, "", by).await {
             Ok(_) => {}
             Err(StoreError::AlreadyAnswered(_)) => {
                 let ivs = store.interventions(task).await?;
-                if let Some(Intervention {
-                    answer: Some(a),
-                    answered_by: Some(b),
-                    ..
-                }) = ivs.into_iter().find(|i| i.id == prompt_id)
-                    && !CLOSERS.contains(&b.as_str())
-                {
-                    return Ok(AskOutcome::Answered { answer: a, by: b });
+                if let Some((answer, by)) = stored_answer(ivs, prompt_id) {
+                    return Ok(AskOutcome::Answered { answer, by });
                 }
             }
             Err(e) => return Err(e),
@@ -198,6 +240,46 @@ impl Prompts {
         Ok(outcome)
     }
 
+    fn forget(&self, prompt_id: &str) {
+        self.waiting
+            .lock()
+            .expect("prompt registry lock")
+            .remove(prompt_id);
+    }
+
+    /// Another instance stored an answer for `task`: wakes the runner here that waits on
+    /// one of its questions with the stored answer. False when no runner here waits on
+    /// `task` (the store is not read then).
+    pub async fn deliver_stored(
+        &self,
+        store: &dyn Store,
+        task: TaskId,
+    ) -> Result<bool, StoreError> {
+        let waiting: Vec<String> = {
+            let w = self.waiting.lock().expect("prompt registry lock");
+            w.iter()
+                .filter(|(_, w)| w.task == task)
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        if waiting.is_empty() {
+            return Ok(false);
+        }
+        let ivs = store.interventions(task).await?;
+        for id in waiting {
+            if let Some(found) = stored_answer(ivs.clone(), &id)
+                && let Some(w) = self
+                    .waiting
+                    .lock()
+                    .expect("prompt registry lock")
+                    .remove(&id)
+            {
+                let _ = w.tx.send(found);
+            }
+        }
+        Ok(true)
+    }
+
     /// Answers the task's open question (`prompt_id` picks one when given). Records the
     /// answer, wakes the waiting runner, publishes `task.answered`.
     pub async fn answer(
@@ -217,13 +299,23 @@ impl Prompts {
             });
         }
         let iv = store.answer_intervention(&open.id, answer, by).await?;
-        if let Some(tx) = self
+        let waiter = self
             .waiting
             .lock()
             .expect("prompt registry lock")
-            .remove(&open.id)
-        {
-            let _ = tx.send((answer.to_string(), by.to_string()));
+            .remove(&open.id);
+        match (waiter, bus.peers()) {
+            (Some(w), _) => {
+                let _ = w.tx.send((answer.to_string(), by.to_string()));
+            }
+            // The runner is on another instance: the stored answer is relayed (and found
+            // by its re-read should the notification be lost).
+            (None, Some(peers)) => {
+                if let Err(e) = peers.send(Control::Answer { task }).await {
+                    tracing::warn!(task = %task, error = %e, "could not relay an answer; the runner finds it at its next re-read");
+                }
+            }
+            (None, None) => {}
         }
         let answered = TaskEvent::Answered {
             task_id: task,

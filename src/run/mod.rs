@@ -1,6 +1,7 @@
 //! Running tasks: the queue operations the API calls (submit, cancel), the event bus, the
 //! scheduler and the per-task runner loop, and what hangs off them (questions to people,
-//! artifacts, MCP routing, middleware, results, webhooks, trajectories, the bench).
+//! artifacts, MCP routing, middleware, results, webhooks, trajectories, the bench), and
+//! the relay that joins this instance's bus and runners to the others on a shared database.
 
 pub mod artifacts;
 pub mod events;
@@ -9,6 +10,7 @@ pub mod interaction;
 pub mod mcp;
 pub mod middleware;
 pub mod queue;
+pub mod relay;
 pub mod runner;
 pub mod scheduler;
 pub mod scroll_find;

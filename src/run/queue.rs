@@ -6,6 +6,7 @@ use super::events::EventBus;
 use super::runner::StopSignal;
 use super::scheduler::RunningTasks;
 use crate::domain::{Task, TaskEvent, TaskId, TaskSpec};
+use crate::store::notify::Control;
 use crate::store::{CancelOutcome, StoreError};
 
 /// Persists a new task as `queued` and publishes `task.queued`.
@@ -21,9 +22,10 @@ pub async fn submit(bus: &EventBus, spec: TaskSpec) -> Result<Task, StoreError> 
 }
 
 /// Cancels a task: at once when it is queued or waiting for an answer, and promptly when
-/// it runs (its runner is signalled here and drops what it waits on, a model call or a
-/// device wait; it also sees the stored flag at the next step, which covers a runner in
-/// another process).
+/// it runs (its runner is signalled and drops what it waits on, a model call or a device
+/// wait). A runner on another instance of a shared database is signalled by its
+/// instance, told over `Control::Cancel`; every runner also sees the stored flag at its
+/// next step, should the notification be lost.
 pub async fn cancel(
     bus: &EventBus,
     running: &RunningTasks,
@@ -32,7 +34,12 @@ pub async fn cancel(
     let (task, outcome) = bus.store().cancel_task(id).await?;
     // A task waiting for an answer is cancelled at once, but its runner still waits on
     // the question (and holds the phone): it is woken too.
-    running.signal(id, StopSignal::Cancel);
+    if !running.signal(id, StopSignal::Cancel)
+        && let Some(peers) = bus.peers()
+        && let Err(e) = peers.send(Control::Cancel { task: id }).await
+    {
+        tracing::warn!(task = %id, error = %e, "could not relay a cancel; the runner sees the stored flag at its next step");
+    }
     let event = match outcome {
         CancelOutcome::Cancelled => TaskEvent::finished(&task),
         CancelOutcome::Requested => TaskEvent::CancelRequested {

@@ -473,7 +473,7 @@ impl WebhookSender {
     }
 }
 
-/// Follows every stream on the bus and, for each `task.finished`, posts the task's
+/// Follows the endings this process publishes and, for each `task.finished`, posts the task's
 /// `CoordinatorResult` to its `webhook_url` (or the configured default). Each delivery
 /// runs in its own task, so a slow receiver delays no other. Failures are logged with
 /// what was tried; they never affect the task.
@@ -491,26 +491,23 @@ pub fn spawn_deliverer(
 ) -> tokio::task::JoinHandle<()> {
     let deliveries = tracker.clone();
     // Subscribed before the spawn: an event published right after `Core::build` is seen.
-    let mut feed = bus.feed(super::events::Filter::All);
+    // Endings published by this process only: on a shared database every instance sees
+    // every ending, and the one that ended the task posts it, once.
+    let mut finished = bus.finished_here();
     tracker.spawn(async move {
         loop {
             let next = tokio::select! {
                 () = cancel.cancelled() => break,
-                next = feed.next() => next,
+                next = finished.recv() => next,
             };
             let ev = match next {
-                Ok(Some(super::events::FeedItem::Event(ev))) => ev,
-                Ok(Some(super::events::FeedItem::Lagged { .. })) => continue,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "webhook deliverer could not read events");
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                Ok(ev) => ev,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "webhook deliverer fell behind; endings skipped");
                     continue;
                 }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
             };
-            if !ev.event.is_finished() {
-                continue;
-            }
             let Ok(id) = ev.stream.parse::<crate::domain::TaskId>() else {
                 continue;
             };

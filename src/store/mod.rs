@@ -8,6 +8,7 @@ pub mod cluster;
 mod cursor;
 pub mod location;
 pub mod migrate;
+pub mod notify;
 pub mod patient;
 pub mod postgres;
 mod postgres_cluster;
@@ -243,6 +244,12 @@ pub trait Store: Send + Sync + 'static {
     /// database; None on a store only one host uses (SQLite). A wrapper returns its inner
     /// store's.
     fn cluster(&self) -> Option<&dyn cluster::ClusterStore> {
+        None
+    }
+
+    /// Notifications between the instances sharing this database (`run::relay`); None
+    /// where one process is the only writer (SQLite). A wrapper returns its inner store's.
+    fn notifier(&self) -> Option<notify::Notifier> {
         None
     }
 }

@@ -202,4 +202,8 @@ impl Store for PatientStore {
     fn cluster(&self) -> Option<&dyn crate::store::cluster::ClusterStore> {
         self.inner.cluster()
     }
+
+    fn notifier(&self) -> Option<crate::store::notify::Notifier> {
+        self.inner.notifier()
+    }
 }

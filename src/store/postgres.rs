@@ -36,6 +36,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// Sends and receives the instances' notifications (`store::notify`).
+    notifier: super::notify::Notifier,
 }
 
 impl PostgresStore {
@@ -68,11 +70,13 @@ impl PostgresStore {
         let pool = PgPoolOptions::new()
             .max_connections(pool_size.max(1))
             .acquire_timeout(CONNECT_TIMEOUT)
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await
             .map_err(|e| connect_error(&shown, e))?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        let origin = uuid::Uuid::now_v7().simple().to_string();
+        let notifier = super::notify::Notifier::new(pool.clone(), opts, origin);
+        Ok(Self { pool, notifier })
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -399,17 +403,23 @@ impl Store for PostgresStore {
     ) -> Result<StoredEvent, StoreError> {
         let now = now_micros();
         // One statement: the counter row's lock orders concurrent writers of a stream (on
-        // any instance), and the event is inserted with the seq it handed out.
+        // any instance), and the event is inserted with the seq it handed out. Its pointer
+        // is sent in the same transaction, so other instances hear of it only once it is
+        // committed, and per stream in seq order (commits are, under that lock).
         let seq: i64 = sqlx::query_scalar(
             "WITH s AS (INSERT INTO streams (stream, last_seq) VALUES ($1, 1) \
-               ON CONFLICT (stream) DO UPDATE SET last_seq = streams.last_seq + 1 RETURNING last_seq) \
-             INSERT INTO events (stream, seq, type, payload, created_at) \
-             SELECT $1, s.last_seq, $2, $3::jsonb, $4 FROM s RETURNING seq",
+               ON CONFLICT (stream) DO UPDATE SET last_seq = streams.last_seq + 1 RETURNING last_seq), \
+             e AS (INSERT INTO events (stream, seq, type, payload, created_at) \
+               SELECT $1, s.last_seq, $2, $3::jsonb, $4 FROM s RETURNING seq) \
+             SELECT e.seq FROM e, LATERAL (SELECT pg_notify($5, \
+               json_build_object('s', $1::text, 'q', e.seq, 'o', $6::text)::text)) n",
         )
         .bind(stream)
         .bind(event.kind())
         .bind(event.payload().to_string())
         .bind(now)
+        .bind(super::notify::EVENTS_CHANNEL)
+        .bind(self.notifier.origin())
         .fetch_one(&self.pool)
         .await?;
         Ok(StoredEvent {
@@ -846,5 +856,9 @@ impl Store for PostgresStore {
 
     fn cluster(&self) -> Option<&dyn super::cluster::ClusterStore> {
         Some(self)
+    }
+
+    fn notifier(&self) -> Option<super::notify::Notifier> {
+        Some(self.notifier.clone())
     }
 }

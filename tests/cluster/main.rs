@@ -8,9 +8,13 @@
 //!
 //! Small `heartbeat_secs` / `dead_after_secs` keep it fast. Without
 //! DROIDPILOT_TEST_POSTGRES_URL it skips loudly; with DROIDPILOT_REQUIRE_POSTGRES=1 it fails.
+//!
+//! `events.rs`: events, answers and cancels across instances (100 replay tasks).
 
 #[path = "../common/mod.rs"]
 mod common;
+
+mod events;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
