@@ -2,75 +2,12 @@
 //! again on the same files. Committed steps survive, the task is `interrupted` with a
 //! reason, and the task that was queued behind it runs.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn start(dir: &std::path::Path, port: u16) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_droidpilot"))
-        .arg("serve")
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary starts");
-    let proc = Proc(child);
-    let client = reqwest::Client::new();
-    for _ in 0..200 {
-        if client
-            .get(format!("http://127.0.0.1:{port}/healthz"))
-            .send()
-            .await
-            .is_ok()
-        {
-            return proc;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server did not come up on port {port}");
-}
-
-async fn get(port: u16, path: &str) -> Value {
-    reqwest::get(format!("http://127.0.0.1:{port}{path}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-async fn submit(port: u16, body: Value) -> String {
-    let r = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/v1/tasks"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
+use crate::common::serve::{free_port, get, start, submit};
 
 #[tokio::test]
 async fn sigkill_mid_task_then_restart() {

@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,24 +17,7 @@ use sqlx::Connection;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::common::pg::FreshDb;
-
-/// A server process, killed (if still running) when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::common::serve::{free_port, get, start, submit};
 
 /// One instance's `config/local.toml`: its own phones, the shared database.
 fn configure(dir: &Path, port: u16, db: &str, name: &str) {
@@ -53,51 +35,6 @@ fn configure(dir: &Path, port: u16, db: &str, name: &str) {
         ),
     )
     .unwrap();
-}
-
-async fn start(dir: &Path, port: u16) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_droidpilot"))
-        .arg("serve")
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the binary starts");
-    let proc = Proc(child);
-    for _ in 0..300 {
-        if reqwest::get(format!("http://127.0.0.1:{port}/healthz"))
-            .await
-            .is_ok()
-        {
-            return proc;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server did not come up on port {port}");
-}
-
-async fn get(port: u16, path: &str) -> Value {
-    reqwest::get(format!("http://127.0.0.1:{port}{path}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-async fn submit(port: u16, body: Value) -> String {
-    let r = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/v1/tasks"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 /// Polls `port` until `done(task)` holds for task `id`; returns the task.

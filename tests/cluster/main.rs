@@ -17,30 +17,13 @@ mod common;
 mod events;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use common::pg::FreshDb;
-
-/// A server process, killed (if still running) when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::serve::{free_port, get, start, submit};
 
 /// One instance's configuration in `dir/config/local.toml`.
 fn configure(dir: &Path, port: u16, db: &str, name: &str, sims: &[&str], advertise: bool) {
@@ -64,51 +47,6 @@ fn configure(dir: &Path, port: u16, db: &str, name: &str, sims: &[&str], adverti
         ),
     )
     .unwrap();
-}
-
-async fn start(dir: &Path, port: u16) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_droidpilot"))
-        .arg("serve")
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the binary starts");
-    let proc = Proc(child);
-    for _ in 0..300 {
-        if reqwest::get(format!("http://127.0.0.1:{port}/healthz"))
-            .await
-            .is_ok()
-        {
-            return proc;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server did not come up on port {port}");
-}
-
-async fn get(port: u16, path: &str) -> Value {
-    reqwest::get(format!("http://127.0.0.1:{port}{path}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-async fn submit(port: u16, body: Value) -> String {
-    let r = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/v1/tasks"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 /// (id, instance, local, state) of every device `port` lists.

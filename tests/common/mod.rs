@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 pub mod pg;
+pub mod serve;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
