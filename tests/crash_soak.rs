@@ -14,24 +14,19 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use sqlx::{Connection, Row, SqliteConnection};
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::serve::{free_port, start};
+
 const PHONES: usize = 3;
 const BATCH: usize = 30;
 const ACTIONS: u64 = 6;
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// xorshift64*: the kill moments, reproducible from the seed.
 struct Rng(u64);
@@ -55,14 +50,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn write_config(dir: &Path, port: u16) {
     let sims: String = (1..=PHONES)
         .map(|i| format!("[[devices.sim]]\nserial = \"sim-{i}\"\nwidth = 540\nheight = 1200\n"))
@@ -78,31 +65,6 @@ fn write_config(dir: &Path, port: u16) {
         ),
     )
     .unwrap();
-}
-
-async fn start(dir: &Path, port: u16) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_droidpilot"))
-        .arg("serve")
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary starts");
-    let proc = Proc(child);
-    let client = http();
-    for _ in 0..400 {
-        if client
-            .get(format!("http://127.0.0.1:{port}/healthz"))
-            .send()
-            .await
-            .is_ok()
-        {
-            return proc;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the server did not come up on port {port}");
 }
 
 /// One client for the whole soak (building one per request costs more than the request).
