@@ -29,7 +29,6 @@ use tokio::sync::watch;
 
 use super::runner::RunnerBenchError;
 use crate::agent::ReplayAgent;
-use crate::config::{Config, Overrides};
 use crate::core::{Core, CoreParts};
 use crate::device::Device;
 use crate::device::sim::tasks::{SimTask, tasks};
@@ -240,20 +239,7 @@ pub fn format_devtime(r: &DevtimeReport) -> String {
 
 /// A core on a scratch directory with no configured phones (the bench brings its own).
 async fn core(dir: &Path, cfg: &RunnerConfig) -> Result<Core, RunnerBenchError> {
-    std::fs::create_dir_all(dir).map_err(|source| RunnerBenchError::Io {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let overrides = Overrides {
-        data_dir: Some(dir.to_path_buf()),
-        ..Default::default()
-    };
-    let mut config = Config::load_with_env(dir, &overrides, Vec::new())
-        .map_err(|e| RunnerBenchError::Core(e.to_string()))?;
-    config.devices.sim.clear();
-    config.devices.adb.enabled = false;
-    config.devices.health_interval_secs = 3600;
-    config.runner = cfg.clone();
+    let config = super::runner::scratch_config(dir, cfg)?;
     Core::build_with(&config, CoreParts::default())
         .await
         .map_err(|e| RunnerBenchError::Core(e.to_string()))

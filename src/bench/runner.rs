@@ -853,6 +853,30 @@ struct Env {
     core: Core,
 }
 
+/// The configuration of a bench core on the scratch data directory `dir`: the defaults
+/// with no configured phones (a bench adds its own), health checks out of the way (they
+/// would add device calls nobody asked for mid-measurement), and `cfg` as the runner's.
+pub(super) fn scratch_config(
+    dir: &std::path::Path,
+    cfg: &RunnerConfig,
+) -> Result<Config, RunnerBenchError> {
+    std::fs::create_dir_all(dir).map_err(|source| RunnerBenchError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let overrides = Overrides {
+        data_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    };
+    let mut config = Config::load_with_env(dir, &overrides, Vec::new())
+        .map_err(|e| RunnerBenchError::Core(e.to_string()))?;
+    config.devices.sim.clear();
+    config.devices.adb.enabled = false;
+    config.devices.health_interval_secs = 3600;
+    config.runner = cfg.clone();
+    Ok(config)
+}
+
 /// The bench's core, built by the one construction path the server uses
 /// (`Core::build_with`), on a scratch data directory: no configured phones (the bench
 /// adds its own), health checks out of the way (they would add device calls nobody asked
@@ -864,21 +888,7 @@ async fn env(
     phones: usize,
     agents: Option<AgentFactory>,
 ) -> Result<Env, RunnerBenchError> {
-    let io = |source| RunnerBenchError::Io {
-        path: dir.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let overrides = Overrides {
-        data_dir: Some(dir.to_path_buf()),
-        ..Default::default()
-    };
-    let mut config = Config::load_with_env(dir, &overrides, Vec::new())
-        .map_err(|e| RunnerBenchError::Core(e.to_string()))?;
-    config.devices.sim.clear();
-    config.devices.adb.enabled = false;
-    config.devices.health_interval_secs = 3600;
-    config.runner = cfg.clone();
+    let mut config = scratch_config(dir, cfg)?;
     config.scheduler = SchedulerConfig {
         max_concurrent_tasks: phones.max(1),
         queue_timeout_secs: 3600,
