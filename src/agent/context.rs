@@ -189,6 +189,9 @@ pub enum Note {
     },
     /// The screen changed before `step` with no action of the agent's to explain it.
     ExternalChange { step: u32 },
+    /// The phone dropped while step `step` was doing `action`; it came back, but the
+    /// action may not have run (a scripted replay does it again).
+    DeviceDropped { step: u32, action: Action },
     /// A person paused the task before `step`, did `actions` on the phone, and resumed.
     PersonActed {
         step: u32,
@@ -285,6 +288,11 @@ impl History {
                     Note::ExternalChange { step } => writeln!(
                         s,
                         "- before step {step}: the screen changed without an action of yours (someone may have touched the phone); read it again before you act."
+                    ),
+                    Note::DeviceDropped { step, action } => writeln!(
+                        s,
+                        "- step {step}: the phone disconnected during your {} and is back; it may not have run. Read the screen again and repeat it if needed.",
+                        action.name()
                     ),
                     Note::PersonActed { step, by, actions } => writeln!(
                         s,

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::context::Note;
 use super::{Agent, AgentContext, AgentError, Decision};
 use crate::domain::{Action, Step};
 
@@ -24,6 +25,8 @@ pub enum OnError {
 pub struct ReplayAgent {
     actions: std::vec::IntoIter<Action>,
     on_error: OnError,
+    /// The step whose action was done again after the phone dropped during it.
+    redone: Option<u32>,
 }
 
 impl ReplayAgent {
@@ -32,6 +35,7 @@ impl ReplayAgent {
         Self {
             actions: actions.into_iter(),
             on_error: OnError::Fail,
+            redone: None,
         }
     }
 
@@ -43,7 +47,21 @@ impl ReplayAgent {
 
 #[async_trait]
 impl Agent for ReplayAgent {
-    async fn next(&mut self, _ctx: &AgentContext) -> Result<Decision, AgentError> {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        // The phone dropped during the last step's action and came back: that action may
+        // not have run, and skipping it would replay the rest against the wrong screen.
+        let dropped = ctx.history.notes().find_map(|n| match n {
+            Note::DeviceDropped { step, action } if *step == ctx.observation.step_count => {
+                Some((*step, action.clone()))
+            }
+            _ => None,
+        });
+        if let Some((step, action)) = dropped
+            && self.redone != Some(step)
+        {
+            self.redone = Some(step);
+            return Ok(Decision::local(action));
+        }
         let action = self.actions.next().unwrap_or(Action::Finish {
             success: true,
             reason: Some("replay complete".into()),

@@ -240,7 +240,10 @@ pub trait Device: Send + Sync {
     fn serial(&self) -> &str;
     async fn info(&self) -> Result<DeviceInfo, DeviceError>;
     async fn screenshot(&self) -> Result<Screenshot, DeviceError>;
-    /// The UI hierarchy as uiautomator XML, shaped like a real dump.
+    /// The UI hierarchy as uiautomator XML, shaped like a real dump, read once the UI is
+    /// idle: `uiautomator dump` waits for no accessibility event for 1 s (at most 10 s)
+    /// before reading, and the runner settles on that (`run::runner::settle`). A backend
+    /// whose tree is instant (an on-device helper) must wait for idle itself.
     async fn hierarchy(&self) -> Result<String, DeviceError>;
 
     async fn tap(&self, p: PixelPoint) -> Result<(), DeviceError>;

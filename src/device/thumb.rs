@@ -1,7 +1,12 @@
-//! Low-resolution screen fingerprints: the cheap signal the runner settles by. A
-//! `Thumb` is a coarse grid of mean brightness over a screenshot; two thumbs that agree
-//! cell for cell mean the screen did not visibly move between the two captures, without
-//! paying for a UI dump (~2 s on a real phone) to find out.
+//! Low-resolution screen fingerprints: the cheap signal that tells whether the picture
+//! moved when the UI tree cannot (a canvas, a map, a web view without accessibility
+//! nodes). A `Thumb` is a coarse grid of mean brightness over a screenshot; two thumbs
+//! that agree cell for cell mean the screen did not visibly change between the captures.
+//!
+//! A PNG (what `screencap -p` sends) is read row by row with the `png` crate's streaming
+//! decoder and only every `STRIDE`-th row is sampled, so no full RGBA frame is allocated;
+//! the inflate itself still costs a few ms at 1080 × 2400, which is why the runner asks
+//! for a fingerprint only when the tree says nothing changed.
 
 use super::{Screenshot, ScreenshotData};
 
@@ -20,30 +25,104 @@ pub struct Thumb {
     cells: Vec<u8>,
 }
 
+/// Running sums per cell while rows arrive.
+struct Grid {
+    w: u32,
+    h: u32,
+    sums: Vec<(u64, u64)>,
+}
+
+impl Grid {
+    fn new(w: u32, h: u32) -> Option<Grid> {
+        (w >= COLS && h >= ROWS).then(|| Grid {
+            w,
+            h,
+            sums: vec![(0, 0); (COLS * ROWS) as usize],
+        })
+    }
+
+    /// Adds row `y` (`bpp` bytes per pixel, colour in the first three, or one grey
+    /// sample when `bpp` < 3) if it is a sampled row.
+    fn row(&mut self, y: u32, px: &[u8], bpp: usize) {
+        let cell_row = y * ROWS / self.h;
+        // Sample rows at a stride within each cell, as columns are.
+        let y0 = cell_row * self.h / ROWS;
+        if !(y - y0).is_multiple_of(STRIDE) || px.len() < self.w as usize * bpp {
+            return;
+        }
+        for col in 0..COLS {
+            let (x0, x1) = (col * self.w / COLS, (col + 1) * self.w / COLS);
+            let cell = &mut self.sums[(cell_row * COLS + col) as usize];
+            for x in (x0..x1).step_by(STRIDE as usize) {
+                let p = &px[x as usize * bpp..];
+                let luma = if bpp >= 3 {
+                    (p[0] as u64 * 299 + p[1] as u64 * 587 + p[2] as u64 * 114) / 1000
+                } else {
+                    p[0] as u64
+                };
+                cell.0 += luma;
+                cell.1 += 1;
+            }
+        }
+    }
+
+    fn finish(self) -> Thumb {
+        let cells = self.sums.iter().map(|(s, n)| (s / n.max(&1)) as u8);
+        Thumb {
+            cells: cells.collect(),
+        }
+    }
+}
+
 impl Thumb {
     /// The fingerprint of a screenshot; None when its pixels cannot be read.
     pub fn of(shot: &Screenshot) -> Option<Thumb> {
-        let (w, h) = (shot.width, shot.height);
-        if w < COLS || h < ROWS {
+        match &shot.data {
+            ScreenshotData::Rgba(raw) => Thumb::of_rgba(raw, shot.width, shot.height),
+            ScreenshotData::Png(png) => Thumb::of_png(png),
+        }
+    }
+
+    fn of_rgba(raw: &[u8], w: u32, h: u32) -> Option<Thumb> {
+        let mut grid = Grid::new(w, h)?;
+        let stride = w as usize * 4;
+        if raw.len() < stride * h as usize {
             return None;
         }
-        let rgba = match &shot.data {
-            ScreenshotData::Rgba(b) => b.clone(),
-            // A PNG (real phones) is decoded once; that is server CPU, not device time.
-            ScreenshotData::Png(_) => shot.rgba().ok()?,
+        for (y, px) in raw.chunks_exact(stride).take(h as usize).enumerate() {
+            grid.row(y as u32, px, 4);
+        }
+        Some(grid.finish())
+    }
+
+    /// The fingerprint of PNG bytes, row by row; palettes expanded and 16-bit samples stripped (8-bit grey, grey+alpha,
+    /// RGB or RGBA rows).
+    pub fn of_png(png: &[u8]) -> Option<Thumb> {
+        let mut decoder = ::png::Decoder::new(std::io::Cursor::new(png));
+        decoder.set_transformations(::png::Transformations::normalize_to_color8());
+        let mut reader = decoder.read_info().ok()?;
+        let (w, h) = (reader.info().width, reader.info().height);
+        if reader.info().interlaced {
+            // Adam7 rows arrive pass by pass (no phone sends these): decode whole.
+            let img = image::load_from_memory_with_format(png, image::ImageFormat::Png).ok()?;
+            return Thumb::of_rgba(&img.to_rgba8(), w, h);
+        }
+        let bpp = match reader.output_color_type().0 {
+            ::png::ColorType::Grayscale => 1,
+            ::png::ColorType::GrayscaleAlpha => 2,
+            ::png::ColorType::Rgb | ::png::ColorType::Indexed => 3,
+            ::png::ColorType::Rgba => 4,
         };
-        if rgba.len() < (w * h * 4) as usize {
-            return None;
-        }
-        let mut cells = Vec::with_capacity((COLS * ROWS) as usize);
-        for row in 0..ROWS {
-            let (y0, y1) = (row * h / ROWS, (row + 1) * h / ROWS);
-            for col in 0..COLS {
-                let (x0, x1) = (col * w / COLS, (col + 1) * w / COLS);
-                cells.push(mean_luma(&rgba, w, x0..x1, y0..y1));
+        let mut grid = Grid::new(w, h)?;
+        let mut y = 0;
+        while let Some(row) = reader.next_row().ok()? {
+            if y >= h {
+                break;
             }
+            grid.row(y, row.data(), bpp);
+            y += 1;
         }
-        Some(Thumb { cells })
+        (y == h).then(|| grid.finish())
     }
 
     /// Whether two captures show the same screen (every cell within one step of
@@ -56,19 +135,6 @@ impl Thumb {
                 .zip(&other.cells)
                 .all(|(a, b)| a.abs_diff(*b) <= 1)
     }
-}
-
-fn mean_luma(rgba: &[u8], w: u32, xs: std::ops::Range<u32>, ys: std::ops::Range<u32>) -> u8 {
-    let (mut sum, mut n) = (0u64, 0u64);
-    for y in ys.step_by(STRIDE as usize) {
-        for x in xs.clone().step_by(STRIDE as usize) {
-            let i = ((y * w + x) * 4) as usize;
-            let (r, g, b) = (rgba[i] as u64, rgba[i + 1] as u64, rgba[i + 2] as u64);
-            sum += (r * 299 + g * 587 + b * 114) / 1000;
-            n += 1;
-        }
-    }
-    (sum / n.max(1)) as u8
 }
 
 #[cfg(test)]

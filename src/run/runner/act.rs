@@ -206,7 +206,8 @@ impl Runner {
             Err(e) if is_disconnect(&e) => {
                 draft.failed(e.to_string(), None);
                 let n = st.counter.current();
-                draft.remember_as(n, decision, action, format!("failed: {e}"));
+                draft.remember_as(n, decision, action.clone(), format!("failed: {e}"));
+                draft.notes.push(Note::DeviceDropped { step: n, action });
                 let serial = device.serial().to_string();
                 let lost = DeviceError::Disconnected { serial };
                 Ok(Stop(Break::Commit(Then::Reconnect(lost))))

@@ -9,7 +9,7 @@ use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
 use crate::device::thumb::Thumb;
-use crate::device::{Device, DeviceError, Screenshot};
+use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, layout_hash};
@@ -29,9 +29,25 @@ pub(crate) struct Observed {
     pub content: Option<u64>,
     pub screenshot_ms: u64,
     pub hierarchy_ms: u64,
-    /// The screenshot's low-resolution fingerprint (None when black or missing): what
-    /// settling compares the screen after an action against.
-    pub thumb: Option<Thumb>,
+}
+
+impl Observed {
+    /// The screenshot's low-resolution fingerprint (None when black or missing), computed
+    /// on demand: decoding the PNG is server CPU that only a tree-less change needs.
+    pub fn thumb(&self) -> Option<Thumb> {
+        self.png.as_deref().and_then(Thumb::of_png)
+    }
+}
+
+/// How an observation's two captures are timed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Capture {
+    /// Screenshot and hierarchy at once (on ADB, two streams over one transport).
+    Together,
+    /// The hierarchy first, then the screenshot: after an action the dump is what waits
+    /// for the UI to go idle, so the picture must be taken once it returns to show the
+    /// screen the tree describes.
+    TreeFirst,
 }
 
 impl Runner {
@@ -103,39 +119,36 @@ impl Runner {
         device: &dyn Device,
         size: ScreenSize,
     ) -> Result<Observed, DeviceError> {
-        self.observe_with(device, size, None).await
+        self.observe_with(device, size, Capture::Together).await
     }
 
-    /// `observe`, reusing a screenshot settling just took (the screen held still since,
-    /// so the same screen is not read twice); without one, the screenshot is captured
-    /// beside the hierarchy.
+    /// `observe`, with the captures timed as `capture` says.
     pub(crate) async fn observe_with(
         &self,
         device: &dyn Device,
         size: ScreenSize,
-        taken: Option<Screenshot>,
+        capture: Capture,
     ) -> Result<Observed, DeviceError> {
-        let shot = async {
-            let t = Instant::now();
-            match taken {
-                Some(s) => (Ok(s), 0),
-                None => (device.screenshot().await, t.elapsed().as_millis() as u64),
+        let (shot, xml, current) = match capture {
+            Capture::Together => tokio::join!(
+                timed(device.screenshot()),
+                timed(device.hierarchy()),
+                device.current_app()
+            ),
+            Capture::TreeFirst => {
+                let (xml, current) = tokio::join!(timed(device.hierarchy()), device.current_app());
+                (timed(device.screenshot()).await, xml, current)
             }
         };
-        let tree = async {
-            let t = Instant::now();
-            (device.hierarchy().await, t.elapsed().as_millis() as u64)
-        };
-        let ((shot, screenshot_ms), (xml, hierarchy_ms), current) =
-            tokio::join!(shot, tree, device.current_app());
+        let ((shot, screenshot_ms), (xml, hierarchy_ms)) = (shot, xml);
 
-        let (png, sensitive, shot_err, thumb) = match shot {
-            Ok(s) if s.is_black() => (None, true, None, None),
+        let (png, sensitive, shot_err) = match shot {
+            Ok(s) if s.is_black() => (None, true, None),
             Ok(s) => match s.png() {
-                Ok(p) => (Some(p), false, None, Thumb::of(&s)),
-                Err(e) => (None, false, Some(e), None),
+                Ok(p) => (Some(p), false, None),
+                Err(e) => (None, false, Some(e)),
             },
-            Err(e) => (None, false, Some(e), None),
+            Err(e) => (None, false, Some(e)),
         };
         let mut opts = self.repr.clone();
         opts.screen = Some(size);
@@ -182,9 +195,15 @@ impl Runner {
             content,
             screenshot_ms,
             hierarchy_ms,
-            thumb,
         })
     }
+}
+
+/// A capture and how long it took, in ms.
+async fn timed<T>(f: impl std::future::Future<Output = T>) -> (T, u64) {
+    let t = Instant::now();
+    let out = f.await;
+    (out, t.elapsed().as_millis() as u64)
 }
 
 /// The representation when no tree could be read: the agent acts from the screenshot.

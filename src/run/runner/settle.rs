@@ -1,33 +1,40 @@
-//! The settle phase: after an action that should change the screen, wait until the screen
-//! has changed and holds still (bounded by `settle_timeout_ms`), by the cheapest signal
-//! first, then observe once. No fixed sleeps besides the optional `step_delay_ms`.
+//! The settle phase: after an action that should change the screen, read the screen once
+//! the UI has gone idle, and make that reading the next step's observation.
 //!
-//! On a real phone a `uiautomator dump` costs ~2 s and a `screencap` ~250 ms, so the
-//! screen is watched with screenshots reduced to a coarse fingerprint (`Thumb`): the
-//! input's own completion starts the watch, a fingerprint unlike the pre-action one is a
-//! change, two equal fingerprints in a row are stillness. Only then is the hierarchy
-//! dumped, once, beside the foreground activity, and that observation (with the last
-//! screenshot) becomes the next step's, so the same screen is never read twice. Where
-//! screenshots cannot tell (a secure window captures black, or the capture fails), the
-//! layout hash of successive dumps decides, as before.
+//! On Android the dump is the settle signal. `uiautomator dump` waits for the UI to go
+//! idle before it reads the tree (`waitForIdle(1000, 10000)` in AOSP's `DumpCommand`: no
+//! accessibility event for 1 s, at most 10 s) and answers "could not get idle state" when
+//! it never does. So once the input's own command has returned, the runner dumps once and
+//! then takes one screenshot, after the dump, so the picture shows the idle screen the tree
+//! describes: one dump and one screenshot per step, which are also the next step's
+//! observation (the same screen is never read twice). The virtual phone applies an input
+//! at once and never animates, so its first dump is idle too; every backend keeps that
+//! contract (`Device::hierarchy`).
+//!
+//! A changed tree is a change. An unchanged tree may hide a change the tree cannot show (a
+//! canvas, a map, a web view without nodes, text the layout hash leaves out), so the two
+//! screenshots' coarse fingerprints (`Thumb`) are compared too. When neither moved, the
+//! app may still answer late (a network round trip): the screen is watched by screenshots
+//! alone, cheap on a phone, every `settle_poll_ms` until it moves or `settle_timeout_ms`
+//! passes, and a late change is read again. A PNG is decoded for a fingerprint only on
+//! that path, never on a step whose tree changed.
 
 use std::ops::ControlFlow::{Break as Stop, Continue};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::observe::Observed;
+use super::observe::{Capture, Observed};
 use super::record::{StepDraft, Then};
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Break, Phase, Runner};
+use crate::device::Device;
 use crate::device::thumb::Thumb;
-use crate::device::{Device, Screenshot};
 use crate::domain::{Action, ScreenSize};
-use crate::screen::layout_hash;
 
-/// What settling found: whether the layout changed (None: could not tell), the layout it
-/// held still at (None: never still), and the observation taken once still.
+/// What settling found: whether the screen changed (None: could not tell), the layout it
+/// held still at (None: never read), and the observation taken once idle.
 #[derive(Default)]
 struct Settled {
     changed: Option<bool>,
@@ -35,12 +42,15 @@ struct Settled {
     obs: Option<Observed>,
 }
 
-/// What watching screenshots ended with.
-enum Watch {
-    /// Two equal fingerprints after a change (or none by the deadline): this capture.
-    Still { shot: Screenshot, moved: bool },
-    /// Screenshots cannot tell (black or failing): fall back to dumps.
-    Blind,
+impl Settled {
+    /// The idle observation as read: changed when its tree or its picture moved.
+    fn read(obs: Observed, changed: bool) -> Settled {
+        Settled {
+            changed: Some(changed),
+            idle: obs.layout,
+            obs: Some(obs),
+        }
+    }
 }
 
 impl Runner {
@@ -97,114 +107,58 @@ impl Runner {
         before: &Observed,
         size: ScreenSize,
     ) -> Settled {
-        match (action.expects_screen_change(), before.layout) {
-            (true, Some(layout)) => match &before.thumb {
-                Some(thumb) => {
-                    self.settle_by_screenshots(device, layout, thumb, size)
-                        .await
-                }
-                None => self.settle_by_dumps(device, layout).await,
-            },
-            _ => Settled::default(),
+        if !action.expects_screen_change() || before.layout.is_none() {
+            return Settled::default();
+        }
+        // The tree could not be read after the action: the next step observes afresh.
+        let Some(obs) = self.read_idle(device, size).await else {
+            return Settled::default();
+        };
+        if obs.layout != before.layout {
+            return Settled::read(obs, true);
+        }
+        // The same tree: did the picture move? (Only here is a PNG decoded.)
+        let Some(thumb) = before.thumb() else {
+            return Settled::read(obs, false);
+        };
+        if obs.thumb().is_some_and(|t| !t.same(&thumb)) {
+            return Settled::read(obs, true);
+        }
+        if !self.watch(device, &thumb).await {
+            return Settled::read(obs, false);
+        }
+        match self.read_idle(device, size).await {
+            Some(late) => Settled::read(late, true),
+            None => Settled::default(),
         }
     }
 
-    /// Screenshots until the screen moved and held still (or the deadline), then one
-    /// observation reusing the last screenshot.
-    async fn settle_by_screenshots(
-        &self,
-        device: &dyn Device,
-        before: u64,
-        thumb: &Thumb,
-        size: ScreenSize,
-    ) -> Settled {
-        let (shot, moved) = match self.watch(device, thumb).await {
-            Watch::Still { shot, moved } => (shot, moved),
-            Watch::Blind => return self.settle_by_dumps(device, before).await,
-        };
-        let Ok(obs) = self.observe_with(device, size, Some(shot)).await else {
-            return Settled {
-                changed: Some(moved),
-                ..Settled::default()
-            };
-        };
-        let changed = obs.layout.map_or(moved, |l| l != before);
-        Settled {
-            changed: Some(changed),
-            idle: obs.layout,
-            obs: Some(obs),
-        }
+    /// One dump (which waits for idle), then one screenshot. None when the tree could not
+    /// be read (never idle, or the dump failed).
+    async fn read_idle(&self, device: &dyn Device, size: ScreenSize) -> Option<Observed> {
+        let obs = self.observe_with(device, size, Capture::TreeFirst).await;
+        obs.ok().filter(|o| o.layout.is_some())
     }
 
-    /// Watches the screen by fingerprints. Polls no faster than `settle_poll_ms` (a real
-    /// phone's screencap is slower than that, so this only paces an instant virtual one).
-    async fn watch(&self, device: &dyn Device, before: &Thumb) -> Watch {
+    /// Watches the picture for a late change until `settle_timeout_ms`, one screenshot
+    /// every `settle_poll_ms` at most (a phone's screencap is slower than that; this only
+    /// paces an instant virtual one). True when it moved.
+    async fn watch(&self, device: &dyn Device, thumb: &Thumb) -> bool {
         let deadline = Instant::now() + Duration::from_millis(self.cfg.settle_timeout_ms);
         let poll = Duration::from_millis(self.cfg.settle_poll_ms.max(10));
-        let mut last = before.clone();
-        let mut moved = false;
-        loop {
-            let next_poll = tokio::time::Instant::now() + poll;
-            let shot = match device.screenshot().await {
-                Ok(s) if !s.is_black() => s,
-                _ => return Watch::Blind,
+        while Instant::now() + poll < deadline {
+            tokio::time::sleep(poll).await;
+            let now = match device.screenshot().await {
+                Ok(s) if !s.is_black() => Thumb::of(&s),
+                _ => None,
             };
-            let Some(now) = Thumb::of(&shot) else {
-                return Watch::Blind;
-            };
-            let still = now.same(&last);
-            if !still {
-                moved = true;
-            }
-            // Still after a change, or out of time (then this is the screen as it is).
-            if (still && moved) || Instant::now() >= deadline {
-                return Watch::Still { shot, moved };
-            }
-            last = now;
-            if !moved {
-                tokio::time::sleep_until(next_poll).await;
+            match now {
+                Some(now) if !now.same(thumb) => return true,
+                Some(_) => {}
+                // Screenshots cannot tell (black, or failing): the tree said unchanged.
+                None => return false,
             }
         }
-    }
-
-    /// The fallback: dumps until the layout differs from `before` and then holds still, or
-    /// until the settle timeout. No observation is kept (the next step captures afresh).
-    async fn settle_by_dumps(&self, device: &dyn Device, before: u64) -> Settled {
-        let deadline = Instant::now() + Duration::from_millis(self.cfg.settle_timeout_ms);
-        let poll = Duration::from_millis(self.cfg.settle_poll_ms.max(10));
-        let mut last: Option<u64> = None;
-        let mut changed = false;
-        loop {
-            let next_poll = tokio::time::Instant::now() + poll;
-            if let Ok(xml) = device.hierarchy().await
-                && let Ok(tree) = crate::screen::parse(&xml)
-            {
-                let h = layout_hash(&tree).0;
-                if h != before {
-                    changed = true;
-                }
-                // Idle: a change happened and the next read shows the same layout.
-                if changed && last == Some(h) {
-                    return Settled {
-                        changed: Some(true),
-                        idle: Some(h),
-                        obs: None,
-                    };
-                }
-                last = Some(h);
-            }
-            if Instant::now() >= deadline {
-                // Unchanged all along: the screen held still where it was.
-                return Settled {
-                    changed: Some(changed),
-                    idle: (!changed).then_some(before),
-                    obs: None,
-                };
-            }
-            if !changed {
-                // Nothing yet: poll again soon. After a change, the next read confirms idleness.
-                tokio::time::sleep_until(next_poll).await;
-            }
-        }
+        false
     }
 }
