@@ -32,9 +32,10 @@
 //! reported per call kind, and a component table times PNG encode, parse and sha256 on
 //! their own.
 //!
-//! Steps whose settle found no screen change wait out `settle_timeout_ms` in poll sleeps,
-//! which are deliberate waiting, not overhead; they are left out of the overhead figures
-//! and counted (`settle_timeouts`). So are steps the probe could not delimit (a failed
+//! Steps whose settle found no screen change watch for a late one until
+//! `settle_timeout_ms`, in poll sleeps, which are deliberate waiting, not overhead; they
+//! are left out of the overhead figures and counted (`settle_timeouts`), and so is the step
+//! after one, when the watch's sleeps fall in its window (`settle_polled`). So are steps the probe could not delimit (a failed
 //! action re-uses its observation, so the next step has no screenshot of its own).
 //!
 //! The overhead run drives tasks one at a time through `Runner::run` on one phone (by
@@ -301,7 +302,8 @@ pub struct OverheadReport {
     pub settle_timeouts: usize,
     /// Which actions those were (action name → count).
     pub settle_timeout_actions: Vec<(String, usize)>,
-    /// Steps left out: the settle loop slept at least once (the screen changed late).
+    /// Steps left out: settle slept at least once watching for a late change (its watch
+    /// can fall in the window of the step after the one that acted).
     pub settle_polled: usize,
     /// Steps left out: the probe could not delimit them.
     pub unsegmented: usize,
@@ -821,7 +823,9 @@ fn segment(log: &ProbeLog, settle_poll: Duration) -> Vec<Option<StepSample>> {
         let mut phases = [Duration::ZERO; 5];
         phases[0] = (obs_end - s).saturating_sub(dev_obs);
         phases[1] = a_start.saturating_duration_since(obs_end);
-        let settle_sleeps = act
+        // A watch for a late change (settle found the tree unchanged) runs after the
+        // screenshot the next step starts from, so its sleeps can fall in either window.
+        let settle_sleeps = inside
             .windows(2)
             .filter(|w| w[1].0.saturating_duration_since(w[0].1) >= settle_poll)
             .count() as u32;

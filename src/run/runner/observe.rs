@@ -8,7 +8,6 @@ use std::time::Instant;
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
-use crate::device::thumb::Thumb;
 use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
@@ -29,14 +28,6 @@ pub(crate) struct Observed {
     pub content: Option<u64>,
     pub screenshot_ms: u64,
     pub hierarchy_ms: u64,
-}
-
-impl Observed {
-    /// The screenshot's low-resolution fingerprint (None when black or missing), computed
-    /// on demand: decoding the PNG is server CPU that only a tree-less change needs.
-    pub fn thumb(&self) -> Option<Thumb> {
-        self.png.as_deref().and_then(Thumb::of_png)
-    }
 }
 
 /// How an observation's two captures are timed.

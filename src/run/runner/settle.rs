@@ -17,11 +17,14 @@
 //! app may still answer late (a network round trip): the screen is watched by screenshots
 //! alone, cheap on a phone, every `settle_poll_ms` until it moves or `settle_timeout_ms`
 //! passes, and a late change is read again. A PNG is decoded for a fingerprint only on
-//! that path, never on a step whose tree changed.
+//! that path, and only when its bytes differ from the starting picture's; never on a
+//! step whose tree changed.
 
 use std::ops::ControlFlow::{Break as Stop, Continue};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::observe::{Capture, Observed};
@@ -117,14 +120,14 @@ impl Runner {
         if obs.layout != before.layout {
             return Settled::read(obs, true);
         }
-        // The same tree: did the picture move? (Only here is a PNG decoded.)
-        let Some(thumb) = before.thumb() else {
+        // The same tree: did the picture move?
+        let Some(picture) = before.png.as_ref().map(Picture::new) else {
             return Settled::read(obs, false);
         };
-        if obs.thumb().is_some_and(|t| !t.same(&thumb)) {
+        if obs.png.as_ref().is_some_and(|p| picture.moved(p)) {
             return Settled::read(obs, true);
         }
-        if !self.watch(device, &thumb).await {
+        if !self.watch(device, &picture).await {
             return Settled::read(obs, false);
         }
         match self.read_idle(device, size).await {
@@ -143,22 +146,50 @@ impl Runner {
     /// Watches the picture for a late change until `settle_timeout_ms`, one screenshot
     /// every `settle_poll_ms` at most (a phone's screencap is slower than that; this only
     /// paces an instant virtual one). True when it moved.
-    async fn watch(&self, device: &dyn Device, thumb: &Thumb) -> bool {
+    async fn watch(&self, device: &dyn Device, picture: &Picture<'_>) -> bool {
         let deadline = Instant::now() + Duration::from_millis(self.cfg.settle_timeout_ms);
         let poll = Duration::from_millis(self.cfg.settle_poll_ms.max(10));
         while Instant::now() + poll < deadline {
             tokio::time::sleep(poll).await;
-            let now = match device.screenshot().await {
-                Ok(s) if !s.is_black() => Thumb::of(&s),
-                _ => None,
+            // Screenshots that cannot tell (black, or failing): the tree said unchanged.
+            let Ok(png) = device.screenshot().await.and_then(|s| s.png()) else {
+                return false;
             };
-            match now {
-                Some(now) if !now.same(thumb) => return true,
-                Some(_) => {}
-                // Screenshots cannot tell (black, or failing): the tree said unchanged.
-                None => return false,
+            if picture.moved(&png) {
+                return true;
             }
         }
         false
+    }
+}
+
+/// The picture a step started from, to tell whether a later capture moved. The same PNG
+/// bytes are the same picture (a deterministic encoder: the virtual phone's, and in
+/// practice `screencap -p`'s), at the cost of a compare; only different bytes are decoded
+/// into fingerprints, the starting picture once.
+struct Picture<'a> {
+    png: &'a Bytes,
+    thumb: OnceLock<Option<Thumb>>,
+}
+
+impl<'a> Picture<'a> {
+    fn new(png: &'a Bytes) -> Self {
+        Picture {
+            png,
+            thumb: OnceLock::new(),
+        }
+    }
+
+    /// Whether `png` shows a visibly different screen. Unreadable pixels (a black or
+    /// broken capture) tell nothing: not moved.
+    fn moved(&self, png: &Bytes) -> bool {
+        if png == self.png {
+            return false;
+        }
+        let before = self.thumb.get_or_init(|| Thumb::of_png(self.png));
+        match (before, Thumb::of_png(png)) {
+            (Some(a), Some(b)) => !a.same(&b),
+            _ => false,
+        }
     }
 }
