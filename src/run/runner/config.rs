@@ -29,8 +29,10 @@ pub struct RunnerConfig {
     pub prediction_retries: u32,
     /// A fixed pause after each action has settled (0 = none).
     pub step_delay_ms: u64,
-    /// The longest wait for the UI to change or go idle after an action.
+    /// How long screenshots watch for a late change after an action whose idle dump and
+    /// picture showed none (`runner::settle`).
     pub settle_timeout_ms: u64,
+    /// The least time between two of those screenshots.
     pub settle_poll_ms: u64,
     /// Unchanged layouts (or repeated taps on one element) in a row that count as stuck.
     pub stuck_threshold: u32,
