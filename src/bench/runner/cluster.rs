@@ -46,7 +46,7 @@ use crate::agent::{Agent, ReplayAgent};
 use crate::config::Config;
 use crate::device::sim::SimDevice;
 use crate::device::sim::tasks::tasks;
-use crate::domain::{Action, Task, TaskId, TaskStatus};
+use crate::domain::{Task, TaskId, TaskStatus};
 use crate::run::events::{FeedItem, Filter};
 use crate::run::scheduler::AgentFactory;
 use crate::store::postgres::CONNECT_TIMEOUT;
@@ -332,7 +332,10 @@ fn by_instance(v: &[(String, usize)]) -> String {
 /// Who built each task's agent, and when: one entry per won claim.
 #[derive(Default)]
 struct Ledger {
-    plans: HashMap<TaskId, (Vec<Action>, Arc<Probe>)>,
+    /// Task → (its actions, not counting `finish`; its probe), taken when it is built.
+    plans: HashMap<TaskId, (usize, Arc<Probe>)>,
+    /// Phone serial → its index in the level (which sim screen it started on).
+    phones: HashMap<String, usize>,
     /// Task → (instance index, phone, when its agent was built), per build.
     runs: HashMap<TaskId, Vec<(usize, String, Instant)>>,
 }
@@ -348,14 +351,18 @@ fn factory(k: usize, ledger: SharedLedger) -> AgentFactory {
     Arc::new(move |task: &Task| {
         let mut l = lock(&ledger);
         let phone = task.assigned_device.clone().unwrap_or_default();
+        let phone_index = l.phones.get(&phone).copied().unwrap_or(0);
         l.runs
             .entry(task.id)
             .or_default()
             .push((k, phone, Instant::now()));
-        let (actions, probe) = l
+        let (len, probe) = l
             .plans
             .remove(&task.id)
             .ok_or_else(|| format!("task {} was already run by another instance", task.id))?;
+        // The tour of the phone it got, as on SQLite, so its first action changes the
+        // screen (a tour starting at the app already open would wait out settle).
+        let actions = tour(phone_index, len);
         Ok(Box::new(TimedAgent {
             inner: Box::new(ReplayAgent::new(actions)),
             probe,
@@ -368,7 +375,8 @@ fn instance_name(k: usize) -> String {
     format!("bench-{}", (b'a' + k as u8) as char)
 }
 
-/// What the subscriber on the last instance saw.
+/// What the subscriber on the last instance saw. `last_finish` is the last task's end as
+/// committed on the instance that ran it.
 #[derive(Default)]
 struct Seen {
     from_commit: Vec<Duration>,
@@ -432,7 +440,10 @@ fn subscribe(
             );
             if ev.event.is_finished() {
                 s.finished += 1;
-                s.last_finish = Some(now);
+                // When the task ended (its commit), not when the relay delivered it: the
+                // relay's delay is reported as lag, not charged to throughput.
+                let ended = committed.unwrap_or(now);
+                s.last_finish = Some(s.last_finish.map_or(ended, |t| t.max(ended)));
             }
         }
         s
@@ -465,6 +476,7 @@ async fn level_run(
                 opts.concurrency_screen,
             ))?);
             phone.reset_to(&all[next_phone % all.len()]);
+            lock(&ledger).phones.insert(serial.clone(), next_phone);
             next_phone += 1;
             let probe = Arc::new(Probe::default());
             env.core
@@ -485,15 +497,15 @@ async fn level_run(
     // Submitted through the first instance only; no task names a phone.
     let mut ids = Vec::with_capacity(level.phones);
     for i in 0..level.phones {
-        let actions = tour(i, level.steps_per_task.saturating_sub(1));
+        let len = level.steps_per_task.saturating_sub(1);
         let t = &all[i % all.len()];
         let task = envs[0]
             .store
-            .create_task(new_task(t.instruction, actions.len() + 1, None)?)
+            .create_task(new_task(t.instruction, len + 1, None)?)
             .await?;
         lock(&ledger)
             .plans
-            .insert(task.id, (actions, Arc::new(Probe::default())));
+            .insert(task.id, (len, Arc::new(Probe::default())));
         ids.push(task.id);
     }
     let task_probes: HashMap<TaskId, Arc<Probe>> = lock(&ledger)
@@ -529,7 +541,10 @@ async fn level_run(
         &envs[0],
         &ids,
         &ledger,
-        (&task_probes, &phone_probes),
+        &Probes {
+            tasks: task_probes,
+            phones: phone_probes,
+        },
         instances,
     )
     .await;
@@ -558,6 +573,12 @@ async fn level_run(
     })
 }
 
+/// Each task's probe (its agent's timings) and each phone's (its device calls).
+struct Probes {
+    tasks: HashMap<TaskId, Arc<Probe>>,
+    phones: HashMap<String, Arc<Probe>>,
+}
+
 /// Outcomes, steps and overhead under load over the level's tasks; tasks per instance.
 async fn tally(
     opts: &RunnerBenchOptions,
@@ -565,7 +586,7 @@ async fn tally(
     env: &Env,
     ids: &[TaskId],
     ledger: &SharedLedger,
-    (task_probes, phone_probes): (&HashMap<TaskId, Arc<Probe>>, &HashMap<String, Arc<Probe>>),
+    probes: &Probes,
     instances: usize,
 ) -> Result<(LevelReport, Vec<(String, usize)>), RunnerBenchError> {
     let (mut steps, mut succeeded, mut unfinished) = (0, 0, 0);
@@ -588,7 +609,7 @@ async fn tally(
             continue;
         };
         per_instance[k] += 1;
-        let log = task_log(&task_probes[id], phone_probes.get(&phone), built);
+        let log = task_log(&probes.tasks[id], probes.phones.get(&phone), built);
         let recorded = env.store.inner.steps(*id).await?;
         for (n, seg) in segment(&log, settle_poll(&opts.runner))
             .into_iter()
@@ -653,6 +674,17 @@ fn task_log(task: &Probe, phone: Option<&Arc<Probe>>, built: Instant) -> ProbeLo
     }
 }
 
+/// What the database says of one task: where it ran, and its events.
+struct TaskRow {
+    id: String,
+    instance: Option<String>,
+    device: Option<String>,
+    /// `task.started` events in its stream.
+    started: i64,
+    /// Its stream's `seq` is 1..n.
+    gapless: bool,
+}
+
 /// Fails the bench unless every task was claimed once: one agent build, at most one
 /// `task.started` event, gapless `seq`, and `tasks.instance` naming the builder.
 async fn exactly_once(
@@ -660,23 +692,6 @@ async fn exactly_once(
     ids: &[TaskId],
     ledger: &SharedLedger,
 ) -> Result<(), RunnerBenchError> {
-    let mut problems = Vec::new();
-    let ran_by: HashMap<String, (usize, String)> = {
-        let l = lock(ledger);
-        for (id, runs) in &l.runs {
-            if runs.len() > 1 {
-                let who: Vec<String> = runs.iter().map(|r| instance_name(r.0)).collect();
-                problems.push(format!(
-                    "task {id}: agent built {} times ({who:?})",
-                    runs.len()
-                ));
-            }
-        }
-        l.runs
-            .iter()
-            .filter_map(|(id, r)| r.first().map(|x| (id.to_string(), (x.0, x.1.clone()))))
-            .collect()
-    };
     let mut c = connect(db).await?;
     let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
     let rows = sqlx::query(
@@ -689,38 +704,24 @@ async fn exactly_once(
     .fetch_all(&mut c)
     .await;
     let _ = c.close().await;
-    let rows = rows.map_err(|e| RunnerBenchError::Store(e.into()))?;
+    let rows: Vec<TaskRow> = rows
+        .map_err(|e| RunnerBenchError::Store(e.into()))?
+        .into_iter()
+        .map(|r| TaskRow {
+            id: r.get("id"),
+            instance: r.get("instance"),
+            device: r.get("assigned_device"),
+            started: r.get("started"),
+            gapless: r.get("gapless"),
+        })
+        .collect();
+    let mut problems = run_problems(&lock(ledger).runs, &rows);
     if rows.len() != ids.len() {
         problems.push(format!(
             "{} of {} tasks in the database",
             rows.len(),
             ids.len()
         ));
-    }
-    for r in rows {
-        let id: String = r.get("id");
-        let instance: Option<String> = r.get("instance");
-        let device: Option<String> = r.get("assigned_device");
-        let started: i64 = r.get("started");
-        let gapless: bool = r.get("gapless");
-        let expected = ran_by.get(&id);
-        if started > 1 || (started == 1) != expected.is_some() {
-            problems.push(format!(
-                "task {id}: {started} task.started events, agent built {}",
-                if expected.is_some() { "once" } else { "never" }
-            ));
-        }
-        if !gapless {
-            problems.push(format!("task {id}: its event seq has a gap or a repeat"));
-        }
-        if let Some((k, phone)) = expected
-            && (instance.as_deref() != Some(&instance_name(*k)) || device.as_ref() != Some(phone))
-        {
-            problems.push(format!(
-                "task {id}: the database says {instance:?}/{device:?}, the agent was built by {}/{phone}",
-                instance_name(*k)
-            ));
-        }
     }
     if problems.is_empty() {
         return Ok(());
@@ -731,6 +732,54 @@ async fn exactly_once(
         "{n} problem(s): {}",
         problems.join("; ")
     )))
+}
+
+/// Every way the builds (`runs`) and the database (`rows`) disagree with "each task ran
+/// once, where its agent was built".
+fn run_problems(
+    runs: &HashMap<TaskId, Vec<(usize, String, Instant)>>,
+    rows: &[TaskRow],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (id, r) in runs {
+        if r.len() > 1 {
+            let who: Vec<String> = r.iter().map(|x| instance_name(x.0)).collect();
+            problems.push(format!(
+                "task {id}: agent built {} times ({who:?})",
+                r.len()
+            ));
+        }
+    }
+    let ran_by: HashMap<String, (usize, String)> = runs
+        .iter()
+        .filter_map(|(id, r)| r.first().map(|x| (id.to_string(), (x.0, x.1.clone()))))
+        .collect();
+    for r in rows {
+        let id = &r.id;
+        let expected = ran_by.get(id);
+        if r.started > 1 || (r.started == 1) != expected.is_some() {
+            problems.push(format!(
+                "task {id}: {} task.started events, agent built {}",
+                r.started,
+                if expected.is_some() { "once" } else { "never" }
+            ));
+        }
+        if !r.gapless {
+            problems.push(format!("task {id}: its event seq has a gap or a repeat"));
+        }
+        if let Some((k, phone)) = expected
+            && (r.instance.as_deref() != Some(&instance_name(*k))
+                || r.device.as_ref() != Some(phone))
+        {
+            problems.push(format!(
+                "task {id}: the database says {:?}/{:?}, the agent was built by {}/{phone}",
+                r.instance,
+                r.device,
+                instance_name(*k)
+            ));
+        }
+    }
+    problems
 }
 
 /// The PostgreSQL levels as a table, one row per level and instance count.
@@ -804,7 +853,7 @@ pub(super) fn format_levels(levels: &[ClusterLevelReport]) -> String {
     );
     let _ = writeln!(
         s,
-        "  ok = tasks succeeded of N; ovh = server overhead per step under load (includes waiting for a worker thread)."
+        "  ok = tasks succeeded of N; elapsed: schedulers' start to the last task's end as committed (not as relayed); ovh = server overhead per step under load (includes waiting for a worker thread)."
     );
     s
 }
@@ -838,6 +887,39 @@ mod tests {
             text.contains("postgres://") && text.contains("--store") && !text.contains("hunter22"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_task_run_twice_or_recorded_elsewhere_is_a_problem() {
+        let (a, b) = (TaskId::new(), TaskId::new());
+        let now = Instant::now();
+        let row = |id: TaskId, instance: &str, started| TaskRow {
+            id: id.to_string(),
+            instance: Some(instance.into()),
+            device: Some("bench-a-0000".into()),
+            started,
+            gapless: true,
+        };
+        let once: HashMap<_, _> = [(a, vec![(0, "bench-a-0000".to_string(), now)])].into();
+        assert!(run_problems(&once, &[row(a, "bench-a", 1)]).is_empty());
+        // Built by both instances.
+        let twice: HashMap<_, _> = [(
+            a,
+            vec![
+                (0, "bench-a-0000".to_string(), now),
+                (1, "bench-b-0000".to_string(), now),
+            ],
+        )]
+        .into();
+        assert_eq!(run_problems(&twice, &[row(a, "bench-a", 1)]).len(), 1);
+        // Started twice in the database; recorded under the other instance; never built
+        // but started; a gap in the events.
+        assert_eq!(run_problems(&once, &[row(a, "bench-a", 2)]).len(), 1);
+        assert_eq!(run_problems(&once, &[row(a, "bench-b", 1)]).len(), 1);
+        assert_eq!(run_problems(&once, &[row(b, "bench-a", 1)]).len(), 1);
+        let mut gap = row(a, "bench-a", 1);
+        gap.gapless = false;
+        assert_eq!(run_problems(&once, &[gap]).len(), 1);
     }
 
     #[tokio::test]
