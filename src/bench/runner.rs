@@ -55,6 +55,9 @@
 //! its receipt, and from its `created_at` (taken before the insert) to its receipt.
 //! Overhead per step is reported under load too; there it includes waiting for a worker
 //! thread.
+//!
+//! With `--store postgres://…` (`BenchStore::Postgres`), `runner/cluster.rs` runs the same
+//! overhead run and each level over 1 and 2 instances, in a scratch database.
 
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 use std::collections::HashMap;

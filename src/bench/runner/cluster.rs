@@ -450,25 +450,41 @@ fn subscribe(
     })
 }
 
-/// One level: `level.phones` phones split over `instances` cores on the scratch database.
-async fn level_run(
+/// The cores of one level and their phones' probes.
+#[derive(Default)]
+struct Fleet {
+    envs: Vec<Env>,
+    phones: HashMap<String, Arc<Probe>>,
+}
+
+impl Fleet {
+    async fn shutdown(&self) {
+        for env in &self.envs {
+            env.core.shutdown(SHUTDOWN_GRACE).await;
+        }
+    }
+}
+
+/// Builds `instances` cores on the scratch database, with `level.phones` phones split
+/// over them (the first takes the remainder of an odd split).
+async fn start_instances(
     opts: &RunnerBenchOptions,
     level: ConcurrencyLevel,
     instances: usize,
     db: &str,
     dir: &std::path::Path,
-) -> Result<ClusterLevelReport, RunnerBenchError> {
-    let ledger: SharedLedger = Arc::default();
-    let mut envs = Vec::with_capacity(instances);
-    let mut phone_probes: HashMap<String, Arc<Probe>> = HashMap::new();
-    let mut next_phone = 0;
+    ledger: &SharedLedger,
+    fleet: &mut Fleet,
+) -> Result<(), RunnerBenchError> {
     let all = tasks();
+    let mut next_phone = 0;
     for k in 0..instances {
-        // The first instance takes the remainder of an odd split.
         let phones = level.phones / instances + usize::from(k < level.phones % instances);
         let name = instance_name(k);
         let config = pg_config(&dir.join(&name), opts, db, &name)?;
         let env = env_on(config, phones, Some(factory(k, ledger.clone()))).await?;
+        fleet.envs.push(env);
+        let env = &fleet.envs[k];
         for i in 0..phones {
             let serial = format!("{name}-{i:04}");
             let phone = Arc::new(SimDevice::new(sim_config(
@@ -476,7 +492,7 @@ async fn level_run(
                 opts.concurrency_screen,
             ))?);
             phone.reset_to(&all[next_phone % all.len()]);
-            lock(&ledger).phones.insert(serial.clone(), next_phone);
+            lock(ledger).phones.insert(serial.clone(), next_phone);
             next_phone += 1;
             let probe = Arc::new(Probe::default());
             env.core
@@ -490,37 +506,71 @@ async fn level_run(
                     "sim",
                 )
                 .await?;
-            phone_probes.insert(serial, probe);
+            fleet.phones.insert(serial, probe);
         }
-        envs.push(env);
     }
-    // Submitted through the first instance only; no task names a phone.
+    Ok(())
+}
+
+/// Queues the level's tasks through `env` (the first instance) only; none names a phone.
+async fn submit(
+    level: ConcurrencyLevel,
+    env: &Env,
+    ledger: &SharedLedger,
+) -> Result<Vec<TaskId>, RunnerBenchError> {
+    let all = tasks();
     let mut ids = Vec::with_capacity(level.phones);
     for i in 0..level.phones {
         let len = level.steps_per_task.saturating_sub(1);
         let t = &all[i % all.len()];
-        let task = envs[0]
+        let task = env
             .store
             .create_task(new_task(t.instruction, len + 1, None)?)
             .await?;
-        lock(&ledger)
+        lock(ledger)
             .plans
             .insert(task.id, (len, Arc::new(Probe::default())));
         ids.push(task.id);
     }
+    Ok(ids)
+}
+
+/// One level: `level.phones` phones split over `instances` cores on the scratch database.
+async fn level_run(
+    opts: &RunnerBenchOptions,
+    level: ConcurrencyLevel,
+    instances: usize,
+    db: &str,
+    dir: &std::path::Path,
+) -> Result<ClusterLevelReport, RunnerBenchError> {
+    let ledger: SharedLedger = Arc::default();
+    let mut fleet = Fleet::default();
+    let ids = match start_instances(opts, level, instances, db, dir, &ledger, &mut fleet).await {
+        Ok(()) => submit(level, &fleet.envs[0], &ledger).await,
+        Err(e) => Err(e),
+    };
+    let ids = match ids {
+        Ok(ids) => ids,
+        Err(e) => {
+            // Whatever started is stopped: no core's background work outlives the level.
+            fleet.shutdown().await;
+            return Err(e);
+        }
+    };
+    let envs = &fleet.envs;
     let task_probes: HashMap<TaskId, Arc<Probe>> = lock(&ledger)
         .plans
         .iter()
         .map(|(id, (_, p))| (*id, p.clone()))
         .collect();
-    for env in &envs {
+    for env in envs {
         env.store.take_stats();
         env.store.track_events.store(true, Ordering::Relaxed);
     }
     let streams = ids.iter().map(|id| id.to_string()).collect();
-    let subscriber = subscribe(&envs, ledger.clone(), streams);
+    let subscriber = subscribe(envs, ledger.clone(), streams);
     let t0 = Instant::now();
-    for env in &envs {
+    for env in envs {
         env.core.start_scheduler();
     }
     let seen = tokio::time::timeout(opts.level_timeout, subscriber)
@@ -531,7 +581,7 @@ async fn level_run(
         .as_ref()
         .and_then(|s| s.last_finish)
         .map_or_else(|| t0.elapsed(), |t| t - t0);
-    for env in &envs {
+    for env in envs {
         env.core.stop_taking_work();
         env.store.track_events.store(false, Ordering::Relaxed);
     }
@@ -543,7 +593,7 @@ async fn level_run(
         &ledger,
         &Probes {
             tasks: task_probes,
-            phones: phone_probes,
+            phones: fleet.phones.clone(),
         },
         instances,
     )
@@ -552,9 +602,7 @@ async fn level_run(
         Ok(_) => exactly_once(db, &ids, &ledger).await,
         Err(_) => Ok(()),
     };
-    for env in &envs {
-        env.core.shutdown(SHUTDOWN_GRACE).await;
-    }
+    fleet.shutdown().await;
     checked?;
     let (mut level_report, tasks_by_instance) = result?;
     let seen = seen.unwrap_or_default();
