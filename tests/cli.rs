@@ -600,3 +600,29 @@ fn eval_compare_puts_two_scores_side_by_side() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("quitter.json is not an eval summary"), "{err}");
 }
+
+#[test]
+fn bench_runner_refuses_a_store_it_cannot_use_with_a_hint_and_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nobody listens on: bound, then released.
+    let closed = free_port();
+    for (url, says) in [
+        ("mysql://u:hunter22@db/x", "--store postgres://"),
+        (
+            &*format!("postgres://u:hunter22@127.0.0.1:{closed}/x"),
+            "reachable",
+        ),
+    ] {
+        let out = droidpilot(dir.path())
+            .args(["bench", "runner", "--store", url])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(says), "{url}: {stderr}");
+        assert!(
+            !stderr.contains("hunter22") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+    }
+}

@@ -55,6 +55,9 @@
 //! its receipt, and from its `created_at` (taken before the insert) to its receipt.
 //! Overhead per step is reported under load too; there it includes waiting for a worker
 //! thread.
+//!
+//! With `--store postgres://…` (`BenchStore::Postgres`), `runner/cluster.rs` runs the same
+//! overhead run and each level over 1 and 2 instances, in a scratch database.
 
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 use std::collections::HashMap;
@@ -87,6 +90,9 @@ use crate::run::runner::{RunnerConfig, StopSignal};
 use crate::run::scheduler::{AgentFactory, SchedulerConfig};
 use crate::screen::{ReprOptions, Screen, layout_hash};
 use crate::store::{Artifact, CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
+
+mod cluster;
+pub use cluster::{BenchStore, ClusterLevelReport};
 
 /// Each queued task's actions and the probe its phone reports to, taken by the agent factory.
 type Plans = HashMap<TaskId, (Vec<Action>, Arc<Probe>)>;
@@ -121,6 +127,8 @@ pub struct RunnerBenchOptions {
     pub level_timeout: Duration,
     /// Where progress lines go while the bench runs (the CLI: stderr); silent by default.
     pub progress: Progress,
+    /// SQLite (the default), or a PostgreSQL server to run in a scratch database on.
+    pub store: BenchStore,
 }
 
 /// A sink for progress lines, so a run of minutes is not silent.
@@ -202,6 +210,7 @@ impl Default for RunnerBenchOptions {
             runner: RunnerConfig::default(),
             level_timeout: Duration::from_secs(600),
             progress: Progress::default(),
+            store: BenchStore::Sqlite,
         }
     }
 }
@@ -223,6 +232,12 @@ pub enum RunnerBenchError {
     Spec(#[from] TaskSpecError),
     #[error("cannot build the core: {0}")]
     Core(String),
+    /// The `--store` URL, or the scratch database the bench runs in on that server.
+    #[error("{reason}")]
+    Scratch { reason: String, hint: String },
+    /// On several instances, a task ran more than once (or is recorded so).
+    #[error("a task did not run exactly once: {0}")]
+    NotExactlyOnce(String),
 }
 
 impl RunnerBenchError {
@@ -231,6 +246,7 @@ impl RunnerBenchError {
             RunnerBenchError::Io { .. } => "Check that the directory is writable and has free space, or pass another data directory.".into(),
             RunnerBenchError::Device(e) => e.hint(),
             RunnerBenchError::Pool(e) => e.hint(),
+            RunnerBenchError::Scratch { hint, .. } => hint.clone(),
             _ => "This is a bug in the benchmark or the store; please report it with the output.".into(),
         }
     }
@@ -348,9 +364,14 @@ pub struct LevelReport {
 pub struct RunnerBenchReport {
     pub worker_threads: usize,
     pub runner: RunnerConfig,
+    /// The store measured, in words (`SQLite file (WAL)`, or the PostgreSQL scratch database).
+    pub store: String,
     /// Raw frames (the sim as it is), then PNG from the device (as a real phone).
     pub overhead: Vec<OverheadReport>,
     pub levels: Vec<LevelReport>,
+    /// On PostgreSQL: each level over 1 and 2 instances (`levels` is empty then).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_levels: Vec<ClusterLevelReport>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -892,7 +913,15 @@ async fn env(
     phones: usize,
     agents: Option<AgentFactory>,
 ) -> Result<Env, RunnerBenchError> {
-    let mut config = scratch_config(dir, cfg)?;
+    env_on(scratch_config(dir, cfg)?, phones, agents).await
+}
+
+/// `env` on a given configuration (`cluster.rs`: a PostgreSQL store and an instance name).
+async fn env_on(
+    mut config: Config,
+    phones: usize,
+    agents: Option<AgentFactory>,
+) -> Result<Env, RunnerBenchError> {
     config.scheduler = SchedulerConfig {
         max_concurrent_tasks: phones.max(1),
         queue_timeout_secs: 3600,
@@ -971,10 +1000,10 @@ fn no_stop() -> (watch::Sender<StopSignal>, watch::Receiver<StopSignal>) {
 
 async fn overhead_run(
     opts: &RunnerBenchOptions,
-    dir: &std::path::Path,
+    config: Config,
     png_frames: bool,
 ) -> Result<OverheadReport, RunnerBenchError> {
-    let env = env(dir, &opts.runner, 1, None).await?;
+    let env = env_on(config, 1, None).await?;
     // Tasks whose reference asks the user would wait out `ask_user_timeout_secs` here,
     // with nobody to answer: they measure the timeout, not the server.
     let all: Vec<SimTask> = tasks()
@@ -1411,6 +1440,9 @@ pub async fn bench_runner(opts: RunnerBenchOptions) -> Result<RunnerBenchReport,
         }
     };
     let result = async {
+        if let BenchStore::Postgres(server) = &opts.store {
+            return cluster::bench_postgres(&opts, server, &root).await;
+        }
         let mut overhead = Vec::new();
         let say = |line: String| opts.progress.say(&line);
         for &png in &opts.png_from_device {
@@ -1421,7 +1453,7 @@ pub async fn bench_runner(opts: RunnerBenchOptions) -> Result<RunnerBenchReport,
                 opts.overhead_steps
             ));
             let started = std::time::Instant::now();
-            let o = overhead_run(&opts, &dir, png).await?;
+            let o = overhead_run(&opts, scratch_config(&dir, &opts.runner)?, png).await?;
             say(format!(
                 "  done in {:.1} s: {}, {}",
                 started.elapsed().as_secs_f64(),
@@ -1455,8 +1487,10 @@ pub async fn bench_runner(opts: RunnerBenchOptions) -> Result<RunnerBenchReport,
         Ok(RunnerBenchReport {
             worker_threads: tokio::runtime::Handle::current().metrics().num_workers(),
             runner: opts.runner.clone(),
+            store: "SQLite file (WAL)".into(),
             overhead,
             levels,
+            cluster_levels: Vec::new(),
         })
     }
     .await;
@@ -1489,8 +1523,8 @@ pub fn format_report(r: &RunnerBenchReport) -> String {
         };
         let _ = writeln!(
             s,
-            "\nServer overhead per step: replay agent, virtual phone {}x{}, {frames}, SQLite file (WAL), one task at a time",
-            o.screen.width, o.screen.height
+            "\nServer overhead per step: replay agent, virtual phone {}x{}, {frames}, {}, one task at a time",
+            o.screen.width, o.screen.height, r.store
         );
         let _ = writeln!(
             s,
@@ -1552,6 +1586,10 @@ pub fn format_report(r: &RunnerBenchReport) -> String {
         for c in &o.components {
             let _ = writeln!(s, "    {:<48} {:>8.3}", c.component, c.mean_ms);
         }
+    }
+    if !r.cluster_levels.is_empty() {
+        s.push_str(&cluster::format_levels(&r.cluster_levels));
+        return s;
     }
     if let Some(l) = r.levels.first() {
         let _ = writeln!(

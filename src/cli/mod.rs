@@ -112,6 +112,13 @@ pub struct BenchRunnerArgs {
     /// With `--profile`: stop after the task that reaches this many steps.
     #[arg(long, default_value_t = 24, requires = "profile")]
     pub steps: usize,
+    /// Measure on this store: `postgres://USER:PASSWORD@HOST:PORT/DATABASE` runs in a
+    /// scratch database the bench creates on that server and drops afterwards (the named
+    /// database is not touched; the role needs CREATEDB), with each concurrency level over
+    /// 1 and 2 instances; `sqlite://DIR` keeps the SQLite files under DIR. Default: SQLite
+    /// in a temporary directory.
+    #[arg(long, value_name = "URL", conflicts_with = "profile")]
+    pub store: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -331,12 +338,19 @@ pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
     if let Some(profile) = args.profile {
         return bench_devtime(profile, args.steps, args.json).await;
     }
+    let explain = |e: bench::RunnerBenchError| anyhow::anyhow!("{e}. {}", e.hint());
+    let (store, data_dir) = match &args.store {
+        Some(url) => bench::BenchStore::from_url(url).map_err(explain)?,
+        None => (bench::BenchStore::Sqlite, None),
+    };
     let report = bench::bench_runner(bench::RunnerBenchOptions {
         progress: bench::Progress::stderr(),
+        store,
+        data_dir,
         ..Default::default()
     })
     .await
-    .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    .map_err(explain)?;
     if args.json {
         println!(
             "{}",
