@@ -4,7 +4,10 @@
 //! - An event pointer from another instance: the event is read back from the table and
 //!   put on the local bus (`EventBus::broadcast_remote`), so WebSocket, SSE and MCP
 //!   subscribers here see tasks running anywhere, live. Pointers arrive per stream in seq
-//!   order; a feed that still sees a gap re-reads the stream (as after a lag).
+//!   order; a feed that still sees a gap re-reads the stream (as after a lag). Pointers
+//!   that queued up meanwhile are taken together (up to `BATCH`) and each stream is read
+//!   once over its range, a few streams at a time: one query per event fell seconds
+//!   behind with a few hundred busy phones on the other instance.
 //! - `Control::Answer`: a runner here waiting on that task's question gets the stored
 //!   answer (`Prompts::deliver_stored`).
 //! - `Control::Cancel`: a runner here for that task is signalled at once.
@@ -17,9 +20,11 @@
 //! Reconnects back off with the shared `RetryPolicy`. Everything runs on the core's
 //! tracker and stops with its cancel token.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -30,10 +35,14 @@ use super::runner::StopSignal;
 use super::scheduler::RunningTasks;
 use crate::domain::RetryPolicy;
 use crate::store::StoreError;
-use crate::store::notify::{Control, ControlMsg, EventPointer, Listening, Notice, Notifier};
+use crate::store::notify::{Control, ControlMsg, Listening, Notice, Notifier};
 
 /// How often the listening connection proves it is alive.
 const PROBE_EVERY: Duration = Duration::from_secs(10);
+/// The most notices handled together.
+const BATCH: usize = 1024;
+/// Streams read back at once (each read holds one pooled connection).
+const READS_AT_ONCE: usize = 4;
 
 /// What the relay serves: the bus to put remote events on, and the runners to wake.
 #[derive(Clone)]
@@ -104,7 +113,13 @@ impl Relay {
             tokio::select! {
                 () = cancel.cancelled() => return Lost::Cancelled,
                 notice = rx.recv() => match notice {
-                    Some(n) => self.handle(n, &mut outstanding).await,
+                    Some(n) => {
+                        let mut batch = vec![n];
+                        while batch.len() < BATCH && let Ok(n) = rx.try_recv() {
+                            batch.push(n);
+                        }
+                        self.handle(batch, &mut outstanding).await;
+                    }
                     None => return Lost::Dropped,
                 },
                 _ = probe.tick() => {
@@ -121,32 +136,47 @@ impl Relay {
         }
     }
 
-    async fn handle(&self, notice: Notice, outstanding: &mut Option<u64>) {
-        let mine = notice.origin() == self.notifier.origin();
-        match notice {
-            Notice::Event(p) if !mine => {
-                if let Err(e) = self.rebroadcast(&p).await {
-                    tracing::warn!(stream = %p.stream, seq = p.seq, error = %e, "could not read a relayed event; feeds re-read");
+    /// Controls one by one, in order; other instances' event pointers grouped by stream
+    /// and read back once per stream.
+    async fn handle(&self, batch: Vec<Notice>, outstanding: &mut Option<u64>) {
+        let mut pointed: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+        for notice in batch {
+            let mine = notice.origin() == self.notifier.origin();
+            match notice {
+                Notice::Event(p) if !mine => {
+                    pointed.entry(p.stream).or_default().insert(p.seq);
+                }
+                Notice::Control(ControlMsg {
+                    control: Control::Ping { nonce },
+                    ..
+                }) if mine && *outstanding == Some(nonce) => *outstanding = None,
+                Notice::Control(ControlMsg { control, .. }) if !mine => self.control(control).await,
+                _ => {}
+            }
+        }
+        futures::stream::iter(pointed)
+            .for_each_concurrent(READS_AT_ONCE, |(stream, seqs)| async move {
+                if let Err(e) = self.rebroadcast(&stream, &seqs).await {
+                    tracing::warn!(stream = %stream, error = %e, "could not read relayed events; feeds re-read");
                     self.bus.resync();
                 }
-            }
-            Notice::Control(ControlMsg {
-                control: Control::Ping { nonce },
-                ..
-            }) if mine && *outstanding == Some(nonce) => *outstanding = None,
-            Notice::Control(ControlMsg { control, .. }) if !mine => self.control(control).await,
-            _ => {}
-        }
+            })
+            .await;
     }
 
-    /// Reads the event the pointer names and puts it on the local bus.
-    async fn rebroadcast(&self, p: &EventPointer) -> Result<(), StoreError> {
+    /// Reads the pointed events of one stream (one query over their range) and puts them
+    /// on the local bus in seq order.
+    async fn rebroadcast(&self, stream: &str, seqs: &BTreeSet<i64>) -> Result<(), StoreError> {
+        let (Some(&first), Some(&last)) = (seqs.first(), seqs.last()) else {
+            return Ok(());
+        };
+        let span = u32::try_from(last - first + 1).unwrap_or(u32::MAX);
         let found = self
             .bus
             .store()
-            .events_since(&p.stream, p.seq - 1, 1)
+            .events_since(stream, first - 1, span)
             .await?;
-        if let Some(ev) = found.into_iter().find(|e| e.seq == p.seq) {
+        for ev in found.into_iter().filter(|e| seqs.contains(&e.seq)) {
             metrics::counter!("droidpilot_events_relayed_total").increment(1);
             self.bus.broadcast_remote(ev);
         }
