@@ -1,11 +1,13 @@
 //! The event bus: every event is persisted first (so it has its `seq` and survives a
 //! crash), then broadcast to live subscribers.
 //!
-//! Subscribers never slow a publisher: the broadcast channel is bounded and a lagging
-//! receiver loses the oldest messages instead of blocking the sender. `EventFeed` turns
-//! that into a gapless stream for one subscriber: it tracks the last `seq` it delivered
-//! per stream and, on a gap or a lag, re-reads what it missed from the store. So a slow
-//! dashboard sees a `lagged` notice and then every event, in order.
+//! Fan-out is per stream (`fanout`): a feed is woken only by events of the streams it
+//! follows (or by all, when it asks for everything). Subscribers never slow a publisher:
+//! each feed's inbox is bounded and a lagging feed loses its oldest items instead of
+//! blocking the sender. `EventFeed` turns that into a gapless stream for one subscriber:
+//! it tracks the last `seq` it delivered per stream and, on a gap or a lag, re-reads what
+//! it missed from the store. So a slow dashboard sees a `lagged` notice and then every
+//! event, in order.
 //!
 //! Several instances on one PostgreSQL database: `run::relay` puts the events other
 //! instances committed on this bus too (`broadcast_remote`, in each stream's seq order),
@@ -23,22 +25,17 @@ use crate::domain::TaskEvent;
 use crate::store::notify::Notifier;
 use crate::store::{Store, StoreError, StoredEvent};
 
+mod fanout;
+use fanout::{Carried, Hub, HubOwner, Received, Subscription};
+
 /// The stream name for device pool events.
 pub const DEVICES_STREAM: &str = "devices";
-
-/// What travels on the live channel.
-#[derive(Debug, Clone)]
-enum Carried {
-    Event(Arc<StoredEvent>),
-    /// Events may have been missed (the relay's connection was lost): every feed re-reads
-    /// the streams it follows.
-    Resync,
-}
 
 #[derive(Clone)]
 pub struct EventBus {
     store: Arc<dyn Store>,
-    tx: broadcast::Sender<Carried>,
+    /// Who is woken by which stream's events.
+    hub: Arc<HubOwner>,
     /// `task.finished` events published by this process (webhooks fire here, once).
     finished: broadcast::Sender<Arc<StoredEvent>>,
     /// The other instances on a shared database; None on SQLite.
@@ -50,15 +47,14 @@ pub struct EventBus {
 const FINISHED_CAPACITY: usize = 4096;
 
 impl EventBus {
-    /// `capacity` bounds what a slow subscriber can fall behind before it must re-read
-    /// from the store.
+    /// `capacity` bounds what a slow subscriber can fall behind (in events of the
+    /// streams it follows) before it must re-read from the store.
     pub fn new(store: Arc<dyn Store>, capacity: usize) -> Self {
-        let (tx, _) = broadcast::channel(capacity.max(16));
         let (finished, _) = broadcast::channel(FINISHED_CAPACITY);
         let peers = store.notifier();
         Self {
             store,
-            tx,
+            hub: Arc::new(HubOwner(Arc::new(Hub::new(capacity)))),
             finished,
             peers,
         }
@@ -72,21 +68,21 @@ impl EventBus {
         if ev.event.is_finished() {
             let _ = self.finished.send(ev_arc.clone());
         }
-        // No receivers is fine: the event is in the store for whoever connects later.
-        let _ = self.tx.send(Carried::Event(ev_arc));
+        // No followers is fine: the event is in the store for whoever connects later.
+        self.hub.0.send(ev_arc);
         Ok(ev)
     }
 
     /// Puts an event another instance committed on the live channel (not on
     /// `finished_here`). Called by `run::relay`, in each stream's seq order.
     pub fn broadcast_remote(&self, ev: StoredEvent) {
-        let _ = self.tx.send(Carried::Event(Arc::new(ev)));
+        self.hub.0.send(Arc::new(ev));
     }
 
     /// Tells every feed to re-read the streams it follows from the store (events may
     /// have been committed elsewhere without this instance hearing of them).
     pub fn resync(&self) {
-        let _ = self.tx.send(Carried::Resync);
+        self.hub.0.resync();
     }
 
     /// The `task.finished` events published by this process, for work that must happen
@@ -106,7 +102,7 @@ impl EventBus {
     pub fn with_store(&self, store: Arc<dyn Store>) -> EventBus {
         EventBus {
             store,
-            tx: self.tx.clone(),
+            hub: self.hub.clone(),
             finished: self.finished.clone(),
             peers: self.peers.clone(),
         }
@@ -119,10 +115,14 @@ impl EventBus {
     /// A gapless feed of the given streams (or all, with `Filter::All`), starting after
     /// the given `seq` per stream.
     pub fn feed(&self, filter: Filter) -> EventFeed {
+        let mut sub = self.hub.0.subscribe();
+        match &filter {
+            Filter::All => sub.follow_all(),
+            Filter::Streams(streams) => streams.iter().for_each(|s| sub.follow(s)),
+        }
         EventFeed {
-            rx: self.tx.subscribe(),
+            sub,
             store: self.store.clone(),
-            filter,
             last: HashMap::new(),
             pending: VecDeque::new(),
             dirty: HashSet::new(),
@@ -140,20 +140,11 @@ pub enum Filter {
     Streams(HashSet<String>),
 }
 
-impl Filter {
-    fn wants(&self, stream: &str) -> bool {
-        match self {
-            Filter::All => true,
-            Filter::Streams(s) => s.contains(stream),
-        }
-    }
-}
-
 /// What a feed yields.
 #[derive(Debug, Clone)]
 pub enum FeedItem {
     Event(Arc<StoredEvent>),
-    /// The subscriber fell behind by `missed` broadcast messages; what it missed on its
+    /// The subscriber fell behind by `missed` events (or resync notices); what it missed on its
     /// streams follows, re-read from the store.
     Lagged {
         missed: u64,
@@ -161,9 +152,9 @@ pub enum FeedItem {
 }
 
 pub struct EventFeed {
-    rx: broadcast::Receiver<Carried>,
+    /// This feed's inbox and the streams it follows.
+    sub: Subscription,
     store: Arc<dyn Store>,
-    filter: Filter,
     last: HashMap<String, i64>,
     pending: VecDeque<FeedItem>,
     /// Streams that must be re-read from the store before anything new is delivered.
@@ -194,13 +185,11 @@ impl EventFeed {
 
     /// Adds streams to a `Streams` filter (a WebSocket subscribing to more tasks).
     pub fn add_stream(&mut self, stream: &str) {
-        if let Filter::Streams(s) = &mut self.filter {
-            s.insert(stream.to_string());
-        }
+        self.sub.follow(stream);
     }
 
     pub fn watch_all(&mut self) {
-        self.filter = Filter::All;
+        self.sub.follow_all();
     }
 
     async fn catch_up(&mut self, stream: &str) -> Result<(), StoreError> {
@@ -254,12 +243,9 @@ impl EventFeed {
                 self.dirty.remove(&stream);
                 continue;
             }
-            match self.rx.recv().await {
-                Ok(Carried::Resync) => self.dirty.extend(self.last.keys().cloned()),
-                Ok(Carried::Event(ev)) => {
-                    if !self.filter.wants(&ev.stream) {
-                        continue;
-                    }
+            match self.sub.recv().await {
+                Received::Carried(Carried::Resync) => self.dirty.extend(self.last.keys().cloned()),
+                Received::Carried(Carried::Event(ev)) => {
                     let last = self.last.get(&ev.stream).copied();
                     match last {
                         Some(l) if ev.seq <= l => continue, // already delivered by a catch-up
@@ -287,18 +273,18 @@ impl EventFeed {
                         }
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
+                Received::Lagged(n) => {
                     self.lagged += n;
                     metrics::counter!("droidpilot_event_subscriber_lag_total").increment(n);
                     self.pending.push_back(FeedItem::Lagged { missed: n });
                     self.dirty.extend(self.last.keys().cloned());
                 }
-                Err(broadcast::error::RecvError::Closed) => return Ok(None),
+                Received::Closed => return Ok(None),
             }
         }
     }
 
-    /// Total broadcast messages this feed had to skip and re-read.
+    /// Total inbox items this feed had to skip and re-read.
     pub fn lagged(&self) -> u64 {
         self.lagged
     }
@@ -399,6 +385,25 @@ mod tests {
             "no event lost, none twice, in order"
         );
         assert!(feed.lagged() > 0);
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_of_one_stream_is_not_handed_another_streams_events() {
+        let bus = bus(16).await;
+        let mut a = bus.feed(Filter::Streams(["a".to_string()].into()));
+        a.resume("a", 0).await.unwrap();
+        // Far more of b's events than a feed's inbox holds: a never hears of them, so
+        // it has nothing to skip and no lag to report.
+        for i in 0..100 {
+            bus.publish("b", raw(i)).await.unwrap();
+        }
+        bus.publish("a", raw(0)).await.unwrap();
+        match a.next().await.unwrap().unwrap() {
+            FeedItem::Event(e) => assert_eq!((e.stream.as_str(), e.seq), ("a", 1)),
+            other => panic!("expected a's event, got {other:?}"),
+        }
+        assert_eq!(a.lagged(), 0);
+        assert_eq!(a.sub.queued(), 0, "nothing of b's is waiting either");
     }
 
     #[tokio::test]
