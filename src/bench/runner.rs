@@ -870,6 +870,26 @@ fn segment(log: &ProbeLog, settle_poll: Duration) -> Vec<Option<StepSample>> {
     out
 }
 
+/// Adds the overhead of each measurable step under load to `overhead`; returns how many
+/// were left out (not delimited, settle slept, or settle found no change).
+fn under_load(
+    segs: Vec<Option<StepSample>>,
+    recorded: &[Step],
+    overhead: &mut Vec<Duration>,
+) -> usize {
+    let mut excluded = 0;
+    for (k, seg) in segs.into_iter().enumerate() {
+        let unchanged = recorded
+            .get(k)
+            .is_some_and(|r| r.outcome.screen_changed == Some(false));
+        match seg {
+            Some(s) if s.settle_sleeps == 0 && !unchanged => overhead.push(s.overhead()),
+            _ => excluded += 1,
+        }
+    }
+    excluded
+}
+
 // ---------------------------------------------------------------------------------------
 // The runs
 
@@ -1375,22 +1395,8 @@ async fn level_run(
             }
         }
         let recorded = env.store.inner.steps(*id).await?;
-        for (k, seg) in segment(&probe.log(), settle_poll(&opts.runner))
-            .into_iter()
-            .enumerate()
-        {
-            match seg {
-                Some(s)
-                    if s.settle_sleeps == 0
-                        && recorded
-                            .get(k)
-                            .is_none_or(|r| r.outcome.screen_changed != Some(false)) =>
-                {
-                    overhead.push(s.overhead())
-                }
-                _ => overhead_excluded += 1,
-            }
-        }
+        let segs = segment(&probe.log(), settle_poll(&opts.runner));
+        overhead_excluded += under_load(segs, &recorded, &mut overhead);
     }
     env.core.shutdown(SHUTDOWN_GRACE).await;
     let lag = lag.unwrap_or(LagStats {

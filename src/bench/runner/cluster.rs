@@ -40,7 +40,7 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 use super::{
     ConcurrencyLevel, Env, LevelReport, Percentiles, Probe, ProbeLog, RunnerBenchError,
     RunnerBenchOptions, RunnerBenchReport, SHUTDOWN_GRACE, TimedAgent, TimedDevice, env_on,
-    new_task, overhead_run, scratch_config, segment, settle_poll, sim_config, tour,
+    new_task, overhead_run, scratch_config, segment, settle_poll, sim_config, tour, under_load,
 };
 use crate::agent::{Agent, ReplayAgent};
 use crate::config::Config;
@@ -659,22 +659,8 @@ async fn tally(
         per_instance[k] += 1;
         let log = task_log(&probes.tasks[id], probes.phones.get(&phone), built);
         let recorded = env.store.inner.steps(*id).await?;
-        for (n, seg) in segment(&log, settle_poll(&opts.runner))
-            .into_iter()
-            .enumerate()
-        {
-            match seg {
-                Some(s)
-                    if s.settle_sleeps == 0
-                        && recorded
-                            .get(n)
-                            .is_none_or(|r| r.outcome.screen_changed != Some(false)) =>
-                {
-                    overhead.push(s.overhead())
-                }
-                _ => overhead_excluded += 1,
-            }
-        }
+        let segs = segment(&log, settle_poll(&opts.runner));
+        overhead_excluded += under_load(segs, &recorded, &mut overhead);
     }
     let report = LevelReport {
         phones: level.phones,
