@@ -172,11 +172,12 @@ pub struct EventFeed {
     ended: Ended,
 }
 
-/// The streams a feed forgot when their task finished (stream → the finishing seq), the
-/// newest `ENDED_KEPT` of them. An event of such a stream at or before that seq is a
+/// The streams a feed forgot when their task finished (stream → the last seq delivered),
+/// the newest `ENDED_KEPT` of them. An event of such a stream at or before that seq is a
 /// straggler (relayed from another instance after the end was published here), already
-/// delivered or re-read: without this it looked like a new stream met past its start,
-/// and the whole stream was delivered a second time.
+/// delivered; one after it (a cancel request that raced the end) goes on from there.
+/// Without this either looked like a new stream met past its start, and the whole stream
+/// was delivered a second time.
 #[derive(Default)]
 struct Ended {
     seq: HashMap<String, i64>,
@@ -195,10 +196,6 @@ impl Ended {
                 self.seq.remove(&old);
             }
         }
-    }
-
-    fn covers(&self, ev: &StoredEvent) -> bool {
-        self.seq.get(&ev.stream).is_some_and(|&end| ev.seq <= end)
     }
 }
 
@@ -279,15 +276,17 @@ impl EventFeed {
             match self.sub.recv().await {
                 Received::Carried(Carried::Resync) => self.dirty.extend(self.last.keys().cloned()),
                 Received::Carried(Carried::Event(ev)) => {
-                    if self.ended.covers(&ev) {
-                        continue;
-                    }
-                    let last = self.last.get(&ev.stream).copied();
+                    // An ended stream goes on from its end: a straggler before it was
+                    // delivered, an event after it (a cancel request that raced the end)
+                    // is new.
+                    let ended = self.ended.seq.get(&ev.stream).copied();
+                    let last = self.last.get(&ev.stream).copied().or(ended);
                     match last {
                         Some(l) if ev.seq <= l => continue, // already delivered by a catch-up
                         Some(l) if ev.seq > l + 1 => {
                             // A gap: another publisher's event was broadcast out of order,
                             // or we resumed from an old seq. Re-read the stream in order.
+                            self.last.insert(ev.stream.clone(), l);
                             self.dirty.insert(ev.stream.clone());
                         }
                         // A stream met past its start: on a shared database its first
@@ -300,7 +299,7 @@ impl EventFeed {
                             // that watches everything (webhooks, dashboards) from growing
                             // for the life of the server, and keeps a lag's re-read to the
                             // streams still live.
-                            if ev.event.is_finished() {
+                            if ev.event.is_finished() || ended.is_some() {
                                 self.last.remove(&ev.stream);
                                 self.ended.remember(&ev.stream, ev.seq);
                             } else {
@@ -417,12 +416,17 @@ mod tests {
         bus.publish("x", finished()).await.unwrap();
         assert_eq!(seq_of(feed.next().await.unwrap().unwrap()), 4);
         bus.broadcast_remote(late);
+        // An event after the end (a cancel request that raced it) is delivered, alone.
+        bus.publish("x", raw(4)).await.unwrap();
         bus.publish("next", raw(0)).await.unwrap();
-        let item = feed.next().await.unwrap().unwrap();
-        match item {
-            FeedItem::Event(e) => assert_eq!(e.stream, "next", "x was delivered again"),
-            FeedItem::Lagged { .. } => panic!("no lag here"),
+        let mut after = Vec::new();
+        for _ in 0..2 {
+            match feed.next().await.unwrap().unwrap() {
+                FeedItem::Event(e) => after.push((e.stream.clone(), e.seq)),
+                FeedItem::Lagged { .. } => panic!("no lag here"),
+            }
         }
+        assert_eq!(after, vec![("x".to_string(), 5), ("next".to_string(), 1)]);
     }
 
     #[tokio::test]
