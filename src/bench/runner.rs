@@ -870,6 +870,19 @@ fn segment(log: &ProbeLog, settle_poll: Duration) -> Vec<Option<StepSample>> {
     out
 }
 
+/// Puts a level's phone into the core's pool behind a `TimedDevice` (raw frames), and
+/// returns the probe that times its calls.
+async fn add_probed(env: &Env, phone: Arc<SimDevice>) -> Result<Arc<Probe>, RunnerBenchError> {
+    let probe = Arc::new(Probe::default());
+    let timed = TimedDevice {
+        inner: phone,
+        probe: probe.clone(),
+        png_frames: false,
+    };
+    env.core.pool.add_device(Arc::new(timed), "sim").await?;
+    Ok(probe)
+}
+
 /// Adds the overhead of each measurable step under load to `overhead`; returns how many
 /// were left out (not delimited, settle slept, or settle found no change).
 fn under_load(
@@ -1297,18 +1310,7 @@ async fn level_run(
             opts.concurrency_screen,
         ))?);
         phone.reset_to(t);
-        let probe = Arc::new(Probe::default());
-        env.core
-            .pool
-            .add_device(
-                Arc::new(TimedDevice {
-                    inner: phone,
-                    probe: probe.clone(),
-                    png_frames: false,
-                }),
-                "sim",
-            )
-            .await?;
+        let probe = add_probed(&env, phone).await?;
         let actions = tour(i, level.steps_per_task.saturating_sub(1));
         let task = env
             .store

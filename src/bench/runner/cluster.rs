@@ -39,7 +39,7 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 
 use super::{
     ConcurrencyLevel, Env, LevelReport, Percentiles, Probe, ProbeLog, RunnerBenchError,
-    RunnerBenchOptions, RunnerBenchReport, SHUTDOWN_GRACE, TimedAgent, TimedDevice, env_on,
+    RunnerBenchOptions, RunnerBenchReport, SHUTDOWN_GRACE, TimedAgent, add_probed, env_on,
     new_task, overhead_run, scratch_config, segment, settle_poll, sim_config, tour, under_load,
 };
 use crate::agent::{Agent, ReplayAgent};
@@ -494,19 +494,7 @@ async fn start_instances(
             phone.reset_to(&all[next_phone % all.len()]);
             lock(ledger).phones.insert(serial.clone(), next_phone);
             next_phone += 1;
-            let probe = Arc::new(Probe::default());
-            env.core
-                .pool
-                .add_device(
-                    Arc::new(TimedDevice {
-                        inner: phone,
-                        probe: probe.clone(),
-                        png_frames: false,
-                    }),
-                    "sim",
-                )
-                .await?;
-            fleet.phones.insert(serial, probe);
+            fleet.phones.insert(serial, add_probed(env, phone).await?);
         }
     }
     Ok(())
