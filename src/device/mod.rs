@@ -62,10 +62,14 @@ impl Screenshot {
             ScreenshotData::Png(b) => Ok(b.clone()),
             ScreenshotData::Rgba(raw) => {
                 let mut out = Vec::with_capacity(raw.len() / 4);
+                // `Up` with fast deflate: half the CPU of `Adaptive` for ~15% more
+                // bytes on UI frames (540x1200: 0.51 vs 1.01 ms, 54 vs 46 KiB). Frames
+                // arrive raw from the virtual phone and the framebuffer method, once per
+                // step, and this is server CPU.
                 image::codecs::png::PngEncoder::new_with_quality(
                     &mut out,
                     image::codecs::png::CompressionType::Fast,
-                    image::codecs::png::FilterType::Adaptive,
+                    image::codecs::png::FilterType::Up,
                 )
                 .write_image(
                     raw,

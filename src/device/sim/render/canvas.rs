@@ -51,12 +51,16 @@ impl Canvas<'_> {
             return;
         }
         let pixel = [c[0], c[1], c[2], 255];
-        for y in r.top..r.bottom {
+        // The first row pixel by pixel, the others copied from it (a memcpy each: most
+        // of a frame is large flat rectangles, and this was the sim's hottest loop).
+        let first = ((r.top * self.w + r.left) * 4) as usize;
+        let len = ((r.right - r.left) * 4) as usize;
+        for chunk in self.px[first..first + len].chunks_exact_mut(4) {
+            chunk.copy_from_slice(&pixel);
+        }
+        for y in r.top + 1..r.bottom {
             let start = ((y * self.w + r.left) * 4) as usize;
-            let end = ((y * self.w + r.right) * 4) as usize;
-            for chunk in self.px[start..end].chunks_exact_mut(4) {
-                chunk.copy_from_slice(&pixel);
-            }
+            self.px.copy_within(first..first + len, start);
         }
     }
 
@@ -150,6 +154,9 @@ impl Canvas<'_> {
             let row = ((py - y) * w) as usize;
             for px in r.left..r.right {
                 let a = alpha[row + (px - x) as usize];
+                if a == 0 {
+                    continue;
+                }
                 if a == 255 {
                     let i = ((py * self.w + px) * 4) as usize;
                     self.px[i..i + 3].copy_from_slice(&c);
