@@ -258,6 +258,7 @@ mod tests {
             queries: 10,
             busy_us: 30_000_000,
             action_us: 3_000_000,
+            cpu_us: 0,
         };
         let r = report(
             LatencyProfile::Pixel8,

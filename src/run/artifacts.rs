@@ -37,8 +37,6 @@ impl ArtifactStore {
     }
 
     /// Stores bytes, returns their sha256 (hex). Storing the same bytes again is cheap.
-    /// Hashing and the file work (exists? mkdir, write, rename) run as one blocking job:
-    /// as four `tokio::fs` calls they were four trips to the blocking pool per step.
     pub async fn put(
         &self,
         kind: &str,
@@ -46,23 +44,37 @@ impl ArtifactStore {
         ext: &str,
         bytes: bytes::Bytes,
     ) -> Result<String, ArtifactError> {
+        let a = self.write(kind, media_type, ext, bytes).await?;
+        self.store.put_artifact(&a).await?;
+        Ok(a.sha256)
+    }
+
+    /// Writes the file and returns its row without recording it: the caller commits the
+    /// row with what refers to it (the runner, with its step: `Store::commit_step`).
+    /// Hashing and the file work (exists? mkdir, write, rename) run as one blocking job:
+    /// as four `tokio::fs` calls they were four trips to the blocking pool per step.
+    pub async fn write(
+        &self,
+        kind: &str,
+        media_type: &str,
+        ext: &str,
+        bytes: bytes::Bytes,
+    ) -> Result<Artifact, ArtifactError> {
         let (root, ext_owned, len) = (self.root.clone(), ext.to_string(), bytes.len() as u64);
-        let (sha, rel) = tokio::task::spawn_blocking(move || write_file(&root, &ext_owned, &bytes))
-            .await
-            .map_err(|e| ArtifactError::Io {
-                path: self.root.display().to_string(),
-                source: std::io::Error::other(e),
-            })??;
-        self.store
-            .put_artifact(&Artifact {
-                sha256: sha.clone(),
-                kind: kind.into(),
-                media_type: media_type.into(),
-                path: rel,
-                bytes: len,
-            })
-            .await?;
-        Ok(sha)
+        let (sha256, path) =
+            tokio::task::spawn_blocking(move || write_file(&root, &ext_owned, &bytes))
+                .await
+                .map_err(|e| ArtifactError::Io {
+                    path: self.root.display().to_string(),
+                    source: std::io::Error::other(e),
+                })??;
+        Ok(Artifact {
+            sha256,
+            kind: kind.into(),
+            media_type: media_type.into(),
+            path,
+            bytes: len,
+        })
     }
 
     /// Reads an artifact's bytes by hash.

@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use crate::domain::TaskEvent;
+use crate::domain::{Step, TaskEvent};
 use crate::store::notify::Notifier;
-use crate::store::{Store, StoreError, StoredEvent};
+use crate::store::{Artifact, StepCommit, Store, StoreError, StoredEvent};
 
 mod fanout;
 use fanout::{Carried, Hub, HubOwner, Received, Subscription};
@@ -40,7 +40,13 @@ pub struct EventBus {
     finished: broadcast::Sender<Arc<StoredEvent>>,
     /// The other instances on a shared database; None on SQLite.
     peers: Option<Notifier>,
+    /// Writes started by `commit_soon` and not awaited yet, the last of each stream's
+    /// chain (each awaits the one before it).
+    tails: Arc<std::sync::Mutex<HashMap<String, Tail>>>,
 }
+
+/// A stream's last write in flight.
+type Tail = tokio::task::JoinHandle<Result<(), StoreError>>;
 
 /// Room for endings the webhook deliverer has not read yet: one per task, so a lag here
 /// would need this many tasks to end at once.
@@ -57,20 +63,97 @@ impl EventBus {
             hub: Arc::new(HubOwner(Arc::new(Hub::new(capacity)))),
             finished,
             peers,
+            tails: Arc::default(),
         }
     }
 
     pub async fn publish(&self, stream: &str, event: TaskEvent) -> Result<StoredEvent, StoreError> {
+        self.flush(stream).await?;
         let ev = self.store.append_event(stream, event).await?;
+        self.deliver(Arc::new(ev.clone()));
+        Ok(ev)
+    }
+
+    /// Commits a step (when there is one), the rows of the artifacts it refers to and its
+    /// events in one transaction (`Store::commit_step`), then broadcasts the events. None
+    /// when the step was committed before (a retried commit): nothing is written or
+    /// broadcast twice.
+    pub async fn commit(
+        &self,
+        stream: &str,
+        step: Option<&Step>,
+        artifacts: &[Artifact],
+        events: Vec<TaskEvent>,
+    ) -> Result<Option<Vec<StoredEvent>>, StoreError> {
+        self.flush(stream).await?;
+        let c = StepCommit {
+            stream,
+            step,
+            artifacts,
+            events: &events,
+        };
+        let Some(seqs) = self.store.commit_step(&c).await? else {
+            return Ok(None);
+        };
+        let stored = seqs.stored(stream, events);
+        for ev in &stored {
+            self.deliver(Arc::new(ev.clone()));
+        }
+        Ok(Some(stored))
+    }
+
+    /// `commit` without a step, started but not waited for: the runner's `step.observed`
+    /// and `step.decided` are written while the device acts, not before. A stream's writes
+    /// stay in order: each waits for the one before it, and `publish`, `commit` and
+    /// `flush` on the stream wait for all of them (and return the first error).
+    pub fn commit_soon(&self, stream: &str, artifacts: Vec<Artifact>, events: Vec<TaskEvent>) {
+        let bus = self.clone();
+        let key = stream.to_string();
+        let mut tails = self.tails.lock().unwrap_or_else(|e| e.into_inner());
+        let before = tails.remove(stream);
+        let write = tokio::spawn(async move {
+            if let Some(before) = before {
+                joined(before.await)?;
+            }
+            let stream = key.as_str();
+            let c = StepCommit {
+                stream,
+                step: None,
+                artifacts: &artifacts,
+                events: &events,
+            };
+            if let Some(seqs) = bus.store.commit_step(&c).await? {
+                for ev in seqs.stored(stream, events) {
+                    bus.deliver(Arc::new(ev));
+                }
+            }
+            Ok(())
+        });
+        tails.insert(stream.to_string(), write);
+    }
+
+    /// Waits for the stream's writes started by `commit_soon`.
+    pub async fn flush(&self, stream: &str) -> Result<(), StoreError> {
+        let tail = self
+            .tails
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(stream);
+        match tail {
+            Some(t) => joined(t.await),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands a committed event of this process to its followers (and to `finished_here`).
+    fn deliver(&self, ev: Arc<StoredEvent>) {
         metrics::counter!("droidpilot_events_published_total", "type" => ev.event.kind().to_string())
             .increment(1);
-        let ev_arc = Arc::new(ev.clone());
         if ev.event.is_finished() {
-            let _ = self.finished.send(ev_arc.clone());
+            let _ = self.finished.send(ev.clone());
         }
         // No followers is fine: the event is in the store for whoever connects later.
-        self.hub.0.send(ev_arc);
-        Ok(ev)
+        self.hub.0.send(ev);
     }
 
     /// Puts an event another instance committed on the live channel (not on
@@ -105,6 +188,7 @@ impl EventBus {
             hub: self.hub.clone(),
             finished: self.finished.clone(),
             peers: self.peers.clone(),
+            tails: self.tails.clone(),
         }
     }
 
@@ -132,6 +216,12 @@ impl EventBus {
             ended: Ended::default(),
         }
     }
+}
+
+/// A deferred write's result; a write that panicked is a store error (its events are
+/// lost, and the next write must not pretend otherwise).
+fn joined(r: Result<Result<(), StoreError>, tokio::task::JoinError>) -> Result<(), StoreError> {
+    r.unwrap_or_else(|e| Err(StoreError::Corrupt(format!("an event write panicked: {e}"))))
 }
 
 /// Which streams a feed delivers.
@@ -376,6 +466,35 @@ mod tests {
             got.push(seq_of(feed.next().await.unwrap().unwrap()));
         }
         assert_eq!(got, vec![3, 4, 5, 6]);
+    }
+
+    #[tokio::test]
+    async fn writes_started_early_keep_their_order_and_an_artifact_row_comes_with_its_event() {
+        let bus = bus(64).await;
+        let mut feed = bus.feed(Filter::Streams(["t1".to_string()].into()));
+        let row = Artifact {
+            sha256: "ab".repeat(32),
+            kind: "screenshot".into(),
+            media_type: "image/png".into(),
+            path: "artifacts/ab/x.png".into(),
+            bytes: 3,
+        };
+        bus.commit_soon("t1", vec![row.clone()], vec![raw(0)]);
+        bus.commit_soon("t1", Vec::new(), vec![raw(1), raw(2)]);
+        // A publish on the stream waits for the writes started before it.
+        let last = bus.publish("t1", raw(3)).await.unwrap();
+        assert_eq!(last.seq, 4);
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            match feed.next().await.unwrap().unwrap() {
+                FeedItem::Event(e) => got.push((e.seq, e.event.payload()["i"].as_i64())),
+                other => panic!("{other:?}"),
+            }
+        }
+        let order: Vec<_> = (1..=4).zip((0..4).map(Some)).collect();
+        assert_eq!(got, order);
+        assert_eq!(bus.store().artifact(&row.sha256).await.unwrap(), Some(row));
+        bus.flush("t1").await.unwrap();
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@
 //! suite (`tests/store.rs`).
 
 pub mod cluster;
+mod commit;
 mod cursor;
 pub mod location;
 pub mod migrate;
@@ -22,6 +23,7 @@ use utoipa::ToSchema;
 use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
+pub use commit::{EventSeqs, StepCommit};
 pub use location::{StoreLocation, open, redact_url};
 pub use patient::PatientStore;
 pub use postgres::PostgresStore;
@@ -193,6 +195,12 @@ pub trait Store: Send + Sync + 'static {
     /// step number already committed is left as it is (not recorded or counted twice), so
     /// a commit whose reply was lost can be retried.
     async fn append_step(&self, step: &Step) -> Result<(), StoreError>;
+    /// Commits a step (when there is one), its artifact rows and its events in one
+    /// transaction, the events with consecutive `seq`s. A step already committed is left
+    /// as it is and nothing else is written (None), as with `append_step`: a commit whose
+    /// reply was lost can be retried without recording or publishing anything twice.
+    /// Without a step (or events), it is never None.
+    async fn commit_step(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError>;
     async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError>;
     async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError>;
     /// Records a content-addressed file; recording the same hash twice is a no-op.

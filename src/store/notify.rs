@@ -2,7 +2,8 @@
 //! channels, their payloads, sending a control message, and one listening connection.
 //!
 //! - `droidpilot_events`: every appended event sends `{"s": stream, "q": seq, "o": origin}`
-//!   in its own transaction (`PostgresStore::append_event`), so a pointer is seen only once
+//!   in its own transaction (`PostgresStore::append_event`, or with its step in
+//!   `commit_step`, one pointer per event in seq order), so a pointer is seen only once
 //!   its event is committed. A payload is only a pointer: the receiver re-reads the event.
 //! - `droidpilot_control`: `{"kind": "answer"|"cancel", "task", "o"}` tells the instance
 //!   whose runner holds `task` that an answer was stored or a cancel requested (and

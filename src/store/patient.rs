@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Artifact, CancelOutcome, Store, StoreError, StoredEvent, TaskFilter, TaskPage};
+use super::{
+    Artifact, CancelOutcome, EventSeqs, StepCommit, Store, StoreError, StoredEvent, TaskFilter,
+    TaskPage,
+};
 use crate::domain::{
     Intervention, RetryPolicy, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
 };
@@ -131,6 +134,9 @@ impl Store for PatientStore {
     }
     async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
         patient!(self.append_step(step))
+    }
+    async fn commit_step(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
+        patient!(self.commit_step(c))
     }
     async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
         patient!(self.steps(id))

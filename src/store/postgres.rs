@@ -22,7 +22,8 @@ use sqlx::{ConnectOptions, Connection, Row};
 use super::cursor::{decode_cursor, next_page};
 use super::location::redact_url;
 use super::{
-    Artifact, CancelOutcome, StepRow, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
+    Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
+    TaskFilter, TaskPage,
 };
 use crate::domain::task::DeviceConstraints;
 use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
@@ -528,53 +529,17 @@ impl Store for PostgresStore {
     }
 
     async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
-        let row = StepRow::from(step);
         let mut tx = self.pool.begin().await?;
         // A step already committed (a retry after a commit whose reply was lost) is not
         // recorded, nor counted, twice.
-        let inserted = sqlx::query(
-            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, \
-             timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
-             VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10, $11::jsonb, $12, $13, $14, $15, \
-             $16::jsonb, $17::jsonb, $18::jsonb, $19) ON CONFLICT (task_id, n) DO NOTHING",
-        )
-        .bind(row.task_id)
-        .bind(row.n)
-        .bind(row.started_at)
-        .bind(row.thinking)
-        .bind(row.action)
-        .bind(row.raw)
-        .bind(row.rejected)
-        .bind(row.result)
-        .bind(row.screen)
-        .bind(row.screenshot)
-        .bind(row.timings)
-        .bind(row.tokens_in)
-        .bind(row.tokens_out)
-        .bind(row.cost_usd)
-        .bind(row.model_calls)
-        .bind(row.replay)
-        .bind(row.calls)
-        .bind(row.annotations)
-        .bind(row.actor)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if inserted == 1 {
-            sqlx::query(
-                "UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + $1, tokens_out = tokens_out + $2, \
-                 cost_usd = cost_usd + $3, model_calls = model_calls + $4 WHERE id = $5",
-            )
-            .bind(step.tokens_in as i64)
-            .bind(step.tokens_out as i64)
-            .bind(step.cost_usd)
-            .bind(step.model_calls as i64)
-            .bind(step.task_id.to_string())
-            .execute(&mut *tx)
-            .await?;
+        if insert_step(&mut tx, step).await? {
+            tx.commit().await?;
         }
-        tx.commit().await?;
         Ok(())
+    }
+
+    async fn commit_step(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
+        self.commit_step_tx(c).await
     }
 
     async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
@@ -860,5 +825,132 @@ impl Store for PostgresStore {
 
     fn notifier(&self) -> Option<super::notify::Notifier> {
         Some(self.notifier.clone())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// One transaction per step (`Store::commit_step`)
+
+/// Inserts a step and adds its tokens and cost to the task's totals. False when the step
+/// number was already committed (nothing written).
+async fn insert_step(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    step: &Step,
+) -> Result<bool, StoreError> {
+    let row = StepRow::from(step);
+    let inserted = sqlx::query(
+        "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, \
+         timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10, $11::jsonb, $12, $13, $14, $15, \
+         $16::jsonb, $17::jsonb, $18::jsonb, $19) ON CONFLICT (task_id, n) DO NOTHING",
+    )
+    .bind(row.task_id)
+    .bind(row.n)
+    .bind(row.started_at)
+    .bind(row.thinking)
+    .bind(row.action)
+    .bind(row.raw)
+    .bind(row.rejected)
+    .bind(row.result)
+    .bind(row.screen)
+    .bind(row.screenshot)
+    .bind(row.timings)
+    .bind(row.tokens_in)
+    .bind(row.tokens_out)
+    .bind(row.cost_usd)
+    .bind(row.model_calls)
+    .bind(row.replay)
+    .bind(row.calls)
+    .bind(row.annotations)
+    .bind(row.actor)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + $1, tokens_out = tokens_out + $2, \
+         cost_usd = cost_usd + $3, model_calls = model_calls + $4 WHERE id = $5",
+    )
+    .bind(step.tokens_in as i64)
+    .bind(step.tokens_out as i64)
+    .bind(step.cost_usd)
+    .bind(step.model_calls as i64)
+    .bind(step.task_id.to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(true)
+}
+
+impl PostgresStore {
+    /// `commit_step`: artifact rows, then the step, then the events with their pointers
+    /// for the other instances (`store::notify`), one commit. The
+    /// events' seqs come from the stream's counter row, bumped by their number in one
+    /// statement (its lock orders concurrent writers of the stream, on any instance).
+    async fn commit_step_tx(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
+        let now = now_micros();
+        let mut tx = self.pool.begin().await?;
+        if !c.artifacts.is_empty() {
+            let mut q = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+                "INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) ",
+            );
+            q.push_values(c.artifacts, |mut b, a| {
+                b.push_bind(&a.sha256)
+                    .push_bind(&a.kind)
+                    .push_bind(&a.media_type)
+                    .push_bind(&a.path)
+                    .push_bind(a.bytes as i64)
+                    .push_bind(now);
+            });
+            q.push(" ON CONFLICT (sha256) DO NOTHING");
+            q.build().execute(&mut *tx).await?;
+        }
+        if let Some(step) = c.step
+            && !insert_step(&mut tx, step).await?
+        {
+            // Committed before: roll back (the artifact rows were no-ops), write nothing.
+            return Ok(None);
+        }
+        let n = c.events.len() as i64;
+        let mut first = 0;
+        if n > 0 {
+            let last: i64 = sqlx::query_scalar(
+                "INSERT INTO streams (stream, last_seq) VALUES ($1, $2) \
+                 ON CONFLICT (stream) DO UPDATE SET last_seq = streams.last_seq + $2 RETURNING last_seq",
+            )
+            .bind(c.stream)
+            .bind(n)
+            .fetch_one(&mut *tx)
+            .await?;
+            first = last - n + 1;
+            let mut q = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+                "WITH e AS (INSERT INTO events (stream, seq, type, payload, created_at) ",
+            );
+            q.push_values(c.events.iter().zip(first..), |mut b, (e, seq)| {
+                b.push_bind(c.stream)
+                    .push_bind(seq)
+                    .push_bind(e.kind())
+                    .push_bind(e.payload().to_string())
+                    .push_unseparated("::jsonb")
+                    .push_bind(now);
+            });
+            // One pointer per event, in seq order, sent at the commit (as `append_event`
+            // does for one), so the relay puts each on the other instances' buses.
+            q.push(") SELECT count(pg_notify(")
+                .push_bind(super::notify::EVENTS_CHANNEL)
+                .push(", json_build_object('s', ")
+                .push_bind(c.stream)
+                .push("::text, 'q', q, 'o', ")
+                .push_bind(self.notifier.origin())
+                .push("::text)::text)) FROM generate_series(")
+                .push_bind(first)
+                .push("::bigint, ")
+                .push_bind(last)
+                .push("::bigint) AS q");
+            q.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(Some(EventSeqs { first, at: now }))
     }
 }

@@ -19,7 +19,8 @@ use sqlx::sqlite::{
 
 use super::cursor::{decode_cursor, next_page};
 use super::{
-    Artifact, CancelOutcome, StepRow, Store, StoreError, StoredEvent, TaskFilter, TaskPage,
+    Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
+    TaskFilter, TaskPage,
 };
 use crate::domain::task::DeviceConstraints;
 use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
@@ -30,6 +31,11 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// Taken by the step path's writes (`commit_step`, `append_event`, `append_step`,
+    /// `put_artifact`): SQLite has one writer at a time, and writers that meet its lock
+    /// wait in its busy handler, which sleeps (1, 2, 5, 10… ms). Queued here instead, in
+    /// order, each starts the moment the previous commits.
+    writer: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl SqliteStore {
@@ -59,7 +65,10 @@ impl SqliteStore {
             .connect_with(opts)
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            writer: Default::default(),
+        })
     }
 
     async fn connect(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
@@ -69,7 +78,10 @@ impl SqliteStore {
             .connect_with(opts)
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            writer: Default::default(),
+        })
     }
 
     /// The journal mode the database reports (`wal` for a file).
@@ -370,6 +382,7 @@ impl Store for SqliteStore {
         stream: &str,
         event: TaskEvent,
     ) -> Result<StoredEvent, StoreError> {
+        let _writing = self.writer.lock().await;
         let now = Utc::now();
         // The insert computes the next seq itself, so concurrent writers to one stream
         // serialize on SQLite's write lock instead of racing a read-then-write.
@@ -496,48 +509,17 @@ impl Store for SqliteStore {
     }
 
     async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
-        let row = StepRow::from(step);
+        let _writing = self.writer.lock().await;
         let mut tx = self.pool.begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, n) DO NOTHING",
-        )
-        .bind(row.task_id)
-        .bind(row.n)
-        .bind(ts(row.started_at))
-        .bind(row.thinking)
-        .bind(row.action)
-        .bind(row.raw)
-        .bind(row.rejected)
-        .bind(row.result)
-        .bind(row.screen)
-        .bind(row.screenshot)
-        .bind(row.timings)
-        .bind(row.tokens_in)
-        .bind(row.tokens_out)
-        .bind(row.cost_usd)
-        .bind(row.model_calls)
-        .bind(row.replay)
-        .bind(row.calls)
-        .bind(row.annotations)
-        .bind(row.actor)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
         // A step already committed (a retry after a lost reply) is not counted twice.
-        if inserted == 0 {
-            return Ok(());
+        if insert_step(&mut tx, step).await? {
+            tx.commit().await?;
         }
-        sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ?, model_calls = model_calls + ? WHERE id = ?")
-            .bind(step.tokens_in as i64)
-            .bind(step.tokens_out as i64)
-            .bind(step.cost_usd)
-            .bind(step.model_calls as i64)
-            .bind(step.task_id.to_string())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
         Ok(())
+    }
+
+    async fn commit_step(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
+        self.commit_step_tx(c).await
     }
 
     async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
@@ -560,6 +542,7 @@ impl Store for SqliteStore {
     }
 
     async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError> {
+        let _writing = self.writer.lock().await;
         sqlx::query("INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING")
             .bind(&a.sha256)
             .bind(&a.kind)
@@ -804,6 +787,179 @@ impl Store for SqliteStore {
             .await;
         self.pool.close().await;
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// One transaction per step (`Store::commit_step`)
+
+/// Inserts a step and adds its tokens and cost to the task's totals. False when the step
+/// number was already committed (nothing written).
+async fn insert_step(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    step: &Step,
+) -> Result<bool, StoreError> {
+    let row = StepRow::from(step);
+    let inserted = sqlx::query(
+        "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, n) DO NOTHING",
+    )
+    .bind(row.task_id)
+    .bind(row.n)
+    .bind(ts(row.started_at))
+    .bind(row.thinking)
+    .bind(row.action)
+    .bind(row.raw)
+    .bind(row.rejected)
+    .bind(row.result)
+    .bind(row.screen)
+    .bind(row.screenshot)
+    .bind(row.timings)
+    .bind(row.tokens_in)
+    .bind(row.tokens_out)
+    .bind(row.cost_usd)
+    .bind(row.model_calls)
+    .bind(row.replay)
+    .bind(row.calls)
+    .bind(row.annotations)
+    .bind(row.actor)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        return Ok(false);
+    }
+    sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ?, model_calls = model_calls + ? WHERE id = ?")
+        .bind(step.tokens_in as i64)
+        .bind(step.tokens_out as i64)
+        .bind(step.cost_usd)
+        .bind(step.model_calls as i64)
+        .bind(step.task_id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(true)
+}
+
+impl SqliteStore {
+    /// `commit_step` in one round trip to SQLite's connection thread: the whole
+    /// transaction is one multi-statement query (`commit_sql`). Each statement run
+    /// separately cost a trip through sqlx's worker channel (~0.15 ms here), which was
+    /// most of a step's store time.
+    async fn commit_step_tx(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
+        let now = Utc::now();
+        let mut q = commit_sql(c, ts(now));
+        let _writing = self.writer.lock().await;
+        let mut conn = self.pool.acquire().await?;
+        let rows = match q.build().fetch_all(&mut *conn).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                // A statement failed inside the transaction the query opened.
+                if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+                    conn.close_on_drop();
+                }
+                return Err(e.into());
+            }
+        };
+        let mut seqs = Vec::with_capacity(c.events.len());
+        let mut inserted = true;
+        for r in &rows {
+            if let Ok(seq) = r.try_get::<i64, _>("seq") {
+                seqs.push(seq);
+            } else {
+                inserted = r.try_get::<i64, _>("inserted")? == 1;
+            }
+        }
+        if !inserted || seqs.len() != c.events.len() {
+            // Committed before (a retry after a lost reply): nothing was written.
+            return Ok(None);
+        }
+        Ok(Some(EventSeqs {
+            first: seqs.first().copied().unwrap_or(0),
+            at: now,
+        }))
+    }
+}
+
+/// The statements of one step commit, binds in order. With a step, everything but the
+/// artifact rows is guarded by "this step is not committed yet", so a retried commit
+/// writes nothing twice; the step row goes in last and reports whether it did
+/// (`inserted`). Each event takes the stream's next seq (`seq` rows, in order).
+fn commit_sql(c: &StepCommit<'_>, at: String) -> sqlx::QueryBuilder<sqlx::Sqlite> {
+    let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new("BEGIN IMMEDIATE; ");
+    let fresh = |q: &mut sqlx::QueryBuilder<sqlx::Sqlite>| {
+        if let Some(step) = c.step {
+            q.push(" AND NOT EXISTS (SELECT 1 FROM steps WHERE task_id = ")
+                .push_bind(step.task_id.to_string())
+                .push(" AND n = ")
+                .push_bind(step.n as i64)
+                .push(")");
+        }
+    };
+    if !c.artifacts.is_empty() {
+        q.push("INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) ");
+        q.push_values(c.artifacts, |mut b, a| {
+            b.push_bind(&a.sha256)
+                .push_bind(&a.kind)
+                .push_bind(&a.media_type)
+                .push_bind(&a.path)
+                .push_bind(a.bytes as i64)
+                .push_bind(at.clone());
+        });
+        q.push(" ON CONFLICT (sha256) DO NOTHING; ");
+    }
+    for e in c.events {
+        q.push("INSERT INTO events (stream, seq, type, payload, created_at) SELECT ")
+            .push_bind(c.stream)
+            .push(", COALESCE((SELECT MAX(seq) FROM events WHERE stream = ")
+            .push_bind(c.stream)
+            .push("), 0) + 1, ")
+            .push_bind(e.kind())
+            .push(", ")
+            .push_bind(e.payload().to_string())
+            .push(", ")
+            .push_bind(at.clone())
+            .push(" WHERE 1");
+        fresh(&mut q);
+        q.push(" RETURNING seq; ");
+    }
+    if let Some(step) = c.step {
+        q.push("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ")
+            .push_bind(step.tokens_in as i64)
+            .push(", tokens_out = tokens_out + ")
+            .push_bind(step.tokens_out as i64)
+            .push(", cost_usd = cost_usd + ")
+            .push_bind(step.cost_usd)
+            .push(", model_calls = model_calls + ")
+            .push_bind(step.model_calls as i64)
+            .push(" WHERE id = ")
+            .push_bind(step.task_id.to_string());
+        fresh(&mut q);
+        q.push("; ");
+        let row = StepRow::from(step);
+        q.push("INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) VALUES (");
+        let mut v = q.separated(", ");
+        v.push_bind(row.task_id)
+            .push_bind(row.n)
+            .push_bind(ts(row.started_at))
+            .push_bind(row.thinking)
+            .push_bind(row.action)
+            .push_bind(row.raw)
+            .push_bind(row.rejected)
+            .push_bind(row.result)
+            .push_bind(row.screen)
+            .push_bind(row.screenshot)
+            .push_bind(row.timings)
+            .push_bind(row.tokens_in)
+            .push_bind(row.tokens_out)
+            .push_bind(row.cost_usd)
+            .push_bind(row.model_calls)
+            .push_bind(row.replay)
+            .push_bind(row.calls)
+            .push_bind(row.annotations)
+            .push_bind(row.actor);
+        q.push(") ON CONFLICT (task_id, n) DO NOTHING; SELECT changes() AS inserted; ");
+    }
+    q.push("COMMIT;");
+    q
 }
 
 // The `Store` contract is tested once for both backends in tests/store; here only what is

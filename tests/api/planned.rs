@@ -14,7 +14,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::common::TestApp;
-use crate::run::{add_phone, bare_app, generic, model, wait_done};
+use crate::run::{add_phone, bare_app, generic, model_paced, wait_done};
 
 const HOME: &str = r#"{"action": "key", "key": "home"}"#;
 const CLOCK: &str = r#"{"action": "launch_app", "package": "com.google.android.deskclock"}"#;
@@ -156,13 +156,24 @@ impl Run {
 /// Runs one planned task: the acting model answers `acting` in order; the roles answer
 /// from `roles`; `planning` and `max_steps` as given.
 async fn run(acting: &[&str], roles: Roles, planning: Value, max_steps: u32) -> Run {
+    run_paced(acting, Duration::ZERO, roles, planning, max_steps).await
+}
+
+/// `run`, with each acting reply taking `delay`.
+async fn run_paced(
+    acting: &[&str],
+    delay: Duration,
+    roles: Roles,
+    planning: Value,
+    max_steps: u32,
+) -> Run {
     let app: TestApp = bare_app(&[("DROIDPILOT_AGENT__KEYS__ANTHROPIC", "sk-ant-test")]).await;
     add_phone(&app, "sim-p", None).await;
     let replies = acting
         .iter()
         .map(|a| (200, generic("acting", &serde_json::from_str(a).unwrap())))
         .collect();
-    let (fast, _) = model(replies).await;
+    let (fast, _) = model_paced(replies, delay).await;
     let role_server = MockServer::start().await;
     let roles = std::sync::Arc::new(roles);
     struct Shared(std::sync::Arc<Roles>);
@@ -264,7 +275,16 @@ async fn a_late_plan_becomes_guidance_without_holding_the_acting_agent() {
     let acting = [
         CLOCK, NOTES, CONTACTS, SETTINGS, HOME, CLOCK, NOTES, CONTACTS, SETTINGS, HOME, CLOCK, DONE,
     ];
-    let r = run(&acting, roles, no_progress_checks(), 20).await;
+    // Each decision takes 100 ms, so the 500 ms plan lands mid-task (with instant
+    // replies the twelve steps could all be done before it).
+    let r = run_paced(
+        &acting,
+        Duration::from_millis(100),
+        roles,
+        no_progress_checks(),
+        20,
+    )
+    .await;
     assert_eq!(r.task["status"], "succeeded", "{:?}", r.task);
     let kinds = r.kinds();
     assert_eq!(kinds[0], "1:plan_requested:initial", "{kinds:?}");
@@ -272,7 +292,7 @@ async fn a_late_plan_becomes_guidance_without_holding_the_acting_agent() {
         .annotations()
         .into_iter()
         .find(|(_, a)| a["kind"] == "plan")
-        .expect("the plan arrived");
+        .unwrap_or_else(|| panic!("the plan arrived: {kinds:?}"));
     assert!(
         arrived.0 > 1,
         "the plan arrived at step {}, not at once",

@@ -51,6 +51,8 @@ pub(crate) async fn add_phone(app: &TestApp, serial: &str, task: Option<&str>) -
 pub(crate) struct Script {
     replies: Vec<(u16, String)>,
     next: AtomicUsize,
+    /// How long each reply takes (zero: at once).
+    delay: std::time::Duration,
 }
 
 impl Respond for Script {
@@ -65,19 +67,32 @@ impl Respond for Script {
                 .insert_header("retry-after", "0")
                 .set_body_json(json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded", "code": "rate_limit_exceeded"}}));
         }
-        ResponseTemplate::new(200).set_body_json(json!({
-            "id": format!("chatcmpl-{i}"), "object": "chat.completion", "created": 1_700_000_000, "model": "ui-model",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240}
-        }))
+        ResponseTemplate::new(200)
+            .set_body_json(json!({
+                "id": format!("chatcmpl-{i}"), "object": "chat.completion", "created": 1_700_000_000, "model": "ui-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240}
+            }))
+            .set_delay(self.delay)
     }
 }
 
 pub(crate) async fn model(replies: Vec<(u16, String)>) -> (MockServer, Arc<Script>) {
+    model_paced(replies, std::time::Duration::ZERO).await
+}
+
+/// `model`, each reply taking `delay`, as a real model's does: work started beside the
+/// decisions (a background plan) then lands while the task runs, however fast the
+/// server's own part of a step is.
+pub(crate) async fn model_paced(
+    replies: Vec<(u16, String)>,
+    delay: std::time::Duration,
+) -> (MockServer, Arc<Script>) {
     let server = MockServer::start().await;
     let script = Arc::new(Script {
         replies,
         next: AtomicUsize::new(0),
+        delay,
     });
     struct Shared(Arc<Script>);
     impl Respond for Shared {

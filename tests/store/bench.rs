@@ -60,7 +60,7 @@ async fn the_bench_splits_a_level_over_two_instances_and_runs_each_task_once() {
     let o = &r.overhead[0];
     assert!(o.steps >= 8 && o.overhead.n > 0, "{o:?}");
     assert!(
-        o.store_calls.iter().any(|c| c.call == "append_step"),
+        o.store_calls.iter().any(|c| c.call == "commit_step"),
         "the overhead run wrote to PostgreSQL: {:?}",
         o.store_calls
     );

@@ -9,7 +9,7 @@ use droidpilot::domain::{
     TaskStatus,
 };
 use droidpilot::script::{Script, ScriptSource};
-use droidpilot::store::{Artifact, CancelOutcome, Store, StoreError, TaskFilter};
+use droidpilot::store::{Artifact, CancelOutcome, StepCommit, Store, StoreError, TaskFilter};
 
 /// Runs `$name(store)` on a fresh SQLite file and on a fresh PostgreSQL database.
 macro_rules! both {
@@ -648,4 +648,227 @@ async fn a_persons_action_is_kept_with_who_what_and_when(s: S) {
     };
     s.create_intervention(&iv).await.unwrap();
     assert_eq!(s.interventions(task.id).await.unwrap(), vec![iv]);
+}
+
+// ---------------------------------------------------------------------------------------
+// One transaction per step (`Store::commit_step`)
+
+fn shot(sha: &str) -> Artifact {
+    Artifact {
+        sha256: sha.repeat(32),
+        kind: "screenshot".into(),
+        media_type: "image/png".into(),
+        path: format!("artifacts/{sha}/{sha}.png"),
+        bytes: 10,
+    }
+}
+
+fn ev(kind: &str, i: i64) -> TaskEvent {
+    TaskEvent::from_parts(kind, serde_json::json!({"i": i}))
+}
+
+fn kinds(events: &[droidpilot::store::StoredEvent]) -> Vec<(i64, String)> {
+    events
+        .iter()
+        .map(|e| (e.seq, e.kind().to_string()))
+        .collect()
+}
+
+both!(a_step_commits_with_its_artifacts_and_events_once);
+async fn a_step_commits_with_its_artifacts_and_events_once(s: S) {
+    let task = s.create_task(spec("t")).await.unwrap();
+    let stream = task.id.to_string();
+    s.append_event(&stream, ev("task.started", 0))
+        .await
+        .unwrap();
+    let a = shot("cd");
+    let mut step = typed_step(task.id, 1, Some(tap()));
+    step.screenshot = Some(a.sha256.clone());
+    let events = [
+        ev("step.observed", 1),
+        ev("step.decided", 1),
+        ev("step.executed", 1),
+    ];
+    let c = StepCommit {
+        stream: &stream,
+        step: Some(&step),
+        artifacts: std::slice::from_ref(&a),
+        events: &events,
+    };
+    let seqs = s.commit_step(&c).await.unwrap().expect("committed");
+    assert_eq!(seqs.first, 2, "after the event already in the stream");
+    let stored = s.events_since(&stream, 0, 100).await.unwrap();
+    assert_eq!(
+        kinds(&stored),
+        [
+            (1, "task.started"),
+            (2, "step.observed"),
+            (3, "step.decided"),
+            (4, "step.executed")
+        ]
+        .map(|(n, k)| (n, k.to_string())),
+        "in order, gapless"
+    );
+    assert_eq!(s.artifact(&a.sha256).await.unwrap(), Some(a.clone()));
+    assert_eq!(s.step(task.id, 1).await.unwrap(), step);
+
+    // A retry of the same commit (its reply lost) writes nothing and says so.
+    assert_eq!(s.commit_step(&c).await.unwrap(), None);
+    assert_eq!(s.events_since(&stream, 0, 100).await.unwrap().len(), 4);
+    let t = s.get_task(task.id).await.unwrap();
+    assert_eq!(
+        (t.steps, t.tokens_in, t.model_calls),
+        (1, 1, 1),
+        "counted once"
+    );
+
+    // Without a step: events (and rows) alone, continuing the stream.
+    let more = [ev("model.retry", 2)];
+    let c = StepCommit {
+        stream: &stream,
+        step: None,
+        artifacts: std::slice::from_ref(&a),
+        events: &more,
+    };
+    assert_eq!(s.commit_step(&c).await.unwrap().map(|q| q.first), Some(5));
+    assert_eq!(
+        s.events_since(&stream, 4, 10).await.unwrap()[0].kind(),
+        "model.retry"
+    );
+}
+
+/// PostgreSQL only (SQLite has no other instances): a step's commit announces each of its
+/// events to the other instances, whose relay re-reads them from these pointers: once,
+/// in seq order, from the committing process. A retried commit that writes nothing
+/// announces nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_commit_sends_the_other_instances_a_pointer_per_event() {
+    use droidpilot::store::notify::{EventPointer, Notice};
+    let Some(db) = crate::common::pg::FreshDb::create().await else {
+        return;
+    };
+    let a = droidpilot::store::PostgresStore::connect(&db.url, 4)
+        .await
+        .unwrap();
+    let b = droidpilot::store::PostgresStore::connect(&db.url, 4)
+        .await
+        .unwrap();
+    let mut heard = b.notifier().unwrap().listen().await.unwrap();
+    let task = a.create_task(spec("t")).await.unwrap();
+    let stream = task.id.to_string();
+    a.append_event(&stream, ev("task.started", 0))
+        .await
+        .unwrap();
+    let step = typed_step(task.id, 1, Some(tap()));
+    let events = [
+        ev("step.observed", 1),
+        ev("step.decided", 1),
+        ev("step.executed", 1),
+    ];
+    let c = StepCommit {
+        stream: &stream,
+        step: Some(&step),
+        artifacts: &[],
+        events: &events,
+    };
+    a.commit_step(&c).await.unwrap().unwrap();
+    assert_eq!(a.commit_step(&c).await.unwrap(), None, "already committed");
+    a.append_event(&stream, ev("task.finished", 0))
+        .await
+        .unwrap();
+    let mut pointers = Vec::new();
+    while pointers.len() < 5 {
+        // A bound only so a missing pointer fails instead of hanging the suite.
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), heard.next());
+        match next.await.expect("a pointer per event").unwrap() {
+            Some(Notice::Event(p)) => pointers.push(p),
+            Some(Notice::Control(_)) => {}
+            None => panic!("the listening connection was lost"),
+        }
+    }
+    let origin = a.notifier().unwrap().origin().to_string();
+    let expected: Vec<EventPointer> = (1..=5)
+        .map(|seq| EventPointer {
+            stream: stream.clone(),
+            seq,
+            origin: origin.clone(),
+        })
+        .collect();
+    assert_eq!(
+        pointers, expected,
+        "one per event, in seq order, none twice"
+    );
+    a.close().await;
+    b.close().await;
+    db.drop_now().await;
+}
+
+both!(a_failed_step_commit_leaves_nothing_behind);
+async fn a_failed_step_commit_leaves_nothing_behind(s: S) {
+    // A step of a task that does not exist breaks the steps table's foreign key.
+    let ghost = TaskId::new();
+    let stream = ghost.to_string();
+    let step = typed_step(ghost, 1, Some(tap()));
+    let a = shot("ef");
+    let events = [ev("step.executed", 1)];
+    let c = StepCommit {
+        stream: &stream,
+        step: Some(&step),
+        artifacts: std::slice::from_ref(&a),
+        events: &events,
+    };
+    assert!(s.commit_step(&c).await.is_err());
+    assert_eq!(
+        s.artifact(&a.sha256).await.unwrap(),
+        None,
+        "no artifact row"
+    );
+    assert!(
+        s.events_since(&stream, 0, 10).await.unwrap().is_empty(),
+        "no event"
+    );
+    // The stream's seqs start at 1 still.
+    let first = s.append_event(&stream, ev("x", 0)).await.unwrap();
+    assert_eq!(first.seq, 1);
+}
+
+both!(step_commits_and_single_events_share_one_gapless_sequence);
+async fn step_commits_and_single_events_share_one_gapless_sequence(s: S) {
+    let task = s.create_task(spec("t")).await.unwrap();
+    let stream = task.id.to_string();
+    let mut handles = Vec::new();
+    for n in 1..=20u32 {
+        let (s, stream) = (s.clone(), stream.clone());
+        handles.push(tokio::spawn(async move {
+            if n % 2 == 0 {
+                let step = typed_step(task.id, n, Some(tap()));
+                let events = [ev("step.observed", n as i64), ev("step.executed", n as i64)];
+                let c = StepCommit {
+                    stream: &stream,
+                    step: Some(&step),
+                    artifacts: &[],
+                    events: &events,
+                };
+                s.commit_step(&c).await.unwrap().unwrap();
+            } else {
+                s.append_event(&stream, ev("other", n as i64))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let stored = s.events_since(&stream, 0, 100).await.unwrap();
+    let seqs: Vec<i64> = stored.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=30).collect::<Vec<_>>(), "gapless, no repeat");
+    // A step's events sit next to each other, in order.
+    for pair in stored.windows(2) {
+        if pair[0].kind() == "step.observed" {
+            assert_eq!(pair[1].kind(), "step.executed");
+            assert_eq!(pair[0].event.payload(), pair[1].event.payload());
+        }
+    }
+    assert_eq!(s.get_task(task.id).await.unwrap().steps, 10);
 }

@@ -667,6 +667,8 @@ async fn tally(
         overhead_under_load: Percentiles::of(overhead),
         overhead_excluded,
         failures,
+        // Not split here: two instances share the process, and this table is per level.
+        cpu: Default::default(),
     };
     let by = per_instance
         .into_iter()

@@ -181,6 +181,7 @@ pub struct SimCounters {
     queries: AtomicU64,
     busy_us: AtomicU64,
     action_us: AtomicU64,
+    cpu_us: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -196,6 +197,9 @@ pub struct CommandCounts {
     pub busy_us: u64,
     /// The part of `busy_us` charged to actions.
     pub action_us: u64,
+    /// Server CPU the phone itself used building, rendering and serializing its screen
+    /// (thread CPU time), in µs: what a real phone spends on its own cores.
+    pub cpu_us: u64,
 }
 
 impl CommandCounts {
@@ -208,6 +212,7 @@ impl CommandCounts {
             queries: self.queries - earlier.queries,
             busy_us: self.busy_us - earlier.busy_us,
             action_us: self.action_us - earlier.action_us,
+            cpu_us: self.cpu_us - earlier.cpu_us,
         }
     }
 }
@@ -228,6 +233,12 @@ impl SimCounters {
         self.busy_us.fetch_add(us, Ordering::Relaxed);
     }
 
+    /// Adds CPU time the phone spent on the server's cores.
+    pub fn spent(&self, cpu: Duration) {
+        self.cpu_us
+            .fetch_add(cpu.as_micros() as u64, Ordering::Relaxed);
+    }
+
     pub fn get(&self) -> CommandCounts {
         CommandCounts {
             dumps: self.dumps.load(Ordering::Relaxed),
@@ -236,6 +247,7 @@ impl SimCounters {
             queries: self.queries.load(Ordering::Relaxed),
             busy_us: self.busy_us.load(Ordering::Relaxed),
             action_us: self.action_us.load(Ordering::Relaxed),
+            cpu_us: self.cpu_us.load(Ordering::Relaxed),
         }
     }
 }

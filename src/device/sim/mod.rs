@@ -16,6 +16,7 @@
 //! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod apps;
+pub mod cpu;
 pub mod drift;
 pub mod faults;
 pub mod latency;
@@ -697,7 +698,9 @@ impl Device for SimDevice {
         }
         self.charge(DeviceOp::Screencap, 0).await;
         self.pace(OBSERVE_MS, false).await;
-        let px = render::render(&screen, self.cfg.width, self.cfg.height, black);
+        let (px, cpu) =
+            cpu::on_cpu(|| render::render(&screen, self.cfg.width, self.cfg.height, black));
+        self.counters.spent(cpu);
         Ok(Screenshot {
             width: self.cfg.width,
             height: self.cfg.height,
@@ -725,7 +728,10 @@ impl Device for SimDevice {
                 } else {
                     IdStyle::AsIs
                 };
-                Ok(widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids))
+                let (xml, cpu) =
+                    cpu::on_cpu(|| widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids));
+                self.counters.spent(cpu);
+                Ok(xml)
             };
             let delay = Self::chance(&mut g, s).then_some(g.faults.slow_dump_ms);
             (result, delay)

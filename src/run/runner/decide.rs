@@ -73,18 +73,18 @@ impl Runner {
         draft.decided(&d);
         // Self-correction attempts count toward the budget.
         st.counter.corrections += d.retries.min(st.task.spec.max_steps.saturating_sub(n));
-        self.bus
-            .publish(
-                &st.stream,
-                TaskEvent::StepDecided {
-                    task_id: st.task.id,
-                    step: st.counter.current(),
-                    thinking: draft.step.thinking.clone(),
-                    action: draft.action_json(),
-                    retries: d.retries,
-                },
-            )
-            .await?;
+        // Written while the device acts (in order after `step.observed`).
+        self.bus.commit_soon(
+            &st.stream,
+            Vec::new(),
+            vec![TaskEvent::StepDecided {
+                task_id: st.task.id,
+                step: st.counter.current(),
+                thinking: draft.step.thinking.clone(),
+                action: draft.action_json(),
+                retries: d.retries,
+            }],
+        );
         Ok(Continue(d))
     }
 

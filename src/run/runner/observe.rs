@@ -12,6 +12,7 @@ use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, layout_hash};
+use crate::store::Artifact;
 
 /// One observation: what the agent sees, plus what the runner keeps for acting on it.
 #[derive(Clone)]
@@ -20,6 +21,9 @@ pub(crate) struct Observed {
     pub screen: Option<Arc<Screen>>,
     pub png: Option<bytes::Bytes>,
     pub screenshot_sha: Option<String>,
+    /// The screenshot's artifact row while it is not recorded yet: `observe_with` writes
+    /// the file only, and the row is committed with `step.observed` (one transaction).
+    pub unrecorded: Option<Artifact>,
     /// A black screenshot: a secure window (password, payment). The tree is all we have.
     pub sensitive: bool,
     pub layout: Option<u64>,
@@ -51,9 +55,14 @@ impl Runner {
         device: &dyn Device,
     ) -> Result<Option<Observed>, Fatal> {
         let settled = st.settled.take();
-        let obs = match st.cached.take() {
+        let mut obs = match st.cached.take() {
             Some(o) => o,
-            None => match unless_cancelled(&mut st.stop, self.observe(device, st.size)).await {
+            None => match unless_cancelled(
+                &mut st.stop,
+                self.observe_with(device, st.size, Capture::Together),
+            )
+            .await
+            {
                 None => return Ok(None),
                 Some(Ok(o)) => o,
                 Some(Err(e)) if e.is_disconnect() => {
@@ -75,21 +84,21 @@ impl Runner {
             self.external_change(st, before, &obs).await?;
         }
         let r = &obs.repr;
-        self.bus
-            .publish(
-                &st.stream,
-                TaskEvent::StepObserved {
-                    task_id: st.task.id,
-                    step: st.counter.current(),
-                    summary: r.summary.clone(),
-                    app: r.app_package.clone(),
-                    has_modal: r.has_modal,
-                    sensitive: obs.sensitive,
-                    screenshot: obs.screenshot_sha.clone(),
-                    elements: r.actionable_elements.len(),
-                },
-            )
-            .await?;
+        let observed = TaskEvent::StepObserved {
+            task_id: st.task.id,
+            step: st.counter.current(),
+            summary: r.summary.clone(),
+            app: r.app_package.clone(),
+            has_modal: r.has_modal,
+            sensitive: obs.sensitive,
+            screenshot: obs.screenshot_sha.clone(),
+            elements: r.actionable_elements.len(),
+        };
+        // The screenshot's row and the event that names it: one transaction, so a
+        // subscriber never sees a hash it cannot fetch; written while the step goes on
+        // (the step's own commit waits for it).
+        let rows: Vec<Artifact> = obs.unrecorded.take().into_iter().collect();
+        self.bus.commit_soon(&st.stream, rows, vec![observed]);
         Ok(Some(obs))
     }
 
@@ -104,16 +113,26 @@ impl Runner {
 
     /// Screenshot, hierarchy and foreground activity, concurrently. Either capture may
     /// fail alone: a failed tree degrades to screenshot only, a black or failed screenshot
-    /// to tree only (flagged sensitive). Only when both fail is it an error.
+    /// to tree only (flagged sensitive). Only when both fail is it an error. The
+    /// screenshot's artifact row is recorded at once (the caller hands its hash out).
     pub(crate) async fn observe(
         &self,
         device: &dyn Device,
         size: ScreenSize,
     ) -> Result<Observed, DeviceError> {
-        self.observe_with(device, size, Capture::Together).await
+        let mut obs = self.observe_with(device, size, Capture::Together).await?;
+        if let Some(row) = obs.unrecorded.take() {
+            self.bus
+                .store()
+                .put_artifact(&row)
+                .await
+                .map_err(|e| DeviceError::Protocol(e.to_string()))?;
+        }
+        Ok(obs)
     }
 
-    /// `observe`, with the captures timed as `capture` says.
+    /// `observe`, with the captures timed as `capture` says, and the screenshot's file
+    /// written but its row left in `unrecorded` (the loop commits it with `step.observed`).
     pub(crate) async fn observe_with(
         &self,
         device: &dyn Device,
@@ -165,10 +184,10 @@ impl Runner {
                 )
             }));
         }
-        let screenshot_sha = match &png {
+        let unrecorded = match &png {
             Some(p) => Some(
                 self.artifacts
-                    .put("screenshot", "image/png", "png", p.clone())
+                    .write("screenshot", "image/png", "png", p.clone())
                     .await
                     .map_err(|e| DeviceError::Protocol(e.to_string()))?,
             ),
@@ -180,7 +199,8 @@ impl Runner {
             repr,
             screen,
             png,
-            screenshot_sha,
+            screenshot_sha: unrecorded.as_ref().map(|a| a.sha256.clone()),
+            unrecorded,
             sensitive,
             layout,
             content,

@@ -326,7 +326,8 @@ impl Runner {
         Ok(None)
     }
 
-    /// Commits the step, then publishes `step.executed`.
+    /// Commits the step with its annotations and `step.executed` in one transaction, then
+    /// broadcasts them.
     async fn record(
         &self,
         stream: &str,
@@ -339,19 +340,20 @@ impl Runner {
             - (t.screenshot_ms + t.hierarchy_ms + t.inference_ms + t.action_ms + t.settle_ms)
                 as f64)
             .max(0.0);
-        self.bus.store().append_step(step).await?;
-        for a in &step.annotations {
-            let ev = TaskEvent::StepAnnotated {
+        let mut events: Vec<TaskEvent> = step
+            .annotations
+            .iter()
+            .map(|a| TaskEvent::StepAnnotated {
                 task_id: step.task_id,
                 step: step.n,
                 annotation: a.clone(),
-            };
-            self.bus.publish(stream, ev).await?;
-        }
+            })
+            .collect();
+        events.push(executed_event(step));
+        self.bus.commit(stream, Some(step), &[], events).await?;
         metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.as_str())
             .increment(1);
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
-        self.bus.publish(stream, executed_event(step)).await?;
         Ok(())
     }
 }

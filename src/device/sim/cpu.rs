@@ -1,0 +1,61 @@
+//! CPU time, read from the kernel (`clock_gettime`): the virtual phone's own work runs on
+//! the server's cores, so benches count it apart from the server's (`CommandCounts::cpu_us`).
+//! Two `libc` calls; a crate for them would add a dependency for five lines.
+
+use std::time::Duration;
+
+fn clock(id: libc::clockid_t) -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; both clock ids exist on every Linux.
+    let ok = unsafe { libc::clock_gettime(id, &mut ts) } == 0;
+    if !ok {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// CPU time the calling thread has used.
+pub fn thread_cpu() -> Duration {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time the whole process has used, every thread counted.
+pub fn process_cpu() -> Duration {
+    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// Runs `f` and returns its result with the thread CPU time it took (exact: `f` runs on
+/// this thread without yielding).
+pub fn on_cpu<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let t0 = thread_cpu();
+    let out = f();
+    (out, thread_cpu().saturating_sub(t0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_work_counts_and_sleeping_does_not() {
+        // Spin until the kernel has charged this thread 5 ms (however loaded the machine).
+        let (spun, busy) = on_cpu(|| {
+            let t0 = thread_cpu();
+            let mut spins = 0u64;
+            while thread_cpu() - t0 < Duration::from_millis(5) {
+                spins = std::hint::black_box(spins + 1);
+            }
+            spins
+        });
+        assert!(spun > 0 && busy >= Duration::from_millis(5), "{busy:?}");
+        let (_, idle) = on_cpu(|| std::thread::sleep(Duration::from_millis(30)));
+        assert!(
+            idle < Duration::from_millis(5),
+            "sleeping is not CPU: {idle:?}"
+        );
+        assert!(process_cpu() >= busy);
+    }
+}
