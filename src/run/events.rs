@@ -103,18 +103,32 @@ impl EventBus {
     }
 
     /// `commit` without a step, started but not waited for: the runner's `step.observed`
-    /// and `step.decided` are written while the device acts, not before. A stream's writes
-    /// stay in order: each waits for the one before it, and `publish`, `commit` and
-    /// `flush` on the stream wait for all of them (and return the first error).
-    pub fn commit_soon(&self, stream: &str, artifacts: Vec<Artifact>, events: Vec<TaskEvent>) {
+    /// and `step.decided` are written while the device acts, not before. `rows` runs
+    /// first and gives the artifact rows to commit with the events (the screenshot's file
+    /// is written there). A stream's writes stay in order: each waits for the one before
+    /// it, and `publish`, `commit` and `flush` on the stream wait for all of them (and
+    /// return the first error).
+    pub fn commit_soon<F>(&self, stream: &str, rows: F, events: Vec<TaskEvent>)
+    where
+        F: std::future::Future<Output = Result<Vec<Artifact>, StoreError>> + Send + 'static,
+    {
         let bus = self.clone();
         let key = stream.to_string();
         let mut tails = self.tails.lock().unwrap_or_else(|e| e.into_inner());
         let before = tails.remove(stream);
         let write = tokio::spawn(async move {
-            if let Some(before) = before {
-                joined(before.await)?;
-            }
+            // The file and the one before: both must be there before the rows name them.
+            let (before, artifacts) = tokio::join!(
+                async move {
+                    match before {
+                        Some(b) => joined(b.await),
+                        None => Ok(()),
+                    }
+                },
+                rows
+            );
+            before?;
+            let artifacts = artifacts?;
             let stream = key.as_str();
             let c = StepCommit {
                 stream,
@@ -479,8 +493,9 @@ mod tests {
             path: "artifacts/ab/x.png".into(),
             bytes: 3,
         };
-        bus.commit_soon("t1", vec![row.clone()], vec![raw(0)]);
-        bus.commit_soon("t1", Vec::new(), vec![raw(1), raw(2)]);
+        let rows = vec![row.clone()];
+        bus.commit_soon("t1", async move { Ok(rows) }, vec![raw(0)]);
+        bus.commit_soon("t1", async { Ok(Vec::new()) }, vec![raw(1), raw(2)]);
         // A publish on the stream waits for the writes started before it.
         let last = bus.publish("t1", raw(3)).await.unwrap();
         assert_eq!(last.seq, 4);

@@ -76,7 +76,7 @@ impl Runner {
         // Written while the device acts (in order after `step.observed`).
         self.bus.commit_soon(
             &st.stream,
-            Vec::new(),
+            async { Ok(Vec::new()) },
             vec![TaskEvent::StepDecided {
                 task_id: st.task.id,
                 step: st.counter.current(),

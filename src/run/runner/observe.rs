@@ -11,8 +11,8 @@ use super::{Fatal, Runner};
 use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
+use crate::run::artifacts::Staged;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, layout_hash};
-use crate::store::Artifact;
 
 /// One observation: what the agent sees, plus what the runner keeps for acting on it.
 #[derive(Clone)]
@@ -21,9 +21,10 @@ pub(crate) struct Observed {
     pub screen: Option<Arc<Screen>>,
     pub png: Option<bytes::Bytes>,
     pub screenshot_sha: Option<String>,
-    /// The screenshot's artifact row while it is not recorded yet: `observe_with` writes
-    /// the file only, and the row is committed with `step.observed` (one transaction).
-    pub unrecorded: Option<Artifact>,
+    /// The screenshot, hashed but neither written nor recorded: `observe_with` leaves
+    /// it here, and the loop writes the file and commits its row with `step.observed`
+    /// while the step goes on.
+    pub unrecorded: Option<Staged>,
     /// A black screenshot: a secure window (password, payment). The tree is all we have.
     pub sensitive: bool,
     pub layout: Option<u64>,
@@ -97,7 +98,13 @@ impl Runner {
         // The screenshot's row and the event that names it: one transaction, so a
         // subscriber never sees a hash it cannot fetch; written while the step goes on
         // (the step's own commit waits for it).
-        let rows: Vec<Artifact> = obs.unrecorded.take().into_iter().collect();
+        let staged = obs.unrecorded.take();
+        let rows = async move {
+            match staged {
+                Some(s) => s.write().await.map(|a| vec![a]).map_err(|e| e.into_store()),
+                None => Ok(Vec::new()),
+            }
+        };
         self.bus.commit_soon(&st.stream, rows, vec![observed]);
         Ok(Some(obs))
     }
@@ -121,7 +128,11 @@ impl Runner {
         size: ScreenSize,
     ) -> Result<Observed, DeviceError> {
         let mut obs = self.observe_with(device, size, Capture::Together).await?;
-        if let Some(row) = obs.unrecorded.take() {
+        if let Some(staged) = obs.unrecorded.take() {
+            let row = staged
+                .write()
+                .await
+                .map_err(|e| DeviceError::Protocol(e.to_string()))?;
             self.bus
                 .store()
                 .put_artifact(&row)
@@ -131,8 +142,8 @@ impl Runner {
         Ok(obs)
     }
 
-    /// `observe`, with the captures timed as `capture` says, and the screenshot's file
-    /// written but its row left in `unrecorded` (the loop commits it with `step.observed`).
+    /// `observe`, with the captures timed as `capture` says, and the screenshot only
+    /// hashed: its file and row are left in `unrecorded` for the loop's `step.observed`.
     pub(crate) async fn observe_with(
         &self,
         device: &dyn Device,
@@ -184,22 +195,17 @@ impl Runner {
                 )
             }));
         }
-        let unrecorded = match &png {
-            Some(p) => Some(
-                self.artifacts
-                    .write("screenshot", "image/png", "png", p.clone())
-                    .await
-                    .map_err(|e| DeviceError::Protocol(e.to_string()))?,
-            ),
-            None => None,
-        };
+        let unrecorded = png.as_ref().map(|p| {
+            self.artifacts
+                .stage("screenshot", "image/png", "png", p.clone())
+        });
         let layout = screen.as_ref().map(|s| layout_hash(&s.tree).0);
         let content = screen.as_ref().map(|s| content_hash(&s.tree).0);
         Ok(Observed {
             repr,
             screen,
             png,
-            screenshot_sha: unrecorded.as_ref().map(|a| a.sha256.clone()),
+            screenshot_sha: unrecorded.as_ref().map(|a| a.row.sha256.clone()),
             unrecorded,
             sensitive,
             layout,
