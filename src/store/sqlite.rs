@@ -564,13 +564,16 @@ impl Store for SqliteStore {
     }
 
     async fn append_step(&self, step: &Step) -> Result<(), StoreError> {
-        let _writing = self.writer.lock().await;
-        let mut tx = self.pool.begin().await?;
-        // A step already committed (a retry after a lost reply) is not counted twice.
-        if insert_step(&mut tx, step).await? {
-            tx.commit().await?;
-        }
-        Ok(())
+        // A step commit without events: a step already committed (a retry after a lost
+        // reply) is not recorded or counted twice.
+        let stream = step.task_id.to_string();
+        let c = StepCommit {
+            stream: &stream,
+            step: Some(step),
+            artifacts: &[],
+            events: &[],
+        };
+        self.commit_step_tx(&c).await.map(drop)
     }
 
     async fn commit_step(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
@@ -849,53 +852,6 @@ impl Store for SqliteStore {
 
 // ---------------------------------------------------------------------------------------
 // One transaction per step (`Store::commit_step`)
-
-/// Inserts a step and adds its tokens and cost to the task's totals. False when the step
-/// number was already committed (nothing written).
-async fn insert_step(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    step: &Step,
-) -> Result<bool, StoreError> {
-    let row = StepRow::from(step);
-    let inserted = sqlx::query(
-        "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id, n) DO NOTHING",
-    )
-    .bind(row.task_id)
-    .bind(row.n)
-    .bind(ts(row.started_at))
-    .bind(row.thinking)
-    .bind(row.action)
-    .bind(row.raw)
-    .bind(row.rejected)
-    .bind(row.result)
-    .bind(row.screen)
-    .bind(row.screenshot)
-    .bind(row.timings)
-    .bind(row.tokens_in)
-    .bind(row.tokens_out)
-    .bind(row.cost_usd)
-    .bind(row.model_calls)
-    .bind(row.replay)
-    .bind(row.calls)
-    .bind(row.annotations)
-    .bind(row.actor)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
-    if inserted == 0 {
-        return Ok(false);
-    }
-    sqlx::query("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, cost_usd = cost_usd + ?, model_calls = model_calls + ? WHERE id = ?")
-        .bind(step.tokens_in as i64)
-        .bind(step.tokens_out as i64)
-        .bind(step.cost_usd)
-        .bind(step.model_calls as i64)
-        .bind(step.task_id.to_string())
-        .execute(&mut **tx)
-        .await?;
-    Ok(true)
-}
 
 impl SqliteStore {
     /// `commit_step` in one round trip to SQLite's connection thread: the whole
