@@ -476,10 +476,14 @@ async fn the_last_steps_wait_for_a_last_resort_plan() {
         ..Default::default()
     };
     // Step 2 fails (its target is missing); with 8 steps and 5 final ones, step 4 is in
-    // the final stretch with a failure since the last plan.
+    // the final stretch with a failure since the last plan. The initial plan (answered
+    // at once) must be taken before that failure is counted, not after (taking it clears
+    // the failure): each decision takes 300 ms, as a model's would, so it is back by
+    // step 2 however fast the server's own part of a step is.
     let acting = [CLOCK, MISSING, HOME, CLOCK, HOME, DONE];
-    let r = run(
+    let r = run_paced(
         &acting,
+        Duration::from_millis(300),
         roles,
         json!({"progress_every": 0, "last_resort_steps": 5}),
         8,
@@ -493,7 +497,7 @@ async fn the_last_steps_wait_for_a_last_resort_plan() {
         .annotations()
         .into_iter()
         .find(|(_, a)| a["kind"] == "plan_requested" && a["trigger"] == "last_resort")
-        .expect("a last-resort plan was asked for");
+        .unwrap_or_else(|| panic!("a last-resort plan was asked for: {kinds:?}"));
     assert_eq!(at.1["blocking"], true);
     assert!(
         kinds.contains(&format!("{}:plan:last_resort", at.0)),
