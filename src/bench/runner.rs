@@ -419,11 +419,14 @@ struct ProbeLog {
 /// What one task's device and agent did, and when; and the server CPU its device's
 /// PNG encoding took (µs), which a real phone does on its own cores.
 #[derive(Default)]
-struct Probe(Mutex<ProbeLog>, AtomicU64);
+struct Probe {
+    log: Mutex<ProbeLog>,
+    encode_cpu_us: AtomicU64,
+}
 
 impl Probe {
     fn log(&self) -> std::sync::MutexGuard<'_, ProbeLog> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
     }
     fn device(&self, start: Instant, what: &'static str) {
         let end = Instant::now();
@@ -464,7 +467,7 @@ impl Device for TimedDevice {
             }
             let (png, cpu) = crate::device::sim::cpu::on_cpu(|| shot.png());
             self.probe
-                .1
+                .encode_cpu_us
                 .fetch_add(cpu.as_micros() as u64, Ordering::Relaxed);
             let png = png?;
             Ok(Screenshot {
@@ -1421,7 +1424,7 @@ async fn level_run(
         let phones: u64 = phones.iter().map(|p| p.counts().cpu_us).sum();
         let encode: u64 = probes
             .iter()
-            .map(|(_, p)| p.1.load(Ordering::Relaxed))
+            .map(|(_, p)| p.encode_cpu_us.load(Ordering::Relaxed))
             .sum();
         Duration::from_micros(phones + encode)
     };

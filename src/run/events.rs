@@ -86,6 +86,17 @@ impl EventBus {
         events: Vec<TaskEvent>,
     ) -> Result<Option<Vec<StoredEvent>>, StoreError> {
         self.flush(stream).await?;
+        self.write(stream, step, artifacts, events).await
+    }
+
+    /// `commit` without waiting for the stream's earlier writes (the caller orders it).
+    async fn write(
+        &self,
+        stream: &str,
+        step: Option<&Step>,
+        artifacts: &[Artifact],
+        events: Vec<TaskEvent>,
+    ) -> Result<Option<Vec<StoredEvent>>, StoreError> {
         let c = StepCommit {
             stream,
             step,
@@ -128,20 +139,7 @@ impl EventBus {
                 rows
             );
             before?;
-            let artifacts = artifacts?;
-            let stream = key.as_str();
-            let c = StepCommit {
-                stream,
-                step: None,
-                artifacts: &artifacts,
-                events: &events,
-            };
-            if let Some(seqs) = bus.store.commit_step(&c).await? {
-                for ev in seqs.stored(stream, events) {
-                    bus.deliver(Arc::new(ev));
-                }
-            }
-            Ok(())
+            bus.write(&key, None, &artifacts?, events).await.map(drop)
         });
         tails.insert(stream.to_string(), write);
     }

@@ -129,13 +129,8 @@ impl Runner {
     ) -> Result<Observed, DeviceError> {
         let mut obs = self.observe_with(device, size, Capture::Together).await?;
         if let Some(staged) = obs.unrecorded.take() {
-            let row = staged
-                .write()
-                .await
-                .map_err(|e| DeviceError::Protocol(e.to_string()))?;
-            self.bus
-                .store()
-                .put_artifact(&row)
+            self.artifacts
+                .record(staged)
                 .await
                 .map_err(|e| DeviceError::Protocol(e.to_string()))?;
         }
