@@ -25,6 +25,12 @@ use tower::ServiceExt;
 
 use super::error::ApiError;
 
+/// The largest request head (request line and headers) the server reads; a larger one
+/// gets 431. Without it hyper's only bound is its read buffer (~408 KiB), checked before
+/// each read: a head that arrived in a few large reads was parsed and served whatever its
+/// size, so the limit depended on how the kernel split the bytes.
+const MAX_HEAD_BYTES: usize = 400 * 1024;
+
 /// Connection limits, from `[server]`.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
@@ -102,6 +108,7 @@ async fn serve_connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.idle_timeout)
+        .max_header_size(MAX_HEAD_BYTES)
         .keep_alive(true);
     let mut conn = pin!(builder.serve_connection(io, service).with_upgrades());
     let r = tokio::select! {
@@ -155,7 +162,7 @@ fn json_parse_error(status: StatusCode) -> Vec<u8> {
         ),
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => (
             "headers_too_large",
-            "the request headers are larger than the server accepts (at most 100 headers, ~400 KiB)",
+            "the request headers are larger than the server accepts (at most 100 headers, 400 KiB in all)",
             "Send fewer or smaller headers (large cookies are the usual cause).",
         ),
         _ => (
