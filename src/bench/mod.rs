@@ -1,7 +1,8 @@
 //! Measurement code, kept out of the product modules: `droidpilot bench adb` (`adb.rs`,
 //! the ADB backend against the raw `adb` CLI) and `droidpilot bench runner` (`runner.rs`,
 //! what the agent loop costs on the virtual phone; with `--profile`, `devtime.rs`: device
-//! time per step under a real phone's latencies) and `droidpilot bench replay` (`replay.rs`,
+//! time per step under a real phone's latencies; `subscribers.rs`, its WebSocket
+//! subscribers; `rss.rs`, its memory figure) and `droidpilot bench replay` (`replay.rs`,
 //! the script drift suite of issue 12), and `droidpilot eval` (`eval/`, agents scored on
 //! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
 //! runs), and `rule_model.rs` (the replay bench's recovery model). `benches/` runs the
@@ -17,5 +18,7 @@ pub mod devtime;
 pub mod eval;
 pub mod oracle;
 pub mod replay;
+pub mod rss;
 pub mod rule_model;
 pub mod runner;
+pub mod subscribers;

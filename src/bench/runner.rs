@@ -54,7 +54,10 @@
 //! from the moment the event's SQLite insert returned (just before the broadcast) to
 //! its receipt, and from its `created_at` (taken before the insert) to its receipt.
 //! Overhead per step is reported under load too; there it includes waiting for a worker
-//! thread.
+//! thread. Meanwhile `ws_subscribers` WebSocket clients (`subscribers.rs`) watch the
+//! level's tasks over the real `/v1/ws`; their lag and their own CPU are reported, and that
+//! CPU is kept out of the server's share. Resident memory is sampled (`rss.rs`): its peak
+//! growth per task.
 //!
 //! With `--store postgres://…` (`BenchStore::Postgres`), `runner/cluster.rs` runs the same
 //! overhead run and each level over 1 and 2 instances, in a scratch database.
@@ -73,6 +76,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::agent::{Agent, AgentContext, AgentError, Decision, ReplayAgent};
+use crate::bench::rss::RssSampler;
+use crate::bench::subscribers::Subscribers;
 use crate::config::{Config, Overrides};
 use crate::core::{Core, CoreParts};
 use crate::device::pool::PoolError;
@@ -133,6 +138,9 @@ pub struct RunnerBenchOptions {
     pub progress: Progress,
     /// SQLite (the default), or a PostgreSQL server to run in a scratch database on.
     pub store: BenchStore,
+    /// WebSocket subscribers on `/v1/ws` during each concurrency level, spread over its
+    /// tasks (0: none).
+    pub ws_subscribers: usize,
 }
 
 /// A sink for progress lines, so a run of minutes is not silent.
@@ -171,6 +179,10 @@ impl std::fmt::Debug for Progress {
 /// The server-overhead targets (DESIGN): p50 and p99 per step, in ms.
 pub const OVERHEAD_P50_TARGET_MS: f64 = 1.0;
 pub const OVERHEAD_P99_TARGET_MS: f64 = 5.0;
+
+/// Issue 17: event lag p99 for 1,000 WebSocket subscribers, and memory per running task.
+pub const WS_LAG_P99_TARGET_MS: f64 = 100.0;
+pub const RSS_PER_TASK_TARGET_MIB: f64 = 2.0;
 
 /// `p50 2.930 ms (target ≤ 1 ms: MISSED)`: a figure marked against its target.
 pub fn against_target(label: &str, value_ms: f64, target_ms: f64) -> String {
@@ -215,6 +227,7 @@ impl Default for RunnerBenchOptions {
             level_timeout: Duration::from_secs(600),
             progress: Progress::default(),
             store: BenchStore::Sqlite,
+            ws_subscribers: 1000,
         }
     }
 }
@@ -364,6 +377,23 @@ pub struct LevelReport {
     pub failures: Vec<String>,
     /// Where the level's CPU went, per committed step.
     pub cpu: CpuSplit,
+    /// The level's WebSocket subscribers: how many, how many failed (and the first error),
+    /// and their lag from `created_at` to receipt.
+    pub ws: WsReport,
+    /// Peak resident memory growth while the level ran, per task (phones are built and
+    /// their tasks queued before the baseline is taken).
+    pub rss_per_task_mib: f64,
+}
+
+/// WebSocket subscribers during a level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WsReport {
+    pub subscribers: usize,
+    pub failed: usize,
+    pub first_error: Option<String>,
+    pub lag: Percentiles,
+    /// The clients' own CPU (their thread), per step; not in the server's share.
+    pub client_ms_per_step: f64,
 }
 
 /// A level's CPU time (every thread of the process, from the scheduler's start to the
@@ -960,7 +990,8 @@ fn under_load(
 
 struct Env {
     store: Arc<TimedStore>,
-    core: Core,
+    /// Shared: a level's WebSocket subscribers are served from it.
+    core: Arc<Core>,
 }
 
 /// The configuration of a bench core on the scratch data directory `dir`: the defaults
@@ -1030,7 +1061,10 @@ async fn env_on(
         .get()
         .cloned()
         .expect("build_with applies the store layer");
-    Ok(Env { store, core })
+    Ok(Env {
+        store,
+        core: Arc::new(core),
+    })
 }
 
 /// The concurrency workload: `len` actions that each change the screen at once
@@ -1428,6 +1462,16 @@ async fn level_run(
             .sum();
         Duration::from_micros(phones + encode)
     };
+    let ids: Vec<TaskId> = probes.iter().map(|(id, _)| *id).collect();
+    let ws = Subscribers::connect(
+        env.core.clone(),
+        &ids,
+        opts.ws_subscribers,
+        opts.level_timeout,
+    )
+    .await
+    .map_err(|e| RunnerBenchError::Core(format!("WebSocket subscribers: {e}")))?;
+    let rss = RssSampler::start();
     let (cpu0, device0) = (process_cpu(), device_cpu());
     let t0 = Instant::now();
     env.core.start_scheduler();
@@ -1436,6 +1480,8 @@ async fn level_run(
         _ => None,
     };
     let (cpu, device) = (process_cpu() - cpu0, device_cpu() - device0);
+    let rss_grown = rss.stop().await;
+    let received = ws.finish().await;
     let elapsed = lag
         .as_ref()
         .and_then(|l| l.last_finish)
@@ -1490,7 +1536,15 @@ async fn level_run(
         overhead_under_load: Percentiles::of(overhead),
         overhead_excluded,
         failures,
-        cpu: CpuSplit::of(cpu, device, steps),
+        cpu: CpuSplit::of(cpu.saturating_sub(received.client_cpu), device, steps),
+        ws: WsReport {
+            subscribers: opts.ws_subscribers,
+            failed: received.failed,
+            first_error: received.first_error,
+            lag: Percentiles::of(received.lags),
+            client_ms_per_step: received.client_cpu.as_secs_f64() * 1000.0 / steps.max(1) as f64,
+        },
+        rss_per_task_mib: rss_grown as f64 / (1024.0 * 1024.0) / level.phones.max(1) as f64,
     })
 }
 
@@ -1748,11 +1802,53 @@ pub fn format_report(r: &RunnerBenchReport) -> String {
             }
         );
     }
+    format_ws_and_memory(&mut s, &r.levels);
     let _ = writeln!(
         s,
         "  ok = tasks succeeded of N; ovh = server overhead per step under load (includes waiting for a worker thread)."
     );
     s
+}
+
+/// The levels' WebSocket subscribers and memory, against issue 17's targets.
+fn format_ws_and_memory(s: &mut String, levels: &[LevelReport]) {
+    use std::fmt::Write as _;
+    let levels: Vec<_> = levels.iter().filter(|l| l.ws.subscribers > 0).collect();
+    if levels.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n  WebSocket subscribers on /v1/ws (lag: receipt minus created_at) and memory"
+    );
+    let _ = writeln!(
+        s,
+        "  {:>5} {:>6} {:>6} {:>9} {:>9} {:>10} {:>16}",
+        "N", "subs", "failed", "lag p50", "lag p99", "client ms", "RSS/task MiB"
+    );
+    for l in levels {
+        let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+        let _ = writeln!(
+            s,
+            "  {:>5} {:>6} {:>6} {:>7.1}ms {:>7.1}ms {:>10.3} {:>16.2}   (lag p99 ≤ {WS_LAG_P99_TARGET_MS} ms: {}; RSS ≤ {RSS_PER_TASK_TARGET_MIB} MiB: {})",
+            l.phones,
+            l.ws.subscribers,
+            l.ws.failed,
+            l.ws.lag.p50_ms,
+            l.ws.lag.p99_ms,
+            l.ws.client_ms_per_step,
+            l.rss_per_task_mib,
+            verdict(l.ws.failed == 0 && l.ws.lag.p99_ms <= WS_LAG_P99_TARGET_MS),
+            verdict(l.rss_per_task_mib <= RSS_PER_TASK_TARGET_MIB),
+        );
+        if let Some(e) = &l.ws.first_error {
+            let _ = writeln!(s, "        first subscriber failure: {e}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "  client ms = the subscribers' own CPU per step (their thread; not in the server's share). RSS: peak growth while the level ran, per task."
+    );
 }
 
 /// `json!` of the report, for `--json` output.
@@ -1807,6 +1903,7 @@ mod tests {
                 ..RunnerConfig::default()
             },
             level_timeout: Duration::from_secs(120),
+            ws_subscribers: 4,
             progress: Progress::new({
                 let lines = lines.clone();
                 move |l| lines.lock().unwrap().push(l.to_string())
@@ -1894,7 +1991,12 @@ mod tests {
         assert!(l.lag_from_commit.n <= l.events);
         assert_eq!(l.overhead_under_load.n + l.overhead_excluded, l.steps);
         assert!(l.steps_per_s > 0.0);
+        // Four WebSocket subscribers on three like tasks: each got all its task's events.
+        assert_eq!((l.ws.subscribers, l.ws.failed), (4, 0), "{:?}", l.ws);
+        assert_eq!(l.ws.lag.n, 4 * l.events / l.tasks, "{:?}", l.ws);
+        assert!(l.rss_per_task_mib >= 0.0);
         let text = format_report(&r);
+        assert!(text.contains("WebSocket subscribers on /v1/ws"), "{text}");
         assert!(
             text.contains("server overhead") && text.contains("steps/s"),
             "{text}"

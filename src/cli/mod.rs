@@ -119,6 +119,10 @@ pub struct BenchRunnerArgs {
     /// in a temporary directory.
     #[arg(long, value_name = "URL", conflicts_with = "profile")]
     pub store: Option<String>,
+    /// WebSocket subscribers on the real `/v1/ws` during each concurrency level (SQLite),
+    /// spread over the level's tasks; their event lag and own CPU are reported. 0: none.
+    #[arg(long, default_value_t = 1000, conflicts_with = "profile")]
+    pub subscribers: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -347,6 +351,7 @@ pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
         progress: bench::Progress::stderr(),
         store,
         data_dir,
+        ws_subscribers: args.subscribers,
         ..Default::default()
     })
     .await

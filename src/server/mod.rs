@@ -23,14 +23,13 @@ pub mod tasks;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Method, StatusCode, header};
 use axum::response::IntoResponse;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -288,23 +287,7 @@ impl Server {
                 .unwrap_or_default(),
             cause,
         })?;
-        let state = AppState {
-            core: core.clone(),
-            shutdown,
-            token_digests: Arc::new(
-                config
-                    .server
-                    .tokens
-                    .iter()
-                    .map(|t| Sha256::digest(t.trim().as_bytes()).into())
-                    .collect(),
-            ),
-            metrics: metrics_handle(),
-            started_at: Instant::now(),
-            frames: Arc::new(frames::FrameCache::new(Duration::from_millis(
-                config.dashboard.frame_interval_ms,
-            ))),
-        };
+        let state = AppState::new(core.clone(), shutdown);
         Ok(Self {
             listener,
             router: app(state),

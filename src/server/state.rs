@@ -2,7 +2,7 @@
 
 use std::ops::Deref;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use metrics_exporter_prometheus::PrometheusHandle;
 
@@ -21,6 +21,30 @@ pub struct AppState {
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// Scaled JPEG screenshots for live views, one capture per device per interval.
     pub frames: Arc<super::frames::FrameCache>,
+}
+
+impl AppState {
+    /// The state for `core`: its configured tokens (as digests), the process's metrics
+    /// recorder, a fresh frame cache. `shutdown` flipping to true ends long-lived streams.
+    pub fn new(core: Arc<Core>, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
+        use sha2::{Digest, Sha256};
+        let token_digests = core
+            .config
+            .server
+            .tokens
+            .iter()
+            .map(|t| Sha256::digest(t.trim().as_bytes()).into())
+            .collect();
+        let frame_interval = Duration::from_millis(core.config.dashboard.frame_interval_ms);
+        Self {
+            core,
+            shutdown,
+            token_digests: Arc::new(token_digests),
+            metrics: super::metrics_handle(),
+            started_at: Instant::now(),
+            frames: Arc::new(super::frames::FrameCache::new(frame_interval)),
+        }
+    }
 }
 
 impl Deref for AppState {

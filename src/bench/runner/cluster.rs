@@ -669,6 +669,9 @@ async fn tally(
         failures,
         // Not split here: two instances share the process, and this table is per level.
         cpu: Default::default(),
+        // The cluster bench has no WebSocket subscribers, and its instances share one RSS.
+        ws: Default::default(),
+        rss_per_task_mib: 0.0,
     };
     let by = per_instance
         .into_iter()
