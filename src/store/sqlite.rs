@@ -3,10 +3,13 @@
 //!
 //! WAL lets readers (dashboards, SSE) run while a runner commits steps; `synchronous =
 //! NORMAL` is the documented safe pairing with WAL (a committed transaction survives a
-//! process crash; only an OS crash may lose the last few).
+//! process crash; only an OS crash may lose the last few). Step commits from many tasks
+//! are written together, one transaction per group (`sqlite/group_commit.rs`), and the
+//! WAL is checkpointed in the background (`Checkpoints`).
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -26,6 +29,10 @@ use crate::domain::task::DeviceConstraints;
 use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
+mod group_commit;
+
+use group_commit::GroupCommit;
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 #[derive(Debug, Clone)]
@@ -36,6 +43,8 @@ pub struct SqliteStore {
     /// wait in its busy handler, which sleeps (1, 2, 5, 10… ms). Queued here instead, in
     /// order, each starts the moment the previous commits.
     writer: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Step commits, grouped (`group_commit.rs`).
+    commits: std::sync::Arc<GroupCommit>,
     /// The file's background WAL checkpoints; None in memory.
     checkpoints: Option<std::sync::Arc<Checkpoints>>,
 }
@@ -118,9 +127,11 @@ impl SqliteStore {
             .connect_with(opts)
             .await?;
         MIGRATOR.run(&pool).await?;
+        let writer = std::sync::Arc::default();
         Ok(Self {
+            commits: std::sync::Arc::new(GroupCommit::start(pool.clone(), Arc::clone(&writer))),
             pool,
-            writer: Default::default(),
+            writer,
             checkpoints: None,
         })
     }
@@ -132,10 +143,12 @@ impl SqliteStore {
             .connect_with(opts)
             .await?;
         MIGRATOR.run(&pool).await?;
+        let writer = std::sync::Arc::default();
         Ok(Self {
             checkpoints: Some(std::sync::Arc::new(Checkpoints::start(pool.clone()))),
+            commits: std::sync::Arc::new(GroupCommit::start(pool.clone(), Arc::clone(&writer))),
             pool,
-            writer: Default::default(),
+            writer,
         })
     }
 
@@ -839,6 +852,7 @@ impl Store for SqliteStore {
     }
 
     async fn close(&self) {
+        self.commits.stop().await;
         if let Some(c) = &self.checkpoints {
             c.stop().await;
         }
@@ -851,129 +865,12 @@ impl Store for SqliteStore {
 }
 
 // ---------------------------------------------------------------------------------------
-// One transaction per step (`Store::commit_step`)
+// One transaction per step (`Store::commit_step`), grouped with others waiting
 
 impl SqliteStore {
-    /// `commit_step` in one round trip to SQLite's connection thread: the whole
-    /// transaction is one multi-statement query (`commit_sql`). Each statement run
-    /// separately cost a trip through sqlx's worker channel (~0.15 ms here), which was
-    /// most of a step's store time.
     async fn commit_step_tx(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
-        let now = Utc::now();
-        let mut q = commit_sql(c, ts(now));
-        let _writing = self.writer.lock().await;
-        let mut conn = self.pool.acquire().await?;
-        let rows = match q.build().fetch_all(&mut *conn).await {
-            Ok(rows) => rows,
-            Err(e) => {
-                // A statement failed inside the transaction the query opened.
-                if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
-                    conn.close_on_drop();
-                }
-                return Err(e.into());
-            }
-        };
-        let mut seqs = Vec::with_capacity(c.events.len());
-        let mut inserted = true;
-        for r in &rows {
-            if let Ok(seq) = r.try_get::<i64, _>("seq") {
-                seqs.push(seq);
-            } else {
-                inserted = r.try_get::<i64, _>("inserted")? == 1;
-            }
-        }
-        if !inserted || seqs.len() != c.events.len() {
-            // Committed before (a retry after a lost reply): nothing was written.
-            return Ok(None);
-        }
-        Ok(Some(EventSeqs {
-            first: seqs.first().copied().unwrap_or(0),
-            at: now,
-        }))
+        self.commits.commit(&self.pool, &self.writer, c).await
     }
-}
-
-/// The statements of one step commit, binds in order. With a step, everything but the
-/// artifact rows is guarded by "this step is not committed yet", so a retried commit
-/// writes nothing twice; the step row goes in last and reports whether it did
-/// (`inserted`). Each event takes the stream's next seq (`seq` rows, in order).
-fn commit_sql(c: &StepCommit<'_>, at: String) -> sqlx::QueryBuilder<sqlx::Sqlite> {
-    let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new("BEGIN IMMEDIATE; ");
-    let fresh = |q: &mut sqlx::QueryBuilder<sqlx::Sqlite>| {
-        if let Some(step) = c.step {
-            q.push(" AND NOT EXISTS (SELECT 1 FROM steps WHERE task_id = ")
-                .push_bind(step.task_id.to_string())
-                .push(" AND n = ")
-                .push_bind(step.n as i64)
-                .push(")");
-        }
-    };
-    if !c.artifacts.is_empty() {
-        q.push("INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) ");
-        q.push_values(c.artifacts, |mut b, a| {
-            b.push_bind(&a.sha256)
-                .push_bind(&a.kind)
-                .push_bind(&a.media_type)
-                .push_bind(&a.path)
-                .push_bind(a.bytes as i64)
-                .push_bind(at.clone());
-        });
-        q.push(" ON CONFLICT (sha256) DO NOTHING; ");
-    }
-    for e in c.events {
-        q.push("INSERT INTO events (stream, seq, type, payload, created_at) SELECT ")
-            .push_bind(c.stream)
-            .push(", COALESCE((SELECT MAX(seq) FROM events WHERE stream = ")
-            .push_bind(c.stream)
-            .push("), 0) + 1, ")
-            .push_bind(e.kind())
-            .push(", ")
-            .push_bind(e.payload().to_string())
-            .push(", ")
-            .push_bind(at.clone())
-            .push(" WHERE 1");
-        fresh(&mut q);
-        q.push(" RETURNING seq; ");
-    }
-    if let Some(step) = c.step {
-        q.push("UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + ")
-            .push_bind(step.tokens_in as i64)
-            .push(", tokens_out = tokens_out + ")
-            .push_bind(step.tokens_out as i64)
-            .push(", cost_usd = cost_usd + ")
-            .push_bind(step.cost_usd)
-            .push(", model_calls = model_calls + ")
-            .push_bind(step.model_calls as i64)
-            .push(" WHERE id = ")
-            .push_bind(step.task_id.to_string());
-        fresh(&mut q);
-        q.push("; ");
-        let row = StepRow::from(step);
-        q.push("INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) VALUES (");
-        let mut v = q.separated(", ");
-        v.push_bind(row.task_id)
-            .push_bind(row.n)
-            .push_bind(ts(row.started_at))
-            .push_bind(row.thinking)
-            .push_bind(row.action)
-            .push_bind(row.raw)
-            .push_bind(row.rejected)
-            .push_bind(row.result)
-            .push_bind(row.screen)
-            .push_bind(row.screenshot)
-            .push_bind(row.timings)
-            .push_bind(row.tokens_in)
-            .push_bind(row.tokens_out)
-            .push_bind(row.cost_usd)
-            .push_bind(row.model_calls)
-            .push_bind(row.replay)
-            .push_bind(row.calls)
-            .push_bind(row.annotations)
-            .push_bind(row.actor);
-        q.push(") ON CONFLICT (task_id, n) DO NOTHING; SELECT changes() AS inserted; ");
-    }
-    q.push("COMMIT;");
-    q
 }
 
 // The `Store` contract is tested once for both backends in tests/store; here only what is
@@ -989,6 +886,124 @@ mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    fn step_of(task: TaskId, n: u32) -> Step {
+        Step {
+            task_id: task,
+            n,
+            started_at: Utc::now(),
+            thinking: None,
+            action: None,
+            raw: None,
+            rejected: None,
+            outcome: crate::domain::StepOutcome {
+                status: crate::domain::StepStatus::Ok,
+                error: None,
+                screen_changed: Some(true),
+                detail: None,
+            },
+            screen: None,
+            screenshot: None,
+            timings: Default::default(),
+            tokens_in: 3,
+            tokens_out: 0,
+            cost_usd: 0.0,
+            model_calls: 1,
+            replay: None,
+            calls: Vec::new(),
+            annotations: Vec::new(),
+            by: None,
+        }
+    }
+
+    /// Commits that wait while the write queue is busy go in one transaction, each gets its
+    /// own seqs back, and one that fails (its task does not exist) fails alone.
+    #[tokio::test]
+    async fn commits_waiting_together_are_written_as_one_group_and_fail_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("dp.db")).await.unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..12 {
+            let id = store.create_task(spec(&format!("t{i}"))).await.unwrap().id;
+            // Task i's stream holds i events already, so each commit's seqs are its own.
+            for _ in 0..i {
+                let e = TaskEvent::from_parts("note", serde_json::json!({}));
+                store.append_event(&id.to_string(), e).await.unwrap();
+            }
+            tasks.push(id);
+        }
+        let ghost = TaskId::new();
+        let busy = store.writer.lock().await;
+        let mut handles = Vec::new();
+        for (i, id) in tasks.iter().copied().chain([ghost]).enumerate() {
+            let s = store.clone();
+            handles.push(tokio::spawn(async move {
+                let stream = id.to_string();
+                let step = step_of(id, 1);
+                let events = [
+                    TaskEvent::from_parts("step.observed", serde_json::json!({"i": i})),
+                    TaskEvent::from_parts("step.executed", serde_json::json!({"i": i})),
+                ];
+                let c = StepCommit {
+                    stream: &stream,
+                    step: Some(&step),
+                    artifacts: &[],
+                    events: &events,
+                };
+                s.commit_step(&c).await
+            }));
+        }
+        // Every commit is queued behind the busy write queue before it frees.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let before = store.commits.counts();
+        drop(busy);
+        let mut results = Vec::new();
+        for h in handles {
+            results.push(h.await.unwrap());
+        }
+        let (groups, commits) = store.commits.counts();
+        assert_eq!(
+            (groups - before.0, commits - before.1),
+            (1, 13),
+            "one transaction for all thirteen"
+        );
+        let ghost_result = results.pop().unwrap();
+        assert!(ghost_result.is_err(), "{ghost_result:?}");
+        for (i, (id, r)) in tasks.iter().zip(results).enumerate() {
+            let first = i as i64 + 1;
+            assert_eq!(r.unwrap().map(|s| s.first), Some(first), "task {i}");
+            let events = store.events_since(&id.to_string(), 0, 20).await.unwrap();
+            let kinds: Vec<_> = events[i..].iter().map(|e| (e.seq, e.kind())).collect();
+            assert_eq!(
+                kinds,
+                [(first, "step.observed"), (first + 1, "step.executed")]
+            );
+            let t = store.get_task(*id).await.unwrap();
+            assert_eq!((t.steps, t.tokens_in), (1, 3));
+        }
+        assert!(
+            store
+                .events_since(&ghost.to_string(), 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // A retry of one of them (its reply lost) writes nothing, alone or grouped.
+        let stream = tasks[0].to_string();
+        let step = step_of(tasks[0], 1);
+        let events = [TaskEvent::from_parts(
+            "step.executed",
+            serde_json::json!({}),
+        )];
+        let c = StepCommit {
+            stream: &stream,
+            step: Some(&step),
+            artifacts: &[],
+            events: &events,
+        };
+        assert_eq!(store.commit_step(&c).await.unwrap(), None);
+        store.close().await;
     }
 
     #[tokio::test]
