@@ -1828,9 +1828,20 @@ fn format_ws_and_memory(s: &mut String, levels: &[LevelReport]) {
     );
     for l in levels {
         let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+        // The targets are issue 17's figures for 500 phones; at a few tasks the growth is
+        // mostly the subscribers' own (their buffers and inboxes, ~30 KB each).
+        let targets = if l.phones >= 500 {
+            format!(
+                "   (lag p99 ≤ {WS_LAG_P99_TARGET_MS} ms: {}; RSS ≤ {RSS_PER_TASK_TARGET_MIB} MiB: {})",
+                verdict(l.ws.failed == 0 && l.ws.lag.p99_ms <= WS_LAG_P99_TARGET_MS),
+                verdict(l.rss_per_task_mib <= RSS_PER_TASK_TARGET_MIB),
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "  {:>5} {:>6} {:>6} {:>7.1}ms {:>7.1}ms {:>10.3} {:>16.2}   (lag p99 ≤ {WS_LAG_P99_TARGET_MS} ms: {}; RSS ≤ {RSS_PER_TASK_TARGET_MIB} MiB: {})",
+            "  {:>5} {:>6} {:>6} {:>7.1}ms {:>7.1}ms {:>10.3} {:>16.2}{targets}",
             l.phones,
             l.ws.subscribers,
             l.ws.failed,
@@ -1838,8 +1849,6 @@ fn format_ws_and_memory(s: &mut String, levels: &[LevelReport]) {
             l.ws.lag.p99_ms,
             l.ws.client_ms_per_step,
             l.rss_per_task_mib,
-            verdict(l.ws.failed == 0 && l.ws.lag.p99_ms <= WS_LAG_P99_TARGET_MS),
-            verdict(l.rss_per_task_mib <= RSS_PER_TASK_TARGET_MIB),
         );
         if let Some(e) = &l.ws.first_error {
             let _ = writeln!(s, "        first subscriber failure: {e}");
@@ -1847,7 +1856,7 @@ fn format_ws_and_memory(s: &mut String, levels: &[LevelReport]) {
     }
     let _ = writeln!(
         s,
-        "  client ms = the subscribers' own CPU per step (their thread; not in the server's share). RSS: peak growth while the level ran, per task."
+        "  client ms = the subscribers' own CPU per step (their thread; not in the server's share). RSS: peak growth while the level ran, per task (at small N mostly the subscribers' own)."
     );
 }
 

@@ -14,6 +14,7 @@ use futures::{SinkExt, StreamExt};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::core::Core;
 use crate::device::sim::cpu::thread_cpu;
@@ -169,7 +170,10 @@ type WsRead = futures::stream::SplitStream<
 /// Connects, subscribes to `task` and waits for `subscribed`: from then on every event of
 /// the task reaches the returned stream.
 async fn subscribe(url: &str, task: TaskId) -> Result<WsRead, String> {
-    let (ws, _) = tokio_tungstenite::connect_async(url)
+    // A small read buffer, as the server's: tungstenite zero-fills its free space before
+    // every read, and the clients' thread shares the cores with the server.
+    let config = WebSocketConfig::default().read_buffer_size(4 * 1024);
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
         .await
         .map_err(|e| format!("cannot connect to {url}: {e}"))?;
     let (mut tx, mut rx) = ws.split();

@@ -386,3 +386,33 @@ async fn websocket_oversized_message_closes_with_1009() {
     assert_eq!(close.code, CloseCode::Size);
     assert!(close.reason.contains("64 KiB"), "{}", close.reason);
 }
+
+/// The session reads in small pieces (a 4 KiB buffer); a message near the 64 KiB limit
+/// still arrives whole and is answered.
+#[tokio::test]
+async fn websocket_message_just_under_the_limit_is_read_whole() {
+    let app = spawn_app().await;
+    let mut ws = ws_connect(&app).await;
+    let ids: Vec<String> = (0..1500)
+        .map(|_| uuid::Uuid::now_v7().to_string())
+        .collect();
+    let msg = json!({"type": "subscribe", "tasks": ids});
+    let len = msg.to_string().len();
+    assert!((50 * 1024..64 * 1024).contains(&len), "{len} bytes");
+    ws_send(&mut ws, msg).await;
+    // Parsed whole: the answer is about its first (unknown) task, not a malformed message.
+    let reply = ws_recv(&mut ws).await;
+    assert_eq!(reply["error"]["code"], "task_not_found", "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&ids[0])),
+        "{reply}"
+    );
+    ws_send(&mut ws, json!({"type": "ping"})).await;
+    loop {
+        if ws_recv(&mut ws).await["type"] == "pong" {
+            break;
+        }
+    }
+}
