@@ -1,7 +1,7 @@
 //! What one step writes, as one unit (`Store::commit_step`): the step row, the rows of
 //! the artifacts it refers to, and its events, committed in one transaction. Without a
-//! step it is a batch of events (and artifact rows) on one stream, which is how the event
-//! bus writes events it held back (`EventBus::defer`) together with the next one.
+//! step it is a batch of events (and artifact rows) on one stream: how the event bus
+//! writes what `EventBus::commit_soon` started (`step.observed` with its screenshot's row).
 
 use chrono::{DateTime, Utc};
 

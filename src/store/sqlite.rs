@@ -5,7 +5,7 @@
 //! NORMAL` is the documented safe pairing with WAL (a committed transaction survives a
 //! process crash; only an OS crash may lose the last few). Step commits from many tasks
 //! are written together, one transaction per group (`sqlite/group_commit.rs`), and the
-//! WAL is checkpointed in the background (`Checkpoints`).
+//! WAL is checkpointed in the background (`checkpoints`); both run as a `Background` task.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -42,50 +42,36 @@ pub struct SqliteStore {
     /// `put_artifact`): SQLite has one writer at a time, and writers that meet its lock
     /// wait in its busy handler, which sleeps (1, 2, 5, 10… ms). Queued here instead, in
     /// order, each starts the moment the previous commits.
-    writer: std::sync::Arc<tokio::sync::Mutex<()>>,
+    writer: WriteQueue,
     /// Step commits, grouped (`group_commit.rs`).
-    commits: std::sync::Arc<GroupCommit>,
+    commits: Arc<GroupCommit>,
     /// The file's background WAL checkpoints; None in memory.
-    checkpoints: Option<std::sync::Arc<Checkpoints>>,
+    checkpoints: Option<Arc<Background>>,
 }
 
-/// How often the WAL is folded into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// The step path's write queue (`SqliteStore::writer`).
+type WriteQueue = Arc<tokio::sync::Mutex<()>>;
 
-/// Folds the WAL into the database file once a `CHECKPOINT_EVERY`, in the background.
-/// SQLite's own automatic checkpoint (every 1,000 pages) runs inside whichever commit
-/// crosses the mark, and with `synchronous = NORMAL` it is the one place SQLite fsyncs:
-/// that step's commit took 5–25 ms (the runner bench's p99). Automatic checkpoints are off
-/// (`wal_autocheckpoint = 0`); a `PASSIVE` checkpoint here never blocks a writer. The loop
-/// ends when the store closes (which awaits it) or when the last handle is dropped.
+/// A store's background task (WAL checkpoints, the group-commit writer): it runs until
+/// `stop` (which awaits it) or until the last handle is dropped, and is given the token
+/// that says so.
 #[derive(Debug)]
-struct Checkpoints {
+struct Background {
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
-    _stop: tokio_util::sync::DropGuard,
     stop: tokio_util::sync::CancellationToken,
+    _stop_on_drop: tokio_util::sync::DropGuard,
 }
 
-impl Checkpoints {
-    fn start(pool: SqlitePool) -> Self {
+impl Background {
+    fn spawn<F>(task: impl FnOnce(tokio_util::sync::CancellationToken) -> F) -> Self
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let stop = tokio_util::sync::CancellationToken::new();
-        let cancelled = stop.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = cancelled.cancelled() => break,
-                    _ = tokio::time::sleep(CHECKPOINT_EVERY) => {}
-                }
-                if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-                    .execute(&pool)
-                    .await
-                {
-                    tracing::warn!(error = %e, "WAL checkpoint failed; it is tried again in a second");
-                }
-            }
-        });
-        Checkpoints {
+        let task = tokio::spawn(task(stop.clone()));
+        Background {
             task: std::sync::Mutex::new(Some(task)),
-            _stop: stop.clone().drop_guard(),
+            _stop_on_drop: stop.clone().drop_guard(),
             stop,
         }
     }
@@ -97,6 +83,31 @@ impl Checkpoints {
             let _ = t.await;
         }
     }
+}
+
+/// How often the WAL is folded into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Folds the WAL into the database file once a `CHECKPOINT_EVERY`, in the background.
+/// SQLite's own automatic checkpoint (every 1,000 pages) runs inside whichever commit
+/// crosses the mark, and with `synchronous = NORMAL` it is the one place SQLite fsyncs:
+/// that step's commit took 5–25 ms (the runner bench's p99). Automatic checkpoints are off
+/// (`wal_autocheckpoint = 0`); a `PASSIVE` checkpoint here never blocks a writer.
+fn checkpoints(pool: SqlitePool) -> Background {
+    Background::spawn(|stop| async move {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(CHECKPOINT_EVERY) => {}
+            }
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&pool)
+                .await
+            {
+                tracing::warn!(error = %e, "WAL checkpoint failed; it is tried again in a second");
+            }
+        }
+    })
 }
 
 impl SqliteStore {
@@ -126,14 +137,7 @@ impl SqliteStore {
             .max_connections(1)
             .connect_with(opts)
             .await?;
-        MIGRATOR.run(&pool).await?;
-        let writer = std::sync::Arc::default();
-        Ok(Self {
-            commits: std::sync::Arc::new(GroupCommit::start(pool.clone(), Arc::clone(&writer))),
-            pool,
-            writer,
-            checkpoints: None,
-        })
+        Self::on(pool, false).await
     }
 
     async fn connect(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
@@ -142,11 +146,17 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(opts)
             .await?;
+        Self::on(pool, true).await
+    }
+
+    /// The store on `pool`, migrated, with its writer task (and, for a file, its
+    /// checkpoints).
+    async fn on(pool: SqlitePool, checkpointed: bool) -> Result<Self, StoreError> {
         MIGRATOR.run(&pool).await?;
-        let writer = std::sync::Arc::default();
+        let writer = WriteQueue::default();
         Ok(Self {
-            checkpoints: Some(std::sync::Arc::new(Checkpoints::start(pool.clone()))),
-            commits: std::sync::Arc::new(GroupCommit::start(pool.clone(), Arc::clone(&writer))),
+            checkpoints: checkpointed.then(|| Arc::new(checkpoints(pool.clone()))),
+            commits: Arc::new(GroupCommit::start(pool.clone(), writer.clone())),
             pool,
             writer,
         })
@@ -586,11 +596,11 @@ impl Store for SqliteStore {
             artifacts: &[],
             events: &[],
         };
-        self.commit_step_tx(&c).await.map(drop)
+        self.commits.commit(&c).await.map(drop)
     }
 
     async fn commit_step(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
-        self.commit_step_tx(c).await
+        self.commits.commit(c).await
     }
 
     async fn steps(&self, id: TaskId) -> Result<Vec<Step>, StoreError> {
@@ -861,15 +871,6 @@ impl Store for SqliteStore {
             .execute(&self.pool)
             .await;
         self.pool.close().await;
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// One transaction per step (`Store::commit_step`), grouped with others waiting
-
-impl SqliteStore {
-    async fn commit_step_tx(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
-        self.commits.commit(&self.pool, &self.writer, c).await
     }
 }
 

@@ -17,15 +17,15 @@
 //! Hand-written rather than a crate: the batching is a loop around one channel, and what
 //! makes it correct (the guards, the markers, the fallback) is specific to this schema.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use sqlx::{Row, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
+use super::{Background, WriteQueue};
 use crate::store::step_row::StepRow;
 use crate::store::{Artifact, EventSeqs, StepCommit, StoreError};
 
@@ -73,10 +73,11 @@ impl Prepared {
 #[derive(Debug)]
 pub(super) struct GroupCommit {
     queue: mpsc::UnboundedSender<(Prepared, Reply)>,
-    task: Mutex<Option<JoinHandle<()>>>,
-    stop: CancellationToken,
-    _stop_on_drop: DropGuard,
+    task: Background,
     counts: Arc<Counts>,
+    /// For a commit written here, alone, when the task is gone.
+    pool: SqlitePool,
+    writer: WriteQueue,
 }
 
 /// Transactions the writer task wrote, and the commits in them.
@@ -97,17 +98,19 @@ impl std::fmt::Debug for Prepared {
 impl GroupCommit {
     /// Starts the writer task; its groups take `writer` (the store's write queue) while
     /// they write.
-    pub(super) fn start(pool: SqlitePool, writer: Arc<tokio::sync::Mutex<()>>) -> Self {
+    pub(super) fn start(pool: SqlitePool, writer: WriteQueue) -> Self {
         let (queue, rx) = mpsc::unbounded_channel();
-        let stop = CancellationToken::new();
         let counts = Arc::<Counts>::default();
-        let task = tokio::spawn(run(pool, writer, rx, stop.clone(), counts.clone()));
+        let task = Background::spawn({
+            let (pool, writer, counts) = (pool.clone(), writer.clone(), counts.clone());
+            move |stop| run(pool, writer, rx, stop, counts)
+        });
         GroupCommit {
             queue,
-            task: Mutex::new(Some(task)),
-            _stop_on_drop: stop.clone().drop_guard(),
-            stop,
+            task,
             counts,
+            pool,
+            writer,
         }
     }
 
@@ -121,20 +124,15 @@ impl GroupCommit {
 
     /// Writes `c` in the next group and returns its result. Where the writer task is gone
     /// (its runtime ended), `c` is written here, alone.
-    pub(super) async fn commit(
-        &self,
-        pool: &SqlitePool,
-        writer: &tokio::sync::Mutex<()>,
-        c: &StepCommit<'_>,
-    ) -> Result<Option<EventSeqs>, StoreError> {
+    pub(super) async fn commit(&self, c: &StepCommit<'_>) -> Result<Option<EventSeqs>, StoreError> {
         let (reply, result) = oneshot::channel();
         match self.queue.send((Prepared::of(c), reply)) {
             Ok(()) => result
                 .await
                 .unwrap_or(Err(StoreError::Database(sqlx::Error::WorkerCrashed))),
             Err(mpsc::error::SendError((p, _))) => {
-                let _writing = writer.lock().await;
-                write_alone(pool, &p, Utc::now()).await
+                let _writing = self.writer.lock().await;
+                write_alone(&self.pool, &p, Utc::now()).await
             }
         }
     }
@@ -142,11 +140,7 @@ impl GroupCommit {
     /// Stops the writer task once the group in hand is written; commits still queued
     /// fail (the store is closing).
     pub(super) async fn stop(&self) {
-        self.stop.cancel();
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(t) = task {
-            let _ = t.await;
-        }
+        self.task.stop().await;
         let (groups, commits) = self.counts();
         tracing::debug!(groups, commits, "SQLite step commits written");
     }
@@ -156,7 +150,7 @@ impl GroupCommit {
 /// waiting (up to `MAX_GROUP`), writes them, replies to each.
 async fn run(
     pool: SqlitePool,
-    writer: Arc<tokio::sync::Mutex<()>>,
+    writer: WriteQueue,
     mut rx: mpsc::UnboundedReceiver<(Prepared, Reply)>,
     stop: CancellationToken,
     counts: Arc<Counts>,
