@@ -65,7 +65,7 @@
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -446,12 +446,10 @@ struct ProbeLog {
     done: Option<Instant>,
 }
 
-/// What one task's device and agent did, and when; and the server CPU its device's
-/// PNG encoding took (µs), which a real phone does on its own cores.
+/// What one task's device and agent did, and when.
 #[derive(Default)]
 struct Probe {
     log: Mutex<ProbeLog>,
-    encode_cpu_us: AtomicU64,
 }
 
 impl Probe {
@@ -468,8 +466,6 @@ impl Probe {
 struct TimedDevice {
     inner: Arc<dyn Device>,
     probe: Arc<Probe>,
-    /// Encode screenshots to PNG inside the device, as a real phone's `screencap -p` does.
-    png_frames: bool,
 }
 
 macro_rules! timed {
@@ -490,22 +486,7 @@ impl Device for TimedDevice {
         timed!(self, "info", self.inner.info())
     }
     async fn screenshot(&self) -> Result<Screenshot, DeviceError> {
-        timed!(self, "screenshot", async {
-            let shot = self.inner.screenshot().await?;
-            if !self.png_frames {
-                return Ok(shot);
-            }
-            let (png, cpu) = crate::device::sim::cpu::on_cpu(|| shot.png());
-            self.probe
-                .encode_cpu_us
-                .fetch_add(cpu.as_micros() as u64, Ordering::Relaxed);
-            let png = png?;
-            Ok(Screenshot {
-                width: shot.width,
-                height: shot.height,
-                data: ScreenshotData::Png(png),
-            })
-        })
+        timed!(self, "screenshot", self.inner.screenshot())
     }
     async fn hierarchy(&self) -> Result<String, DeviceError> {
         timed!(self, "hierarchy", self.inner.hierarchy())
@@ -952,14 +933,13 @@ fn segment(log: &ProbeLog, settle_poll: Duration) -> Vec<Option<StepSample>> {
     out
 }
 
-/// Puts a level's phone into the core's pool behind a `TimedDevice` (PNG frames, as a
-/// real phone sends them), and returns the probe that times its calls.
+/// Puts a level's phone into the core's pool behind a `TimedDevice`, and returns the
+/// probe that times its calls.
 async fn add_probed(env: &Env, phone: Arc<SimDevice>) -> Result<Arc<Probe>, RunnerBenchError> {
     let probe = Arc::new(Probe::default());
     let timed = TimedDevice {
         inner: phone,
         probe: probe.clone(),
-        png_frames: true,
     };
     env.core.pool.add_device(Arc::new(timed), "sim").await?;
     Ok(probe)
@@ -1133,10 +1113,12 @@ async fn overhead_run(
                 .any(|a| matches!(a, Action::AskUser { .. }))
         })
         .collect();
-    let phone = Arc::new(SimDevice::new(sim_config(
-        "bench-overhead".into(),
-        opts.overhead_screen,
-    ))?);
+    let phone = SimDevice::new(sim_config("bench-overhead".into(), opts.overhead_screen))?;
+    let phone = Arc::new(if png_frames {
+        phone.with_png_frames()
+    } else {
+        phone
+    });
     let mut samples = Vec::new();
     let (mut tasks_run, mut steps, mut settle_timeouts, mut unsegmented, mut not_ok) =
         (0, 0, 0, 0, 0);
@@ -1152,7 +1134,6 @@ async fn overhead_run(
         let device: Arc<dyn Device> = Arc::new(TimedDevice {
             inner: phone.clone(),
             probe: probe.clone(),
-            png_frames,
         });
         let actions = t.reference();
         let spec = new_task(t.instruction, actions.len() + 1, None)?;
@@ -1392,10 +1373,10 @@ async fn level_run(
     for i in 0..level.phones {
         let serial = format!("bench-{i:04}");
         let t = &all[i % all.len()];
-        let phone = Arc::new(SimDevice::new(sim_config(
-            serial.clone(),
-            opts.concurrency_screen,
-        ))?);
+        // PNG frames, encoded on the phone's side, as a real phone sends them.
+        let phone = Arc::new(
+            SimDevice::new(sim_config(serial.clone(), opts.concurrency_screen))?.with_png_frames(),
+        );
         phone.reset_to(t);
         phones.push(phone.clone());
         let probe = add_probed(&env, phone).await?;
@@ -1454,14 +1435,7 @@ async fn level_run(
         s
     });
 
-    let device_cpu = || {
-        let phones: u64 = phones.iter().map(|p| p.counts().cpu_us).sum();
-        let encode: u64 = probes
-            .iter()
-            .map(|(_, p)| p.encode_cpu_us.load(Ordering::Relaxed))
-            .sum();
-        Duration::from_micros(phones + encode)
-    };
+    let device_cpu = || Duration::from_micros(phones.iter().map(|p| p.counts().cpu_us).sum());
     let ids: Vec<TaskId> = probes.iter().map(|(id, _)| *id).collect();
     let ws = Subscribers::connect(
         env.core.clone(),

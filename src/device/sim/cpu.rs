@@ -59,3 +59,22 @@ mod tests {
         assert!(process_cpu() >= busy);
     }
 }
+
+/// Runs `f` on rayon's pool (one thread per core) and returns its result with the CPU
+/// time it took there. A virtual phone's rendering and encoding is the phone's own work:
+/// inline, each took a runtime worker for a millisecond or more, and every task woken
+/// meanwhile (an event's delivery, a commit's reply) waited behind it. Not tokio's
+/// blocking pool: it grows a thread per waiting call (500 phones, 500 threads).
+pub async fn off_runtime<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (T, Duration) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let _ = tx.send(on_cpu(f));
+    });
+    match rx.await {
+        Ok(r) => r,
+        // The closure panicked on the pool: the same panic, here.
+        Err(_) => panic!("a virtual phone's render panicked"),
+    }
+}

@@ -175,6 +175,8 @@ pub struct SimDevice {
     cfg: SimConfig,
     inner: Mutex<Inner>,
     counters: SimCounters,
+    /// Screenshots leave as PNG, encoded by the phone as `screencap -p` is on a real one.
+    png_frames: bool,
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -210,7 +212,16 @@ impl SimDevice {
             }),
             counters: SimCounters::default(),
             cfg,
+            png_frames: false,
         })
+    }
+
+    /// Screenshots as PNG, encoded on the phone's side (its CPU counted in `counts()`),
+    /// as a real phone's `screencap -p` sends them. Off by default: in-process callers
+    /// that want pixels are spared an encode and a decode.
+    pub fn with_png_frames(mut self) -> Self {
+        self.png_frames = true;
+        self
     }
 
     pub fn config(&self) -> &SimConfig {
@@ -698,14 +709,26 @@ impl Device for SimDevice {
         }
         self.charge(DeviceOp::Screencap, 0).await;
         self.pace(OBSERVE_MS, false).await;
-        let (px, cpu) =
-            cpu::on_cpu(|| render::render(&screen, self.cfg.width, self.cfg.height, black));
-        self.counters.spent(cpu);
-        Ok(Screenshot {
-            width: self.cfg.width,
-            height: self.cfg.height,
-            data: ScreenshotData::Rgba(Bytes::from(px)),
+        let (width, height, png) = (self.cfg.width, self.cfg.height, self.png_frames);
+        // Rendering and encoding are one job, so a raw frame never waits in a queue.
+        let (shot, cpu) = cpu::off_runtime(move || {
+            let px = render::render(&screen, width, height, black);
+            let raw = Screenshot {
+                width,
+                height,
+                data: ScreenshotData::Rgba(Bytes::from(px)),
+            };
+            if !png {
+                return Ok(raw);
+            }
+            Ok(Screenshot {
+                data: ScreenshotData::Png(raw.png()?),
+                ..raw
+            })
         })
+        .await;
+        self.counters.spent(cpu);
+        shot
     }
 
     async fn hierarchy(&self) -> Result<String, DeviceError> {
