@@ -13,7 +13,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::{SinkExt, Stream, StreamExt};
+use futures::{FutureExt, SinkExt, Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
@@ -260,10 +260,12 @@ async fn ws_session(socket: WebSocket, s: AppState) {
                 Some(Ok(_)) => None, // ping and pong frames need no answer from us
             },
             item = feed.next() => match item {
-                Ok(Some(FeedItem::Event(ev))) => Some(json!({"type": "event", "event": &*ev})),
-                Ok(Some(FeedItem::Lagged { missed })) => Some(json!({"type": "lagged", "missed": missed})),
+                Ok(Some(item)) => match send_burst(&mut sink, &mut feed, item).await {
+                    Ok(()) => None,
+                    Err(_) => break,
+                },
                 Ok(None) => break,
-                Err(e) => Some(error_json("internal_error", &e.to_string(), "Reconnect and subscribe with `since` to resume.")),
+                Err(e) => Some(feed_error(&e)),
             },
             _ = stopped(&mut shutdown) => {
                 let _ = sink.send(Message::Close(None)).await;
@@ -279,6 +281,58 @@ async fn ws_session(socket: WebSocket, s: AppState) {
             break;
         }
     }
+}
+
+/// The most feed items one write carries, so a busy feed still flushes often.
+const WS_BURST: usize = 64;
+
+/// Sends `first` and the feed items already waiting behind it (a step's commit publishes
+/// several events at once) with one flush, so a burst costs one write to the socket, not
+/// one per event.
+async fn send_burst(
+    sink: &mut futures::stream::SplitSink<WebSocket, Message>,
+    feed: &mut EventFeed,
+    first: FeedItem,
+) -> Result<(), axum::Error> {
+    sink.feed(feed_frame(&first)).await?;
+    for _ in 1..WS_BURST {
+        // `next` is cancel-safe: an item that is not ready yet stays for the next call.
+        match feed.next().now_or_never() {
+            Some(Ok(Some(item))) => sink.feed(feed_frame(&item)).await?,
+            Some(Err(e)) => {
+                sink.feed(Message::Text(feed_error(&e).to_string().into()))
+                    .await?;
+                break;
+            }
+            Some(Ok(None)) | None => break,
+        }
+    }
+    sink.flush().await
+}
+
+/// A feed item as the session sends it, serialized straight from the event (no
+/// intermediate `Value`: this runs once per event per subscriber).
+fn feed_frame(item: &FeedItem) -> Message {
+    #[derive(serde::Serialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    enum Frame<'a> {
+        Event { event: &'a StoredEvent },
+        Lagged { missed: u64 },
+    }
+    let frame = match item {
+        FeedItem::Event(ev) => Frame::Event { event: ev },
+        FeedItem::Lagged { missed } => Frame::Lagged { missed: *missed },
+    };
+    let text = serde_json::to_string(&frame).unwrap_or_else(|e| feed_error(&e).to_string());
+    Message::Text(text.into())
+}
+
+fn feed_error(e: &dyn std::fmt::Display) -> Value {
+    error_json(
+        "internal_error",
+        &e.to_string(),
+        "Reconnect and subscribe with `since` to resume.",
+    )
 }
 
 /// The close frame for a read error a client can act on: a message over the limit is

@@ -416,3 +416,45 @@ async fn websocket_message_just_under_the_limit_is_read_whole() {
         }
     }
 }
+
+#[tokio::test]
+async fn websocket_catch_up_on_many_streams_sends_every_event_once_in_order() {
+    // 60 finished tasks, ~180 events replayed at once: the session sends what is waiting
+    // in bursts (64 per write), and nothing in a burst may be lost, doubled or reordered.
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    for _ in 0..60 {
+        let id = new_task(&app).await;
+        app.client
+            .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+            .send()
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    let mut ws = ws_connect(&app).await;
+    ws_send(&mut ws, json!({"type": "subscribe", "tasks": ids})).await;
+    let mut seqs: std::collections::HashMap<String, Vec<i64>> = Default::default();
+    let mut finished = 0;
+    let mut total = 0;
+    while finished < ids.len() {
+        let v = ws_recv(&mut ws).await;
+        if v["type"] != "event" {
+            continue;
+        }
+        total += 1;
+        let stream = v["event"]["stream"].as_str().unwrap().to_string();
+        seqs.entry(stream)
+            .or_default()
+            .push(v["event"]["seq"].as_i64().unwrap());
+        if v["event"]["type"] == "task.finished" {
+            finished += 1;
+        }
+    }
+    assert!(total > 64, "only {total} events: no burst was tested");
+    for id in &ids {
+        let got = &seqs[id];
+        let want: Vec<i64> = (1..=got.len() as i64).collect();
+        assert_eq!(got, &want, "task {id}");
+    }
+}
