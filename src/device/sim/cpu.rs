@@ -1,6 +1,8 @@
 //! CPU time, read from the kernel (`clock_gettime`): the virtual phone's own work runs on
 //! the server's cores, so benches count it apart from the server's (`CommandCounts::cpu_us`).
-//! Two `libc` calls; a crate for them would add a dependency for five lines.
+//! Two `libc` calls; a crate for them would add a dependency for five lines. And
+//! `off_runtime`: the phone's CPU-heavy work (render, PNG encode) on rayon's pool, one
+//! thread per core, off the runtime's workers.
 
 use std::time::Duration;
 
@@ -35,6 +37,25 @@ pub fn on_cpu<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (out, thread_cpu().saturating_sub(t0))
 }
 
+/// Runs `f` on rayon's pool (one thread per core) and returns its result with the CPU
+/// time it took there. A virtual phone's rendering and encoding is the phone's own work:
+/// inline, each took a runtime worker for a millisecond or more, and every task woken
+/// meanwhile (an event's delivery, a commit's reply) waited behind it. Not tokio's
+/// blocking pool: it grows a thread per waiting call (500 phones, 500 threads).
+pub async fn off_runtime<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (T, Duration) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let _ = tx.send(on_cpu(f));
+    });
+    match rx.await {
+        Ok(r) => r,
+        // The closure panicked on the pool: the same panic, here.
+        Err(_) => panic!("a virtual phone's render panicked"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,24 +78,5 @@ mod tests {
             "sleeping is not CPU: {idle:?}"
         );
         assert!(process_cpu() >= busy);
-    }
-}
-
-/// Runs `f` on rayon's pool (one thread per core) and returns its result with the CPU
-/// time it took there. A virtual phone's rendering and encoding is the phone's own work:
-/// inline, each took a runtime worker for a millisecond or more, and every task woken
-/// meanwhile (an event's delivery, a commit's reply) waited behind it. Not tokio's
-/// blocking pool: it grows a thread per waiting call (500 phones, 500 threads).
-pub async fn off_runtime<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> (T, Duration) {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    rayon::spawn(move || {
-        let _ = tx.send(on_cpu(f));
-    });
-    match rx.await {
-        Ok(r) => r,
-        // The closure panicked on the pool: the same panic, here.
-        Err(_) => panic!("a virtual phone's render panicked"),
     }
 }
