@@ -44,15 +44,19 @@ async fn new_task(app: &TestApp) -> String {
     t["id"].as_str().unwrap().to_string()
 }
 
-#[tokio::test]
-async fn sse_replays_and_ends_after_finish() {
-    let app = spawn_app().await;
-    let id = new_task(&app).await;
+async fn cancel(app: &TestApp, id: &str) {
     app.client
         .post(app.url(&format!("/v1/tasks/{id}/cancel")))
         .send()
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn sse_replays_and_ends_after_finish() {
+    let app = spawn_app().await;
+    let id = new_task(&app).await;
+    cancel(&app, &id).await;
     let events = read_sse(app.get(&format!("/v1/tasks/{id}/events")).await).await;
     let kinds: Vec<(&str, i64)> = events.iter().map(|(k, s, _)| (k.as_str(), *s)).collect();
     assert_eq!(kinds, vec![("task.queued", 1), ("task.finished", 2)]);
@@ -64,11 +68,7 @@ async fn sse_replays_and_ends_after_finish() {
 async fn sse_resumes_with_since_and_last_event_id() {
     let app = spawn_app().await;
     let id = new_task(&app).await;
-    app.client
-        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
-        .send()
-        .await
-        .unwrap();
+    cancel(&app, &id).await;
     let by_query = read_sse(app.get(&format!("/v1/tasks/{id}/events?since=1")).await).await;
     assert_eq!(by_query.iter().map(|e| e.1).collect::<Vec<_>>(), vec![2]);
     let r = app
@@ -92,11 +92,7 @@ async fn sse_delivers_live_events() {
     let first = body.next().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&first).contains("task.queued"));
     // The cancel happens after the client connected: it arrives live.
-    app.client
-        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
-        .send()
-        .await
-        .unwrap();
+    cancel(&app, &id).await;
     let mut rest = String::new();
     while let Some(chunk) = tokio::time::timeout(std::time::Duration::from_secs(5), body.next())
         .await
@@ -201,11 +197,7 @@ async fn websocket_subscribe_replay_and_cancel() {
 async fn websocket_since_skips_what_the_client_has() {
     let app = spawn_app().await;
     let id = new_task(&app).await;
-    app.client
-        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
-        .send()
-        .await
-        .unwrap();
+    cancel(&app, &id).await;
     let mut ws = ws_connect(&app).await;
     ws_send(
         &mut ws,
@@ -254,11 +246,7 @@ async fn websocket_bad_messages_get_errors_not_disconnects() {
 async fn sse_resumed_at_or_past_the_end_of_a_finished_task_closes() {
     let app = spawn_app().await;
     let id = new_task(&app).await;
-    app.client
-        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
-        .send()
-        .await
-        .unwrap();
+    cancel(&app, &id).await;
     // seq 2 is `task.finished`: the client has everything, the stream ends empty.
     for since in ["2", "7"] {
         let events = read_sse(
@@ -298,11 +286,7 @@ async fn sse_refuses_a_last_event_id_that_is_not_a_seq() {
 async fn websocket_subscribe_says_which_tasks_are_finished() {
     let app = spawn_app().await;
     let (done, live) = (new_task(&app).await, new_task(&app).await);
-    app.client
-        .post(app.url(&format!("/v1/tasks/{done}/cancel")))
-        .send()
-        .await
-        .unwrap();
+    cancel(&app, &done).await;
     let mut ws = ws_connect(&app).await;
     ws_send(
         &mut ws,
@@ -328,11 +312,7 @@ async fn websocket_subscriptions_add_up() {
         assert_eq!(ws_recv(&mut ws).await["type"], "subscribed");
     }
     for id in [&a, &b] {
-        app.client
-            .post(app.url(&format!("/v1/tasks/{id}/cancel")))
-            .send()
-            .await
-            .unwrap();
+        cancel(&app, &id).await;
     }
     let mut finished = Vec::new();
     while finished.len() < 2 {
@@ -425,11 +405,7 @@ async fn websocket_catch_up_on_many_streams_sends_every_event_once_in_order() {
     let mut ids = Vec::new();
     for _ in 0..60 {
         let id = new_task(&app).await;
-        app.client
-            .post(app.url(&format!("/v1/tasks/{id}/cancel")))
-            .send()
-            .await
-            .unwrap();
+        cancel(&app, &id).await;
         ids.push(id);
     }
     let mut ws = ws_connect(&app).await;
