@@ -312,7 +312,7 @@ async fn websocket_subscriptions_add_up() {
         assert_eq!(ws_recv(&mut ws).await["type"], "subscribed");
     }
     for id in [&a, &b] {
-        cancel(&app, &id).await;
+        cancel(&app, id).await;
     }
     let mut finished = Vec::new();
     while finished.len() < 2 {
