@@ -42,23 +42,44 @@ pub fn on_cpu<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 /// inline, each took a runtime worker for a millisecond or more, and every task woken
 /// meanwhile (an event's delivery, a commit's reply) waited behind it. Not tokio's
 /// blocking pool: it grows a thread per waiting call (500 phones, 500 threads).
+///
+/// A panic in `f` is caught on the pool (rayon would abort the process) and resumed
+/// here, in the awaiting task, as if `f` had run inline.
 pub async fn off_runtime<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> (T, Duration) {
     let (tx, rx) = tokio::sync::oneshot::channel();
     rayon::spawn(move || {
-        let _ = tx.send(on_cpu(f));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| on_cpu(f)));
+        let _ = tx.send(r);
     });
     match rx.await {
-        Ok(r) => r,
-        // The closure panicked on the pool: the same panic, here.
-        Err(_) => panic!("a virtual phone's render panicked"),
+        Ok(Ok(r)) => r,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        // Only if the pool dropped the job unrun (it never does while the process runs).
+        Err(_) => panic!("rayon's pool dropped a virtual phone's job"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn off_runtime_returns_the_result_and_a_panic_reaches_the_caller() {
+        let (v, _) = off_runtime(|| 6 * 7).await;
+        assert_eq!(v, 42);
+        // The panic is resumed in the awaiting task, so the task fails, not the process.
+        let task = tokio::spawn(off_runtime(|| -> u8 { panic!("render bug") }));
+        let err = task.await.unwrap_err();
+        assert!(err.is_panic());
+        let msg = err
+            .into_panic()
+            .downcast::<&str>()
+            .map(|m| *m)
+            .unwrap_or_default();
+        assert_eq!(msg, "render bug");
+    }
 
     #[test]
     fn busy_work_counts_and_sleeping_does_not() {
