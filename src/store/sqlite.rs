@@ -918,6 +918,187 @@ mod tests {
         }
     }
 
+    /// Every table as text, task ids by their index in `ids`, times left out (a group and
+    /// a commit alone are written at different moments); a REAL by its bits.
+    async fn tables(store: &SqliteStore, ids: &[TaskId]) -> String {
+        let name = |s: String| {
+            ids.iter()
+                .position(|id| id.to_string() == s)
+                .map_or(s, |i| format!("t{i}"))
+        };
+        let mut out = String::new();
+        for r in sqlx::query("SELECT stream, seq, type, payload FROM events ORDER BY stream, seq")
+            .fetch_all(store.pool())
+            .await
+            .unwrap()
+        {
+            let (stream, seq, kind, payload): (String, i64, String, String) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            out += &format!("event {} {seq} {kind} {payload}\n", name(stream));
+        }
+        for r in sqlx::query(
+            "SELECT task_id, n, thinking, action, raw, rejected, result, screen, screenshot, \
+             timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, \
+             actor FROM steps ORDER BY task_id, n",
+        )
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+        {
+            let texts: Vec<Option<String>> = [2, 3, 4, 5, 6, 7, 8, 9, 14, 15, 16, 17]
+                .into_iter()
+                .map(|i| r.get(i))
+                .collect();
+            let ints: Vec<i64> = [1, 10, 11, 13].into_iter().map(|i| r.get(i)).collect();
+            let cost: f64 = r.get(12);
+            out += &format!(
+                "step {} {ints:?} {:x} {texts:?}\n",
+                name(r.get(0)),
+                cost.to_bits()
+            );
+        }
+        for id in ids {
+            let t = store.get_task(*id).await.unwrap();
+            let c = (t.steps, t.tokens_in, t.tokens_out, t.model_calls);
+            out += &format!("task {c:?} {:x}\n", t.cost_usd.to_bits());
+        }
+        let arts: Vec<(String, String, i64)> =
+            sqlx::query_as("SELECT sha256, path, bytes FROM artifacts ORDER BY sha256")
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+        out + &format!("artifacts {arts:?}\n")
+    }
+
+    /// (stream, step, artifacts, events) of a `StepCommit`, owned.
+    type Commit = (String, Option<Step>, Vec<Artifact>, Vec<TaskEvent>);
+
+    /// A group writes exactly what its commits write one by one, in the same order:
+    /// events of one stream from several commits, commits without a step, a step twice in
+    /// one group, a step committed before (a retry), artifacts, and costs no decimal
+    /// prints exactly.
+    #[tokio::test]
+    async fn a_group_writes_what_its_commits_write_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut dumps = Vec::new();
+        for grouped in [true, false] {
+            let store = SqliteStore::open(&dir.path().join(format!("{grouped}.db")))
+                .await
+                .unwrap();
+            let mut ids = Vec::new();
+            for i in 0..3 {
+                ids.push(store.create_task(spec(&format!("t{i}"))).await.unwrap().id);
+            }
+            let at = "2026-11-26T12:00:00Z".parse().unwrap();
+            let step = |t: usize, n: u32, cost: f64| Step {
+                started_at: at,
+                cost_usd: cost,
+                thinking: Some(format!("step {n} of t{t}: \"quoted\" ✓")),
+                ..step_of(ids[t], n)
+            };
+            let ev = |kind: &str, i: u32| {
+                TaskEvent::from_parts(kind, serde_json::json!({"i": i, "f": 0.1 + 0.2}))
+            };
+            let art = |n: u8| Artifact {
+                sha256: format!("{n:064x}"),
+                kind: "screenshot".into(),
+                media_type: "image/png".into(),
+                path: format!("a/{n}.png"),
+                bytes: u64::from(n) * 1000,
+            };
+            // Committed before: the group's copy of it is a retry.
+            let before = step(2, 1, 0.5);
+            let (s2, e2) = (ids[2].to_string(), [ev("step.executed", 0)]);
+            store
+                .commit_step(&StepCommit {
+                    stream: &s2,
+                    step: Some(&before),
+                    artifacts: &[],
+                    events: &e2,
+                })
+                .await
+                .unwrap();
+            let (s0, s1) = (ids[0].to_string(), ids[1].to_string());
+            let commits: Vec<Commit> = vec![
+                (
+                    s0.clone(),
+                    Some(step(0, 1, 1e-7 / 3.0)),
+                    vec![art(1), art(2)],
+                    vec![ev("step.observed", 1), ev("step.executed", 2)],
+                ),
+                (s0.clone(), None, vec![], vec![ev("note", 3)]),
+                (s1.clone(), Some(step(1, 1, 0.1)), vec![art(2)], vec![]),
+                (
+                    s0.clone(),
+                    Some(step(0, 1, 9.0)),
+                    vec![],
+                    vec![ev("step.executed", 4)],
+                ),
+                (
+                    s1.clone(),
+                    Some(step(1, 2, 0.30000000000000004)),
+                    vec![art(3)],
+                    vec![ev("a", 5), ev("b", 6), ev("c", 7)],
+                ),
+                (
+                    s2.clone(),
+                    Some(before.clone()),
+                    vec![],
+                    vec![ev("step.executed", 8)],
+                ),
+                ("devices".into(), None, vec![], vec![ev("device.added", 9)]),
+            ];
+            let groups_before = store.commits.counts().0;
+            let write = |(stream, step, arts, events): (
+                String,
+                Option<Step>,
+                Vec<Artifact>,
+                Vec<TaskEvent>,
+            )| {
+                let s = store.clone();
+                async move {
+                    let c = StepCommit {
+                        stream: &stream,
+                        step: step.as_ref(),
+                        artifacts: &arts,
+                        events: &events,
+                    };
+                    s.commit_step(&c).await.unwrap().map(|seqs| seqs.first)
+                }
+            };
+            let mut firsts = Vec::new();
+            if grouped {
+                // Queued in order behind the busy write queue, then written together.
+                let busy = store.writer.try_lock().unwrap();
+                let mut handles = Vec::new();
+                for c in commits {
+                    handles.push(tokio::spawn(write(c)));
+                    tokio::task::yield_now().await;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                drop(busy);
+                for h in handles {
+                    firsts.push(h.await.unwrap());
+                }
+            } else {
+                for c in commits {
+                    firsts.push(write(c).await);
+                }
+            }
+            let groups = store.commits.counts().0 - groups_before;
+            assert_eq!(groups, if grouped { 1 } else { 7 }, "grouped: {grouped}");
+            assert_eq!(
+                firsts,
+                [Some(1), Some(3), Some(0), None, Some(1), None, Some(1)],
+                "each commit's first seq (0: no events; None: written before), grouped: {grouped}"
+            );
+            dumps.push(tables(&store, &ids).await);
+            store.close().await;
+        }
+        assert_eq!(dumps[0], dumps[1], "grouped, then one by one");
+        assert!(dumps[0].contains("step t1 [2, 3, 0, 1]"), "{}", dumps[0]);
+    }
+
     /// Commits that wait while the write queue is busy go in one transaction, each gets its
     /// own seqs back, and one that fails (its task does not exist) fails alone.
     #[tokio::test]

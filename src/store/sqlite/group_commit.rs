@@ -1,24 +1,35 @@
 //! SQLite's step commits (`Store::commit_step`), grouped: one writer task takes every
-//! commit that is waiting and writes them in one transaction, one round trip to sqlx's
-//! connection thread.
+//! commit that is waiting and writes them in one transaction.
 //!
 //! SQLite has one writer at a time, so with hundreds of tasks running their commits
 //! queue; each paid its own `BEGIN`/`COMMIT` and its own round trip (~0.3 ms), and that
 //! serial cost capped a 500-phone run at ~730 steps/s with events waiting ~150 ms to be
-//! written. A group costs one round trip and one commit however many it holds. One commit
-//! alone is written exactly as before, so a quiet server's latency is unchanged.
+//! written. A group costs one commit however many it holds.
 //!
-//! Each commit in a group is closed by a marker row (`commit_no`), so its `seq` and
-//! `inserted` rows are told apart. A group whose transaction fails is rolled back and its
-//! commits are written one by one, so one bad commit fails alone. Every statement of a
-//! commit with a step is guarded by "this step is not committed yet", so a retried commit
-//! writes nothing twice.
+//! Two ways to write, one result:
+//! - **One commit alone** (a quiet server; a failed group's fallback; a store whose
+//!   writer task is gone) is one multi-statement query built for it, one round trip:
+//!   every statement of a commit with a step is guarded by "this step is not committed
+//!   yet", so a retried commit writes nothing twice, and its rows (`seq`, `inserted`) say
+//!   what was written.
+//! - **A group** (`write_set`) is a handful of statements whose texts never change, its
+//!   rows passed as JSON arrays (`json_each`): prepared once per connection, one round
+//!   trip per table and one row back however many commits it holds. A group built as one
+//!   query per group had to be parsed every time (its text differed) and sent back a row
+//!   per event and per commit, each a hand-off from sqlx's connection thread: at 500
+//!   phones that was a fifth and a quarter of the SQLite thread's time. The same guards
+//!   are written once, as `WITH` clauses every statement of the group shares.
+//!
+//! `a_group_writes_what_its_commits_write_alone` (in `sqlite.rs`) holds the two to the
+//! same rows. A group whose transaction fails is rolled back and its commits are written
+//! one by one, so one bad commit fails alone.
 //!
 //! Hand-written rather than a crate: the batching is a loop around one channel, and what
-//! makes it correct (the guards, the markers, the fallback) is specific to this schema.
+//! makes it correct (the guards, the shared plan, the fallback) is specific to this schema.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use chrono::{DateTime, Utc};
 use sqlx::{Row, SqlitePool};
@@ -29,8 +40,8 @@ use super::{Background, WriteQueue};
 use crate::store::step_row::StepRow;
 use crate::store::{Artifact, EventSeqs, StepCommit, StoreError};
 
-/// The most commits written in one transaction (its statements are prepared one by one,
-/// so this bounds the work a group holds the write lock for, not a parameter limit).
+/// The most commits written in one transaction: bounds the work a group holds the write
+/// lock for (its rows travel as JSON, so there is no parameter limit).
 const MAX_GROUP: usize = 64;
 
 type Reply = oneshot::Sender<Result<Option<EventSeqs>, StoreError>>;
@@ -194,21 +205,11 @@ async fn write_group(pool: &SqlitePool, group: Vec<(Prepared, Reply)>) {
         }
         return;
     }
-    let at = super::ts(now);
-    let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new("BEGIN IMMEDIATE; ");
-    for (i, (p, _)) in group.iter().enumerate() {
-        push_commit(&mut q, p, &at);
-        q.push(format_args!("SELECT {i} AS commit_no; "));
-    }
-    q.push("COMMIT;");
-    match execute(pool, q).await {
-        Ok(rows) => {
-            let mut results = results_by_marker(&group, &rows, now).into_iter();
-            for (_, reply) in group {
-                let r = results.next().unwrap_or(Err(StoreError::Corrupt(
-                    "a grouped commit returned no marker row".into(),
-                )));
-                let _ = reply.send(r);
+    let commits: Vec<&Prepared> = group.iter().map(|(p, _)| p).collect();
+    match write_set(pool, &commits, now).await {
+        Ok(results) => {
+            for ((_, reply), r) in group.into_iter().zip(results) {
+                let _ = reply.send(Ok(r));
             }
         }
         Err(e) => {
@@ -219,6 +220,264 @@ async fn write_group(pool: &SqlitePool, group: Vec<(Prepared, Reply)>) {
         }
     }
 }
+
+/// A group as a few fixed statements in one transaction (`PLAN_SQL`, then one per
+/// table): its rows go in as JSON arrays, so the texts never change, each is prepared
+/// once per connection, and a group costs one round trip per statement and one row
+/// back, however many commits it holds. Statements built per group (as `write_alone`
+/// builds one) were parsed again every time and answered with a row per event and per
+/// commit, each a hand-off from sqlx's connection thread.
+///
+/// The plan row says which commits are fresh (with a step: not committed before, and the
+/// first of the group for that step) and each of their streams' last seq; the inserts
+/// that follow compute the same from the same `WITH` clauses inside the same
+/// transaction, so the seqs worked out here from the plan are the ones written.
+async fn write_set(
+    pool: &SqlitePool,
+    group: &[&Prepared],
+    now: DateTime<Utc>,
+) -> Result<Vec<Option<EventSeqs>>, StoreError> {
+    let set = SetRows::of(group);
+    let (at, commits) = (super::ts(now), json(&set.commits));
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let plan = sqlx::query(PLAN_SQL.as_str())
+        .bind(commits.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+    if !set.artifacts.is_empty() {
+        sqlx::query(ARTIFACTS_SQL)
+            .bind(at.as_str())
+            .bind(json(&set.artifacts))
+            .execute(&mut *tx)
+            .await?;
+    }
+    if !set.events.is_empty() {
+        sqlx::query(EVENTS_SQL.as_str())
+            .bind(commits.as_str())
+            .bind(json(&set.events))
+            .bind(at.as_str())
+            .execute(&mut *tx)
+            .await?;
+    }
+    if !set.steps.is_empty() {
+        let steps = json(&set.steps);
+        for sql in [&*TASKS_SQL, &*STEPS_SQL] {
+            sqlx::query(sql.as_str())
+                .bind(commits.as_str())
+                .bind(steps.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    tx.commit().await?;
+    let fresh: Vec<usize> = plan_column(&plan, "fresh")?;
+    let mut next: HashMap<String, i64> = plan_column(&plan, "bases")?;
+    let mut out = vec![None; group.len()];
+    for c in fresh {
+        let p = group
+            .get(c)
+            .ok_or_else(|| StoreError::Corrupt(format!("the plan names commit {c}")))?;
+        let last = next.entry(p.stream.clone()).or_insert(0);
+        let first = if p.events.is_empty() { 0 } else { *last + 1 };
+        *last += p.events.len() as i64;
+        out[c] = Some(EventSeqs { first, at: now });
+    }
+    Ok(out)
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("plain rows serialize")
+}
+
+fn plan_column<T: serde::de::DeserializeOwned>(
+    row: &sqlx::sqlite::SqliteRow,
+    col: &str,
+) -> Result<T, StoreError> {
+    let text: String = row.try_get(col)?;
+    serde_json::from_str(&text)
+        .map_err(|e| StoreError::Corrupt(format!("grouped commit plan `{col}`: {e}")))
+}
+
+/// A group's rows, borrowed, in the JSON shapes `GROUP_SQL` reads (`c` is the commit's
+/// index in the group; an array's order is the order things are written in).
+#[derive(Default)]
+struct SetRows<'a> {
+    artifacts: Vec<(&'a str, &'a str, &'a str, &'a str, i64)>,
+    /// (stream, task_id, n): the step's key when the commit has one.
+    commits: Vec<(&'a str, Option<&'a str>, Option<i64>)>,
+    /// (c, stream, type, payload).
+    events: Vec<(usize, &'a str, &'a str, &'a str)>,
+    steps: Vec<SetStep<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct SetStep<'a> {
+    c: usize,
+    #[serde(flatten)]
+    row: StepCols<'a>,
+}
+
+/// A `StepRow`'s columns by name (`started_at` as stored).
+#[derive(serde::Serialize)]
+struct StepCols<'a> {
+    task_id: &'a str,
+    n: i64,
+    started_at: String,
+    thinking: Option<&'a str>,
+    action: Option<&'a str>,
+    raw: Option<&'a str>,
+    rejected: Option<&'a str>,
+    result: Option<&'a str>,
+    screen: Option<&'a str>,
+    screenshot: Option<&'a str>,
+    timings: Option<&'a str>,
+    tokens_in: i64,
+    tokens_out: i64,
+    cost_usd: f64,
+    model_calls: i64,
+    replay: Option<&'a str>,
+    calls: Option<&'a str>,
+    annotations: Option<&'a str>,
+    actor: Option<&'a str>,
+}
+
+impl<'a> SetRows<'a> {
+    fn of(group: &[&'a Prepared]) -> Self {
+        let mut set = SetRows::default();
+        for (c, p) in group.iter().enumerate() {
+            set.artifacts.extend(p.artifacts.iter().map(|a| {
+                (
+                    a.sha256.as_str(),
+                    a.kind.as_str(),
+                    a.media_type.as_str(),
+                    a.path.as_str(),
+                    a.bytes as i64,
+                )
+            }));
+            let step = p.step.as_ref();
+            set.commits.push((
+                &p.stream,
+                step.map(|s| s.task_id.as_str()),
+                step.map(|s| s.n),
+            ));
+            set.events.extend(
+                p.events
+                    .iter()
+                    .map(|(k, v)| (c, p.stream.as_str(), k.as_str(), v.as_str())),
+            );
+            if let Some(s) = step {
+                set.steps.push(SetStep {
+                    c,
+                    row: StepCols::of(&s.row),
+                });
+            }
+        }
+        set
+    }
+}
+
+impl<'a> StepCols<'a> {
+    fn of(r: &'a StepRow) -> Self {
+        StepCols {
+            task_id: &r.task_id,
+            n: r.n,
+            started_at: super::ts(r.started_at),
+            thinking: r.thinking.as_deref(),
+            action: r.action.as_deref(),
+            raw: r.raw.as_deref(),
+            rejected: r.rejected.as_deref(),
+            result: r.result.as_deref(),
+            screen: r.screen.as_deref(),
+            screenshot: r.screenshot.as_deref(),
+            timings: r.timings.as_deref(),
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+            cost_usd: r.cost_usd,
+            model_calls: r.model_calls,
+            replay: r.replay.as_deref(),
+            calls: r.calls.as_deref(),
+            annotations: r.annotations.as_deref(),
+            actor: r.actor.as_deref(),
+        }
+    }
+}
+
+/// Which of a group's commits are written, as `WITH` clauses over `commits` (?1, by
+/// index `c`): `fresh`, those without a step, and those whose step is neither committed
+/// nor earlier in the group. Every statement of a group starts with it, so they all
+/// agree: `steps`, the one table it reads, is written last. The others read it as
+/// `x IN (SELECT c FROM fresh)`, which SQLite builds once per statement, where a join
+/// scanned `fresh` again for every row of JSON (and parsed each row again).
+const GROUP_PLAN: &str = "WITH commits AS (\
+    SELECT key AS c, value->>0 AS stream, value->>1 AS task_id, value->>2 AS n, \
+      row_number() OVER (PARTITION BY value->>1, value->>2 ORDER BY key) AS k \
+    FROM json_each(?1)), \
+  fresh AS (SELECT c, stream FROM commits m WHERE m.task_id IS NULL OR (m.k = 1 AND \
+    NOT EXISTS (SELECT 1 FROM steps s WHERE s.task_id = m.task_id AND s.n = m.n))) ";
+
+/// A stream's last seq before the group: read by the events insert before it inserts
+/// (SQLite runs a select that reads the table it fills, or numbers rows with a window
+/// function, to completion first), and by the plan.
+const BASE: &str = "COALESCE((SELECT MAX(seq) FROM events x WHERE x.stream = {s}), 0)";
+
+/// The plan as one row: the fresh commits in order, and each fresh stream's base seq.
+static PLAN_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{GROUP_PLAN} SELECT (SELECT json_group_array(c) FROM (SELECT c FROM fresh ORDER BY c)) \
+           AS fresh, (SELECT json_group_object(f.stream, {}) FROM (SELECT DISTINCT stream FROM fresh) f) \
+           AS bases",
+        BASE.replace("{s}", "f.stream")
+    )
+});
+
+/// Every artifact of the group (?2), unguarded, as a commit alone writes them.
+const ARTIFACTS_SQL: &str = "INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) \
+    SELECT value->>0, value->>1, value->>2, value->>3, value->>4, ?1 FROM json_each(?2) WHERE 1 \
+    ON CONFLICT (sha256) DO NOTHING";
+
+/// The fresh commits' events (?2: [c, stream, type, payload]), each stream's numbered on
+/// from its base in group order.
+static EVENTS_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{GROUP_PLAN} INSERT INTO events (stream, seq, type, payload, created_at) \
+         SELECT stream, {} + row_number() OVER (PARTITION BY stream ORDER BY ord), \
+           type, payload, ?3 \
+         FROM (SELECT key AS ord, value->>1 AS stream, value->>2 AS type, \
+           value->>3 AS payload FROM json_each(?2) WHERE value->>0 IN (SELECT c FROM fresh)) e \
+         ORDER BY ord",
+        BASE.replace("{s}", "e.stream")
+    )
+});
+
+/// The fresh steps' (?2) counters, added to their tasks.
+static TASKS_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{GROUP_PLAN} UPDATE tasks SET steps = steps + d.k, tokens_in = tokens_in + d.ti, \
+           tokens_out = tokens_out + d.tout, cost_usd = cost_usd + d.cost, \
+           model_calls = model_calls + d.mc \
+         FROM (SELECT s.value->>'task_id' AS task_id, count(*) AS k, \
+             sum(s.value->>'tokens_in') AS ti, sum(s.value->>'tokens_out') AS tout, \
+             total(s.value->>'cost_usd') AS cost, sum(s.value->>'model_calls') AS mc \
+           FROM json_each(?2) s WHERE s.value->>'c' IN (SELECT c FROM fresh) GROUP BY 1) d \
+         WHERE tasks.id = d.task_id"
+    )
+});
+
+/// The fresh steps' (?2) rows; last, as everything before reads `steps` through the plan.
+static STEPS_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{GROUP_PLAN} INSERT INTO steps (task_id, n, started_at, thinking, action, raw, \
+           rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, \
+           model_calls, replay, calls, annotations, actor) \
+         SELECT v->>'task_id', v->>'n', v->>'started_at', v->>'thinking', v->>'action', \
+           v->>'raw', v->>'rejected', v->>'result', v->>'screen', v->>'screenshot', \
+           v->>'timings', v->>'tokens_in', v->>'tokens_out', v->>'cost_usd', \
+           v->>'model_calls', v->>'replay', v->>'calls', v->>'annotations', v->>'actor' \
+         FROM (SELECT value AS v FROM json_each(?2) \
+           WHERE value->>'c' IN (SELECT c FROM fresh) ORDER BY key) \
+         WHERE 1 ON CONFLICT (task_id, n) DO NOTHING"
+    )
+});
 
 /// One commit in its own transaction.
 async fn write_alone(
@@ -249,26 +508,6 @@ async fn execute(
             Err(e.into())
         }
     }
-}
-
-/// Splits a group's rows at its `commit_no` markers: one result per commit, in order.
-fn results_by_marker(
-    group: &[(Prepared, Reply)],
-    rows: &[sqlx::sqlite::SqliteRow],
-    now: DateTime<Utc>,
-) -> Vec<Result<Option<EventSeqs>, StoreError>> {
-    let mut out = Vec::with_capacity(group.len());
-    let mut start = 0;
-    for (i, r) in rows.iter().enumerate() {
-        if r.try_get::<i64, _>("commit_no").is_ok() {
-            let Some((p, _)) = group.get(out.len()) else {
-                break;
-            };
-            out.push(Ok(result_of(p, &rows[start..i], now)));
-            start = i + 1;
-        }
-    }
-    out
 }
 
 /// What one commit's rows say: the seq of its first event, or None when the step was
