@@ -12,13 +12,13 @@
 //!   every statement of a commit with a step is guarded by "this step is not committed
 //!   yet", so a retried commit writes nothing twice, and its rows (`seq`, `inserted`) say
 //!   what was written.
-//! - **A group** (`write_set`) is a handful of statements whose texts never change, its
-//!   rows passed as JSON arrays (`json_each`): prepared once per connection, one round
-//!   trip per table and one row back however many commits it holds. A group built as one
-//!   query per group had to be parsed every time (its text differed) and sent back a row
-//!   per event and per commit, each a hand-off from sqlx's connection thread: at 500
-//!   phones that was a fifth and a quarter of the SQLite thread's time. The same guards
-//!   are written once, as `WITH` clauses every statement of the group shares.
+//! - **A group** (`write_set`) is one query whose text never changes, its rows passed as
+//!   JSON arrays (`json_each`): prepared once per connection, one round trip and one row
+//!   back however many commits it holds. Built per group, the query had to be parsed
+//!   every time (its text differed) and sent back a row per event and per commit, each a
+//!   hand-off from sqlx's connection thread: at 500 phones that was a fifth and a quarter
+//!   of the SQLite thread's time. The guards are written once, as `WITH` clauses every
+//!   statement of the group shares.
 //!
 //! `a_group_writes_what_its_commits_write_alone` (in `sqlite.rs`) holds the two to the
 //! same rows. A group whose transaction fails is rolled back and its commits are written
@@ -221,12 +221,12 @@ async fn write_group(pool: &SqlitePool, group: Vec<(Prepared, Reply)>) {
     }
 }
 
-/// A group as a few fixed statements in one transaction (`PLAN_SQL`, then one per
-/// table): its rows go in as JSON arrays, so the texts never change, each is prepared
-/// once per connection, and a group costs one round trip per statement and one row
-/// back, however many commits it holds. Statements built per group (as `write_alone`
-/// builds one) were parsed again every time and answered with a row per event and per
-/// commit, each a hand-off from sqlx's connection thread.
+/// A group as one fixed query (`GROUP_SQL`: a plan, then one statement per table, in one
+/// transaction), its rows passed as JSON arrays: the text never changes, so it is
+/// prepared once per connection, and a group costs one round trip and one row back
+/// however many commits it holds. A query built per group (as `write_alone` builds one)
+/// was parsed again every time and answered with a row per event and per commit, each a
+/// hand-off from sqlx's connection thread.
 ///
 /// The plan row says which commits are fresh (with a step: not committed before, and the
 /// first of the group for that step) and each of their streams' last seq; the inserts
@@ -239,39 +239,35 @@ async fn write_set(
 ) -> Result<Vec<Option<EventSeqs>>, StoreError> {
     let set = SetRows::of(group);
     let (at, commits) = (super::ts(now), json(&set.commits));
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let plan = sqlx::query(PLAN_SQL.as_str())
+    let (artifacts, events, steps) = (json(&set.artifacts), json(&set.events), json(&set.steps));
+    // The binds in the order of the `?`s in `GROUP_SQL`'s text (`binds_follow_the_text`).
+    let q = sqlx::query(GROUP_SQL.as_str())
         .bind(commits.as_str())
-        .fetch_one(&mut *tx)
-        .await?;
-    if !set.artifacts.is_empty() {
-        sqlx::query(ARTIFACTS_SQL)
-            .bind(at.as_str())
-            .bind(json(&set.artifacts))
-            .execute(&mut *tx)
-            .await?;
-    }
-    if !set.events.is_empty() {
-        sqlx::query(EVENTS_SQL.as_str())
-            .bind(commits.as_str())
-            .bind(json(&set.events))
-            .bind(at.as_str())
-            .execute(&mut *tx)
-            .await?;
-    }
-    if !set.steps.is_empty() {
-        let steps = json(&set.steps);
-        for sql in [&*TASKS_SQL, &*STEPS_SQL] {
-            sqlx::query(sql.as_str())
-                .bind(commits.as_str())
-                .bind(steps.as_str())
-                .execute(&mut *tx)
-                .await?;
+        .bind(at.as_str())
+        .bind(artifacts)
+        .bind(commits.as_str())
+        .bind(at.as_str())
+        .bind(events)
+        .bind(commits.as_str())
+        .bind(steps.as_str())
+        .bind(commits.as_str())
+        .bind(steps.as_str());
+    let mut conn = pool.acquire().await?;
+    let rows = match q.fetch_all(&mut *conn).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            // A statement failed inside the transaction the query opened.
+            if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+                conn.close_on_drop();
+            }
+            return Err(e.into());
         }
-    }
-    tx.commit().await?;
-    let fresh: Vec<usize> = plan_column(&plan, "fresh")?;
-    let mut next: HashMap<String, i64> = plan_column(&plan, "bases")?;
+    };
+    let plan = rows
+        .first()
+        .ok_or_else(|| StoreError::Corrupt("a grouped commit returned no plan row".into()))?;
+    let fresh: Vec<usize> = plan_column(plan, "fresh")?;
+    let mut next: HashMap<String, i64> = plan_column(plan, "bases")?;
     let mut out = vec![None; group.len()];
     for c in fresh {
         let p = group
@@ -402,7 +398,7 @@ impl<'a> StepCols<'a> {
     }
 }
 
-/// Which of a group's commits are written, as `WITH` clauses over `commits` (?1, by
+/// Which of a group's commits are written, as `WITH` clauses over `commits` (?, by
 /// index `c`): `fresh`, those without a step, and those whose step is neither committed
 /// nor earlier in the group. Every statement of a group starts with it, so they all
 /// agree: `steps`, the one table it reads, is written last. The others read it as
@@ -411,7 +407,7 @@ impl<'a> StepCols<'a> {
 const GROUP_PLAN: &str = "WITH commits AS (\
     SELECT key AS c, value->>0 AS stream, value->>1 AS task_id, value->>2 AS n, \
       row_number() OVER (PARTITION BY value->>1, value->>2 ORDER BY key) AS k \
-    FROM json_each(?1)), \
+    FROM json_each(?)), \
   fresh AS (SELECT c, stream FROM commits m WHERE m.task_id IS NULL OR (m.k = 1 AND \
     NOT EXISTS (SELECT 1 FROM steps s WHERE s.task_id = m.task_id AND s.n = m.n))) ";
 
@@ -430,26 +426,26 @@ static PLAN_SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Every artifact of the group (?2), unguarded, as a commit alone writes them.
+/// Every artifact of the group (?), unguarded, as a commit alone writes them.
 const ARTIFACTS_SQL: &str = "INSERT INTO artifacts (sha256, kind, media_type, path, bytes, created_at) \
-    SELECT value->>0, value->>1, value->>2, value->>3, value->>4, ?1 FROM json_each(?2) WHERE 1 \
+    SELECT value->>0, value->>1, value->>2, value->>3, value->>4, ? FROM json_each(?) WHERE 1 \
     ON CONFLICT (sha256) DO NOTHING";
 
-/// The fresh commits' events (?2: [c, stream, type, payload]), each stream's numbered on
+/// The fresh commits' events (?: [c, stream, type, payload]), each stream's numbered on
 /// from its base in group order.
 static EVENTS_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{GROUP_PLAN} INSERT INTO events (stream, seq, type, payload, created_at) \
          SELECT stream, {} + row_number() OVER (PARTITION BY stream ORDER BY ord), \
-           type, payload, ?3 \
+           type, payload, ? \
          FROM (SELECT key AS ord, value->>1 AS stream, value->>2 AS type, \
-           value->>3 AS payload FROM json_each(?2) WHERE value->>0 IN (SELECT c FROM fresh)) e \
+           value->>3 AS payload FROM json_each(?) WHERE value->>0 IN (SELECT c FROM fresh)) e \
          ORDER BY ord",
         BASE.replace("{s}", "e.stream")
     )
 });
 
-/// The fresh steps' (?2) counters, added to their tasks.
+/// The fresh steps' (?) counters, added to their tasks.
 static TASKS_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{GROUP_PLAN} UPDATE tasks SET steps = steps + d.k, tokens_in = tokens_in + d.ti, \
@@ -458,12 +454,12 @@ static TASKS_SQL: LazyLock<String> = LazyLock::new(|| {
          FROM (SELECT s.value->>'task_id' AS task_id, count(*) AS k, \
              sum(s.value->>'tokens_in') AS ti, sum(s.value->>'tokens_out') AS tout, \
              total(s.value->>'cost_usd') AS cost, sum(s.value->>'model_calls') AS mc \
-           FROM json_each(?2) s WHERE s.value->>'c' IN (SELECT c FROM fresh) GROUP BY 1) d \
+           FROM json_each(?) s WHERE s.value->>'c' IN (SELECT c FROM fresh) GROUP BY 1) d \
          WHERE tasks.id = d.task_id"
     )
 });
 
-/// The fresh steps' (?2) rows; last, as everything before reads `steps` through the plan.
+/// The fresh steps' (?) rows; last, as everything before reads `steps` through the plan.
 static STEPS_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{GROUP_PLAN} INSERT INTO steps (task_id, n, started_at, thinking, action, raw, \
@@ -473,9 +469,21 @@ static STEPS_SQL: LazyLock<String> = LazyLock::new(|| {
            v->>'raw', v->>'rejected', v->>'result', v->>'screen', v->>'screenshot', \
            v->>'timings', v->>'tokens_in', v->>'tokens_out', v->>'cost_usd', \
            v->>'model_calls', v->>'replay', v->>'calls', v->>'annotations', v->>'actor' \
-         FROM (SELECT value AS v FROM json_each(?2) \
+         FROM (SELECT value AS v FROM json_each(?) \
            WHERE value->>'c' IN (SELECT c FROM fresh) ORDER BY key) \
          WHERE 1 ON CONFLICT (task_id, n) DO NOTHING"
+    )
+});
+
+/// A whole group, one text, one round trip: the plan's row is the only one it returns.
+/// Its binds are positional (`?`), in the order they appear. Numbered ones (`?3`) do not
+/// work across statements in sqlx: a number a statement does not use is taken as a
+/// positional parameter, and once those run past the last argument sqlx stops binding
+/// that statement, so its later numbers were NULL (the steps insert then wrote nothing).
+static GROUP_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "BEGIN IMMEDIATE; {}; {ARTIFACTS_SQL}; {}; {}; {}; COMMIT;",
+        *PLAN_SQL, *EVENTS_SQL, *TASKS_SQL, *STEPS_SQL
     )
 });
 
@@ -617,4 +625,18 @@ fn push_step_row(q: &mut sqlx::QueryBuilder<sqlx::Sqlite>, row: &StepRow) {
         .push_bind(&row.annotations)
         .push_bind(&row.actor);
     q.push(") ON CONFLICT (task_id, n) DO NOTHING; SELECT changes() AS inserted; ");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `write_set` binds ten values, in the order of the `?`s in the text.
+    #[test]
+    fn binds_follow_the_text() {
+        let marks: Vec<usize> = GROUP_SQL.match_indices('?').map(|(i, _)| i).collect();
+        assert_eq!(marks.len(), 10, "{}", *GROUP_SQL);
+        let json_each = GROUP_SQL.matches("json_each(?)").count();
+        assert_eq!(json_each, 8, "commits ×4, artifacts, events, steps ×2");
+    }
 }
