@@ -252,17 +252,7 @@ async fn write_set(
         .bind(steps.as_str())
         .bind(commits.as_str())
         .bind(steps.as_str());
-    let mut conn = pool.acquire().await?;
-    let rows = match q.fetch_all(&mut *conn).await {
-        Ok(rows) => rows,
-        Err(e) => {
-            // A statement failed inside the transaction the query opened.
-            if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
-                conn.close_on_drop();
-            }
-            return Err(e.into());
-        }
-    };
+    let rows = execute(pool, q).await?;
     let plan = rows
         .first()
         .ok_or_else(|| StoreError::Corrupt("a grouped commit returned no plan row".into()))?;
@@ -496,17 +486,17 @@ async fn write_alone(
     let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new("BEGIN IMMEDIATE; ");
     push_commit(&mut q, p, &super::ts(now));
     q.push("COMMIT;");
-    let rows = execute(pool, q).await?;
+    let rows = execute(pool, q.build()).await?;
     Ok(result_of(p, &rows, now))
 }
 
 /// Runs a `BEGIN … COMMIT` query; rolls back if a statement in it failed.
 async fn execute(
     pool: &SqlitePool,
-    mut q: sqlx::QueryBuilder<sqlx::Sqlite>,
+    q: sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
 ) -> Result<Vec<sqlx::sqlite::SqliteRow>, StoreError> {
     let mut conn = pool.acquire().await?;
-    match q.build().fetch_all(&mut *conn).await {
+    match q.fetch_all(&mut *conn).await {
         Ok(rows) => Ok(rows),
         Err(e) => {
             // A statement failed inside the transaction the query opened.
