@@ -2,12 +2,13 @@
 //! turned into what the agent sees (`Observed`), with graceful degradation when one
 //! capture fails and a wait for the device when it dropped.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::state::RunState;
 use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
+use crate::device::thumb::Thumb;
 use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
@@ -21,6 +22,10 @@ pub(crate) struct Observed {
     pub screen: Option<Arc<Screen>>,
     pub png: Option<bytes::Bytes>,
     pub screenshot_sha: Option<String>,
+    /// The screenshot's coarse fingerprint, decoded at most once: settle compares the
+    /// picture it read with the step's, and that picture is the next step's to compare
+    /// with (clones share it).
+    pub thumb: Arc<OnceLock<Option<Thumb>>>,
     /// The screenshot, hashed but neither written nor recorded: `observe_with` leaves
     /// it here, and the loop writes the file and commits its row with `step.observed`
     /// while the step goes on.
@@ -201,6 +206,7 @@ impl Runner {
             screen,
             png,
             screenshot_sha: unrecorded.as_ref().map(|a| a.row.sha256.clone()),
+            thumb: Arc::default(),
             unrecorded,
             sensitive,
             layout,
