@@ -1229,19 +1229,25 @@ impl Device for FrozenTree {
     }
 }
 
-/// When the tree cannot show a change, the picture does: on a phone whose tree never
-/// moves, opening an app is a change (the two screenshots' fingerprints differ), and
-/// opening it again is not (the same pixels; settle watches for a late change, then
-/// gives up). Either way the step reads the tree once and takes one screenshot first.
-#[tokio::test]
-async fn a_change_only_the_picture_shows_is_still_a_change() {
-    let e = env(quick()).await;
+/// The add-contact task, and a small phone at its start.
+fn add_contact_phone() -> (SimTask, Arc<SimDevice>) {
     let t = tasks()
         .into_iter()
         .find(|t| t.instruction.contains("Ada Lovelace"))
         .expect("the add-contact task");
     let phone = Arc::new(SimDevice::new(small()).unwrap());
     phone.reset_to(&t);
+    (t, phone)
+}
+
+/// When the tree cannot show a change, the picture does: on a phone whose tree never
+/// moves, opening an app is a change (the two screenshots' fingerprints differ), and
+/// opening it again is not (the same pixels; settle watches for a late change, then
+/// gives up).
+#[tokio::test]
+async fn a_change_only_the_picture_shows_is_still_a_change() {
+    let e = env(quick()).await;
+    let (t, phone) = add_contact_phone();
     let open = t.reference()[0].clone();
     assert!(matches!(open, Action::LaunchApp { .. }), "{open:?}");
     let device = Arc::new(FrozenTree {
@@ -1274,15 +1280,10 @@ async fn a_change_only_the_picture_shows_is_still_a_change() {
 #[tokio::test]
 async fn digits_typed_over_digits_are_a_change() {
     let e = env(quick()).await;
-    let t = tasks()
-        .into_iter()
-        .find(|t| t.instruction.contains("Ada Lovelace"))
-        .expect("the add-contact task");
-    let phone = Arc::new(SimDevice::new(small()).unwrap());
-    phone.reset_to(&t);
+    let (t, phone) = add_contact_phone();
     // Launch, new contact, the phone field (the reference's steps 1, 2 and 5), digits
     // (the field's hint goes: the tree changes), then other digits in their place (only
-    // the picture changes).
+    // digits change).
     let r = t.reference();
     let mut steps = vec![r[0].clone(), r[1].clone(), r[4].clone()];
     for (digits, clear_first) in [("44", false), ("20", true)] {
