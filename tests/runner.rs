@@ -1181,10 +1181,10 @@ impl Device for FrozenTree {
         self.phone.screenshot().await
     }
     async fn hierarchy(&self) -> DevResult<String> {
-        let first = self.tree.get_or_try_init(|| self.phone.hierarchy()).await?;
-        // Counted as a dump by the phone, as a real read would be.
-        self.phone.hierarchy().await?;
-        Ok(first.clone())
+        self.tree
+            .get_or_try_init(|| self.phone.hierarchy())
+            .await
+            .cloned()
     }
     async fn tap(&self, p: droidpilot::domain::PixelPoint) -> DevResult<()> {
         self.phone.tap(p).await

@@ -24,8 +24,8 @@ pub(crate) struct Observed {
     pub screenshot_sha: Option<String>,
     /// The screenshot's coarse fingerprint, decoded at most once: settle compares the
     /// picture it read with the step's, and that picture is the next step's to compare
-    /// with (clones share it).
-    pub thumb: Arc<OnceLock<Option<Thumb>>>,
+    /// with (a clone keeps what was decoded).
+    pub thumb: OnceLock<Option<Thumb>>,
     /// The screenshot, hashed but neither written nor recorded: `observe_with` leaves
     /// it here, and the loop writes the file and commits its row with `step.observed`
     /// while the step goes on.
@@ -34,7 +34,7 @@ pub(crate) struct Observed {
     pub sensitive: bool,
     pub layout: Option<u64>,
     /// The layout hash with digits counted (`screen::content_hash`), for the stuck
-    /// detector: a counter that moves is progress.
+    /// detector and settle: a counter that moves is progress, and a change.
     pub content: Option<u64>,
     pub screenshot_ms: u64,
     pub hierarchy_ms: u64,
@@ -206,7 +206,7 @@ impl Runner {
             screen,
             png,
             screenshot_sha: unrecorded.as_ref().map(|a| a.row.sha256.clone()),
-            thumb: Arc::default(),
+            thumb: OnceLock::new(),
             unrecorded,
             sensitive,
             layout,
