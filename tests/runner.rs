@@ -412,6 +412,26 @@ async fn a_cancel_flag_set_elsewhere_ends_the_task() {
     assert_eq!(done.status, TaskStatus::Cancelled, "{:?}", done.reason);
 }
 
+/// A cancel recorded between the claim and the runner's start is in the task the runner
+/// is given (read after the claim): it ends before any step, with no store read.
+#[tokio::test]
+async fn a_cancel_flag_in_the_claimed_task_ends_it_before_its_first_step() {
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "wander", 1000, "sim-1").await;
+    let (_, outcome) = e.store.cancel_task(task.id).await.unwrap();
+    assert_eq!(outcome, droidpilot::store::CancelOutcome::Requested);
+    let task = e.store.get_task(task.id).await.unwrap();
+    assert!(task.cancel_requested);
+    let done = e
+        .runner
+        .run(task, phone, Box::new(Wanderer), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Cancelled, "{:?}", done.reason);
+    assert!(e.store.steps(done.id).await.unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn stuck_agent_gets_a_diagnostic_then_is_stopped() {
     // Tapping the status bar changes nothing: stuck.

@@ -33,8 +33,11 @@ pub async fn cancel(
 ) -> Result<(Task, CancelOutcome), StoreError> {
     let (task, outcome) = bus.store().cancel_task(id).await?;
     // A task waiting for an answer is cancelled at once, but its runner still waits on
-    // the question (and holds the phone): it is woken too.
-    if !running.signal(id, StopSignal::Cancel)
+    // the question (and holds the phone): it is woken too. A running task is relayed even
+    // when a signal was found here: it may be this instance's claim that lost the race to
+    // another's (a signal is registered before the claim).
+    let here = running.signal(id, StopSignal::Cancel);
+    if (!here || outcome == CancelOutcome::Requested)
         && let Some(peers) = bus.peers()
         && let Err(e) = peers.send(Control::Cancel { task: id }).await
     {

@@ -254,7 +254,6 @@ impl Scheduler {
     }
 
     async fn try_start(&self, task: Task, runners: &mut JoinSet<()>) -> Result<bool, StoreError> {
-        let store = self.runner.bus.store().clone();
         let owner = task.id.to_string();
         // Paused time (take-over) does not count toward the timeout: the lease covers it.
         let pause = self.runner.cfg.max_pause_secs;
@@ -280,35 +279,16 @@ impl Scheduler {
                 return Ok(false);
             }
         }
-        let claimed = match (store.cluster(), &self.instance) {
-            (Some(c), Some(me)) => c.claim_task(task.id, &lease.id, &me.name).await?,
-            _ => store.start_task(task.id, &lease.id).await?,
-        };
-        if !claimed {
-            return Ok(false); // cancelled meanwhile, or another instance took it
-        }
-        let task = store.get_task(task.id).await?;
-        let agent = match (self.agents)(&task) {
-            Ok(mut a) => {
-                // Requeued after a restart: a replay carries on after its committed steps.
-                if task.steps > 0 {
-                    a.resume(&store.steps(task.id).await?);
-                }
-                a
-            }
-            Err(msg) => {
-                let reason = format!("cannot build the agent: {msg}");
-                let t = store
-                    .finish_task(task.id, TaskStatus::Failed, Some(&reason), None)
-                    .await?;
-                self.runner
-                    .bus
-                    .publish(&t.id.to_string(), TaskEvent::finished(&t))
-                    .await?;
-                return Ok(false);
-            }
-        };
+        // Registered before the claim, so a cancel after it always finds the runner's
+        // signal (the runner reads the flag only once per poll interval).
         let stop = self.running.insert(task.id);
+        let (task, agent) = match self.claim(task.id, &lease.id).await {
+            Ok(Some(claimed)) => claimed,
+            other => {
+                self.running.remove(task.id);
+                return other.map(|_| false);
+            }
+        };
         let runner = self.runner.clone();
         let running = self.running.clone();
         let wake = self.wake.clone();
@@ -323,5 +303,44 @@ impl Scheduler {
             wake.notify_one();
         });
         Ok(true)
+    }
+
+    /// Claims the task for `device` and builds its agent: the task as read after the
+    /// claim, or None when it was cancelled meanwhile, another instance took it, or its
+    /// agent cannot be built (the task fails with why).
+    async fn claim(
+        &self,
+        id: TaskId,
+        device: &str,
+    ) -> Result<Option<(Task, Box<dyn Agent>)>, StoreError> {
+        let store = self.runner.bus.store();
+        let claimed = match (store.cluster(), &self.instance) {
+            (Some(c), Some(me)) => c.claim_task(id, device, &me.name).await?,
+            _ => store.start_task(id, device).await?,
+        };
+        if !claimed {
+            return Ok(None);
+        }
+        let task = store.get_task(id).await?;
+        match (self.agents)(&task) {
+            Ok(mut a) => {
+                // Requeued after a restart: a replay carries on after its committed steps.
+                if task.steps > 0 {
+                    a.resume(&store.steps(task.id).await?);
+                }
+                Ok(Some((task, a)))
+            }
+            Err(msg) => {
+                let reason = format!("cannot build the agent: {msg}");
+                let t = store
+                    .finish_task(task.id, TaskStatus::Failed, Some(&reason), None)
+                    .await?;
+                self.runner
+                    .bus
+                    .publish(&t.id.to_string(), TaskEvent::finished(&t))
+                    .await?;
+                Ok(None)
+            }
+        }
     }
 }

@@ -205,6 +205,8 @@ impl Runner {
     }
 
     /// Runs `task` (already `running` in the store) to its end and returns it as stored.
+    /// `task` is as read after its claim: its step count and cancel flag are trusted, not
+    /// read again; `stop` was registered before the claim, so no cancel falls between.
     pub async fn run(
         &self,
         task: Task,
@@ -213,16 +215,15 @@ impl Runner {
         stop: watch::Receiver<StopSignal>,
     ) -> Result<Task, StoreError> {
         let id = task.id;
+        // Written with the first step's writes, not waited for: the stream keeps its
+        // order, and a failed write surfaces at the stream's next commit.
+        let started = TaskEvent::Started {
+            task_id: id,
+            device: task.assigned_device.clone(),
+            agent: agent.describe(),
+        };
         self.bus
-            .publish(
-                &id.to_string(),
-                TaskEvent::Started {
-                    task_id: id,
-                    device: task.assigned_device.clone(),
-                    agent: agent.describe(),
-                },
-            )
-            .await?;
+            .commit_soon(&id.to_string(), async { Ok(Vec::new()) }, vec![started]);
         self.takeovers.register(id);
         let ran = self
             .run_loop(&task, device.as_ref(), agent.as_mut(), stop)
@@ -383,7 +384,11 @@ impl Runner {
             StopSignal::None => {}
         }
         let task = st.task;
-        if st.cancel_poll_due() && self.bus.store().get_task(task.id).await?.cancel_requested {
+        // `task` was read after the claim; later cancels arrive as a signal, or in the
+        // store's flag, read at most once per poll interval.
+        let flagged = task.cancel_requested
+            || (st.cancel_poll_due() && self.bus.store().get_task(task.id).await?.cancel_requested);
+        if flagged {
             return Ok(Some(End::new(
                 TaskStatus::Cancelled,
                 "cancelled by request",
@@ -450,8 +455,14 @@ impl Runner {
             Err(StoreError::WrongStatus { .. }) => return self.bus.store().get_task(id).await,
             Err(e) => return Err(e),
         };
+        // Through the step commits' path: under load it shares their transaction.
         self.bus
-            .publish(&id.to_string(), TaskEvent::finished(&finished))
+            .commit(
+                &id.to_string(),
+                None,
+                &[],
+                vec![TaskEvent::finished(&finished)],
+            )
             .await?;
         Ok(finished)
     }

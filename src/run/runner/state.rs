@@ -70,7 +70,7 @@ pub(super) struct RunState<'t> {
     /// Text the last step typed, to check against the field on the next screen.
     pub typed: Option<(u32, String)>,
     /// When the store's cancel flag was read last (`cancel_poll_due`).
-    pub cancel_polled: Option<Instant>,
+    pub cancel_polled: Instant,
     /// The layout hash the last step's action settled at, to notice a change nobody in
     /// droidpilot made before the next observation (`external_change`).
     pub settled: Option<u64>,
@@ -80,17 +80,16 @@ pub(super) struct RunState<'t> {
 const CANCEL_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl<'t> RunState<'t> {
-    /// Whether to read the store's cancel flag at this boundary: at the first, then at
-    /// most once per `CANCEL_POLL`. A cancel made through this process arrives at once as
-    /// a stop signal; the flag catches one recorded where no signal reaches (another
-    /// process on the same database, or a cancel just before the runner registered).
-    /// Reading it every step cost a store round trip per step.
+    /// Whether to read the store's cancel flag at this boundary: at most once per
+    /// `CANCEL_POLL`, the first a poll interval after the start (the task the runner was
+    /// given was read after its claim, flag included, and its stop signal was registered
+    /// before the claim). A cancel made through this process, or relayed from another
+    /// instance, arrives at once as a stop signal; the flag catches one whose relay was
+    /// lost. Reading it every step cost a store round trip per step.
     pub fn cancel_poll_due(&mut self) -> bool {
-        let due = self
-            .cancel_polled
-            .is_none_or(|t| t.elapsed() >= CANCEL_POLL);
+        let due = self.cancel_polled.elapsed() >= CANCEL_POLL;
         if due {
-            self.cancel_polled = Some(Instant::now());
+            self.cancel_polled = Instant::now();
         }
         due
     }
@@ -107,7 +106,12 @@ impl<'t> RunState<'t> {
         let stream = task.id.to_string();
         let started = Instant::now();
         let mut history = History::new(runner.cfg.history_steps);
-        let committed = runner.bus.store().steps(task.id).await?;
+        // The task was read after its claim: a new one (no steps) needs no read.
+        let committed = if task.steps > 0 {
+            runner.bus.store().steps(task.id).await?
+        } else {
+            Vec::new()
+        };
         // A person's steps (take-over) are not the agent's to remember as its own.
         for s in committed.iter().filter(|s| s.by.is_none()) {
             if let Some(a) = &s.action {
@@ -159,7 +163,7 @@ impl<'t> RunState<'t> {
             previous: None,
             replanned_when_stuck: false,
             typed: None,
-            cancel_polled: None,
+            cancel_polled: started,
             settled: None,
         })
     }
