@@ -24,8 +24,8 @@ pub async fn submit(bus: &EventBus, spec: TaskSpec) -> Result<Task, StoreError> 
 /// Cancels a task: at once when it is queued or waiting for an answer, and promptly when
 /// it runs (its runner is signalled and drops what it waits on, a model call or a device
 /// wait). A runner on another instance of a shared database is signalled by its
-/// instance, told over `Control::Cancel`; every runner also sees the stored flag at its
-/// next step, should the notification be lost.
+/// instance, told over `Control::Cancel`; every runner also reads the stored flag once a
+/// second at a step boundary, should the notification be lost.
 pub async fn cancel(
     bus: &EventBus,
     running: &RunningTasks,
@@ -41,7 +41,7 @@ pub async fn cancel(
         && let Some(peers) = bus.peers()
         && let Err(e) = peers.send(Control::Cancel { task: id }).await
     {
-        tracing::warn!(task = %id, error = %e, "could not relay a cancel; the runner sees the stored flag at its next step");
+        tracing::warn!(task = %id, error = %e, "could not relay a cancel; the runner reads the stored flag within about a second");
     }
     let event = match outcome {
         CancelOutcome::Cancelled => TaskEvent::finished(&task),
