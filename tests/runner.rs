@@ -413,7 +413,8 @@ async fn a_cancel_flag_set_elsewhere_ends_the_task() {
 }
 
 /// A cancel recorded between the claim and the runner's start is in the task the runner
-/// is given (read after the claim): it ends before any step, with no store read.
+/// is given (read after the claim): it ends before any step, though the store's flag is
+/// not due to be read yet.
 #[tokio::test]
 async fn a_cancel_flag_in_the_claimed_task_ends_it_before_its_first_step() {
     let e = env(quick()).await;
