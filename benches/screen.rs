@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group};
 use droidpilot::screen::{CompactOptions, ReprOptions, Screen, parse::decode};
 
 fn corpus() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/uiautomator/real");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/uiautomator/real");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("fixture corpus missing at {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))

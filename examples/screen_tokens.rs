@@ -62,7 +62,7 @@ fn main() -> anyhow::Result<()> {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/uiautomator/real")
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/uiautomator/real")
         });
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| anyhow::anyhow!("fixtures not found at {}: {e}", dir.display()))?

@@ -2,7 +2,7 @@
 """Writes fuzz/seeds/<target>/ from the repo's own examples: the action example table, each
 vision format's test table, selector and command-line test cases, and adb frames built
 here by the wire layout. The dump target is seeded from the real-dump corpus
-(../shared/fixtures/uiautomator) by .ci/fuzz, plus the small dumps below. Re-run after a
+(tests/fixtures/uiautomator) by .ci/fuzz, plus the small dumps below. Re-run after a
 table gains rows: python3 fuzz/make_seeds.py"""
 import hashlib, json, os, re, struct, sys
 

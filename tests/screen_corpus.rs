@@ -1,4 +1,5 @@
-//! The screen layer against the real-world corpus (`../shared/fixtures/uiautomator`):
+//! The screen layer against the real-world corpus (`tests/fixtures/uiautomator`, each file's
+//! source repository and commit in its `INDEX.tsv`):
 //! every dump parses (or fails clearly), nothing panics, the three representations and
 //! the selector engine behave on real screens, and arbitrary input never panics.
 
@@ -17,10 +18,10 @@ use droidpilot::screen::{
 use proptest::prelude::*;
 
 fn fixtures() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/uiautomator");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/uiautomator");
     assert!(
         dir.join("INDEX.tsv").is_file(),
-        "fixture corpus missing at {} — the repo must sit next to `shared/` (clone it beside the checkout)",
+        "fixture corpus missing at {}: it is part of the repository (tests/fixtures/uiautomator)",
         dir.display()
     );
     dir
