@@ -304,7 +304,12 @@ impl From<StoreError> for ApiError {
                 format!("the database does not answer: {other}"),
                 "Try again shortly; if it lasts, check that the database server is up (storage.database_url).",
             ),
-            other => Self::internal(other.to_string()),
+            // The database's own words stay in the server log: they can quote the
+            // request's data and name the schema.
+            other => {
+                tracing::error!(error = %other, "store call failed");
+                Self::internal("the database could not complete the request")
+            }
         }
     }
 }

@@ -321,7 +321,15 @@ type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArgu
 fn bind<'q>(q: PgQuery<'q>, r: &SqliteRow, i: usize, kind: Col) -> Result<PgQuery<'q>, String> {
     let e = |e: sqlx::Error| e.to_string();
     Ok(match kind {
-        Text | Json => q.bind(r.try_get::<Option<String>, _>(i).map_err(e)?),
+        // NULs encoded as the PostgreSQL store writes them (`pg_text`).
+        Text => q.bind(
+            r.try_get::<Option<String>, _>(i)
+                .map_err(e)?
+                .map(|s| super::pg_text::enc(&s).into_owned()),
+        ),
+        Json => q.bind(super::pg_text::enc_json_opt(
+            r.try_get::<Option<String>, _>(i).map_err(e)?,
+        )),
         Int => q.bind(r.try_get::<Option<i64>, _>(i).map_err(e)?),
         Int32 => q.bind(
             r.try_get::<Option<i64>, _>(i)

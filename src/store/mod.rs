@@ -11,6 +11,7 @@ pub mod location;
 pub mod migrate;
 pub mod notify;
 pub mod patient;
+mod pg_text;
 pub mod postgres;
 mod postgres_cluster;
 pub mod sqlite;

@@ -10,7 +10,8 @@
 //!   id) they read first.
 //!
 //! JSON columns are `jsonb`; they are bound as text with a `::jsonb` cast and read back as
-//! `::text`, so `StepRow` (shared with SQLite) does the conversion once.
+//! `::text`, so `StepRow` (shared with SQLite) does the conversion once. Free text and
+//! JSON strings go through `pg_text` both ways, so a NUL is stored like any character.
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use sqlx::{ConnectOptions, Connection, Row};
 
 use super::cursor::{decode_cursor, next_page};
 use super::location::redact_url;
+use super::pg_text::{dec, dec_json, dec_json_opt, dec_opt, enc, enc_json, enc_json_opt, enc_opt};
 use super::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
     TaskFilter, TaskPage,
@@ -120,14 +122,25 @@ fn opt_json<T: serde::de::DeserializeOwned>(
     col: &str,
 ) -> Result<Option<T>, StoreError> {
     s.map(|s| {
-        serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))
+        serde_json::from_str(&dec_json(s))
+            .map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))
     })
     .transpose()
 }
 
+/// JSON text for a `jsonb` column, NULs encoded (`pg_text`).
 fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
     v.as_ref()
-        .map(|v| serde_json::to_string(v).expect("serializing plain data cannot fail"))
+        .map(|v| enc_json(serde_json::to_string(v).expect("serializing plain data cannot fail")))
+}
+
+/// A free-text column, as it was written (`pg_text`).
+fn text(r: &PgRow, col: &str) -> Result<String, StoreError> {
+    Ok(dec(r.try_get(col)?))
+}
+
+fn opt_text(r: &PgRow, col: &str) -> Result<Option<String>, StoreError> {
+    Ok(dec_opt(r.try_get(col)?))
 }
 
 /// Now, at the precision PostgreSQL keeps (microseconds), so a record returned equals the
@@ -156,25 +169,25 @@ fn task_from_row(r: &PgRow) -> Result<Task, StoreError> {
         id: parse_id(&r.try_get::<String, _>("id")?, "task id")?,
         status: status.parse().map_err(StoreError::Corrupt)?,
         spec: TaskSpec {
-            instruction: r.try_get("instruction")?,
+            instruction: text(r, "instruction")?,
             priority: r.try_get("priority")?,
             max_steps: r.try_get::<i64, _>("max_steps")? as u32,
             timeout_seconds: r.try_get::<i64, _>("timeout_seconds")? as u64,
-            device_id: r.try_get("device_id")?,
+            device_id: opt_text(r, "device_id")?,
             device: opt_json::<DeviceConstraints>(r.try_get("constraints")?, "constraints")?,
             agent: opt_json(r.try_get("agent")?, "agent")?,
-            external_id: r.try_get("external_id")?,
-            session_id: r.try_get("session_id")?,
+            external_id: opt_text(r, "external_id")?,
+            session_id: opt_text(r, "session_id")?,
             metadata: opt_json(r.try_get("metadata")?, "metadata")?,
-            webhook_url: r.try_get("webhook_url")?,
+            webhook_url: opt_text(r, "webhook_url")?,
             record: r.try_get("record")?,
         },
-        assigned_device: r.try_get("assigned_device")?,
+        assigned_device: opt_text(r, "assigned_device")?,
         created_at: r.try_get("created_at")?,
         started_at: r.try_get("started_at")?,
         finished_at: r.try_get("finished_at")?,
-        reason: r.try_get("reason")?,
-        answer: r.try_get("answer")?,
+        reason: opt_text(r, "reason")?,
+        answer: opt_text(r, "answer")?,
         steps: r.try_get::<i64, _>("steps")? as u32,
         tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
         tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
@@ -193,22 +206,22 @@ fn step_from_row(r: &PgRow) -> Result<Step, StoreError> {
         task_id: r.try_get("task_id")?,
         n: r.try_get("n")?,
         started_at: r.try_get("started_at")?,
-        thinking: r.try_get("thinking")?,
-        action: r.try_get("action")?,
-        raw: r.try_get("raw")?,
-        rejected: r.try_get("rejected")?,
-        result: r.try_get("result")?,
-        screen: r.try_get("screen")?,
+        thinking: opt_text(r, "thinking")?,
+        action: dec_json_opt(r.try_get("action")?),
+        raw: opt_text(r, "raw")?,
+        rejected: dec_json_opt(r.try_get("rejected")?),
+        result: dec_json_opt(r.try_get("result")?),
+        screen: dec_json_opt(r.try_get("screen")?),
         screenshot: r.try_get("screenshot")?,
-        timings: r.try_get("timings")?,
+        timings: dec_json_opt(r.try_get("timings")?),
         tokens_in: r.try_get("tokens_in")?,
         tokens_out: r.try_get("tokens_out")?,
         cost_usd: r.try_get("cost_usd")?,
         model_calls: r.try_get("model_calls")?,
-        replay: r.try_get("replay")?,
-        calls: r.try_get("calls")?,
-        annotations: r.try_get("annotations")?,
-        actor: r.try_get("actor")?,
+        replay: dec_json_opt(r.try_get("replay")?),
+        calls: dec_json_opt(r.try_get("calls")?),
+        annotations: dec_json_opt(r.try_get("annotations")?),
+        actor: opt_text(r, "actor")?,
     }
     .into_step()
 }
@@ -224,13 +237,13 @@ fn intervention_from_row(r: &PgRow) -> Result<Intervention, StoreError> {
             .try_get::<String, _>("kind")?
             .parse()
             .map_err(StoreError::Corrupt)?,
-        question: r.try_get("question")?,
+        question: opt_text(r, "question")?,
         options: opt_json(r.try_get("options")?, "options")?,
-        answer: r.try_get("answer")?,
-        answered_by: r.try_get("answered_by")?,
+        answer: opt_text(r, "answer")?,
+        answered_by: opt_text(r, "answered_by")?,
         created_at: r.try_get("created_at")?,
         answered_at: r.try_get("answered_at")?,
-        by: r.try_get("actor")?,
+        by: opt_text(r, "actor")?,
         action: opt_json(r.try_get("action")?, "action")?,
         step: r.try_get::<Option<i32>, _>("step")?.map(|n| n as u32),
         detail: opt_json(r.try_get("detail")?, "detail")?,
@@ -242,8 +255,8 @@ const SCRIPT_SELECT: &str =
 
 fn script_from_row(r: &PgRow) -> Result<ScriptRecord, StoreError> {
     let id: String = r.try_get("id")?;
-    let body: String = r.try_get("body")?;
-    let source: String = r.try_get("source")?;
+    let body = dec_json(r.try_get("body")?);
+    let source = dec_json(r.try_get("source")?);
     let corrupt = |what: &str, e: &dyn std::fmt::Display| {
         StoreError::Corrupt(format!("script {id} {what}: {e}"))
     };
@@ -262,7 +275,7 @@ fn event_from_row(r: &PgRow) -> Result<StoredEvent, StoreError> {
         seq: r.try_get("seq")?,
         event: TaskEvent::from_parts(
             &r.try_get::<String, _>("type")?,
-            serde_json::from_str(&r.try_get::<String, _>("payload")?)
+            serde_json::from_str(&dec_json(r.try_get::<String, _>("payload")?))
                 .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
         ),
         created_at: r.try_get("created_at")?,
@@ -279,7 +292,7 @@ async fn insert_script<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
     )
     .bind(rec.id.to_string())
     .bind(rec.version as i32)
-    .bind(&rec.script.name)
+    .bind(enc(&rec.script.name))
     .bind(to_json(&Some(&rec.script)))
     .bind(to_json(&Some(&rec.source)))
     .bind(rec.created_at)
@@ -308,18 +321,18 @@ impl Store for PostgresStore {
         )
         .bind(id.to_string())
         .bind(TaskStatus::Queued.as_str())
-        .bind(&spec.instruction)
+        .bind(enc(&spec.instruction))
         .bind(spec.priority)
         .bind(spec.max_steps as i64)
         .bind(spec.timeout_seconds as i64)
-        .bind(&spec.device_id)
+        .bind(enc_opt(spec.device_id.as_deref()))
         .bind(to_json(&spec.device))
         .bind(to_json(&spec.agent))
-        .bind(&spec.external_id)
-        .bind(&spec.session_id)
+        .bind(enc_opt(spec.external_id.as_deref()))
+        .bind(enc_opt(spec.session_id.as_deref()))
         .bind(to_json(&spec.metadata))
         .bind(now_micros())
-        .bind(&spec.webhook_url)
+        .bind(enc_opt(spec.webhook_url.as_deref()))
         .bind(spec.record)
         .execute(&self.pool)
         .await?;
@@ -417,7 +430,7 @@ impl Store for PostgresStore {
         )
         .bind(stream)
         .bind(event.kind())
-        .bind(event.payload().to_string())
+        .bind(enc_json(event.payload().to_string()))
         .bind(now)
         .bind(super::notify::EVENTS_CHANNEL)
         .bind(self.notifier.origin())
@@ -465,7 +478,7 @@ impl Store for PostgresStore {
             "UPDATE tasks SET status = 'running', assigned_device = $1, started_at = COALESCE(started_at, $2), \
              reason = NULL WHERE id = $3 AND status = 'queued'",
         )
-        .bind(device)
+        .bind(enc(device))
         .bind(now_micros())
         .bind(id.to_string())
         .execute(&self.pool)
@@ -484,7 +497,7 @@ impl Store for PostgresStore {
             "UPDATE tasks SET status = $1, reason = $2 WHERE id = $3 AND status IN {HELD}"
         )))
         .bind(status.as_str())
-        .bind(reason)
+        .bind(enc_opt(reason))
         .bind(id.to_string())
         .execute(&self.pool)
         .await?;
@@ -511,8 +524,8 @@ impl Store for PostgresStore {
              WHERE id = $5 AND status IN {LIVE}"
         )))
         .bind(status.as_str())
-        .bind(reason)
-        .bind(answer)
+        .bind(enc_opt(reason))
+        .bind(enc_opt(answer))
         .bind(now_micros())
         .bind(id.to_string())
         .execute(&self.pool)
@@ -609,13 +622,13 @@ impl Store for PostgresStore {
         .bind(&iv.id)
         .bind(iv.task_id.to_string())
         .bind(iv.kind.as_str())
-        .bind(&iv.question)
+        .bind(enc_opt(iv.question.as_deref()))
         .bind(to_json(&iv.options))
-        .bind(&iv.answer)
-        .bind(&iv.answered_by)
+        .bind(enc_opt(iv.answer.as_deref()))
+        .bind(enc_opt(iv.answered_by.as_deref()))
         .bind(iv.created_at)
         .bind(iv.answered_at)
-        .bind(&iv.by)
+        .bind(enc_opt(iv.by.as_deref()))
         .bind(to_json(&iv.action))
         .bind(iv.step.map(|n| n as i32))
         .bind(to_json(&iv.detail))
@@ -634,8 +647,8 @@ impl Store for PostgresStore {
             "UPDATE interventions SET answer = $1, answered_by = $2, answered_at = $3 \
              WHERE id = $4 AND answered_at IS NULL",
         )
-        .bind(answer)
-        .bind(by)
+        .bind(enc(answer))
+        .bind(enc(by))
         .bind(now_micros())
         .bind(id)
         .execute(&self.pool)
@@ -677,13 +690,13 @@ impl Store for PostgresStore {
                 "UPDATE tasks SET status = 'queued', reason = $1 \
                  WHERE status IN ('running', 'waiting_for_user', 'paused') RETURNING id",
             )
-            .bind(reason)
+            .bind(enc(reason))
         } else {
             sqlx::query_scalar(
                 "UPDATE tasks SET status = 'interrupted', reason = $1, finished_at = $2 \
                  WHERE status IN ('running', 'waiting_for_user', 'paused') RETURNING id",
             )
-            .bind(reason)
+            .bind(enc(reason))
             .bind(now_micros())
         };
         let mut ids: Vec<String> = q.fetch_all(&self.pool).await?;
@@ -847,22 +860,22 @@ async fn insert_step(
     .bind(row.task_id)
     .bind(row.n)
     .bind(row.started_at)
-    .bind(row.thinking)
-    .bind(row.action)
-    .bind(row.raw)
-    .bind(row.rejected)
-    .bind(row.result)
-    .bind(row.screen)
+    .bind(enc_opt(row.thinking.as_deref()))
+    .bind(enc_json_opt(row.action))
+    .bind(enc_opt(row.raw.as_deref()))
+    .bind(enc_json_opt(row.rejected))
+    .bind(enc_json_opt(row.result))
+    .bind(enc_json_opt(row.screen))
     .bind(row.screenshot)
-    .bind(row.timings)
+    .bind(enc_json_opt(row.timings))
     .bind(row.tokens_in)
     .bind(row.tokens_out)
     .bind(row.cost_usd)
     .bind(row.model_calls)
-    .bind(row.replay)
-    .bind(row.calls)
-    .bind(row.annotations)
-    .bind(row.actor)
+    .bind(enc_json_opt(row.replay))
+    .bind(enc_json_opt(row.calls))
+    .bind(enc_json_opt(row.annotations))
+    .bind(enc_opt(row.actor.as_deref()))
     .execute(&mut **tx)
     .await?
     .rows_affected();
@@ -931,7 +944,7 @@ impl PostgresStore {
                 b.push_bind(c.stream)
                     .push_bind(seq)
                     .push_bind(e.kind())
-                    .push_bind(e.payload().to_string())
+                    .push_bind(enc_json(e.payload().to_string()))
                     .push_unseparated("::jsonb")
                     .push_bind(now);
             });

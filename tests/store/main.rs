@@ -16,6 +16,7 @@ mod bench;
 mod cluster;
 mod e2e;
 mod migrate;
+mod nul;
 mod outage;
 mod startup;
 mod suite;

@@ -872,3 +872,98 @@ async fn step_commits_and_single_events_share_one_gapless_sequence(s: S) {
     }
     assert_eq!(s.get_task(task.id).await.unwrap().steps, 10);
 }
+
+/// A string no text column of PostgreSQL holds as it is: NUL, the escape its store uses
+/// for it, a JSON-escaped NUL spelled out, and text around them.
+const ODD: &str = "a\u{0}b \u{FFFF}0 \\u0000 \u{0}\u{FFFF}\u{FFFF} é😀";
+
+both!(any_json_string_round_trips_nul_included);
+async fn any_json_string_round_trips_nul_included(s: S) {
+    let mut sp = spec(ODD);
+    sp.metadata = Some(serde_json::json!({ODD: [ODD, {"k": ODD}]}));
+    sp.agent = Some(serde_json::json!({"kind": "replay", "note": ODD}));
+    sp.external_id = Some(ODD.into());
+    sp.session_id = Some(ODD.into());
+    let t = s.create_task(sp.clone()).await.unwrap();
+    assert_eq!(t.spec, sp);
+    assert_eq!(s.get_task(t.id).await.unwrap().spec, sp);
+    assert!(s.start_task(t.id, "sim-1").await.unwrap());
+
+    // A step through each write path: alone, and committed with its events.
+    let typed = ActionParser::new()
+        .parse(&serde_json::json!({"action": "type", "text": ODD}))
+        .unwrap();
+    let mut one = typed_step(t.id, 1, Some(typed.clone()));
+    one.thinking = Some(ODD.into());
+    one.raw = Some(ODD.into());
+    one.by = Some(ODD.into());
+    one.outcome.error = Some(ODD.into());
+    one.outcome.detail = Some(serde_json::json!({ODD: ODD}));
+    s.append_step(&one).await.unwrap();
+    let mut two = one.clone();
+    two.n = 2;
+    two.rejected = Some(serde_json::json!({"action": ODD}));
+    two.screen.as_mut().unwrap().summary = ODD.into();
+    let stream = t.id.to_string();
+    let events = vec![TaskEvent::from_parts(
+        "x",
+        serde_json::json!({"raw": ODD, ODD: 1}),
+    )];
+    s.commit_step(&StepCommit {
+        stream: &stream,
+        step: Some(&two),
+        artifacts: &[],
+        events: &events,
+    })
+    .await
+    .unwrap()
+    .expect("committed");
+    s.append_event(&stream, events[0].clone()).await.unwrap();
+    assert_eq!(s.steps(t.id).await.unwrap(), vec![one, two]);
+    let stored = s.events_since(&stream, 0, 10).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert!(stored.iter().all(|e| e.event == events[0]), "{stored:?}");
+
+    let iv = Intervention {
+        id: "q-nul".into(),
+        task_id: t.id,
+        kind: InterventionKind::AskUser,
+        question: Some(ODD.into()),
+        options: Some(vec![ODD.into()]),
+        answer: None,
+        answered_by: None,
+        created_at: "2026-01-02T03:04:05.123456Z".parse().unwrap(),
+        answered_at: None,
+        by: Some(ODD.into()),
+        action: Some(serde_json::json!({"text": ODD})),
+        step: None,
+        detail: Some(serde_json::json!({ODD: ODD})),
+    };
+    s.create_intervention(&iv).await.unwrap();
+    let answered = s.answer_intervention("q-nul", ODD, ODD).await.unwrap();
+    assert_eq!(
+        (answered.answer.as_deref(), answered.answered_by.as_deref()),
+        (Some(ODD), Some(ODD))
+    );
+    assert_eq!(answered.question, iv.question);
+    assert_eq!((answered.options, answered.detail), (iv.options, iv.detail));
+
+    let ended = s
+        .finish_task(t.id, TaskStatus::Failed, Some(ODD), Some(ODD))
+        .await
+        .unwrap();
+    assert_eq!(
+        (ended.reason.as_deref(), ended.answer.as_deref()),
+        (Some(ODD), Some(ODD))
+    );
+    let back = s.get_task(t.id).await.unwrap();
+    assert_eq!(back, ended);
+
+    let mut script = doc(ODD);
+    script.goal = ODD.into();
+    let rec = s
+        .create_script(&script, ScriptSource::Uploaded)
+        .await
+        .unwrap();
+    assert_eq!(s.script(rec.id, None).await.unwrap().script, script);
+}

@@ -231,7 +231,9 @@ impl Runner {
         self.takeovers.unregister(id);
         let end = match ran {
             Ok(end) => end,
-            Err(Fatal::Store(e)) => return Err(e),
+            // A write that failed (after `PatientStore`'s retries) ends the task here:
+            // left `running`, it would outlive its timeout on a phone already released.
+            Err(Fatal::Store(e)) => store_failed(id, &e),
             Err(Fatal::Device(msg)) => End::new(TaskStatus::Failed, msg),
         };
         if end.status == TaskStatus::Incomplete {
@@ -500,6 +502,21 @@ impl RunState<'_> {
             step: self.counter.current(),
         }
     }
+}
+
+/// The ending of a task whose record could not be written. The database's own message
+/// goes to the log only: it may quote the data it refused.
+fn store_failed(id: TaskId, e: &StoreError) -> End {
+    tracing::error!(task = %id, error = %e, "a write of the task failed; ending it");
+    let why = if e.is_transient() {
+        "the database did not answer"
+    } else {
+        "the database refused a write"
+    };
+    End::new(
+        TaskStatus::Failed,
+        format!("the task's record could not be saved ({why}); the server log has the details"),
+    )
 }
 
 /// Checks, before the first step, that the device has the app the agent needs. A device
