@@ -126,6 +126,8 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(5))
             .pragma("wal_autocheckpoint", "0");
+        // Held until the migrations have run (dropped at the end of this function).
+        let _migrating = migration_lock(path).await?;
         Self::connect(opts).await
     }
 
@@ -180,6 +182,29 @@ impl SqliteStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
+}
+
+/// An exclusive lock on `<file>.migrate-lock`, next to the database. Two processes that
+/// open a fresh file at once (`serve` and `mcp`, two `mcp` clients) would otherwise both
+/// read "nothing applied" and run the same migrations, and the second died on
+/// `duplicate column name`: sqlx's migrator locks only on PostgreSQL (an advisory lock).
+/// A file lock (`flock`, through std's `File::lock`) is released when the process dies,
+/// so a crash mid-migration never leaves it held. The empty file stays: removing it
+/// while another process waits on it would split the lock in two.
+async fn migration_lock(db: &Path) -> Result<std::fs::File, StoreError> {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".migrate-lock");
+    let io = |e| StoreError::Database(sqlx::Error::Io(e));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&name)
+        .map_err(io)?;
+    tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .map_err(|e| io(std::io::Error::other(e)))?
+        .map_err(io)
 }
 
 fn ts(t: DateTime<Utc>) -> String {

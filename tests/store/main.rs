@@ -14,6 +14,7 @@ mod common;
 
 mod bench;
 mod cluster;
+mod concurrent_open;
 mod e2e;
 mod migrate;
 mod nul;
