@@ -2,8 +2,10 @@
 //! model API key (the server's `OPENAI_API_KEY`, sent to a wiremock model speaking OpenAI's
 //! wire format), the server's bearer token, and a password a model types into the virtual
 //! phone's real password field (Settings > Accounts, `password="true"`). The run is a
-//! vision agent that opens Settings, types an e-mail and the password, and finishes;
-//! the server logs at `trace`.
+//! vision agent that opens Settings, types an e-mail, aims the password at a selector
+//! that misses the field (a failed step), types it into the field, and finishes; then an
+//! MCP client types it into the field with the `type` tool over `/mcp`. The server logs
+//! at `trace`.
 //!
 //! None of the canaries, raw or in a simple encoding (base64 at each alignment, URL
 //! encoding, hex), may appear in: the server's stdout and stderr; any byte under the data
@@ -150,6 +152,12 @@ fn script(password: &str) -> Vec<String> {
             "The e-mail.",
             json!({"action": "type", "selector": "#email", "text": "alex@example.com"}),
         ),
+        // Aimed at the password field with a selector that matches nothing: the step
+        // fails, and its recorded action must not hold the text either.
+        reply(
+            "The password field.",
+            json!({"action": "type", "selector": "#passwd", "text": password}),
+        ),
         reply(
             &format!("Now the password {password} into the password field."),
             json!({"action": "type", "selector": "#password", "text": password}),
@@ -281,6 +289,46 @@ async fn watch_ws(
     (stop, handle)
 }
 
+/// Over `/mcp` (JSON-RPC on Streamable HTTP, as an MCP client sends it): a session that
+/// types `text` into the phone's password field with the `type` tool. Returns the
+/// replies' bytes.
+async fn mcp_type_password(server: &Server, text: &str) -> Vec<u8> {
+    let post = |body: Value, session: Option<String>| {
+        let mut req = server
+            .client
+            .post(format!("{}/mcp", server.base))
+            .bearer_auth(&server.token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        req.send()
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "audit", "version": "1"}}});
+    let r = post(init, None).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let mut out = r.bytes().await.unwrap().to_vec();
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = post(done, Some(session.clone())).await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "type", "arguments": {"device_id": "sim-1", "selector": "#password", "text": text}}});
+    let r = post(call, Some(session)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    out.extend(r.bytes().await.unwrap());
+    assert!(
+        String::from_utf8_lossy(&out).contains("\"id\":2,\"result\"")
+            && !String::from_utf8_lossy(&out).contains("\"isError\":true"),
+        "the type tool ran: {}",
+        String::from_utf8_lossy(&out)
+    );
+    out
+}
+
 /// Every entry of a `.tar.gz`, decompressed.
 fn untar(gz: &[u8]) -> Vec<(String, Vec<u8>)> {
     let mut a = tar::Archive::new(flate2::read::GzDecoder::new(gz));
@@ -382,6 +430,11 @@ async fn no_secret_reaches_logs_database_artifacts_api_or_export() {
         !auth.is_empty() && auth.iter().all(|a| *a == format!("Bearer {api_key}")),
         "every model call carried the canary key"
     );
+    // An MCP client types the password too (the MCP library logs requests whole at debug).
+    responses.push((
+        "/mcp type".into(),
+        mcp_type_password(&server, &password).await,
+    ));
     let (_, hierarchy) = server.get("/v1/devices/sim-1/hierarchy").await;
     let xml = String::from_utf8_lossy(&hierarchy).into_owned();
     let field = xml
@@ -401,6 +454,14 @@ async fn no_secret_reaches_logs_database_artifacts_api_or_export() {
         .collect();
     assert_eq!(typed.len(), 1, "{steps}");
     assert_eq!(typed[0]["action"]["text"], "••••");
+    let missed: Vec<&Value> = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["action"]["selector"] == "#passwd")
+        .collect();
+    assert_eq!(missed.len(), 1, "{steps}");
+    assert_eq!(missed[0]["action"]["text"], "••••", "{steps}");
     assert_eq!(
         typed[0]["outcome"]["status"], "ok",
         "the password was typed"

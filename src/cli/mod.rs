@@ -191,13 +191,20 @@ pub fn log_colours(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>)
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
-/// Installs the tracing subscriber (on stderr). `RUST_LOG` beats the configured level.
+/// The MCP library's (rmcp's) most detailed logging.
+pub const MCP_LIBRARY_CAP: &str = "rmcp=info";
+
+/// Installs the tracing subscriber (on stderr). `RUST_LOG` beats the configured level,
+/// except for the MCP library (`MCP_LIBRARY_CAP`).
 pub fn init_logging(format: LogFormat, level: &str) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+        .unwrap_or_else(|_| EnvFilter::new("info"))
+        // The MCP library logs every request and reply whole at debug (a `type` tool
+        // call's text, a password included): never below info, whatever RUST_LOG says.
+        .add_directive(MCP_LIBRARY_CAP.parse().expect("a valid directive"));
     let ansi = log_colours(
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Bounds, PixelPoint, ScreenSize, Target};
+use crate::domain::action::TargetField;
+use crate::domain::{Action, Bounds, CoordinateTransform, PixelPoint, ScreenSize, Target};
 
 use super::elements::{ElementMap, element_map};
 use super::modal::has_modal;
@@ -99,20 +100,54 @@ impl Screen {
         resolve_target(&self.tree, &self.elements, target)
     }
 
-    /// Whether typed text would land in a password field: the field `target` resolves
-    /// to (or the one under `point`, for a coordinate target), else the focused field.
-    /// The runner records such text redacted.
+    /// Whether typed text may land in a password field: the field `target` resolves to
+    /// (or the one under `point`, for a coordinate target), else the focused field. A
+    /// target that misses every field (a point beside the field, a selector that matches
+    /// nothing) counts as a password whenever the screen has a password field: the text
+    /// was likely aimed at it, and may reach it through the focus. The runner records
+    /// such text redacted.
     pub fn types_into_password(&self, target: Option<&Target>, point: Option<PixelPoint>) -> bool {
-        let is_password = |i: usize| self.tree.nodes[i].password;
-        match (target, point) {
-            (_, Some(p)) => self.field_at(p).is_some_and(is_password),
-            (Some(t), None) => self
-                .resolve(t)
-                .ok()
-                .and_then(|b| self.field_at(b.center()))
-                .is_some_and(is_password),
-            (None, None) => self.tree.nodes.iter().any(|n| n.password && n.focused),
+        let field = match (target, point) {
+            (_, Some(p)) => self.field_at(p),
+            (Some(t), None) => self.resolve(t).ok().and_then(|b| self.field_at(b.center())),
+            (None, None) => self
+                .tree
+                .nodes
+                .iter()
+                .position(|n| n.focused && (n.is_editable() || n.password)),
+        };
+        match field {
+            Some(i) => self.tree.nodes[i].password,
+            None => self.tree.nodes.iter().any(|n| n.password),
         }
+    }
+
+    /// `action` as it may be shown or echoed: a `type` that may land in a password field
+    /// (`types_into_password`) with its text as `••••`. None: nothing to hide.
+    pub fn mask_typed(
+        &self,
+        action: &Action,
+        size: ScreenSize,
+        transform: &dyn CoordinateTransform,
+    ) -> Option<Action> {
+        let Action::Type {
+            target,
+            clear_first,
+            ..
+        } = action
+        else {
+            return None;
+        };
+        let t = target.as_ref().map(|TargetField(t)| t);
+        let point = match t {
+            Some(Target::Coordinate(p)) => Some(transform.to_pixel(*p, size)),
+            _ => None,
+        };
+        self.types_into_password(t, point).then(|| Action::Type {
+            text: super::REDACTED.into(),
+            target: target.clone(),
+            clear_first: *clear_first,
+        })
     }
 
     /// The innermost editable node under a pixel.
@@ -223,8 +258,20 @@ mod tests {
         assert!(!screen.types_into_password(None, Some(PixelPoint { x: 500, y: 500 })));
         // No target: the focused field decides.
         assert!(screen.types_into_password(None, None));
+        let on_email = SIGN_IN
+            .replace("focused=\"true\"", "focused=\"false\"")
+            .replace("password=\"false\"", "focused=\"true\" password=\"false\"");
+        let on_email = Screen::from_xml(&on_email, &ReprOptions::default()).unwrap();
+        assert!(!on_email.types_into_password(None, None));
+        // A target that misses every field, on a screen with a password field: masked.
+        assert!(screen.types_into_password(Some(&sel("#passwd")), None));
+        assert!(screen.types_into_password(None, Some(PixelPoint { x: 500, y: 780 })));
         let unfocused = SIGN_IN.replace("focused=\"true\"", "focused=\"false\"");
-        let screen = Screen::from_xml(&unfocused, &ReprOptions::default()).unwrap();
-        assert!(!screen.types_into_password(None, None));
+        let unfocused = Screen::from_xml(&unfocused, &ReprOptions::default()).unwrap();
+        assert!(unfocused.types_into_password(None, None));
+        // No password field anywhere: a miss is plain text.
+        let no_password = SIGN_IN.replace("password=\"true\"", "password=\"false\"");
+        let no_password = Screen::from_xml(&no_password, &ReprOptions::default()).unwrap();
+        assert!(!no_password.types_into_password(Some(&sel("#nowhere")), None));
     }
 }

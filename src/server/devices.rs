@@ -575,7 +575,14 @@ pub async fn act(
     };
     match exec::execute(dev.as_ref(), &action, &ctx).await {
         Ok(out) => Ok(Json(ActionResult {
-            action: serde_json::to_value(&action).unwrap_or(Value::Null),
+            // Text typed into a password field is not echoed (nor logged, nor stored).
+            action: serde_json::to_value(
+                screen
+                    .mask_typed(&action, size, &LinearTransform)
+                    .as_ref()
+                    .unwrap_or(&action),
+            )
+            .unwrap_or(Value::Null),
             detail: out.detail,
             duration_ms: start.elapsed().as_millis() as u64,
         })),

@@ -107,11 +107,11 @@ impl McpServer {
         let device_id = take_device_id(name, &mut args)?;
         args.insert("action".into(), Value::String(name.to_string()));
         let action = device_action(&Value::Object(args))?;
-        let (detail, step, task) = self.act_recorded(&device_id, &action).await?;
+        let (detail, step, task, shown) = self.act_recorded(&device_id, &action).await?;
         json_result(&json!({
             "ok": true,
             "device_id": device_id,
-            "action": action,
+            "action": shown,
             "detail": detail,
             "session_task": task,
             "step": step,
@@ -119,12 +119,14 @@ impl McpServer {
     }
 
     /// Leases (or renews) the device for this session, observes the screen, runs the
-    /// action and records it as the next step of the session task, failed or not.
+    /// action and records it as the next step of the session task, failed or not. Also
+    /// returns the action as it may be echoed: a `type` into a password field (or any
+    /// `type`, when the screen could not be read) with its text as `••••`.
     async fn act_recorded(
         &self,
         device_id: &str,
         action: &Action,
-    ) -> Result<(Value, Option<u32>, crate::domain::TaskId), ToolError> {
+    ) -> Result<(Value, Option<u32>, crate::domain::TaskId, Action), ToolError> {
         let used = self.session.use_device(device_id).await?;
         let start = StepStart::now();
         let dev = used.device.as_ref();
@@ -136,6 +138,23 @@ impl McpServer {
             size,
             transform: runner.transform.as_ref(),
         };
+        let shown = match (&obs.screen, action) {
+            (Some(screen), _) => screen.mask_typed(action, size, runner.transform.as_ref()),
+            (
+                None,
+                Action::Type {
+                    target,
+                    clear_first,
+                    ..
+                },
+            ) => Some(Action::Type {
+                text: crate::screen::REDACTED.into(),
+                target: target.clone(),
+                clear_first: *clear_first,
+            }),
+            (None, _) => None,
+        }
+        .unwrap_or_else(|| action.clone());
         let result = exec::execute(dev, action, &ctx).await;
         let outcome = match &result {
             Ok(o) => Ok(o.detail.clone()),
@@ -160,7 +179,7 @@ impl McpServer {
                 tracing::warn!(task = %used.task, error = %e, "could not record an MCP action");
             }
         }
-        Ok((result?.detail, step, used.task))
+        Ok((result?.detail, step, used.task, shown))
     }
 
     /// Scrolls until the selector matches something on screen, recording each scroll
@@ -183,7 +202,9 @@ impl McpServer {
             let dev = self.session_device(&device_id).await?;
             let (screen, repr, _) = read_screen(dev.as_ref()).await?;
             match search.next(&screen) {
-                Next::Scroll(scroll) => self.act_recorded(&device_id, &scroll).await?,
+                Next::Scroll(scroll) => {
+                    self.act_recorded(&device_id, &scroll).await?;
+                }
                 Next::Done(found) => break (found, repr),
             };
         };

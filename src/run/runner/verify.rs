@@ -76,7 +76,11 @@ impl Runner {
                 return Ok(Stop(Break::Commit(Then::End(end))));
             }
         }
-        if let Action::Type { text, .. } = &decision.action {
+        // Text recorded masked (it may have gone to a password field) is not checked:
+        // a mismatch would record it in clear.
+        if let Action::Type { text, .. } = &decision.action
+            && matches!(&draft.step.action, Some(Action::Type { text: kept, .. }) if kept == text)
+        {
             st.typed = Some((n, text.clone()));
         }
         draft.remember(n, decision, outcome);
