@@ -101,11 +101,83 @@ impl DevicesConfig {
     }
 }
 
+/// What a token may do (`server::scope`); each includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Read,
+    Operate,
+    Admin,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Operate => "operate",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+/// One entry of `server.tokens`: a plain token (scope `admin`, no name), or a table
+/// `{ token = "…", scope = "operate", name = "ci" }`.
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum TokenEntry {
+    Plain(String),
+    Scoped(ScopedToken),
+}
+
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopedToken {
+    pub token: String,
+    pub scope: Scope,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl From<&str> for TokenEntry {
+    fn from(t: &str) -> Self {
+        TokenEntry::Plain(t.to_string())
+    }
+}
+
+impl From<String> for TokenEntry {
+    fn from(t: String) -> Self {
+        TokenEntry::Plain(t)
+    }
+}
+
+impl TokenEntry {
+    pub fn secret(&self) -> &str {
+        match self {
+            TokenEntry::Plain(t) => t.trim(),
+            TokenEntry::Scoped(s) => s.token.trim(),
+        }
+    }
+
+    pub fn scope(&self) -> Scope {
+        match self {
+            TokenEntry::Plain(_) => Scope::Admin,
+            TokenEntry::Scoped(s) => s.scope,
+        }
+    }
+
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            TokenEntry::Plain(_) => None,
+            TokenEntry::Scoped(s) => s.name.as_deref(),
+        }
+    }
+}
+
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     pub bind: SocketAddr,
-    pub tokens: Vec<String>,
+    pub tokens: Vec<TokenEntry>,
     pub request_timeout_secs: u64,
     pub body_limit_bytes: usize,
     pub cors_origins: Vec<String>,
@@ -284,10 +356,19 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.server.tokens.iter().any(|t| t.trim().len() < 8) {
+        if self.server.tokens.iter().any(|t| t.secret().len() < 8) {
             return Err(ConfigError::Value(
                 "server.tokens: every token must have at least 8 characters (generate one with `openssl rand -hex 32`)".into(),
             ));
+        }
+        if let Some(t) = self.server.tokens.iter().find(|t| {
+            t.name()
+                .is_some_and(|n| n.is_empty() || n.len() > 64 || n.chars().any(char::is_control))
+        }) {
+            return Err(ConfigError::Value(format!(
+                "server.tokens: the name of a `{}` token must be 1-64 characters with no control characters",
+                t.scope().as_str()
+            )));
         }
         if self.server.body_limit_bytes < 1024 {
             return Err(ConfigError::Value(
@@ -386,7 +467,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.server.bind.to_string(), "0.0.0.0:9000");
-        assert_eq!(c.server.tokens, vec!["secret-one", "secret-two"]);
+        let plain: Vec<&str> = c.server.tokens.iter().map(TokenEntry::secret).collect();
+        assert_eq!(plain, vec!["secret-one", "secret-two"]);
+        assert!(c.server.tokens.iter().all(|t| t.scope() == Scope::Admin));
         assert_eq!(c.log.format, LogFormat::Json);
         let c = load(
             &[("DROIDPILOT_SERVER__BIND", "0.0.0.0:9000")],
@@ -462,6 +545,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("bnd"), "unknown keys are refused by name: {e}");
+    }
+
+    #[test]
+    fn scoped_tokens_are_tables_with_a_scope_and_a_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = "[[server.tokens]]\ntoken = \"ci-token-123\"\nscope = \"operate\"\nname = \"ci\"\n\
+                    [[server.tokens]]\ntoken = \"viewer-token\"\nscope = \"read\"\n";
+        std::fs::write(dir.path().join("local.toml"), toml).unwrap();
+        let c =
+            Config::load_with_env(dir.path(), &Overrides::default(), std::iter::empty()).unwrap();
+        let got: Vec<(&str, Scope, Option<&str>)> = c
+            .server
+            .tokens
+            .iter()
+            .map(|t| (t.secret(), t.scope(), t.name()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("ci-token-123", Scope::Operate, Some("ci")),
+                ("viewer-token", Scope::Read, None)
+            ]
+        );
+        let bad = toml.replace("\"operate\"", "\"root\"");
+        std::fs::write(dir.path().join("local.toml"), bad).unwrap();
+        assert!(
+            Config::load_with_env(dir.path(), &Overrides::default(), std::iter::empty()).is_err(),
+            "an unknown scope is refused"
+        );
     }
 
     #[test]

@@ -196,8 +196,10 @@ enum ClientMessage {
 )]
 pub async fn websocket(
     State(s): State<AppState>,
+    caller: Option<axum::Extension<super::scope::Caller>>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    let caller = caller.map(|axum::Extension(c)| c);
     let ws = match ws {
         Ok(ws) => ws,
         Err(r) => return upgrade_required(r),
@@ -207,7 +209,7 @@ pub async fn websocket(
     ws.max_message_size(WS_MAX_MESSAGE)
         .read_buffer_size(WS_READ_BUFFER)
         .protocols([super::middleware::WS_PROTOCOL])
-        .on_upgrade(move |socket| ws_session(socket, s))
+        .on_upgrade(move |socket| ws_session(socket, s, caller))
         .into_response()
 }
 
@@ -237,14 +239,16 @@ fn upgrade_required(r: WebSocketUpgradeRejection) -> Response {
     resp
 }
 
-async fn ws_session(socket: WebSocket, s: AppState) {
+/// `caller`: the token's grant (None when the server has no tokens): a `read` token may
+/// subscribe but not answer or cancel.
+async fn ws_session(socket: WebSocket, s: AppState, caller: Option<super::scope::Caller>) {
     let (mut sink, mut source) = socket.split();
     let mut feed: EventFeed = s.bus.feed(Filter::Streams(HashSet::new()));
     let mut shutdown = s.shutdown.clone();
     loop {
         let out: Option<Value> = tokio::select! {
             msg = source.next() => match msg {
-                Some(Ok(Message::Text(t))) => Some(handle_client(&s, &mut feed, t.as_str()).await),
+                Some(Ok(Message::Text(t))) => Some(handle_client(&s, caller.as_ref(), &mut feed, t.as_str()).await),
                 Some(Ok(Message::Binary(_))) => Some(error_json(
                     "binary_not_supported",
                     "binary frames are not part of this protocol",
@@ -367,7 +371,12 @@ fn error_json(code: &str, message: &str, hint: &str) -> Value {
     json!({"type": "error", "error": {"code": code, "message": message, "hint": hint}})
 }
 
-async fn handle_client(s: &AppState, feed: &mut EventFeed, text: &str) -> Value {
+async fn handle_client(
+    s: &AppState,
+    caller: Option<&super::scope::Caller>,
+    feed: &mut EventFeed,
+    text: &str,
+) -> Value {
     let msg: ClientMessage = match serde_json::from_str(text) {
         Ok(m) => m,
         Err(e) => {
@@ -378,6 +387,16 @@ async fn handle_client(s: &AppState, feed: &mut EventFeed, text: &str) -> Value 
             );
         }
     };
+    let acts = match &msg {
+        ClientMessage::Answer { .. } => Some("answering over the WebSocket"),
+        ClientMessage::Cancel { .. } => Some("cancelling over the WebSocket"),
+        _ => None,
+    };
+    if let (Some(what), Some(c)) = (acts, caller)
+        && let Err(e) = c.allows(super::scope::Scope::Operate, what)
+    {
+        return error_json(e.code, &e.message, &e.hint);
+    }
     match msg {
         ClientMessage::Ping => json!({"type": "pong"}),
         ClientMessage::Subscribe {
@@ -421,7 +440,15 @@ async fn handle_client(s: &AppState, feed: &mut EventFeed, text: &str) -> Value 
             answer,
         } => match s
             .prompts
-            .answer(&s.bus, task_id, prompt_id.as_deref(), &answer, "websocket")
+            .answer(
+                &s.bus,
+                task_id,
+                prompt_id.as_deref(),
+                &answer,
+                caller
+                    .and_then(|c| c.name.as_deref())
+                    .unwrap_or("websocket"),
+            )
             .await
         {
             Ok(iv) => json!({"type": "answered", "task_id": task_id, "prompt_id": iv.id}),

@@ -104,16 +104,26 @@ pub async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -
         .and_then(bearer_token)
         .map(str::to_string)
         .or(ws_token);
-    let ok = presented.as_deref().is_some_and(|t| {
-        // Comparing fixed-size digests keeps the comparison's time independent of how
-        // much of the token matched.
+    let grant = presented.as_deref().and_then(|t| {
+        // Comparing fixed-size digests, every one of them, keeps the comparison's time
+        // independent of how much of the token matched and of which token it was.
         let d: [u8; 32] = Sha256::digest(t.as_bytes()).into();
-        state
-            .token_digests
-            .iter()
-            .fold(false, |acc, k| acc | constant_time_eq(k, &d))
+        let mut found = None;
+        for (i, k) in state.token_digests.iter().enumerate() {
+            if constant_time_eq(k, &d) {
+                found = Some(i);
+            }
+        }
+        found.and_then(|i| state.token_grants.get(i).cloned())
     });
-    if ok {
+    if let Some(caller) = grant {
+        // The token's scope against the route (`scope.rs`): 403 naming the scope needed.
+        let needed = super::scope::required(req.method(), req.uri().path());
+        let what = format!("{} {}", req.method(), req.uri().path());
+        if let Err(e) = caller.allows(needed, &what) {
+            return e.into_response();
+        }
+        req.extensions_mut().insert(caller);
         return next.run(req).await;
     }
     let message = if presented.is_some() {

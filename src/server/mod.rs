@@ -15,6 +15,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod presets;
 pub mod replay_gif;
+pub mod scope;
 pub mod scripts;
 pub mod state;
 pub mod takeover;

@@ -66,15 +66,15 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
     link_new_tasks(api);
     for (path, item) in api.paths.paths.iter_mut() {
         let public = PUBLIC_OPERATIONS.contains(&path.as_str());
-        for op in [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-            &mut item.patch,
+        for (method, op) in [
+            (axum::http::Method::GET, &mut item.get),
+            (axum::http::Method::POST, &mut item.post),
+            (axum::http::Method::PUT, &mut item.put),
+            (axum::http::Method::DELETE, &mut item.delete),
+            (axum::http::Method::PATCH, &mut item.patch),
         ]
         .into_iter()
-        .flatten()
+        .filter_map(|(m, op)| Some((m, op.as_mut()?)))
         {
             if public {
                 op.security = Some(Vec::new());
@@ -84,6 +84,17 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
                     "401",
                     "No token, or a wrong one (when server.tokens is set)",
                 );
+                let needed = super::scope::required(&method, path);
+                if needed > super::scope::Scope::Read {
+                    add_error(
+                        op,
+                        "403",
+                        &format!(
+                            "The token's scope is narrower than `{}` (`insufficient_scope`)",
+                            needed.as_str()
+                        ),
+                    );
+                }
             }
             let has_params = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
             if has_params {

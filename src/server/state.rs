@@ -16,6 +16,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// SHA-256 of each configured bearer token; the tokens themselves are not kept.
     pub token_digests: Arc<Vec<[u8; 32]>>,
+    /// What each of those tokens may do, and its name (same order).
+    pub token_grants: Arc<Vec<super::scope::Caller>>,
     pub started_at: Instant,
     /// Flips to true when the server starts shutting down; long-lived streams end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
@@ -33,13 +35,24 @@ impl AppState {
             .server
             .tokens
             .iter()
-            .map(|t| Sha256::digest(t.trim().as_bytes()).into())
+            .map(|t| Sha256::digest(t.secret().as_bytes()).into())
+            .collect();
+        let token_grants = core
+            .config
+            .server
+            .tokens
+            .iter()
+            .map(|t| super::scope::Caller {
+                scope: t.scope(),
+                name: t.name().map(str::to_string),
+            })
             .collect();
         let frame_interval = Duration::from_millis(core.config.dashboard.frame_interval_ms);
         Self {
             core,
             shutdown,
             token_digests: Arc::new(token_digests),
+            token_grants: Arc::new(token_grants),
             metrics: super::metrics_handle(),
             started_at: Instant::now(),
             frames: Arc::new(super::frames::FrameCache::new(frame_interval)),

@@ -2,6 +2,7 @@
 //! it. The state machine, the recording and the events are `run::takeover`'s; these
 //! handlers parse, call it and map its refusals to the one error shape.
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,6 +14,7 @@ use utoipa::ToSchema;
 use super::devices::{action_error, device_action};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path};
+use super::scope::Caller;
 use super::state::AppState;
 use crate::domain::{Intervention, Task, TaskId};
 use crate::run::takeover::TakeOverError;
@@ -114,9 +116,10 @@ fn by_body(body: &Bytes) -> Result<Option<String>, ApiError> {
 pub async fn pause_task(
     State(s): State<AppState>,
     Path(id): Path<TaskId>,
+    caller: Option<Extension<Caller>>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Task>), ApiError> {
-    let by = by_body(&body)?;
+    let by = Caller::by(caller.as_deref(), by_body(&body)?);
     let task = s.runner.takeovers.pause(&s.bus, id, by).await?;
     Ok((StatusCode::ACCEPTED, Json(task)))
 }
@@ -138,9 +141,10 @@ pub async fn pause_task(
 pub async fn resume_task(
     State(s): State<AppState>,
     Path(id): Path<TaskId>,
+    caller: Option<Extension<Caller>>,
     body: Bytes,
 ) -> Result<Json<Task>, ApiError> {
-    let by = by_body(&body)?;
+    let by = Caller::by(caller.as_deref(), by_body(&body)?);
     Ok(Json(s.runner.takeovers.resume(&s.bus, id, by).await?))
 }
 
@@ -179,6 +183,7 @@ pub struct ManualActionResult {
 pub async fn task_action(
     State(s): State<AppState>,
     Path(id): Path<TaskId>,
+    caller: Option<Extension<Caller>>,
     Json(mut body): Json<Value>,
 ) -> Result<Json<ManualActionResult>, Response> {
     let err = |e: ApiError| e.into_response();
@@ -187,7 +192,7 @@ pub async fn task_action(
         Some(Value::String(b)) => Some(b),
         Some(_) => return Err(err(checked_by(Some(String::new())).unwrap_err())),
     };
-    let by = checked_by(by).map_err(err)?;
+    let by = Caller::by(caller.as_deref(), checked_by(by).map_err(err)?);
     let action = device_action(&body).map_err(err)?;
     let task = s.store.get_task(id).await.map_err(|e| err(e.into()))?;
     let device = task

@@ -195,11 +195,15 @@ pub struct AnswerRequest {
 pub async fn answer_task(
     State(s): State<AppState>,
     Path(id): Path<TaskId>,
+    caller: Option<axum::Extension<super::scope::Caller>>,
     Json(req): Json<AnswerRequest>,
 ) -> Result<Json<crate::domain::Intervention>, ApiError> {
+    // A named token is who answered.
+    let by = super::scope::Caller::by(caller.as_deref(), None);
+    let by = by.as_deref().unwrap_or("rest");
     Ok(Json(
         s.prompts
-            .answer(&s.bus, id, req.prompt_id.as_deref(), &req.answer, "rest")
+            .answer(&s.bus, id, req.prompt_id.as_deref(), &req.answer, by)
             .await?,
     ))
 }

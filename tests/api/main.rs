@@ -12,6 +12,7 @@ mod http;
 mod lifecycle;
 mod planned;
 mod run;
+mod scopes;
 mod script_replay;
 mod scripts;
 mod streaming;
