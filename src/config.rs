@@ -204,6 +204,20 @@ pub struct StorageConfig {
     /// Connections each instance keeps to PostgreSQL.
     #[serde(default = "default_pool_size")]
     pub pool_size: u32,
+    /// Tasks that ended more than this many days ago are deleted (0: kept forever).
+    #[serde(default)]
+    pub retain_days: u32,
+    /// Screenshots older than this many days, shown by no more recent task, are deleted
+    /// (0: kept forever).
+    #[serde(default)]
+    pub retain_artifact_days: u32,
+    /// How often the server sweeps for what expired.
+    #[serde(default = "default_retention_interval")]
+    pub retention_interval_secs: u64,
+}
+
+fn default_retention_interval() -> u64 {
+    3600
 }
 
 fn default_pool_size() -> u32 {

@@ -244,6 +244,19 @@ impl Core {
         }
     }
 
+    /// Starts the retention sweeps (`run::retention`) on the tracker, when the
+    /// configuration expires anything. The server calls it; CLI runs do not.
+    pub fn start_retention(&self) {
+        let r = crate::run::retention::Retention::new(
+            &self.config.storage,
+            self.store.clone(),
+            self.artifacts.clone(),
+        );
+        if let Some(r) = r {
+            r.spawn(&self.tracker, self.cancel.clone());
+        }
+    }
+
     /// Starts a task this process runs outside the scheduler (an MCP session's task, a
     /// CLI run) on `device`. On a shared database the task records this instance, so if
     /// the instance dies, the others' reaper ends it. False when it was no longer queued.

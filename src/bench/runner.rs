@@ -778,6 +778,27 @@ impl Store for TimedStore {
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
         store_call!(self, "delete_script", self.inner.delete_script(id))
     }
+    async fn delete_task(&self, id: TaskId) -> Result<Vec<Artifact>, StoreError> {
+        store_call!(self, "delete_task", self.inner.delete_task(id))
+    }
+    async fn ended_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        store_call!(self, "ended_before", self.inner.ended_before(before, limit))
+    }
+    async fn delete_artifacts_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> Result<Vec<Artifact>, StoreError> {
+        store_call!(
+            self,
+            "delete_artifacts_before",
+            self.inner.delete_artifacts_before(before, limit)
+        )
+    }
     async fn recover_running(
         &self,
         requeue: bool,

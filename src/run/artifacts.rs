@@ -106,6 +106,29 @@ impl ArtifactStore {
     }
 }
 
+impl ArtifactStore {
+    /// Removes the files of artifact rows the store deleted (`Store::delete_task`,
+    /// `delete_artifacts_before`); a file already gone is fine. Returns how many bytes
+    /// were freed.
+    pub async fn remove_files(&self, gone: Vec<Artifact>) -> u64 {
+        let root = self.root.clone();
+        let job = move || {
+            let mut freed = 0;
+            for a in gone {
+                match std::fs::remove_file(root.join(&a.path)) {
+                    Ok(()) => freed += a.bytes,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        tracing::warn!(path = %a.path, error = %e, "could not remove an artifact")
+                    }
+                }
+            }
+            freed
+        };
+        tokio::task::spawn_blocking(job).await.unwrap_or(0)
+    }
+}
+
 /// A file hashed but not written yet (`ArtifactStore::stage`).
 #[derive(Clone)]
 pub struct Staged {

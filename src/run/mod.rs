@@ -19,5 +19,6 @@ pub mod stuck;
 pub mod takeover;
 
 pub mod result;
+pub mod retention;
 pub mod trajectory;
 pub mod webhooks;

@@ -282,6 +282,14 @@ impl From<StoreError> for ApiError {
                 format!("no question `{p}`"),
                 "Use the prompt_id from the `task.ask_user` event.",
             ),
+            StoreError::NotEnded { id, status } => Self::new(
+                StatusCode::CONFLICT,
+                "task_not_ended",
+                format!("task {id} is {status}: only an ended task can be deleted"),
+                format!(
+                    "Cancel it first (POST /v1/tasks/{id}/cancel), then delete it once it has ended."
+                ),
+            ),
             StoreError::WrongStatus {
                 id,
                 status,

@@ -108,7 +108,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(health::readyz))
         .routes(routes!(health::metrics))
         .routes(routes!(tasks::create_task, tasks::list_tasks))
-        .routes(routes!(tasks::get_task))
+        .routes(routes!(tasks::get_task, tasks::delete_task))
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(tasks::answer_task))
         .routes(routes!(tasks::list_steps))
@@ -325,6 +325,7 @@ impl Server {
         // The scheduler runs with the server; on shutdown it stops taking work and tells
         // runners to stop after their current step (they mark their tasks interrupted).
         self.core.start_scheduler();
+        self.core.start_retention();
         let core = self.core.clone();
         let signal = async move {
             shutdown.await;

@@ -128,6 +128,28 @@ pub async fn get_task(
     Ok(Json(s.store.get_task(id).await?))
 }
 
+/// Delete an ended task: its steps, events, questions and manual actions, and the
+/// screenshots no other task's steps show (rows and files). A task that has not ended is
+/// refused (409 `task_not_ended`): cancel it first. Needs an `admin` token.
+#[utoipa::path(
+    delete, path = "/v1/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, body = ErrorResponse),
+        (status = 409, description = "The task has not ended (`task_not_ended`)", body = ErrorResponse),
+    )
+)]
+pub async fn delete_task(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<axum::http::StatusCode, ApiError> {
+    let gone = s.store.delete_task(id).await?;
+    let files = gone.len();
+    let freed = s.artifacts.remove_files(gone).await;
+    tracing::info!(task = %id, files, freed, "task deleted");
+    Ok(axum::http::StatusCode::NO_CONTENT)
+}
+
 /// The result of a cancel request.
 #[derive(Debug, serde::Serialize, serde::Deserialize, ToSchema)]
 pub struct CancelResponse {

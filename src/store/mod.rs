@@ -43,6 +43,8 @@ pub enum StoreError {
     InterventionNotFound(String),
     #[error("question `{0}` was already answered")]
     AlreadyAnswered(String),
+    #[error("task {id} is {status}: it has not ended")]
+    NotEnded { id: TaskId, status: TaskStatus },
     #[error("task {id} is {status}, not {expected}")]
     WrongStatus {
         id: TaskId,
@@ -245,6 +247,23 @@ pub trait Store: Send + Sync + 'static {
     async fn script_versions(&self, id: ScriptId) -> Result<Vec<ScriptRecord>, StoreError>;
     /// Deletes every version.
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError>;
+    /// Deletes an ended task with its steps, events and interventions, and the rows of
+    /// the screenshots no other step shows; returns those, for the caller to remove
+    /// their files. A task that has not ended is refused (`NotEnded`).
+    async fn delete_task(&self, id: TaskId) -> Result<Vec<Artifact>, StoreError>;
+    /// Tasks that ended before `before`, oldest first, at most `limit` (retention).
+    async fn ended_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskId>, StoreError>;
+    /// Deletes at most `limit` artifact rows created before `before` (steps that showed
+    /// them keep no screenshot) and returns them, for the caller to remove their files.
+    async fn delete_artifacts_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> Result<Vec<Artifact>, StoreError>;
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
 

@@ -202,6 +202,23 @@ impl Store for PatientStore {
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
         self.inner.delete_script(id).await
     }
+    async fn delete_task(&self, id: TaskId) -> Result<Vec<Artifact>, StoreError> {
+        self.inner.delete_task(id).await
+    }
+    async fn ended_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        patient!(self.ended_before(before, limit))
+    }
+    async fn delete_artifacts_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> Result<Vec<Artifact>, StoreError> {
+        self.inner.delete_artifacts_before(before, limit).await
+    }
     async fn close(&self) {
         self.inner.close().await
     }

@@ -158,6 +158,16 @@ where
         .map_err(|e| StoreError::Corrupt(format!("{what} `{s}`: {e}")))
 }
 
+fn artifact_from_row(r: &PgRow) -> Result<Artifact, StoreError> {
+    Ok(Artifact {
+        sha256: r.try_get("sha256")?,
+        kind: r.try_get("kind")?,
+        media_type: r.try_get("media_type")?,
+        path: r.try_get("path")?,
+        bytes: r.try_get::<i64, _>("bytes")? as u64,
+    })
+}
+
 const TASK_SELECT: &str = "SELECT id, status, instruction, priority, max_steps, timeout_seconds, device_id, \
      constraints::text AS constraints, agent::text AS agent, external_id, session_id, metadata::text AS metadata, \
      assigned_device, created_at, started_at, finished_at, reason, answer, steps, tokens_in, tokens_out, cost_usd, \
@@ -601,16 +611,7 @@ impl Store for PostgresStore {
         .bind(sha256)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|r| {
-            Ok(Artifact {
-                sha256: r.try_get("sha256")?,
-                kind: r.try_get("kind")?,
-                media_type: r.try_get("media_type")?,
-                path: r.try_get("path")?,
-                bytes: r.try_get::<i64, _>("bytes")? as u64,
-            })
-        })
-        .transpose()
+        row.as_ref().map(artifact_from_row).transpose()
     }
 
     async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
@@ -826,6 +827,98 @@ impl Store for PostgresStore {
             return Err(StoreError::ScriptNotFound(id));
         }
         Ok(())
+    }
+
+    async fn delete_task(&self, id: TaskId) -> Result<Vec<Artifact>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1 FOR UPDATE")
+                .bind(id.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+        let status: TaskStatus = status
+            .ok_or(StoreError::TaskNotFound(id))?
+            .parse()
+            .map_err(StoreError::Corrupt)?;
+        if !status.is_terminal() {
+            return Err(StoreError::NotEnded { id, status });
+        }
+        let shots: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT screenshot FROM steps WHERE task_id = $1 AND screenshot IS NOT NULL",
+        )
+        .bind(id.to_string())
+        .fetch_all(&mut *tx)
+        .await?;
+        for sql in [
+            "DELETE FROM events WHERE stream = $1",
+            "DELETE FROM streams WHERE stream = $1",
+            "DELETE FROM interventions WHERE task_id = $1",
+            "DELETE FROM steps WHERE task_id = $1",
+            "DELETE FROM tasks WHERE id = $1",
+        ] {
+            sqlx::query(sql)
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
+        // Content-addressed: another task's step may show the same picture.
+        let rows = sqlx::query(
+            "DELETE FROM artifacts a WHERE a.sha256 = ANY($1) \
+             AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.screenshot = a.sha256) \
+             RETURNING sha256, kind, media_type, path, bytes",
+        )
+        .bind(&shots)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        rows.iter().map(artifact_from_row).collect()
+    }
+
+    async fn ended_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM tasks WHERE finished_at IS NOT NULL AND finished_at < $1 \
+             AND status NOT IN {LIVE} ORDER BY finished_at LIMIT $2"
+        )))
+        .bind(before)
+        .bind(limit.clamp(1, 10_000) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        ids.iter().map(|s| parse_id(s, "task id")).collect()
+    }
+
+    async fn delete_artifacts_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Artifact>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        // Older than the cut, and shown by no step of a task that is live or ended after it.
+        let shas: Vec<String> = sqlx::query_scalar(
+            "SELECT a.sha256 FROM artifacts a WHERE a.created_at < $1 AND NOT EXISTS \
+             (SELECT 1 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE s.screenshot = a.sha256 \
+              AND (t.finished_at IS NULL OR t.finished_at >= $1)) \
+             ORDER BY a.created_at LIMIT $2 FOR UPDATE OF a SKIP LOCKED",
+        )
+        .bind(before)
+        .bind(limit.clamp(1, 10_000) as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE steps SET screenshot = NULL WHERE screenshot = ANY($1)")
+            .bind(&shas)
+            .execute(&mut *tx)
+            .await?;
+        let rows = sqlx::query(
+            "DELETE FROM artifacts WHERE sha256 = ANY($1) RETURNING sha256, kind, media_type, path, bytes",
+        )
+        .bind(&shas)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        rows.iter().map(artifact_from_row).collect()
     }
 
     async fn close(&self) {

@@ -207,6 +207,16 @@ async fn migration_lock(db: &Path) -> Result<std::fs::File, StoreError> {
         .map_err(io)
 }
 
+fn artifact_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Artifact, StoreError> {
+    Ok(Artifact {
+        sha256: r.try_get("sha256")?,
+        kind: r.try_get("kind")?,
+        media_type: r.try_get("media_type")?,
+        path: r.try_get("path")?,
+        bytes: r.try_get::<i64, _>("bytes")? as u64,
+    })
+}
+
 fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
@@ -668,16 +678,7 @@ impl Store for SqliteStore {
         .bind(sha256)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|r| {
-            Ok(Artifact {
-                sha256: r.try_get("sha256")?,
-                kind: r.try_get("kind")?,
-                media_type: r.try_get("media_type")?,
-                path: r.try_get("path")?,
-                bytes: r.try_get::<i64, _>("bytes")? as u64,
-            })
-        })
-        .transpose()
+        row.as_ref().map(artifact_from_row).transpose()
     }
 
     async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
@@ -884,6 +885,111 @@ impl Store for SqliteStore {
             return Err(StoreError::ScriptNotFound(id));
         }
         Ok(())
+    }
+
+    async fn delete_task(&self, id: TaskId) -> Result<Vec<Artifact>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let status: Option<String> = sqlx::query_scalar("SELECT status FROM tasks WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&mut *tx)
+            .await?;
+        let status: TaskStatus = status
+            .ok_or(StoreError::TaskNotFound(id))?
+            .parse()
+            .map_err(StoreError::Corrupt)?;
+        if !status.is_terminal() {
+            return Err(StoreError::NotEnded { id, status });
+        }
+        let shots: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT screenshot FROM steps WHERE task_id = ? AND screenshot IS NOT NULL",
+        )
+        .bind(id.to_string())
+        .fetch_all(&mut *tx)
+        .await?;
+        for sql in [
+            "DELETE FROM events WHERE stream = ?",
+            "DELETE FROM interventions WHERE task_id = ?",
+            "DELETE FROM steps WHERE task_id = ?",
+            "DELETE FROM tasks WHERE id = ?",
+        ] {
+            sqlx::query(sql)
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
+        let mut gone = Vec::new();
+        for sha in shots {
+            // Content-addressed: another task's step may show the same picture.
+            let row = sqlx::query(
+                "DELETE FROM artifacts WHERE sha256 = ?1 \
+                 AND NOT EXISTS (SELECT 1 FROM steps WHERE screenshot = ?1) \
+                 RETURNING sha256, kind, media_type, path, bytes",
+            )
+            .bind(&sha)
+            .fetch_optional(&mut *tx)
+            .await?;
+            gone.extend(row.as_ref().map(artifact_from_row).transpose()?);
+        }
+        tx.commit().await?;
+        Ok(gone)
+    }
+
+    async fn ended_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM tasks WHERE finished_at IS NOT NULL AND finished_at < ? \
+             AND status NOT IN ('queued', 'running', 'waiting_for_user', 'paused') \
+             ORDER BY finished_at LIMIT ?",
+        )
+        .bind(ts(before))
+        .bind(limit.clamp(1, 10_000) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        ids.iter()
+            .map(|s| {
+                s.parse()
+                    .map_err(|e| StoreError::Corrupt(format!("task id `{s}`: {e}")))
+            })
+            .collect()
+    }
+
+    async fn delete_artifacts_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Artifact>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let cut = ts(before);
+        // Older than the cut, and shown by no step of a task that is live or ended after it.
+        let shas: Vec<String> = sqlx::query_scalar(
+            "SELECT a.sha256 FROM artifacts a WHERE a.created_at < ?1 AND NOT EXISTS \
+             (SELECT 1 FROM steps s JOIN tasks t ON t.id = s.task_id WHERE s.screenshot = a.sha256 \
+              AND (t.finished_at IS NULL OR t.finished_at >= ?1)) \
+             ORDER BY a.created_at LIMIT ?2",
+        )
+        .bind(&cut)
+        .bind(limit.clamp(1, 10_000) as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut gone = Vec::new();
+        for sha in shas {
+            sqlx::query("UPDATE steps SET screenshot = NULL WHERE screenshot = ?")
+                .bind(&sha)
+                .execute(&mut *tx)
+                .await?;
+            let row = sqlx::query(
+                "DELETE FROM artifacts WHERE sha256 = ? RETURNING sha256, kind, media_type, path, bytes",
+            )
+            .bind(&sha)
+            .fetch_one(&mut *tx)
+            .await?;
+            gone.push(artifact_from_row(&row)?);
+        }
+        tx.commit().await?;
+        Ok(gone)
     }
 
     async fn close(&self) {

@@ -11,6 +11,7 @@ mod devices;
 mod http;
 mod lifecycle;
 mod planned;
+mod retention;
 mod run;
 mod scopes;
 mod script_replay;

@@ -967,3 +967,113 @@ async fn any_json_string_round_trips_nul_included(s: S) {
         .unwrap();
     assert_eq!(s.script(rec.id, None).await.unwrap().script, script);
 }
+
+both!(an_ended_task_is_deleted_whole_and_shared_screenshots_stay);
+async fn an_ended_task_is_deleted_whole_and_shared_screenshots_stay(s: S) {
+    let (shared, own, live) = (shot("aa11"), shot("bb22"), shot("cc33"));
+    for a in [&shared, &own, &live] {
+        s.put_artifact(a).await.unwrap();
+    }
+    let with_shot = |task: TaskId, n: u32, a: &Artifact| {
+        let mut st = typed_step(task, n, Some(tap()));
+        st.screenshot = Some(a.sha256.clone());
+        st
+    };
+    let one = s.create_task(spec("one")).await.unwrap();
+    let two = s.create_task(spec("two")).await.unwrap();
+    let three = s.create_task(spec("three")).await.unwrap();
+    for st in [
+        with_shot(one.id, 1, &shared),
+        with_shot(one.id, 2, &own),
+        with_shot(two.id, 1, &shared),
+        with_shot(three.id, 1, &live),
+    ] {
+        s.append_step(&st).await.unwrap();
+    }
+    s.append_event(&one.id.to_string(), ev("x", 1))
+        .await
+        .unwrap();
+    let iv = Intervention {
+        id: "q-del".into(),
+        task_id: one.id,
+        kind: InterventionKind::AskUser,
+        question: Some("?".into()),
+        options: None,
+        answer: None,
+        answered_by: None,
+        created_at: "2026-01-02T03:04:05.123456Z".parse().unwrap(),
+        answered_at: None,
+        by: None,
+        action: None,
+        step: None,
+        detail: None,
+    };
+    s.create_intervention(&iv).await.unwrap();
+
+    // Not ended: refused, queued or running alike.
+    assert!(matches!(
+        s.delete_task(one.id).await,
+        Err(StoreError::NotEnded { .. })
+    ));
+    assert!(s.start_task(one.id, "sim-1").await.unwrap());
+    assert!(matches!(
+        s.delete_task(one.id).await,
+        Err(StoreError::NotEnded { .. })
+    ));
+    s.finish_task(one.id, TaskStatus::Succeeded, None, None)
+        .await
+        .unwrap();
+    let gone = s.delete_task(one.id).await.unwrap();
+    assert_eq!(
+        gone,
+        vec![own.clone()],
+        "only the picture no other step shows"
+    );
+    assert!(matches!(
+        s.get_task(one.id).await,
+        Err(StoreError::TaskNotFound(_))
+    ));
+    assert!(matches!(
+        s.delete_task(one.id).await,
+        Err(StoreError::TaskNotFound(_))
+    ));
+    assert!(
+        s.events_since(&one.id.to_string(), 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.interventions(one.id).await.unwrap().is_empty());
+    assert_eq!(s.artifact(&own.sha256).await.unwrap(), None);
+    assert_eq!(
+        s.artifact(&shared.sha256).await.unwrap(),
+        Some(shared.clone())
+    );
+    assert_eq!(
+        s.steps(two.id).await.unwrap().len(),
+        1,
+        "the other task is whole"
+    );
+
+    // Retention's queries: by the time a task ended, and screenshots only once no live
+    // or more recent task shows them.
+    s.finish_task(two.id, TaskStatus::Failed, None, None)
+        .await
+        .unwrap();
+    let now = chrono::Utc::now();
+    let day = chrono::Duration::days(1);
+    assert_eq!(s.ended_before(now - day, 10).await.unwrap(), vec![]);
+    assert_eq!(s.ended_before(now + day, 10).await.unwrap(), vec![two.id]);
+    assert_eq!(
+        s.delete_artifacts_before(now - day, 10).await.unwrap(),
+        vec![]
+    );
+    let expired = s.delete_artifacts_before(now + day, 10).await.unwrap();
+    assert_eq!(
+        expired,
+        vec![shared.clone()],
+        "the live task's picture stays"
+    );
+    assert_eq!(s.steps(two.id).await.unwrap()[0].screenshot, None);
+    assert_eq!(s.artifact(&live.sha256).await.unwrap(), Some(live));
+}
