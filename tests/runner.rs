@@ -759,9 +759,17 @@ async fn a_device_that_never_returns_fails_the_task_cleanly() {
         .await
         .unwrap();
     assert_eq!(done.status, TaskStatus::Failed);
+    // Seed 004's coordinator reads the code.
+    let r = droidpilot::run::result::CoordinatorResult::new(&done, &[]).unwrap();
+    assert_eq!(
+        r.reason,
+        droidpilot::run::result::CompletionCode::DeviceUnreachable
+    );
     let reason = done.reason.unwrap();
     assert!(
-        reason.contains("did not come back within 1 s") && reason.contains("replug USB"),
+        reason.starts_with("device_unreachable: ")
+            && reason.contains("did not come back within 1 s")
+            && reason.contains("replug USB"),
         "{reason}"
     );
 }

@@ -320,8 +320,12 @@ async fn coordinator_result_of_a_real_run() {
     assert_eq!(r.status, CoordinatorStatus::Success);
     assert_eq!(r.task_id, done.id.to_string(), "no external id: ours");
     assert_eq!(
-        (r.steps_taken, r.actions_executed),
-        (2, 1),
+        (
+            r.steps_taken,
+            r.actions_executed_count,
+            r.actions_executed.len()
+        ),
+        (2, 1, 1),
         "launch_app counts, finish does not"
     );
     assert_eq!(r.completion_reason, done.reason.clone().unwrap());
@@ -343,9 +347,14 @@ async fn coordinator_result_of_a_real_run() {
     assert_eq!(cut.status, TaskStatus::Incomplete);
     let r = CoordinatorResult::new(&cut, &e.store.steps(cut.id).await.unwrap()).unwrap();
     assert_eq!(
-        (r.status, r.steps_taken, r.actions_executed),
+        (r.status, r.steps_taken, r.actions_executed_count),
         (CoordinatorStatus::Failed, 2, 2)
     );
+    assert_eq!(
+        r.reason,
+        droidpilot::run::result::CompletionCode::MaxStepsExceeded
+    );
+    assert!(r.completion_reason.starts_with("max_steps_exceeded: "));
     assert!(
         r.completion_reason.contains("max_steps"),
         "{}",

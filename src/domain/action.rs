@@ -247,6 +247,8 @@ pub enum ActionError {
         /// A key that was probably meant as the tag (`action_type`, `type`, `name`).
         near: Option<String>,
     },
+    #[error("`action` says `{action}` and `action_type` says `{action_type}`; give one of them")]
+    TwoTags { action: String, action_type: String },
     #[error("unknown action `{given}`{}; allowed actions: {}", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(), allowed.join(", "))]
     UnknownAction {
         given: String,
@@ -445,10 +447,20 @@ impl ActionParser {
                 });
             }
         };
-        let tag = match obj.get("action") {
-            Some(Value::String(s)) => s,
-            Some(_) | None => {
-                let near = ["action_type", "actionType", "action_name", "name", "type"]
+        // `action_type` is seed 004's name for the tag (its `UIAction`), taken as a
+        // synonym; given both, they must name the same action.
+        let tag = match (obj.get("action"), obj.get("action_type")) {
+            (Some(Value::String(a)), Some(Value::String(t)))
+                if normalize_name(a) != normalize_name(t) =>
+            {
+                return Err(ActionError::TwoTags {
+                    action: a.clone(),
+                    action_type: t.clone(),
+                });
+            }
+            (Some(Value::String(s)), _) | (None, Some(Value::String(s))) => s,
+            _ => {
+                let near = ["actionType", "action_name", "name", "type"]
                     .into_iter()
                     .find(|k| obj.get(*k).is_some_and(Value::is_string))
                     .map(Into::into);
@@ -468,6 +480,7 @@ impl ActionParser {
             if self.any_custom || self.custom.contains(&norm) {
                 let mut args = obj.clone();
                 args.remove("action");
+                args.remove("action_type");
                 return Ok(Action::Custom(CustomAction { name: norm, args }));
             }
             let allowed = self.allowed();
@@ -862,7 +875,7 @@ impl Fields<'_> {
     fn check_unknown(&self) -> Result<(), ActionError> {
         let known = self.known_fields();
         for k in self.obj.keys() {
-            if k == "action" || known.contains(&k.as_str()) {
+            if k == "action" || k == "action_type" || known.contains(&k.as_str()) {
                 continue;
             }
             let suggestion = known

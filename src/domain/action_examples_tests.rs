@@ -384,14 +384,51 @@ fn table() -> Vec<(&'static str, Value, Want)> {
             json!({"action": "click", "element_id": 0}),
             Is(tap(Target::Element(0))),
         ),
-        // seed 004, "Quick Start Commands": the phone app's own HTTP body uses
-        // `action_type`, which is not our wire format; the tag is `action`.
+        // seed 004, "Quick Start Commands" and the `UIAction` cheat sheet: the tag is
+        // `action_type` there, taken as a synonym of `action`.
         (
             "004 quick start: execute action (phone app's format)",
             json!({"action_type": "click", "element_id": 0}),
+            Is(tap(Target::Element(0))),
+        ),
+        (
+            "004 UIAction: type",
+            json!({"action_type": "type", "element_id": 2, "text": "text here"}),
+            Is(Action::Type {
+                text: "text here".into(),
+                target: Some(TargetField(Target::Element(2))),
+                clear_first: false,
+            }),
+        ),
+        (
+            "004 UIAction: scroll",
+            json!({"action_type": "scroll", "direction": "down"}),
+            Is(Action::Scroll {
+                direction: Direction::Down,
+                container: None,
+            }),
+        ),
+        (
+            "004 UIAction: wait",
+            json!({"action_type": "wait", "duration": 500}),
+            Is(Action::Wait { ms: 500 }),
+        ),
+        (
+            "004 UIAction: global_action",
+            json!({"action_type": "global_action", "global_action": "BACK"}),
+            Is(key(Key::Back)),
+        ),
+        (
+            "004 UIAction: both tags, agreeing",
+            json!({"action": "click", "action_type": "click", "element_id": 0}),
+            Is(tap(Target::Element(0))),
+        ),
+        (
+            "004 UIAction: both tags, disagreeing",
+            json!({"action": "click", "action_type": "scroll", "element_id": 0}),
             Refused(
                 "invalid_action",
-                "missing field `action` (found `action_type`: name it `action`)",
+                "`action` says `click` and `action_type` says `scroll`; give one of them",
             ),
         ),
         // --- README.md, "Quick start": the replay agent's list.

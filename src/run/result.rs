@@ -1,6 +1,8 @@
 //! The result of a finished task in the shape a backend coordinator expects (seed 004):
 //! `task_id`, `status` (`success` | `failed` | `timeout` | `error`), `steps_taken`,
-//! `actions_executed`, `completion_reason`, plus our own id, the answer, tokens and cost.
+//! `actions_executed` (the list of actions), `completion_reason`, plus a count of the
+//! actions, a reason code (`CompletionCode`: `max_steps_exceeded`, `device_unreachable`…),
+//! our own id, the answer, tokens and cost.
 //! Webhooks send it, and handlers can return it for finished tasks.
 //!
 //! Status mapping (every terminal `TaskStatus` maps to one coordinator status):
@@ -58,6 +60,65 @@ impl CoordinatorStatus {
     }
 }
 
+/// Why a task ended, as a code (seed 004's reasons `max_steps_exceeded` and
+/// `device_unreachable` among them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletionCode {
+    /// The agent finished and said it succeeded.
+    Completed,
+    /// The agent gave up, got stuck, or a step failed for good.
+    AgentFailed,
+    /// `max_steps` ran out before the agent finished.
+    MaxStepsExceeded,
+    /// `timeout_seconds` ran out.
+    Timeout,
+    /// The phone dropped and did not come back, or could not be read.
+    DeviceUnreachable,
+    Cancelled,
+    /// The server stopped under the task.
+    Interrupted,
+}
+
+impl CompletionCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::AgentFailed => "agent_failed",
+            Self::MaxStepsExceeded => "max_steps_exceeded",
+            Self::Timeout => "timeout",
+            Self::DeviceUnreachable => "device_unreachable",
+            Self::Cancelled => "cancelled",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// The code of an ended task: by its status, and for a failure by its reason (the
+    /// runner starts a lost device's reason with `device_unreachable`).
+    pub fn of(task: &Task) -> Option<Self> {
+        Some(match task.status {
+            TaskStatus::Succeeded => Self::Completed,
+            TaskStatus::Incomplete => Self::MaxStepsExceeded,
+            TaskStatus::TimedOut => Self::Timeout,
+            TaskStatus::Cancelled => Self::Cancelled,
+            TaskStatus::Interrupted => Self::Interrupted,
+            TaskStatus::Failed
+                if task
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with(Self::DeviceUnreachable.as_str())) =>
+            {
+                Self::DeviceUnreachable
+            }
+            TaskStatus::Failed => Self::AgentFailed,
+            TaskStatus::Queued
+            | TaskStatus::Running
+            | TaskStatus::WaitingForUser
+            | TaskStatus::Paused => return None,
+        })
+    }
+}
+
 /// Actions that operate the phone. Waiting, finishing, asking a person, MCP tools and
 /// custom actions do not count as "actions executed" for the coordinator.
 pub const DEVICE_ACTIONS: [&str; 10] = [
@@ -90,10 +151,18 @@ pub struct CoordinatorResult {
     pub status: CoordinatorStatus,
     /// Steps recorded (every observe → decide → act pass, including `finish`).
     pub steps_taken: u32,
-    /// Steps whose device action (tap, swipe, type, key, launch_app…) completed.
-    pub actions_executed: u32,
-    /// Why the task ended, in words.
+    /// Seed 004's list of the actions executed: each step's device action (tap, swipe,
+    /// type, key, launch_app…) that completed, in order, as recorded (text typed into a
+    /// password field reads `••••`), with `action_type` beside `action`.
+    #[schema(value_type = Vec<Object>)]
+    pub actions_executed: Vec<serde_json::Value>,
+    /// How many: the length of `actions_executed`.
+    pub actions_executed_count: u32,
+    /// Why the task ended, in words; starts with the code for `max_steps_exceeded` and
+    /// `device_unreachable`, as seed 004's coordinator reads them.
     pub completion_reason: String,
+    /// Why the task ended, as a code.
+    pub reason: CompletionCode,
     /// Our id for the task (for `/v1/tasks/{id}` and its trajectory).
     pub id: TaskId,
     /// Our finer-grained status (`succeeded`, `incomplete`, `cancelled`…).
@@ -130,10 +199,33 @@ impl CoordinatorResult {
         // The task row counts steps as they are committed; the step list is the same
         // data, so the larger of the two covers a caller that passed a partial list.
         let steps_taken = task.steps.max(steps.len() as u32);
-        let actions_executed = steps
+        let actions_executed: Vec<serde_json::Value> = steps
             .iter()
             .filter(|s| is_executed_device_action(s))
-            .count() as u32;
+            .filter_map(|s| s.action.as_ref())
+            .filter_map(|a| serde_json::to_value(a).ok())
+            .map(|mut v| {
+                if let Some(m) = v.as_object_mut()
+                    && let Some(name) = m.get("action").cloned()
+                {
+                    m.insert("action_type".into(), name);
+                }
+                v
+            })
+            .collect();
+        let reason = CompletionCode::of(task).unwrap_or(CompletionCode::AgentFailed);
+        let text = task
+            .reason
+            .clone()
+            .unwrap_or_else(|| task.status.as_str().to_string());
+        let completion_reason = match reason {
+            CompletionCode::MaxStepsExceeded | CompletionCode::DeviceUnreachable
+                if !text.starts_with(reason.as_str()) =>
+            {
+                format!("{}: {text}", reason.as_str())
+            }
+            _ => text,
+        };
         Ok(Self {
             task_id: task
                 .spec
@@ -142,11 +234,10 @@ impl CoordinatorResult {
                 .unwrap_or_else(|| task.id.to_string()),
             status,
             steps_taken,
+            actions_executed_count: actions_executed.len() as u32,
             actions_executed,
-            completion_reason: task
-                .reason
-                .clone()
-                .unwrap_or_else(|| task.status.as_str().to_string()),
+            completion_reason,
+            reason,
             id: task.id,
             task_status: task.status,
             answer: task.answer.clone(),
@@ -244,8 +335,16 @@ mod tests {
         let r = CoordinatorResult::new(&t, &steps).unwrap();
         assert_eq!(r.task_id, "coord-7");
         assert_eq!(r.status, CoordinatorStatus::Success);
-        assert_eq!((r.steps_taken, r.actions_executed), (4, 1));
+        assert_eq!((r.steps_taken, r.actions_executed_count), (4, 1));
+        assert_eq!(
+            r.actions_executed,
+            vec![
+                json!({"action": "launch_app", "action_type": "launch_app", "package": "com.android.deskclock"})
+            ],
+            "seed 004: the list of the actions executed"
+        );
         assert_eq!(r.completion_reason, "done");
+        assert_eq!(r.reason, CompletionCode::Completed);
         let v = serde_json::to_value(&r).unwrap();
         for k in [
             "task_id",
@@ -257,6 +356,40 @@ mod tests {
             assert!(v.get(k).is_some(), "{k} missing from {v}");
         }
         assert_eq!(v["status"], "success");
+    }
+
+    #[test]
+    fn max_steps_and_a_lost_device_are_named_as_seed_004_does() {
+        let mut t = task(TaskStatus::Incomplete, None);
+        t.reason = Some("reached max_steps (5) without the agent finishing".into());
+        let r = CoordinatorResult::new(&t, &[]).unwrap();
+        assert_eq!(
+            (r.status, r.reason),
+            (CoordinatorStatus::Failed, CompletionCode::MaxStepsExceeded)
+        );
+        assert!(
+            r.completion_reason
+                .starts_with("max_steps_exceeded: reached"),
+            "{}",
+            r.completion_reason
+        );
+        let mut t = task(TaskStatus::Failed, None);
+        t.reason = Some(
+            "device_unreachable: device sim-1 disconnected and did not come back within 30 s."
+                .into(),
+        );
+        let r = CoordinatorResult::new(&t, &[]).unwrap();
+        assert_eq!(r.reason, CompletionCode::DeviceUnreachable);
+        assert_eq!(
+            serde_json::to_value(r).unwrap()["reason"],
+            "device_unreachable"
+        );
+        let mut t = task(TaskStatus::Failed, None);
+        t.reason = Some("stuck: the screen did not change".into());
+        assert_eq!(
+            CoordinatorResult::new(&t, &[]).unwrap().reason,
+            CompletionCode::AgentFailed
+        );
     }
 
     #[test]

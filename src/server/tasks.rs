@@ -421,7 +421,8 @@ pub async fn export(
 }
 
 /// The result in the coordinator's terms: `task_id` (yours, when you gave one), `status`
-/// (success, failed, timeout, error), `steps_taken`, `actions_executed`, `completion_reason`.
+/// (success, failed, timeout, error), `steps_taken`, `actions_executed` (the list of the
+/// actions), `actions_executed_count`, `completion_reason`, `reason` (a code).
 #[utoipa::path(
     get, path = "/v1/tasks/{id}/result", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
     responses((status = 200, body = crate::run::result::CoordinatorResult), (status = 404, body = ErrorResponse),

@@ -237,7 +237,16 @@ async fn a_task_completes_on_the_virtual_phone_with_a_real_model_protocol() {
         (Some("success"), Some("Bluetooth is on"))
     );
     let reference = sim_task("settings.bluetooth_on").unwrap().reference().len() as u64;
-    assert_eq!(r["actions_executed"].as_u64(), Some(reference));
+    assert_eq!(r["actions_executed_count"].as_u64(), Some(reference));
+    assert_eq!(
+        r["actions_executed"].as_array().map(Vec::len),
+        Some(reference as usize),
+        "seed 004: the list of the actions executed: {r}"
+    );
+    assert_eq!(
+        r["actions_executed"][0]["action_type"],
+        r["actions_executed"][0]["action"]
+    );
     assert_eq!(r["steps_taken"], t["steps"]);
     let tr: Value = app
         .get(&format!("/v1/tasks/{id}/trajectory"))
@@ -732,7 +741,8 @@ async fn a_finished_task_posts_a_signed_result_to_its_webhook() {
         (body["task_id"].as_str(), body["status"].as_str()),
         (Some("coord-42"), Some("success"))
     );
-    assert_eq!(body["actions_executed"], 1);
+    assert_eq!(body["actions_executed_count"], 1);
+    assert_eq!(body["actions_executed"].as_array().map(Vec::len), Some(1));
     let (status, code, msg, _) = error_of(
         app.post_json(
             "/v1/tasks",

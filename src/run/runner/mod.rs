@@ -234,7 +234,10 @@ impl Runner {
             // A write that failed (after `PatientStore`'s retries) ends the task here:
             // left `running`, it would outlive its timeout on a phone already released.
             Err(Fatal::Store(e)) => store_failed(id, &e),
-            Err(Fatal::Device(msg)) => End::new(TaskStatus::Failed, msg),
+            // The code seed 004's coordinator reads (`run::result::CompletionCode`).
+            Err(Fatal::Device(msg)) => {
+                End::new(TaskStatus::Failed, format!("device_unreachable: {msg}"))
+            }
         };
         if end.status == TaskStatus::Incomplete {
             tracing::warn!(task = %id, "task reached max_steps without finishing");
