@@ -21,6 +21,7 @@ mod decide;
 mod observe;
 mod reconnect;
 mod record;
+mod remember;
 mod settle;
 mod state;
 mod stop;
@@ -29,6 +30,7 @@ mod verify;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
@@ -225,14 +227,16 @@ impl Runner {
         self.bus
             .commit_soon(&id.to_string(), async { Ok(Vec::new()) }, vec![started]);
         self.takeovers.register(id);
-        let ran = self
-            .run_loop(&task, device.as_ref(), agent.as_mut(), stop)
-            .await;
+        // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
+        // process's hold on it: the task fails with the panic's message.
+        let looping = self.run_loop(&task, device.as_ref(), agent.as_mut(), stop);
+        let ran = std::panic::AssertUnwindSafe(looping).catch_unwind().await;
         self.takeovers.unregister(id);
         let end = match ran {
-            Ok(end) => end,
-            Err(Fatal::Store(e)) => return Err(e),
-            Err(Fatal::Device(msg)) => End::new(TaskStatus::Failed, msg),
+            Ok(Ok(end)) => end,
+            Ok(Err(Fatal::Store(e))) => return Err(e),
+            Ok(Err(Fatal::Device(msg))) => End::new(TaskStatus::Failed, msg),
+            Err(panic) => End::new(TaskStatus::Failed, panicked(&*panic)),
         };
         if end.status == TaskStatus::Incomplete {
             tracing::warn!(task = %id, "task reached max_steps without finishing");
@@ -364,10 +368,10 @@ impl Runner {
     async fn boundary(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
         if !self.hooks.is_empty() {
             let at = st.at();
-            unless_stopped(&mut st.stop, self.hooks.at_boundary(at)).await;
+            unless_stopped(&mut st.stop.signal, self.hooks.at_boundary(at)).await;
         }
         self.take_over(st).await?;
-        match *st.stop.borrow_and_update() {
+        match *st.stop.signal.borrow_and_update() {
             StopSignal::Cancel => {
                 return Ok(Some(End::new(
                     TaskStatus::Cancelled,
@@ -394,7 +398,7 @@ impl Runner {
                 "cancelled by request",
             )));
         }
-        if st.started.elapsed().saturating_sub(st.paused).as_secs() >= task.spec.timeout_seconds {
+        if st.stop.past_deadline() {
             return Ok(Some(End::new(
                 TaskStatus::TimedOut,
                 format!(
@@ -420,13 +424,13 @@ impl Runner {
         let (id, step) = (st.task.id, st.counter.current());
         let max = std::time::Duration::from_secs(self.cfg.max_pause_secs);
         let holding = self.takeovers.hold(&self.bus, id, step, max);
-        let Some(released) = unless_stopped(&mut st.stop, holding).await else {
+        let Some(released) = unless_stopped(&mut st.stop.signal, holding).await else {
             return Ok(());
         };
         let Some(r) = released? else {
             return Ok(());
         };
-        st.paused += r.held;
+        st.stop.extend(r.held);
         st.settled = None;
         st.counter.manual += r.steps;
         // The person changed the screen: decide on a fresh observation.
@@ -439,6 +443,18 @@ impl Runner {
             });
         }
         Ok(())
+    }
+
+    /// Ends a task whose runner panicked outside its loop (the scheduler catches it): the
+    /// task fails with the panic's message.
+    pub(crate) async fn fail_panicked(
+        &self,
+        id: TaskId,
+        panic: Box<dyn std::any::Any + Send>,
+    ) -> Result<Task, StoreError> {
+        let reason = panicked(&*panic);
+        drop(panic);
+        self.finish(id, End::new(TaskStatus::Failed, reason)).await
     }
 
     /// Stores the ending and publishes `task.finished`.
@@ -500,6 +516,19 @@ impl RunState<'_> {
             step: self.counter.current(),
         }
     }
+}
+
+/// The reason a task whose runner panicked ends with: the panic's message.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into());
+    tracing::error!(panic = %msg, "a task's runner panicked; the task fails");
+    format!(
+        "the runner panicked: {msg}. This is a bug in droidpilot or in one of its hooks or agents; the task's committed steps are kept"
+    )
 }
 
 /// Checks, before the first step, that the device has the app the agent needs. A device
