@@ -1866,3 +1866,77 @@ async fn a_model_going_round_two_screens_is_stuck() {
     assert!(stuck[0].1.contains("same 2 screens"), "{stuck:?}");
     assert!(done.reason.unwrap().starts_with("stuck:"));
 }
+
+/// A task with these budgets, claimed by `sim-1`.
+async fn start_budgeted(
+    store: &Arc<dyn Store>,
+    max_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
+) -> Task {
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some("keep going".into()),
+        max_steps: Some(50),
+        max_tokens,
+        max_cost_usd,
+        ..Default::default()
+    })
+    .unwrap();
+    let t = store.create_task(spec).await.unwrap();
+    assert!(store.start_task(t.id, "sim-1").await.unwrap());
+    store.get_task(t.id).await.unwrap()
+}
+
+/// Budgets beyond steps and time: a navigator whose every call uses 110 tokens and costs
+/// $0.00014 fails with `budget_exceeded` naming the budget it used up, the task's own
+/// or the server's default, at the first step boundary past it (the third call).
+#[tokio::test]
+async fn a_task_past_its_token_or_cost_budget_fails_saying_which() {
+    use wiremock::matchers::method;
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(method("POST"))
+        .respond_with(tool_call("home", json!({})))
+        .mount(&server)
+        .await;
+    let spec = droidpilot::agent::AgentSpec::from_json(&json!({
+        "kind": "navigator", "provider": "openai", "model": "m",
+        "base_url": format!("{}/v1", server.uri())
+    }))
+    .unwrap();
+    let mut defaults = droidpilot::agent::AgentDefaults::default();
+    defaults.keys.openai = Some(droidpilot::llm::ApiKey::new("sk-test"));
+    let price = droidpilot::llm::ModelPrice {
+        input_per_mtok: 1.0,
+        output_per_mtok: 4.0,
+        cached_input_per_mtok: None,
+    };
+    defaults.prices = droidpilot::llm::PriceTable([("m".to_string(), price)].into());
+    let cases = [
+        (None, Some(250), None, "max_tokens (250)"),
+        (None, None, Some(0.0003), "max_cost_usd (0.0003)"),
+        (Some(250), None, None, "max_tokens (250)"),
+    ];
+    for (server_default, max_tokens, max_cost_usd, named) in cases {
+        let e = env(RunnerConfig {
+            stuck_threshold: 100,
+            max_tokens: server_default.unwrap_or(0),
+            ..quick()
+        })
+        .await;
+        let phone = Arc::new(SimDevice::new(small()).unwrap());
+        let task = start_budgeted(&e.store, max_tokens, max_cost_usd).await;
+        let agent = droidpilot::agent::build_agent(&spec, &defaults).unwrap();
+        let done = run_bounded(&e, task, phone, agent).await;
+        assert_eq!(
+            done.status,
+            TaskStatus::Failed,
+            "{named}: {:?}",
+            done.reason
+        );
+        let reason = done.reason.unwrap();
+        assert!(
+            reason.starts_with("budget_exceeded: ") && reason.contains(named),
+            "{reason}"
+        );
+        assert_eq!((done.steps, done.model_calls), (3, 3), "{named}");
+    }
+}

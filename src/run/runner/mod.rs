@@ -16,6 +16,7 @@
 
 mod act;
 mod ask;
+mod budget;
 mod config;
 mod decide;
 mod observe;
@@ -414,7 +415,10 @@ impl Runner {
                 format!("reached max_steps ({max_steps}) without the agent finishing"),
             )));
         }
-        Ok(None)
+        Ok(st
+            .spent
+            .exceeded(task, &self.cfg)
+            .map(|why| End::new(TaskStatus::Failed, why)))
     }
 
     /// Holds the loop while a person has the task paused; afterwards the steps they took

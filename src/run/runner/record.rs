@@ -324,6 +324,7 @@ impl Runner {
         } = draft;
         self.record(&st.stream, &mut step, start).await?;
         st.counter.recorded += 1;
+        st.spent.add(&step);
         if let Some(mut m) = memory {
             m.failed = step.outcome.status != StepStatus::Ok;
             st.history.push_step(m);

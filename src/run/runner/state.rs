@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::budget::Spent;
 use super::observe::Observed;
 use super::stop::Stop;
 use super::{Fatal, Runner, StopSignal};
@@ -77,6 +78,8 @@ pub(super) struct RunState<'t> {
     /// The layout hash the last step's action settled at, to notice a change nobody in
     /// droidpilot made before the next observation (`external_change`).
     pub settled: Option<u64>,
+    /// Tokens and USD the task's model calls used (`budget`).
+    pub spent: Spent,
 }
 
 /// How often the loop reads the store's cancel flag.
@@ -161,6 +164,7 @@ impl<'t> RunState<'t> {
             typed: None,
             cancel_polled: started,
             settled: None,
+            spent: Spent::of(task),
         })
     }
 }
