@@ -1618,8 +1618,7 @@ async fn history_on_resume(e: &Env, task: Task) -> String {
         .await
         .unwrap();
     assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
-    let text = seen.lock().unwrap().clone();
-    text
+    seen.lock().unwrap().clone()
 }
 
 /// A resumed task remembers what people and tools told it: after a restart (the task left
