@@ -102,7 +102,7 @@ impl StuckDetector {
             )
         } else {
             // Progress resets the escalation once the streak and the cycle are broken.
-            if run <= 1 && cycle.is_none() {
+            if run == 1 && cycle.is_none() {
                 self.level = 0;
             }
             return Stuck::No;

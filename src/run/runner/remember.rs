@@ -11,27 +11,23 @@ use crate::agent::context::{History, Note, StepRecord};
 use crate::domain::{Action, Intervention, InterventionKind, Step, StepStatus};
 use crate::run::interaction::is_closer;
 
+/// A take-over being read back: its first step, who, and what they did.
+type Takeover = (u32, String, Vec<String>);
+
 /// The longest tool result a note keeps (as the live run does).
 const RESULT_CHARS: usize = 2000;
 
 /// Fills `history` from the committed `steps` (in order) and the task's interventions.
 pub(super) fn rebuild(history: &mut History, steps: &[Step], ivs: &[Intervention]) {
     let mut notes: Vec<(u32, Note)> = Vec::new();
-    let mut person: Option<(u32, String, Vec<String>)> = None;
+    let mut person: Option<Takeover> = None;
     for s in steps {
         if let Some(by) = &s.by {
             person = Some(acted_by(person.take(), &mut notes, s, by));
             continue;
         }
-        if let Some((n, by, actions)) = person.take() {
-            notes.push((
-                n,
-                Note::PersonActed {
-                    step: n,
-                    by,
-                    actions,
-                },
-            ));
+        if let Some(t) = person.take() {
+            notes.push(person_note(t));
         }
         let Some(action) = &s.action else { continue };
         history.push_step(StepRecord {
@@ -45,15 +41,8 @@ pub(super) fn rebuild(history: &mut History, steps: &[Step], ivs: &[Intervention
             notes.push((s.n, note));
         }
     }
-    if let Some((n, by, actions)) = person {
-        notes.push((
-            n,
-            Note::PersonActed {
-                step: n,
-                by,
-                actions,
-            },
-        ));
+    if let Some(t) = person {
+        notes.push(person_note(t));
     }
     notes.extend(stuck_answers(steps, ivs));
     notes.sort_by_key(|(n, _)| *n);
@@ -64,23 +53,11 @@ pub(super) fn rebuild(history: &mut History, steps: &[Step], ivs: &[Intervention
 
 /// Adds a person's step to the take-over it belongs to (consecutive steps by one person),
 /// closing the one before when someone else took over.
-fn acted_by(
-    open: Option<(u32, String, Vec<String>)>,
-    notes: &mut Vec<(u32, Note)>,
-    s: &Step,
-    by: &str,
-) -> (u32, String, Vec<String>) {
+fn acted_by(open: Option<Takeover>, notes: &mut Vec<(u32, Note)>, s: &Step, by: &str) -> Takeover {
     let (n, who, mut actions) = match open {
         Some(o) if o.1 == by => o,
-        Some((n, by, actions)) => {
-            notes.push((
-                n,
-                Note::PersonActed {
-                    step: n,
-                    by,
-                    actions,
-                },
-            ));
+        Some(other) => {
+            notes.push(person_note(other));
             (s.n, by_name(s), Vec::new())
         }
         None => (s.n, by_name(s), Vec::new()),
@@ -92,6 +69,18 @@ fn acted_by(
         actions.push(crate::run::takeover::describe(a, &detail, elements, ok));
     }
     (n, who, actions)
+}
+
+/// The note a take-over left: before step `n`, a person `by` did `actions`.
+fn person_note((n, by, actions): Takeover) -> (u32, Note) {
+    (
+        n,
+        Note::PersonActed {
+            step: n,
+            by,
+            actions,
+        },
+    )
 }
 
 fn by_name(s: &Step) -> String {
