@@ -39,8 +39,16 @@ pub enum AskOutcome {
 }
 
 /// Who closes a question nobody answered (stored as `answered_by`): `deadline` is the
-/// task's own `timeout_seconds` running out while it waited.
-const CLOSERS: [&str; 5] = ["timeout", "cancelled", "shutdown", "restart", "deadline"];
+/// task's own `timeout_seconds` running out while it waited; `instance_dead` is a cluster
+/// reaper's.
+const CLOSERS: [&str; 6] = [
+    "timeout",
+    "cancelled",
+    "shutdown",
+    "restart",
+    "deadline",
+    "instance_dead",
+];
 
 /// Whether `answered_by` names who closed a question unanswered (not a person's answer).
 pub(crate) fn is_closer(answered_by: &str) -> bool {
