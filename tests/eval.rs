@@ -70,13 +70,31 @@ async fn questions_are_answered_from_the_tasks_facts_through_the_prompts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tapping_a_dead_spot_over_and_over_is_counted_as_a_loop() {
-    // The status bar on the home screen: nothing changes, so the stuck detector fires
-    // (a diagnostic, then a question to the user, which the eval answers).
-    let tap = json!({"action": "tap", "coordinate": [0.5, 0.01]});
-    let agent = json!({"kind": "replay", "actions": [tap, tap, tap, tap, tap, tap, tap]});
-    let (runs, s) = eval(agent, &["clock.open_from_home"]).await;
-    let r = &runs[0];
+async fn a_model_pressing_home_over_and_over_is_counted_as_a_loop() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    // A model that answers `home` on the home screen: nothing changes, so the stuck
+    // detector fires (a diagnostic, then a question to the user, which the eval answers).
+    let server = MockServer::start().await;
+    let home = json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+            "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "home", "arguments": "{}"}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(home))
+        .mount(&server)
+        .await;
+    let agent = json!({"kind": "navigator", "provider": "openai", "model": "m",
+        "base_url": format!("{}/v1", server.uri())});
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.agent.keys.openai = Some(droidpilot::llm::ApiKey::new("sk-test"));
+    let r = run_eval(c, &opts(agent, &["clock.open_from_home"]), &|_| {})
+        .await
+        .unwrap();
+    let s = report::summary_json(&r);
+    let r = &r.runs[0];
     assert!(r.loops >= 2, "{r:?}");
     assert!(r.asked >= 1, "the stuck escalation asks the user: {r:?}");
     assert!(!r.checker);
@@ -84,6 +102,19 @@ async fn tapping_a_dead_spot_over_and_over_is_counted_as_a_loop() {
     // The reference solution of the same task is no loop.
     let (runs, s) = eval(json!({"kind": "replay"}), &["clock.open_from_home"]).await;
     assert_eq!((runs[0].loops, s["loops"].clone()), (0, json!(0)));
+}
+
+/// A fixed list of actions that leaves the screen as it is (waits, `home` on the home
+/// screen) is not asked "I seem to be stuck": nobody's answer can change a fixed list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_that_changes_nothing_is_not_asked_if_it_is_stuck() {
+    let home = json!({"action": "home"});
+    let wait = json!({"action": "wait", "ms": 200});
+    let agent = json!({"kind": "replay", "actions": [home, wait, home, wait, home, wait, home]});
+    let (runs, _) = eval(agent, &["clock.open_from_home"]).await;
+    let r = &runs[0];
+    assert_eq!((r.loops, r.asked), (0, 0), "{r:?}");
+    assert_eq!(r.status, TaskStatus::Succeeded, "{r:?}");
 }
 
 #[tokio::test]

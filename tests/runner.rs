@@ -119,6 +119,19 @@ fn no_stop() -> watch::Receiver<StopSignal> {
     rx
 }
 
+/// A replay the runner treats as a model agent (the stuck detector watches it), so a
+/// reference solution shows whether the detector would take a correct run for a loop.
+struct AsIfModel(ReplayAgent);
+#[async_trait]
+impl Agent for AsIfModel {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        self.0.next(ctx).await
+    }
+    fn describe(&self) -> String {
+        "replay, watched as a model".into()
+    }
+}
+
 #[tokio::test]
 async fn every_reference_solution_passes_through_the_full_loop() {
     let e = env(quick()).await;
@@ -135,7 +148,7 @@ async fn every_reference_solution_passes_through_the_full_loop() {
             .run(
                 task,
                 phone.clone(),
-                Box::new(ReplayAgent::new(steps.clone())),
+                Box::new(AsIfModel(ReplayAgent::new(steps.clone()))),
                 no_stop(),
             )
             .await
@@ -454,7 +467,7 @@ async fn stuck_agent_gets_a_diagnostic_then_is_stopped() {
         .run(
             task,
             phone,
-            Box::new(ReplayAgent::new(vec![tap; 20])),
+            Box::new(AsIfModel(ReplayAgent::new(vec![tap; 20]))),
             no_stop(),
         )
         .await
@@ -1354,4 +1367,583 @@ async fn digits_typed_over_digits_are_a_change() {
         (n, n),
         "{used:?} for {n} steps"
     );
+}
+
+/// A task with `timeout_seconds` = `secs`, claimed by `sim-1`.
+async fn start_timed(store: &Arc<dyn Store>, instruction: &str, secs: u64) -> Task {
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some(instruction.into()),
+        max_steps: Some(50),
+        timeout_seconds: Some(secs),
+        ..Default::default()
+    })
+    .unwrap();
+    let t = store.create_task(spec).await.unwrap();
+    assert!(store.start_task(t.id, "sim-1").await.unwrap());
+    store.get_task(t.id).await.unwrap()
+}
+
+/// Runs `task` to its end; a runner that outlives the deadline by a minute is a hang.
+async fn run_bounded(e: &Env, task: Task, phone: Arc<dyn Device>, agent: Box<dyn Agent>) -> Task {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        e.runner.run(task, phone, agent, no_stop()),
+    )
+    .await
+    .expect("the deadline ended the task")
+    .unwrap()
+}
+
+/// A model call that never answers (a provider that hangs): counts the calls.
+struct Hanging(Arc<std::sync::atomic::AtomicU32>);
+#[async_trait]
+impl Agent for Hanging {
+    async fn next(&mut self, _ctx: &AgentContext) -> Result<Decision, AgentError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending().await
+    }
+    fn describe(&self) -> String {
+        "hanging".into()
+    }
+}
+
+/// `timeout_seconds` is a hard deadline: a model call in flight is cut at it, and the task
+/// ends `timed_out` with no step recorded for the call that never answered.
+#[tokio::test]
+async fn the_deadline_cuts_a_model_call_in_flight() {
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start_timed(&e.store, "ask a slow model", 1).await;
+    let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let done = run_bounded(&e, task, phone, Box::new(Hanging(calls.clone()))).await;
+    assert_eq!(done.status, TaskStatus::TimedOut, "{:?}", done.reason);
+    assert!(done.reason.unwrap().contains("timeout_seconds (1)"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(e.store.steps(done.id).await.unwrap().is_empty());
+}
+
+/// A device wait in progress (a phone paced like a real one, waiting ten minutes) is cut
+/// at the deadline: the step was decided, the task timed out, no step was recorded.
+#[tokio::test]
+async fn the_deadline_cuts_a_device_wait() {
+    let e = env(quick()).await;
+    let phone = Arc::new(
+        SimDevice::new(SimConfig {
+            pacing: droidpilot::device::sim::Pacing::Realistic,
+            ..small()
+        })
+        .unwrap(),
+    );
+    let task = start_timed(&e.store, "wait a long time", 2).await;
+    let wait = Action::Wait { ms: 600_000 };
+    let done = run_bounded(&e, task, phone, Box::new(ReplayAgent::new(vec![wait]))).await;
+    assert_eq!(done.status, TaskStatus::TimedOut, "{:?}", done.reason);
+    let events = e
+        .store
+        .events_since(&done.id.to_string(), 0, 100)
+        .await
+        .unwrap();
+    assert!(events.iter().any(|ev| ev.kind() == "step.decided"));
+    assert!(e.store.steps(done.id).await.unwrap().is_empty());
+}
+
+/// An open question is closed at the deadline (by `deadline`, so a late answer is
+/// refused) and the task ends `timed_out`, not after the question's own timeout.
+#[tokio::test]
+async fn the_deadline_closes_an_open_question() {
+    let e = env(RunnerConfig {
+        ask_user_timeout_secs: 600,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start_timed(&e.store, "ask and wait", 1).await;
+    let ask = Action::AskUser {
+        question: "What time?".into(),
+        options: None,
+    };
+    let done = run_bounded(&e, task, phone, Box::new(ReplayAgent::new(vec![ask]))).await;
+    assert_eq!(done.status, TaskStatus::TimedOut, "{:?}", done.reason);
+    let ivs = e.store.interventions(done.id).await.unwrap();
+    assert_eq!(ivs[0].answered_by.as_deref(), Some("deadline"));
+    let late = e
+        .runner
+        .prompts
+        .answer(&e.runner.bus, done.id, Some(&ivs[0].id), "7:30", "rest")
+        .await;
+    assert!(late.is_err());
+    assert!(e.store.steps(done.id).await.unwrap().is_empty());
+}
+
+/// A settle in progress (watching a still screen for a late change for ten minutes) is
+/// cut at the deadline; the action that ran is kept as the task's one step.
+#[tokio::test]
+async fn the_deadline_cuts_a_settle() {
+    let e = env(RunnerConfig {
+        settle_timeout_ms: 600_000,
+        settle_poll_ms: 50,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(FrozenTree {
+        phone: Arc::new(SimDevice::new(small()).unwrap()),
+        tree: tokio::sync::OnceCell::new(),
+    });
+    let task = start_timed(&e.store, "tap the status bar", 1).await;
+    let tap = Action::Tap {
+        target: droidpilot::domain::action::TargetField(droidpilot::domain::Target::Coordinate(
+            droidpilot::domain::NormPoint::new(0.5, 0.005).unwrap(),
+        )),
+    };
+    let done = run_bounded(&e, task, phone, Box::new(ReplayAgent::new(vec![tap; 5]))).await;
+    assert_eq!(done.status, TaskStatus::TimedOut, "{:?}", done.reason);
+    let steps = e.store.steps(done.id).await.unwrap();
+    assert_eq!(steps.len(), 1, "the tap ran; its settle was cut");
+    assert_eq!(steps[0].outcome.status, "ok");
+    assert_eq!(
+        steps[0].outcome.screen_changed, None,
+        "cut before it could tell"
+    );
+}
+
+/// An agent with a bug: its first decision panics.
+struct Panicking;
+#[async_trait]
+impl Agent for Panicking {
+    async fn next(&mut self, _ctx: &AgentContext) -> Result<Decision, AgentError> {
+        panic!("the agent tripped over its own feet");
+    }
+    fn describe(&self) -> String {
+        "panicking".into()
+    }
+}
+
+/// Polls `id` until it has ended (bounded: a task that never ends fails the test).
+async fn ended(store: &Arc<dyn Store>, id: TaskId) -> Task {
+    for _ in 0..600 {
+        let t = store.get_task(id).await.unwrap();
+        if t.status.is_terminal() {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} never ended");
+}
+
+/// A runner that panics ends its task `failed` with the panic's message, and gives back
+/// its phone and its scheduler slot: with one slot and one phone, the next task runs.
+#[tokio::test]
+async fn a_runner_that_panics_fails_its_task_and_frees_the_phone_and_the_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let overrides = Overrides {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let mut config = Config::load_with_env(dir.path(), &overrides, Vec::new()).unwrap();
+    config.devices.sim = vec![small()];
+    config.scheduler.max_concurrent_tasks = 1;
+    config.runner = quick();
+    let agents: droidpilot::run::scheduler::AgentFactory = Arc::new(|t: &Task| {
+        Ok(match t.spec.instruction.as_str() {
+            "trip" => Box::new(Panicking) as Box<dyn Agent>,
+            _ => Box::new(ReplayAgent::new(vec![])),
+        })
+    });
+    let parts = droidpilot::core::CoreParts {
+        agents: Some(agents),
+        ..Default::default()
+    };
+    let core = Core::build_with(&config, parts).await.unwrap();
+    core.start_scheduler();
+    let spec = |i: &str| {
+        TaskSpec::parse(NewTask {
+            instruction: Some(i.into()),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let bad = droidpilot::run::queue::submit(&core.bus, spec("trip"))
+        .await
+        .unwrap();
+    let done = ended(&core.store, bad.id).await;
+    assert_eq!(done.status, TaskStatus::Failed);
+    let reason = done.reason.unwrap();
+    assert!(
+        reason.contains("panicked: the agent tripped over its own feet"),
+        "{reason}"
+    );
+    let next = droidpilot::run::queue::submit(&core.bus, spec("carry on"))
+        .await
+        .unwrap();
+    let after = ended(&core.store, next.id).await;
+    assert_eq!(after.status, TaskStatus::Succeeded, "{:?}", after.reason);
+    assert_eq!(after.assigned_device.as_deref(), Some("sim-1"));
+    let events = core
+        .store
+        .events_since(&bad.id.to_string(), 0, 100)
+        .await
+        .unwrap();
+    assert!(events.iter().any(|e| e.kind() == "task.finished"));
+    core.shutdown(Duration::from_secs(10)).await;
+}
+
+/// A calendar the agent reaches over `mcp_call`.
+struct Calendar;
+#[async_trait]
+impl droidpilot::run::mcp::McpHandler for Calendar {
+    fn description(&self) -> String {
+        "the user's calendar".into()
+    }
+    async fn call(&self, _args: serde_json::Value) -> Result<serde_json::Value, String> {
+        Ok(json!("dentist on Monday at 9:00"))
+    }
+}
+
+/// Finishes at once, keeping the history text its first prompt would have shown.
+struct Remembering(Arc<std::sync::Mutex<String>>);
+#[async_trait]
+impl Agent for Remembering {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        *self.0.lock().unwrap() = ctx.history.render();
+        Ok(Decision::local(Action::Finish {
+            success: true,
+            reason: None,
+            answer: None,
+        }))
+    }
+    fn describe(&self) -> String {
+        "remembering".into()
+    }
+}
+
+/// Runs `task` (claimed again) with an agent that only reads its history; returns it.
+async fn history_on_resume(e: &Env, task: Task) -> String {
+    let seen = Arc::new(std::sync::Mutex::new(String::new()));
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let done = e
+        .runner
+        .run(task, phone, Box::new(Remembering(seen.clone())), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    seen.lock().unwrap().clone()
+}
+
+/// A resumed task remembers what people and tools told it: after a restart (the task left
+/// `running` by a graceful stop, requeued at the next start) and after `run --resume` of
+/// its saved trajectory, the next prompt still holds the user's answer and the MCP tool's
+/// result, not only the steps.
+#[tokio::test]
+async fn a_resumed_task_remembers_answers_and_tool_results() {
+    let e = env(RunnerConfig {
+        stuck_threshold: 100,
+        ..quick()
+    })
+    .await;
+    e.runner.mcp.register("calendar", Arc::new(Calendar));
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "set the alarm", 50, "sim-1").await;
+    let id = task.id;
+    let script = vec![
+        Action::AskUser {
+            question: "What time should the alarm ring?".into(),
+            options: None,
+        },
+        Action::McpCall {
+            tool: "calendar".into(),
+            args: json!({}),
+        },
+    ]
+    .into_iter()
+    .chain(std::iter::repeat_n(Action::Wait { ms: 10 }, 40))
+    .collect();
+    let (tx, rx) = watch::channel(StopSignal::None);
+    let runner = e.runner.clone();
+    let first = tokio::spawn(async move {
+        runner
+            .run(task, phone, Box::new(ReplayAgent::new(script)), rx)
+            .await
+    });
+    for _ in 0..500 {
+        if e.store.get_task(id).await.unwrap().status == TaskStatus::WaitingForUser {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    e.runner
+        .prompts
+        .answer(&e.runner.bus, id, None, "7:30", "rest")
+        .await
+        .unwrap();
+    for _ in 0..500 {
+        if e.store.steps(id).await.unwrap().len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A graceful stop that resumes at the next start, then that start.
+    tx.send(StopSignal::Suspend).unwrap();
+    let left = first.await.unwrap().unwrap();
+    assert_eq!(left.status, TaskStatus::Running);
+    assert_eq!(
+        e.store.recover_running(true, "restart").await.unwrap(),
+        vec![id]
+    );
+    assert!(e.store.start_task(id, "sim-1").await.unwrap());
+    let resumed = e.store.get_task(id).await.unwrap();
+    let text = history_on_resume(&e, resumed).await;
+    assert!(
+        text.contains("7:30"),
+        "the answer is gone after a restart:\n{text}"
+    );
+    assert!(
+        text.contains("dentist on Monday at 9:00"),
+        "the tool result is gone after a restart:\n{text}"
+    );
+
+    // The same through a saved trajectory (`droidpilot run --resume`).
+    let saved = droidpilot::run::trajectory::Trajectory::build(e.store.as_ref(), id)
+        .await
+        .unwrap();
+    let bundle = droidpilot::run::trajectory::TrajectoryBundle {
+        trajectory: saved,
+        screenshots: Default::default(),
+    };
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some("set the alarm".into()),
+        max_steps: Some(100),
+        ..Default::default()
+    })
+    .unwrap();
+    let again = e.store.create_task(spec).await.unwrap();
+    bundle
+        .seed_task(e.store.as_ref(), &e.runner.artifacts, again.id)
+        .await
+        .unwrap();
+    assert!(e.store.start_task(again.id, "sim-1").await.unwrap());
+    let again = e.store.get_task(again.id).await.unwrap();
+    let text = history_on_resume(&e, again).await;
+    assert!(text.contains("7:30"), "{text}");
+    assert!(text.contains("dentist on Monday at 9:00"), "{text}");
+}
+
+/// An OpenAI Chat Completions reply that calls `tool` with `args`.
+fn tool_call(tool: &str, args: serde_json::Value) -> wiremock::ResponseTemplate {
+    wiremock::ResponseTemplate::new(200).set_body_json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": tool, "arguments": args.to_string()}}]},
+            "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    }))
+}
+
+/// A navigator against a model server that answers, in order: an unknown tool then
+/// `home` (a self-correction), two unknown tools (a rejected answer), then `finish`.
+/// Every step has one number in the store, its `step.decided` event and the agent's
+/// history, and every call the server answered is counted, the rejected answer's too.
+#[tokio::test]
+async fn step_numbers_agree_and_every_model_call_is_counted() {
+    use wiremock::matchers::method;
+    let server = wiremock::MockServer::start().await;
+    let replies = [
+        tool_call("fly", json!({})),
+        tool_call("home", json!({})),
+        tool_call("fly", json!({})),
+        tool_call("soar", json!({})),
+        tool_call("finish", json!({"success": true})),
+    ];
+    for r in replies {
+        wiremock::Mock::given(method("POST"))
+            .respond_with(r)
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
+    let spec = droidpilot::agent::AgentSpec::from_json(&json!({
+        "kind": "navigator", "provider": "openai", "model": "m",
+        "base_url": format!("{}/v1", server.uri())
+    }))
+    .unwrap();
+    let mut defaults = droidpilot::agent::AgentDefaults::default();
+    defaults.keys.openai = Some(droidpilot::llm::ApiKey::new("sk-test"));
+    defaults.navigator.backoff_ms = 1;
+    let agent = droidpilot::agent::build_agent(&spec, &defaults).unwrap();
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "go home", 20, "sim-1").await;
+    let done = e.runner.run(task, phone, agent, no_stop()).await.unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    let asked = server.received_requests().await.unwrap();
+    assert_eq!(asked.len(), 5);
+    assert_eq!(done.model_calls, 5, "every call the model server answered");
+    let steps = e.store.steps(done.id).await.unwrap();
+    let numbers: Vec<u32> = steps.iter().map(|s| s.n).collect();
+    assert_eq!(numbers, vec![1, 2, 3]);
+    assert_eq!(steps[1].outcome.status, "rejected");
+    assert_eq!(steps[1].model_calls, 2);
+    let decided: Vec<u32> = e
+        .store
+        .events_since(&done.id.to_string(), 0, 200)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|ev| match ev.event {
+            TaskEvent::StepDecided { step, .. } => Some(step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decided, vec![1, 3], "step.decided numbers the stored steps");
+    // The last prompt's history numbers `home` as step 1, as the store does.
+    let last = String::from_utf8(asked[4].body.clone()).unwrap();
+    assert!(last.contains("1. {\\\"action\\\":\\\"key\\\""), "{last}");
+}
+
+/// A `replay` of actions that change nothing (`home` on the home screen, waits) runs its
+/// list to the end: no "I seem to be stuck" question, no `step.stuck`.
+#[tokio::test]
+async fn a_replay_that_changes_nothing_is_never_asked_if_it_is_stuck() {
+    let e = env(RunnerConfig {
+        ask_user_when_stuck: true,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "press home", 20, "sim-1").await;
+    let home = Action::Key {
+        key: droidpilot::domain::Key::Home,
+    };
+    let list = [home.clone(), Action::Wait { ms: 100 }]
+        .into_iter()
+        .cycle()
+        .take(8)
+        .collect();
+    let done = run_bounded(&e, task, phone, Box::new(ReplayAgent::new(list))).await;
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    assert_eq!(done.steps, 9, "eight actions and the finish");
+    assert!(e.store.interventions(done.id).await.unwrap().is_empty());
+    let events = e
+        .store
+        .events_since(&done.id.to_string(), 0, 200)
+        .await
+        .unwrap();
+    assert!(!events.iter().any(|ev| ev.kind() == "step.stuck"));
+}
+
+/// A model agent going round two screens (open the same app, go back, again) is stuck:
+/// no screen repeats back to back, yet the detector sends a diagnostic.
+#[tokio::test]
+async fn a_model_going_round_two_screens_is_stuck() {
+    let e = env(RunnerConfig {
+        ask_user_when_stuck: false,
+        ..quick()
+    })
+    .await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "open the clock", 30, "sim-1").await;
+    let open = Action::LaunchApp {
+        app: droidpilot::domain::AppRef::Package("com.google.android.deskclock".into()),
+    };
+    let home = Action::Key {
+        key: droidpilot::domain::Key::Home,
+    };
+    let round: Vec<Action> = [open, home].into_iter().cycle().take(24).collect();
+    let done = run_bounded(
+        &e,
+        task,
+        phone,
+        Box::new(AsIfModel(ReplayAgent::new(round))),
+    )
+    .await;
+    assert_eq!(done.status, TaskStatus::Failed, "{:?}", done.reason);
+    let events = e
+        .store
+        .events_since(&done.id.to_string(), 0, 500)
+        .await
+        .unwrap();
+    let stuck: Vec<(u32, String)> = events
+        .iter()
+        .filter_map(|ev| match &ev.event {
+            TaskEvent::StepStuck { step, why, .. } => Some((*step, why.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stuck[0].0, 4, "{stuck:?}");
+    assert!(stuck[0].1.contains("same 2 screens"), "{stuck:?}");
+    assert!(done.reason.unwrap().starts_with("stuck:"));
+}
+
+/// A task with these budgets, claimed by `sim-1`.
+async fn start_budgeted(
+    store: &Arc<dyn Store>,
+    max_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
+) -> Task {
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some("keep going".into()),
+        max_steps: Some(50),
+        max_tokens,
+        max_cost_usd,
+        ..Default::default()
+    })
+    .unwrap();
+    let t = store.create_task(spec).await.unwrap();
+    assert!(store.start_task(t.id, "sim-1").await.unwrap());
+    store.get_task(t.id).await.unwrap()
+}
+
+/// Budgets beyond steps and time: a navigator whose every call uses 110 tokens and costs
+/// $0.00014 fails with `budget_exceeded` naming the budget it used up, the task's own
+/// or the server's default, at the first step boundary past it (the third call).
+#[tokio::test]
+async fn a_task_past_its_token_or_cost_budget_fails_saying_which() {
+    use wiremock::matchers::method;
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(method("POST"))
+        .respond_with(tool_call("home", json!({})))
+        .mount(&server)
+        .await;
+    let spec = droidpilot::agent::AgentSpec::from_json(&json!({
+        "kind": "navigator", "provider": "openai", "model": "m",
+        "base_url": format!("{}/v1", server.uri())
+    }))
+    .unwrap();
+    let mut defaults = droidpilot::agent::AgentDefaults::default();
+    defaults.keys.openai = Some(droidpilot::llm::ApiKey::new("sk-test"));
+    let price = droidpilot::llm::ModelPrice {
+        input_per_mtok: 1.0,
+        output_per_mtok: 4.0,
+        cached_input_per_mtok: None,
+    };
+    defaults.prices = droidpilot::llm::PriceTable([("m".to_string(), price)].into());
+    let cases = [
+        (None, Some(250), None, "max_tokens (250)"),
+        (None, None, Some(0.0003), "max_cost_usd (0.0003)"),
+        (Some(250), None, None, "max_tokens (250)"),
+    ];
+    for (server_default, max_tokens, max_cost_usd, named) in cases {
+        let e = env(RunnerConfig {
+            stuck_threshold: 100,
+            max_tokens: server_default.unwrap_or(0),
+            ..quick()
+        })
+        .await;
+        let phone = Arc::new(SimDevice::new(small()).unwrap());
+        let task = start_budgeted(&e.store, max_tokens, max_cost_usd).await;
+        let agent = droidpilot::agent::build_agent(&spec, &defaults).unwrap();
+        let done = run_bounded(&e, task, phone, agent).await;
+        assert_eq!(
+            done.status,
+            TaskStatus::Failed,
+            "{named}: {:?}",
+            done.reason
+        );
+        let reason = done.reason.unwrap();
+        assert!(
+            reason.starts_with("budget_exceeded: ") && reason.contains(named),
+            "{reason}"
+        );
+        assert_eq!((done.steps, done.model_calls), (3, 3), "{named}");
+    }
 }

@@ -157,6 +157,12 @@ pub trait Agent: Send {
     fn wants_device_context(&self) -> bool {
         false
     }
+    /// Whether the agent plays a fixed list of actions (a `replay`): it cannot read a
+    /// stuck diagnostic or a person's answer, so the runner's stuck detector leaves it
+    /// alone (the list's length bounds it).
+    fn plays_fixed_actions(&self) -> bool {
+        false
+    }
     /// The runner's stuck detector escalated: an agent that can re-plan says so (and
     /// does, at its next decision) before a person is asked. Once per task.
     fn replan_when_stuck(&mut self, why: &str) -> bool {
@@ -193,6 +199,10 @@ pub enum AgentError {
         raw: String,
         attempts: u32,
         usage: Usage,
+        /// USD of the calls that produced unusable answers, when priced.
+        cost: Option<f64>,
+        /// Every model call the attempts made (they count like a decision's).
+        calls: Vec<ModelCall>,
     },
     #[error("this agent needs a screenshot, and the observation has none")]
     NeedsScreenshot,
@@ -321,6 +331,19 @@ impl<'a> Meter<'a> {
         self.usage += sum.usage;
         add_cost(&mut self.cost, sum.cost);
         self.log.extend_from_slice(calls);
+    }
+
+    /// The answers could not be used after `attempts`: the error carries what the calls
+    /// cost, so a rejected step counts them like any other.
+    pub fn unusable(self, error: ParseError, raw: String, attempts: u32) -> AgentError {
+        AgentError::Parse {
+            error: Box::new(error),
+            raw,
+            attempts,
+            usage: self.usage,
+            cost: self.cost,
+            calls: self.log,
+        }
     }
 
     pub fn decision(self, thinking: String, action: Action, raw: String, retries: u32) -> Decision {

@@ -597,12 +597,7 @@ impl Agent for NavigatorAgent {
                         field: "tool".into(),
                         reason: "the step is recorded; call an action tool now".into(),
                     };
-                    return Err(AgentError::Parse {
-                        error: Box::new(e),
-                        raw,
-                        attempts: retries + 1,
-                        usage: meter.usage,
-                    });
+                    return Err(meter.unusable(e, raw, retries + 1));
                 }
                 Ok(Outcome::Info(text)) if info_rounds < MAX_INFO_ROUNDS => {
                     info_rounds += 1;
@@ -615,12 +610,7 @@ impl Agent for NavigatorAgent {
                         reason: "you have read enough; call an action tool now".into(),
                     };
                     if retries > 0 {
-                        return Err(AgentError::Parse {
-                            error: Box::new(e),
-                            raw,
-                            attempts: retries + 1,
-                            usage: meter.usage,
-                        });
+                        return Err(meter.unusable(e, raw, retries + 1));
                     }
                     retries += 1;
                     (super::correction(&e), true)
@@ -631,12 +621,7 @@ impl Agent for NavigatorAgent {
                     (super::correction(&e), true)
                 }
                 Err(error) => {
-                    return Err(AgentError::Parse {
-                        error: Box::new(error),
-                        raw,
-                        attempts: retries + 1,
-                        usage: meter.usage,
-                    });
+                    return Err(meter.unusable(error, raw, retries + 1));
                 }
             };
             // Answer every call of the assistant turn (providers require it), the first

@@ -78,6 +78,10 @@ impl Agent for ReplayAgent {
         self.on_error == OnError::Fail
     }
 
+    fn plays_fixed_actions(&self) -> bool {
+        true
+    }
+
     /// Every committed step that carries an action took one action from the list (a
     /// failed one too: the live run went on after it), so that many are skipped. The
     /// step in flight when the process died was not committed and runs again.

@@ -65,7 +65,8 @@ pub struct Intervention {
     pub question: Option<String>,
     pub options: Option<Vec<String>>,
     pub answer: Option<String>,
-    /// Who closed a question: `rest`, `websocket`, `timeout`, `cancelled`, `shutdown`, `restart`.
+    /// Who closed a question: `rest`, `websocket`, `timeout`, `cancelled`, `shutdown`, `restart`,
+    /// `deadline` (the task's `timeout_seconds` ran out while it waited).
     pub answered_by: Option<String>,
     /// When it happened (asked, acted, detected).
     pub created_at: chrono::DateTime<chrono::Utc>,

@@ -156,6 +156,14 @@ pub struct TaskSpec {
     /// Record the run as a script (navigator agent): stored when the task succeeds.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub record: bool,
+    /// The task fails (`budget_exceeded`) once its model calls have used this many
+    /// tokens (in + out); absent: the server's `runner.max_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// The task fails (`budget_exceeded`) once its model calls have cost this many USD
+    /// (priced models only); absent: the server's `runner.max_cost_usd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 fn serialize_redacted_url<S: serde::Serializer>(
@@ -245,6 +253,14 @@ pub struct NewTask {
     pub webhook_url: Option<String>,
     /// Record the run as a replayable script (navigator agent only; see README "Scripts").
     pub record: Option<bool>,
+    /// Tokens (in + out) the task's model calls may use; once they have, the task fails
+    /// with `budget_exceeded` at the next step boundary.
+    #[schema(minimum = 1)]
+    pub max_tokens: Option<u64>,
+    /// USD the task's model calls may cost (models priced in `[agent.prices]`); once
+    /// they have, the task fails with `budget_exceeded` at the next step boundary.
+    #[schema(exclusive_minimum = 0)]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// Why a task request was refused; each names the field.
@@ -330,7 +346,20 @@ impl TaskSpec {
                 format!("`{}` is not an http(s) URL", redact_url_secrets(u)),
             ));
         }
+        if req.max_tokens == Some(0) {
+            return Err(inv("max_tokens", "must be at least 1".into()));
+        }
+        if let Some(c) = req.max_cost_usd
+            && !(c.is_finite() && c > 0.0)
+        {
+            return Err(inv(
+                "max_cost_usd",
+                format!("{c} is not a positive amount of USD"),
+            ));
+        }
         Ok(TaskSpec {
+            max_tokens: req.max_tokens,
+            max_cost_usd: req.max_cost_usd,
             webhook_url: req.webhook_url,
             record: req.record.unwrap_or(false),
             instruction,
@@ -500,6 +529,14 @@ mod tests {
             (
                 json!({"instruction": "a", "priority": 5000}),
                 "field `priority` is invalid",
+            ),
+            (
+                json!({"instruction": "a", "max_tokens": 0}),
+                "field `max_tokens` is invalid",
+            ),
+            (
+                json!({"instruction": "a", "max_cost_usd": -1.0}),
+                "field `max_cost_usd` is invalid",
             ),
             (
                 json!({"instruction": "a", "agent": "gpt"}),

@@ -38,8 +38,22 @@ pub enum AskOutcome {
     Stopped,
 }
 
-/// Who closes a question nobody answered (stored as `answered_by`).
-const CLOSERS: [&str; 4] = ["timeout", "cancelled", "shutdown", "restart"];
+/// Who closes a question nobody answered (stored as `answered_by`): `deadline` is the
+/// task's own `timeout_seconds` running out while it waited; `instance_dead` is a cluster
+/// reaper's.
+const CLOSERS: [&str; 6] = [
+    "timeout",
+    "cancelled",
+    "shutdown",
+    "restart",
+    "deadline",
+    "instance_dead",
+];
+
+/// Whether `answered_by` names who closed a question unanswered (not a person's answer).
+pub(crate) fn is_closer(answered_by: &str) -> bool {
+    CLOSERS.contains(&answered_by)
+}
 
 /// Resolves when a stop arrives, with who closes the question; never when the sender is gone.
 async fn stopped(stop: &mut watch::Receiver<StopSignal>) -> &'static str {
@@ -48,6 +62,14 @@ async fn stopped(stop: &mut watch::Receiver<StopSignal>) -> &'static str {
         Ok(StopSignal::Cancel) => "cancelled",
         Ok(_) => "shutdown",
         Err(_) => std::future::pending().await,
+    }
+}
+
+/// Resolves at `deadline`; never without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -137,8 +159,10 @@ pub struct Prompts {
 impl Prompts {
     /// Asks, marks the task `waiting_for_user`, publishes `task.ask_user`, and waits up to
     /// `timeout` for an answer, or until `stop` says the task is cancelled or the server
-    /// stops. The question is closed either way, so a late answer is refused rather than
-    /// lost; the task goes back to `running` unless it was stopped.
+    /// stops, or the task's `deadline` comes (both `Stopped`). The question is closed
+    /// either way, so a late answer is refused rather than lost; the task goes back to
+    /// `running` unless it was stopped.
+    #[allow(clippy::too_many_arguments)]
     pub async fn ask(
         &self,
         bus: &EventBus,
@@ -147,6 +171,7 @@ impl Prompts {
         options: Option<Vec<String>>,
         timeout: Duration,
         stop: &mut watch::Receiver<StopSignal>,
+        deadline: Option<tokio::time::Instant>,
     ) -> Result<(String, AskOutcome), StoreError> {
         let prompt_id = format!("p-{}", uuid::Uuid::now_v7().simple());
         let (tx, rx) = oneshot::channel();
@@ -188,6 +213,7 @@ impl Prompts {
                 _ => self.close(bus, task, &prompt_id, "timeout").await?,
             },
             s = stopped(stop) => self.close(bus, task, &prompt_id, s).await?,
+            _ = until(deadline) => self.close(bus, task, &prompt_id, "deadline").await?,
         };
         if outcome != AskOutcome::Stopped {
             match store.set_task_status(task, TaskStatus::Running, None).await {

@@ -75,6 +75,8 @@ pub enum CompletionCode {
     Timeout,
     /// The phone dropped and did not come back, or could not be read.
     DeviceUnreachable,
+    /// `max_tokens` or `max_cost_usd` ran out (the reason names which).
+    BudgetExceeded,
     Cancelled,
     /// The server stopped under the task.
     Interrupted,
@@ -88,28 +90,29 @@ impl CompletionCode {
             Self::MaxStepsExceeded => "max_steps_exceeded",
             Self::Timeout => "timeout",
             Self::DeviceUnreachable => "device_unreachable",
+            Self::BudgetExceeded => "budget_exceeded",
             Self::Cancelled => "cancelled",
             Self::Interrupted => "interrupted",
         }
     }
 
     /// The code of an ended task: by its status, and for a failure by its reason (the
-    /// runner starts a lost device's reason with `device_unreachable`).
+    /// runner starts a lost device's reason with `device_unreachable`, a spent budget's
+    /// with `budget_exceeded`).
     pub fn of(task: &Task) -> Option<Self> {
+        let reason_is = |code: Self| {
+            task.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with(code.as_str()))
+        };
         Some(match task.status {
             TaskStatus::Succeeded => Self::Completed,
             TaskStatus::Incomplete => Self::MaxStepsExceeded,
             TaskStatus::TimedOut => Self::Timeout,
             TaskStatus::Cancelled => Self::Cancelled,
             TaskStatus::Interrupted => Self::Interrupted,
-            TaskStatus::Failed
-                if task
-                    .reason
-                    .as_deref()
-                    .is_some_and(|r| r.starts_with(Self::DeviceUnreachable.as_str())) =>
-            {
-                Self::DeviceUnreachable
-            }
+            TaskStatus::Failed if reason_is(Self::DeviceUnreachable) => Self::DeviceUnreachable,
+            TaskStatus::Failed if reason_is(Self::BudgetExceeded) => Self::BudgetExceeded,
             TaskStatus::Failed => Self::AgentFailed,
             TaskStatus::Queued
             | TaskStatus::Running
@@ -383,6 +386,12 @@ mod tests {
         assert_eq!(
             serde_json::to_value(r).unwrap()["reason"],
             "device_unreachable"
+        );
+        let mut t = task(TaskStatus::Failed, None);
+        t.reason = Some("budget_exceeded: max_tokens (250) reached: 262 tokens spent".into());
+        assert_eq!(
+            CoordinatorResult::new(&t, &[]).unwrap().reason,
+            CompletionCode::BudgetExceeded
         );
         let mut t = task(TaskStatus::Failed, None);
         t.reason = Some("stuck: the screen did not change".into());

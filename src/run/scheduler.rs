@@ -16,9 +16,11 @@
 //! their next poll (`poll_ms`).
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -91,6 +93,23 @@ impl RunningTasks {
     }
     fn remove(&self, id: TaskId) {
         self.stops.lock().expect("running lock").remove(&id);
+    }
+}
+
+/// A running task's hold on a phone and a scheduler slot, released when dropped.
+struct Slot {
+    id: TaskId,
+    running: Arc<RunningTasks>,
+    wake: Arc<Notify>,
+    lease: Option<crate::device::pool::Lease>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // The phone first, so the woken scheduler finds it free.
+        drop(self.lease.take());
+        self.running.remove(self.id);
+        self.wake.notify_one();
     }
 }
 
@@ -290,17 +309,28 @@ impl Scheduler {
             }
         };
         let runner = self.runner.clone();
-        let running = self.running.clone();
-        let wake = self.wake.clone();
         let device = lease.device.clone();
+        // Dropped however the runner ends (a panic too): the phone and the slot are freed.
+        let slot = Slot {
+            id: task.id,
+            running: self.running.clone(),
+            wake: self.wake.clone(),
+            lease: Some(lease),
+        };
         runners.spawn(async move {
             let id = task.id;
-            if let Err(e) = runner.run(task, device, agent, stop).await {
+            let ran = AssertUnwindSafe(runner.run(task, device, agent, stop))
+                .catch_unwind()
+                .await;
+            let ended = match ran {
+                Ok(ended) => ended,
+                // The loop's own panics end the task inside `run`; this is one after it.
+                Err(panic) => runner.fail_panicked(id, panic).await,
+            };
+            if let Err(e) = ended {
                 tracing::error!(task = %id, error = %e, "runner could not record the task's end");
             }
-            drop(lease);
-            running.remove(id);
-            wake.notify_one();
+            drop(slot);
         });
         Ok(true)
     }

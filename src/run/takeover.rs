@@ -31,7 +31,6 @@ use crate::domain::{
     Action, ActionableElement, Intervention, InterventionKind, ResumeCause, Task, TaskEvent,
     TaskId, TaskStatus,
 };
-use crate::screen::ScreenRepresentation;
 use crate::store::StoreError;
 
 /// Who acted when the caller gave no name.
@@ -249,8 +248,12 @@ impl TakeOvers {
             Ok(d) => d.clone(),
             Err((error, d)) => json!({"error": error, "failure": d}),
         };
-        hold.actions
-            .push(describe(recorded, &detail, &obs.repr, outcome.is_ok()));
+        hold.actions.push(describe(
+            recorded,
+            &detail,
+            &obs.repr.actionable_elements,
+            outcome.is_ok(),
+        ));
         let action_json = serde_json::to_value(recorded).unwrap_or(Value::Null);
         let iv = Intervention {
             by: Some(by),
@@ -383,7 +386,7 @@ fn device_gone(
 pub(crate) fn describe(
     action: &Action,
     detail: &Value,
-    repr: &ScreenRepresentation,
+    elements: &[ActionableElement],
     ok: bool,
 ) -> String {
     let point = |k: &str| {
@@ -391,7 +394,7 @@ pub(crate) fn describe(
         Some((p.first()?.as_i64()?, p.get(1)?.as_i64()?))
     };
     let on = |(x, y): (i64, i64)| {
-        element_at(&repr.actionable_elements, x, y)
+        element_at(elements, x, y)
             .map(|e| format!(" on \"{}\"", e.text))
             .unwrap_or_default()
     };

@@ -69,6 +69,8 @@ const TABLES: &[Table] = &[
             ("cost_usd", Real),
             ("model_calls", Int),
             ("cancel_requested", Bool),
+            ("max_tokens", Int),
+            ("max_cost_usd", Real),
         ],
     },
     Table {

@@ -171,7 +171,7 @@ fn artifact_from_row(r: &PgRow) -> Result<Artifact, StoreError> {
 const TASK_SELECT: &str = "SELECT id, status, instruction, priority, max_steps, timeout_seconds, device_id, \
      constraints::text AS constraints, agent::text AS agent, external_id, session_id, metadata::text AS metadata, \
      assigned_device, created_at, started_at, finished_at, reason, answer, steps, tokens_in, tokens_out, cost_usd, \
-     cancel_requested, webhook_url, record, model_calls FROM tasks";
+     cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd FROM tasks";
 
 fn task_from_row(r: &PgRow) -> Result<Task, StoreError> {
     let status: String = r.try_get("status")?;
@@ -191,6 +191,8 @@ fn task_from_row(r: &PgRow) -> Result<Task, StoreError> {
             metadata: opt_json(r.try_get("metadata")?, "metadata")?,
             webhook_url: opt_text(r, "webhook_url")?,
             record: r.try_get("record")?,
+            max_tokens: r.try_get::<Option<i64>, _>("max_tokens")?.map(|n| n as u64),
+            max_cost_usd: r.try_get("max_cost_usd")?,
         },
         assigned_device: opt_text(r, "assigned_device")?,
         created_at: r.try_get("created_at")?,
@@ -326,8 +328,8 @@ impl Store for PostgresStore {
         let id = TaskId::new();
         sqlx::query(
             "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
-             agent, external_id, session_id, metadata, created_at, webhook_url, record) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::jsonb, $13, $14, $15)",
+             agent, external_id, session_id, metadata, created_at, webhook_url, record, max_tokens, max_cost_usd) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::jsonb, $13, $14, $15, $16, $17)",
         )
         .bind(id.to_string())
         .bind(TaskStatus::Queued.as_str())
@@ -344,6 +346,8 @@ impl Store for PostgresStore {
         .bind(now_micros())
         .bind(enc_opt(spec.webhook_url.as_deref()))
         .bind(spec.record)
+        .bind(spec.max_tokens.map(|n| n.min(i64::MAX as u64) as i64))
+        .bind(spec.max_cost_usd)
         .execute(&self.pool)
         .await?;
         self.get_task(id).await

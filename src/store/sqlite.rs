@@ -248,7 +248,7 @@ fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
 
 const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, agent, \
      external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
-     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls";
+     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd";
 
 fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
     let id: String = r.try_get("id")?;
@@ -271,6 +271,8 @@ fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
             metadata: opt_json(r.try_get("metadata")?, "metadata")?,
             webhook_url: r.try_get("webhook_url")?,
             record: r.try_get::<i64, _>("record")? != 0,
+            max_tokens: r.try_get::<Option<i64>, _>("max_tokens")?.map(|n| n as u64),
+            max_cost_usd: r.try_get("max_cost_usd")?,
         },
         assigned_device: r.try_get("assigned_device")?,
         created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
@@ -393,7 +395,8 @@ impl Store for SqliteStore {
         let now = Utc::now();
         sqlx::query(
             "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
-             agent, external_id, session_id, metadata, created_at, webhook_url, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             agent, external_id, session_id, metadata, created_at, webhook_url, record, max_tokens, max_cost_usd) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(id.to_string())
         .bind(TaskStatus::Queued.as_str())
@@ -410,6 +413,8 @@ impl Store for SqliteStore {
         .bind(ts(now))
         .bind(&spec.webhook_url)
         .bind(spec.record as i64)
+        .bind(spec.max_tokens.map(|n| n.min(i64::MAX as u64) as i64))
+        .bind(spec.max_cost_usd)
         .execute(&self.pool)
         .await?;
         self.get_task(id).await

@@ -179,6 +179,8 @@ async fn every_field_round_trips(s: S) {
     sp.webhook_url = Some("https://example.com/hook".into());
     sp.record = true;
     sp.priority = -3;
+    sp.max_tokens = Some(50_000);
+    sp.max_cost_usd = Some(0.25);
     let t = s.create_task(sp.clone()).await.unwrap();
     assert_eq!(t.spec, sp);
     assert_eq!(t.status, TaskStatus::Queued);

@@ -165,12 +165,7 @@ impl Agent for VisionAgent {
                     req.messages.push(Message::user_text(correction(&e)));
                 }
                 Err(error) => {
-                    return Err(AgentError::Parse {
-                        error: Box::new(error),
-                        raw,
-                        attempts: retries + 1,
-                        usage: meter.usage,
-                    });
+                    return Err(meter.unusable(error, raw, retries + 1));
                 }
             }
         }

@@ -14,8 +14,8 @@ use crate::run::interaction::AskOutcome;
 use crate::run::runner::AskTimeoutPolicy;
 
 impl Runner {
-    /// The task waits for an answer (`run::interaction`) or the timeout; a stop closes
-    /// the question. Returns the prompt id and the outcome.
+    /// The task waits for an answer (`run::interaction`) or the timeout; a stop or the
+    /// task's deadline closes the question. Returns the prompt id and the outcome.
     async fn ask(
         &self,
         st: &mut RunState<'_>,
@@ -26,7 +26,15 @@ impl Runner {
         let task = st.task.id;
         let asked = self
             .prompts
-            .ask(&self.bus, task, question, options, timeout, &mut st.stop)
+            .ask(
+                &self.bus,
+                task,
+                question,
+                options,
+                timeout,
+                &mut st.stop.signal,
+                Some(st.stop.deadline),
+            )
             .await?;
         Ok(asked)
     }

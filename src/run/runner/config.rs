@@ -58,6 +58,12 @@ pub struct RunnerConfig {
     /// an `external_change` intervention, and tell the agent. Off by default: content
     /// that finishes loading after the settle wait reads as a change too.
     pub detect_external_changes: bool,
+    /// Tokens (in + out) a task's model calls may use, for tasks that set no
+    /// `max_tokens` of their own; 0: no limit.
+    pub max_tokens: u64,
+    /// USD a task's model calls may cost, for tasks that set no `max_cost_usd`; 0: no
+    /// limit.
+    pub max_cost_usd: f64,
 }
 
 impl Default for RunnerConfig {
@@ -81,6 +87,8 @@ impl Default for RunnerConfig {
             installed_apps_ttl_secs: 300,
             max_pause_secs: 1800,
             detect_external_changes: false,
+            max_tokens: 0,
+            max_cost_usd: 0.0,
         }
     }
 }

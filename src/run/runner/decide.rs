@@ -41,12 +41,18 @@ impl Runner {
         let d = match decided? {
             Ok(d) => d,
             Err(AgentError::Parse {
-                error, raw, usage, ..
+                error,
+                raw,
+                attempts,
+                usage,
+                cost,
+                calls,
             }) => {
                 st.rejected_in_a_row += 1;
                 draft.rejected(error.to_string(), &raw);
-                draft.step.tokens_in = usage.input_tokens;
-                draft.step.tokens_out = usage.output_tokens;
+                draft.unusable_calls(usage, cost, calls);
+                // Its self-corrections count toward the budget, as an accepted answer's.
+                st.counter.corrections += attempts.saturating_sub(1);
                 let then = if st.rejected_in_a_row >= self.cfg.max_rejected_in_a_row {
                     Then::End(End::new(
                         TaskStatus::Failed,
@@ -71,7 +77,7 @@ impl Runner {
         };
         st.rejected_in_a_row = 0;
         draft.decided(&d);
-        // Self-correction attempts count toward the budget.
+        // Self-correction attempts count toward the budget (not the step's number).
         st.counter.corrections += d.retries.min(st.task.spec.max_steps.saturating_sub(n));
         // Written while the device acts (in order after `step.observed`).
         self.bus.commit_soon(
@@ -79,7 +85,7 @@ impl Runner {
             async { Ok(Vec::new()) },
             vec![TaskEvent::StepDecided {
                 task_id: st.task.id,
-                step: st.counter.current(),
+                step: n,
                 thinking: draft.step.thinking.clone(),
                 action: draft.action_json(),
                 retries: d.retries,

@@ -16,11 +16,13 @@
 
 mod act;
 mod ask;
+mod budget;
 mod config;
 mod decide;
 mod observe;
 mod reconnect;
 mod record;
+mod remember;
 mod settle;
 mod state;
 mod stop;
@@ -29,6 +31,7 @@ mod verify;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
@@ -225,19 +228,21 @@ impl Runner {
         self.bus
             .commit_soon(&id.to_string(), async { Ok(Vec::new()) }, vec![started]);
         self.takeovers.register(id);
-        let ran = self
-            .run_loop(&task, device.as_ref(), agent.as_mut(), stop)
-            .await;
+        // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
+        // process's hold on it: the task fails with the panic's message.
+        let looping = self.run_loop(&task, device.as_ref(), agent.as_mut(), stop);
+        let ran = std::panic::AssertUnwindSafe(looping).catch_unwind().await;
         self.takeovers.unregister(id);
         let end = match ran {
-            Ok(end) => end,
+            Ok(Ok(end)) => end,
             // A write that failed (after `PatientStore`'s retries) ends the task here:
             // left `running`, it would outlive its timeout on a phone already released.
-            Err(Fatal::Store(e)) => store_failed(id, &e),
+            Ok(Err(Fatal::Store(e))) => store_failed(id, &e),
             // The code seed 004's coordinator reads (`run::result::CompletionCode`).
-            Err(Fatal::Device(msg)) => {
+            Ok(Err(Fatal::Device(msg))) => {
                 End::new(TaskStatus::Failed, format!("device_unreachable: {msg}"))
             }
+            Err(panic) => End::new(TaskStatus::Failed, panicked(&*panic)),
         };
         if end.status == TaskStatus::Incomplete {
             tracing::warn!(task = %id, "task reached max_steps without finishing");
@@ -369,10 +374,10 @@ impl Runner {
     async fn boundary(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
         if !self.hooks.is_empty() {
             let at = st.at();
-            unless_stopped(&mut st.stop, self.hooks.at_boundary(at)).await;
+            unless_stopped(&mut st.stop.signal, self.hooks.at_boundary(at)).await;
         }
         self.take_over(st).await?;
-        match *st.stop.borrow_and_update() {
+        match *st.stop.signal.borrow_and_update() {
             StopSignal::Cancel => {
                 return Ok(Some(End::new(
                     TaskStatus::Cancelled,
@@ -399,7 +404,7 @@ impl Runner {
                 "cancelled by request",
             )));
         }
-        if st.started.elapsed().saturating_sub(st.paused).as_secs() >= task.spec.timeout_seconds {
+        if st.stop.past_deadline() {
             return Ok(Some(End::new(
                 TaskStatus::TimedOut,
                 format!(
@@ -415,7 +420,10 @@ impl Runner {
                 format!("reached max_steps ({max_steps}) without the agent finishing"),
             )));
         }
-        Ok(None)
+        Ok(st
+            .spent
+            .exceeded(task, &self.cfg)
+            .map(|why| End::new(TaskStatus::Failed, why)))
     }
 
     /// Holds the loop while a person has the task paused; afterwards the steps they took
@@ -425,13 +433,13 @@ impl Runner {
         let (id, step) = (st.task.id, st.counter.current());
         let max = std::time::Duration::from_secs(self.cfg.max_pause_secs);
         let holding = self.takeovers.hold(&self.bus, id, step, max);
-        let Some(released) = unless_stopped(&mut st.stop, holding).await else {
+        let Some(released) = unless_stopped(&mut st.stop.signal, holding).await else {
             return Ok(());
         };
         let Some(r) = released? else {
             return Ok(());
         };
-        st.paused += r.held;
+        st.stop.extend(r.held);
         st.settled = None;
         st.counter.manual += r.steps;
         // The person changed the screen: decide on a fresh observation.
@@ -444,6 +452,18 @@ impl Runner {
             });
         }
         Ok(())
+    }
+
+    /// Ends a task whose runner panicked outside its loop (the scheduler catches it): the
+    /// task fails with the panic's message.
+    pub(crate) async fn fail_panicked(
+        &self,
+        id: TaskId,
+        panic: Box<dyn std::any::Any + Send>,
+    ) -> Result<Task, StoreError> {
+        let reason = panicked(&*panic);
+        drop(panic);
+        self.finish(id, End::new(TaskStatus::Failed, reason)).await
     }
 
     /// Stores the ending and publishes `task.finished`.
@@ -519,6 +539,19 @@ fn store_failed(id: TaskId, e: &StoreError) -> End {
     End::new(
         TaskStatus::Failed,
         format!("the task's record could not be saved ({why}); the server log has the details"),
+    )
+}
+
+/// The reason a task whose runner panicked ends with: the panic's message.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into());
+    tracing::error!(panic = %msg, "a task's runner panicked; the task fails");
+    format!(
+        "the runner panicked: {msg}. This is a bug in droidpilot or in one of its hooks or agents; the task's committed steps are kept"
     )
 }
 

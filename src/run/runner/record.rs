@@ -186,6 +186,21 @@ impl StepDraft {
         self.step.timings.inference_ms = d.model_time.as_millis() as u64;
     }
 
+    /// What the calls behind an unusable answer used: a rejected step counts them like
+    /// an accepted one (tokens, cost, calls).
+    pub fn unusable_calls(
+        &mut self,
+        usage: crate::llm::Usage,
+        cost: Option<f64>,
+        calls: Vec<crate::domain::ModelCall>,
+    ) {
+        self.step.tokens_in = usage.input_tokens;
+        self.step.tokens_out = usage.output_tokens;
+        self.step.cost_usd = cost.unwrap_or(0.0);
+        self.step.model_calls = calls.len() as u32;
+        self.step.calls = calls;
+    }
+
     /// The action as it ran (middleware may have rewritten it).
     /// Text typed into a password field is masked in the action, and scrubbed from the
     /// thinking and the model's raw reply.
@@ -309,6 +324,7 @@ impl Runner {
         } = draft;
         self.record(&st.stream, &mut step, start).await?;
         st.counter.recorded += 1;
+        st.spent.add(&step);
         if let Some(mut m) = memory {
             m.failed = step.outcome.status != StepStatus::Ok;
             st.history.push_step(m);

@@ -1,23 +1,28 @@
 //! What one task's loop carries from step to step, and how it is rebuilt from the
 //! committed steps when a task resumes.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::budget::Spent;
 use super::observe::Observed;
+use super::stop::Stop;
 use super::{Fatal, Runner, StopSignal};
-use crate::agent::context::{DeviceContext, History, StepRecord};
+use crate::agent::context::{DeviceContext, History};
 use crate::device::Device;
 use crate::domain::TaskEvent;
 use crate::domain::{ScreenSize, Task};
 use crate::run::stuck::StuckDetector;
 
 /// The step number, derived from what happened: steps recorded (this run and before a
-/// resume) plus the model's self-corrections, which count toward the budget.
+/// resume), the agent's and a person's. The model's self-corrections count toward the
+/// budget but are not steps: the number the store, the events and the agent's history
+/// give a step is one and the same.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct StepCounter {
     pub recorded: u32,
+    /// Extra model answers the agent asked for after an unusable one (budget only).
     pub corrections: u32,
     /// Steps a person took during a take-over: numbered like the others, but not part
     /// of the agent's budget.
@@ -27,7 +32,7 @@ pub(super) struct StepCounter {
 impl StepCounter {
     /// The number of the step in progress (1-based).
     pub fn current(&self) -> u32 {
-        self.recorded + self.corrections + self.manual + 1
+        self.recorded + self.manual + 1
     }
 
     /// Steps of `max_steps` used so far (a person's are not the agent's).
@@ -45,8 +50,6 @@ pub(super) struct RunState<'t> {
     pub task: &'t Task,
     pub stream: String,
     pub started: Instant,
-    /// Time held paused by a person (take-over), not counted toward the timeout.
-    pub paused: std::time::Duration,
     pub size: ScreenSize,
     pub history: History,
     pub counter: StepCounter,
@@ -57,7 +60,8 @@ pub(super) struct RunState<'t> {
     pub rejected_in_a_row: u32,
     /// The agent is a script: its first failed action ends the task (unless a hook recovers).
     pub ends_on_failed_action: bool,
-    pub stop: watch::Receiver<StopSignal>,
+    /// The stop signal and the deadline (moved on by time held paused).
+    pub stop: Stop,
     /// What agents see of the phone beside the screen (installed apps cached).
     pub device_ctx: DeviceContext,
     /// When `device_ctx.installed_apps` was read.
@@ -74,6 +78,8 @@ pub(super) struct RunState<'t> {
     /// The layout hash the last step's action settled at, to notice a change nobody in
     /// droidpilot made before the next observation (`external_change`).
     pub settled: Option<u64>,
+    /// Tokens and USD the task's model calls used (`budget`).
+    pub spent: Spent,
 }
 
 /// How often the loop reads the store's cancel flag.
@@ -94,8 +100,9 @@ impl<'t> RunState<'t> {
         due
     }
 
-    /// Rebuilds the agent's history from the committed steps (publishing `task.resumed`
-    /// when there are any) and reads the screen size.
+    /// Rebuilds the agent's history from the committed steps and the task's
+    /// interventions (`remember`; publishing `task.resumed` when there are any) and reads
+    /// the screen size.
     pub async fn resume(
         runner: &Runner,
         task: &'t Task,
@@ -112,17 +119,10 @@ impl<'t> RunState<'t> {
         } else {
             Vec::new()
         };
-        // A person's steps (take-over) are not the agent's to remember as its own.
-        for s in committed.iter().filter(|s| s.by.is_none()) {
-            if let Some(a) = &s.action {
-                history.push_step(StepRecord {
-                    step: s.n,
-                    thinking: s.thinking.clone().unwrap_or_default(),
-                    action: a.clone(),
-                    outcome: s.outcome.status.to_string(),
-                    failed: s.outcome.status != crate::domain::StepStatus::Ok,
-                });
-            }
+        if !committed.is_empty() {
+            // Answers, tool results and a person's actions, not only the steps.
+            let ivs = runner.bus.store().interventions(task.id).await?;
+            super::remember::rebuild(&mut history, &committed, &ivs);
         }
         let manual = committed.iter().filter(|s| s.by.is_some()).count() as u32;
         let counter = StepCounter {
@@ -149,7 +149,6 @@ impl<'t> RunState<'t> {
             task,
             stream,
             started,
-            paused: std::time::Duration::ZERO,
             size: runner.screen_size(device).await?,
             history,
             counter,
@@ -157,7 +156,7 @@ impl<'t> RunState<'t> {
             stuck: StuckDetector::new(runner.cfg.stuck_threshold),
             rejected_in_a_row: 0,
             ends_on_failed_action,
-            stop,
+            stop: Stop::new(stop, Duration::from_secs(task.spec.timeout_seconds)),
             device_ctx: DeviceContext::default(),
             apps_read: None,
             previous: None,
@@ -165,6 +164,7 @@ impl<'t> RunState<'t> {
             typed: None,
             cancel_polled: started,
             settled: None,
+            spent: Spent::of(task),
         })
     }
 }

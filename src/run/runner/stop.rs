@@ -1,7 +1,10 @@
-//! Stopping a running task: the signal the scheduler sends, and the wrappers that let a
-//! cancel cut short whatever the step is waiting on.
+//! Stopping a running task: the signal the scheduler sends, the task's deadline, and the
+//! wrappers that let either cut short whatever the step is waiting on.
+
+use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// Why the loop stops early, sent by the scheduler. A cancel also aborts what the step
 /// is waiting on (a model call, a device wait); a shutdown lets the step finish.
@@ -19,16 +22,46 @@ pub enum StopSignal {
     Suspend,
 }
 
-/// Runs `f` unless the task is cancelled first (`None` then): a cancel does not wait for
-/// a model call's retries, an action's retries, a settle or a reconnect to end. The
-/// caller goes back to the top of the loop, which ends the task.
+/// What ends a task from outside its steps: the scheduler's signal, and the deadline
+/// (`timeout_seconds` after the start, moved on by the time a person held it paused).
+pub(super) struct Stop {
+    pub signal: watch::Receiver<StopSignal>,
+    pub deadline: Instant,
+}
+
+impl Stop {
+    /// `timeout` from now (a timeout too far to represent never comes).
+    pub fn new(signal: watch::Receiver<StopSignal>, timeout: Duration) -> Self {
+        let now = Instant::now();
+        let far = Duration::from_secs(100 * 365 * 86_400);
+        Self {
+            signal,
+            deadline: now.checked_add(timeout.min(far)).unwrap_or(now + far),
+        }
+    }
+
+    pub fn past_deadline(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// Time held paused (take-over) does not count toward the timeout.
+    pub fn extend(&mut self, held: Duration) {
+        self.deadline = self.deadline.checked_add(held).unwrap_or(self.deadline);
+    }
+}
+
+/// Runs `f` unless the task is cancelled or reaches its deadline first (`None` then): a
+/// model call, its retries, an action and its retries, a device wait, a settle or a
+/// reconnect is cut at once. The caller goes back to the top of the loop, whose boundary
+/// ends the task (`cancelled` or `timed_out`).
 pub(super) async fn unless_cancelled<F: std::future::Future>(
-    stop: &mut watch::Receiver<StopSignal>,
+    stop: &mut Stop,
     f: F,
 ) -> Option<F::Output> {
     tokio::select! {
         r = f => Some(r),
-        _ = cancelled(stop) => None,
+        _ = cancelled(&mut stop.signal) => None,
+        _ = tokio::time::sleep_until(stop.deadline) => None,
     }
 }
 

@@ -13,7 +13,7 @@ use super::{Break, End, Phase, Runner};
 use crate::agent::context::Note;
 use crate::agent::{Agent, Decision};
 use crate::domain::{Action, Annotation, StuckResponse, TaskEvent, TaskStatus};
-use crate::run::stuck::{Stuck, tap_target};
+use crate::run::stuck::Stuck;
 use crate::store::StoreError;
 
 impl Runner {
@@ -30,10 +30,12 @@ impl Runner {
     ) -> Phase<()> {
         let n = st.counter.current();
         // A script replay bounds its own waits and retries; an unchanged screen while it
-        // waits for an element is not being stuck.
-        let verdict = match decision.replay {
-            Some(_) => Stuck::No,
-            None => st.stuck.observe(obs.content, tap_target(&decision.action)),
+        // waits for an element is not being stuck. A fixed list of actions cannot use a
+        // diagnostic or an answer: the detector (and its question) is for model agents.
+        let fixed = decision.replay.is_some() || agent.plays_fixed_actions();
+        let verdict = match fixed {
+            true => Stuck::No,
+            false => st.stuck.observe(obs.content, &decision.action),
         };
         match verdict {
             Stuck::No => {}
