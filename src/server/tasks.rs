@@ -278,7 +278,7 @@ pub(crate) async fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiE
             _ => ("the provider's key variable", false),
         };
         let local = if openai {
-            ", point agent.base_url at a local OpenAI-compatible server (Ollama, vLLM) that needs no key,"
+            ", pick a model server that needs no key (agent.server, or an agent.base_url the operator lists in [agent] allowed_base_urls),"
         } else {
             ""
         };

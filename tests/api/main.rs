@@ -10,6 +10,7 @@ mod dashboard;
 mod devices;
 mod http;
 mod lifecycle;
+mod model_keys;
 mod planned;
 mod run;
 mod script_replay;

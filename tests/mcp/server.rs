@@ -157,6 +157,15 @@ fn assert_main(report: &Value) {
         "{missing}"
     );
     ok(report, "release");
+    let foreign = refused(report, "foreign_base_url");
+    assert_eq!(foreign["code"], "invalid_agent", "{foreign}");
+    assert!(
+        foreign["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("agent.base_url:"),
+        "{foreign}"
+    );
     let run = &ok(report, "run_task")["structured"];
     assert_eq!(run["task"]["status"], "succeeded", "{run:#}");
     assert_eq!(run["result"]["status"], "success", "{run:#}");
