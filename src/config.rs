@@ -264,6 +264,7 @@ impl Config {
                 .with_list_parse_key("devices.adb.serials")
                 .with_list_parse_key("devices.adb.connect")
                 .with_list_parse_key("agent.allowed_base_urls")
+                .with_list_parse_key("webhooks.allowed_hosts")
                 .try_parsing(true)
                 .source(Some(vars)),
         );
@@ -333,6 +334,7 @@ impl Config {
         for u in &self.agent.allowed_base_urls {
             crate::agent::servers::check_allowed_entry(u).map_err(ConfigError::Value)?;
         }
+        self.webhooks.allow_list().map_err(ConfigError::Value)?;
         self.mcp.validate().map_err(ConfigError::Value)?;
         self.cluster.validate().map_err(ConfigError::Value)?;
         if self.storage.pool_size == 0 {

@@ -371,7 +371,8 @@ async fn the_task_list_shows_summaries_and_the_task_shows_everything() {
 async fn webhook_credentials_are_used_for_delivery_and_never_shown() {
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
-    let app = bare_app(&[]).await;
+    // The receiver is wiremock on loopback: an internal host the operator allows.
+    let app = bare_app(&[("DROIDPILOT_WEBHOOKS__ALLOWED_HOSTS", "127.0.0.1")]).await;
     add_phone(&app, "sim-1", None).await;
     let receiver = MockServer::start().await;
     Mock::given(method("POST"))
@@ -519,9 +520,9 @@ async fn a_rate_limited_model_call_is_retried_as_the_server_says_and_reported() 
     let finish = crate::run::generic("done", &json!({"action": "finish", "reason": "ok"}));
     // 429 with Retry-After: 0, then the answer.
     let (server, _) = crate::run::model(vec![(429, String::new()), (200, finish)]).await;
-    let id = submit(
     let app = crate::run::app_for(&[&server], &[]).await;
     add_phone(&app, "sim-1", None).await;
+    let id = submit(
         &app,
         json!({"instruction": "x", "agent": crate::run::agent_for(&server)}),
     )

@@ -18,3 +18,4 @@ mod scripts;
 mod streaming;
 mod takeover;
 mod tasks;
+mod webhook_hosts;

@@ -692,6 +692,8 @@ async fn a_finished_task_posts_a_signed_result_to_its_webhook() {
     let app = bare_app(&[
         ("DROIDPILOT_WEBHOOKS__SECRET", "hook-secret-123"),
         ("DROIDPILOT_WEBHOOKS__BACKOFF_INITIAL_MS", "10"),
+        // The receiver is wiremock on loopback: an internal host the operator allows.
+        ("DROIDPILOT_WEBHOOKS__ALLOWED_HOSTS", "127.0.0.1"),
     ])
     .await;
     add_phone(&app, "sim-1", None).await;
@@ -815,10 +817,10 @@ async fn a_typed_password_is_never_stored_shown_or_exported() {
         ),
     ));
     let (server, _) = model(replies).await;
-    let id = submit(&app, json!({"instruction": "Fill in the sign-in form", "agent": agent_for(&server), "device_id": "sim-1"})).await;
-    let t = wait_done(&app, &id).await;
     let app = app_for(&[&server], &[]).await;
     let phone = add_phone(&app, "sim-1", Some("settings.sign_in")).await;
+    let id = submit(&app, json!({"instruction": "Fill in the sign-in form", "agent": agent_for(&server), "device_id": "sim-1"})).await;
+    let t = wait_done(&app, &id).await;
     assert_eq!(t["status"], "succeeded", "{t}");
     assert_eq!(
         phone

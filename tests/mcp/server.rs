@@ -166,6 +166,8 @@ fn assert_main(report: &Value) {
             .starts_with("agent.base_url:"),
         "{foreign}"
     );
+    let hook = refused(report, "internal_webhook");
+    assert_eq!(hook["code"], "webhook_host_refused", "{hook}");
     let run = &ok(report, "run_task")["structured"];
     assert_eq!(run["task"]["status"], "succeeded", "{run:#}");
     assert_eq!(run["result"]["status"], "success", "{run:#}");
