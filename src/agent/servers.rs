@@ -239,8 +239,10 @@ mod tests {
 
     #[test]
     fn keys_reach_only_the_urls_they_were_configured_for() {
-        let mut d = AgentDefaults::default();
-        d.allowed_base_urls = vec!["http://lab:9000".into()];
+        let mut d = AgentDefaults {
+            allowed_base_urls: vec!["http://lab:9000".into()],
+            ..AgentDefaults::default()
+        };
         let openai = ProviderKind::Openai;
         assert_eq!(d.reach(openai, "https://api.openai.com/v1/"), Reach::Hosted);
         // The default vision server is the operator's configuration.
