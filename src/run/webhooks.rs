@@ -123,13 +123,15 @@ impl WebhookConfig {
     }
 
     /// Refuses a webhook URL whose host is internal and not allowed, as a delivery
-    /// would; the message names `field`.
+    /// would; the message names `field`. A name that does not resolve now (a DNS
+    /// hiccup) is let through: each delivery resolves and checks it again.
     pub async fn check_url(&self, url: &str, field: &str) -> Result<(), String> {
         let parsed = reqwest::Url::parse(url).map_err(|e| format!("{field}: {e}"))?;
         let allow = self.allow_list()?;
-        crate::outbound::check_url(&parsed, &allow)
-            .await
-            .map_err(|e| format!("{field}: {e}"))
+        match crate::outbound::check_url(&parsed, &allow).await {
+            Ok(()) | Err(Refusal::Unresolved { .. }) => Ok(()),
+            Err(e) => Err(format!("{field}: {e}")),
+        }
     }
 
     pub fn retry_policy(&self) -> RetryPolicy {
@@ -953,6 +955,12 @@ mod tests {
             cfg.check_url("http://10.2.3.4/y", "webhook_url")
                 .await
                 .is_ok()
+        );
+        assert!(
+            cfg.check_url("http://no-such-host.invalid/y", "webhook_url")
+                .await
+                .is_ok(),
+            "checked again at delivery"
         );
         let e = cfg
             .check_url("http://127.0.0.1/y", "webhook_url")
