@@ -62,9 +62,13 @@ async function submitForm() {
     if (kind.value) agent.kind = kind.value;
     if (model.value) {
       const m = p.models[+model.value];
-      Object.assign(agent, { provider: m.provider, model: m.model });
-      // A base URL shown masked (it holds credentials) is the server's own: left out.
-      if (m.base_url && !m.base_url.includes("***")) agent.base_url = m.base_url;
+      if (m.server) {
+        Object.assign(agent, { server: m.server, model: m.model });
+      } else {
+        Object.assign(agent, { provider: m.provider, model: m.model });
+        // A base URL shown masked (it holds credentials) is the server's own: left out.
+        if (m.base_url && !m.base_url.includes("***")) agent.base_url = m.base_url;
+      }
     }
     if (kind.value === "replay") {
       try {

@@ -349,6 +349,8 @@ impl Config {
                 .with_list_parse_key("server.cors_origins")
                 .with_list_parse_key("devices.adb.serials")
                 .with_list_parse_key("devices.adb.connect")
+                .with_list_parse_key("agent.allowed_base_urls")
+                .with_list_parse_key("webhooks.allowed_hosts")
                 .try_parsing(true)
                 .source(Some(vars)),
         );
@@ -364,7 +366,11 @@ impl Config {
                 if f == LogFormat::Json { "json" } else { "text" },
             )?;
         }
-        let cfg: Config = b.build()?.try_deserialize()?;
+        let mut cfg: Config = b.build()?.try_deserialize()?;
+        // The dashboard's preset base URLs are the operator's: keys may go there.
+        cfg.agent.operator_urls = (cfg.dashboard.models.iter())
+            .filter_map(|m| Some((m.provider, m.base_url.clone()?)))
+            .collect();
         cfg.validate()?;
         Ok(cfg)
     }
@@ -420,6 +426,10 @@ impl Config {
                 "server.request_timeout_secs must be at least 1".into(),
             ));
         }
+        for u in &self.agent.allowed_base_urls {
+            crate::agent::servers::check_allowed_entry(u).map_err(ConfigError::Value)?;
+        }
+        self.webhooks.allow_list().map_err(ConfigError::Value)?;
         self.mcp.validate().map_err(ConfigError::Value)?;
         self.cluster.validate().map_err(ConfigError::Value)?;
         if self.storage.pool_size == 0 {

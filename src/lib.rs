@@ -19,6 +19,7 @@ pub mod domain;
 pub mod fuzzing;
 pub mod llm;
 pub mod mcp;
+pub mod outbound;
 pub mod run;
 pub mod screen;
 pub mod script;

@@ -683,7 +683,8 @@ mod agents {
             .into_iter()
             .collect(),
         );
-        let _ = server;
+        // The mock stands in for a model server the operator allows (keyless).
+        d.allowed_base_urls = vec![server.uri()];
         d
     }
 

@@ -200,7 +200,7 @@ impl Server {
     }
 }
 
-async fn start(dir: &Path, api_key: &str, token: &str) -> Server {
+async fn start(dir: &Path, api_key: &str, token: &str, model_url: &str) -> Server {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -212,7 +212,8 @@ async fn start(dir: &Path, api_key: &str, token: &str) -> Server {
         format!(
             "[server]\nbind = \"127.0.0.1:{port}\"\ntokens = [\"{token}\"]\n[storage]\ndata_dir = \"data\"\n\
              [devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"sim-1\"\n\
-             [runner]\nsettle_timeout_ms = 300\n[scheduler]\npoll_ms = 50\n"
+             [runner]\nsettle_timeout_ms = 300\n[scheduler]\npoll_ms = 50\n\
+             [agent.servers.lab]\nprovider = \"openai\"\nmodel = \"ui-model\"\nbase_url = \"{model_url}\"\n"
         ),
     )
     .unwrap();
@@ -374,11 +375,13 @@ async fn no_secret_reaches_logs_database_artifacts_api_or_export() {
         .await;
 
     let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path(), &api_key, &token).await;
+    // The model server is configured by the operator (the key goes there), and the task
+    // picks it by name.
+    let server = start(dir.path(), &api_key, &token, &format!("{}/v1", model.uri())).await;
     let (stop_ws, ws) = watch_ws(&server).await;
     let mut responses: Vec<(String, Vec<u8>)> = Vec::new();
 
-    let agent = json!({"kind": "vision", "format": "generic", "provider": "openai", "model": "ui-model", "base_url": format!("{}/v1", model.uri())});
+    let agent = json!({"kind": "vision", "format": "generic", "server": "lab"});
     let r = server
         .client
         .post(format!("{}/v1/tasks", server.base))

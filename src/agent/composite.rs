@@ -30,8 +30,12 @@ pub struct ModelSpec {
     pub provider: Option<ProviderKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// A base URL the server is configured for, or one in `[agent] allowed_base_urls`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// A model server from `[agent.servers]`, by name (sets provider and base URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// The model reads screenshots (they are attached to its requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vision: Option<bool>,
@@ -113,6 +117,7 @@ pub(super) fn validate_planned(
         ("provider", spec.provider.is_some()),
         ("model", spec.model.is_some()),
         ("base_url", spec.base_url.is_some()),
+        ("server", spec.server.is_some()),
     ] {
         if set {
             return Err(SpecError::new(
@@ -151,14 +156,28 @@ fn check_model(
             format!("must start with http:// or https://, got `{u}`"),
         ));
     }
+    if let Some(name) = &m.server {
+        defaults.server(name)?;
+        for (f, set) in [
+            ("provider", m.provider.is_some()),
+            ("base_url", m.base_url.is_some()),
+        ] {
+            if set {
+                return Err(SpecError::new(
+                    f,
+                    format!("is set by the model server `{name}`; remove it"),
+                ));
+            }
+        }
+    }
     let base = fast.model_config(kind, defaults);
-    if m.provider.is_some_and(|p| p != base.provider) && m.model.is_none() {
+    if m.server.is_none() && m.provider.is_some_and(|p| p != base.provider) && m.model.is_none() {
         return Err(SpecError::new(
             "model",
             "is required when `provider` differs from the acting agent's",
         ));
     }
-    Ok(())
+    defaults.check_reach(&role_config(Some(m), fast, kind, defaults))
 }
 
 /// `chain`: 2 to 5 agents, none of them a chain.
@@ -201,6 +220,8 @@ fn role_config(
     let Some(m) = m else {
         return c;
     };
+    let named = m.server.as_deref().and_then(|n| defaults.servers.get(n));
+    let c = named.cloned().unwrap_or(c);
     let mut c = c.overlay(m.provider, m.model.as_deref(), m.base_url.as_deref());
     if let Some(v) = m.vision {
         c.vision = v;

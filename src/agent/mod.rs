@@ -14,6 +14,7 @@ pub mod planned;
 pub mod recording;
 pub mod replay;
 pub mod script;
+pub mod servers;
 pub mod spec;
 pub mod vision;
 

@@ -48,8 +48,14 @@ pub struct AgentSpec {
     pub provider: Option<ProviderKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// A base URL the server is configured for (its defaults, `[agent.servers]`) or
+    /// that the operator allows (`[agent] allowed_base_urls`, reached without a key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// A model server the operator configured, by name (`[agent.servers.NAME]`): its
+    /// provider, base URL and key; `model` may still name another model on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// Replay agents only: the actions to return, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
@@ -143,6 +149,7 @@ const FIELDS: &[&str] = &[
     "provider",
     "model",
     "base_url",
+    "server",
     "actions",
     "on_error",
     "script",
@@ -228,6 +235,7 @@ impl AgentSpec {
             provider: enum_field(obj, "provider", &["openai", "anthropic", "gemini"])?,
             model: string_field(obj, "model")?,
             base_url: string_field(obj, "base_url")?,
+            server: string_field(obj, "server")?,
             actions: match obj.get("actions") {
                 None | Some(Value::Null) => None,
                 Some(Value::Array(a)) => Some(a.clone()),
@@ -303,7 +311,7 @@ impl AgentSpec {
         Ok((script, vars))
     }
 
-    fn validate_script(&self) -> Result<(), SpecError> {
+    fn validate_script(&self, defaults: &AgentDefaults) -> Result<(), SpecError> {
         for (f, set) in [
             ("actions", self.actions.is_some()),
             ("format", self.format.is_some()),
@@ -323,6 +331,7 @@ impl AgentSpec {
                 ("provider", self.provider.is_some()),
                 ("model", self.model.is_some()),
                 ("base_url", self.base_url.is_some()),
+                ("server", self.server.is_some()),
             ] {
                 if set {
                     return Err(SpecError::new(
@@ -331,6 +340,8 @@ impl AgentSpec {
                     ));
                 }
             }
+        } else {
+            self.check_model_choice(AgentKind::Navigator, defaults)?;
         }
         if self.script_version.is_some() && self.script_id.is_none() {
             return Err(SpecError::new("script_version", "needs script_id"));
@@ -393,11 +404,12 @@ impl AgentSpec {
         }
         match kind {
             AgentKind::Replay => {
-                for f in ["format", "provider", "model", "base_url"] {
+                for f in ["format", "provider", "model", "base_url", "server"] {
                     let set = match f {
                         "provider" => self.provider.is_some(),
                         "model" => self.model.is_some(),
                         "base_url" => self.base_url.is_some(),
+                        "server" => self.server.is_some(),
                         _ => false,
                     };
                     if set {
@@ -412,7 +424,7 @@ impl AgentSpec {
                 }
                 self.replay_actions()?;
             }
-            AgentKind::Script => self.validate_script()?,
+            AgentKind::Script => self.validate_script(defaults)?,
             _ => {
                 if self.actions.is_some() {
                     return Err(SpecError::new("actions", "is for replay agents only"));
@@ -444,6 +456,7 @@ impl AgentSpec {
                         ),
                     ));
                 }
+                self.check_model_choice(kind, defaults)?;
             }
         }
         Ok(kind)
@@ -501,6 +514,7 @@ impl AgentSpec {
                 ("provider", self.provider.is_some()),
                 ("model", self.model.is_some()),
                 ("base_url", self.base_url.is_some()),
+                ("server", self.server.is_some()),
             ] {
                 if set {
                     return Err(SpecError::new(
@@ -513,11 +527,38 @@ impl AgentSpec {
         Ok(())
     }
 
-    /// The model configuration for this spec: the default one for its kind, with the
-    /// spec's provider, model and base URL on top. A different provider starts clean
+    /// A named server exists and is not overridden, and the model's base URL is one the
+    /// task may reach (`agent::servers`).
+    fn check_model_choice(
+        &self,
+        kind: AgentKind,
+        defaults: &AgentDefaults,
+    ) -> Result<(), SpecError> {
+        if let Some(name) = &self.server {
+            defaults.server(name)?;
+            for (f, set) in [
+                ("provider", self.provider.is_some()),
+                ("base_url", self.base_url.is_some()),
+            ] {
+                if set {
+                    return Err(SpecError::new(
+                        f,
+                        format!(
+                            "is set by the model server `{name}`; remove it (`model` may name another model on that server)"
+                        ),
+                    ));
+                }
+            }
+        }
+        defaults.check_reach(&self.model_config(kind, defaults))
+    }
+
+    /// The model configuration for this spec: the default one for its kind (or the named
+    /// server's), with the spec's provider, model and base URL on top. A different provider starts clean
     /// (the default's key and base URL belong to the default provider).
     pub fn model_config(&self, kind: AgentKind, defaults: &AgentDefaults) -> ModelConfig {
-        defaults.model_for(kind).clone().overlay(
+        let named = self.server.as_deref().and_then(|n| defaults.servers.get(n));
+        named.unwrap_or(defaults.model_for(kind)).clone().overlay(
             self.provider,
             self.model.as_deref(),
             self.base_url.as_deref(),
@@ -594,6 +635,18 @@ pub struct AgentDefaults {
     pub keys: ProviderKeys,
     #[serde(default)]
     pub mcp_tools: Vec<McpTool>,
+    /// Model servers a task may choose by name (`"server": "NAME"`), each a full model
+    /// configuration (`[agent.servers.NAME]`); their keys go only to their base URL.
+    #[serde(default)]
+    pub servers: BTreeMap<String, ModelConfig>,
+    /// Base URLs a task may name although no model is configured there; requests to
+    /// them carry no server key. Empty: a task reaches configured servers only.
+    #[serde(default)]
+    pub allowed_base_urls: Vec<String>,
+    /// Base URLs the operator named outside this table (`[[dashboard.models]]`,
+    /// `droidpilot run --base-url`), with their provider: configured, like the above.
+    #[serde(skip)]
+    pub operator_urls: Vec<(ProviderKind, String)>,
 }
 
 impl Default for AgentDefaults {
@@ -611,6 +664,9 @@ impl Default for AgentDefaults {
             prices: PriceTable::default(),
             keys: ProviderKeys::default(),
             mcp_tools: Vec::new(),
+            servers: BTreeMap::new(),
+            allowed_base_urls: Vec::new(),
+            operator_urls: Vec::new(),
         }
     }
 }
@@ -625,7 +681,8 @@ impl AgentDefaults {
 
     /// The key a spec's model (and the navigator's grounding model) would lack: checked
     /// at submission, so a task that could never call its model is refused up front.
-    /// A local OpenAI-compatible server (any `base_url` but OpenAI's) needs none.
+    /// A local OpenAI-compatible server (any `base_url` but OpenAI's) needs none, nor
+    /// does an allowed base URL (no server key is sent there).
     pub fn missing_key(
         &self,
         spec: &AgentSpec,
@@ -655,15 +712,23 @@ impl AgentDefaults {
         cfg: &ModelConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Option<LlmError> {
-        if cfg.api_key.is_some() || self.keys.get(cfg.provider).is_some() {
+        if !self.reach(cfg.provider, cfg.base_url()).keyed()
+            || self.endpoint_key(cfg).is_some()
+            || self.keys.get(cfg.provider).is_some()
+        {
             return None;
         }
         cfg.resolve_key_with(env).err()
     }
 
+    /// The key requests to `cfg` carry: only at a base URL it was configured for
+    /// (`agent::servers`); none elsewhere, whatever the configuration holds.
     pub(crate) fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
-        if cfg.api_key.is_some() {
-            return Ok(cfg.api_key.clone());
+        if !self.reach(cfg.provider, cfg.base_url()).keyed() {
+            return Ok(None);
+        }
+        if let Some(k) = self.endpoint_key(cfg) {
+            return Ok(Some(k));
         }
         if let Some(k) = self.keys.get(cfg.provider) {
             return Ok(Some(k.clone()));
@@ -859,7 +924,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),
@@ -875,7 +940,10 @@ mod tests {
 
     #[test]
     fn spec_merges_over_defaults() {
-        let d = AgentDefaults::default();
+        let d = AgentDefaults {
+            allowed_base_urls: vec!["http://gpu:8000".into()],
+            ..AgentDefaults::default()
+        };
         let s = AgentSpec::from_json(&json!({"kind": "vision", "format": "mai-ui", "provider": "openai", "model": "MAI-UI-2B", "base_url": "http://gpu:8000/v1"})).unwrap();
         let c = s.model_config(s.validate(&d).unwrap(), &d);
         assert_eq!(
@@ -893,7 +961,10 @@ mod tests {
 
     #[test]
     fn a_missing_key_is_found_unless_the_server_is_local() {
-        let d = AgentDefaults::default();
+        let d = AgentDefaults {
+            allowed_base_urls: vec!["http://127.0.0.1:11434".into()],
+            ..AgentDefaults::default()
+        };
         let no_env = |_: &str| None;
         let spec = |v: Value| AgentSpec::from_json(&v).unwrap();
         let e = d.missing_key(&AgentSpec::default(), no_env).unwrap();
@@ -919,6 +990,44 @@ mod tests {
             d.missing_key(&spec(json!({"kind": "replay", "actions": []})), no_env),
             None
         );
+    }
+
+    /// A stored task is checked again when its agent is built (a task queued before the
+    /// rule, `droidpilot run`): a foreign base URL gets no key and no client.
+    #[test]
+    fn keys_go_only_where_they_were_configured() {
+        let mut d = AgentDefaults::default();
+        d.navigator.api_key = Some(ApiKey::new("sk-configured"));
+        d.keys.anthropic = Some(ApiKey::new("sk-ant"));
+        d.allowed_base_urls = vec!["http://lab:9000".into()];
+        let spec = |v: Value| AgentSpec::from_json(&v).unwrap();
+        let e = build_agent(&spec(json!({"base_url": "http://evil.example/v1"})), &d)
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with("agent.base_url: "), "{e}");
+        // An allowed URL: the configured key is dropped, and no provider key is added.
+        let cfg =
+            spec(json!({"base_url": "http://lab:9000/v1"})).model_config(AgentKind::Navigator, &d);
+        assert_eq!(d.key_for(&cfg).unwrap(), None);
+        let cfg =
+            spec(json!({"provider": "anthropic", "model": "c", "base_url": "http://lab:9000"}))
+                .model_config(AgentKind::Navigator, &d);
+        assert_eq!(d.key_for(&cfg).unwrap(), None);
+        assert_eq!(
+            d.missing_key(
+                &spec(
+                    json!({"provider": "anthropic", "model": "c", "base_url": "http://lab:9000"})
+                ),
+                |_| None
+            ),
+            None
+        );
+        // The configured endpoint and the provider's hosted API keep their keys.
+        let cfg = spec(json!({"model": "gpt-4o-mini"})).model_config(AgentKind::Navigator, &d);
+        assert_eq!(d.key_for(&cfg).unwrap().unwrap().expose(), "sk-configured");
+        let cfg = spec(json!({"provider": "anthropic", "model": "c"}))
+            .model_config(AgentKind::Navigator, &d);
+        assert_eq!(d.key_for(&cfg).unwrap().unwrap().expose(), "sk-ant");
     }
 
     #[tokio::test]

@@ -98,6 +98,11 @@ impl OracleServer {
         }
     }
 
+    /// `http://ADDR`: every phone's base URL is under it (the eval allows it, keyless).
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
     /// The OpenAI base URL for one phone.
     pub fn base_url(&self, serial: &str) -> String {
         format!("http://{}/phones/{serial}/v1", self.addr)

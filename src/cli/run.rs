@@ -188,6 +188,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         agent: agent_value.clone(),
         ..Default::default()
     })?;
+    // Whoever runs this command is the operator: a base URL given here is configuration.
+    if let Some(v) = &agent_value {
+        let urls = crate::agent::servers::urls_in(v);
+        config.agent.operator_urls.extend(urls);
+    }
     let agent_spec = match &agent_value {
         Some(v) => AgentSpec::from_json(v).map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?,
         None => AgentSpec::default(),

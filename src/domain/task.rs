@@ -432,7 +432,9 @@ pub struct TaskSummary {
 /// Which agent a task asked for, in a few words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AgentSummary {
-    /// `navigator`, `vision` or `replay`; the server's default kind when the task gave none.
+    /// The agent's kind (`navigator`, `vision`, `replay`…; the server's default when the
+    /// task gave none), or `mcp_session` for the task that records an MCP session's
+    /// actions.
     pub kind: String,
     pub provider: Option<String>,
     pub model: Option<String>,
@@ -445,6 +447,23 @@ fn clip(s: &str, max: usize) -> String {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
     }
+}
+
+/// The summary kind of an MCP session's task.
+pub const MCP_SESSION_KIND: &str = "mcp_session";
+
+/// Whether `t` is the task an MCP session records its actions in: an empty replay
+/// (nothing for an agent to run) created with the session's id in its metadata.
+pub fn is_mcp_session(t: &Task) -> bool {
+    let agent = t.spec.agent.as_ref();
+    let empty_replay = agent.is_some_and(|a| {
+        a.get("kind").and_then(Value::as_str) == Some("replay")
+            && a.get("actions")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty)
+    });
+    let session = (t.spec.metadata.as_ref()).is_some_and(|m| m.get("mcp_session").is_some());
+    empty_replay && session
 }
 
 impl TaskSummary {
@@ -463,7 +482,11 @@ impl TaskSummary {
             instruction: clip(&t.spec.instruction, 200),
             priority: t.spec.priority,
             agent: AgentSummary {
-                kind: field("kind").unwrap_or_else(|| default_kind.to_string()),
+                kind: if is_mcp_session(t) {
+                    MCP_SESSION_KIND.to_string()
+                } else {
+                    field("kind").unwrap_or_else(|| default_kind.to_string())
+                },
                 provider: field("provider"),
                 model: field("model"),
                 actions: agent

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::ChatModel;
 use super::config::{ApiKey, ModelConfig, ProviderKind};
 use super::error::{LlmError, redact};
-use super::http::{HttpClient, excerpt};
+use super::http::{HttpClient, status_text};
 use super::types::{ChatReply, ChatRequest, StopReason, ToolCall, Usage};
 
 /// One provider's side of a chat call.
@@ -84,7 +84,9 @@ pub struct HttpChatClient<W: WireFormat> {
 impl<W: WireFormat> HttpChatClient<W> {
     /// Refuses a missing key (where `W` needs one) and an invalid configuration.
     pub fn new(cfg: ModelConfig, key: Option<ApiKey>) -> Result<Self, LlmError> {
-        if W::NEEDS_KEY && key.is_none() {
+        // Only the hosted API insists on a key: a keyless server elsewhere is one the
+        // operator allows (`agent::servers`), reached without the server's keys.
+        if W::NEEDS_KEY && key.is_none() && cfg.is_hosted() {
             return Err(LlmError::MissingKey {
                 provider: W::PROVIDER,
                 env_var: W::PROVIDER.key_env(),
@@ -132,13 +134,14 @@ impl<W: WireFormat> ChatModel for HttpChatClient<W> {
 /// told apart, and neither message can carry the key.
 pub fn parse_text<W: WireFormat>(text: &str, key: Option<&ApiKey>) -> Result<W::Reply, LlmError> {
     serde_json::from_str(text).map_err(|e| {
-        let message = if e.is_data() {
+        // serde's message quotes the values it met: cleaned and cut like any text a
+        // model server sends back; the body itself is never shown.
+        let data = e.is_data();
+        let e = status_text(&redact(&e.to_string(), key.map(ApiKey::expose)));
+        let message = if data {
             format!("the reply is not in the expected shape: {e}")
         } else {
-            format!(
-                "body is not JSON ({e}); it starts with {:?}",
-                excerpt(&redact(text, key.map(ApiKey::expose)))
-            )
+            format!("body is not JSON ({e}; {} bytes, not shown)", text.len())
         };
         malformed(W::PROVIDER, message)
     })
@@ -172,14 +175,6 @@ pub fn secret_header(provider: ProviderKind, value: &str) -> Result<HeaderValue,
     })?;
     v.set_sensitive(true);
     Ok(v)
-}
-
-/// The key a format that needs one was built with (`HttpChatClient::new` checked).
-pub fn required_key(provider: ProviderKind, key: Option<&ApiKey>) -> Result<&ApiKey, LlmError> {
-    key.ok_or(LlmError::MissingKey {
-        provider,
-        env_var: provider.key_env(),
-    })
 }
 
 #[cfg(test)]

@@ -138,7 +138,8 @@ pub struct ModelConfig {
 impl ModelConfig {
     /// This endpoint with a caller's choices laid over it. Another provider than this
     /// one's drops its `base_url` and `api_key`: they belong to the old provider (an
-    /// OpenAI key is never sent to Anthropic).
+    /// OpenAI key is never sent to Anthropic); another base URL drops the `api_key` too
+    /// (a key goes only to the URL it was configured for).
     pub fn overlay(
         self,
         provider: Option<ProviderKind>,
@@ -158,6 +159,9 @@ impl ModelConfig {
             c.model = m.to_string();
         }
         if let Some(u) = base_url {
+            if u.trim_end_matches('/') != c.base_url() {
+                c.api_key = None;
+            }
             c.base_url = Some(u.to_string());
         }
         c

@@ -323,12 +323,28 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
-pub(crate) fn excerpt(s: &str) -> String {
-    s.chars().take(200).collect()
+/// The most characters of a model server's text a task's reason or events may hold.
+pub const MAX_SHOWN: usize = 160;
+
+/// Text from a model server as a task may show it: one line, no control characters,
+/// at most `MAX_SHOWN` characters.
+pub fn status_text(s: &str) -> String {
+    let line = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    match line.char_indices().nth(MAX_SHOWN) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
 }
 
-/// The human message of a provider error body. OpenAI, Anthropic and Gemini all put it
-/// at `error.message`; vLLM's older servers at top-level `message`.
+/// The status line of a failed call: the provider's own error message (OpenAI,
+/// Anthropic and Gemini put it at `error.message`; vLLM's older servers at top-level
+/// `message`), cleaned by `status_text`. A body of any other shape is never shown, only
+/// its size: a task must not read what some other HTTP service answers through the
+/// server.
 pub fn error_message(text: &str) -> String {
     let v: Option<Value> = serde_json::from_str(text).ok();
     let from_json = v.as_ref().and_then(|v| {
@@ -347,10 +363,14 @@ pub fn error_message(text: &str) -> String {
             None => msg.to_string(),
         })
     });
-    from_json.unwrap_or_else(|| {
-        let t = excerpt(text.trim());
-        if t.is_empty() { "empty body".into() } else { t }
-    })
+    match from_json {
+        Some(m) => status_text(&m),
+        None if text.trim().is_empty() => "empty body".into(),
+        None => format!(
+            "the body is not a model server's error ({} bytes, not shown)",
+            text.len()
+        ),
+    }
 }
 
 /// `Retry-After: 7`, `Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`, or `retry-after-ms: 1500`.
@@ -422,8 +442,14 @@ mod tests {
         );
         assert_eq!(
             error_message("<html>502 Bad Gateway</html>"),
-            "<html>502 Bad Gateway</html>"
+            "the body is not a model server's error (28 bytes, not shown)"
         );
         assert_eq!(error_message(""), "empty body");
+        let long = format!(r#"{{"error": {{"message": "a\nb {}"}}}}"#, "x".repeat(500));
+        let shown = error_message(&long);
+        assert!(
+            shown.starts_with("a b xxx") && shown.chars().count() == MAX_SHOWN + 1,
+            "{shown}"
+        );
     }
 }

@@ -48,6 +48,7 @@ use uuid::Uuid;
 
 use super::result::CoordinatorResult;
 use crate::domain::{RetryPolicy, TaskEvent};
+use crate::outbound::{AllowList, GuardedResolver, Refusal};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -98,11 +99,41 @@ pub struct WebhookConfig {
     /// The first retry's delay; it doubles per retry up to `backoff_max_ms`.
     pub backoff_initial_ms: u64,
     pub backoff_max_ms: u64,
+    /// Internal hosts webhooks may reach (`crate::outbound`): host names, addresses
+    /// and ranges (`10.0.0.0/8`). Loopback, private, link-local and the like are refused
+    /// otherwise; the host of `url` is always allowed (the operator wrote it).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl WebhookConfig {
     /// The delivery schedule: doubling from `backoff_initial_ms` up to `backoff_max_ms`,
     /// with jitter, `max_attempts - 1` retries.
+    /// The hosts deliveries may reach although internal: `allowed_hosts` and the host
+    /// of the configured `url`.
+    pub fn allow_list(&self) -> Result<AllowList, String> {
+        let mut list = AllowList::parse(&self.allowed_hosts, "webhooks.allowed_hosts")?;
+        if let Some(host) = reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+        {
+            list.add(&host)
+                .map_err(|why| format!("webhooks.url: the host `{host}` {why}"))?;
+        }
+        Ok(list)
+    }
+
+    /// Refuses a webhook URL whose host is internal and not allowed, as a delivery
+    /// would; the message names `field`. A name that does not resolve now (a DNS
+    /// hiccup) is let through: each delivery resolves and checks it again.
+    pub async fn check_url(&self, url: &str, field: &str) -> Result<(), String> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| format!("{field}: {e}"))?;
+        let allow = self.allow_list()?;
+        match crate::outbound::check_url(&parsed, &allow).await {
+            Ok(()) | Err(Refusal::Unresolved { .. }) => Ok(()),
+            Err(e) => Err(format!("{field}: {e}")),
+        }
+    }
+
     pub fn retry_policy(&self) -> RetryPolicy {
         RetryPolicy::new(
             Duration::from_millis(self.backoff_initial_ms),
@@ -123,6 +154,7 @@ impl Default for WebhookConfig {
             connect_timeout_ms: 5_000,
             backoff_initial_ms: 1_000,
             backoff_max_ms: 60_000,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -166,6 +198,10 @@ pub enum WebhookError {
     InvalidUrl { url: String, reason: String },
     #[error("webhook configuration is invalid: {0}")]
     Config(String),
+    #[error(
+        "webhook to {url} refused: {refusal}. Add the host to [webhooks] allowed_hosts to deliver there"
+    )]
+    Refused { url: String, refusal: Refusal },
     #[error("cannot encode the webhook payload: {0}")]
     Encode(#[from] serde_json::Error),
     #[error(
@@ -277,6 +313,7 @@ impl std::fmt::Display for AttemptError {
 pub struct WebhookSender {
     client: reqwest::Client,
     cfg: WebhookConfig,
+    allow: AllowList,
 }
 
 fn install_crypto() {
@@ -305,14 +342,18 @@ impl WebhookSender {
                 cfg.backoff_max_ms, cfg.backoff_initial_ms
             )));
         }
+        let allow = cfg.allow_list().map_err(WebhookError::Config)?;
         install_crypto();
+        // Names resolve through the guard: the connection goes to the address checked.
         let client = reqwest::Client::builder()
+            .dns_resolver(std::sync::Arc::new(GuardedResolver::new(allow.clone())))
+            .no_proxy()
             .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms))
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("droidpilot/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| WebhookError::Config(format!("cannot build an HTTP client: {e}")))?;
-        Ok(Self { client, cfg })
+        Ok(Self { client, cfg, allow })
     }
 
     pub fn config(&self) -> &WebhookConfig {
@@ -349,6 +390,14 @@ impl WebhookSender {
             });
         }
         let shown = redact_url(&parsed);
+        // An address literal never reaches the resolver: checked here, before any attempt.
+        crate::outbound::check_literal(&parsed, &self.allow).map_err(|refusal| {
+            tracing::warn!(url = %shown, %refusal, "webhook refused: internal host");
+            WebhookError::Refused {
+                url: shown.clone(),
+                refusal,
+            }
+        })?;
         let body = bytes::Bytes::from(body);
         let attempts = AtomicU32::new(0);
         let max_delay = Duration::from_millis(self.cfg.backoff_max_ms);
@@ -649,8 +698,14 @@ mod tests {
         WebhookPayload::task_finished(CoordinatorResult::new(&task, &[]).unwrap())
     }
 
+    /// The test receivers are wiremock on loopback: allowed the normal way.
+    fn loopback() -> Vec<String> {
+        vec!["127.0.0.1".into()]
+    }
+
     fn sender(max_attempts: u32) -> WebhookSender {
         WebhookSender::new(WebhookConfig {
+            allowed_hosts: loopback(),
             secret: WebhookSecret::new("topsecret"),
             max_attempts,
             timeout_ms: 2_000,
@@ -825,6 +880,7 @@ mod tests {
             .mount(&server)
             .await;
         let s = WebhookSender::new(WebhookConfig {
+            allowed_hosts: loopback(),
             timeout_ms: 100,
             max_attempts: 2,
             backoff_initial_ms: 5,
@@ -850,6 +906,75 @@ mod tests {
         assert!(
             matches!(e, WebhookError::GaveUp { attempts: 2, .. }),
             "{e:?}"
+        );
+    }
+
+    /// A URL that reached the deliverer without the submission check (stored before it,
+    /// or the operator's list changed) is still refused, before any connection.
+    #[tokio::test]
+    async fn an_internal_host_is_refused_at_delivery_unless_allowed() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(204))
+            .mount(&server)
+            .await;
+        let closed = WebhookSender::new(WebhookConfig {
+            max_attempts: 1,
+            ..Default::default()
+        })
+        .unwrap();
+        let port = server.address().port();
+        for url in [
+            server.uri(),
+            format!("http://localhost:{port}/h"),
+            format!("http://[::ffff:127.0.0.1]:{port}/h"),
+        ] {
+            let e = closed.deliver(&url, &payload()).await.unwrap_err();
+            assert!(matches!(e, WebhookError::Refused { .. }), "{url}: {e:?}");
+            assert!(e.to_string().contains("allowed_hosts"), "{e}");
+        }
+        assert!(server.received_requests().await.unwrap().is_empty());
+        let d = sender(1).deliver(&server.uri(), &payload()).await.unwrap();
+        assert_eq!(d.status, 204);
+    }
+
+    /// The configured `url` is the operator's: its host needs no separate allowance.
+    #[tokio::test]
+    async fn the_configured_url_is_allowed_and_bad_entries_are_named() {
+        let cfg = WebhookConfig {
+            url: "http://hooks.internal:8080/x".into(),
+            allowed_hosts: vec!["10.0.0.0/8".into()],
+            ..Default::default()
+        };
+        assert!(
+            cfg.check_url("http://hooks.internal/y", "webhook_url")
+                .await
+                .is_ok()
+        );
+        assert!(
+            cfg.check_url("http://10.2.3.4/y", "webhook_url")
+                .await
+                .is_ok()
+        );
+        assert!(
+            cfg.check_url("http://no-such-host.invalid/y", "webhook_url")
+                .await
+                .is_ok(),
+            "checked again at delivery"
+        );
+        let e = cfg
+            .check_url("http://127.0.0.1/y", "webhook_url")
+            .await
+            .unwrap_err();
+        assert_eq!(e, "webhook_url: `127.0.0.1` is a loopback address");
+        let bad = WebhookConfig {
+            allowed_hosts: vec!["http://x".into()],
+            ..Default::default()
+        };
+        let e = WebhookSender::new(bad).unwrap_err();
+        assert!(
+            e.to_string().contains("webhooks.allowed_hosts: `http://x`"),
+            "{e}"
         );
     }
 

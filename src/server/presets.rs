@@ -46,6 +46,9 @@ pub struct PresetModel {
     /// Shown with credentials and query values masked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// A model server from `[agent.servers]`: the form submits `"server": NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 impl PresetModel {
@@ -55,6 +58,7 @@ impl PresetModel {
             provider: m.provider,
             model: m.model.clone(),
             base_url: m.base_url.clone(),
+            server: None,
         }
     }
 
@@ -69,7 +73,8 @@ impl PresetModel {
 pub struct Presets {
     /// Every agent kind a task may name.
     pub agent_kinds: Vec<AgentKind>,
-    /// The configured navigator and vision models first, then `[[dashboard.models]]`.
+    /// The configured navigator and vision models first, then `[agent.servers]`, then
+    /// `[[dashboard.models]]`.
     pub models: Vec<PresetModel>,
     pub defaults: PresetDefaults,
 }
@@ -93,6 +98,10 @@ pub async fn presets(State(s): State<AppState>) -> Json<Presets> {
         PresetModel::of("navigator (default)", &agent.navigator),
         PresetModel::of("vision (default)", &agent.vision),
     ];
+    models.extend(agent.servers.iter().map(|(name, m)| PresetModel {
+        server: Some(name.clone()),
+        ..PresetModel::of(name, m)
+    }));
     models.extend(s.config.dashboard.models.iter().cloned());
     Json(Presets {
         agent_kinds: vec![

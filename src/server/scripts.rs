@@ -229,6 +229,8 @@ pub struct RunScript {
     pub provider: Option<Value>,
     pub model: Option<String>,
     pub base_url: Option<String>,
+    /// The recovery model's server, by name (`[agent.servers.NAME]`).
+    pub server: Option<String>,
     #[schema(minimum = 1, maximum = 1000)]
     pub max_steps: Option<u32>,
     #[schema(minimum = 1, maximum = 86400)]
@@ -296,6 +298,7 @@ fn task_request(rec: &ScriptRecord, req: RunScript) -> NewTask {
         ("provider", req.provider),
         ("model", req.model.map(Value::from)),
         ("base_url", req.base_url.map(Value::from)),
+        ("server", req.server.map(Value::from)),
     ];
     for (k, v) in model {
         if let Some(v) = v {

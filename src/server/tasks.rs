@@ -257,8 +257,9 @@ pub async fn list_interventions(
 }
 
 /// Refuses, at submission, what could never run: an agent spec with a bad field, a model
-/// whose provider key the server lacks, or a device id the pool does not know (a typo
-/// would otherwise wait out the queue timeout).
+/// whose provider key the server lacks, a webhook URL on an internal host the operator
+/// did not allow, or a device id the pool does not know (a typo would otherwise wait out
+/// the queue timeout).
 pub(crate) async fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiError> {
     let agent = match &spec.agent {
         Some(a) => crate::agent::spec::AgentSpec::from_json(a)
@@ -304,7 +305,7 @@ pub(crate) async fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiE
             _ => ("the provider's key variable", false),
         };
         let local = if openai {
-            ", point agent.base_url at a local OpenAI-compatible server (Ollama, vLLM) that needs no key,"
+            ", pick a model server that needs no key (agent.server, or an agent.base_url the operator lists in [agent] allowed_base_urls),"
         } else {
             ""
         };
@@ -316,6 +317,20 @@ pub(crate) async fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiE
                 "Set {var} in the server's environment (keys belong to the server, never to a task) and restart it{local} or use agent.kind replay."
             ),
         ));
+    }
+    if let Some(u) = &spec.webhook_url {
+        s.config
+            .webhooks
+            .check_url(u, "webhook_url")
+            .await
+            .map_err(|message| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "webhook_host_refused",
+                    message,
+                    "Webhooks go to public hosts. To deliver to an internal one (loopback, a private or link-local range, localhost), the operator adds its name, address or range to [webhooks] allowed_hosts.",
+                )
+            })?;
     }
     // In a cluster, a phone of any instance: the instance that owns it will run the task.
     if let Some(d) = &spec.device_id

@@ -178,14 +178,14 @@ async fn cancelling_a_task_waiting_on_ask_user_releases_the_phone_over_websocket
 async fn a_cancel_aborts_a_model_call_in_progress() {
     use wiremock::matchers::method;
     use wiremock::{Mock, MockServer, ResponseTemplate};
-    let app = bare_app(&[]).await;
-    add_phone(&app, "sim-1", None).await;
     // A model that takes 60 s to answer.
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(60)))
         .mount(&server)
         .await;
+    let app = crate::run::app_for(&[&server], &[]).await;
+    add_phone(&app, "sim-1", None).await;
     let id = submit(
         &app,
         json!({"instruction": "slow model", "agent": crate::run::agent_for(&server)}),
@@ -281,7 +281,11 @@ async fn status_of(app: &crate::common::TestApp, id: &str) -> Value {
 #[tokio::test]
 async fn a_task_whose_model_needs_a_key_the_server_lacks_is_refused() {
     // The test server has an OpenAI key (a placeholder) and no Anthropic key.
-    let app = bare_app(&[]).await;
+    let app = bare_app(&[(
+        "DROIDPILOT_AGENT__ALLOWED_BASE_URLS",
+        "http://127.0.0.1:11434",
+    )])
+    .await;
     let (status, code, msg, hint) = error_of(
         app.post_json(
             "/v1/tasks",
@@ -299,7 +303,7 @@ async fn a_task_whose_model_needs_a_key_the_server_lacks_is_refused() {
     );
     let list: Value = app.get("/v1/tasks").await.json().await.unwrap();
     assert_eq!(list["tasks"], json!([]), "nothing was queued");
-    // A local OpenAI-compatible server and a replay need no key.
+    // A local OpenAI-compatible server the operator allows and a replay need no key.
     let local = json!({"instruction": "x", "agent": {"kind": "vision", "base_url": "http://127.0.0.1:11434/v1"}});
     assert_eq!(app.post_json("/v1/tasks", &local).await.status(), 201);
 }
@@ -367,7 +371,8 @@ async fn the_task_list_shows_summaries_and_the_task_shows_everything() {
 async fn webhook_credentials_are_used_for_delivery_and_never_shown() {
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
-    let app = bare_app(&[]).await;
+    // The receiver is wiremock on loopback: an internal host the operator allows.
+    let app = bare_app(&[("DROIDPILOT_WEBHOOKS__ALLOWED_HOSTS", "127.0.0.1")]).await;
     add_phone(&app, "sim-1", None).await;
     let receiver = MockServer::start().await;
     Mock::given(method("POST"))
@@ -512,11 +517,11 @@ fn a_refused_model_connection_fails_fast_with_progress_and_the_url_once() {
 
 #[tokio::test]
 async fn a_rate_limited_model_call_is_retried_as_the_server_says_and_reported() {
-    let app = bare_app(&[]).await;
-    add_phone(&app, "sim-1", None).await;
     let finish = crate::run::generic("done", &json!({"action": "finish", "reason": "ok"}));
     // 429 with Retry-After: 0, then the answer.
     let (server, _) = crate::run::model(vec![(429, String::new()), (200, finish)]).await;
+    let app = crate::run::app_for(&[&server], &[]).await;
+    add_phone(&app, "sim-1", None).await;
     let id = submit(
         &app,
         json!({"instruction": "x", "agent": crate::run::agent_for(&server)}),

@@ -14,7 +14,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::common::TestApp;
-use crate::run::{add_phone, bare_app, generic, model_paced, wait_done};
+use crate::run::{add_phone, app_for, bare_app, generic, model_paced, wait_done};
 
 const HOME: &str = r#"{"action": "key", "key": "home"}"#;
 const CLOCK: &str = r#"{"action": "launch_app", "package": "com.google.android.deskclock"}"#;
@@ -167,8 +167,6 @@ async fn run_paced(
     planning: Value,
     max_steps: u32,
 ) -> Run {
-    let app: TestApp = bare_app(&[("DROIDPILOT_AGENT__KEYS__ANTHROPIC", "sk-ant-test")]).await;
-    add_phone(&app, "sim-p", None).await;
     let replies = acting
         .iter()
         .map(|a| (200, generic("acting", &serde_json::from_str(a).unwrap())))
@@ -189,6 +187,12 @@ async fn run_paced(
             .mount(&role_server)
             .await;
     }
+    let app: TestApp = app_for(
+        &[&fast, &role_server],
+        &[("DROIDPILOT_AGENT__KEYS__ANTHROPIC", "sk-ant-test")],
+    )
+    .await;
+    add_phone(&app, "sim-p", None).await;
     let agent = json!({
         "kind": "planned",
         "fast": {"kind": "vision", "format": "generic", "provider": "openai", "model": "ui-model",

@@ -31,6 +31,16 @@ pub(crate) async fn bare_app(extra: &[(&str, &str)]) -> TestApp {
     app
 }
 
+/// `bare_app` whose `[agent] allowed_base_urls` lists these model servers (a task may
+/// name a base URL only when the operator allows it; no server key is sent there).
+pub(crate) async fn app_for(models: &[&MockServer], extra: &[(&str, &str)]) -> TestApp {
+    let allowed: Vec<String> = models.iter().map(|m| m.uri()).collect();
+    let allowed = allowed.join(",");
+    let mut env = vec![("DROIDPILOT_AGENT__ALLOWED_BASE_URLS", allowed.as_str())];
+    env.extend_from_slice(extra);
+    bare_app(&env).await
+}
+
 pub(crate) async fn add_phone(app: &TestApp, serial: &str, task: Option<&str>) -> Arc<SimDevice> {
     let cfg = SimConfig {
         serial: serial.into(),
@@ -89,6 +99,17 @@ pub(crate) async fn model_paced(
     delay: std::time::Duration,
 ) -> (MockServer, Arc<Script>) {
     let server = MockServer::start().await;
+    let script = serve_replies(&server, replies, delay).await;
+    (server, script)
+}
+
+/// Mounts `model_paced`'s replies on a server started earlier (one the app was
+/// configured with before the replies were known).
+pub(crate) async fn serve_replies(
+    server: &MockServer,
+    replies: Vec<(u16, String)>,
+    delay: std::time::Duration,
+) -> Arc<Script> {
     let script = Arc::new(Script {
         replies,
         next: AtomicUsize::new(0),
@@ -103,9 +124,9 @@ pub(crate) async fn model_paced(
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .respond_with(Shared(script.clone()))
-        .mount(&server)
+        .mount(server)
         .await;
-    (server, script)
+    script
 }
 
 /// The generic vision format: `<thinking>…</thinking><tool_call>{action JSON}</tool_call>`.
@@ -185,9 +206,9 @@ fn replies_for(task: &str) -> Vec<(u16, String)> {
 
 #[tokio::test]
 async fn a_task_completes_on_the_virtual_phone_with_a_real_model_protocol() {
-    let app = bare_app(&[]).await;
-    let phone = add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
     let (server, _) = model(replies_for("settings.bluetooth_on")).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
     let id = submit(&app, json!({"instruction": "Turn on Bluetooth", "agent": agent_for(&server), "device_id": "sim-1"})).await;
     let t = wait_done(&app, &id).await;
     assert_eq!(t["status"], "succeeded", "{t}");
@@ -269,12 +290,12 @@ async fn a_task_completes_on_the_virtual_phone_with_a_real_model_protocol() {
 
 #[tokio::test]
 async fn rate_limits_then_success_and_a_malformed_reply_then_self_correction() {
-    let app = bare_app(&[]).await;
-    let phone = add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
     let mut replies = vec![(429, String::new()), (429, String::new())];
     replies.push((200, "<thinking>hmm</thinking><tool_call>{\"action\": \"tapp\", \"coordinate\": [0.5, 0.5]</tool_call>".into()));
     replies.extend(replies_for("settings.bluetooth_on"));
     let (server, script) = model(replies).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
     let id = submit(
         &app,
         json!({"instruction": "Turn on Bluetooth", "agent": agent_for(&server)}),
@@ -680,6 +701,8 @@ async fn a_finished_task_posts_a_signed_result_to_its_webhook() {
     let app = bare_app(&[
         ("DROIDPILOT_WEBHOOKS__SECRET", "hook-secret-123"),
         ("DROIDPILOT_WEBHOOKS__BACKOFF_INITIAL_MS", "10"),
+        // The receiver is wiremock on loopback: an internal host the operator allows.
+        ("DROIDPILOT_WEBHOOKS__ALLOWED_HOSTS", "127.0.0.1"),
     ])
     .await;
     add_phone(&app, "sim-1", None).await;
@@ -784,8 +807,6 @@ async fn the_readme_replay_example_turns_on_bluetooth() {
 #[tokio::test]
 async fn a_typed_password_is_never_stored_shown_or_exported() {
     const CANARY: &str = "canary-pw-7Q3x9Z";
-    let app = bare_app(&[]).await;
-    let phone = add_phone(&app, "sim-1", Some("settings.sign_in")).await;
     // Settings, Accounts, the e-mail field, the e-mail: the task's own reference steps.
     let mut replies: Vec<(u16, String)> = sim_task("settings.sign_in").unwrap().reference()[..4]
         .iter()
@@ -806,6 +827,8 @@ async fn a_typed_password_is_never_stored_shown_or_exported() {
         ),
     ));
     let (server, _) = model(replies).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.sign_in")).await;
     let id = submit(&app, json!({"instruction": "Fill in the sign-in form", "agent": agent_for(&server), "device_id": "sim-1"})).await;
     let t = wait_done(&app, &id).await;
     assert_eq!(t["status"], "succeeded", "{t}");

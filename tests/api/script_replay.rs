@@ -12,7 +12,7 @@ use droidpilot::domain::{AppRef, PixelPoint};
 use serde_json::{Value, json};
 
 use crate::common::TestApp;
-use crate::run::{add_phone, bare_app, model, submit, wait_done, wait_status};
+use crate::run::{add_phone, app_for, bare_app, model, submit, wait_done, wait_status};
 use crate::scripts::{record, reference_run, steps};
 
 /// Records `task`'s reference solution (a replay task on `serial`) as a script, and
@@ -164,13 +164,13 @@ async fn optional_steps_are_skipped_and_stored_values_are_the_outputs() {
 #[tokio::test]
 async fn unsure_recovery_is_retried_then_the_user_is_asked_and_abort_ends_it() {
     const TASK: &str = "settings.bluetooth_on";
-    let app = bare_app(&[]).await;
-    add_phone(&app, "p", Some(TASK)).await;
     let script = json!({"name": "broken", "goal": "turn bluetooth on",
         "max_recovery_attempts": 2,
         "steps": [{"action": "tap", "selector": "#no_such_toggle", "parameters": {"timeout_ms": 300}}]});
     let unsure = json!({"action_type": "skip_step", "reason": "not sure", "confidence": "low"});
     let (server, _) = model(vec![(200, unsure.to_string())]).await;
+    let app = app_for(&[&server], &[]).await;
+    add_phone(&app, "p", Some(TASK)).await;
     let id = submit(
         &app,
         json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",
@@ -205,8 +205,6 @@ async fn unsure_recovery_is_retried_then_the_user_is_asked_and_abort_ends_it() {
 #[tokio::test]
 async fn a_recovery_after_a_failed_expect_never_runs_the_action_again() {
     const TASK: &str = "settings.bluetooth_on";
-    let app = bare_app(&[]).await;
-    let phone = add_phone(&app, "p", Some(TASK)).await;
     let script = json!({"name": "bluetooth", "goal": "turn bluetooth on",
         "steps": [{"action": "launch_app", "parameters": {"package": "com.android.settings"}},
                   {"action": "tap", "selector": ":text(\"Bluetooth\")",
@@ -214,6 +212,8 @@ async fn a_recovery_after_a_failed_expect_never_runs_the_action_again() {
     let heal = json!({"action_type": "modify_selector", "new_selector": ":text(\"Bluetooth\")",
                       "reason": "the row is there", "confidence": "high"});
     let (server, _) = model(vec![(200, heal.to_string())]).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = add_phone(&app, "p", Some(TASK)).await;
     let id = submit(
         &app,
         json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",

@@ -7,7 +7,7 @@ use droidpilot::device::sim::{SimConfig, SimDevice, SimFaults};
 use serde_json::{Value, json};
 
 use crate::common::{TestApp, error_of};
-use crate::run::{add_phone, bare_app, model, submit, wait_done};
+use crate::run::{add_phone, app_for, bare_app, serve_replies, submit, wait_done};
 
 /// Submits the sim task's reference solution (coordinate taps) as a replay task on
 /// `serial` (going on past a failed tap when `blind`) and returns the task's id.
@@ -161,7 +161,8 @@ async fn a_recorded_run_replays_with_no_model_on_an_updated_app_where_coordinate
 #[tokio::test]
 async fn a_broken_step_is_healed_by_a_model_and_saved_as_the_next_version() {
     const TASK: &str = "settings.bluetooth_on";
-    let app = bare_app(&[]).await;
+    let server = wiremock::MockServer::start().await;
+    let app = app_for(&[&server], &[]).await;
     add_phone(&app, "clean", Some(TASK)).await;
     let phone = add_phone(&app, "other", Some(TASK)).await;
     let recorded = record(&app, &reference_run(&app, "clean", TASK).await).await;
@@ -186,7 +187,7 @@ async fn a_broken_step_is_healed_by_a_model_and_saved_as_the_next_version() {
     assert_eq!(broken["version"], 2);
 
     let answer = json!({"action_type": "modify_selector", "new_selector": good, "reason": "the id changed", "confidence": "high"});
-    let (server, _) = model(vec![(200, answer.to_string())]).await;
+    serve_replies(&server, vec![(200, answer.to_string())], Default::default()).await;
     let done = run(
         &app,
         broken["id"].as_str().unwrap(),
@@ -380,7 +381,8 @@ impl wiremock::Respond for ToolCalls {
 #[tokio::test]
 async fn the_navigator_records_a_script_while_it_works_and_the_script_replays() {
     const TASK: &str = "settings.bluetooth_on";
-    let app = bare_app(&[]).await;
+    let server = wiremock::MockServer::start().await;
+    let app = app_for(&[&server], &[]).await;
     add_phone(&app, "clean", Some(TASK)).await;
     add_phone(&app, "nav", Some(TASK)).await;
     let replay_on = add_phone(&app, "again", Some(TASK)).await;
@@ -390,7 +392,6 @@ async fn the_navigator_records_a_script_while_it_works_and_the_script_replays() 
     let bluetooth = tap_step["selector"].clone();
 
     let launch = json!({"action": "launch_app", "parameters": {"package": "com.android.settings"}});
-    let server = wiremock::MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("POST"))
         .respond_with(ToolCalls(
             vec![

@@ -11,7 +11,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::common::{TestApp, error_of};
-use crate::run::{add_phone, bare_app, generic, submit, wait_done, wait_status};
+use crate::run::{add_phone, app_for, generic, submit, wait_done, wait_status};
 
 /// A vision model that answers `replies` in order, each after `delay` (so a test has
 /// time to pause the task while a step is in flight).
@@ -88,8 +88,6 @@ async fn events(app: &TestApp, id: &str) -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn a_person_pauses_acts_and_resumes_and_the_agent_is_told() {
-    let app = bare_app(&[]).await;
-    add_phone(&app, "sim-1", None).await;
     let model = slow_model(
         &[
             json!({"action": "wait", "ms": 10}),
@@ -98,6 +96,8 @@ async fn a_person_pauses_acts_and_resumes_and_the_agent_is_told() {
         Duration::from_millis(600),
     )
     .await;
+    let app = app_for(&[&model], &[]).await;
+    add_phone(&app, "sim-1", None).await;
     let id = submit(
         &app,
         json!({"instruction": "turn on Bluetooth", "device_id": "sim-1", "agent": agent(&model)}),
@@ -245,13 +245,13 @@ async fn a_person_pauses_acts_and_resumes_and_the_agent_is_told() {
 
 #[tokio::test]
 async fn pausing_is_for_running_tasks_and_a_cancel_ends_a_paused_one() {
-    let app = bare_app(&[]).await;
-    // No phone yet: the task stays queued.
     let model = slow_model(
         &[json!({"action": "wait", "ms": 10})],
         Duration::from_millis(300),
     )
     .await;
+    // No phone yet: the task stays queued.
+    let app = app_for(&[&model], &[]).await;
     let id = submit(
         &app,
         json!({"instruction": "wait around", "agent": agent(&model)}),
@@ -322,15 +322,6 @@ async fn pausing_is_for_running_tasks_and_a_cancel_ends_a_paused_one() {
 #[tokio::test]
 async fn a_screen_change_nobody_in_droidpilot_made_is_an_intervention_the_agent_hears_of() {
     use droidpilot::device::Device;
-    let app = bare_app(&[
-        ("DROIDPILOT_RUNNER__DETECT_EXTERNAL_CHANGES", "true"),
-        // A pause after each settled action: the window the "person" acts in.
-        ("DROIDPILOT_RUNNER__STEP_DELAY_MS", "1500"),
-    ])
-    .await;
-    let phone = add_phone(&app, "sim-1", None).await;
-    let settings = droidpilot::domain::AppRef::Label("Settings".into());
-    phone.launch_app(&settings).await.unwrap();
     let model = slow_model(
         &[
             json!({"action": "home"}),
@@ -339,6 +330,18 @@ async fn a_screen_change_nobody_in_droidpilot_made_is_an_intervention_the_agent_
         Duration::from_millis(50),
     )
     .await;
+    let app = app_for(
+        &[&model],
+        &[
+            ("DROIDPILOT_RUNNER__DETECT_EXTERNAL_CHANGES", "true"),
+            // A pause after each settled action: the window the "person" acts in.
+            ("DROIDPILOT_RUNNER__STEP_DELAY_MS", "1500"),
+        ],
+    )
+    .await;
+    let phone = add_phone(&app, "sim-1", None).await;
+    let settings = droidpilot::domain::AppRef::Label("Settings".into());
+    phone.launch_app(&settings).await.unwrap();
     let id = submit(
         &app,
         json!({"instruction": "go home", "device_id": "sim-1", "agent": agent(&model)}),

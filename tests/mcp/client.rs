@@ -133,7 +133,9 @@ async fn the_agents_call_and_its_result_come_back_into_the_next_step() {
         .mount(&model)
         .await;
     let toml = stdio_server("places", "env = { PLACES_SUFFIX = \" (via env)\" }");
-    let app = spawn_app_with_toml(&toml, &[]).await;
+    let allowed = model.uri();
+    let app =
+        spawn_app_with_toml(&toml, &[("DROIDPILOT_AGENT__ALLOWED_BASE_URLS", &allowed)]).await;
     let agent = json!({"kind": "navigator", "provider": "openai", "model": "gpt-4o",
                        "base_url": format!("{}/v1", model.uri())});
     let (task, steps) = run_task(&app, agent).await;

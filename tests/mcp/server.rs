@@ -140,7 +140,20 @@ fn assert_main(report: &Value) {
         nf["message"].as_str().unwrap().contains("No such row"),
         "{nf}"
     );
-    assert_eq!(ok(report, "screenshot")["images"], json!(["image/jpeg"]));
+    let shot = ok(report, "screenshot");
+    assert_eq!(shot["images"], json!(["image/jpeg"]));
+    // The picture's size and scale, beside the screen's: a point read off it converts
+    // to the full-size pixels tap's `pixel` takes.
+    let size = &shot["structured"];
+    assert_eq!(size["scale"], 0.5, "{shot:#}");
+    assert_eq!(
+        size["width"].as_u64().unwrap() * 2,
+        size["screen"]["width"].as_u64().unwrap()
+    );
+    assert!(
+        shot["text"].as_str().unwrap().contains("divide"),
+        "{shot:#}"
+    );
     let bad = refused(report, "bad_field");
     assert!(
         bad["message"].as_str().unwrap().contains("`selectr`")
@@ -157,6 +170,17 @@ fn assert_main(report: &Value) {
         "{missing}"
     );
     ok(report, "release");
+    let foreign = refused(report, "foreign_base_url");
+    assert_eq!(foreign["code"], "invalid_agent", "{foreign}");
+    assert!(
+        foreign["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("agent.base_url:"),
+        "{foreign}"
+    );
+    let hook = refused(report, "internal_webhook");
+    assert_eq!(hook["code"], "webhook_host_refused", "{hook}");
     let run = &ok(report, "run_task")["structured"];
     assert_eq!(run["task"]["status"], "succeeded", "{run:#}");
     assert_eq!(run["result"]["status"], "success", "{run:#}");
@@ -218,6 +242,24 @@ async fn assert_session_task(app: &TestApp, report: &Value) {
         t["status"], "succeeded",
         "released: the session task ended: {t:#}"
     );
+    // The task list shows what it is: an MCP session, not a replay.
+    let list: Value = app
+        .client
+        .get(app.url("/v1/tasks"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let row = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == task)
+        .unwrap();
+    assert_eq!(row["agent"]["kind"], "mcp_session", "{row:#}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -350,5 +392,39 @@ async fn http_mcp_without_the_token_is_401_in_the_error_shape() {
     let (status, code, _, hint) = crate::common::error_of(resp).await;
     assert_eq!((status, code.as_str()), (401, "unauthorized"));
     assert!(hint.contains("Bearer"), "{hint}");
+    app.stop().await;
+}
+
+/// Closing a session with `DELETE /mcp` answers 204, which the official SDKs accept
+/// without logging a failed termination (they warn on rmcp's 202).
+#[tokio::test]
+async fn closing_an_http_session_answers_no_content() {
+    let app = http_app().await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"}}});
+    let resp = app
+        .client
+        .post(app.url("/mcp"))
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let session = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let closed = app
+        .client
+        .delete(app.url("/mcp"))
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
     app.stop().await;
 }

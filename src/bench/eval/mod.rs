@@ -350,12 +350,20 @@ struct Job {
 /// Runs every selected task `repeat` times, `parallel` phones at once. `progress` sees
 /// each run as it ends.
 pub async fn run_eval(
-    config: Config,
+    mut config: Config,
     opts: &EvalOptions,
     progress: &(dyn Fn(&RunRecord) + Sync),
 ) -> Result<EvalReport, EvalError> {
     let selected = select(&opts.tasks)?;
     let (oracle, agent) = model_server(opts).await?;
+    if let Some(o) = &oracle {
+        // The eval's own model server: reached without the server's keys.
+        config.agent.allowed_base_urls.push(o.origin());
+    } else {
+        // Base URLs in `--agent` are the operator's, who runs this command.
+        let urls = crate::agent::servers::urls_in(&agent);
+        config.agent.operator_urls.extend(urls);
+    }
     let plan = AgentPlan::new(&agent, &config)?;
     let opts = EvalOptions {
         parallel: opts.parallel.max(1),

@@ -10,9 +10,7 @@ pub mod request;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
-use super::client::{
-    Decoded, HttpChatClient, WireFormat, parse_value, required_key, secret_header,
-};
+use super::client::{Decoded, HttpChatClient, WireFormat, parse_value, secret_header};
 use super::config::{ApiKey, ModelConfig, ProviderKind};
 use super::error::LlmError;
 use super::types::{ChatReply, ChatRequest};
@@ -37,9 +35,12 @@ impl WireFormat for Anthropic {
     }
 
     fn headers(key: Option<&ApiKey>) -> Result<HeaderMap, LlmError> {
-        let key = required_key(Self::PROVIDER, key)?;
+        // No key: a keyless server the operator allows (`HttpChatClient::new` refuses
+        // none for the hosted API).
         let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", secret_header(Self::PROVIDER, key.expose())?);
+        if let Some(key) = key {
+            headers.insert("x-api-key", secret_header(Self::PROVIDER, key.expose())?);
+        }
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         Ok(headers)
     }

@@ -13,9 +13,7 @@ pub mod request;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use super::client::{
-    Decoded, HttpChatClient, WireFormat, parse_value, required_key, secret_header,
-};
+use super::client::{Decoded, HttpChatClient, WireFormat, parse_value, secret_header};
 use super::config::{ApiKey, ModelConfig, ProviderKind};
 use super::error::LlmError;
 use super::types::{ChatReply, ChatRequest};
@@ -42,12 +40,15 @@ impl WireFormat for Gemini {
     }
 
     fn headers(key: Option<&ApiKey>) -> Result<HeaderMap, LlmError> {
-        let key = required_key(Self::PROVIDER, key)?;
+        // No key: a keyless server the operator allows (`HttpChatClient::new` refuses
+        // none for the hosted API).
         let mut headers = HeaderMap::new();
-        headers.insert(
-            "x-goog-api-key",
-            secret_header(Self::PROVIDER, key.expose())?,
-        );
+        if let Some(key) = key {
+            headers.insert(
+                "x-goog-api-key",
+                secret_header(Self::PROVIDER, key.expose())?,
+            );
+        }
         Ok(headers)
     }
 

@@ -84,17 +84,22 @@ impl McpServer {
         }
         let jpeg = a.format.unwrap_or(ImageFormat::Jpeg) == ImageFormat::Jpeg;
         let shot = self.device(&a.device_id)?.screenshot().await?;
+        let (width, height) = (shot.width, shot.height);
         let rgba = shot.rgba()?;
         let (bytes, mime) = tokio::task::spawn_blocking(move || {
-            crate::server::images::encode(&rgba, shot.width, shot.height, scale, jpeg, quality)
+            crate::server::images::encode(&rgba, width, height, scale, jpeg, quality)
         })
         .await
         .map_err(|e| ToolError::new("internal_error", e.to_string(), "This is a bug."))?
         .map_err(|e| ToolError::new("internal_error", e, "This is a bug."))?;
         let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-        Ok(CallToolResult::success(vec![ContentBlock::image(
-            data, mime,
-        )]))
+        let size = image_size(width, height, scale);
+        let mut result = CallToolResult::success(vec![
+            ContentBlock::image(data, mime),
+            ContentBlock::text(size.describe()),
+        ]);
+        result.structured_content = Some(json!(size));
+        Ok(result)
     }
 
     pub(super) async fn list_apps(&self, args: Map<String, Value>) -> ToolResult {
@@ -253,4 +258,54 @@ fn screen_text(r: &ScreenRepresentation, size: crate::domain::ScreenSize) -> Str
         }
     }
     s
+}
+
+/// A screenshot's size beside the screen's, so a point read off the picture can be
+/// turned into the screen pixels `tap`'s `pixel` takes.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct ImageSize {
+    width: u32,
+    height: u32,
+    scale: f32,
+    screen: ScreenPixels,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct ScreenPixels {
+    width: u32,
+    height: u32,
+}
+
+/// The size `server::images::encode` gives a `width`×`height` screen at `scale`.
+pub(super) fn image_size(width: u32, height: u32, scale: f32) -> ImageSize {
+    let side = |n: u32| ((n as f32 * scale).round() as u32).max(1);
+    ImageSize {
+        width: side(width),
+        height: side(height),
+        scale,
+        screen: ScreenPixels { width, height },
+    }
+}
+
+impl ImageSize {
+    /// One line for the model.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "This image is {}x{} pixels, {} of the {}x{} screen. For tap's `pixel`, divide a point's x and y on this image by {} (or give `coordinate` as fractions of the screen).",
+            self.width, self.height, self.scale, self.screen.width, self.screen.height, self.scale
+        )
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn a_half_size_screenshot_says_how_to_get_back_to_screen_pixels() {
+        let s = super::image_size(1080, 2400, 0.5);
+        assert_eq!((s.width, s.height), (540, 1200));
+        assert_eq!(
+            s.describe(),
+            "This image is 540x1200 pixels, 0.5 of the 1080x2400 screen. For tap's `pixel`, divide a point's x and y on this image by 0.5 (or give `coordinate` as fractions of the screen)."
+        );
+    }
 }

@@ -215,18 +215,43 @@ pub fn http_service(
     core: Arc<Core>,
     cancel: CancellationToken,
     loopback: bool,
-) -> rmcp::transport::StreamableHttpService<
-    McpServer,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-> {
+) -> impl tower::Service<
+    axum::extract::Request,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future: Send + 'static,
+> + Clone
++ Send
++ Sync
++ 'static {
     let mut config =
         rmcp::transport::StreamableHttpServerConfig::default().with_cancellation_token(cancel);
     if !loopback {
         config = config.disable_allowed_hosts();
     }
-    rmcp::transport::StreamableHttpService::new(
+    let rmcp: rmcp::transport::StreamableHttpService<
+        McpServer,
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+    > = rmcp::transport::StreamableHttpService::new(
         move || Ok(McpServer::new(core.clone())),
         Default::default(),
         config,
-    )
+    );
+    tower::ServiceBuilder::new()
+        .layer(axum::middleware::from_fn(session_closed))
+        .service(rmcp)
+}
+
+/// A session ended by `DELETE /mcp` answers 204 No Content: rmcp says 202, which the
+/// official SDKs log as a failed termination on every close (they accept 200 and 204).
+async fn session_closed(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let mut resp = next.run(req).await;
+    if delete && resp.status() == axum::http::StatusCode::ACCEPTED {
+        *resp.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
+    resp
 }

@@ -37,14 +37,47 @@ impl ToolError {
         )
     }
 
-    /// The result the client receives: `isError` set, the error as JSON text.
+    /// The result the client receives: `isError` set, the error as JSON text, its hint
+    /// naming tools instead of CLI commands and REST paths (`in_tool_words`).
     pub fn into_result(self) -> CallToolResult {
-        let body =
-            json!({"error": {"code": self.code, "message": self.message, "hint": self.hint}});
+        let hint = in_tool_words(&self.hint);
+        let body = json!({"error": {"code": self.code, "message": self.message, "hint": hint}});
         let mut r = CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
         r.structured_content = Some(body);
         r
     }
+}
+
+/// What the shared hints name for a REST or command-line user, and the tool an MCP
+/// client calls for it instead. Longer phrases first: they contain shorter ones.
+const TOOL_WORDS: &[(&str, &str)] = &[
+    (
+        "Check the selector against the current screen (`droidpilot screen dump.xml`).",
+        "Check the selector against the current screen (read_screen).",
+    ),
+    (
+        "List devices with `droidpilot devices` or GET /v1/devices.",
+        "List devices with list_devices.",
+    ),
+    (
+        "add a device (POST /v1/devices), or run `droidpilot devices`.",
+        "or call list_devices to see who holds each phone.",
+    ),
+    ("GET /v1/devices/{id}/screen", "read_screen"),
+    ("GET /v1/devices/{id}/apps", "list_apps"),
+    ("GET /v1/devices/{id}", "list_devices"),
+    ("POST /v1/tasks/{id}/cancel", "cancel_task"),
+    ("GET /v1/tasks/{id}", "get_task"),
+    ("GET /v1/tasks", "get_task"),
+    ("POST /v1/tasks", "run_task"),
+];
+
+/// `hint` in the words of an MCP client: tool names for the REST paths and CLI commands
+/// the shared hints name.
+pub fn in_tool_words(hint: &str) -> String {
+    TOOL_WORDS
+        .iter()
+        .fold(hint.to_string(), |h, (from, to)| h.replace(from, to))
 }
 
 impl From<ApiError> for ToolError {
@@ -105,5 +138,41 @@ pub fn take_device_id(tool: &str, args: &mut Map<String, Value>) -> Result<Strin
             tool,
             "missing field `device_id` (list_devices gives the ids)",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_name_tools_not_cli_commands_or_rest_paths() {
+        let shared = [
+            crate::screen::ResolveError::NotFound {
+                selector: "#nothing".into(),
+                off_screen: 0,
+                closest: vec![],
+            }
+            .hint(),
+            crate::device::pool::PoolError::NotFound("x".into()).hint(),
+            crate::device::DeviceError::AppNotFound("x".into()).hint(),
+        ];
+        for hint in shared {
+            let e = ToolError::new("c", "m", hint.clone()).into_result();
+            let shown = e.structured_content.unwrap()["error"]["hint"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(
+                !shown.contains("/v1/") && !shown.contains("droidpilot "),
+                "{hint} -> {shown}"
+            );
+            assert!(
+                ["read_screen", "list_devices", "list_apps"]
+                    .iter()
+                    .any(|t| shown.contains(t)),
+                "{shown}"
+            );
+        }
     }
 }

@@ -38,12 +38,16 @@ pub struct AcquireArgs {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScreenshotArgs {
+    /// The device's id, from list_devices.
     pub device_id: String,
     /// `jpeg` (default) or `png`.
     pub format: Option<ImageFormat>,
-    /// Scale factor in (0, 1]; default 0.5 (a phone frame at half size).
+    /// Scale factor in (0, 1]; default 0.5 (a phone frame at half size). The reply gives
+    /// the image's size, the scale and the screen's size.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 1))]
     pub scale: Option<f32>,
     /// JPEG quality 1-100 (default 70).
+    #[schemars(range(min = 1, max = 100))]
     pub quality: Option<u8>,
 }
 
@@ -67,17 +71,24 @@ struct Target {
     element: Option<u32>,
     /// A point as fractions of the screen, [x, y] in [0, 1].
     coordinate: Option<Point>,
-    /// A point in pixels, [x, y], as read off a full-size screenshot.
+    /// A point in the screen's own pixels, [x, y]: a point read off a screenshot divided
+    /// by its scale (the screenshot reply says both sizes).
     pixel: Option<[u32; 2]>,
 }
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct LongPress {
+    /// The device's id, from list_devices.
     device_id: String,
+    /// A selector from read_screen, e.g. `:text("Photo")`.
     selector: Option<String>,
+    /// An element id from the latest read_screen.
     element: Option<u32>,
+    /// A point as fractions of the screen, [x, y] in [0, 1].
     coordinate: Option<Point>,
+    /// A point in the screen's own pixels, [x, y] (a screenshot's point divided by its
+    /// scale).
     pixel: Option<[u32; 2]>,
     /// Hold time in milliseconds (default 800).
     duration_ms: Option<u64>,
@@ -86,12 +97,15 @@ struct LongPress {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct TypeText {
+    /// The device's id, from list_devices.
     device_id: String,
     /// The text to type.
     text: String,
     /// The field; the focused field when no target is given.
     selector: Option<String>,
+    /// The field by element id from the latest read_screen.
     element: Option<u32>,
+    /// The field by a point, fractions of the screen [x, y].
     coordinate: Option<Point>,
     /// Replace the field's content instead of appending.
     clear_first: Option<bool>,
@@ -100,10 +114,13 @@ struct TypeText {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct Field {
+    /// The device's id, from list_devices.
     device_id: String,
     /// The field; the focused field when no target is given.
     selector: Option<String>,
+    /// The field by element id from the latest read_screen.
     element: Option<u32>,
+    /// The field by a point, fractions of the screen [x, y].
     coordinate: Option<Point>,
 }
 
@@ -120,26 +137,32 @@ enum Dir {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct Scroll {
+    /// The device's id, from list_devices.
     device_id: String,
     /// `down` shows what is below (the finger moves up).
     direction: Dir,
     /// The scrollable container; the screen's main one when no target is given.
     selector: Option<String>,
+    /// The container by element id from the latest read_screen.
     element: Option<u32>,
 }
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct Swipe {
+    /// The device's id, from list_devices.
     device_id: String,
     /// Swipe from `start` to `end` ([x, y] fractions of the screen)...
     start: Option<Point>,
+    /// Where the swipe ends, [x, y] fractions of the screen.
     end: Option<Point>,
     /// ...or in a direction, inside a target when one is given.
     direction: Option<Dir>,
+    /// The element to swipe inside, by selector from read_screen.
     selector: Option<String>,
+    /// The element to swipe inside, by element id from the latest read_screen.
     element: Option<u32>,
-    /// Default 300.
+    /// How long the swipe takes in milliseconds (default 300).
     duration_ms: Option<u64>,
 }
 
@@ -147,6 +170,7 @@ struct Swipe {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct ScrollToFindArgs {
+    /// The device's id, from list_devices.
     device_id: String,
     /// What to bring on screen, e.g. `:text("Battery")`.
     selector: String,
@@ -159,16 +183,18 @@ struct ScrollToFindArgs {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct WaitFor {
+    /// The device's id, from list_devices.
     device_id: String,
-    /// The element to wait for, e.g. `:text("Done")`.
+    /// The element to wait for (or to go), e.g. `:text("Done")`.
     selector: String,
-    /// Default 10000, at most 120000.
+    /// How long to wait in milliseconds (default 10000, at most 120000).
     timeout_ms: Option<u64>,
 }
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct Launch {
+    /// The device's id, from list_devices.
     device_id: String,
     /// A package name, e.g. com.android.settings...
     package: Option<String>,
@@ -179,6 +205,7 @@ struct Launch {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct OpenUrl {
+    /// The device's id, from list_devices.
     device_id: String,
     /// An http(s) URL (or another allowed scheme: tel, mailto, sms, geo, market).
     url: String,
@@ -187,6 +214,7 @@ struct OpenUrl {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadElementArgs {
+    /// The device's id, from list_devices.
     pub device_id: String,
     /// An element id from read_screen...
     pub element: Option<u32>,
@@ -205,10 +233,16 @@ struct RunTask {
     /// The agent (kind, model...); the server's default when omitted. `{"kind": "replay",
     /// "actions": [...]}` runs given actions with no model.
     agent: Option<Value>,
+    /// The most steps the agent may take (default 50, at most 1000).
     max_steps: Option<u32>,
+    /// The task's time limit in seconds (default 600).
     timeout_seconds: Option<u64>,
+    /// Higher runs first among queued tasks (default 0).
     priority: Option<i32>,
+    /// Your own JSON object, kept with the task and returned as is.
     metadata: Option<Value>,
+    /// Where to POST the result when the task ends (a public http(s) URL).
+    webhook_url: Option<String>,
     /// Wait for the task to finish (or ask a question), sending progress notifications.
     /// Default false: return at once with the queued task.
     wait: Option<bool>,
@@ -226,6 +260,7 @@ pub struct TaskIdArgs {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerArgs {
+    /// The task's id (a UUID), from run_task.
     pub task_id: String,
     /// The answer for the agent's open question.
     pub answer: String,
@@ -240,11 +275,15 @@ struct RunScript {
     script_id: String,
     /// Values for the script's `${inputs}`.
     inputs: Option<std::collections::BTreeMap<String, String>>,
+    /// Run on this device (else any free one). Release it first if you hold it.
     device_id: Option<String>,
+    /// The script version to run (default: the latest).
     version: Option<u32>,
     /// Recover failed steps with a model (AI in the middle).
     recovery: Option<bool>,
+    /// Wait for the run to finish, sending progress notifications (default false).
     wait: Option<bool>,
+    /// How long to wait at most (default: the task's timeout plus a minute).
     wait_timeout_secs: Option<u64>,
 }
 
@@ -374,3 +413,40 @@ pub const ACTION_TOOLS: &[&str] = &[
     "home",
     "open_url",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model reads the schema to call a tool: every argument says what it is.
+    #[test]
+    fn every_argument_is_described_and_ranges_match_the_handlers() {
+        for t in catalogue() {
+            let schema = Value::Object((*t.input_schema).clone());
+            let props = schema["properties"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            for (name, p) in props {
+                let described = p["description"].as_str().is_some_and(|d| !d.is_empty());
+                assert!(described, "{}.{name} has no description: {p}", t.name);
+            }
+        }
+        let shot = catalogue()
+            .into_iter()
+            .find(|t| t.name == "screenshot")
+            .unwrap();
+        let q = &shot.input_schema["properties"]["quality"];
+        assert_eq!(
+            (&q["minimum"], &q["maximum"]),
+            (&Value::from(1), &Value::from(100)),
+            "{q}"
+        );
+        let s = &shot.input_schema["properties"]["scale"];
+        assert_eq!(
+            (&s["exclusiveMinimum"], &s["maximum"]),
+            (&Value::from(0), &Value::from(1)),
+            "{s}"
+        );
+    }
+}
