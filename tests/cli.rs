@@ -626,3 +626,55 @@ fn bench_runner_refuses_a_store_it_cannot_use_with_a_hint_and_no_secret() {
         );
     }
 }
+
+/// `droidpilot openapi | head`, `droidpilot screen … | head`: the reader goes away before
+/// the output is written. The command ends quietly and successfully, without a panic.
+#[test]
+fn output_into_a_pipe_closed_early_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/uiautomator/real/067__garcezv__reabLITA-Tablet__ui_painel.xml");
+    let screen = ["screen", "--format", "tree", dump.to_str().unwrap()];
+    for args in [&["openapi"][..], &screen[..]] {
+        let mut child = droidpilot(dir.path())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Like `head` done reading: the pipe's only reader is closed.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?}\n{stderr}", out.status);
+        assert!(stderr.trim().is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+/// A dump with no view is an error with a hint and exit code 1, not an empty screen.
+#[test]
+fn screen_refuses_a_dump_with_no_views() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = droidpilot(dir.path())
+        .args(["screen", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"UI hierchary dumped to: /sdcard/window_dump.xml\n<hierarchy rotation=\"0\"></hierarchy>")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no views") && stderr.contains("hint: "),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}

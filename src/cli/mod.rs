@@ -19,6 +19,23 @@ pub mod sim;
 use crate::config::{Config, LogFormat, Overrides};
 use crate::server::{ServeOptions, Server};
 
+/// `droidpilot openapi`: the OpenAPI document on `out`. Written, not `print!`ed, so a
+/// reader that stops early (`| head`) is an error the caller can recognise.
+pub fn openapi(out: &mut impl std::io::Write) -> anyhow::Result<()> {
+    out.write_all(crate::server::openapi_json().as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Whether `e` is a write into a pipe whose reader has gone (`droidpilot openapi | head`):
+/// the reader has what it wanted, so the command ends quietly and successfully.
+pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "droidpilot",
