@@ -281,6 +281,44 @@ fn doctor_without_a_key_contacts_nothing_and_its_summary_matches_its_exit_code()
     assert!(stderr.contains("check(s) failed"), "{stderr}");
 }
 
+/// A fresh install chose no model: doctor calls the defaults' models "not configured",
+/// contacts neither, and does not count them as failures.
+#[test]
+fn doctor_on_a_fresh_install_does_not_fail_on_models_nobody_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("adb-only.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[devices.adb]\nadb_path = \"/nonexistent/adb\"\nserver = \"127.0.0.1:{}\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let out = droidpilot(dir.path())
+        .args(["doctor", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let models = stdout.split("\nmodels:").nth(1).expect("a models section");
+    for role in ["navigator", "vision"] {
+        assert!(
+            models.contains(&format!("[  --] {role} model: not configured")),
+            "{stdout}"
+        );
+    }
+    assert!(!models.contains("FAIL"), "{stdout}");
+    // Only the adb checks (adb is missing here) count.
+    let adb_failures = stdout.matches("[FAIL]").count();
+    assert!(adb_failures > 0, "{stdout}");
+    assert!(
+        stderr.contains(&format!("{adb_failures} check(s) failed")),
+        "{stdout}\n{stderr}"
+    );
+}
+
 #[test]
 fn devices_reads_the_config_file_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
