@@ -28,15 +28,18 @@ async function submitForm() {
   const [p, devs] = await Promise.all([presets(), api("/v1/devices").catch(() => ({ devices: [] }))]);
   const defaults = p.defaults || {};
   const defKind = (defaults.agent && defaults.agent.kind) || "";
-  const kinds = [["", defKind ? `default (${defKind})` : "default"], ...p.agent_kinds.map((k) => [k, k])];
-  const models = [["", "default"], ...(p.models || []).map((m, i) => [String(i), `${m.name} (${m.provider}:${m.model})`])];
+  // A fresh install has no model configured: start on replay, which needs none.
+  const noModel = defaults.agent_configured === false;
+  const kinds = [["", defKind ? `default (${defKind}${noModel ? ", no model configured" : ""})` : "default"], ...p.agent_kinds.map((k) => [k, k])];
+  const models = [["", "default"], ...(p.models || []).map((m, i) =>
+    [String(i), `${m.name} (${m.provider}:${m.model})${m.configured === false ? " — not configured" : ""}`])];
   const devices = [["", "any free phone"], ...devs.devices.map((d) => [d.id, `${d.id} — ${d.model}`])];
-  const [kindLabel, kind] = select("kind", "Agent", kinds, "");
+  const [kindLabel, kind] = select("kind", "Agent", kinds, noModel ? "replay" : "");
   const actions = h("textarea", {
     name: "actions", id: "f-actions", rows: 4,
     placeholder: '[{"action": "launch_app", "label": "Settings"}, {"action": "tap", "selector": ":text(\\"Bluetooth\\")"}]',
   });
-  const actionsRow = h("div", { class: "row", hidden: true },
+  const actionsRow = h("div", { class: "row", hidden: kind.value !== "replay" },
     h("label", { for: "f-actions" }, "Actions (replay: a JSON list)"), actions);
   kind.addEventListener("change", () => (actionsRow.hidden = kind.value !== "replay"));
   const instruction = h("textarea", { name: "instruction", id: "f-instruction", rows: 2, required: true, placeholder: "open Clock and set an alarm for 7:30" });

@@ -38,6 +38,55 @@ pub struct Config {
     /// Several instances on one PostgreSQL database: identity, heartbeats, dead instances.
     #[serde(default)]
     pub cluster: crate::cluster::ClusterConfig,
+    /// Which models the user's own layers name (`local.toml`, `--config`, `DROIDPILOT_*`):
+    /// the defaults' models are examples until chosen (or given a key).
+    #[serde(skip)]
+    pub chosen: ChosenModels,
+}
+
+/// Whether the user's configuration sets anything under `[agent.navigator]` /
+/// `[agent.vision]`, or picks that kind with `agent.kind`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChosenModels {
+    pub navigator: bool,
+    pub vision: bool,
+}
+
+impl Config {
+    /// Whether the model a `kind` of agent uses is configured: the user's configuration
+    /// names it, or a key for its provider is set. Until then the defaults' models (a
+    /// hosted navigator, a vision model at a local address) are examples: `doctor` calls
+    /// them "not configured", the dashboard does not offer them first. Replay and script
+    /// agents need no model.
+    pub fn model_configured(
+        &self,
+        kind: crate::agent::spec::AgentKind,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> bool {
+        use crate::agent::spec::AgentKind;
+        let chosen = match kind {
+            AgentKind::Replay | AgentKind::Script => return true,
+            AgentKind::Vision => self.chosen.vision,
+            _ => self.chosen.navigator,
+        };
+        let cfg = self.agent.model_for(kind);
+        chosen
+            || self.agent.keys.get(cfg.provider).is_some()
+            || matches!(cfg.resolve_key_with(env), Ok(Some(_)))
+    }
+}
+
+impl ChosenModels {
+    /// Read from the user's layers alone (no defaults).
+    fn of(user: &config::Config) -> Self {
+        let agent = user.get_table("agent").unwrap_or_default();
+        let kind = agent.get("kind").and_then(|k| k.clone().into_string().ok());
+        let picks = |role: &str| agent.contains_key(role) || kind.as_deref() == Some(role);
+        Self {
+            navigator: picks("navigator"),
+            vision: picks("vision"),
+        }
+    }
 }
 
 /// Where devices come from.
@@ -325,11 +374,15 @@ impl Config {
                 config::FileFormat::Toml,
             ))
             .add_source(config::File::from(local_dir.join("local.toml")).required(false));
+        // The user's layers alone, to tell their choices from the defaults.
+        let mut user = config::Config::builder()
+            .add_source(config::File::from(local_dir.join("local.toml")).required(false));
         if let Some(p) = &o.config_file {
             if !p.exists() {
                 return Err(ConfigError::MissingFile { path: p.clone() });
             }
             b = b.add_source(config::File::from(p.as_path()));
+            user = user.add_source(config::File::from(p.as_path()));
         }
         let vars: config::Map<String, String> = env
             .into_iter()
@@ -340,6 +393,12 @@ impl Config {
                     .is_some_and(|rest| rest.contains("__"))
             })
             .collect();
+        user = user.add_source(
+            config::Environment::with_prefix("DROIDPILOT")
+                .prefix_separator("_")
+                .separator("__")
+                .source(Some(vars.clone())),
+        );
         b = b.add_source(
             config::Environment::with_prefix("DROIDPILOT")
                 .prefix_separator("_")
@@ -371,6 +430,7 @@ impl Config {
         cfg.agent.operator_urls = (cfg.dashboard.models.iter())
             .filter_map(|m| Some((m.provider, m.base_url.clone()?)))
             .collect();
+        cfg.chosen = ChosenModels::of(&user.build()?);
         cfg.validate()?;
         Ok(cfg)
     }

@@ -22,10 +22,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => droidpilot::cli::serve(args, cli.log_format).await,
-            Command::Openapi => {
-                print!("{}", droidpilot::server::openapi_json());
-                Ok(())
-            }
+            Command::Openapi => droidpilot::cli::openapi(&mut std::io::stdout().lock()),
             Command::Screen(args) => {
                 droidpilot::cli::screen::run(&args, &mut std::io::stdout().lock())
             }
@@ -66,6 +63,8 @@ fn main() -> std::process::ExitCode {
     });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // `droidpilot openapi | head`: the reader stopped, nothing went wrong.
+        Err(e) if droidpilot::cli::is_closed_pipe(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

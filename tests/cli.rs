@@ -281,6 +281,44 @@ fn doctor_without_a_key_contacts_nothing_and_its_summary_matches_its_exit_code()
     assert!(stderr.contains("check(s) failed"), "{stderr}");
 }
 
+/// A fresh install chose no model: doctor calls the defaults' models "not configured",
+/// contacts neither, and does not count them as failures.
+#[test]
+fn doctor_on_a_fresh_install_does_not_fail_on_models_nobody_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("adb-only.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[devices.adb]\nadb_path = \"/nonexistent/adb\"\nserver = \"127.0.0.1:{}\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let out = droidpilot(dir.path())
+        .args(["doctor", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let models = stdout.split("\nmodels:").nth(1).expect("a models section");
+    for role in ["navigator", "vision"] {
+        assert!(
+            models.contains(&format!("[  --] {role} model: not configured")),
+            "{stdout}"
+        );
+    }
+    assert!(!models.contains("FAIL"), "{stdout}");
+    // Only the adb checks (adb is missing here) count.
+    let adb_failures = stdout.matches("[FAIL]").count();
+    assert!(adb_failures > 0, "{stdout}");
+    assert!(
+        stderr.contains(&format!("{adb_failures} check(s) failed")),
+        "{stdout}\n{stderr}"
+    );
+}
+
 #[test]
 fn devices_reads_the_config_file_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
@@ -625,4 +663,56 @@ fn bench_runner_refuses_a_store_it_cannot_use_with_a_hint_and_no_secret() {
             "{stderr}"
         );
     }
+}
+
+/// `droidpilot openapi | head`, `droidpilot screen … | head`: the reader goes away before
+/// the output is written. The command ends quietly and successfully, without a panic.
+#[test]
+fn output_into_a_pipe_closed_early_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/uiautomator/real/067__garcezv__reabLITA-Tablet__ui_painel.xml");
+    let screen = ["screen", "--format", "tree", dump.to_str().unwrap()];
+    for args in [&["openapi"][..], &screen[..]] {
+        let mut child = droidpilot(dir.path())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Like `head` done reading: the pipe's only reader is closed.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?}\n{stderr}", out.status);
+        assert!(stderr.trim().is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+/// A dump with no view is an error with a hint and exit code 1, not an empty screen.
+#[test]
+fn screen_refuses_a_dump_with_no_views() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = droidpilot(dir.path())
+        .args(["screen", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"UI hierchary dumped to: /sdcard/window_dump.xml\n<hierarchy rotation=\"0\"></hierarchy>")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no views") && stderr.contains("hint: "),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }

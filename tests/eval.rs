@@ -129,6 +129,23 @@ async fn bad_patterns_and_agents_are_refused_before_anything_runs() {
     .unwrap_err();
     assert!(err.to_string().contains("`calendar.*`"), "{err}");
     assert!(err.hint().contains("clock"), "{}", err.hint());
+    // Each app is named once, however many tasks it has.
+    let hint = err.hint();
+    let apps = hint
+        .split("apps: ")
+        .nth(1)
+        .and_then(|s| s.split(". ").next())
+        .unwrap_or_else(|| panic!("no app list in {hint}"));
+    let listed: Vec<&str> = apps.split(", ").collect();
+    let mut unique = listed.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(listed.len(), unique.len(), "an app is repeated: {hint}");
+    let want: std::collections::BTreeSet<&str> = droidpilot::device::sim::tasks()
+        .iter()
+        .filter_map(|t| t.id.split('.').next())
+        .collect();
+    assert_eq!(unique, want.into_iter().collect::<Vec<_>>(), "{hint}");
     let err = run_eval(
         config(dir.path()),
         &opts(json!({"kind": "replay", "actoins": []}), &[]),

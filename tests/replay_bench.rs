@@ -149,7 +149,19 @@ async fn a_flow_recorded_on_a_tall_phone_replays_on_a_shorter_one_by_scrolling_t
         screen: SMALL,
         trace: false,
     };
-    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let lines = std::sync::Mutex::new(Vec::<String>::new());
+    let r = bench_replay(&opts, &|l| lines.lock().unwrap().push(l.to_string()))
+        .await
+        .unwrap();
+    // Progress as it goes: the plan, the recording, then a line per flow and mode.
+    let lines = lines.into_inner().unwrap();
+    assert!(lines[0].contains("2 replay(s)"), "{lines:?}");
+    assert!(lines[1].contains("recorded settings.sign_in"), "{lines:?}");
+    assert!(
+        lines[2].contains("settings.sign_in selectors: 1/1 drifts completed (1/2 replays"),
+        "{lines:?}"
+    );
+    assert!(lines[3].contains("(2/2 replays"), "{lines:?}");
     let selectors = r.cells[&(Mode::Selectors, DriftKind::OtherPhone)];
     let blind = r.cells[&(Mode::Coordinates, DriftKind::OtherPhone)];
     assert_eq!(selectors.completed, 1, "{}", format_report(&r));

@@ -666,11 +666,26 @@ pub async fn bench_replay(
             .collect(),
         ..Default::default()
     };
-    for id in &opts.flows {
+    let started = std::time::Instant::now();
+    let runs = opts.flows.len() * opts.modes.len() * opts.drifts.len();
+    progress(&format!(
+        "{} flow(s) to record, then {runs} replay(s): {} mode(s) × {} drift(s) each",
+        opts.flows.len(),
+        opts.modes.len(),
+        opts.drifts.len()
+    ));
+    let mut done = 0;
+    for (i, id) in opts.flows.iter().enumerate() {
         let flow = record_in(&env, id).await?;
-        progress(&format!("recorded {id}: {} steps", flow.script.steps.len()));
+        progress(&format!(
+            "[{}/{}] recorded {id}: {} steps",
+            i + 1,
+            opts.flows.len(),
+            flow.script.steps.len()
+        ));
         report.flows += 1;
         for &mode in &opts.modes {
+            let mut completed = 0;
             for &drift in &opts.drifts {
                 let Some(agent) = agent_for(mode, &flow) else {
                     if !report.unavailable.contains(&mode) {
@@ -687,10 +702,18 @@ pub async fn bench_replay(
                 }
                 report.cells.entry((mode, drift)).or_default().add(&t);
                 report.outcomes.insert((flow.task.id, mode, drift), ok);
+                completed += usize::from(ok);
                 if !ok {
                     report.reasons.insert((flow.task.id, mode, drift), why);
                 }
             }
+            done += opts.drifts.len();
+            progress(&format!(
+                "      {id} {}: {completed}/{} drifts completed ({done}/{runs} replays, {:.0} s)",
+                mode.name(),
+                opts.drifts.len(),
+                started.elapsed().as_secs_f64()
+            ));
         }
     }
     Ok(report)

@@ -19,6 +19,23 @@ pub mod sim;
 use crate::config::{Config, LogFormat, Overrides};
 use crate::server::{ServeOptions, Server};
 
+/// `droidpilot openapi`: the OpenAPI document on `out`. Written, not `print!`ed, so a
+/// reader that stops early (`| head`) is an error the caller can recognise.
+pub fn openapi(out: &mut impl std::io::Write) -> anyhow::Result<()> {
+    out.write_all(crate::server::openapi_json().as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Whether `e` is a write into a pipe whose reader has gone (`droidpilot openapi | head`):
+/// the reader has what it wanted, so the command ends quietly and successfully.
+pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "droidpilot",
@@ -294,13 +311,28 @@ pub async fn doctor(args: doctor::DoctorArgs) -> anyhow::Result<()> {
     let checks = doctor::doctor(&opts).await;
     print!("{}", doctor::format_report(&checks));
     let mut failed = checks.iter().filter(|c| !c.ok).count();
-    // Models: the default agent kind's model counts; the other is informational.
+    // Models: the default agent kind's model counts; the other is informational. A model
+    // nobody chose (the defaults' examples, with no key) is "not configured": a fresh
+    // install is healthy, and nothing is contacted for it.
+    use crate::agent::spec::AgentKind;
     let counted = match config.agent.kind {
-        crate::agent::spec::AgentKind::Vision => "vision",
+        AgentKind::Vision => "vision",
         _ => "navigator",
     };
     println!("\nmodels:");
-    for c in check_models(&config.agent).await {
+    let env = |v: &str| std::env::var(v).ok();
+    let mut roles = Vec::new();
+    for (role, kind, cfg) in [
+        ("navigator", AgentKind::Navigator, &config.agent.navigator),
+        ("vision", AgentKind::Vision, &config.agent.vision),
+    ] {
+        if config.model_configured(kind, env) {
+            roles.push((role, cfg));
+        } else {
+            println!("  [  --] {}", not_configured(role, cfg));
+        }
+    }
+    for c in check_model_roles(&config.agent, &roles, env).await {
         let counts = c.name.starts_with(counted);
         let mark = if c.ok {
             "ok"
@@ -498,9 +530,32 @@ pub async fn check_models(defaults: &crate::agent::spec::AgentDefaults) -> Vec<M
     check_models_with(defaults, |v| std::env::var(v).ok()).await
 }
 
+/// The doctor's line for a model nobody configured, with how to configure it.
+pub fn not_configured(role: &str, cfg: &crate::llm::ModelConfig) -> String {
+    format!(
+        "{role} model: not configured (the default is {} on {}; set {} in the server's environment, or choose a model under [agent.{role}])",
+        cfg.model,
+        cfg.provider.display_name(),
+        cfg.provider.key_env()
+    )
+}
+
 /// [`check_models`] with the environment given (tests pass their own).
 pub async fn check_models_with(
     defaults: &crate::agent::spec::AgentDefaults,
+    env: impl Fn(&str) -> Option<String>,
+) -> Vec<ModelCheck> {
+    let roles = [
+        ("navigator", &defaults.navigator),
+        ("vision", &defaults.vision),
+    ];
+    check_model_roles(defaults, &roles, env).await
+}
+
+/// The checks of the given roles' models.
+pub async fn check_model_roles(
+    defaults: &crate::agent::spec::AgentDefaults,
+    roles: &[(&str, &crate::llm::ModelConfig)],
     env: impl Fn(&str) -> Option<String>,
 ) -> Vec<ModelCheck> {
     let client = match reqwest::Client::builder()
@@ -517,10 +572,7 @@ pub async fn check_models_with(
         }
     };
     let mut out = Vec::new();
-    for (role, cfg) in [
-        ("navigator", &defaults.navigator),
-        ("vision", &defaults.vision),
-    ] {
+    for &(role, cfg) in roles {
         let name = format!(
             "{role} model {} ({})",
             cfg.model,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::screen::parse::{ParseError, decode};
+use crate::screen::parse::{ParseError, decode, parse, require_views};
 use crate::screen::pipeline::{ReprOptions, Screen};
 use crate::screen::tokens::count_o200k;
 
@@ -52,7 +52,9 @@ pub fn run_on_bytes(bytes: &[u8], args: &ScreenArgs, out: &mut impl Write) -> an
     let with_hint = |e: ParseError| anyhow::anyhow!("{e}\nhint: {}", e.hint());
     let text = decode(bytes).map_err(with_hint)?;
     let opts = ReprOptions::default();
-    let screen = Screen::from_xml(&text, &opts).map_err(with_hint)?;
+    // A file that yields no view is refused, not printed as an empty screen.
+    let tree = parse(&text).and_then(require_views).map_err(with_hint)?;
+    let screen = Screen::new(tree, &opts);
     let tree = screen.tree_text(None);
     let compact = screen.compact(&opts.compact);
     let json = serde_json::to_string_pretty(&screen.representation(&opts))?;

@@ -441,8 +441,12 @@ fn table() -> Vec<(&'static str, Value, Want)> {
         ),
         (
             "README quick start: replay",
-            json!({"action": "tap", "selector": ":text(\"Bluetooth\")"}),
-            Is(tap(sel(":text(\"Bluetooth\")"))),
+            json!({"action": "wait_for", "selector": ":text(\"Bluetooth\")"}),
+            Is(Action::WaitFor {
+                selector: ":text(\"Bluetooth\")".into(),
+                timeout_ms: 10000,
+                idle_ms: None,
+            }),
         ),
         // README.md, "Agents and models": the generic format's tool call.
         (

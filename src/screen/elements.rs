@@ -10,6 +10,10 @@
 //! - Invisible (`visible-to-user="false"`), zero-size and off-screen nodes are dropped;
 //!   layouts that carry no text and no action disappear, and what remains is nested only
 //!   under the elements that contain it (`display_parent`).
+//! - A hidden native view hides its subtree (Android clips children to their parent).
+//!   Inside a WebView it does not: a page's containers are laid out by the browser, and
+//!   Chrome reports zero-size bounds for some that hold the whole page. There only
+//!   `visible-to-user="false"` hides the children.
 
 use std::borrow::Cow;
 
@@ -181,7 +185,10 @@ pub fn element_map(tree: &UiTree, screen: Bounds) -> ElementMap {
     // absorbs child text.
     let mut shown_anc: Vec<Option<u32>> = vec![None; n];
     let mut absorber: Vec<Option<u32>> = vec![None; n];
-    let mut visible: Vec<bool> = vec![false; n];
+    // Whether a node lets its children be seen: its own visibility, except inside a
+    // WebView, where only the `visible-to-user` flag counts.
+    let mut passes: Vec<bool> = vec![false; n];
+    let mut in_web: Vec<bool> = vec![false; n];
     let screen_area = area(&screen).max(1);
     // Merged child text per element, filled as descendants are visited.
     let mut merged: Vec<String> = Vec::new();
@@ -189,10 +196,15 @@ pub fn element_map(tree: &UiTree, screen: Bounds) -> ElementMap {
     for i in 0..n {
         let node = &tree.nodes[i];
         let parent = node.parent;
-        let parent_visible = parent.is_none_or(|p| visible[p]);
+        let parent_passes = parent.is_none_or(|p| passes[p]);
         // An invisible container hides its subtree even when children claim otherwise.
-        let vis = parent_visible && tree.is_on_screen(i, &screen);
-        visible[i] = vis;
+        let vis = parent_passes && tree.is_on_screen(i, &screen);
+        in_web[i] = parent.is_some_and(|p| in_web[p] || tree.nodes[p].is_web_view());
+        passes[i] = if in_web[i] {
+            parent_passes && node.visible
+        } else {
+            vis
+        };
         let inherited_shown = parent.and_then(|p| shown_anc[p]);
         let inherited_abs = parent.and_then(|p| absorber[p]);
         shown_anc[i] = inherited_shown;

@@ -6,9 +6,10 @@
 //! window, which reuses `parentPanel`); a window of the
 //! permission controller or package installer; and a window
 //! that floats (inset from the top-left corner) or covers most of the screen over another
-//! app's window. Status bar and keyboard windows never count.
+//! app's window. Status bar and keyboard windows never count, nor do thin strips along
+//! an edge (a tablet's taskbar, an edge panel's handle), whichever package owns them.
 
-use super::tree::{UiTree, is_system_overlay_package};
+use super::tree::UiTree;
 
 const DIALOG_IDS: [&str; 3] = ["alertTitle", "parentPanel", "buttonPanel"];
 
@@ -33,11 +34,8 @@ pub fn has_modal(tree: &UiTree) -> bool {
     }
     let screen_area = screen.width() as i64 * screen.height() as i64;
     let mut app_seen: Option<&str> = None;
-    for &r in &tree.roots {
+    for r in tree.app_windows() {
         let n = &tree.nodes[r];
-        if is_system_overlay_package(&n.package) || n.bounds.is_empty() {
-            continue;
-        }
         if n.package.contains("permissioncontroller") || n.package.contains("packageinstaller") {
             return true;
         }

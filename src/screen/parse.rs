@@ -33,11 +33,13 @@ pub enum ParseError {
     TooDeep { limit: usize },
     #[error("the UI dump is not valid text: {0}")]
     Encoding(String),
+    /// `line` and `column` are positions in the file as given, junk lines included.
     #[error("the UI dump is not well-formed XML: {message} (line {line}, column {column})")]
     Xml {
         message: String,
         line: u32,
         column: u32,
+        damage: XmlDamage,
     },
     #[error("the XML is not a uiautomator hierarchy: root element is <{root}>")]
     NotAHierarchy { root: String },
@@ -45,13 +47,28 @@ pub enum ParseError {
     /// `<node>` nor an Appium class-named element (`class` / `bounds` attributes).
     #[error("the hierarchy has {elements} elements but none is a view (first: <{first}>)")]
     NoViews { elements: usize, first: String },
+    /// A well-formed dump with no view at all (`require_views`).
+    #[error("the UI dump holds no views: its <hierarchy> has no windows")]
+    NoWindows,
+}
+
+/// What kind of damage made a dump unreadable as XML; each has its own remedy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XmlDamage {
+    /// The document stops before its end: an interrupted dump or copy.
+    Truncated,
+    /// Characters XML forbids (control characters, NULs, replacement characters): a text
+    /// conversion damaged the file.
+    Encoding,
+    /// Anything else: the markup itself is wrong (an edited file, not a dump).
+    Markup,
 }
 
 impl ParseError {
     /// The stable error code of the JSON error shape.
     pub fn code(&self) -> &'static str {
         match self {
-            ParseError::Empty => "hierarchy_empty",
+            ParseError::Empty | ParseError::NoWindows => "hierarchy_empty",
             ParseError::HierarchyUnavailable(_) => "hierarchy_unavailable",
             ParseError::TooLarge { .. } => "hierarchy_too_large",
             ParseError::TooDeep { .. } => "hierarchy_too_deep",
@@ -70,8 +87,11 @@ impl ParseError {
             ParseError::TooLarge { .. } => "This is not a normal screen dump. Check that the right file was passed, or dump a simpler screen.".into(),
             ParseError::TooDeep { .. } => "The view hierarchy is pathologically deep; this is likely a broken or hostile dump, not a real screen.".into(),
             ParseError::Encoding(_) => "Save the dump as UTF-8 (or UTF-16 with a BOM); avoid console code-page conversions such as PowerShell `>` redirects.".into(),
-            ParseError::Xml { .. } => "Pull the file with `adb pull` instead of copying console output; a truncated dump means uiautomator was interrupted.".into(),
+            ParseError::Xml { damage: XmlDamage::Truncated, .. } => "The file ends before the document does: uiautomator was interrupted or the copy stopped early. Dump the screen again and copy the whole file with `adb pull`.".into(),
+            ParseError::Xml { damage: XmlDamage::Encoding, line, .. } => format!("Line {line} holds characters XML forbids: a text conversion damaged the file (a console code page, a PowerShell `>` redirect, an editor saving in another encoding). Copy the dump byte for byte and keep it UTF-8 (or UTF-16 with a BOM)."),
+            ParseError::Xml { damage: XmlDamage::Markup, .. } => "The markup is not what uiautomator writes (an edited or hand-made file). Dump the screen again with `adb shell uiautomator dump` and copy the file with `adb pull` rather than from the console.".into(),
             ParseError::NotAHierarchy { .. } => "Pass the output of `uiautomator dump` (a <hierarchy> document) or an Appium UiAutomator2 page source.".into(),
+            ParseError::NoWindows => "uiautomator saw no window (the screen was off or locked, or a secure window was on top), or the file was cut down to its root. Wake the phone, dump again and check that the file holds <node> elements.".into(),
             ParseError::NoViews { .. } => "droidpilot reads Android UI dumps: uiautomator's <node> elements, or Appium UiAutomator2 page sources whose elements are named by class and carry `class` and `bounds`. iOS (XCUIElementType…) sources and HTML are not Android view hierarchies.".into(),
         }
     }
@@ -99,20 +119,53 @@ pub fn decode(bytes: &[u8]) -> Result<Cow<'_, str>, ParseError> {
             .map(Cow::Owned)
             .map_err(|e| ParseError::Encoding(format!("invalid UTF-16: {e}")))
     };
-    match bytes {
+    let text = match bytes {
         [0xFF, 0xFE, rest @ ..] => utf16(rest, true),
         [0xFE, 0xFF, rest @ ..] => utf16(rest, false),
-        [b'<', 0, ..] => utf16(bytes, true),
-        [0, b'<', ..] => utf16(bytes, false),
-        _ => {
-            let b = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-            std::str::from_utf8(b).map(Cow::Borrowed).map_err(|e| {
-                ParseError::Encoding(format!(
-                    "not UTF-8 (first bad byte at offset {})",
-                    e.valid_up_to()
-                ))
-            })
-        }
+        _ => match utf16_without_bom(bytes) {
+            Some(le) => utf16(bytes, le),
+            None => {
+                let b = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+                std::str::from_utf8(b).map(Cow::Borrowed).map_err(|e| {
+                    ParseError::Encoding(format!(
+                        "not UTF-8 (first bad byte at offset {})",
+                        e.valid_up_to()
+                    ))
+                })
+            }
+        },
+    }?;
+    if let Some(at) = text.find('\0') {
+        return Err(ParseError::Encoding(format!(
+            "a NUL character at offset {at} (half a UTF-16 file, or binary data)"
+        )));
+    }
+    Ok(text)
+}
+
+/// UTF-16 without a byte order mark, told by its zero bytes: ASCII text (the markup, and
+/// a `UI hierchary dumped to` line before it) has one in every other byte. `Some(true)`
+/// for little-endian. Real UTF-8 dumps hold no zero byte at all.
+fn utf16_without_bom(bytes: &[u8]) -> Option<bool> {
+    let head = &bytes[..bytes.len().min(256) & !1];
+    let zeros = |parity: usize| {
+        head.iter()
+            .skip(parity)
+            .step_by(2)
+            .filter(|&&b| b == 0)
+            .count()
+    };
+    let (even, odd) = (zeros(0), zeros(1));
+    let pairs = head.len() / 2;
+    if pairs < 2 {
+        return None;
+    }
+    if odd * 4 >= pairs * 3 && even == 0 {
+        Some(true)
+    } else if even * 4 >= pairs * 3 && odd == 0 {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -170,9 +223,84 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<UiTree, ParseError> {
     parse(&text)
 }
 
-/// Text → `UiTree`, cleaning console junk first.
+/// `tree`, unless it holds no view at all. A phone with the screen off can dump an
+/// empty `<hierarchy/>`, which the runner reads as "nothing to see"; a person reading a
+/// file they pass by name expects a screen, so `droidpilot screen` refuses one.
+pub fn require_views(tree: UiTree) -> Result<UiTree, ParseError> {
+    if tree.nodes.is_empty() {
+        Err(ParseError::NoWindows)
+    } else {
+        Ok(tree)
+    }
+}
+
+/// Text → `UiTree`, cleaning console junk first. An XML error's position is in `text`,
+/// the junk that was cut before the document counted.
 pub fn parse(text: &str) -> Result<UiTree, ParseError> {
-    parse_clean(clean(text)?)
+    let xml = clean(text)?;
+    parse_clean(xml).map_err(|e| e.moved_by(&text[..offset_in(text, xml)]))
+}
+
+/// Where `part`, a slice of `whole`, starts in it.
+fn offset_in(whole: &str, part: &str) -> usize {
+    (part.as_ptr() as usize)
+        .checked_sub(whole.as_ptr() as usize)
+        .filter(|&o| o <= whole.len())
+        .unwrap_or(0)
+}
+
+impl ParseError {
+    /// The same error with its position counted from before `prefix`, the text that was
+    /// cut off the front of the document.
+    fn moved_by(self, prefix: &str) -> ParseError {
+        match self {
+            ParseError::Xml {
+                message,
+                line,
+                column,
+                damage,
+            } => {
+                let (lines, last) = line_and_column_at_end(prefix);
+                ParseError::Xml {
+                    message,
+                    line: line + lines - 1,
+                    column: if line == 1 { column + last - 1 } else { column },
+                    damage,
+                }
+            }
+            e => e,
+        }
+    }
+}
+
+/// The 1-based line and column just after the end of `text`.
+fn line_and_column_at_end(text: &str) -> (u32, u32) {
+    let lines = text.matches('\n').count() + 1;
+    let tail = text.rfind('\n').map_or(text, |i| &text[i + 1..]);
+    let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    (to_u32(lines), to_u32(tail.chars().count() + 1))
+}
+
+/// roxmltree's error → `ParseError::Xml`, with the kind of damage. An early end has no
+/// position of its own (roxmltree says 1:1): the end of the document is where it is.
+fn xml_error(e: &roxmltree::Error, xml: &str) -> ParseError {
+    use roxmltree::Error as E;
+    let damage = match e {
+        E::UnexpectedEndOfStream | E::UnclosedRootNode => XmlDamage::Truncated,
+        E::NonXmlChar(..) => XmlDamage::Encoding,
+        _ if xml.contains('\u{FFFD}') => XmlDamage::Encoding,
+        _ => XmlDamage::Markup,
+    };
+    let (line, column) = match damage {
+        XmlDamage::Truncated => line_and_column_at_end(xml),
+        _ => (e.pos().row, e.pos().col),
+    };
+    ParseError::Xml {
+        message: e.to_string(),
+        line,
+        column,
+        damage,
+    }
 }
 
 /// A clean XML document → `UiTree`: the uiautomator scanner (`scan.rs`) when it
@@ -204,14 +332,7 @@ pub fn parse_clean_roxmltree(xml: &str) -> Result<UiTree, ParseError> {
         allow_dtd: false,
         ..Default::default()
     };
-    let doc = roxmltree::Document::parse_with_options(xml, opts).map_err(|e| {
-        let pos = e.pos();
-        ParseError::Xml {
-            message: e.to_string(),
-            line: pos.row,
-            column: pos.col,
-        }
-    })?;
+    let doc = roxmltree::Document::parse_with_options(xml, opts).map_err(|e| xml_error(&e, xml))?;
     let root = doc.root_element();
     let mut tree = UiTree {
         rotation: None,

@@ -81,6 +81,12 @@ impl UiNode {
         EDIT_CLASSES.contains(&c) || c.ends_with("EditText")
     }
 
+    /// A web page's host view (`android.webkit.WebView`, Chrome's page too). Inside one,
+    /// the page's own containers report bounds that need not hold their children.
+    pub fn is_web_view(&self) -> bool {
+        self.short_class().ends_with("WebView")
+    }
+
     /// Clickable, long-clickable, editable, scrollable or checkable.
     pub fn is_actionable(&self) -> bool {
         self.clickable
@@ -100,6 +106,13 @@ pub fn short_id(id: &str) -> &str {
         Some(i) => &id[i + 4..],
         None => id,
     }
+}
+
+/// A window at most a tenth of the screen thick (a taskbar, a navigation strip, an edge
+/// panel's handle): chrome around the app, never the app or a dialog, whoever owns it.
+pub(crate) fn is_strip(window: &Bounds, screen: &Bounds) -> bool {
+    let thin = |size: i32, of: i32| i64::from(size) * 10 <= i64::from(of);
+    thin(window.width(), screen.width()) || thin(window.height(), screen.height())
 }
 
 /// Packages whose windows float over the app rather than being the app.
@@ -141,15 +154,28 @@ impl UiTree {
         b
     }
 
-    /// The foreground app: the package of the first window that is not the status bar or a
-    /// keyboard, else of the first window.
+    /// The foreground app: the package of the first window (uiautomator writes the
+    /// top-most first) that is an app's window: not the status bar or a keyboard, and not
+    /// a thin strip along an edge (`is_strip`: a tablet's taskbar, an edge-panel handle),
+    /// whatever its package. Else the first window's package.
     pub fn app_package(&self) -> Option<&str> {
         let pkg = |r: &usize| self.nodes[*r].package.as_str();
-        self.roots
-            .iter()
-            .map(pkg)
-            .find(|p| !p.is_empty() && !is_system_overlay_package(p))
+        self.app_windows()
+            .map(|r| pkg(&r))
+            .find(|p| !p.is_empty())
             .or_else(|| self.roots.iter().map(pkg).find(|p| !p.is_empty()))
+    }
+
+    /// The windows that can be an app or a dialog, top-most first: every root but the
+    /// system overlays (status bar, keyboards), empty windows and thin strips.
+    pub fn app_windows(&self) -> impl Iterator<Item = usize> + '_ {
+        let screen = self.screen_bounds();
+        self.roots.iter().copied().filter(move |&r| {
+            let n = &self.nodes[r];
+            !is_system_overlay_package(&n.package)
+                && !n.bounds.is_empty()
+                && !is_strip(&n.bounds, &screen)
+        })
     }
 
     /// Ancestors of `node`, nearest first.

@@ -198,9 +198,8 @@ fn valid_address(v: &str) -> Result<(), String> {
 /// (`serial`), or add a virtual phone (`sim`).
 #[utoipa::path(post, path = "/v1/devices", tag = "devices", request_body = AddDeviceRequest,
     responses((status = 201, body = DeviceSummary), (status = 400, description = "Malformed JSON", body = ErrorResponse),
-              (status = 404, description = "The adb server does not list this serial", body = ErrorResponse),
               (status = 409, description = "Already in the pool", body = ErrorResponse),
-              (status = 422, description = "Not exactly one of address, serial and sim, or one that is malformed; no phone answers at the address (`device_unreachable`); or the ADB backend is not configured", body = ErrorResponse),
+              (status = 422, description = "Not exactly one of address, serial and sim, or one that is malformed; a serial the adb server does not list (`unknown_serial`); no phone answers at the address (`device_unreachable`); or the ADB backend is not configured", body = ErrorResponse),
               (status = 502, description = "The adb server refused (adb connect failed)", body = ErrorResponse),
               (status = 503, description = "The adb server does not answer", body = ErrorResponse),
               (status = 504, description = "The adb server timed out", body = ErrorResponse)))]
@@ -266,8 +265,9 @@ async fn add_serial(s: &AppState, serial: &str) -> Result<DeviceSummary, ApiErro
     }
     let listed = s.pool.adb_serials().await?;
     if !listed.iter().any(|l| l == serial) {
+        // The serial is in the body, not the path: a body naming what does not exist is 422.
         return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
+            StatusCode::UNPROCESSABLE_ENTITY,
             "unknown_serial",
             format!(
                 "the adb server does not list `{serial}`; it lists: [{}]",

@@ -49,16 +49,26 @@ pub struct PresetModel {
     /// A model server from `[agent.servers]`: the form submits `"server": NAME`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// Whether the server can use it as configured: chosen in the configuration or given
+    /// a key. The defaults' example models are not until then; `[[dashboard.models]]`
+    /// entries are, by being listed.
+    #[serde(default = "listed")]
+    pub configured: bool,
+}
+
+fn listed() -> bool {
+    true
 }
 
 impl PresetModel {
-    fn of(name: &str, m: &ModelConfig) -> Self {
+    fn of(name: &str, m: &ModelConfig, configured: bool) -> Self {
         Self {
             name: name.to_string(),
             provider: m.provider,
             model: m.model.clone(),
             base_url: m.base_url.clone(),
             server: None,
+            configured,
         }
     }
 
@@ -84,6 +94,9 @@ pub struct PresetDefaults {
     /// The agent a task gets when it names none: `{"kind", "provider", "model"}`.
     #[schema(value_type = Object)]
     pub agent: Value,
+    /// Whether that agent's model is configured (chosen or given a key). On a fresh
+    /// install it is not: the form then starts on `replay`, which needs no model.
+    pub agent_configured: bool,
     pub max_steps: u32,
     pub timeout_seconds: u64,
 }
@@ -94,13 +107,23 @@ pub struct PresetDefaults {
 pub async fn presets(State(s): State<AppState>) -> Json<Presets> {
     let agent = &s.config.agent;
     let default_model = agent.model_for(agent.kind);
+    let env = |v: &str| std::env::var(v).ok();
+    let configured = |kind| s.config.model_configured(kind, env);
     let mut models = vec![
-        PresetModel::of("navigator (default)", &agent.navigator),
-        PresetModel::of("vision (default)", &agent.vision),
+        PresetModel::of(
+            "navigator (default)",
+            &agent.navigator,
+            configured(AgentKind::Navigator),
+        ),
+        PresetModel::of(
+            "vision (default)",
+            &agent.vision,
+            configured(AgentKind::Vision),
+        ),
     ];
     models.extend(agent.servers.iter().map(|(name, m)| PresetModel {
         server: Some(name.clone()),
-        ..PresetModel::of(name, m)
+        ..PresetModel::of(name, m, true)
     }));
     models.extend(s.config.dashboard.models.iter().cloned());
     Json(Presets {
@@ -115,6 +138,7 @@ pub async fn presets(State(s): State<AppState>) -> Json<Presets> {
         models: models.into_iter().map(PresetModel::shown).collect(),
         defaults: PresetDefaults {
             agent: json!({"kind": agent.kind, "provider": default_model.provider, "model": default_model.model}),
+            agent_configured: configured(agent.kind),
             max_steps: DEFAULT_MAX_STEPS,
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         },

@@ -144,9 +144,53 @@ base_url = "http://user:pw@gpu:8000/v1?token=abc"
         .unwrap();
     assert_eq!(local["base_url"], "http://***@gpu:8000/v1?token=***");
     assert_eq!(p["defaults"]["agent"]["model"], "gpt-4o-mini");
+    // Chosen in the configuration (and listed) models are configured.
+    assert_eq!(p["defaults"]["agent_configured"], true, "{p}");
+    assert_eq!(local["configured"], true, "{p}");
     assert_eq!(p["defaults"]["max_steps"], 50);
     assert_eq!(p["defaults"]["timeout_seconds"], 600);
     app.stop().await;
+}
+
+/// A fresh install chose no model: the defaults' navigator (hosted, no key) and vision
+/// model (a local address) are not configured, so the form does not start on them; a
+/// model the user names, or a key, configures one. (The test servers carry a placeholder
+/// OpenAI key, so this reads the configuration as `droidpilot serve` would on a fresh
+/// install, with an empty environment.)
+#[test]
+fn on_a_fresh_install_no_model_is_configured_until_chosen_or_keyed() {
+    use droidpilot::agent::spec::AgentKind;
+    use droidpilot::config::{Config, Overrides};
+    let dir = tempfile::tempdir().unwrap();
+    let load = |toml: &str, env: Vec<(String, String)>| {
+        std::fs::write(dir.path().join("local.toml"), toml).unwrap();
+        Config::load_with_env(dir.path(), &Overrides::default(), env).unwrap()
+    };
+    let none = |_: &str| None;
+    let fresh = load("", Vec::new());
+    for kind in [AgentKind::Navigator, AgentKind::Vision, AgentKind::Planned] {
+        assert!(!fresh.model_configured(kind, none), "{kind:?}");
+    }
+    // Replay and script agents need no model.
+    assert!(fresh.model_configured(AgentKind::Replay, none));
+    // A key in the server's environment configures the hosted navigator.
+    let key = |v: &str| (v == "OPENAI_API_KEY").then(|| "sk-x".to_string());
+    assert!(fresh.model_configured(AgentKind::Navigator, key));
+    // Naming a model in the user's file (or through DROIDPILOT_*) configures it.
+    let chosen = load(
+        "[agent.vision]\nbase_url = \"http://10.0.0.5:8000/v1\"\n",
+        Vec::new(),
+    );
+    assert!(chosen.model_configured(AgentKind::Vision, none));
+    assert!(!chosen.model_configured(AgentKind::Navigator, none));
+    let by_env = load(
+        "",
+        vec![(
+            "DROIDPILOT_AGENT__NAVIGATOR__MODEL".into(),
+            "gpt-4o-mini".into(),
+        )],
+    );
+    assert!(by_env.model_configured(AgentKind::Navigator, none));
 }
 
 /// Device commands the virtual phone has served (each screenshot is one).

@@ -103,13 +103,13 @@ impl EvalError {
     }
 }
 
+/// Each app that has tasks, once, in alphabetical order.
 fn apps_list() -> String {
-    let mut apps: Vec<&str> = tasks()
+    let apps: std::collections::BTreeSet<&str> = tasks()
         .iter()
         .filter_map(|t| t.id.split('.').next())
         .collect();
-    apps.dedup();
-    apps.join(", ")
+    apps.into_iter().collect::<Vec<_>>().join(", ")
 }
 
 /// Model tokens of a run.
