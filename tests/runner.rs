@@ -1767,7 +1767,8 @@ async fn step_numbers_agree_and_every_model_call_is_counted() {
     }))
     .unwrap();
     let mut defaults = droidpilot::agent::AgentDefaults::default();
-    defaults.keys.openai = Some(droidpilot::llm::ApiKey::new("sk-test"));
+    // The mock stands in for a model server the operator allows (reached with no key).
+    defaults.allowed_base_urls = vec![server.uri()];
     defaults.navigator.backoff_ms = 1;
     let agent = droidpilot::agent::build_agent(&spec, &defaults).unwrap();
     let e = env(quick()).await;
@@ -1910,7 +1911,8 @@ async fn a_task_past_its_token_or_cost_budget_fails_saying_which() {
     }))
     .unwrap();
     let mut defaults = droidpilot::agent::AgentDefaults::default();
-    defaults.keys.openai = Some(droidpilot::llm::ApiKey::new("sk-test"));
+    // The mock stands in for a model server the operator allows (reached with no key).
+    defaults.allowed_base_urls = vec![server.uri()];
     let price = droidpilot::llm::ModelPrice {
         input_per_mtok: 1.0,
         output_per_mtok: 4.0,
