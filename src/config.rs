@@ -118,6 +118,10 @@ pub struct ServerConfig {
     pub idle_timeout_secs: u64,
     /// Connections served at once; more wait in the kernel's backlog until one closes.
     pub max_connections: usize,
+    /// Host names (besides `localhost` and the bound address) requests may name in
+    /// `Host`; `*` accepts any (DNS rebinding protection off).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Clone, Deserialize)]
@@ -261,6 +265,7 @@ impl Config {
                 .list_separator(",")
                 .with_list_parse_key("server.tokens")
                 .with_list_parse_key("server.cors_origins")
+                .with_list_parse_key("server.allowed_hosts")
                 .with_list_parse_key("devices.adb.serials")
                 .with_list_parse_key("devices.adb.connect")
                 .try_parsing(true)

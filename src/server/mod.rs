@@ -9,6 +9,7 @@ pub mod events;
 pub mod extract;
 pub mod frames;
 pub mod health;
+pub mod hosts;
 pub mod images;
 pub mod listen;
 pub mod middleware;
@@ -177,12 +178,11 @@ pub fn app(state: AppState) -> Router {
         )
     };
 
-    // MCP over Streamable HTTP, inside the auth layer like every other route.
-    let mcp = crate::mcp::server::http_service(
-        state.core.clone(),
-        mcp_cancel(&state),
-        cfg.bind.ip().is_loopback(),
-    );
+    // MCP over Streamable HTTP, inside the auth layer like every other route. Its Host
+    // check is `hosts::check`, the same as every route's (rmcp's own, off here, knows
+    // only loopback names and not server.allowed_hosts).
+    let mcp = crate::mcp::server::http_service(state.core.clone(), mcp_cancel(&state), false);
+    let allowed_hosts = Arc::new(hosts::AllowedHosts::from_config(&state.config));
     let router = api
         .merge(SwaggerUi::new("/docs").url("/openapi.json", spec))
         .route_service("/mcp", mcp)
@@ -205,6 +205,11 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::auth,
+        ))
+        // Before the token check, separate from it: DNS rebinding protection.
+        .layer(axum::middleware::from_fn_with_state(
+            allowed_hosts,
+            hosts::check,
         ))
         .layer(DefaultBodyLimit::max(cfg.body_limit_bytes))
         .layer(axum::middleware::from_fn(middleware::http_metrics))
