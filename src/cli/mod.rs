@@ -75,6 +75,15 @@ pub enum BenchCommand {
     Runner(BenchRunnerArgs),
     /// The script drift suite: flows recorded once, replayed under seeded UI drift by selectors, selectors + AI, and blind coordinates.
     Replay(BenchReplayArgs),
+    /// A normal authenticated GET's latency (p50/p99) while one client, or twenty, tries to exhaust the server: silent sockets, slowloris, WebSockets, SSE streams (loopback, about 2 minutes).
+    Attack(BenchAttackArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchAttackArgs {
+    /// Seconds the victim measures during each attack (after a 3 s ramp).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=120))]
+    pub secs: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -223,8 +232,14 @@ pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Re
         },
     )
     .await?;
+    if let Some((before, after)) = server.fd_limit()
+        && after > before
+    {
+        tracing::info!("open-file limit raised from {before} to {after} (one per connection)");
+    }
     tracing::info!(
         addr = %server.local_addr(),
+        open_files = server.fd_limit().map_or(0, |(_, after)| after),
         database = %config.store_location()?,
         auth = if config.server.tokens.is_empty() { "off" } else { "bearer" },
         "droidpilot {} listening; API docs at http://{}/docs",
@@ -393,6 +408,13 @@ async fn bench_devtime(
     } else {
         print!("{}", bench::format_devtime(&report));
     }
+    Ok(())
+}
+
+/// `droidpilot bench attack`.
+pub async fn bench_attack(args: BenchAttackArgs) -> anyhow::Result<()> {
+    let (header, rows) = crate::bench::attack::bench_attack(args.secs).await?;
+    print!("{}", crate::bench::attack::format_report(&header, &rows));
     Ok(())
 }
 

@@ -93,10 +93,10 @@ pub async fn check(State(allowed): State<Arc<AllowedHosts>>, req: Request, next:
     }
     let named = match req.uri().authority() {
         Some(a) => Some(a.as_str().to_string()),
-        None => match req.headers().get(header::HOST) {
-            Some(v) => Some(String::from_utf8_lossy(v.as_bytes()).into_owned()),
-            None => None,
-        },
+        None => req
+            .headers()
+            .get(header::HOST)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
     };
     match named {
         Some(host) if !allowed.allows(&host) => refused(&host),

@@ -11,6 +11,7 @@ mod devices;
 mod hosts;
 mod http;
 mod lifecycle;
+mod limits;
 mod planned;
 mod run;
 mod script_replay;
