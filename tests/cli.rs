@@ -197,6 +197,24 @@ fn logs_into_a_pipe_carry_no_colour_codes() {
 }
 
 #[test]
+fn the_start_up_line_names_the_dashboard_and_the_devices() {
+    let http = free_port();
+    let dir = workdir(&serve_toml(http, "enabled = false"));
+    let (status, stderr) = stop(serve(dir.path(), http));
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("listening"))
+        .unwrap_or_else(|| panic!("no start-up line: {stderr}"));
+    assert!(
+        line.contains(&format!("dashboard at http://127.0.0.1:{http}/,")),
+        "{line}"
+    );
+    assert!(line.contains("devices: sim-1"), "{line}");
+    assert!(line.contains("open_files="), "{line}");
+}
+
+#[test]
 fn serve_stops_the_adb_server_it_started_and_only_that_one() {
     if !adb_available() {
         return;

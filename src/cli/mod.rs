@@ -200,13 +200,24 @@ pub fn log_colours(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>)
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
+/// The filter for the configured `level`: the MCP library (rmcp) logs its internal
+/// structs for every session at INFO and request contents at DEBUG, so it is held at WARN
+/// unless the level names it (`RUST_LOG` replaces all of this).
+pub fn log_directives(level: &str) -> String {
+    if level.contains("rmcp") {
+        level.to_string()
+    } else {
+        format!("{level},rmcp=warn")
+    }
+}
+
 /// Installs the tracing subscriber (on stderr). `RUST_LOG` beats the configured level.
 pub fn init_logging(format: LogFormat, level: &str) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+        .or_else(|_| EnvFilter::try_new(log_directives(level)))
+        .unwrap_or_else(|_| EnvFilter::new(log_directives("info")));
     let ansi = log_colours(
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
@@ -237,14 +248,16 @@ pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Re
     {
         tracing::info!("open-file limit raised from {before} to {after} (one per connection)");
     }
+    let addr = server.local_addr();
+    let devices: Vec<String> = server.pool().list().into_iter().map(|d| d.id).collect();
     tracing::info!(
-        addr = %server.local_addr(),
-        open_files = server.fd_limit().map_or(0, |(_, after)| after),
+        %addr,
         database = %config.store_location()?,
         auth = if config.server.tokens.is_empty() { "off" } else { "bearer" },
-        "droidpilot {} listening; API docs at http://{}/docs",
+        open_files = server.fd_limit().map_or(0, |(_, after)| after),
+        "droidpilot {} listening; dashboard at http://{addr}/, API docs at http://{addr}/docs; devices: {}",
         env!("CARGO_PKG_VERSION"),
-        server.local_addr()
+        if devices.is_empty() { "none yet".to_string() } else { devices.join(", ") }
     );
     let pool = server.pool();
     let result = server.run(crate::server::shutdown_signal()).await;
@@ -675,5 +688,15 @@ mod tests {
         assert!(!log_colours(false, None));
         assert!(!log_colours(true, Some(OsStr::new("1"))));
         assert!(log_colours(true, Some(OsStr::new(""))));
+    }
+
+    #[test]
+    fn the_mcp_library_is_held_at_warn_unless_named() {
+        assert_eq!(log_directives("info"), "info,rmcp=warn");
+        assert_eq!(log_directives("debug"), "debug,rmcp=warn");
+        assert_eq!(log_directives("info,rmcp=debug"), "info,rmcp=debug");
+        // The directives parse, and rmcp's INFO is off under them.
+        let filter = tracing_subscriber::EnvFilter::try_new(log_directives("info")).unwrap();
+        assert!(filter.to_string().contains("rmcp=warn"), "{filter}");
     }
 }
