@@ -237,8 +237,28 @@ pub struct ServerConfig {
     pub header_read_timeout_secs: u64,
     /// Longest time a connection may wait, sending nothing, for its (next) request.
     pub idle_timeout_secs: u64,
-    /// Connections served at once; more wait in the kernel's backlog until one closes.
+    /// Connections served at once (WebSockets and SSE streams included). When all are
+    /// taken, an idle connection is closed to make room, else the new one gets 503.
     pub max_connections: usize,
+    /// Connections one client address may hold at once, before authentication.
+    #[serde(default = "default_max_connections_per_ip")]
+    pub max_connections_per_ip: usize,
+    /// Streams (SSE, WebSocket) one token may hold open at once (no tokens: all clients
+    /// together).
+    #[serde(default = "default_max_streams_per_token")]
+    pub max_streams_per_token: usize,
+    /// Host names (besides `localhost` and the bound address) requests may name in
+    /// `Host`; `*` accepts any (DNS rebinding protection off).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+fn default_max_connections_per_ip() -> usize {
+    128
+}
+
+fn default_max_streams_per_token() -> usize {
+    256
 }
 
 #[derive(Clone, Deserialize)]
@@ -406,6 +426,7 @@ impl Config {
                 .list_separator(",")
                 .with_list_parse_key("server.tokens")
                 .with_list_parse_key("server.cors_origins")
+                .with_list_parse_key("server.allowed_hosts")
                 .with_list_parse_key("devices.adb.serials")
                 .with_list_parse_key("devices.adb.connect")
                 .with_list_parse_key("agent.allowed_base_urls")
@@ -475,9 +496,11 @@ impl Config {
         if self.server.header_read_timeout_secs == 0
             || self.server.idle_timeout_secs == 0
             || self.server.max_connections == 0
+            || self.server.max_connections_per_ip == 0
+            || self.server.max_streams_per_token == 0
         {
             return Err(ConfigError::Value(
-                "server.header_read_timeout_secs, server.idle_timeout_secs and server.max_connections must be at least 1"
+                "server.header_read_timeout_secs, server.idle_timeout_secs, server.max_connections, server.max_connections_per_ip and server.max_streams_per_token must be at least 1"
                     .into(),
             ));
         }

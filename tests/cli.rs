@@ -197,6 +197,92 @@ fn logs_into_a_pipe_carry_no_colour_codes() {
 }
 
 #[test]
+fn the_start_up_line_names_the_dashboard_and_the_devices() {
+    let http = free_port();
+    let dir = workdir(&serve_toml(http, "enabled = false"));
+    let (status, stderr) = stop(serve(dir.path(), http));
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("listening"))
+        .unwrap_or_else(|| panic!("no start-up line: {stderr}"));
+    assert!(
+        line.contains(&format!("dashboard at http://127.0.0.1:{http}/,")),
+        "{line}"
+    );
+    assert!(line.contains("devices: sim-1"), "{line}");
+    assert!(line.contains("open_files="), "{line}");
+}
+
+/// A raw HTTP/1.0 exchange with the server on `port`; returns the body.
+fn http(port: u16, method: &str, path: &str, body: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.0\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_task_logs_one_line_when_it_starts_and_one_when_it_ends() {
+    let http_port = free_port();
+    let dir = workdir(&serve_toml(http_port, "enabled = false"));
+    let proc = serve(dir.path(), http_port);
+    let task =
+        r#"{"instruction":"go home","agent":{"kind":"replay","actions":[{"action":"home"}]}}"#;
+    let created: serde_json::Value =
+        serde_json::from_str(&http(http_port, "POST", "/v1/tasks", task)).unwrap();
+    let id = created["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task id: {created}"))
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let t: serde_json::Value =
+            serde_json::from_str(&http(http_port, "GET", &format!("/v1/tasks/{id}"), "")).unwrap();
+        if t["status"] == "succeeded" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task did not finish: {t}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, stderr) = stop(proc);
+    let lines = |what: &str| -> Vec<&str> {
+        stderr
+            .lines()
+            .filter(|l| l.contains(what) && l.contains(&id))
+            .collect()
+    };
+    let started = lines("task started");
+    assert_eq!(started.len(), 1, "{stderr}");
+    assert!(
+        started[0].contains("INFO") && started[0].contains("sim-1"),
+        "{}",
+        started[0]
+    );
+    let finished = lines("task finished");
+    assert_eq!(finished.len(), 1, "{stderr}");
+    let steps: u32 = finished[0]
+        .split("steps=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        finished[0].contains("status=succeeded") && steps >= 1,
+        "{}",
+        finished[0]
+    );
+}
+
+#[test]
 fn serve_stops_the_adb_server_it_started_and_only_that_one() {
     if !adb_available() {
         return;

@@ -3,7 +3,8 @@
 //! what the agent loop costs on the virtual phone; with `--profile`, `devtime.rs`: device
 //! time per step under a real phone's latencies; `subscribers.rs`, its WebSocket
 //! subscribers; `rss.rs`, its memory figure) and `droidpilot bench replay` (`replay.rs`,
-//! the script drift suite of issue 12), and `droidpilot eval` (`eval/`, agents scored on
+//! the script drift suite of issue 12), `droidpilot bench attack` (`attack.rs`, a normal
+//! GET's latency while one client tries to exhaust the server), and `droidpilot eval` (`eval/`, agents scored on
 //! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
 //! runs), and `rule_model.rs` (the replay bench's recovery model). `benches/` runs the
 //! same code under criterion.
@@ -14,6 +15,7 @@
 //! This is the top layer beside `cli`: it may use every product layer, and none uses it.
 
 pub mod adb;
+pub mod attack;
 pub mod devtime;
 pub mod eval;
 pub mod oracle;

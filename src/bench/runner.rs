@@ -997,7 +997,8 @@ struct Env {
 
 /// The configuration of a bench core on the scratch data directory `dir`: the defaults
 /// with no configured phones (a bench adds its own), health checks out of the way (they
-/// would add device calls nobody asked for mid-measurement), and `cfg` as the runner's.
+/// would add device calls nobody asked for mid-measurement), the per-client connection
+/// and stream limits as high as the total, and `cfg` as the runner's.
 pub(super) fn scratch_config(
     dir: &std::path::Path,
     cfg: &RunnerConfig,
@@ -1016,6 +1017,10 @@ pub(super) fn scratch_config(
     config.devices.adb.enabled = false;
     config.devices.health_interval_secs = 3600;
     config.runner = cfg.clone();
+    // The WebSocket subscribers (up to `max_connections`) all connect from 127.0.0.1
+    // without a token: one client as the per-client limits see it.
+    config.server.max_connections_per_ip = config.server.max_connections;
+    config.server.max_streams_per_token = config.server.max_connections;
     Ok(config)
 }
 

@@ -55,11 +55,7 @@ impl Subscribers {
             .await
             .map_err(|e| format!("cannot bind a loopback port: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let limits = ConnLimits {
-            header_read_timeout: Duration::from_secs(core.config.server.header_read_timeout_secs),
-            idle_timeout: Duration::from_secs(core.config.server.idle_timeout_secs),
-            max_connections: core.config.server.max_connections,
-        };
+        let limits = ConnLimits::from_config(&core.config.server);
         let (stop, stopped) = watch::channel(false);
         let router = app(AppState::new(core, stopped.clone()));
         let mut until = stopped;

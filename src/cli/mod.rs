@@ -92,6 +92,15 @@ pub enum BenchCommand {
     Runner(BenchRunnerArgs),
     /// The script drift suite: flows recorded once, replayed under seeded UI drift by selectors, selectors + AI, and blind coordinates.
     Replay(BenchReplayArgs),
+    /// A normal authenticated GET's latency (p50/p99) while one client, or twenty, tries to exhaust the server: silent sockets, slowloris, WebSockets, SSE streams (loopback, about 2 minutes).
+    Attack(BenchAttackArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchAttackArgs {
+    /// Seconds the victim measures during each attack (after a 3 s ramp).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=120))]
+    pub secs: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -208,20 +217,46 @@ pub fn log_colours(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>)
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
-/// The MCP library's (rmcp's) most detailed logging.
-pub const MCP_LIBRARY_CAP: &str = "rmcp=info";
+/// The filter for a log spec (`RUST_LOG`, or else the configured `level`). The MCP library
+/// (rmcp) logs its internal structs for every session at INFO and whole requests at DEBUG
+/// (a `type` tool call's text, a password included), so it is held at WARN unless the
+/// spec names it, and never below INFO even then.
+pub fn log_directives(spec: &str) -> String {
+    let mut rmcp = "warn";
+    let mut kept: Vec<&str> = Vec::new();
+    for d in spec.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        match d.strip_prefix("rmcp") {
+            Some(rest) if rest.is_empty() || rest.starts_with(['=', ':', '[']) => {
+                let level = d.rsplit_once('=').map_or("trace", |(_, l)| l);
+                rmcp = match level.to_ascii_lowercase().as_str() {
+                    "off" => "off",
+                    "error" => "error",
+                    "warn" => "warn",
+                    _ => "info",
+                };
+            }
+            _ => kept.push(d),
+        }
+    }
+    kept.push(match rmcp {
+        "off" => "rmcp=off",
+        "error" => "rmcp=error",
+        "warn" => "rmcp=warn",
+        _ => "rmcp=info",
+    });
+    kept.join(",")
+}
 
-/// Installs the tracing subscriber (on stderr). `RUST_LOG` beats the configured level,
-/// except for the MCP library (`MCP_LIBRARY_CAP`).
+/// Installs the tracing subscriber (on stderr). `RUST_LOG` beats the configured level;
+/// either way the MCP library is capped by `log_directives`.
 pub fn init_logging(format: LogFormat, level: &str) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(level))
-        .unwrap_or_else(|_| EnvFilter::new("info"))
-        // The MCP library logs every request and reply whole at debug (a `type` tool
-        // call's text, a password included): never below info, whatever RUST_LOG says.
-        .add_directive(MCP_LIBRARY_CAP.parse().expect("a valid directive"));
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|spec| EnvFilter::try_new(log_directives(&spec)).ok())
+        .or_else(|| EnvFilter::try_new(log_directives(level)).ok())
+        .unwrap_or_else(|| EnvFilter::new(log_directives("info")));
     let ansi = log_colours(
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
@@ -247,13 +282,21 @@ pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Re
         },
     )
     .await?;
+    if let Some((before, after)) = server.fd_limit()
+        && after > before
+    {
+        tracing::info!("open-file limit raised from {before} to {after} (one per connection)");
+    }
+    let addr = server.local_addr();
+    let devices: Vec<String> = server.pool().list().into_iter().map(|d| d.id).collect();
     tracing::info!(
-        addr = %server.local_addr(),
+        %addr,
         database = %config.store_location()?,
         auth = if config.server.tokens.is_empty() { "off" } else { "bearer" },
-        "droidpilot {} listening; API docs at http://{}/docs",
+        open_files = server.fd_limit().map_or(0, |(_, after)| after),
+        "droidpilot {} listening; dashboard at http://{addr}/, API docs at http://{addr}/docs; devices: {}",
         env!("CARGO_PKG_VERSION"),
-        server.local_addr()
+        if devices.is_empty() { "none yet".to_string() } else { devices.join(", ") }
     );
     let pool = server.pool();
     let result = server.run(crate::server::shutdown_signal()).await;
@@ -432,6 +475,13 @@ async fn bench_devtime(
     } else {
         print!("{}", bench::format_devtime(&report));
     }
+    Ok(())
+}
+
+/// `droidpilot bench attack`.
+pub async fn bench_attack(args: BenchAttackArgs) -> anyhow::Result<()> {
+    let (header, rows) = crate::bench::attack::bench_attack(args.secs).await?;
+    print!("{}", crate::bench::attack::format_report(&header, &rows));
     Ok(())
 }
 
@@ -712,5 +762,20 @@ mod tests {
         assert!(!log_colours(false, None));
         assert!(!log_colours(true, Some(OsStr::new("1"))));
         assert!(log_colours(true, Some(OsStr::new(""))));
+    }
+
+    #[test]
+    fn the_mcp_library_is_held_at_warn_unless_named_and_never_below_info() {
+        assert_eq!(log_directives("info"), "info,rmcp=warn");
+        assert_eq!(log_directives("debug"), "debug,rmcp=warn");
+        assert_eq!(log_directives("info,rmcp=debug"), "info,rmcp=info");
+        assert_eq!(
+            log_directives("rmcp::transport=trace,debug"),
+            "debug,rmcp=info"
+        );
+        assert_eq!(log_directives("info,rmcp=error"), "info,rmcp=error");
+        // The directives parse, and rmcp's INFO is off under them.
+        let filter = tracing_subscriber::EnvFilter::try_new(log_directives("info")).unwrap();
+        assert!(filter.to_string().contains("rmcp=warn"), "{filter}");
     }
 }

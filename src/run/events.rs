@@ -52,6 +52,32 @@ type Tail = tokio::task::JoinHandle<Result<(), StoreError>>;
 /// would need this many tasks to end at once.
 const FINISHED_CAPACITY: usize = 4096;
 
+/// One INFO line when a task starts and one when it ends, for operators reading the log
+/// (every other event is in the store and the streams, not the log). A reason is cut
+/// short: it is for people, and the full text is in the task.
+fn log_lifecycle(event: &TaskEvent) {
+    match event {
+        TaskEvent::Started {
+            task_id,
+            device,
+            agent,
+        } => {
+            tracing::info!(task = %task_id, agent = %agent, device = device.as_deref().unwrap_or("-"), "task started")
+        }
+        TaskEvent::Finished(f) => {
+            let reason: String = f
+                .reason
+                .as_deref()
+                .unwrap_or("")
+                .chars()
+                .take(160)
+                .collect();
+            tracing::info!(task = %f.task_id, status = %f.status, steps = f.steps, reason = %reason, "task finished");
+        }
+        _ => {}
+    }
+}
+
 impl EventBus {
     /// `capacity` bounds what a slow subscriber can fall behind (in events of the
     /// streams it follows) before it must re-read from the store.
@@ -159,6 +185,7 @@ impl EventBus {
 
     /// Hands a committed event of this process to its followers (and to `finished_here`).
     fn deliver(&self, ev: Arc<StoredEvent>) {
+        log_lifecycle(&ev.event);
         metrics::counter!("droidpilot_events_published_total", "type" => ev.event.kind().to_string())
             .increment(1);
         if ev.event.is_finished() {

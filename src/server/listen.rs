@@ -1,13 +1,14 @@
-//! The accept loop: connections are served by hyper's HTTP/1 server with a connection
-//! limit, an idle timeout (hyper's header timer, which runs from the moment a connection
-//! waits for a request) and a header-read timeout (`HeaderClock`: from a request's first
-//! byte to the end of its head), all before authentication, so slow or silent clients
-//! cannot exhaust the server. hyper's own answers to unreadable requests (400, 414, 431,
-//! written before any of our layers run) are given the one JSON error shape here.
+//! The accept loop: connections are served by hyper's HTTP/1 server, admitted first by
+//! the connection registry (`conns.rs`: a per-client limit, a total limit that closes
+//! idle connections to make room), with an idle timeout (hyper's header timer, which runs
+//! from the moment a connection waits for a request) and a header-read timeout
+//! (`HeaderClock`: from a request's first byte to the end of its head), all before
+//! authentication, so slow, silent or numerous clients cannot exhaust the server.
+//! hyper's own answers to unreadable requests (400, 414, 431, written before any of our
+//! layers run) are given the one JSON error shape here.
 
 use std::io;
 use std::pin::{Pin, pin};
-use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -20,9 +21,10 @@ use hyper_util::service::TowerToHyperService;
 use std::future::Future as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tower::ServiceExt;
 
+use super::conns::{Guarded, Phase, Registry, Slot};
 use super::error::ApiError;
 
 /// The largest request head (request line and headers) the server reads; a larger one
@@ -39,6 +41,18 @@ pub struct ConnLimits {
     /// A connection waiting for its (next) request, with nothing sent.
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+}
+
+impl ConnLimits {
+    pub fn from_config(server: &crate::config::ServerConfig) -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(server.header_read_timeout_secs),
+            idle_timeout: Duration::from_secs(server.idle_timeout_secs),
+            max_connections: server.max_connections,
+            max_connections_per_ip: server.max_connections_per_ip,
+        }
+    }
 }
 
 /// Accepts connections until `stop` resolves, then asks every connection to finish its
@@ -49,19 +63,13 @@ pub async fn serve(
     limits: ConnLimits,
     stop: impl Future<Output = ()>,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let registry = Registry::new(limits.max_connections, limits.max_connections_per_ip);
     // Connections watch `closing`; each holds a clone of `open`, so `closed()` resolves
     // when the last one ends.
     let (closing, _) = watch::channel(false);
     let (open, _) = watch::channel(());
     let mut stop = pin!(stop);
     loop {
-        // Waiting for a slot before accepting leaves further connections in the kernel's
-        // backlog: they are served when one closes.
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-            _ = &mut stop => break,
-        };
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(s) => s,
@@ -74,15 +82,25 @@ pub async fn serve(
             },
             _ = &mut stop => break,
         };
+        let slot = match registry.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                // Never waits: a refused client that does not read loses the answer.
+                let _ = stream.try_write(&refusal.response());
+                tracing::debug!(%peer, ?refusal, "connection refused");
+                metrics::counter!("droidpilot_connections_refused_total").increment(1);
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         tracing::trace!(%peer, "connection accepted");
-        let conn = serve_connection(stream, router.clone(), limits, closing.subscribe());
+        let conn = serve_connection(stream, slot, router.clone(), limits, closing.subscribe());
         let open = open.subscribe();
         // Untracked by design: each connection holds `open`, and `serve` waits for the last
         // one to close (after `closing`) before it returns, which is before `Core::shutdown`.
         tokio::spawn(async move {
             conn.await;
-            drop((permit, open));
+            drop(open);
         });
     }
     drop(listener);
@@ -92,15 +110,32 @@ pub async fn serve(
 
 async fn serve_connection(
     stream: TcpStream,
+    slot: Slot,
     router: Router,
     limits: ConnLimits,
     mut closing: watch::Receiver<bool>,
 ) {
-    let service = router.map_request(|req: axum::http::Request<Incoming>| req.map(Body::new));
+    let state = slot.state.clone();
+    let per_request = state.clone();
+    // Each request is counted in flight until its response body ends (an SSE stream: until
+    // it closes), and can reach its connection (a WebSocket keeps its stream permit there).
+    let service = tower::service_fn(move |req: axum::http::Request<Incoming>| {
+        let (router, conn) = (router.clone(), per_request.clone());
+        async move {
+            let mut req = req.map(Body::new);
+            let in_flight = conn.request_started();
+            req.extensions_mut().insert(conn.clone());
+            let resp = router.oneshot(req).await?;
+            conn.answered(resp.status().as_u16());
+            Ok::<_, std::convert::Infallible>(resp.map(|b| Guarded::wrap(b, in_flight)))
+        }
+    });
     let service = TowerToHyperService::new(service);
+    // The slot lives in the socket: a WebSocket takes the socket, and its slot, along.
     let io = TokioIo::new(HeaderClock::new(
         ParseErrorsAsJson::new(stream),
         limits.header_read_timeout,
+        slot,
     ));
     let mut builder = hyper::server::conn::http1::Builder::new();
     // hyper's header timer starts when the connection waits for a request, before any
@@ -113,6 +148,8 @@ async fn serve_connection(
     let mut conn = pin!(builder.serve_connection(io, service).with_upgrades());
     let r = tokio::select! {
         r = conn.as_mut() => r,
+        // Closed to make room for another connection (it was doing nothing).
+        () = state.shed_now.notified() => return,
         _ = stopping(&mut closing) => {
             // Finish the request in flight (an idle connection closes at once).
             conn.as_mut().graceful_shutdown();
@@ -122,6 +159,57 @@ async fn serve_connection(
     if let Err(e) = r {
         tracing::debug!(error = %e, "connection ended with an error");
     }
+}
+
+/// Pending connections the kernel queues before the accept loop takes them (capped by
+/// `net.core.somaxconn`). tokio's default, 1,024, overflows under a connection flood,
+/// and a dropped SYN costs a normal client a 1 s retransmit.
+const BACKLOG: u32 = 4096;
+
+/// Binds `addr` for `serve` (address reuse as `TcpListener::bind` sets it, a deeper backlog).
+pub fn bind(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+/// The process's open-file limit, before and after raising the soft limit to the hard
+/// one: every connection is a file descriptor, and systemd's default soft limit (1,024)
+/// is below `max_connections` plus the database, adb and log files. libc directly (a
+/// dependency already): two calls do not need a crate.
+#[cfg(unix)]
+pub fn raise_fd_limit() -> Option<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let before: u64 = lim.rlim_cur;
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct it is given; a refusal leaves the limit as is.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some((before, lim.rlim_max));
+        }
+    }
+    Some((before, before))
+}
+
+#[cfg(not(unix))]
+pub fn raise_fd_limit() -> Option<(u64, u64)> {
+    None
 }
 
 /// Resolves when the server starts closing (the guard `wait_for` returns is not Send).
@@ -296,6 +384,9 @@ enum Head {
 struct HeaderClock<T> {
     inner: T,
     limit: Duration,
+    /// The connection's place in the registry, told where the connection is; freed when
+    /// the socket is dropped (after a WebSocket closes, for an upgraded one).
+    slot: Option<Slot>,
     state: Head,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The last bytes read, for a `\r\n\r\n` split across reads.
@@ -303,10 +394,11 @@ struct HeaderClock<T> {
 }
 
 impl<T> HeaderClock<T> {
-    fn new(inner: T, limit: Duration) -> Self {
+    fn new(inner: T, limit: Duration, slot: impl Into<Option<Slot>>) -> Self {
         Self {
             inner,
             limit,
+            slot: slot.into(),
             state: Head::Idle,
             deadline: None,
             tail: Vec::new(),
@@ -318,7 +410,7 @@ impl<T> HeaderClock<T> {
             return;
         }
         if self.state == Head::Idle {
-            self.state = Head::Reading;
+            self.set(Head::Reading);
             self.deadline = Some(Box::pin(tokio::time::sleep(self.limit)));
             self.tail.clear();
         }
@@ -327,7 +419,7 @@ impl<T> HeaderClock<T> {
         }
         self.tail.extend_from_slice(bytes);
         if self.tail.windows(4).any(|w| w == b"\r\n\r\n") {
-            self.state = Head::InRequest;
+            self.set(Head::InRequest);
             self.deadline = None;
             self.tail.clear();
         } else {
@@ -340,12 +432,27 @@ impl<T> HeaderClock<T> {
         if self.state == Head::Upgraded || first.is_empty() {
             return;
         }
-        self.state = if first.starts_with(b"HTTP/1.1 101 ") {
+        self.set(if first.starts_with(b"HTTP/1.1 101 ") {
             Head::Upgraded
         } else {
             Head::Idle
-        };
+        });
         self.deadline = None;
+    }
+
+    fn set(&mut self, state: Head) {
+        if self.state == state {
+            return;
+        }
+        self.state = state;
+        if let Some(slot) = &self.slot {
+            slot.state.set_phase(match state {
+                Head::Idle => Phase::Idle,
+                Head::Reading => Phase::Reading,
+                Head::InRequest => Phase::InRequest,
+                Head::Upgraded => Phase::Upgraded,
+            });
+        }
     }
 }
 
@@ -440,7 +547,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_header_clock_follows_request_cycles() {
-        let mut c = HeaderClock::new((), Duration::from_secs(1));
+        let mut c = HeaderClock::new((), Duration::from_secs(1), None);
         c.on_read(b"GET / HTTP/1.1\r\nhost: x\r");
         assert_eq!(c.state, Head::Reading);
         assert!(c.deadline.is_some());

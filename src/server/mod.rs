@@ -2,6 +2,7 @@
 //! and graceful shutdown. Handlers live one file per resource and stay thin.
 
 pub mod cluster;
+pub mod conns;
 pub mod dashboard;
 pub mod devices;
 pub mod error;
@@ -9,6 +10,7 @@ pub mod events;
 pub mod extract;
 pub mod frames;
 pub mod health;
+pub mod hosts;
 pub mod images;
 pub mod listen;
 pub mod middleware;
@@ -18,6 +20,7 @@ pub mod replay_gif;
 pub mod scope;
 pub mod scripts;
 pub mod state;
+pub mod streams;
 pub mod takeover;
 pub mod tasks;
 
@@ -178,12 +181,11 @@ pub fn app(state: AppState) -> Router {
         )
     };
 
-    // MCP over Streamable HTTP, inside the auth layer like every other route.
-    let mcp = crate::mcp::server::http_service(
-        state.core.clone(),
-        mcp_cancel(&state),
-        cfg.bind.ip().is_loopback(),
-    );
+    // MCP over Streamable HTTP, inside the auth layer like every other route. Its Host
+    // check is `hosts::check`, the same as every route's (rmcp's own, off here, knows
+    // only loopback names and not server.allowed_hosts).
+    let mcp = crate::mcp::server::http_service(state.core.clone(), mcp_cancel(&state), false);
+    let allowed_hosts = Arc::new(hosts::AllowedHosts::from_config(&state.config));
     let router = api
         .merge(SwaggerUi::new("/docs").url("/openapi.json", spec))
         .route_service("/mcp", mcp)
@@ -206,6 +208,17 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::auth,
+        ))
+        // Before the token check, so it sees the token a WebSocket presents; a request
+        // the check refuses gives its stream permit back at once.
+        .layer(axum::middleware::from_fn_with_state(
+            streams::StreamLimits::new(cfg.max_streams_per_token, !cfg.tokens.is_empty()),
+            streams::limit,
+        ))
+        // Before the token check, separate from it: DNS rebinding protection.
+        .layer(axum::middleware::from_fn_with_state(
+            allowed_hosts,
+            hosts::check,
         ))
         .layer(DefaultBodyLimit::max(cfg.body_limit_bytes))
         .layer(axum::middleware::from_fn(middleware::http_metrics))
@@ -261,6 +274,8 @@ pub struct Server {
     core: Arc<Core>,
     grace: Duration,
     limits: listen::ConnLimits,
+    /// The open-file limit before and after start-up raised it.
+    fd_limit: Option<(u64, u64)>,
     stopping: tokio::sync::watch::Sender<bool>,
 }
 
@@ -275,10 +290,9 @@ impl Server {
             }
             tracing::warn!(%addr, "!!! --insecure-no-auth: serving WITHOUT authentication on a non-loopback address. Anyone who can reach it can drive your devices. !!!");
         }
+        let fd_limit = listen::raise_fd_limit();
         let core = Arc::new(Core::build(&config).await?);
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| StartError::Bind { addr, source })?;
+        let listener = listen::bind(addr).map_err(|source| StartError::Bind { addr, source })?;
         let (stopping, shutdown) = tokio::sync::watch::channel(false);
         core.recover().await.map_err(|cause| StartError::Store {
             path: core
@@ -294,11 +308,8 @@ impl Server {
             router: app(state),
             core,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
-            limits: listen::ConnLimits {
-                header_read_timeout: Duration::from_secs(config.server.header_read_timeout_secs),
-                idle_timeout: Duration::from_secs(config.server.idle_timeout_secs),
-                max_connections: config.server.max_connections,
-            },
+            limits: listen::ConnLimits::from_config(&config.server),
+            fd_limit,
             stopping,
         })
     }
@@ -306,6 +317,11 @@ impl Server {
     /// The device pool (tests and embedders add devices they hold).
     pub fn pool(&self) -> DevicePool {
         self.core.pool.clone()
+    }
+
+    /// The process's open-file limit (soft) before and after start-up raised it.
+    pub fn fd_limit(&self) -> Option<(u64, u64)> {
+        self.fd_limit
     }
 
     pub fn local_addr(&self) -> SocketAddr {

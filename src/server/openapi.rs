@@ -95,6 +95,18 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
                         ),
                     );
                 }
+                add_error(
+                    op,
+                    "421",
+                    "The Host header names a host this server is not known as (server.allowed_hosts)",
+                );
+            }
+            if path == "/v1/ws" || path == "/v1/tasks/{id}/events" {
+                add_error(
+                    op,
+                    "429",
+                    "The token holds server.max_streams_per_token open streams already",
+                );
             }
             let has_params = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
             if has_params {

@@ -190,40 +190,6 @@ async fn idle_connections_live_until_the_idle_timeout_not_the_header_timeout() {
     assert!(reply.to_text().unwrap().contains("pong"));
 }
 
-#[tokio::test]
-async fn connections_beyond_the_limit_wait_until_one_closes() {
-    let app = spawn_app_with(&[("DROIDPILOT_SERVER__MAX_CONNECTIONS", "2")]).await;
-    // Two connections hold the two slots (accepted: each answers a request).
-    let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut s = TcpStream::connect(app.addr).await.unwrap();
-        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut buf = [0u8; 12];
-        s.read_exact(&mut buf).await.unwrap();
-        assert_eq!(&buf, b"HTTP/1.1 200");
-        held.push(s);
-    }
-    let mut third = TcpStream::connect(app.addr).await.unwrap();
-    third
-        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut buf = Vec::new();
-    let early = tokio::time::timeout(Duration::from_millis(500), third.read_to_end(&mut buf)).await;
-    assert!(
-        early.is_err() && buf.is_empty(),
-        "a third connection is not served while two are open"
-    );
-    drop(held.pop());
-    tokio::time::timeout(Duration::from_secs(10), third.read_to_end(&mut buf))
-        .await
-        .expect("served once a slot frees")
-        .unwrap();
-    assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
-}
-
 async fn ws_without_upgrade(app: &crate::common::TestApp, gzip: bool) -> reqwest::Response {
     let mut rb = app.client.get(app.url("/v1/ws"));
     if gzip {
