@@ -1766,9 +1766,11 @@ async fn step_numbers_agree_and_every_model_call_is_counted() {
         "base_url": format!("{}/v1", server.uri())
     }))
     .unwrap();
-    let mut defaults = droidpilot::agent::AgentDefaults::default();
     // The mock stands in for a model server the operator allows (reached with no key).
-    defaults.allowed_base_urls = vec![server.uri()];
+    let mut defaults = droidpilot::agent::AgentDefaults {
+        allowed_base_urls: vec![server.uri()],
+        ..Default::default()
+    };
     defaults.navigator.backoff_ms = 1;
     let agent = droidpilot::agent::build_agent(&spec, &defaults).unwrap();
     let e = env(quick()).await;
@@ -1910,9 +1912,11 @@ async fn a_task_past_its_token_or_cost_budget_fails_saying_which() {
         "base_url": format!("{}/v1", server.uri())
     }))
     .unwrap();
-    let mut defaults = droidpilot::agent::AgentDefaults::default();
     // The mock stands in for a model server the operator allows (reached with no key).
-    defaults.allowed_base_urls = vec![server.uri()];
+    let mut defaults = droidpilot::agent::AgentDefaults {
+        allowed_base_urls: vec![server.uri()],
+        ..Default::default()
+    };
     let price = droidpilot::llm::ModelPrice {
         input_per_mtok: 1.0,
         output_per_mtok: 4.0,
