@@ -307,7 +307,11 @@ impl StepDraft {
     }
 
     /// `remember`, with the action as it ran (rewritten by a hook) instead of as decided.
+    /// A secret stays out of the history too (a recovery model reads it).
     pub fn remember_as(&mut self, n: u32, decision: &Decision, action: Action, outcome: String) {
+        let action = self
+            .redact_secret(&action)
+            .map_or(action, |(masked, _)| masked);
         self.memory = Some(StepRecord {
             step: n,
             thinking: decision.thinking.clone(),
