@@ -185,6 +185,7 @@ impl Core {
             wake: wake.clone(),
             running: running.clone(),
             instance: membership.as_ref().map(|m| m.scheduler_instance()),
+            secrets: secrets.clone(),
         };
         let core = Core {
             config: Arc::new(config.clone()),

@@ -68,6 +68,12 @@ impl SecretVault {
         Ok(agent)
     }
 
+    /// Whether this process holds the secrets `reference` names.
+    pub fn holds(&self, reference: &str) -> bool {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.contains_key(reference)
+    }
+
     /// How many tasks' secrets are held (for tests).
     pub fn len(&self) -> usize {
         self.held.lock().unwrap_or_else(|e| e.into_inner()).len()
@@ -76,6 +82,12 @@ impl SecretVault {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The `secrets_ref` of a stored `agent` object: its secrets are held by the process that
+/// accepted it.
+pub fn reference(agent: Option<&Value>) -> Option<&str> {
+    agent?.get(REF_FIELD)?.as_str()
 }
 
 /// The secrets of an `agent` object as a caller wrote it, taken out (masked actions,
@@ -222,6 +234,7 @@ mod tests {
             {"action": "type", "selector": "#password", "text": "hunter2", "secret": true}]});
         assert!(vault.hold(&mut agent).unwrap());
         assert!(!agent.to_string().contains("hunter2"), "{agent}");
+        assert!(vault.holds(reference(Some(&agent)).unwrap()));
         assert_eq!(agent["actions"][1]["text"], REDACTED);
         assert_eq!(agent["actions"][0]["text"], "a@b.c");
         let back = vault.restore(&agent).unwrap();
