@@ -36,6 +36,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::secrets::SecretVault;
 use crate::agent::spec::{AgentSpec, build_recording_agent};
 use crate::cluster::Membership;
 use crate::config::Config;
@@ -98,6 +99,8 @@ pub struct Core {
     pub mcp: McpClients,
     /// This instance in a cluster (a PostgreSQL store); None on one host (SQLite).
     pub membership: Option<Arc<Membership>>,
+    /// Secrets of accepted tasks, held in memory until their agent is built.
+    pub secrets: Arc<SecretVault>,
     /// Taken by `start_scheduler`.
     scheduler: Mutex<Option<Scheduler>>,
     /// The running scheduler (which joins its runners before it returns).
@@ -171,16 +174,18 @@ impl Core {
         let membership = join_cluster(config, &store, &pool).await?;
         let wake = Arc::new(Notify::new());
         let running = Arc::new(RunningTasks::default());
+        let secrets = Arc::new(SecretVault::default());
         let scheduler = Scheduler {
             runner: runner.clone(),
             pool: pool.clone(),
             agents: parts
                 .agents
-                .unwrap_or_else(|| agent_factory(config, registry)),
+                .unwrap_or_else(|| agent_factory(config, registry, secrets.clone())),
             cfg: config.scheduler.clone(),
             wake: wake.clone(),
             running: running.clone(),
             instance: membership.as_ref().map(|m| m.scheduler_instance()),
+            secrets: secrets.clone(),
         };
         let core = Core {
             config: Arc::new(config.clone()),
@@ -194,6 +199,7 @@ impl Core {
             running,
             mcp,
             membership,
+            secrets,
             scheduler: Mutex::new(Some(scheduler)),
             scheduler_task: Mutex::new(None),
             stopping: watch::channel(false).0,
@@ -409,8 +415,10 @@ async fn join_cluster(
 
 /// Builds each task's agent from its `agent` spec over the configured defaults, offering
 /// the MCP tools the registry has when the task starts (then any `[agent] mcp_tools`
-/// described in the configuration under a name the registry does not offer).
-fn agent_factory(config: &Config, mcp: McpRegistry) -> AgentFactory {
+/// described in the configuration under a name the registry does not offer). Secrets the
+/// task was accepted with come back from `secrets` (a task whose secrets this process
+/// does not hold fails, naming the field).
+fn agent_factory(config: &Config, mcp: McpRegistry, secrets: Arc<SecretVault>) -> AgentFactory {
     let configured = config.agent.clone();
     Arc::new(move |task: &Task| {
         let mut defaults = configured.clone();
@@ -423,7 +431,12 @@ fn agent_factory(config: &Config, mcp: McpRegistry) -> AgentFactory {
         tools.extend(extra);
         defaults.mcp_tools = tools;
         let spec = match &task.spec.agent {
-            Some(v) => AgentSpec::from_json(v).map_err(|e| e.to_string())?,
+            Some(v) => {
+                let v = secrets
+                    .restore(v)
+                    .map_err(|e| format!("{e}. {}", e.hint()))?;
+                AgentSpec::from_json(&v).map_err(|e| e.to_string())?
+            }
             None => AgentSpec::default(),
         };
         let record = task.spec.record.then_some(task.spec.instruction.as_str());

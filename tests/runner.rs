@@ -1953,3 +1953,82 @@ async fn a_task_past_its_token_or_cost_budget_fails_saying_which() {
         assert_eq!((done.steps, done.model_calls), (3, 3), "{named}");
     }
 }
+
+/// Types a secret it was given, then finishes, keeping the history it saw before finishing.
+struct TypesASecret {
+    secret: String,
+    seen: Arc<std::sync::Mutex<String>>,
+    typed: bool,
+}
+#[async_trait]
+impl Agent for TypesASecret {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        if !self.typed {
+            self.typed = true;
+            return Ok(Decision::local(Action::Type {
+                text: format!("user {}", self.secret),
+                target: None,
+                clear_first: false,
+            }));
+        }
+        *self.seen.lock().unwrap() = ctx.history.render();
+        Ok(Decision::local(Action::Finish {
+            success: true,
+            reason: None,
+            answer: None,
+        }))
+    }
+    fn describe(&self) -> String {
+        "types a secret".into()
+    }
+    fn secrets(&self) -> Vec<String> {
+        vec![self.secret.clone()]
+    }
+}
+
+/// A value an agent holds as a secret (a replay's `"secret": true` text, a script's secret
+/// input) is typed into the phone but recorded as `••••`: in the stored step, its events,
+/// and the history a recovery model would read.
+#[tokio::test]
+async fn a_secret_an_agent_types_is_recorded_masked_everywhere() {
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "sign in", 5, "sim-1").await;
+    let secret = "hunter2-canary".to_string();
+    let seen = Arc::new(std::sync::Mutex::new(String::new()));
+    let agent = TypesASecret {
+        secret: secret.clone(),
+        seen: seen.clone(),
+        typed: false,
+    };
+    let done = e
+        .runner
+        .run(task.clone(), phone, Box::new(agent), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    let steps = e.store.steps(task.id).await.unwrap();
+    let typed = steps
+        .iter()
+        .find(|s| matches!(s.action, Some(Action::Type { .. })))
+        .expect("the type step is recorded");
+    assert!(
+        matches!(&typed.action, Some(Action::Type { text, .. }) if text == "••••"),
+        "{typed:?}"
+    );
+    let stored = serde_json::to_string(&steps).unwrap();
+    assert!(!stored.contains(&secret), "{stored}");
+    let events = e
+        .store
+        .events_since(&task.id.to_string(), 0, 1000)
+        .await
+        .unwrap();
+    let events = serde_json::to_string(&events).unwrap();
+    assert!(!events.contains(&secret), "{events}");
+    let history = seen.lock().unwrap().clone();
+    assert!(
+        history.contains("••••"),
+        "the step is in the history: {history}"
+    );
+    assert!(!history.contains(&secret), "{history}");
+}

@@ -1,4 +1,4 @@
-//! Secrets audit with the real binary (issue 17). Three canaries, fresh each run: the
+//! Secrets audit with the real binary (issue 17). The first test: three canaries, fresh each run: the
 //! model API key (the server's `OPENAI_API_KEY`, sent to a wiremock model speaking OpenAI's
 //! wire format), the server's bearer token, and a password a model types into the virtual
 //! phone's real password field (Settings > Accounts, `password="true"`). The run is a
@@ -212,7 +212,7 @@ async fn start(dir: &Path, api_key: &str, token: &str, model_url: &str) -> Serve
         format!(
             "[server]\nbind = \"127.0.0.1:{port}\"\ntokens = [\"{token}\"]\n[storage]\ndata_dir = \"data\"\n\
              [devices.adb]\nenabled = false\n[[devices.sim]]\nserial = \"sim-1\"\n\
-             [runner]\nsettle_timeout_ms = 300\n[scheduler]\npoll_ms = 50\n\
+             [runner]\nsettle_timeout_ms = 300\n[scheduler]\npoll_ms = 50\nresume_interrupted = true\n\
              [agent.servers.lab]\nprovider = \"openai\"\nmodel = \"ui-model\"\nbase_url = \"{model_url}\"\n"
         ),
     )
@@ -577,6 +577,297 @@ async fn no_secret_reaches_logs_database_artifacts_api_or_export() {
         found.len(),
         responses.len()
     );
+    assert!(found.is_empty(), "canary leaks:\n{}", found.join("\n"));
+}
+
+impl Server {
+    async fn post(&self, path: &str, body: &Value) -> (u16, Vec<u8>) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.bytes().await.unwrap().to_vec())
+    }
+
+    /// POSTs and expects 201; the body, and its `id`.
+    async fn created(&self, path: &str, body: &Value) -> (Vec<u8>, String) {
+        let (status, bytes) = self.post(path, body).await;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        assert_eq!(status, 201, "POST {path}: {text}");
+        let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (bytes, id)
+    }
+
+    /// The task's event stream from the start until `task.finished` ends it.
+    async fn events_to_end(&self, id: &str) -> Vec<u8> {
+        let (status, sse) = self.get(&format!("/v1/tasks/{id}/events")).await;
+        assert_eq!(status, 200);
+        assert!(String::from_utf8_lossy(&sse).contains("task.finished"));
+        sse
+    }
+
+    /// Polls the task until `done` holds for it.
+    async fn task_until(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..400 {
+            let t = self.json(&format!("/v1/tasks/{id}")).await;
+            if done(&t) {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "task {id} never got there: {}",
+            self.json(&format!("/v1/tasks/{id}")).await
+        );
+    }
+
+    /// Every read of a task a client can make, the export's entries decompressed.
+    async fn task_reads(&self, id: &str) -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        for p in ["", "/steps", "/trajectory", "/result", "/interventions"] {
+            let path = format!("/v1/tasks/{id}{p}");
+            let (status, body) = self.get(&path).await;
+            assert_eq!(status, 200, "GET {path}");
+            out.push((format!("GET {path}"), body));
+        }
+        let (status, export) = self.get(&format!("/v1/tasks/{id}/export")).await;
+        assert_eq!(status, 200);
+        for (name, data) in untar(&export) {
+            out.push((format!("export of {id}: {name}"), data));
+        }
+        out.push((format!("export of {id}"), export));
+        out
+    }
+}
+
+/// Sends SIGTERM and waits for the process to end.
+async fn stop(server: Server) {
+    let mut proc = server.proc;
+    let pid = proc.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for _ in 0..200 {
+        if proc.0.try_wait().unwrap().is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server did not stop on SIGTERM");
+}
+
+/// Open Settings > Accounts; then `more`.
+fn accounts_then(more: Vec<Value>) -> Vec<Value> {
+    let mut a = vec![
+        json!({"action": "launch_app", "package": "com.android.settings"}),
+        json!({"action": "tap", "selector": ":text(\"Accounts\")"}),
+    ];
+    a.extend(more);
+    a
+}
+
+/// Secrets given to a task: a replay's `type` marked `"secret": true`, and a script's
+/// input marked `{"secret": true}` given a value at run time. Both are typed into the
+/// virtual phone's password field, then looked for (raw and encoded) in every read of
+/// the tasks (task, list, steps, trajectory, result, export), the scripts (the one
+/// recorded from the replay, whose password becomes a secret input, and the uploaded
+/// one, as JSON and as a Maestro flow), the SSE and WebSocket streams, the data
+/// directory (running and stopped) and the trace logs of both processes. A third task
+/// holds a secret when the server is killed: after the restart it fails naming the
+/// secret it no longer has, instead of typing the mask.
+#[tokio::test]
+async fn replay_and_script_secrets_are_held_in_memory_only() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let token = canary("tok-canary-");
+    let typed = format!("pw Replay/{}+x", &canary("")[..12]);
+    let input = format!("pw Input/{}+y", &canary("")[..12]);
+    let lost = format!("pw Lost/{}+z", &canary("")[..12]);
+    let canaries = [
+        ("replay secret", typed.clone()),
+        ("script input", input.clone()),
+        ("secret of the restarted task", lost.clone()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), "sk-unused", &token, "http://127.0.0.1:9/v1").await;
+    let (stop_ws, ws) = watch_ws(&server).await;
+    let mut responses: Vec<(String, Vec<u8>)> = Vec::new();
+
+    // A replay whose password is marked secret; the e-mail is not.
+    let actions = accounts_then(vec![
+        json!({"action": "type", "selector": "#email", "text": "alex@example.com"}),
+        json!({"action": "type", "selector": "#password", "text": typed, "secret": true}),
+    ]);
+    let agent = json!({"kind": "replay", "actions": actions});
+    let task = json!({"instruction": "Sign in", "device_id": "sim-1", "agent": agent});
+    let (body, replay) = server.created("/v1/tasks", &task).await;
+    responses.push(("POST /v1/tasks".into(), body));
+    responses.push(("SSE replay".into(), server.events_to_end(&replay).await));
+    let t = server.json(&format!("/v1/tasks/{replay}")).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["agent"]["actions"][3]["secret"], true, "{t}");
+    let steps = server.json(&format!("/v1/tasks/{replay}/steps")).await;
+    let pw = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["action"]["selector"] == "#password");
+    let pw = pw.unwrap_or_else(|| panic!("{steps}"));
+    assert_eq!(pw["outcome"]["status"], "ok", "the secret was typed: {pw}");
+    responses.extend(server.task_reads(&replay).await);
+
+    // Recorded, the typed password becomes a secret input.
+    let (body, recorded) = server
+        .created("/v1/scripts", &json!({"from_task": replay}))
+        .await;
+    let rec: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(rec["inputs"]["password"], json!({"secret": true}), "{rec}");
+    responses.push(("POST /v1/scripts from_task".into(), body));
+
+    // An uploaded script with a secret input, run with a value.
+    let script = json!({"name": "sign in", "goal": "Sign in", "inputs": {"pw": {"secret": true}},
+        "steps": [
+            {"action": "launch_app", "parameters": {"package": "com.android.settings"}},
+            {"action": "tap", "selector": ":text(\"Accounts\")"},
+            {"action": "tap", "selector": "#password"},
+            {"action": "type", "parameters": {"text": "${pw}"}},
+            // Into a plain field too: the next screen shows it, and is stored masked.
+            // (Cleared after: what the phone shows, the next task reads.)
+            {"action": "tap", "selector": "#email"},
+            {"action": "type", "parameters": {"text": "${pw}"}},
+            {"action": "clear"}]});
+    let (body, uploaded) = server.created("/v1/scripts", &script).await;
+    responses.push(("POST /v1/scripts".into(), body));
+    let run = json!({"device_id": "sim-1", "inputs": {"pw": input}});
+    let (body, scripted) = server
+        .created(&format!("/v1/scripts/{uploaded}/run"), &run)
+        .await;
+    responses.push(("POST /v1/scripts/{id}/run".into(), body));
+    responses.push(("SSE script".into(), server.events_to_end(&scripted).await));
+    let t = server.json(&format!("/v1/tasks/{scripted}")).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let steps = server.json(&format!("/v1/tasks/{scripted}/steps")).await;
+    let pw = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["action"]["action"] == "type");
+    let pw = pw.unwrap_or_else(|| panic!("{steps}"));
+    assert_eq!(pw["outcome"]["status"], "ok", "the input was typed: {pw}");
+    assert_eq!(pw["action"]["text"], "••••", "{pw}");
+
+    responses.extend(server.task_reads(&scripted).await);
+    // (The recorded script's `EditText:text(…)` expect has no Maestro form.)
+    for (s, q) in [
+        (&recorded, ""),
+        (&uploaded, ""),
+        (&uploaded, "?format=maestro"),
+    ] {
+        {
+            let path = format!("/v1/scripts/{s}/export{q}");
+            let (status, body) = server.get(&path).await;
+            assert_eq!(
+                status,
+                200,
+                "GET {path}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            responses.push((format!("GET {path}"), body));
+        }
+    }
+
+    // A task holding a secret, waiting for an answer when the server is killed.
+    let actions = accounts_then(vec![
+        json!({"action": "ask_user", "question": "Go on?"}),
+        json!({"action": "type", "selector": "#password", "text": lost, "secret": true}),
+    ]);
+    let task = json!({"instruction": "Sign in later", "device_id": "sim-1",
+        "agent": {"kind": "replay", "actions": actions}});
+    let (body, waiting) = server.created("/v1/tasks", &task).await;
+    responses.push(("POST /v1/tasks (restarted)".into(), body));
+    server
+        .task_until(&waiting, |t| t["status"] == "waiting_for_user")
+        .await;
+    responses.push(("GET /v1/tasks".into(), server.get("/v1/tasks").await.1));
+    stop_ws.send(()).unwrap();
+    responses.push(("/v1/ws stream".into(), ws.await.unwrap()));
+
+    let data = dir.path().join("data");
+    let mut found = Vec::new();
+    let scan_data = |found: &mut Vec<String>, when: &str| {
+        for f in files(&data) {
+            let bytes = std::fs::read(&f).unwrap();
+            found.extend(leaks(
+                &format!("{} ({when})", f.display()),
+                &bytes,
+                &canaries,
+            ));
+        }
+    };
+    scan_data(&mut found, "running");
+    let mut proc = server.proc;
+    proc.0.kill().unwrap();
+    proc.0.wait().unwrap();
+    let mut logs = Vec::new();
+    for log in ["stdout.log", "stderr.log"] {
+        logs.push((
+            format!("{log} (first run)"),
+            std::fs::read(dir.path().join(log)).unwrap(),
+        ));
+    }
+
+    // The restart requeues it; its secret is gone, so it fails saying so.
+    let server = start(dir.path(), "sk-unused", &token, "http://127.0.0.1:9/v1").await;
+    let t = server
+        .task_until(&waiting, |t| t["status"] == "failed")
+        .await;
+    let reason = t["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("actions[3].text") && reason.contains("secret") && reason.contains("again"),
+        "the reason names the lost secret and what to do: {t}"
+    );
+    let steps = server.json(&format!("/v1/tasks/{waiting}/steps")).await;
+    assert!(
+        steps
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["action"]["action"] != "type"),
+        "nothing was typed after the restart: {steps}"
+    );
+    responses.extend(server.task_reads(&waiting).await);
+    stop(server).await;
+    scan_data(&mut found, "stopped");
+    for log in ["stdout.log", "stderr.log"] {
+        logs.push((
+            format!("{log} (restart)"),
+            std::fs::read(dir.path().join(log)).unwrap(),
+        ));
+    }
+
+    // The search sees the e-mail, typed beside the secret with nothing masking it.
+    let control = [("e-mail (not a secret)", "alex@example.com".to_string())];
+    let steps_of = format!("GET /v1/tasks/{replay}/steps");
+    let (_, steps) = responses.iter().find(|(p, _)| *p == steps_of).unwrap();
+    assert!(!leaks(&steps_of, steps, &control).is_empty());
+    let db = std::fs::read(data.join("droidpilot.db")).unwrap();
+    assert!(
+        !leaks("db", &db, &control).is_empty(),
+        "the e-mail is in the database file"
+    );
+    for (place, body) in responses.iter().chain(&logs) {
+        found.extend(leaks(place, body, &canaries));
+    }
     assert!(found.is_empty(), "canary leaks:\n{}", found.join("\n"));
 }
 

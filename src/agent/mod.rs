@@ -14,6 +14,7 @@ pub mod planned;
 pub mod recording;
 pub mod replay;
 pub mod script;
+pub mod secrets;
 pub mod servers;
 pub mod spec;
 pub mod vision;
@@ -163,6 +164,11 @@ pub trait Agent: Send {
     /// alone (the list's length bounds it).
     fn plays_fixed_actions(&self) -> bool {
         false
+    }
+    /// Values this agent was given as secrets (a replay's `"secret": true` texts, a
+    /// script's secret inputs): the runner masks them in everything it records.
+    fn secrets(&self) -> Vec<String> {
+        Vec::new()
     }
     /// The runner's stuck detector escalated: an agent that can re-plan says so (and
     /// does, at its next decision) before a person is asked. Once per task.

@@ -27,6 +27,8 @@ pub struct ReplayAgent {
     on_error: OnError,
     /// The step whose action was done again after the phone dropped during it.
     redone: Option<u32>,
+    /// The texts of the actions marked `"secret": true`.
+    secrets: Vec<String>,
 }
 
 impl ReplayAgent {
@@ -36,7 +38,14 @@ impl ReplayAgent {
             actions: actions.into_iter(),
             on_error: OnError::Fail,
             redone: None,
+            secrets: Vec::new(),
         }
+    }
+
+    /// Texts the runner masks in what it records (`Agent::secrets`).
+    pub fn with_secrets(mut self, secrets: Vec<String>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     pub fn on_error(mut self, on_error: OnError) -> Self {
@@ -80,6 +89,10 @@ impl Agent for ReplayAgent {
 
     fn plays_fixed_actions(&self) -> bool {
         true
+    }
+
+    fn secrets(&self) -> Vec<String> {
+        self.secrets.clone()
     }
 
     /// Every committed step that carries an action took one action from the list (a

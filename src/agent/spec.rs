@@ -56,7 +56,8 @@ pub struct AgentSpec {
     /// provider, base URL and key; `model` may still name another model on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
-    /// Replay agents only: the actions to return, in order.
+    /// Replay agents only: the actions to return, in order. A `type` marked
+    /// `"secret": true` has its text held in memory only (stored as `••••`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub actions: Option<Vec<Value>>,
@@ -359,7 +360,13 @@ impl AgentSpec {
             .flatten()
             .enumerate()
             .map(|(i, v)| {
-                let a = parser.parse(v).map_err(|e| SpecError {
+                // `"secret": true` marks a `type` whose text is held in memory only
+                // (`agent::secrets`); it is not part of the action.
+                let mut v = v.clone();
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("secret");
+                }
+                let a = parser.parse(&v).map_err(|e| SpecError {
                     specific_hint: Some(e.hint()),
                     ..SpecError::new(format!("actions[{i}]"), e.caller_message())
                 })?;
@@ -371,6 +378,18 @@ impl AgentSpec {
                 }
                 Ok(a)
             })
+            .collect()
+    }
+
+    /// The texts of the replay actions marked `"secret": true`.
+    pub fn replay_secrets(&self) -> Vec<String> {
+        self.actions
+            .iter()
+            .flatten()
+            .filter(|a| a.get("secret") == Some(&Value::Bool(true)))
+            .filter_map(|a| a.get("text").and_then(Value::as_str))
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
             .collect()
     }
 
@@ -785,7 +804,9 @@ pub fn build_recording_agent(
     }
     if kind == AgentKind::Replay {
         return Ok(Box::new(
-            ReplayAgent::new(spec.replay_actions()?).on_error(spec.on_error.unwrap_or_default()),
+            ReplayAgent::new(spec.replay_actions()?)
+                .on_error(spec.on_error.unwrap_or_default())
+                .with_secrets(spec.replay_secrets()),
         ));
     }
     if kind == AgentKind::Script {

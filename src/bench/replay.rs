@@ -631,7 +631,7 @@ fn agent_for(mode: Mode, flow: &Flow) -> Option<Box<dyn Agent>> {
                 flow.script
                     .inputs
                     .get(name)
-                    .is_some_and(Option::is_none)
+                    .is_some_and(|i| i.default.is_none())
                     .then(|| (name.to_string(), text))
             })
             .collect();

@@ -180,7 +180,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         Some(v) => Some(v.clone()),
         None => agent_json(&args)?,
     };
-    let spec = TaskSpec::parse(NewTask {
+    let mut spec = TaskSpec::parse(NewTask {
         instruction: Some(instruction),
         max_steps: Some(args.max_steps),
         timeout_seconds: Some(args.timeout_seconds),
@@ -199,6 +199,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     };
     let agent = build_agent(&agent_spec, &config.agent)
         .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    // The agent has its secrets; the stored task keeps none (a resume in a later process
+    // fails asking for them).
+    if let Some(a) = spec.agent.as_mut() {
+        core.secrets
+            .hold(a)
+            .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
+    }
 
     let (bus, prompts, artifacts) = (
         core.bus.clone(),

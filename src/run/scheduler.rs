@@ -124,6 +124,9 @@ pub struct Scheduler {
     /// This instance, on a database several share (claims record it, start-up recovery
     /// is scoped to it); None on one host.
     pub instance: Option<SchedulerInstance>,
+    /// Secrets of the tasks this process accepted: in a cluster, a task whose secrets
+    /// another instance holds is left to it.
+    pub secrets: Arc<crate::agent::secrets::SecretVault>,
 }
 
 /// Who this scheduler is in a cluster.
@@ -240,11 +243,19 @@ impl Scheduler {
                 .signed_duration_since(task.created_at)
                 .to_std()
                 .unwrap_or_default();
+            let held = crate::agent::secrets::reference(task.spec.agent.as_ref());
             if waited >= Duration::from_secs(self.cfg.queue_timeout_secs) {
-                let reason = format!(
-                    "no matching device became free within queue_timeout_secs ({}); check GET /v1/devices and the task's device constraints",
-                    self.cfg.queue_timeout_secs
-                );
+                let reason = if held.is_some() && self.instance.is_some() {
+                    format!(
+                        "not started within queue_timeout_secs ({}): no matching device became free on the instance holding its secrets (in memory only), or that instance stopped; submit it again with them",
+                        self.cfg.queue_timeout_secs
+                    )
+                } else {
+                    format!(
+                        "no matching device became free within queue_timeout_secs ({}); check GET /v1/devices and the task's device constraints",
+                        self.cfg.queue_timeout_secs
+                    )
+                };
                 if let Ok(t) = store
                     .finish_task(task.id, TaskStatus::TimedOut, Some(&reason), None)
                     .await
@@ -254,6 +265,10 @@ impl Scheduler {
                         .publish(&t.id.to_string(), TaskEvent::finished(&t))
                         .await?;
                 }
+                continue;
+            }
+            // Another instance of the cluster accepted it and holds its secrets.
+            if self.instance.is_some() && held.is_some_and(|r| !self.secrets.holds(r)) {
                 continue;
             }
             if self.try_start(task, runners).await? {

@@ -231,7 +231,7 @@ fn header_script(header: Option<&Node>) -> Result<Script, MaestroError> {
                 for (k, _, v) in vars {
                     script
                         .inputs
-                        .insert(k.clone(), v.scalar().map(str::to_string));
+                        .insert(k.clone(), v.scalar().map(str::to_string).into());
                 }
             }
             ("tags", _) => {}
@@ -582,7 +582,7 @@ pub fn export(script: &Script) -> Result<String, MaestroError> {
         for (k, v) in &script.inputs {
             out.push_str(&format!(
                 "  {k}: {}\n",
-                v.as_deref().map(q).unwrap_or_else(|| "null".into())
+                v.default.as_deref().map(q).unwrap_or_else(|| "null".into())
             ));
         }
     }

@@ -7,7 +7,10 @@ fn imports_the_wikipedia_fixture() {
     let s = import(WIKI).unwrap();
     assert_eq!(s.app.as_deref(), Some("org.wikipedia"));
     assert_eq!(s.name, "search wikipedia");
-    assert_eq!(s.inputs.get("QUERY"), Some(&Some("Sun".to_string())));
+    assert_eq!(
+        s.inputs.get("QUERY").and_then(|i| i.default.as_deref()),
+        Some("Sun")
+    );
     let actions: Vec<_> = s.steps.iter().map(|st| st.action).collect();
     use StepAction::*;
     assert_eq!(

@@ -69,9 +69,12 @@ pub struct Script {
     /// The app the flow runs in. A run on a device without it is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app: Option<String>,
-    /// Inputs a run supplies, each with an optional default (`${name}` in steps).
+    /// Inputs a run supplies (`${name}` in steps), each a default (a string, or null
+    /// for none) or `{"secret": true}`: a value a run supplies that is held in memory
+    /// only, never stored, logged or exported.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub inputs: BTreeMap<String, Option<String>>,
+    #[schema(value_type = Object)]
+    pub inputs: BTreeMap<String, Input>,
     pub steps: Vec<ScriptStep>,
     /// Variables returned at the end of a run (inputs or `store_as` names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -85,6 +88,76 @@ pub struct Script {
     /// Model attempts per failed step before the user is asked (default 3).
     #[serde(default = "default_recovery_attempts")]
     pub max_recovery_attempts: u32,
+}
+
+/// One declared input: its default, or none; a secret input has no default (it would be
+/// stored with the script) and its run-time value is never stored (`agent::secrets`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Input {
+    pub default: Option<String>,
+    pub secret: bool,
+}
+
+impl Input {
+    /// A secret input: a run supplies it, nothing stores it.
+    pub fn secret() -> Self {
+        Self {
+            default: None,
+            secret: true,
+        }
+    }
+}
+
+impl From<Option<String>> for Input {
+    fn from(default: Option<String>) -> Self {
+        Self {
+            default,
+            secret: false,
+        }
+    }
+}
+
+/// The object form of an input (`{"secret": true}`).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputObject {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    default: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    secret: bool,
+}
+
+impl Serialize for Input {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.secret {
+            InputObject {
+                default: self.default.clone(),
+                secret: true,
+            }
+            .serialize(s)
+        } else {
+            self.default.serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Null => Ok(None.into()),
+            Value::String(s) => Ok(Some(s).into()),
+            v @ Value::Object(_) => {
+                let o: InputObject = serde_json::from_value(v).map_err(serde::de::Error::custom)?;
+                Ok(Self {
+                    default: o.default,
+                    secret: o.secret,
+                })
+            }
+            _ => Err(serde::de::Error::custom(
+                "an input is a default (a string), null (no default) or {\"secret\": true}",
+            )),
+        }
+    }
 }
 
 fn default_recovery_attempts() -> u32 {
@@ -367,9 +440,16 @@ impl Script {
             ));
         }
         let mut known: Vec<String> = Vec::new();
-        for name in self.inputs.keys() {
+        for (name, input) in &self.inputs {
             vars::check_name(name)
                 .map_err(|m| ScriptError::invalid("inputs", m, vars::NAME_HINT))?;
+            if input.secret && input.default.is_some() {
+                return Err(ScriptError::invalid(
+                    format!("inputs.{name}.default"),
+                    "a secret input has no default: the default would be stored with the script",
+                    "Remove the default; each run supplies the value in its `inputs`.",
+                ));
+            }
             known.push(name.clone());
         }
         for (i, step) in self.steps.iter().enumerate() {
@@ -381,6 +461,13 @@ impl Script {
         for (i, out) in self.outputs.iter().enumerate() {
             if !known.contains(out) {
                 return Err(vars::unknown(&format!("outputs[{i}]"), out, &known));
+            }
+            if self.inputs.get(out).is_some_and(|i| i.secret) {
+                return Err(ScriptError::invalid(
+                    format!("outputs[{i}]"),
+                    format!("`{out}` is a secret input: a run's outputs are stored"),
+                    "Remove it from `outputs`.",
+                ));
             }
         }
         Ok(())

@@ -138,3 +138,27 @@ fn a_script_round_trips_through_json() {
         json!({"action": "wait_for", "selector": "#done", "timeout_ms": 8000})
     );
 }
+
+#[test]
+fn a_secret_input_round_trips_and_has_no_default_and_is_no_output() {
+    let doc = |inputs: Value, outputs: Value| {
+        json!({"name": "n", "goal": "g", "inputs": inputs, "outputs": outputs,
+            "steps": [{"action": "type", "selector": "#pw", "parameters": {"text": "${pw}"}}]})
+    };
+    let s =
+        Script::from_json(&doc(json!({"pw": {"secret": true}, "u": "ana"}), json!([]))).unwrap();
+    assert_eq!(s.inputs["pw"], Input::secret());
+    assert_eq!(s.inputs["u"].default.as_deref(), Some("ana"));
+    let back = serde_json::to_value(&s).unwrap();
+    assert_eq!(back["inputs"], json!({"pw": {"secret": true}, "u": "ana"}));
+    let e = Script::from_json(&doc(
+        json!({"pw": {"secret": true, "default": "x"}}),
+        json!([]),
+    ))
+    .unwrap_err();
+    assert_eq!(e.path, "inputs.pw.default");
+    let e = Script::from_json(&doc(json!({"pw": {"secret": true}}), json!(["pw"]))).unwrap_err();
+    assert_eq!(e.path, "outputs[0]");
+    let e = Script::from_json(&doc(json!({"pw": {"hidden": true}}), json!([]))).unwrap_err();
+    assert!(e.message.contains("hidden"), "{}", e.message);
+}

@@ -104,7 +104,7 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
                 format!("password_{passwords}")
             };
             step.parameters.text = Some(format!("${{{name}}}"));
-            inputs.insert(name, None);
+            inputs.insert(name, crate::script::model::Input::secret());
         }
         let next = kept
             .get(k + 1)

@@ -113,7 +113,11 @@ fn coordinates_become_selectors_and_expect_comes_from_the_next_screen() {
     );
     // The password becomes an input with no default: the secret is never stored.
     assert_eq!(s.steps[2].parameters.text.as_deref(), Some("${password}"));
-    assert_eq!(s.inputs.get("password"), Some(&None));
+    assert_eq!(
+        s.inputs.get("password"),
+        Some(&crate::script::model::Input::secret()),
+        "a typed password becomes a secret input"
+    );
 }
 
 #[test]

@@ -165,7 +165,7 @@ pub fn unknown(path: &str, name: &str, known: &[String]) -> ScriptError {
 /// The run's variables: the script's defaults overlaid with the caller's inputs. An
 /// input the script does not declare, or a declared one without a value, is refused.
 pub fn bind_inputs(
-    declared: &BTreeMap<String, Option<String>>,
+    declared: &BTreeMap<String, super::model::Input>,
     given: &BTreeMap<String, String>,
 ) -> Result<Vars, ScriptError> {
     let names: Vec<String> = declared.keys().cloned().collect();
@@ -174,7 +174,7 @@ pub fn bind_inputs(
     }
     let mut values = BTreeMap::new();
     for (name, default) in declared {
-        match given.get(name).or(default.as_ref()) {
+        match given.get(name).or(default.default.as_ref()) {
             Some(v) => {
                 values.insert(name.clone(), v.clone());
             }
@@ -220,8 +220,8 @@ mod tests {
     #[test]
     fn inputs_bind_with_defaults_and_refuse_strangers() {
         let declared = BTreeMap::from([
-            ("a".to_string(), Some("1".to_string())),
-            ("b".to_string(), None),
+            ("a".to_string(), Some("1".to_string()).into()),
+            ("b".to_string(), None.into()),
         ]);
         let given = BTreeMap::from([("b".to_string(), "2".to_string())]);
         let v = bind_inputs(&declared, &given).unwrap();

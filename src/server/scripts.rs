@@ -214,7 +214,8 @@ pub async fn script_versions(
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunScript {
-    /// Values for the script's `${inputs}`.
+    /// Values for the script's `${inputs}`. A secret input's value is held in memory
+    /// for the run only: never stored with the task, its steps or events.
     #[serde(default)]
     pub inputs: BTreeMap<String, String>,
     /// Run on this device (else any available one).
@@ -277,8 +278,9 @@ pub(crate) async fn submit_run(
     if let (Some(app), Some(dev)) = (&rec.script.app, &req.device_id) {
         check_installed(core, dev, app).await?;
     }
-    let spec = TaskSpec::parse(task_request(&rec, req))?;
+    let mut spec = TaskSpec::parse(task_request(&rec, req))?;
     super::tasks::check_runnable(core, &spec).await?;
+    super::tasks::hold_secrets(core, &mut spec)?;
     let task = queue::submit(&core.bus, spec).await?;
     core.wake.notify_one();
     Ok(task)

@@ -40,8 +40,9 @@ pub async fn create_task(
 /// Validates a task request, refuses what could never run, queues it and wakes the
 /// scheduler. Shared by `POST /v1/tasks` and the MCP tool `run_task`.
 pub(crate) async fn submit(core: &Core, req: NewTask) -> Result<Task, ApiError> {
-    let spec = TaskSpec::parse(req)?;
+    let mut spec = TaskSpec::parse(req)?;
     check_runnable(core, &spec).await?;
+    hold_secrets(core, &mut spec)?;
     let task = queue::submit(&core.bus, spec).await?;
     core.wake.notify_one();
     Ok(task)
@@ -254,6 +255,23 @@ pub async fn list_interventions(
 ) -> Result<Json<Vec<crate::domain::Intervention>>, ApiError> {
     s.store.get_task(id).await?;
     Ok(Json(s.store.interventions(id).await?))
+}
+
+/// Moves the agent's secrets (a replay's `"secret": true` texts, a script's secret
+/// inputs) into the core's memory before the task is stored; the stored agent keeps a
+/// reference (`agent::secrets`). Call after `check_runnable`, which reads them.
+pub(crate) fn hold_secrets(core: &Core, spec: &mut TaskSpec) -> Result<(), ApiError> {
+    let Some(agent) = spec.agent.as_mut() else {
+        return Ok(());
+    };
+    core.secrets.hold(agent).map(drop).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_agent",
+            e.to_string(),
+            e.hint(),
+        )
+    })
 }
 
 /// Refuses, at submission, what could never run: an agent spec with a bad field, a model

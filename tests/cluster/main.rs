@@ -10,11 +10,13 @@
 //! DROIDPILOT_TEST_POSTGRES_URL it skips loudly; with DROIDPILOT_REQUIRE_POSTGRES=1 it fails.
 //!
 //! `events.rs`: events, answers and cancels across instances (100 replay tasks).
+//! `secrets.rs`: a task given a secret runs on the instance that holds it.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod events;
+mod secrets;
 
 use std::path::Path;
 use std::process::Command;

@@ -848,6 +848,16 @@ fn err(
 
 #[async_trait]
 impl Agent for ScriptAgent {
+    /// The values of the script's secret inputs.
+    fn secrets(&self) -> Vec<String> {
+        let secret = self.script.inputs.iter().filter(|(_, i)| i.secret);
+        secret
+            .filter_map(|(name, _)| self.vars.get(name))
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
         let prices = self.prices.clone();
         // A script's only model calls are AI-in-the-middle recoveries.

@@ -345,6 +345,7 @@ impl Runner {
             return Ok(Flow::Redo);
         };
         let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, &obs, st.size);
+        draft.hide(agent.secrets());
         if let Some(screen) = &obs.screen {
             draft.guard_passwords(PasswordGuard {
                 screen: screen.clone(),

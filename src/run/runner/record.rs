@@ -60,6 +60,8 @@ pub(super) struct StepDraft {
     pub notes: Vec<Note>,
     /// Keeps text typed into a password field out of the recorded action.
     guard: Option<PasswordGuard>,
+    /// The agent's secrets (`Agent::secrets`): masked wherever they show in the step.
+    secrets: Vec<String>,
 }
 
 /// The screen a step acts on, to recognise a `type` into a password field: such text is
@@ -163,7 +165,14 @@ impl StepDraft {
             memory: None,
             notes: Vec::new(),
             guard: None,
+            secrets: Vec::new(),
         }
+    }
+
+    /// Values never to record: a `type` holding one is recorded as `••••`, and any other
+    /// place of the step holding one gets it masked when it is committed.
+    pub fn hide(&mut self, secrets: Vec<String>) {
+        self.secrets = secrets;
     }
 
     /// Recorded actions of this step hide what is typed into `guard`'s password fields.
@@ -205,7 +214,8 @@ impl StepDraft {
     /// Text typed into a password field is masked in the action, and scrubbed from the
     /// thinking and the model's raw reply.
     pub fn set_action(&mut self, a: &Action) {
-        match self.guard.as_ref().and_then(|g| g.redact(a)) {
+        let redacted = self.guard.as_ref().and_then(|g| g.redact(a));
+        match redacted.or_else(|| self.redact_secret(a)) {
             Some((masked, secret)) => {
                 scrub(&mut self.step.raw, &secret);
                 scrub(&mut self.step.thinking, &secret);
@@ -213,6 +223,33 @@ impl StepDraft {
             }
             None => self.step.action = Some(a.clone()),
         }
+        for secret in &self.secrets {
+            scrub(&mut self.step.raw, secret);
+            scrub(&mut self.step.thinking, secret);
+        }
+    }
+
+    /// A `type` whose text holds one of the agent's secrets, as `••••`.
+    fn redact_secret(&self, a: &Action) -> Option<(Action, String)> {
+        let Action::Type {
+            text,
+            target,
+            clear_first,
+        } = a
+        else {
+            return None;
+        };
+        self.secrets
+            .iter()
+            .any(|s| text.contains(s.as_str()))
+            .then(|| {
+                let masked = Action::Type {
+                    text: crate::screen::REDACTED.into(),
+                    target: target.clone(),
+                    clear_first: *clear_first,
+                };
+                (masked, text.clone())
+            })
     }
 
     /// The recorded action as JSON (for events, whose payload stays JSON).
@@ -270,7 +307,11 @@ impl StepDraft {
     }
 
     /// `remember`, with the action as it ran (rewritten by a hook) instead of as decided.
+    /// A secret stays out of the history too (a recovery model reads it).
     pub fn remember_as(&mut self, n: u32, decision: &Decision, action: Action, outcome: String) {
+        let action = self
+            .redact_secret(&action)
+            .map_or(action, |(masked, _)| masked);
         self.memory = Some(StepRecord {
             step: n,
             thinking: decision.thinking.clone(),
@@ -278,6 +319,30 @@ impl StepDraft {
             outcome,
             failed: false,
         });
+    }
+}
+
+/// `step` with every secret masked wherever it shows (the screen's texts after a secret
+/// was typed into a plain field, an error, a detail): the step as JSON, masked, read back.
+fn mask_secrets(step: &mut Step, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let Ok(mut json) = serde_json::to_string(&*step) else {
+        return;
+    };
+    let mut hit = false;
+    for s in secrets {
+        // As JSON writes it: a quote or a backslash in the secret is escaped there.
+        let written = serde_json::to_string(s).unwrap_or_default();
+        let inner = written.trim_matches('"');
+        if !inner.is_empty() && json.contains(inner) {
+            json = json.replace(inner, crate::screen::REDACTED);
+            hit = true;
+        }
+    }
+    if hit && let Ok(masked) = serde_json::from_str(&json) {
+        *step = masked;
     }
 }
 
@@ -320,8 +385,10 @@ impl Runner {
             start,
             memory,
             notes,
+            secrets,
             ..
         } = draft;
+        mask_secrets(&mut step, &secrets);
         self.record(&st.stream, &mut step, start).await?;
         st.counter.recorded += 1;
         st.spent.add(&step);
