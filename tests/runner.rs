@@ -1739,6 +1739,26 @@ fn tool_call(tool: &str, args: serde_json::Value) -> wiremock::ResponseTemplate 
     }))
 }
 
+/// A navigator spec for the wiremock model server `server`, and defaults that allow it as
+/// an operator's keyless model server.
+fn navigator_on(
+    server: &wiremock::MockServer,
+) -> (
+    droidpilot::agent::AgentSpec,
+    droidpilot::agent::AgentDefaults,
+) {
+    let spec = droidpilot::agent::AgentSpec::from_json(&json!({
+        "kind": "navigator", "provider": "openai", "model": "m",
+        "base_url": format!("{}/v1", server.uri())
+    }))
+    .unwrap();
+    let defaults = droidpilot::agent::AgentDefaults {
+        allowed_base_urls: vec![server.uri()],
+        ..Default::default()
+    };
+    (spec, defaults)
+}
+
 /// A navigator against a model server that answers, in order: an unknown tool then
 /// `home` (a self-correction), two unknown tools (a rejected answer), then `finish`.
 /// Every step has one number in the store, its `step.decided` event and the agent's
@@ -1761,16 +1781,7 @@ async fn step_numbers_agree_and_every_model_call_is_counted() {
             .mount(&server)
             .await;
     }
-    let spec = droidpilot::agent::AgentSpec::from_json(&json!({
-        "kind": "navigator", "provider": "openai", "model": "m",
-        "base_url": format!("{}/v1", server.uri())
-    }))
-    .unwrap();
-    // The mock stands in for a model server the operator allows (reached with no key).
-    let mut defaults = droidpilot::agent::AgentDefaults {
-        allowed_base_urls: vec![server.uri()],
-        ..Default::default()
-    };
+    let (spec, mut defaults) = navigator_on(&server);
     defaults.navigator.backoff_ms = 1;
     let agent = droidpilot::agent::build_agent(&spec, &defaults).unwrap();
     let e = env(quick()).await;
@@ -1907,16 +1918,7 @@ async fn a_task_past_its_token_or_cost_budget_fails_saying_which() {
         .respond_with(tool_call("home", json!({})))
         .mount(&server)
         .await;
-    let spec = droidpilot::agent::AgentSpec::from_json(&json!({
-        "kind": "navigator", "provider": "openai", "model": "m",
-        "base_url": format!("{}/v1", server.uri())
-    }))
-    .unwrap();
-    // The mock stands in for a model server the operator allows (reached with no key).
-    let mut defaults = droidpilot::agent::AgentDefaults {
-        allowed_base_urls: vec![server.uri()],
-        ..Default::default()
-    };
+    let (spec, mut defaults) = navigator_on(&server);
     let price = droidpilot::llm::ModelPrice {
         input_per_mtok: 1.0,
         output_per_mtok: 4.0,
