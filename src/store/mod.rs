@@ -31,6 +31,15 @@ pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use step_row::StepRow;
 
+/// A task's status as a backend read it (`None`: no such task): parsed, or the error that
+/// says which. Both backends read it this way before a cancel or a delete.
+pub(crate) fn stored_status(id: TaskId, status: Option<String>) -> Result<TaskStatus, StoreError> {
+    status
+        .ok_or(StoreError::TaskNotFound(id))?
+        .parse()
+        .map_err(StoreError::Corrupt)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("task {0} not found")]

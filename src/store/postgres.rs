@@ -395,10 +395,7 @@ impl Store for PostgresStore {
                 .bind(id.to_string())
                 .fetch_optional(&mut *tx)
                 .await?;
-        let status: TaskStatus = status
-            .ok_or(StoreError::TaskNotFound(id))?
-            .parse()
-            .map_err(StoreError::Corrupt)?;
+        let status = super::stored_status(id, status)?;
         let outcome = match status {
             s if s.is_terminal() => return Err(StoreError::AlreadyFinished { id, status: s }),
             TaskStatus::Running | TaskStatus::Paused => {
@@ -840,10 +837,7 @@ impl Store for PostgresStore {
                 .bind(id.to_string())
                 .fetch_optional(&mut *tx)
                 .await?;
-        let status: TaskStatus = status
-            .ok_or(StoreError::TaskNotFound(id))?
-            .parse()
-            .map_err(StoreError::Corrupt)?;
+        let status = super::stored_status(id, status)?;
         if !status.is_terminal() {
             return Err(StoreError::NotEnded { id, status });
         }

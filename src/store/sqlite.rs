@@ -465,10 +465,7 @@ impl Store for SqliteStore {
             .bind(id.to_string())
             .fetch_optional(&mut *tx)
             .await?;
-        let status: TaskStatus = status
-            .ok_or(StoreError::TaskNotFound(id))?
-            .parse()
-            .map_err(StoreError::Corrupt)?;
+        let status = super::stored_status(id, status)?;
         let outcome = match status {
             s if s.is_terminal() => return Err(StoreError::AlreadyFinished { id, status: s }),
             // A paused task's runner is held at a boundary: signalled, it ends the task.
@@ -898,10 +895,7 @@ impl Store for SqliteStore {
             .bind(id.to_string())
             .fetch_optional(&mut *tx)
             .await?;
-        let status: TaskStatus = status
-            .ok_or(StoreError::TaskNotFound(id))?
-            .parse()
-            .map_err(StoreError::Corrupt)?;
+        let status = super::stored_status(id, status)?;
         if !status.is_terminal() {
             return Err(StoreError::NotEnded { id, status });
         }
