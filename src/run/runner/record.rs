@@ -12,10 +12,9 @@ use super::{End, Fatal, Runner};
 use crate::agent::Decision;
 use crate::agent::context::{Note, StepRecord};
 use crate::device::{Device, DeviceError};
-use crate::domain::action::TargetField;
 use crate::domain::{
     Action, CoordinateTransform, ScreenSize, Step, StepOutcome, StepScreen, StepStatus,
-    StepTimings, Target, TaskEvent, TaskId,
+    StepTimings, TaskEvent, TaskId,
 };
 use crate::screen::Screen;
 use crate::store::StoreError;
@@ -77,27 +76,12 @@ impl PasswordGuard {
     /// `action` with the text it types into a password field replaced by `••••`, and
     /// that text (to scrub it from the model's raw reply too). None: nothing to hide.
     fn redact(&self, action: &Action) -> Option<(Action, String)> {
-        let Action::Type {
-            text,
-            target,
-            clear_first,
-        } = action
-        else {
+        let Action::Type { text, .. } = action else {
             return None;
         };
-        let t = target.as_ref().map(|TargetField(t)| t);
-        let point = match t {
-            Some(Target::Coordinate(p)) => Some(self.transform.to_pixel(*p, self.size)),
-            _ => None,
-        };
-        if !self.screen.types_into_password(t, point) {
-            return None;
-        }
-        let masked = Action::Type {
-            text: crate::screen::REDACTED.into(),
-            target: target.clone(),
-            clear_first: *clear_first,
-        };
+        let masked = self
+            .screen
+            .mask_typed(action, self.size, &*self.transform)?;
         Some((masked, text.clone()))
     }
 }
