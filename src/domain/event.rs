@@ -159,7 +159,7 @@ pub enum TaskEvent {
     ScriptSaved {
         task_id: TaskId,
         #[schema(value_type = String)]
-        script_id: crate::script::ScriptId,
+        script_id: super::task::ScriptId,
         version: u32,
         /// `recorded` or `healed`.
         how: String,

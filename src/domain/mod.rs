@@ -15,7 +15,7 @@ pub use geometry::{
 };
 pub mod task;
 pub use task::{
-    AgentSummary, NewTask, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
+    AgentSummary, NewTask, ScriptId, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
 };
 pub mod event;
 pub use event::{ResumeCause, StuckResponse, TaskEvent, TaskFinished};

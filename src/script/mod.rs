@@ -10,9 +10,11 @@ pub mod record;
 pub mod stored;
 pub mod vars;
 
+/// A script's id lives with the other ids in the domain; re-exported where scripts are.
+pub use crate::domain::task::ScriptId;
 pub use hints::{Failure, Trigger};
 pub use model::{
-    Expect, RecoveryHint, Script, ScriptError, ScriptId, ScriptSource, ScriptStep, StepAction,
+    Expect, RecoveryHint, Script, ScriptError, ScriptSource, ScriptStep, StepAction,
     StepParameters, WaitCondition,
 };
 pub use stored::{ScriptPage, ScriptRecord};

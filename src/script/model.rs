@@ -24,39 +24,6 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 /// Attempts AI in the middle gets per failed step before the user is asked.
 pub const DEFAULT_MAX_RECOVERY_ATTEMPTS: u32 = 3;
 
-/// A script's id; versions of one script share it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
-)]
-#[serde(transparent)]
-#[schema(value_type = String, format = Uuid)]
-pub struct ScriptId(pub uuid::Uuid);
-
-impl ScriptId {
-    pub fn new() -> Self {
-        Self(uuid::Uuid::now_v7())
-    }
-}
-
-impl Default for ScriptId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl std::fmt::Display for ScriptId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::str::FromStr for ScriptId {
-    type Err = uuid::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        s.parse().map(Self)
-    }
-}
-
 /// The script as a person or a recorder writes it (no id, no version: the store assigns
 /// those).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::model::{Script, ScriptId, ScriptSource};
+use super::ScriptId;
+use super::model::{Script, ScriptSource};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ScriptRecord {
