@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::artifacts::ArtifactStore;
-use crate::config::StorageConfig;
+use crate::store::StorageConfig;
 use crate::store::{Store, StoreError};
 
 const TASK_BATCH: u32 = 200;

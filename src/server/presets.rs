@@ -11,72 +11,8 @@ use utoipa::ToSchema;
 use super::extract::Json;
 use super::state::AppState;
 use crate::agent::spec::AgentKind;
-use crate::domain::task::{DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT_SECONDS, redact_url_secrets};
-use crate::llm::{ModelConfig, ProviderKind};
-
-/// `[dashboard]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DashboardConfig {
-    /// Live screenshots (scaled JPEG): each phone is captured at most once per interval,
-    /// however many viewers poll it.
-    pub frame_interval_ms: u64,
-    /// Named models the submit form offers beside the configured defaults
-    /// (`[[dashboard.models]]`: name, provider, model, optional base_url).
-    pub models: Vec<PresetModel>,
-}
-
-impl Default for DashboardConfig {
-    fn default() -> Self {
-        Self {
-            frame_interval_ms: 500,
-            models: Vec::new(),
-        }
-    }
-}
-
-/// A model the submit form offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PresetModel {
-    /// What the form shows.
-    pub name: String,
-    pub provider: ProviderKind,
-    pub model: String,
-    /// Shown with credentials and query values masked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-    /// A model server from `[agent.servers]`: the form submits `"server": NAME`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    /// Whether the server can use it as configured: chosen in the configuration or given
-    /// a key. The defaults' example models are not until then; `[[dashboard.models]]`
-    /// entries are, by being listed.
-    #[serde(default = "listed")]
-    pub configured: bool,
-}
-
-fn listed() -> bool {
-    true
-}
-
-impl PresetModel {
-    fn of(name: &str, m: &ModelConfig, configured: bool) -> Self {
-        Self {
-            name: name.to_string(),
-            provider: m.provider,
-            model: m.model.clone(),
-            base_url: m.base_url.clone(),
-            server: None,
-            configured,
-        }
-    }
-
-    fn shown(mut self) -> Self {
-        self.base_url = self.base_url.as_deref().map(redact_url_secrets);
-        self
-    }
-}
+pub use crate::config::frontends::{DashboardConfig, PresetModel};
+use crate::domain::task::{DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT_SECONDS};
 
 /// What the submit form offers.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -5,7 +5,54 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde::Deserialize;
+
 use super::{PostgresStore, SqliteStore, Store, StoreError};
+
+/// `[storage]`: where the data lives and how long it is kept.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    /// The SQLite file, relative to `data_dir` (used when `database_url` is empty).
+    pub database: PathBuf,
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB` or `sqlite://PATH`; empty: `database`.
+    #[serde(default)]
+    pub database_url: String,
+    /// Connections each instance keeps to PostgreSQL.
+    #[serde(default = "default_pool_size")]
+    pub pool_size: u32,
+    /// Tasks that ended more than this many days ago are deleted (0: kept forever).
+    #[serde(default)]
+    pub retain_days: u32,
+    /// Screenshots older than this many days, shown by no more recent task, are deleted
+    /// (0: kept forever).
+    #[serde(default)]
+    pub retain_artifact_days: u32,
+    /// How often the server sweeps for what expired.
+    #[serde(default = "default_retention_interval")]
+    pub retention_interval_secs: u64,
+}
+
+fn default_retention_interval() -> u64 {
+    3600
+}
+
+fn default_pool_size() -> u32 {
+    8
+}
+
+// The URL holds a password: Debug shows it as `***`.
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageConfig")
+            .field("data_dir", &self.data_dir)
+            .field("database", &self.database)
+            .field("database_url", &redact_url(&self.database_url))
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
 
 /// A database to open.
 #[derive(Clone, PartialEq, Eq)]

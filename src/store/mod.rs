@@ -25,7 +25,7 @@ use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 pub use commit::{EventSeqs, StepCommit};
-pub use location::{StoreLocation, open, redact_url};
+pub use location::{StorageConfig, StoreLocation, open, redact_url};
 pub use patient::PatientStore;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

@@ -32,7 +32,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -40,21 +39,7 @@ use crate::core::Core;
 use reply::{ToolError, ToolResult, json_result, parse};
 use session::Session;
 
-/// `[mcp_server]` in the configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct McpServerConfig {
-    /// How long a session's lease on a device lasts without use; each call renews it.
-    pub lease_ttl_secs: u64,
-}
-
-impl Default for McpServerConfig {
-    fn default() -> Self {
-        Self {
-            lease_ttl_secs: 300,
-        }
-    }
-}
+pub use crate::config::frontends::McpServerConfig;
 
 const INSTRUCTIONS: &str = "droidpilot drives Android phones. list_devices gives device ids. \
 read_screen shows what a phone displays, with element ids and selectors; act with tap, type, \

@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use crate::store::StorageConfig;
+
+pub mod frontends;
+
 /// The defaults, embedded so the binary runs with no files next to it.
-pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,10 +35,10 @@ pub struct Config {
     pub mcp: crate::mcp::client::McpConfig,
     /// droidpilot as an MCP server (`droidpilot mcp`, `/mcp`): device leases.
     #[serde(default)]
-    pub mcp_server: crate::mcp::server::McpServerConfig,
+    pub mcp_server: frontends::McpServerConfig,
     /// The dashboard: live-view frame rate, models offered by the submit form.
     #[serde(default)]
-    pub dashboard: crate::server::presets::DashboardConfig,
+    pub dashboard: frontends::DashboardConfig,
     /// Several instances on one PostgreSQL database: identity, heartbeats, dead instances.
     #[serde(default)]
     pub cluster: crate::cluster::ClusterConfig,
@@ -259,53 +263,6 @@ fn default_max_connections_per_ip() -> usize {
 
 fn default_max_streams_per_token() -> usize {
     256
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StorageConfig {
-    pub data_dir: PathBuf,
-    /// The SQLite file, relative to `data_dir` (used when `database_url` is empty).
-    pub database: PathBuf,
-    /// `postgres://USER:PASSWORD@HOST:PORT/DB` or `sqlite://PATH`; empty: `database`.
-    #[serde(default)]
-    pub database_url: String,
-    /// Connections each instance keeps to PostgreSQL.
-    #[serde(default = "default_pool_size")]
-    pub pool_size: u32,
-    /// Tasks that ended more than this many days ago are deleted (0: kept forever).
-    #[serde(default)]
-    pub retain_days: u32,
-    /// Screenshots older than this many days, shown by no more recent task, are deleted
-    /// (0: kept forever).
-    #[serde(default)]
-    pub retain_artifact_days: u32,
-    /// How often the server sweeps for what expired.
-    #[serde(default = "default_retention_interval")]
-    pub retention_interval_secs: u64,
-}
-
-fn default_retention_interval() -> u64 {
-    3600
-}
-
-fn default_pool_size() -> u32 {
-    8
-}
-
-// The URL holds a password: Debug shows it as `***`.
-impl std::fmt::Debug for StorageConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StorageConfig")
-            .field("data_dir", &self.data_dir)
-            .field("database", &self.database)
-            .field(
-                "database_url",
-                &crate::store::redact_url(&self.database_url),
-            )
-            .field("pool_size", &self.pool_size)
-            .finish()
-    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
