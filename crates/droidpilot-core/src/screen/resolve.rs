@@ -132,7 +132,8 @@ pub fn resolve_selector(
     }
 }
 
-pub(crate) fn visible_chain(tree: &UiTree, node: usize, screen: &Bounds) -> bool {
+/// Whether a node and every ancestor are visible and on `screen`: what a person could see.
+pub fn visible_chain(tree: &UiTree, node: usize, screen: &Bounds) -> bool {
     tree.is_on_screen(node, screen) && tree.ancestors(node).all(|a| tree.nodes[a].visible)
 }
 

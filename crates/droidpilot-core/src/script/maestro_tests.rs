@@ -1,6 +1,6 @@
 use super::*;
 
-const WIKI: &str = include_str!("../../tests/fixtures/maestro/wikipedia_search.yaml");
+const WIKI: &str = include_str!("../../../../tests/fixtures/maestro/wikipedia_search.yaml");
 
 #[test]
 fn imports_the_wikipedia_fixture() {

@@ -1,0 +1,12 @@
+//! droidpilot's core: the layer every other crate builds on, with no I/O of its own.
+//!
+//! Modules, lowest first (a lower one never imports a higher one): `domain` (actions,
+//! geometry, tasks, steps, events and their ids), `screen` (a UI dump parsed into elements,
+//! selectors, what changed between two screens), `script` (the script document and the
+//! Maestro importer: pure data over domain and screen), and `device` (the `Device` trait
+//! every phone backend implements, and the screenshot type). See ARCHITECTURE.md.
+
+pub mod device;
+pub mod domain;
+pub mod screen;
+pub mod script;
