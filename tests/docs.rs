@@ -90,7 +90,7 @@ fn every_route_has_a_row_in_the_api_guide_table() {
 }
 
 /// Files a user or a caller reads pointers in: the configuration, the code (hints,
-/// OpenAPI descriptions), CI's scripts.
+/// OpenAPI descriptions), CI's scripts, the compose file, the fuzz manifest, the dashboard.
 fn pointer_sources() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -102,10 +102,16 @@ fn pointer_sources() -> Vec<PathBuf> {
             }
         }
     }
-    let mut out = vec![
-        root().join("config/default.toml"),
-        root().join("ARCHITECTURE.md"),
-    ];
+    let mut out: Vec<PathBuf> = [
+        "config/default.toml",
+        "ARCHITECTURE.md",
+        "docker-compose.yml",
+        "fuzz/Cargo.toml",
+        "dashboard/tasks.js",
+    ]
+    .iter()
+    .map(|p| root().join(p))
+    .collect();
     walk(&root().join("src"), &mut out);
     if root().join("crates").is_dir() {
         walk(&root().join("crates"), &mut out);
