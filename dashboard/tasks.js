@@ -1,12 +1,12 @@
 // The tasks view: the submit form (instruction, device, agent kind, model, from
-// `GET /v1/presets`, or the kinds the README lists when the server has no presets) and
+// `GET /v1/presets`, or the kinds docs/agents.md lists when the server has no presets) and
 // the list with live status and a status filter.
 
 import { api } from "./api.js";
 import { h, fill, badge, flash, when, TERMINAL } from "./dom.js";
 
 const STATUSES = ["queued", "running", "paused", "waiting_for_user", ...TERMINAL];
-/** The agent kinds of README "Agents and models", for a server without `/v1/presets`. */
+/** The agent kinds of docs/agents.md "The agent object", for a server without `/v1/presets`. */
 const FALLBACK_KINDS = ["navigator", "vision", "planned", "chain", "replay", "script"];
 
 async function presets() {

@@ -8,7 +8,7 @@
 //! which is the harder path; without resume a killed task just ends `interrupted`).
 //!
 //! `DROIDPILOT_SOAK_KILLS` (default 8) and `DROIDPILOT_SOAK_SEED` (default 17) set the
-//! number of kills and the moments; a long soak raises the first (README "Reliability").
+//! number of kills and the moments; a long soak raises the first (docs/measurements.md "Reliability").
 //! When a batch of 30 has finished and kills remain, another batch of 30 is submitted, so
 //! every kill lands while tasks are queued or running.
 

@@ -1081,16 +1081,20 @@ fn pacing_is_configured_per_phone_and_refuses_absurd_values() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("pace_ms"));
 }
 
-/// The README states how many scored tasks the phone ships; the number must stay true.
+/// The virtual phone's guide states how many scored tasks the phone ships; the number must
+/// stay true.
 #[test]
-fn the_readme_counts_the_scored_tasks_truly() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md is readable");
-    let stated: usize = readme
+fn the_guide_counts_the_scored_tasks_truly() {
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/virtual-phone.md"
+    ))
+    .expect("docs/virtual-phone.md is readable");
+    let stated: usize = guide
         .split("It ships ")
         .nth(1)
         .and_then(|rest| rest.split(" scored tasks").next())
         .and_then(|n| n.parse().ok())
-        .expect("README says \"It ships N scored tasks\"");
+        .expect("docs/virtual-phone.md says \"It ships N scored tasks\"");
     assert_eq!(stated, droidpilot::device::sim::tasks::tasks().len());
 }

@@ -550,7 +550,7 @@ impl ActParams {
 /// (`element_not_found`, `invalid_selector`, `invalid_target`, `action_failed`, `timeout`,
 /// `permission_denied`) and the selector; `?include=screen_state` adds the current screen.
 #[utoipa::path(post, path = "/v1/devices/{id}/actions", tag = "devices", params(("id" = String, Path), ActParams),
-    request_body(content = Action, description = "One action; see README \"Actions\". Targets: `coordinate` [x, y] in [0, 1], `pixel` [x, y] in pixels, `element` (or `element_id`), `selector`. Unknown fields are refused by name.",
+    request_body(content = Action, description = "One action; see docs/api.md \"Actions\". Targets: `coordinate` [x, y] in [0, 1], `pixel` [x, y] in pixels, `element` (or `element_id`), `selector`. Unknown fields are refused by name.",
         example = json!({"action": "tap", "pixel": [540, 1200]})),
     responses((status = 200, body = ActionResult), (status = 400, description = "Unknown `include` part", body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
               (status = 422, description = "Invalid action or selector, pixel outside the screen, element not found", body = ErrorResponse), (status = 502, body = ErrorResponse), (status = 504, body = ErrorResponse)))]

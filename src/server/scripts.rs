@@ -103,7 +103,7 @@ fn invalid_body(message: String) -> ApiError {
         StatusCode::UNPROCESSABLE_ENTITY,
         "invalid_script",
         message,
-        "Send a script document ({\"name\", \"goal\", \"steps\"}) or {\"from_task\": ID}; see README \"Scripts\".",
+        "Send a script document ({\"name\", \"goal\", \"steps\"}) or {\"from_task\": ID}; see docs/scripts.md \"The script document\".",
     )
 }
 

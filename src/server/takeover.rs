@@ -170,7 +170,7 @@ pub struct ManualActionResult {
 #[utoipa::path(
     post, path = "/v1/tasks/{id}/actions", tag = "tasks",
     params(("id" = String, Path, description = "Task id (UUID)")),
-    request_body(content = Object, description = "One action plus an optional `by`; see README \"Actions\" and \"Take-over\".",
+    request_body(content = Object, description = "One action plus an optional `by`; see docs/api.md \"Actions\" and \"Take-over\".",
         example = json!({"action": "tap", "pixel": [540, 1200], "by": "alice"})),
     responses(
         (status = 200, body = ManualActionResult),

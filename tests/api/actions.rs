@@ -171,7 +171,7 @@ async fn unknown_fields_are_refused_by_name_on_the_endpoint_and_in_replay_lists(
         msg.starts_with("agent.actions[1]: `tap` has unknown field `bogus`"),
         "{msg}"
     );
-    assert!(hint.contains("README"), "{hint}");
+    assert!(hint.contains("docs/api.md \"Actions\""), "{hint}");
     // Nothing was queued.
     let tasks: Value = app.get("/v1/tasks").await.json().await.unwrap();
     assert_eq!(tasks["tasks"], json!([]), "{tasks}");

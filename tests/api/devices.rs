@@ -154,7 +154,7 @@ async fn a_serial_is_pooled_only_if_the_adb_server_lists_it() {
             .await,
     )
     .await;
-    // The serial is in the body: 422, as the README says (404 is for ids in the path).
+    // The serial is in the body: 422, as docs/api.md says (404 is for ids in the path).
     assert_eq!((status, code.as_str()), (422, "unknown_serial"));
     assert!(
         message.contains(&serial),

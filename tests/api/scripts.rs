@@ -463,12 +463,14 @@ async fn the_navigator_records_a_script_while_it_works_and_the_script_replays() 
     assert!(msg.contains("navigator"), "{msg}");
 }
 
-/// The README's walkthrough, as written: the replay task, recording it, replaying the
-/// script on a fresh phone; and the README's example script is a valid document.
+/// The scripts guide's walkthrough, as written: the replay task, recording it, replaying
+/// the script on a fresh phone; and the guide's example script is a valid document.
 #[tokio::test]
-async fn the_readme_scripts_walkthrough_works_as_written() {
-    let readme = include_str!("../../README.md");
-    let section = &readme[readme.find("## Scripts").expect("a Scripts section")..];
+async fn the_scripts_guide_walkthrough_works_as_written() {
+    let guide = include_str!("../../docs/scripts.md");
+    let section = &guide[guide
+        .find("## A walkthrough")
+        .expect("a walkthrough section")..];
     let start = section.find("-d '{").expect("the replay task example") + 4;
     let end = start + section[start..].find("}'").expect("its end") + 1;
     let task: Value = serde_json::from_str(&section[start..end]).expect("valid JSON");

@@ -214,7 +214,7 @@ impl DeviceError {
             }
             DeviceError::CommandFailed { .. } => "Run the same command with `adb shell` to see what the device says.".into(),
             DeviceError::AppNotFound(_) => "List installed apps with GET /v1/devices/{id}/apps, or launch by package name.".into(),
-            DeviceError::InvalidInput(_) => "Check the action's arguments against the README's action reference.".into(),
+            DeviceError::InvalidInput(_) => "Check the action's arguments against the action reference, docs/api.md \"Actions\".".into(),
             DeviceError::Unsupported(_) => "Use another backend or action for this device.".into(),
             DeviceError::Protocol(_) => "The device answered something unexpected. Run `droidpilot doctor`.".into(),
         }

@@ -308,7 +308,7 @@ impl ActionError {
             ActionError::InvalidCoordinate { .. } => {
                 "Send normalized coordinates: [x, y] with 0 ≤ x, y ≤ 1 (0.5 is the middle of the screen); for pixels send `pixel`: [x, y] instead of `coordinate`.".into()
             }
-            _ => "See the action reference in README.md (\"Actions\") for every action and its fields.".into(),
+            _ => "See the action reference, docs/api.md \"Actions\", for every action and its fields.".into(),
         }
     }
 
@@ -539,7 +539,7 @@ impl utoipa::PartialSchema for Action {
             .additional_properties(Some(AdditionalProperties::FreeForm(true)))
             .description(Some(
                 "One action, tagged by `action`; its fields (coordinate, element, selector, \
-                 text, direction, key, …) sit beside the tag. See the README's action table.",
+                 text, direction, key, …) sit beside the tag. See docs/api.md \"Actions\".",
             ))
             .into()
     }

@@ -148,7 +148,7 @@ pub struct TaskSpec {
     /// Free-form JSON kept with the task and returned as is.
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
-    /// Where to POST the result when the task ends (signed; see README "Webhooks").
+    /// Where to POST the result when the task ends (signed; see docs/api.md "Results and webhooks").
     /// Shown with its credentials and query values masked (`https://***@host/p?token=***`);
     /// the full URL is kept for delivery only.
     #[serde(default, serialize_with = "serialize_redacted_url")]
@@ -251,7 +251,7 @@ pub struct NewTask {
     /// Where to POST the result when the task ends (http or https).
     #[schema(max_length = 2000, pattern = "^https?://")]
     pub webhook_url: Option<String>,
-    /// Record the run as a replayable script (navigator agent only; see README "Scripts").
+    /// Record the run as a replayable script (navigator agent only; see docs/scripts.md "Recording while a model works").
     pub record: Option<bool>,
     /// Tokens (in + out) the task's model calls may use; once they have, the task fails
     /// with `budget_exceeded` at the next step boundary.

@@ -60,7 +60,7 @@ impl MaestroError {
     }
 }
 
-const SUPPORTED: &str = "Supported: launchApp, tapOn, inputText, eraseText, scroll, scrollUntilVisible, back, pressKey, assertVisible, assertNotVisible, waitForAnimationToEnd, runFlow (inline commands), retry; see README \"Maestro flows\".";
+const SUPPORTED: &str = "Supported: launchApp, tapOn, inputText, eraseText, scroll, scrollUntilVisible, back, pressKey, assertVisible, assertNotVisible, waitForAnimationToEnd, runFlow (inline commands), retry; see docs/scripts.md \"Maestro flows\".";
 const RETRY_PREFIX: &str = "maestro retry ";
 
 /// A YAML node with the line it starts on (1-based).
@@ -186,7 +186,7 @@ pub fn import(yaml: &str) -> Result<Script, MaestroError> {
                 1,
                 "invalid_yaml",
                 "a flow is an optional `appId:` header, `---`, then a list of commands",
-                "See README \"Maestro flows\".",
+                "See docs/scripts.md \"Maestro flows\".",
             ));
         }
     };
@@ -730,7 +730,7 @@ fn not_exportable(i: usize, what: &str) -> MaestroError {
         location: format!("steps[{i}]"),
         code: "not_exportable",
         message: format!("{what} has no Maestro equivalent"),
-        hint: "Maestro flows can say: tap/assert on `#id` or `:text(\"…\")`, type, clear, scroll, keys, launch_app, wait; see README \"Maestro flows\".".into(),
+        hint: "Maestro flows can say: tap/assert on `#id` or `:text(\"…\")`, type, clear, scroll, keys, launch_app, wait; see docs/scripts.md \"Maestro flows\".".into(),
     }
 }
 

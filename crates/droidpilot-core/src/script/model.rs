@@ -390,7 +390,7 @@ impl Script {
             ScriptError::invalid(
                 "script",
                 e.to_string(),
-                "A script is {\"name\", \"goal\", \"steps\": [{\"action\": \"tap\", \"selector\": \"#id\"}]}; see README \"Scripts\".",
+                "A script is {\"name\", \"goal\", \"steps\": [{\"action\": \"tap\", \"selector\": \"#id\"}]}; see docs/scripts.md \"The script document\".",
             )
         })?;
         script.validate()?;
