@@ -23,4 +23,4 @@ pub mod outbound;
 pub mod run;
 pub use droidpilot_core::{screen, script};
 pub mod server;
-pub mod store;
+pub use droidpilot_store as store;

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Artifact, StoredEvent};
-use crate::domain::{Step, TaskEvent};
+use droidpilot_core::domain::{Step, TaskEvent};
 
 /// One transaction's worth of writes for one stream.
 #[derive(Debug, Clone, Copy)]

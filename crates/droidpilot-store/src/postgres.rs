@@ -27,9 +27,9 @@ use super::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
     TaskFilter, TaskPage,
 };
-use crate::domain::task::DeviceConstraints;
-use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
-use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+use droidpilot_core::domain::task::DeviceConstraints;
+use droidpilot_core::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::StoreError;
-use crate::domain::{ActionParser, Step, StepOutcome, StepTimings};
+use droidpilot_core::domain::{ActionParser, Step, StepOutcome, StepTimings};
 
 /// One row of `steps`.
 #[derive(Debug, Clone, PartialEq)]

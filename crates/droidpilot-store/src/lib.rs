@@ -21,8 +21,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
-use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+use droidpilot_core::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
+use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 pub use commit::{EventSeqs, StepCommit};
 pub use location::{StorageConfig, StoreLocation, open, redact_url};
@@ -61,10 +61,10 @@ pub enum StoreError {
         expected: &'static str,
     },
     #[error("script {0} not found")]
-    ScriptNotFound(crate::script::ScriptId),
+    ScriptNotFound(droidpilot_core::script::ScriptId),
     #[error("script {id} has no version {version}")]
     ScriptVersionNotFound {
-        id: crate::script::ScriptId,
+        id: droidpilot_core::script::ScriptId,
         version: u32,
     },
     #[error("invalid cursor: {0}")]
@@ -129,7 +129,7 @@ pub struct StoredEvent {
     pub seq: i64,
     /// The event: `type` and `payload` on the wire.
     #[serde(flatten)]
-    pub event: crate::domain::TaskEvent,
+    pub event: droidpilot_core::domain::TaskEvent,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -174,7 +174,7 @@ pub trait Store: Send + Sync + 'static {
     async fn append_event(
         &self,
         stream: &str,
-        event: crate::domain::TaskEvent,
+        event: droidpilot_core::domain::TaskEvent,
     ) -> Result<StoredEvent, StoreError>;
     /// Events of a stream with `seq > since`, oldest first, at most `limit`.
     async fn events_since(

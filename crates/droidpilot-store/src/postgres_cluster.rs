@@ -12,7 +12,7 @@ use super::cluster::{
     ClusterStore, FarmDevice, Heartbeat, InstanceRow, JoinOutcome, Reaped, ReasonFor,
 };
 use super::{PostgresStore, StoreError};
-use crate::domain::TaskId;
+use droidpilot_core::domain::TaskId;
 
 /// The statuses of a task a runner holds.
 const HELD: &str = "('running', 'waiting_for_user', 'paused')";

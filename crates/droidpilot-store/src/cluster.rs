@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::StoreError;
-use crate::domain::TaskId;
+use droidpilot_core::domain::TaskId;
 
 /// One process's row in `instances`.
 #[derive(Debug, Clone, PartialEq, Eq)]

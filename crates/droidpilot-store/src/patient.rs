@@ -21,10 +21,10 @@ use super::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, Store, StoreError, StoredEvent, TaskFilter,
     TaskPage,
 };
-use crate::domain::{
+use droidpilot_core::domain::{
     Intervention, RetryPolicy, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
 };
-use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 pub struct PatientStore {
     inner: Arc<dyn Store>,
@@ -222,11 +222,11 @@ impl Store for PatientStore {
     async fn close(&self) {
         self.inner.close().await
     }
-    fn cluster(&self) -> Option<&dyn crate::store::cluster::ClusterStore> {
+    fn cluster(&self) -> Option<&dyn crate::cluster::ClusterStore> {
         self.inner.cluster()
     }
 
-    fn notifier(&self) -> Option<crate::store::notify::Notifier> {
+    fn notifier(&self) -> Option<crate::notify::Notifier> {
         self.inner.notifier()
     }
 }

@@ -25,9 +25,9 @@ use super::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
     TaskFilter, TaskPage,
 };
-use crate::domain::task::DeviceConstraints;
-use crate::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
-use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+use droidpilot_core::domain::task::DeviceConstraints;
+use droidpilot_core::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 mod group_commit;
 
@@ -1009,7 +1009,7 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{NewTask, TaskSpec};
+    use droidpilot_core::domain::{NewTask, TaskSpec};
 
     fn spec(i: &str) -> TaskSpec {
         TaskSpec::parse(NewTask {
@@ -1028,8 +1028,8 @@ mod tests {
             action: None,
             raw: None,
             rejected: None,
-            outcome: crate::domain::StepOutcome {
-                status: crate::domain::StepStatus::Ok,
+            outcome: droidpilot_core::domain::StepOutcome {
+                status: droidpilot_core::domain::StepStatus::Ok,
                 error: None,
                 screen_changed: Some(true),
                 detail: None,
@@ -1365,7 +1365,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_row_written_before_typed_steps_still_reads() {
-        use crate::domain::Action;
+        use droidpilot_core::domain::Action;
         let store = SqliteStore::in_memory().await.unwrap();
         let task = store.create_task(spec("t")).await.unwrap();
         let old_screen = r#"{"summary":"Home","app":null,"activity":null,"has_modal":false,"sensitive":false,"layout_hash":null}"#;

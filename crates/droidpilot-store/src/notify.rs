@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 
 use super::StoreError;
-use crate::domain::TaskId;
+use droidpilot_core::domain::TaskId;
 
 /// The channel event pointers are sent on.
 pub const EVENTS_CHANNEL: &str = "droidpilot_events";

@@ -37,8 +37,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::{Background, WriteQueue};
-use crate::store::step_row::StepRow;
-use crate::store::{Artifact, EventSeqs, StepCommit, StoreError};
+use crate::step_row::StepRow;
+use crate::{Artifact, EventSeqs, StepCommit, StoreError};
 
 /// The most commits written in one transaction: bounds the work a group holds the write
 /// lock for (its rows travel as JSON, so there is no parameter limit).
