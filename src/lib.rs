@@ -7,7 +7,7 @@
 //! read from `core` up).
 //! See ARCHITECTURE.md for the map.
 
-pub mod adbd;
+pub use droidpilot_sim::adbd;
 pub mod agent;
 pub mod bench;
 pub mod cli;

@@ -6,7 +6,7 @@ pub use droidpilot_core::device::*;
 
 pub mod adb;
 pub mod pool;
-pub mod sim;
+pub use droidpilot_sim as sim;
 
 pub mod exec;
 pub mod scroll_find;

@@ -1,6 +1,6 @@
 //! How each `Look` is painted, in Material 3's shapes: one method per look.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::widget::{ACCENT, Look, PILL, SUBTLE, TEXT, WHITE, Widget, flag};
 use super::{Align, Face, Painter, Style};

@@ -8,9 +8,9 @@
 
 use serde::Serialize;
 
-use crate::device::{Device, DeviceError};
-use crate::domain::action::{SwipePath, TargetField};
-use crate::domain::{
+use droidpilot_core::device::{Device, DeviceError};
+use droidpilot_core::domain::action::{SwipePath, TargetField};
+use droidpilot_core::domain::{
     Action, AppRef, CoordinateTransform, Direction, Key, LinearTransform, NormPoint, PixelPoint,
     ScreenSize, Target,
 };

@@ -21,7 +21,7 @@ mod text;
 
 pub use text::wrap_count;
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::widget::{PILL, Screen, Symbol, TextSize, WHITE, Widget};
 use canvas::Canvas;

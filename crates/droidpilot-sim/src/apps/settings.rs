@@ -2,7 +2,7 @@
 //! phone (tapping the build number seven times enables developer options, as on a
 //! real phone), and Accounts: a sign-in form with a real password field.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Cmd, Page, PhoneState, Setting, field};
 use super::super::ui::{Ctx, app_frame, row, scroll_list};

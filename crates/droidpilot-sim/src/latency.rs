@@ -289,9 +289,9 @@ mod tests {
 #[cfg(test)]
 mod device_tests {
     use super::*;
-    use crate::device::Device;
-    use crate::device::sim::{SimConfig, SimDevice};
-    use crate::domain::{Key, PixelPoint};
+    use crate::{SimConfig, SimDevice};
+    use droidpilot_core::device::Device;
+    use droidpilot_core::domain::{Key, PixelPoint};
 
     fn phone(profile: LatencyProfile) -> SimDevice {
         SimDevice::new(SimConfig {

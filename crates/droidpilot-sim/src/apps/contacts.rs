@@ -2,7 +2,7 @@
 //! phone EditTexts, Save). Leaving a changed form by back asks "Discard changes?" as the
 //! real app does; a long press on a contact offers Delete.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Cmd, Contact, Dialog, Page, PhoneState, field};
 use super::super::ui::{Ctx, ROW, STATUS_BAR, action_slot, app_frame, fab, scroll_list};

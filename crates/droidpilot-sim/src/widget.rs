@@ -4,7 +4,7 @@
 //! derived from that same tree, so "the screenshot shows what the hierarchy describes"
 //! holds by construction rather than by keeping two code paths in sync.
 
-use crate::domain::{Bounds, PixelPoint};
+use droidpilot_core::domain::{Bounds, PixelPoint};
 
 use super::state::Cmd;
 

@@ -2,7 +2,7 @@
 //! body. Like Keep there is no Save button: leaving the editor saves, and an empty new
 //! note is dropped. A long press on a note offers Delete.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Cmd, Dialog, Note, Page, PhoneState, field};
 use super::super::ui::{Ctx, app_frame, fab, scroll_list};

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use base64::Engine as _;
 
 use super::cmdline::{Builtins, CmdOutput};
-use crate::device::{Device, DeviceError};
-use crate::domain::{AppRef, Key, PixelPoint, ScreenSize};
+use droidpilot_core::device::{Device, DeviceError};
+use droidpilot_core::domain::{AppRef, Key, PixelPoint, ScreenSize};
 
 /// The ADB Keyboard IME id (`com.android.adbkeyboard/.AdbIME`).
 pub const ADB_KEYBOARD_IME: &str = "com.android.adbkeyboard/.AdbIME";
@@ -270,7 +270,7 @@ impl Commands {
     }
 
     /// The screen as the logical display shows it: resized when `wm size` is overridden.
-    async fn capture(&self) -> Result<crate::device::Screenshot, DeviceError> {
+    async fn capture(&self) -> Result<droidpilot_core::device::Screenshot, DeviceError> {
         let shot = self.device.screenshot().await?;
         let Some(o) = self.st().size_override else {
             return Ok(shot);
@@ -287,10 +287,10 @@ impl Commands {
             o.height,
             image::imageops::FilterType::Triangle,
         );
-        Ok(crate::device::Screenshot {
+        Ok(droidpilot_core::device::Screenshot {
             width: o.width,
             height: o.height,
-            data: crate::device::ScreenshotData::Rgba(resized.into_raw().into()),
+            data: droidpilot_core::device::ScreenshotData::Rgba(resized.into_raw().into()),
         })
     }
 

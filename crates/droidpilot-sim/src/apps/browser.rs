@@ -3,7 +3,7 @@
 //! without resource-ids, as real web content appears in uiautomator dumps, and it
 //! appears only after a loading delay (a progress bar shows meanwhile).
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Cmd, NEW_TAB, Page, PhoneState, field};
 use super::super::ui::{Ctx, STATUS_BAR, scroll_list};

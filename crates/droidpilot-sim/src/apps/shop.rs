@@ -3,7 +3,7 @@
 //! that loads after a delay and scrolls, product pages, a cart, and a checkout (a secure
 //! screen, like real payment screens) that asks for confirmation before paying.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::state::{AppId, Cmd, Dialog, Fg, Order, PERMISSION_PACKAGE, Page, PhoneState};
 use super::super::ui::{Ctx, action_slot, app_frame, scroll_list};

@@ -2,7 +2,7 @@
 //! hour and minute NumberPickers. A picker steps with its +/− buttons, scrolls by the
 //! swiped distance, or takes a typed number in its input field, like Android's.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Alarm, Cmd, Dialog, Page, PhoneState, field};
 use super::super::ui::{Ctx, ROW, app_frame, fab, scroll_list};

@@ -2,7 +2,7 @@
 //! above the keyboard, as Messages uses adjustResize), and "Start chat" with a
 //! recipient field that suggests contacts or accepts a number.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Cmd, Message, Page, PhoneState, Thread, field};
 use super::super::ui::{Ctx, ROW, app_frame, fab, scroll_list};

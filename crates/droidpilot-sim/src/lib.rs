@@ -11,10 +11,16 @@
 //! (a dump ~2 s on `pixel-8`) and counts the commands served by kind; the adbd that
 //! `droidpilot sim` runs serves this device, so the profile applies over ADB too.
 //!
+//! This crate is also the simulated adbd (`adbd`): the ADB wire protocol served over TCP
+//! for this phone, so the real `adb` and the application's ADB backend are tested
+//! against it. Both are test worlds, kept out of the product's other crates with their
+//! font, rendering and thread-pool dependencies.
+//!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
 //! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `tasks` (scored tasks with checkers and reference solutions).
 
+pub mod adbd;
 pub mod apps;
 pub mod cpu;
 pub mod drift;
@@ -36,10 +42,12 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::{AppRef, Key, PixelPoint, ScreenSize};
+use droidpilot_core::domain::{AppRef, Key, PixelPoint, ScreenSize};
 
-use super::ScreenshotData;
-use super::{AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot};
+use droidpilot_core::device::ScreenshotData;
+use droidpilot_core::device::{
+    AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot,
+};
 
 pub use faults::{IDLE_STATE_ERROR, NULL_ROOT_ERROR, SimFaults};
 pub use latency::{CommandCounts, DeviceOp, LatencyProfile, SimCounters};
@@ -853,10 +861,10 @@ impl Device for SimDevice {
         })
     }
 
-    async fn locale(&self) -> Result<crate::device::DeviceLocale, DeviceError> {
+    async fn locale(&self) -> Result<droidpilot_core::device::DeviceLocale, DeviceError> {
         let mut g = self.lock();
         self.begin(&mut g)?;
-        Ok(crate::device::DeviceLocale {
+        Ok(droidpilot_core::device::DeviceLocale {
             locale: Some(SIM_LOCALE.into()),
             timezone: Some(SIM_TIMEZONE.into()),
             country: Some(SIM_COUNTRY.into()),

@@ -21,7 +21,7 @@ use super::cmdline::{self, CmdOutput};
 use super::commands::{Commands, PhoneState};
 use super::packet::{self, A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_WRTE, Packet, PacketError};
 use super::shell_v2;
-use crate::device::Device;
+use droidpilot_core::device::Device;
 
 /// How a simulated adbd presents itself.
 #[derive(Debug, Clone)]
@@ -458,7 +458,7 @@ impl Adbd {
 /// `framebuffer:`: version 1 header (RGBA_8888) then the pixels.
 async fn commands_framebuffer(
     device: &Arc<dyn Device>,
-) -> Result<Vec<u8>, crate::device::DeviceError> {
+) -> Result<Vec<u8>, droidpilot_core::device::DeviceError> {
     let shot = device.screenshot().await?;
     let rgba = shot.rgba()?;
     let mut v = Vec::with_capacity(52 + rgba.len());

@@ -5,7 +5,7 @@
 //! Layout is written in "design pixels" for a 1080-wide phone and scaled by width/1080,
 //! so any configured size works; a taller screen simply shows more rows.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::apps;
 use super::state::{AppId, Dialog, Fg, IME_PACKAGE, LAUNCHER_PACKAGE, PhoneState, SYSTEMUI};
@@ -789,7 +789,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
 
 #[cfg(test)]
 mod tests {
-    use crate::device::sim::{AppId, Cmd, SimConfig, SimDevice};
+    use crate::{AppId, Cmd, SimConfig, SimDevice};
 
     #[test]
     fn the_gesture_handle_is_dumped_only_clear_of_clickable_content() {

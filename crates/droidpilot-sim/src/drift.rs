@@ -11,7 +11,7 @@
 //! - `changed_labels`: the text of buttons is reworded (`Send` → `Send message`, `Save` →
 //!   `Save changes`); labels without a known rewording get a seeded suffix.
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 use super::ui::{Ctx, ROW};
 use super::widget::{SUBTLE, SURFACE, TextSize, Widget};
@@ -129,8 +129,8 @@ fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::sim::state::{AppId, Cmd};
-    use crate::device::sim::{SimConfig, SimDevice, SimFaults};
+    use crate::state::{AppId, Cmd};
+    use crate::{SimConfig, SimDevice, SimFaults};
 
     fn phone(faults: SimFaults) -> SimDevice {
         SimDevice::new(SimConfig {
@@ -184,7 +184,7 @@ mod tests {
     /// pushes the page's content, never a bar under the keyboard.
     #[test]
     fn moved_elements_leave_a_bar_above_the_keyboard_where_it_is() {
-        use crate::device::sim::state::field;
+        use crate::state::field;
         let clean = phone(SimFaults::default());
         let moved = phone(SimFaults {
             moved_elements: true,
@@ -244,7 +244,7 @@ mod tests {
     /// bottom; they still move with the form, so no field ends up over another.
     #[test]
     fn moved_elements_move_a_form_as_one() {
-        use crate::device::sim::state::{Page, field};
+        use crate::state::{Page, field};
         let p = short_phone(SimFaults {
             moved_elements: true,
             ..SimFaults::default()
@@ -323,17 +323,10 @@ mod tests {
         let name = "Alice Martin";
         let at = |p: &SimDevice| top(&bounds_of(&p.hierarchy_now(), name).expect("a row"));
         let syncing = slow.hierarchy_now();
-        assert!(
-            syncing.contains(crate::device::sim::ui::SYNC_ID),
-            "{syncing}"
-        );
+        assert!(syncing.contains(crate::ui::SYNC_ID), "{syncing}");
         assert_eq!(at(&slow) - at(&clean), super::ROW, "one row down");
         slow.advance_clock(2_000);
-        assert!(
-            !slow
-                .hierarchy_now()
-                .contains(crate::device::sim::ui::SYNC_ID)
-        );
+        assert!(!slow.hierarchy_now().contains(crate::ui::SYNC_ID));
         assert_eq!(at(&slow), at(&clean), "loaded: back in place");
     }
 

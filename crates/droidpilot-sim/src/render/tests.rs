@@ -1,7 +1,7 @@
 use sha2::{Digest, Sha256};
 
 use super::*;
-use crate::device::sim::{AppId, Cmd, Fg, SimConfig, SimDevice};
+use crate::{AppId, Cmd, Fg, SimConfig, SimDevice};
 
 fn painter(px: &mut [u8], side: i32) -> Painter<'_> {
     Painter {
@@ -224,7 +224,7 @@ fn golden_pixels() {
 }
 
 fn write_png(name: &str, px: Vec<u8>) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/golden");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/golden");
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = SimConfig::default();
     image::RgbaImage::from_raw(cfg.width, cfg.height, px)

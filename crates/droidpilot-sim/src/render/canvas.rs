@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use crate::domain::Bounds;
+use droidpilot_core::domain::Bounds;
 
 pub struct Canvas<'a> {
     pub w: i32,

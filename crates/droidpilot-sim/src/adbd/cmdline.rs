@@ -18,7 +18,7 @@ use std::pin::Pin;
 use async_trait::async_trait;
 
 /// The quoting this parser undoes lives in the domain layer, shared with the ADB backend.
-pub use crate::domain::shell::quote;
+pub use droidpilot_core::domain::shell::quote;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Script(pub Vec<AndOr>);
