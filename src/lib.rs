@@ -1,26 +1,21 @@
 //! droidpilot: a server for LLM agents that operate Android phones.
 //!
-//! The crate is a library first so that the binary, `tests/` and `benches/` all run the
-//! same code. Layers, lowest first (lower layers never import higher ones): `domain`,
-//! `screen`, `script` (the script document: pure data over domain and screen), `device`, `adbd`, `store`, `llm`, `agent`, `run`, `core` (the
-//! wiring: builds and stops everything once), `server`, then `bench` and `cli` (`config` is
-//! read from `core` up).
+//! This package is the product: the binary, its front ends and the facade that tests,
+//! benches and examples use. The layers live in the workspace's crates, lowest first:
+//! `droidpilot-core` (domain, screen, script, the `Device` trait), `droidpilot-sim` (the
+//! virtual phone and the simulated adbd), `droidpilot-store` (SQLite and PostgreSQL),
+//! `droidpilot-app` (devices, models, agents, the runner, config, `core`), then the front
+//! ends here: `server` (HTTP, WebSocket, SSE, the dashboard), `mcp::server`, `cli`, and
+//! `bench`. Each layer's modules are re-exported under their usual names, so
+//! `droidpilot::domain::Action` and `droidpilot::run::queue` read as one tree.
 //! See ARCHITECTURE.md for the map.
 
-pub use droidpilot_sim::adbd;
-pub mod agent;
+pub use droidpilot_app::{
+    adbd, agent, cluster, config, core, device, domain, fuzzing, llm, outbound, run, screen,
+    script, store,
+};
+
 pub mod bench;
 pub mod cli;
-pub mod cluster;
-pub mod config;
-pub mod core;
-pub mod device;
-pub use droidpilot_core::domain;
-pub mod fuzzing;
-pub mod llm;
 pub mod mcp;
-pub mod outbound;
-pub mod run;
-pub use droidpilot_core::{screen, script};
 pub mod server;
-pub use droidpilot_store as store;

@@ -86,6 +86,15 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A file write that belongs with a store commit (an artifact beside its step) failed:
+    /// reported as an I/O error of the store, which `is_transient` treats as retryable.
+    pub fn io(context: impl std::fmt::Display, source: &std::io::Error) -> Self {
+        StoreError::Database(sqlx::Error::Io(std::io::Error::new(
+            source.kind(),
+            format!("{context}: {source}"),
+        )))
+    }
+
     /// The database did not answer (connection lost or refused, pool timed out, server
     /// shutting down or starting): the same call may succeed later. Never a caller's
     /// mistake nor a constraint.

@@ -35,7 +35,7 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
-pub(crate) use record::{ManualStep, StepStart};
+pub use record::{ManualStep, StepStart};
 pub use stop::StopSignal;
 
 use super::artifacts::ArtifactStore;

@@ -13,7 +13,7 @@ pub use crate::store::StorageConfig;
 pub mod frontends;
 
 /// The defaults, embedded so the binary runs with no files next to it.
-pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../../../config/default.toml");
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -32,9 +32,9 @@ impl ArtifactError {
     pub fn into_store(self) -> StoreError {
         match self {
             ArtifactError::Store(e) => e,
-            ArtifactError::Io { path, source } => StoreError::Database(sqlx::Error::Io(
-                std::io::Error::new(source.kind(), format!("artifact {path}: {source}")),
-            )),
+            ArtifactError::Io { path, source } => {
+                StoreError::io(format_args!("artifact {path}"), &source)
+            }
         }
     }
 }
