@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # droidpilot in a container. Multi-stage: build with the full toolchain, run on a slim
 # Debian with only adb and CA certificates, as a non-root user.
 #
@@ -9,19 +10,21 @@
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-# Dependencies first, so source edits do not rebuild them.
-COPY Cargo.toml Cargo.lock ./
-RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
-    && cargo build --release --locked || true
 COPY . .
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin droidpilot
+# The registry and target/ are BuildKit caches, so a source edit rebuilds only the crates
+# it touches (the workspace's crates are the layers: an edit in a front end leaves the
+# core, the sim and the store built).
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked --bin droidpilot \
+    && cp target/release/droidpilot /usr/local/bin/droidpilot
 
 FROM debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends adb ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --create-home --home-dir /var/lib/droidpilot --uid 10001 droidpilot
-COPY --from=build /src/target/release/droidpilot /usr/local/bin/droidpilot
+COPY --from=build /usr/local/bin/droidpilot /usr/local/bin/droidpilot
 USER droidpilot
 WORKDIR /var/lib/droidpilot
 ENV DROIDPILOT_SERVER__BIND=0.0.0.0:8080 \

@@ -62,7 +62,7 @@ def tests_of(path):
 
 
 def vision(fmt, marker):
-    return [s for s in rust_strings(tests_of(f"src/agent/vision/{fmt}.rs")) if marker in s]
+    return [s for s in rust_strings(tests_of(f"crates/droidpilot-app/src/agent/vision/{fmt}.rs")) if marker in s]
 
 
 def adb(cmd, a0, a1, payload=b""):
@@ -78,15 +78,15 @@ def shell(id_, data=b""):
     return bytes([id_]) + struct.pack("<I", len(data)) + data
 
 
-actions = json_macros(src("src/domain/action_examples_tests.rs")) + json_macros(src("src/domain/action_tests.rs"))
+actions = json_macros(src("crates/droidpilot-core/src/domain/action_examples_tests.rs")) + json_macros(src("crates/droidpilot-core/src/domain/action_tests.rs"))
 write("parse_action", actions + ['{"action": "fuzz_custom", "x": 1}'])
 write("vision_mai_ui", vision("mai_ui", "<tool_call>"))
 write("vision_ui_tars", [b"\x38\x04\x80\x09" + s.encode() for s in vision("ui_tars", "Action:")] + vision("ui_tars", "Action:"))
 write("vision_autoglm", vision("autoglm", "do(") + vision("autoglm", "finish("))
 write("vision_generic", vision("generic", "<tool_call>"))
-sel_src = tests_of("src/screen/selector.rs")
+sel_src = tests_of("crates/droidpilot-core/src/screen/selector.rs")
 write("parse_selector", [s for s in rust_strings(sel_src) if re.match(r"\s*[#:\[A-Za-z]", s) and len(s) < 80][:60])
-cmd_src = tests_of("src/adbd/cmdline.rs")
+cmd_src = tests_of("crates/droidpilot-sim/src/adbd/cmdline.rs")
 write("adbd_cmdline", [s for s in rust_strings(cmd_src) if " " in s][:80] + [
     "uiautomator dump /sdcard/window_dump.xml && cat /sdcard/window_dump.xml",
     "input tap 540 1200; echo $?", "screencap -p", "am start -n com.a/.Main 2>&1",
