@@ -24,4 +24,5 @@ pub mod run;
 pub mod screen;
 pub mod script;
 pub mod server;
+pub mod service;
 pub mod store;

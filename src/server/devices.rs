@@ -22,35 +22,6 @@ use crate::device::{AppInfo, Device, DeviceError};
 use crate::domain::{Action, ActionParser, LinearTransform};
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation};
 
-impl From<PoolError> for ApiError {
-    fn from(e: PoolError) -> Self {
-        let status = match &e {
-            PoolError::NotFound(_) => StatusCode::NOT_FOUND,
-            PoolError::Duplicate(_) => StatusCode::CONFLICT,
-            PoolError::NoneAvailable(_) => StatusCode::CONFLICT,
-            PoolError::NoAdb => StatusCode::UNPROCESSABLE_ENTITY,
-            PoolError::Device(d) => return d.clone().into(),
-        };
-        ApiError::new(status, e.code(), e.to_string(), e.hint())
-    }
-}
-
-impl From<DeviceError> for ApiError {
-    fn from(e: DeviceError) -> Self {
-        let status = match &e {
-            DeviceError::Disconnected { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            DeviceError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            DeviceError::HierarchyUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            DeviceError::InvalidInput(_) | DeviceError::AppNotFound(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            DeviceError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
-            DeviceError::CommandFailed { .. } | DeviceError::Protocol(_) => StatusCode::BAD_GATEWAY,
-        };
-        ApiError::new(status, e.code(), e.to_string(), e.hint())
-    }
-}
-
 fn device(s: &AppState, id: &str) -> Result<std::sync::Arc<dyn Device>, ApiError> {
     s.pool
         .get(id)

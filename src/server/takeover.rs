@@ -19,39 +19,6 @@ use super::state::AppState;
 use crate::domain::{Intervention, Task, TaskId};
 use crate::run::takeover::TakeOverError;
 
-impl From<TakeOverError> for ApiError {
-    fn from(e: TakeOverError) -> Self {
-        let message = e.to_string();
-        match e {
-            TakeOverError::NotRunning { .. } => ApiError::new(
-                StatusCode::CONFLICT,
-                "task_not_running",
-                message,
-                "Only a running task can be paused; GET /v1/tasks/{id} shows its status.",
-            ),
-            TakeOverError::NotPaused { pending: true, .. } => ApiError::new(
-                StatusCode::CONFLICT,
-                "task_not_paused",
-                message,
-                "Wait for the task's `task.paused` event (GET /v1/tasks/{id}/events), then send it.",
-            ),
-            TakeOverError::NotPaused { .. } => ApiError::new(
-                StatusCode::CONFLICT,
-                "task_not_paused",
-                message,
-                "Pause the task first (POST /v1/tasks/{id}/pause) and wait for `task.paused`.",
-            ),
-            TakeOverError::NoDevice { .. } => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "device_unavailable",
-                message,
-                "The phone does not answer; check GET /v1/devices, or cancel the task.",
-            ),
-            TakeOverError::Store(s) => s.into(),
-        }
-    }
-}
-
 /// Who is pausing or resuming (optional; `anonymous` when absent).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
