@@ -23,6 +23,7 @@ pub mod outbound;
 pub mod run;
 pub mod screen;
 pub mod script;
+pub mod serve;
 pub mod server;
 pub mod service;
 pub mod store;

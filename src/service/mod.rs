@@ -4,6 +4,13 @@
 //! CLI) parse their input, call one function here and map its `AppError`; none of them
 //! holds a use case, and none imports another front end.
 
+pub mod devices;
 pub mod error;
+pub mod images;
+pub mod manual;
+pub mod scripts;
+pub mod takeover;
+pub mod tasks;
 
 pub use error::{AppError, ErrorKind};
+pub use manual::manual_step;

@@ -7,7 +7,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::server::error::ApiError;
 use crate::service::AppError;
 
 /// A failed tool call: the same code, message and hint as the REST API gives.
@@ -79,12 +78,6 @@ pub fn in_tool_words(hint: &str) -> String {
     TOOL_WORDS
         .iter()
         .fold(hint.to_string(), |h, (from, to)| h.replace(from, to))
-}
-
-impl From<ApiError> for ToolError {
-    fn from(e: ApiError) -> Self {
-        Self::new(e.code, e.message, e.hint)
-    }
 }
 
 impl From<AppError> for ToolError {

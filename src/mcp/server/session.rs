@@ -20,6 +20,7 @@ use crate::core::Core;
 use crate::device::Device;
 use crate::device::pool::{DeviceMatcher, Lease, PoolError};
 use crate::domain::{NewTask, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use crate::service::AppError;
 
 /// A device this session holds, and the task its actions are recorded in.
 struct Held {
@@ -257,7 +258,7 @@ impl Session {
                 format!("no device `{id}`"),
                 format!("Known devices: {}.", known()),
             ),
-            (other, _) => crate::server::error::ApiError::from(other).into(),
+            (other, _) => AppError::from(other).into(),
         }
     }
 
@@ -274,7 +275,7 @@ impl Session {
             metadata: Some(json!({"mcp_session": self.id, "lease_owner": owner})),
             ..Default::default()
         })
-        .map_err(crate::server::error::ApiError::from)?;
+        .map_err(AppError::from)?;
         let task = crate::run::queue::submit(&self.core.bus, spec).await?;
         self.core.start_here(task.id, device_id).await?;
         let started = TaskEvent::Started {

@@ -19,6 +19,7 @@ mod ask;
 mod budget;
 mod config;
 mod decide;
+mod manual;
 mod observe;
 mod reconnect;
 mod record;
@@ -35,7 +36,9 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
-pub(crate) use record::{ManualStep, StepStart};
+pub use manual::{ManualDone, outcome_detail};
+pub use record::ManualOutcome;
+use record::StepStart;
 pub use stop::StopSignal;
 
 use super::artifacts::ArtifactStore;

@@ -127,7 +127,7 @@ impl Runner {
     /// fail alone: a failed tree degrades to screenshot only, a black or failed screenshot
     /// to tree only (flagged sensitive). Only when both fail is it an error. The
     /// screenshot's artifact row is recorded at once (the caller hands its hash out).
-    pub(crate) async fn observe(
+    pub(super) async fn observe(
         &self,
         device: &dyn Device,
         size: ScreenSize,
