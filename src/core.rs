@@ -48,6 +48,7 @@ use crate::run::events::{DEVICES_STREAM, EventBus};
 use crate::run::hooks::CustomActionHook;
 use crate::run::interaction::Prompts;
 use crate::run::mcp::McpRegistry;
+use crate::run::queue::Queue;
 use crate::run::runner::Runner;
 use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
 use crate::run::webhooks::{WebhookSender, spawn_deliverer};
@@ -91,7 +92,9 @@ pub struct Core {
     pub pool: DevicePool,
     pub artifacts: ArtifactStore,
     pub runner: Arc<Runner>,
-    /// Wakes the scheduler (a task was queued or cancelled).
+    /// Submits and cancels tasks; a submission wakes the scheduler.
+    pub queue: Queue,
+    /// Wakes the scheduler (a task was queued, a phone came free).
     pub wake: Arc<Notify>,
     /// Running tasks, for cancels.
     pub running: Arc<RunningTasks>,
@@ -187,6 +190,7 @@ impl Core {
             instance: membership.as_ref().map(|m| m.scheduler_instance()),
             secrets: secrets.clone(),
         };
+        let queue = Queue::new(bus.clone(), running.clone(), wake.clone());
         let core = Core {
             config: Arc::new(config.clone()),
             store,
@@ -195,6 +199,7 @@ impl Core {
             pool,
             artifacts,
             runner,
+            queue,
             wake,
             running,
             mcp,

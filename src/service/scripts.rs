@@ -10,7 +10,6 @@ use utoipa::ToSchema;
 use super::error::AppError;
 use crate::core::Core;
 use crate::domain::{NewTask, Task, TaskSpec};
-use crate::run::queue;
 use crate::script::{Script, ScriptId, ScriptRecord};
 
 /// Run a script: a task with agent kind `script`.
@@ -56,9 +55,7 @@ pub async fn run_script(core: &Core, id: ScriptId, req: RunScript) -> Result<Tas
     let mut spec = TaskSpec::parse(task_request(&rec, req))?;
     super::tasks::check_runnable(core, &spec).await?;
     super::tasks::hold_secrets(core, &mut spec)?;
-    let task = queue::submit(&core.bus, spec).await?;
-    core.wake.notify_one();
-    Ok(task)
+    Ok(core.queue.submit(spec).await?)
 }
 
 /// The task a run submits: the script embedded whole, so the task stands alone.

@@ -4,7 +4,6 @@
 use super::error::AppError;
 use crate::core::Core;
 use crate::domain::{Intervention, NewTask, Task, TaskId, TaskSpec};
-use crate::run::queue;
 use crate::store::CancelOutcome;
 
 /// Validates a task request, refuses what could never run, and queues it. Used by
@@ -13,15 +12,13 @@ pub async fn submit(core: &Core, req: NewTask) -> Result<Task, AppError> {
     let mut spec = TaskSpec::parse(req)?;
     check_runnable(core, &spec).await?;
     hold_secrets(core, &mut spec)?;
-    let task = queue::submit(&core.bus, spec).await?;
-    core.wake.notify_one();
-    Ok(task)
+    Ok(core.queue.submit(spec).await?)
 }
 
 /// Cancels a task: at once when it is queued or waiting for an answer
 /// (`CancelOutcome::Cancelled`), at its runner's next step when it runs (`Requested`).
 pub async fn cancel(core: &Core, id: TaskId) -> Result<(Task, CancelOutcome), AppError> {
-    Ok(queue::cancel(&core.bus, &core.running, id).await?)
+    Ok(core.queue.cancel(id).await?)
 }
 
 /// Answers the question task `id` waits on (the open one when `prompt_id` is None),

@@ -276,7 +276,7 @@ impl Session {
             ..Default::default()
         })
         .map_err(AppError::from)?;
-        let task = crate::run::queue::submit(&self.core.bus, spec).await?;
+        let task = self.core.queue.submit(spec).await?;
         self.core.start_here(task.id, device_id).await?;
         let started = TaskEvent::Started {
             task_id: task.id,
