@@ -92,10 +92,8 @@ pub struct Core {
     pub pool: DevicePool,
     pub artifacts: ArtifactStore,
     pub runner: Arc<Runner>,
-    /// Submits and cancels tasks; a submission wakes the scheduler.
+    /// Submits, cancels and ends tasks; it wakes the scheduler when that may start one.
     pub queue: Queue,
-    /// Wakes the scheduler (a task was queued, a phone came free).
-    pub wake: Arc<Notify>,
     /// Running tasks, for cancels.
     pub running: Arc<RunningTasks>,
     /// The `[[mcp.servers]]` connections (their tools are in `runner.mcp`).
@@ -200,7 +198,6 @@ impl Core {
             artifacts,
             runner,
             queue,
-            wake,
             running,
             mcp,
             membership,

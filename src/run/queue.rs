@@ -1,13 +1,14 @@
-//! The queue: submitting and cancelling tasks. Each
+//! The queue: submitting and cancelling tasks, and ending one outside a runner. Each
 //! publishes its event on the bus (persisted first), so the event stream tells the whole
-//! story from `task.queued` on. A submission wakes the scheduler itself, so no caller
-//! has to.
+//! story from `task.queued` on. The queue wakes its scheduler itself (a task was queued,
+//! a task that held a phone ended), so no caller has to.
 
 use std::sync::Arc;
 
 use tokio::sync::Notify;
 
 use super::events::EventBus;
+use super::finish::{Ending, end_task};
 use super::runner::StopSignal;
 use super::scheduler::RunningTasks;
 use crate::domain::{Task, TaskEvent, TaskId, TaskSpec};
@@ -61,15 +62,26 @@ impl Queue {
         {
             tracing::warn!(task = %id, error = %e, "could not relay a cancel; the runner reads the stored flag within about a second");
         }
-        let event = match outcome {
-            CancelOutcome::Cancelled => TaskEvent::finished(&task),
-            CancelOutcome::Requested => TaskEvent::CancelRequested {
-                task_id: id,
-                status: task.status,
-                reason: task.reason.clone(),
-            },
+        let task = match outcome {
+            CancelOutcome::Cancelled => end_task(bus, id, Ending::Stored(task)).await?,
+            CancelOutcome::Requested => {
+                let event = TaskEvent::CancelRequested {
+                    task_id: id,
+                    status: task.status,
+                    reason: task.reason.clone(),
+                };
+                bus.publish(&id.to_string(), event).await?;
+                task
+            }
         };
-        bus.publish(&id.to_string(), event).await?;
         Ok((task, outcome))
+    }
+
+    /// Ends a task no runner holds (an MCP session's task whose phone was let go) and
+    /// wakes the scheduler: the phone it held may be what a queued task waits for.
+    pub async fn end(&self, id: TaskId, ending: Ending) -> Result<Task, StoreError> {
+        let ended = end_task(&self.bus, id, ending).await;
+        self.wake.notify_one();
+        ended
     }
 }
