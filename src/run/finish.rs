@@ -18,7 +18,7 @@ pub enum Ending {
         answer: Option<String>,
     },
     /// The store already ended it (a cancel, a recovery): announce it as stored.
-    Stored(Task),
+    Stored(Box<Task>),
 }
 
 impl Ending {
@@ -50,7 +50,7 @@ pub async fn end_task(bus: &EventBus, id: TaskId, ending: Ending) -> Result<Task
                 Err(e) => return Err(e),
             }
         }
-        Ending::Stored(task) => task,
+        Ending::Stored(task) => *task,
     };
     let finished = vec![TaskEvent::finished(&task)];
     bus.commit(&id.to_string(), None, &[], finished).await?;
@@ -106,7 +106,7 @@ mod tests {
         let bus = EventBus::new(store, 64);
         let t = queued(&bus).await;
         let (cancelled, _) = bus.store().cancel_task(t.id).await.unwrap();
-        let ended = end_task(&bus, t.id, Ending::Stored(cancelled))
+        let ended = end_task(&bus, t.id, Ending::Stored(Box::new(cancelled)))
             .await
             .unwrap();
         assert_eq!(ended.status, TaskStatus::Cancelled);

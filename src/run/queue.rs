@@ -63,7 +63,7 @@ impl Queue {
             tracing::warn!(task = %id, error = %e, "could not relay a cancel; the runner reads the stored flag within about a second");
         }
         let task = match outcome {
-            CancelOutcome::Cancelled => end_task(bus, id, Ending::Stored(task)).await?,
+            CancelOutcome::Cancelled => end_task(bus, id, Ending::Stored(Box::new(task))).await?,
             CancelOutcome::Requested => {
                 let event = TaskEvent::CancelRequested {
                     task_id: id,

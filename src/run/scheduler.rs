@@ -167,7 +167,8 @@ pub async fn announce_recovered(
             };
             bus.publish(&id.to_string(), event).await?;
         } else {
-            end_task(bus, id, Ending::Stored(store.get_task(id).await?)).await?;
+            let task = Box::new(store.get_task(id).await?);
+            end_task(bus, id, Ending::Stored(task)).await?;
         }
     }
     Ok(())
