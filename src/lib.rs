@@ -4,18 +4,20 @@
 //! benches and examples use. The layers live in the workspace's crates, lowest first:
 //! `droidpilot-core` (domain, screen, script, the `Device` trait), `droidpilot-sim` (the
 //! virtual phone and the simulated adbd), `droidpilot-store` (SQLite and PostgreSQL),
-//! `droidpilot-app` (devices, models, agents, the runner, config, `core`), then the front
-//! ends here: `server` (HTTP, WebSocket, SSE, the dashboard), `mcp::server`, `cli`, and
-//! `bench`. Each layer's modules are re-exported under their usual names, so
-//! `droidpilot::domain::Action` and `droidpilot::run::queue` read as one tree.
-//! See ARCHITECTURE.md for the map.
+//! `droidpilot-app` (devices, models, agents, the runner, config, `core`, and `service`,
+//! the use cases every front end calls), then the front ends here: `server` (HTTP,
+//! WebSocket, SSE, the dashboard) and `mcp::server` (neither imports the other), `serve`
+//! (the top: mounts MCP inside HTTP), `cli`, and `bench`. Each layer's modules are
+//! re-exported under their usual names, so `droidpilot::domain::Action` and
+//! `droidpilot::run::queue` read as one tree. See ARCHITECTURE.md for the map.
 
 pub use droidpilot_app::{
     adbd, agent, cluster, config, core, device, domain, fuzzing, llm, outbound, run, screen,
-    script, store,
+    script, service, store,
 };
 
 pub mod bench;
 pub mod cli;
 pub mod mcp;
+pub mod serve;
 pub mod server;

@@ -1562,9 +1562,7 @@ async fn a_runner_that_panics_fails_its_task_and_frees_the_phone_and_the_slot() 
         })
         .unwrap()
     };
-    let bad = droidpilot::run::queue::submit(&core.bus, spec("trip"))
-        .await
-        .unwrap();
+    let bad = core.queue.submit(spec("trip")).await.unwrap();
     let done = ended(&core.store, bad.id).await;
     assert_eq!(done.status, TaskStatus::Failed);
     let reason = done.reason.unwrap();
@@ -1572,9 +1570,7 @@ async fn a_runner_that_panics_fails_its_task_and_frees_the_phone_and_the_slot() 
         reason.contains("panicked: the agent tripped over its own feet"),
         "{reason}"
     );
-    let next = droidpilot::run::queue::submit(&core.bus, spec("carry on"))
-        .await
-        .unwrap();
+    let next = core.queue.submit(spec("carry on")).await.unwrap();
     let after = ended(&core.store, next.id).await;
     assert_eq!(after.status, TaskStatus::Succeeded, "{:?}", after.reason);
     assert_eq!(after.assigned_device.as_deref(), Some("sim-1"));
@@ -1584,6 +1580,40 @@ async fn a_runner_that_panics_fails_its_task_and_frees_the_phone_and_the_slot() 
         .await
         .unwrap();
     assert!(events.iter().any(|e| e.kind() == "task.finished"));
+    core.shutdown(Duration::from_secs(10)).await;
+}
+
+/// A submitted task starts because the queue wakes its scheduler, not at the scheduler's
+/// next poll: with the poll an hour away, it still runs.
+#[tokio::test]
+async fn a_submitted_task_wakes_the_scheduler_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let overrides = Overrides {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let mut config = Config::load_with_env(dir.path(), &overrides, Vec::new()).unwrap();
+    config.devices.sim = vec![small()];
+    config.runner = quick();
+    config.scheduler.poll_ms = 3_600_000;
+    let agents: droidpilot::run::scheduler::AgentFactory =
+        Arc::new(|_: &Task| Ok(Box::new(ReplayAgent::new(vec![])) as Box<dyn Agent>));
+    let parts = droidpilot::core::CoreParts {
+        agents: Some(agents),
+        ..Default::default()
+    };
+    let core = Core::build_with(&config, parts).await.unwrap();
+    core.start_scheduler();
+    // Its first pass (an empty queue) has run: the scheduler sleeps until woken.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some("open Settings".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let task = core.queue.submit(spec).await.unwrap();
+    let done = ended(&core.store, task.id).await;
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
     core.shutdown(Duration::from_secs(10)).await;
 }
 

@@ -17,7 +17,7 @@ pub mod script;
 pub mod sim;
 
 use crate::config::{Config, LogFormat, Overrides};
-use crate::server::{ServeOptions, Server};
+use crate::server::ServeOptions;
 
 /// `droidpilot openapi`: the OpenAPI document on `out`. Written, not `print!`ed, so a
 /// reader that stops early (`| head`) is an error the caller can recognise.
@@ -275,7 +275,7 @@ pub fn init_logging(format: LogFormat, level: &str) {
 pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Result<()> {
     let config = load_config(&args, log_format)?;
     init_logging(config.log.format, &config.log.level);
-    let server = Server::build(
+    let server = crate::serve::build(
         config.clone(),
         ServeOptions {
             insecure_no_auth: args.insecure_no_auth,

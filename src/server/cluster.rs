@@ -24,7 +24,9 @@ use super::error::ApiError;
 use super::state::AppState;
 use crate::cluster::Membership;
 use crate::core::Core;
-use crate::device::pool::{DeviceState, DeviceSummary};
+use crate::device::pool::DeviceSummary;
+pub use crate::service::devices::farm_devices;
+use crate::service::devices::remote_summary;
 use crate::store::cluster::FarmDevice;
 
 /// Set on a proxied request to the instance that forwarded it.
@@ -41,61 +43,6 @@ fn client() -> &'static reqwest::Client {
             .build()
             .expect("a plain HTTP client builds")
     })
-}
-
-fn state_of(s: &str) -> DeviceState {
-    match s {
-        "available" => DeviceState::Available,
-        "leased" => DeviceState::Leased,
-        "quarantined" => DeviceState::Quarantined,
-        _ => DeviceState::Offline,
-    }
-}
-
-/// A phone of another instance as `GET /v1/devices` shows it; offline when its owner is
-/// dead.
-fn remote_summary(f: &FarmDevice) -> DeviceSummary {
-    DeviceSummary {
-        id: f.id.clone(),
-        backend: f.backend.clone(),
-        model: f.model.clone(),
-        state: if f.owner_live {
-            state_of(&f.state)
-        } else {
-            DeviceState::Offline
-        },
-        screen: None,
-        lease_owner: None,
-        consecutive_failures: 0,
-        last_error: (!f.owner_live).then(|| format!("instance `{}` is down", f.instance)),
-        instance: Some(f.instance.clone()),
-        local: false,
-    }
-}
-
-/// Every phone of the farm: this instance's pool (marked with its name), then the other
-/// instances' rows. On one host, the pool. If the database does not answer, the pool
-/// alone (logged), so the local phones stay visible.
-pub async fn farm_devices(s: &Core) -> Vec<DeviceSummary> {
-    let mut local = s.pool.list();
-    let (Some(m), Some(c)) = (&s.membership, s.store.cluster()) else {
-        return local;
-    };
-    for d in &mut local {
-        d.instance = Some(m.me.name.clone());
-    }
-    match c.farm_devices(m.cfg.dead_after()).await {
-        Ok(rows) => local.extend(
-            rows.iter()
-                .filter(|f| f.instance != m.me.name)
-                .map(remote_summary),
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the farm's devices; listing this instance's only")
-        }
-    }
-    local.sort_by(|a, b| (&a.id, &a.instance).cmp(&(&b.id, &b.instance)));
-    local
 }
 
 /// Another instance's phone `id`, live owners first; None when no instance has it.

@@ -2,8 +2,6 @@
 //! (screenshot, hierarchy, representation, one action). Manual actions on a device that a
 //! task holds are refused unless forced, so a person cannot silently derail a running task.
 
-use std::time::Instant;
-
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -15,46 +13,16 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path, Query};
 use super::state::AppState;
-use crate::device::exec::{self, ExecContext, ExecError};
-use crate::device::pool::{DeviceState, DeviceSummary, PoolError};
+use crate::device::exec::ExecError;
+use crate::device::pool::{DeviceSummary, PoolError};
 use crate::device::sim::{SimConfig, SimDevice};
 use crate::device::{AppInfo, Device, DeviceError};
-use crate::domain::{Action, ActionParser, LinearTransform};
-use crate::screen::{ReprOptions, Screen, ScreenRepresentation};
-
-impl From<PoolError> for ApiError {
-    fn from(e: PoolError) -> Self {
-        let status = match &e {
-            PoolError::NotFound(_) => StatusCode::NOT_FOUND,
-            PoolError::Duplicate(_) => StatusCode::CONFLICT,
-            PoolError::NoneAvailable(_) => StatusCode::CONFLICT,
-            PoolError::NoAdb => StatusCode::UNPROCESSABLE_ENTITY,
-            PoolError::Device(d) => return d.clone().into(),
-        };
-        ApiError::new(status, e.code(), e.to_string(), e.hint())
-    }
-}
-
-impl From<DeviceError> for ApiError {
-    fn from(e: DeviceError) -> Self {
-        let status = match &e {
-            DeviceError::Disconnected { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            DeviceError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            DeviceError::HierarchyUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            DeviceError::InvalidInput(_) | DeviceError::AppNotFound(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            DeviceError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
-            DeviceError::CommandFailed { .. } | DeviceError::Protocol(_) => StatusCode::BAD_GATEWAY,
-        };
-        ApiError::new(status, e.code(), e.to_string(), e.hint())
-    }
-}
+use crate::domain::Action;
+use crate::screen::{Screen, ScreenRepresentation};
+use crate::service;
 
 fn device(s: &AppState, id: &str) -> Result<std::sync::Arc<dyn Device>, ApiError> {
-    s.pool
-        .get(id)
-        .ok_or_else(|| PoolError::NotFound(id.to_string()).into())
+    Ok(service::devices::device(s, id)?)
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -68,7 +36,7 @@ pub struct DeviceList {
 #[utoipa::path(get, path = "/v1/devices", tag = "devices", responses((status = 200, body = DeviceList)))]
 pub async fn list_devices(State(s): State<AppState>) -> Json<DeviceList> {
     Json(DeviceList {
-        devices: super::cluster::farm_devices(&s).await,
+        devices: service::devices::farm_devices(&s).await,
     })
 }
 
@@ -331,22 +299,7 @@ pub async fn remove_device(
 }
 
 fn busy_check(s: &AppState, id: &str, force: bool) -> Result<(), ApiError> {
-    let summary = s
-        .pool
-        .summary(id)
-        .ok_or_else(|| PoolError::NotFound(id.to_string()))?;
-    if summary.state == DeviceState::Leased && !force {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "device_busy",
-            format!(
-                "device {id} is held by {}",
-                summary.holder().unwrap_or_default()
-            ),
-            "Cancel the task first (POST /v1/tasks/{id}/cancel) or wait for the MCP session to release the device, or add ?force=true if you really mean to interfere.",
-        ));
-    }
-    Ok(())
+    Ok(service::devices::busy_check(s, id, force)?)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -416,7 +369,7 @@ pub async fn screenshot(
     }
     let rgba = shot.rgba()?;
     let (bytes, ct) = tokio::task::spawn_blocking(move || {
-        super::images::encode(&rgba, shot.width, shot.height, scale, false, quality)
+        crate::service::images::encode(&rgba, shot.width, shot.height, scale, false, quality)
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?
@@ -450,27 +403,11 @@ pub async fn hierarchy(
         .into_response())
 }
 
-/// Reads the screen the way an agent does: what it shows and what can be acted on.
-pub(crate) async fn read_screen(
+/// Reads the screen the way an agent does (`service::devices::read_screen`).
+async fn read_screen(
     dev: &dyn Device,
 ) -> Result<(Screen, ScreenRepresentation, crate::domain::ScreenSize), ApiError> {
-    let (info, xml, app) = tokio::join!(dev.info(), dev.hierarchy(), dev.current_app());
-    let info = info?;
-    let opts = ReprOptions {
-        activity: app.ok().and_then(|a| a.activity),
-        screen: Some(info.screen),
-        ..Default::default()
-    };
-    let screen = Screen::from_xml(&xml?, &opts).map_err(|e| {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            e.code(),
-            e.to_string(),
-            e.hint(),
-        )
-    })?;
-    let repr = screen.representation(&opts);
-    Ok((screen, repr, info.screen))
+    Ok(service::devices::read_screen(dev).await?)
 }
 
 /// The screen as agents see it: the compact text, actionable elements with selectors.
@@ -560,62 +497,27 @@ pub async fn act(
     Query(q): Query<ActParams>,
     Json(body): Json<Value>,
 ) -> Result<Json<ActionResult>, Response> {
-    let with_screen = q.screen_state().map_err(IntoResponse::into_response)?;
-    let dev = device(&s, &id).map_err(IntoResponse::into_response)?;
-    busy_check(&s, &id, q.force).map_err(IntoResponse::into_response)?;
-    let action = device_action(&body).map_err(IntoResponse::into_response)?;
-    let start = Instant::now();
-    let (screen, _, size) = read_screen(dev.as_ref())
+    let err = |e: ApiError| e.into_response();
+    let with_screen = q.screen_state().map_err(err)?;
+    let dev = device(&s, &id).map_err(err)?;
+    busy_check(&s, &id, q.force).map_err(err)?;
+    let action = device_action(&body).map_err(err)?;
+    let acted = service::devices::act_on_device(dev.as_ref(), &action)
         .await
-        .map_err(IntoResponse::into_response)?;
-    let ctx = ExecContext {
-        screen: Some(&screen),
-        size,
-        transform: &LinearTransform,
-    };
-    match exec::execute(dev.as_ref(), &action, &ctx).await {
+        .map_err(|e| err(e.into()))?;
+    match acted.result {
         Ok(out) => Ok(Json(ActionResult {
-            // Text typed into a password field is not echoed (nor logged, nor stored).
-            action: serde_json::to_value(
-                screen
-                    .mask_typed(&action, size, &LinearTransform)
-                    .as_ref()
-                    .unwrap_or(&action),
-            )
-            .unwrap_or(Value::Null),
+            action: acted.action,
             detail: out.detail,
-            duration_ms: start.elapsed().as_millis() as u64,
+            duration_ms: acted.duration_ms,
         })),
-        Err(e) => Err(action_error(dev.as_ref(), e, with_screen).await),
+        Err(e) => Err(action_error(e, with_screen.then_some(dev.as_ref())).await),
     }
 }
 
-/// Parses one action a caller sends straight to a device, refusing the ones that belong
-/// to a task (finish, ask_user, mcp_call, custom). Shared with the MCP action tools.
+/// Parses one action a caller sends straight to a device (`service::devices::device_action`).
 pub(crate) fn device_action(body: &Value) -> Result<Action, ApiError> {
-    let action = ActionParser::new().parse(body).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            e.code(),
-            e.caller_message(),
-            e.hint(),
-        )
-    })?;
-    if matches!(
-        action,
-        Action::Finish { .. } | Action::AskUser { .. } | Action::McpCall { .. } | Action::Custom(_)
-    ) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "not_a_device_action",
-            format!(
-                "`{}` is part of a task, not something a device does",
-                action.name()
-            ),
-            "Submit a task (POST /v1/tasks) to use finish, ask_user and mcp_call.",
-        ));
-    }
-    Ok(action)
+    Ok(service::devices::device_action(body)?)
 }
 
 /// The HTTP status of a failed action: the caller's mistakes are 4xx, the phone's 5xx.
@@ -632,9 +534,9 @@ fn action_status(e: &ExecError) -> StatusCode {
 }
 
 /// The action error object: the one error shape plus `error_type` and `selector`, and
-/// the current `screen_state` when the caller asked for it, to recover without another
-/// request.
-pub(crate) async fn action_error(dev: &dyn Device, e: ExecError, with_screen: bool) -> Response {
+/// the current screen of `screen_of` as `screen_state` when the caller asked for it, to
+/// recover without another request.
+pub(crate) async fn action_error(e: ExecError, screen_of: Option<&dyn Device>) -> Response {
     let status = action_status(&e);
     // `error_type` keeps the four kinds agents know; `code` says which mistake it was.
     let code = match &e {
@@ -648,7 +550,7 @@ pub(crate) async fn action_error(dev: &dyn Device, e: ExecError, with_screen: bo
         "hint": e.hint(),
         "selector": e.selector(),
     }});
-    if with_screen {
+    if let Some(dev) = screen_of {
         body["error"]["screen_state"] = json!(read_screen(dev).await.ok().map(|(_, r, _)| r));
     }
     (status, axum::Json(body)).into_response()

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::TaskSpecError;
+use crate::service::error::{AppError, ErrorKind};
 use crate::store::StoreError;
 
 #[derive(Debug, Clone)]
@@ -186,149 +186,43 @@ impl From<QueryRejection> for ApiError {
     }
 }
 
-impl From<crate::run::interaction::AnswerError> for ApiError {
-    fn from(e: crate::run::interaction::AnswerError) -> Self {
-        let e_msg = e.to_string();
-        match e {
-            crate::run::interaction::AnswerError::NoOpenQuestion(id) => Self::new(
-                StatusCode::CONFLICT,
-                "no_open_question",
-                format!("task {id} is not waiting for an answer"),
-                "Answer only after a `task.ask_user` event; its `prompt_id` names the question.",
-            ),
-            // 409: the request is well formed, but the task's state moved on (another
-            // question is open), as with a stale version; the message names the current one.
-            crate::run::interaction::AnswerError::WrongPrompt {
-                current, question, ..
-            } => Self::new(
-                StatusCode::CONFLICT,
-                "wrong_prompt",
-                e_msg,
-                format!(
-                    "The open question is \"{question}\"; answer it with prompt_id `{current}`, or omit prompt_id to answer the open question."
-                ),
-            ),
-            crate::run::interaction::AnswerError::EmptyAnswer { options } => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_answer",
-                e_msg,
-                if options.is_empty() {
-                    "Send the text to give back to the agent in `answer`.".to_string()
-                } else {
-                    format!(
-                        "Answer with one of: {}, or with free text.",
-                        options.join(", ")
-                    )
-                },
-            ),
-            crate::run::interaction::AnswerError::Store(s) => s.into(),
-        }
+impl From<AppError> for ApiError {
+    /// The application's error on the wire: its kind as a status, the same code,
+    /// message and hint.
+    fn from(e: AppError) -> Self {
+        let status = match e.kind {
+            ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
+            ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+            ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::Conflict => StatusCode::CONFLICT,
+            ErrorKind::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::NotImplemented => StatusCode::NOT_IMPLEMENTED,
+            ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        };
+        Self::new(status, e.code, e.message, e.hint)
     }
 }
 
-impl From<TaskSpecError> for ApiError {
-    fn from(e: TaskSpecError) -> Self {
-        Self::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_task",
-            e.to_string(),
-            "Fix the named field; a minimal task is {\"instruction\": \"open Settings and turn on Wi-Fi\"}.",
-        )
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::TaskNotFound(id) => Self::new(
-                StatusCode::NOT_FOUND,
-                "task_not_found",
-                format!("task {id} not found"),
-                "List tasks with GET /v1/tasks; ids are returned by POST /v1/tasks.",
-            ),
-            StoreError::ScriptNotFound(id) => Self::new(
-                StatusCode::NOT_FOUND,
-                "script_not_found",
-                format!("script {id} not found"),
-                "List scripts with GET /v1/scripts; ids are returned by POST /v1/scripts.",
-            ),
-            StoreError::ScriptVersionNotFound { id, version } => Self::new(
-                StatusCode::NOT_FOUND,
-                "script_version_not_found",
-                format!("script {id} has no version {version}"),
-                "GET /v1/scripts/{id}/versions lists the versions it has.",
-            ),
-            StoreError::AlreadyFinished { id, status } => Self::new(
-                StatusCode::CONFLICT,
-                "task_finished",
-                format!("task {id} is already {status}"),
-                "Only queued, running or waiting tasks can be cancelled.",
-            ),
-            StoreError::StepNotFound { task, n } => Self::new(
-                StatusCode::NOT_FOUND,
-                "step_not_found",
-                format!("task {task} has no step {n}"),
-                "Steps are numbered from 1; GET /v1/tasks/{id}/steps lists them.",
-            ),
-            StoreError::AlreadyAnswered(p) => Self::new(
-                StatusCode::CONFLICT,
-                "already_answered",
-                format!("question `{p}` was already answered (or timed out)"),
-                "Each question takes one answer; watch the task's events for the next `task.ask_user`.",
-            ),
-            StoreError::InterventionNotFound(p) => Self::new(
-                StatusCode::NOT_FOUND,
-                "question_not_found",
-                format!("no question `{p}`"),
-                "Use the prompt_id from the `task.ask_user` event.",
-            ),
-            StoreError::NotEnded { id, status } => Self::new(
-                StatusCode::CONFLICT,
-                "task_not_ended",
-                format!("task {id} is {status}: only an ended task can be deleted"),
-                format!(
-                    "Cancel it first (POST /v1/tasks/{id}/cancel), then delete it once it has ended."
-                ),
-            ),
-            StoreError::WrongStatus {
-                id,
-                status,
-                expected,
-            } => Self::new(
-                StatusCode::CONFLICT,
-                "wrong_status",
-                format!("task {id} is {status}, not {expected}"),
-                "Check the task's status with GET /v1/tasks/{id}.",
-            ),
-            StoreError::InvalidCursor(m) => Self::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_cursor",
-                m,
-                "Omit `cursor` to start from the newest task.",
-            ),
-            other if other.is_transient() => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "database_unavailable",
-                format!("the database does not answer: {other}"),
-                "Try again shortly; if it lasts, check that the database server is up (storage.database_url).",
-            ),
-            // The database's own words stay in the server log: they can quote the
-            // request's data and name the schema.
-            other => {
-                tracing::error!(error = %other, "store call failed");
-                Self::internal("the database could not complete the request")
+/// Errors the handlers meet with `?`: mapped once, by the application (`service::error`).
+macro_rules! through_app_error {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for ApiError {
+            fn from(e: $t) -> Self {
+                AppError::from(e).into()
             }
         }
-    }
+    )*};
 }
 
-impl From<crate::script::ScriptError> for ApiError {
-    fn from(e: crate::script::ScriptError) -> Self {
-        Self::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            e.code,
-            format!("{}: {}", e.path, e.message),
-            e.hint,
-        )
-    }
-}
+through_app_error!(
+    crate::run::interaction::AnswerError,
+    crate::domain::TaskSpecError,
+    StoreError,
+    crate::script::ScriptError,
+    crate::device::pool::PoolError,
+    crate::device::DeviceError,
+    crate::run::takeover::TakeOverError,
+);

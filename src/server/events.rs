@@ -23,7 +23,6 @@ use super::extract::{Path, Query};
 use super::state::AppState;
 use crate::domain::TaskId;
 use crate::run::events::{DEVICES_STREAM, EventFeed, FeedItem, Filter};
-use crate::run::queue;
 use crate::store::StoredEvent;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -457,15 +456,16 @@ async fn handle_client(
                 error_json(e.code, &e.message, &e.hint)
             }
         },
-        ClientMessage::Cancel { task_id } => match queue::cancel(&s.bus, &s.running, task_id).await
-        {
-            Ok((task, _)) => {
-                json!({"type": "cancelled", "task_id": task_id, "status": task.status})
+        ClientMessage::Cancel { task_id } => {
+            match crate::service::tasks::cancel(s, task_id).await {
+                Ok((task, _)) => {
+                    json!({"type": "cancelled", "task_id": task_id, "status": task.status})
+                }
+                Err(e) => {
+                    let e = ApiError::from(e);
+                    error_json(e.code, &e.message, &e.hint)
+                }
             }
-            Err(e) => {
-                let e = ApiError::from(e);
-                error_json(e.code, &e.message, &e.hint)
-            }
-        },
+        }
     }
 }

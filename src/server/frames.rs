@@ -89,7 +89,7 @@ impl FrameCache {
         let shot = latest.shot.as_ref().expect("captured above").1.clone();
         let bytes = tokio::task::spawn_blocking(move || {
             let rgba = shot.rgba().map_err(|e| e.to_string())?;
-            super::images::encode(&rgba, shot.width, shot.height, scale, true, quality)
+            crate::service::images::encode(&rgba, shot.width, shot.height, scale, true, quality)
         })
         .await
         .map_err(|e| FrameError::Encode(e.to_string()))?

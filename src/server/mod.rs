@@ -11,7 +11,6 @@ pub mod extract;
 pub mod frames;
 pub mod health;
 pub mod hosts;
-pub mod images;
 pub mod listen;
 pub mod middleware;
 pub mod openapi;
@@ -35,6 +34,7 @@ use axum::http::{HeaderName, Method, StatusCode, header};
 use axum::response::IntoResponse;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
@@ -159,8 +159,33 @@ pub fn openapi_json() -> String {
     s
 }
 
-/// Builds the complete application (routes + middleware) for a state.
+/// The service a `Mount` puts on its path.
+pub type MountedService = tower::util::BoxCloneSyncService<
+    axum::extract::Request,
+    axum::response::Response,
+    std::convert::Infallible,
+>;
+
+/// A service the top level mounts on a path inside the router's Host and auth layers
+/// (the MCP front end at `/mcp`): the server does not know what it serves, so the front
+/// ends never import each other. `make` gets the core and a token cancelled when the
+/// server starts stopping (sessions end instead of holding connections through the
+/// grace period).
+#[derive(Clone)]
+pub struct Mount {
+    pub path: &'static str,
+    pub make: Arc<dyn Fn(Arc<Core>, CancellationToken) -> MountedService + Send + Sync>,
+}
+
+/// Builds the complete application (routes + middleware) for a state, with nothing
+/// mounted (`app_with`).
 pub fn app(state: AppState) -> Router {
+    app_with(state, &[])
+}
+
+/// Builds the complete application (routes + middleware) for a state, with `mounts`
+/// inside the Host and auth layers.
+pub fn app_with(state: AppState, mounts: &[Mount]) -> Router {
     let cfg = &state.config.server;
     let (api, spec) = api_router();
     let request_id = HeaderName::from_static("x-request-id");
@@ -181,14 +206,15 @@ pub fn app(state: AppState) -> Router {
         )
     };
 
-    // MCP over Streamable HTTP, inside the auth layer like every other route. Its Host
-    // check is `hosts::check`, the same as every route's (rmcp's own, off here, knows
-    // only loopback names and not server.allowed_hosts).
-    let mcp = crate::mcp::server::http_service(state.core.clone(), mcp_cancel(&state), false);
     let allowed_hosts = Arc::new(hosts::AllowedHosts::from_config(&state.config));
-    let router = api
-        .merge(SwaggerUi::new("/docs").url("/openapi.json", spec))
-        .route_service("/mcp", mcp)
+    let mut router = api.merge(SwaggerUi::new("/docs").url("/openapi.json", spec));
+    // Mounted services (MCP over Streamable HTTP) sit inside the auth layer like every
+    // other route; their Host check is `hosts::check`, the same as every route's.
+    for m in mounts {
+        let service = (m.make)(state.core.clone(), stopping_token(&state));
+        router = router.route_service(m.path, service);
+    }
+    let router = router
         .route("/", axum::routing::get(dashboard::index))
         .route("/assets/{file}", axum::routing::get(dashboard::asset))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
@@ -254,10 +280,11 @@ pub fn app(state: AppState) -> Router {
     }
 }
 
-/// Cancelled when the server starts shutting down, so open MCP sessions end (and release
-/// their devices) instead of holding connections through the grace period.
-fn mcp_cancel(state: &AppState) -> tokio_util::sync::CancellationToken {
-    let token = tokio_util::sync::CancellationToken::new();
+/// Cancelled when the server starts shutting down, so a mounted service's long-lived
+/// sessions (MCP's, which hold devices) end instead of holding connections through the
+/// grace period.
+fn stopping_token(state: &AppState) -> CancellationToken {
+    let token = CancellationToken::new();
     let (mut stopping, t) = (state.shutdown.clone(), token.clone());
     // Ends when the server stops (or its sender is dropped); the core's tracker holds it.
     state.core.spawn(async move {
@@ -281,8 +308,17 @@ pub struct Server {
 
 impl Server {
     /// Checks the configuration, builds the core (store, pool, runner, scheduler), binds
-    /// the port.
+    /// the port. Nothing is mounted: `build_with` takes the other front ends.
     pub async fn build(config: Config, opts: ServeOptions) -> Result<Self, StartError> {
+        Self::build_with(config, opts, &[]).await
+    }
+
+    /// `build`, with `mounts` served inside the router's Host and auth layers.
+    pub async fn build_with(
+        config: Config,
+        opts: ServeOptions,
+        mounts: &[Mount],
+    ) -> Result<Self, StartError> {
         let addr = config.server.bind;
         if !addr.ip().is_loopback() && config.server.tokens.is_empty() {
             if !opts.insecure_no_auth {
@@ -305,7 +341,7 @@ impl Server {
         let state = AppState::new(core.clone(), shutdown);
         Ok(Self {
             listener,
-            router: app(state),
+            router: app_with(state, mounts),
             core,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
             limits: listen::ConnLimits::from_config(&config.server),

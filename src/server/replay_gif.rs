@@ -88,7 +88,7 @@ fn frame(f: &StepFrame, width: u32) -> Result<RgbaImage, String> {
     let (w0, h0) = img.dimensions();
     let w = width.min(w0).max(1);
     let h = ((h0 as u64 * w as u64) / w0.max(1) as u64).max(1) as u32;
-    let scaled = super::images::resize(img.as_raw(), w0, h0, w, h)?;
+    let scaled = crate::service::images::resize(img.as_raw(), w0, h0, w, h)?;
     let mut img = RgbaImage::from_raw(w, h, scaled).ok_or("resize gave a bad buffer")?;
     let k = w as f32 / w0.max(1) as f32;
     let at = |v: &Value| -> Option<(f32, f32)> {

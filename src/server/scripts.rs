@@ -2,21 +2,19 @@
 //! document is checked by `script::Script`, recording is `script::record`, a run is an
 //! ordinary task with agent kind `script` (submitted like `POST /v1/tasks`).
 
-use std::collections::BTreeMap;
-
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path};
 use super::state::AppState;
-use crate::core::Core;
-use crate::domain::{NewTask, Task, TaskId, TaskSpec};
-use crate::run::queue;
+use crate::domain::{Task, TaskId};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
+use crate::service;
+use crate::service::scripts::RunScript;
 
 /// Record a finished task's successful steps as a script.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -210,38 +208,6 @@ pub async fn script_versions(
     Ok(Json(s.store.script_versions(id).await?))
 }
 
-/// Run a script: a task with agent kind `script`.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunScript {
-    /// Values for the script's `${inputs}`. A secret input's value is held in memory
-    /// for the run only: never stored with the task, its steps or events.
-    #[serde(default)]
-    pub inputs: BTreeMap<String, String>,
-    /// Run on this device (else any available one).
-    pub device_id: Option<String>,
-    /// A version (default: the latest).
-    pub version: Option<u32>,
-    /// Recover failed steps with a model (AI in the middle); `provider`, `model` and
-    /// `base_url` choose it, like a navigator's.
-    #[serde(default)]
-    pub recovery: bool,
-    #[schema(value_type = Option<String>)]
-    pub provider: Option<Value>,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-    /// The recovery model's server, by name (`[agent.servers.NAME]`).
-    pub server: Option<String>,
-    #[schema(minimum = 1, maximum = 1000)]
-    pub max_steps: Option<u32>,
-    #[schema(minimum = 1, maximum = 86400)]
-    pub timeout_seconds: Option<u64>,
-    pub priority: Option<i32>,
-    pub webhook_url: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    pub metadata: Option<Value>,
-}
-
 /// Run a script on a phone: 201 with the task (watch it like any task).
 #[utoipa::path(
     post, path = "/v1/scripts/{id}/run", tag = "scripts",
@@ -258,87 +224,12 @@ pub async fn run_script(
     Path(id): Path<ScriptId>,
     Json(req): Json<RunScript>,
 ) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
-    let task = submit_run(&s, id, req).await?;
+    let task = service::scripts::run_script(&s, id, req).await?;
     let mut h = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
         h.insert(header::LOCATION, v);
     }
     Ok((StatusCode::CREATED, h, Json(task)))
-}
-
-/// Checks a run request (inputs, the device's apps, the agent) and queues its task. Shared
-/// by `POST /v1/scripts/{id}/run` and the MCP tool `run_script`.
-pub(crate) async fn submit_run(
-    core: &Core,
-    id: ScriptId,
-    req: RunScript,
-) -> Result<Task, ApiError> {
-    let rec = core.store.script(id, req.version).await?;
-    crate::script::vars::bind_inputs(&rec.script.inputs, &req.inputs)?;
-    if let (Some(app), Some(dev)) = (&rec.script.app, &req.device_id) {
-        check_installed(core, dev, app).await?;
-    }
-    let mut spec = TaskSpec::parse(task_request(&rec, req))?;
-    super::tasks::check_runnable(core, &spec).await?;
-    super::tasks::hold_secrets(core, &mut spec)?;
-    let task = queue::submit(&core.bus, spec).await?;
-    core.wake.notify_one();
-    Ok(task)
-}
-
-/// The task a run submits: the script embedded whole, so the task stands alone.
-fn task_request(rec: &ScriptRecord, req: RunScript) -> NewTask {
-    let mut agent = json!({
-        "kind": "script", "script": rec.script, "script_id": rec.id.to_string(),
-        "script_version": rec.version, "inputs": req.inputs,
-    });
-    if req.recovery {
-        agent["recovery"] = json!(true);
-    }
-    // A model named without `recovery` is refused by the agent spec, with a hint to set it.
-    let model = [
-        ("provider", req.provider),
-        ("model", req.model.map(Value::from)),
-        ("base_url", req.base_url.map(Value::from)),
-        ("server", req.server.map(Value::from)),
-    ];
-    for (k, v) in model {
-        if let Some(v) = v {
-            agent[k] = v;
-        }
-    }
-    NewTask {
-        instruction: Some(rec.script.goal.clone()),
-        device_id: req.device_id,
-        agent: Some(agent),
-        max_steps: req.max_steps.or(Some(default_max_steps(&rec.script))),
-        timeout_seconds: req.timeout_seconds,
-        priority: req.priority,
-        webhook_url: req.webhook_url,
-        metadata: req.metadata,
-        ..Default::default()
-    }
-}
-
-/// Room for each step's waits, dismissals and recoveries.
-fn default_max_steps(script: &Script) -> u32 {
-    (script.steps.len() as u32 * 4 + 10).min(crate::domain::task::MAX_STEPS_LIMIT)
-}
-
-async fn check_installed(s: &Core, device_id: &str, app: &str) -> Result<(), ApiError> {
-    let Some(dev) = s.pool.get(device_id) else {
-        return Ok(()); // check_runnable names the unknown device.
-    };
-    let apps = dev.installed_apps().await?;
-    if apps.iter().any(|a| a.package == app) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "app_not_installed",
-        format!("device {device_id} does not have {app}, which the script runs in"),
-        "Install the app on the device, or run the script on another one (GET /v1/devices/{id}/apps lists a device's apps).",
-    ))
 }
 
 impl From<crate::script::maestro::MaestroError> for ApiError {

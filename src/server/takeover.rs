@@ -1,6 +1,6 @@
 //! Take-over endpoints: pause a running task, act on its phone while it is paused, resume
-//! it. The state machine, the recording and the events are `run::takeover`'s; these
-//! handlers parse, call it and map its refusals to the one error shape.
+//! it. The use cases are `service::takeover`'s (the state machine
+//! `run::takeover`'s); these handlers parse, call them and map their errors.
 
 use axum::Extension;
 use axum::body::Bytes;
@@ -17,40 +17,7 @@ use super::extract::{Json, Path};
 use super::scope::Caller;
 use super::state::AppState;
 use crate::domain::{Intervention, Task, TaskId};
-use crate::run::takeover::TakeOverError;
-
-impl From<TakeOverError> for ApiError {
-    fn from(e: TakeOverError) -> Self {
-        let message = e.to_string();
-        match e {
-            TakeOverError::NotRunning { .. } => ApiError::new(
-                StatusCode::CONFLICT,
-                "task_not_running",
-                message,
-                "Only a running task can be paused; GET /v1/tasks/{id} shows its status.",
-            ),
-            TakeOverError::NotPaused { pending: true, .. } => ApiError::new(
-                StatusCode::CONFLICT,
-                "task_not_paused",
-                message,
-                "Wait for the task's `task.paused` event (GET /v1/tasks/{id}/events), then send it.",
-            ),
-            TakeOverError::NotPaused { .. } => ApiError::new(
-                StatusCode::CONFLICT,
-                "task_not_paused",
-                message,
-                "Pause the task first (POST /v1/tasks/{id}/pause) and wait for `task.paused`.",
-            ),
-            TakeOverError::NoDevice { .. } => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "device_unavailable",
-                message,
-                "The phone does not answer; check GET /v1/devices, or cancel the task.",
-            ),
-            TakeOverError::Store(s) => s.into(),
-        }
-    }
-}
+use crate::service;
 
 /// Who is pausing or resuming (optional; `anonymous` when absent).
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -120,7 +87,7 @@ pub async fn pause_task(
     body: Bytes,
 ) -> Result<(StatusCode, Json<Task>), ApiError> {
     let by = Caller::by(caller.as_deref(), by_body(&body)?);
-    let task = s.runner.takeovers.pause(&s.bus, id, by).await?;
+    let task = service::takeover::pause(&s, id, by).await?;
     Ok((StatusCode::ACCEPTED, Json(task)))
 }
 
@@ -145,7 +112,7 @@ pub async fn resume_task(
     body: Bytes,
 ) -> Result<Json<Task>, ApiError> {
     let by = Caller::by(caller.as_deref(), by_body(&body)?);
-    Ok(Json(s.runner.takeovers.resume(&s.bus, id, by).await?))
+    Ok(Json(service::takeover::resume(&s, id, by).await?))
 }
 
 /// What a manual action did.
@@ -194,23 +161,7 @@ pub async fn task_action(
     };
     let by = Caller::by(caller.as_deref(), checked_by(by).map_err(err)?);
     let action = device_action(&body).map_err(err)?;
-    let task = s.store.get_task(id).await.map_err(|e| err(e.into()))?;
-    let device = task
-        .assigned_device
-        .as_deref()
-        .and_then(|d| s.pool.get(d))
-        .ok_or_else(|| {
-            err(TakeOverError::NotPaused {
-                id,
-                status: task.status,
-                pending: false,
-            }
-            .into())
-        })?;
-    let acted = s
-        .runner
-        .takeovers
-        .act(&s.runner, device.as_ref(), id, &action, by)
+    let acted = service::takeover::act(&s, id, &action, by)
         .await
         .map_err(|e| err(e.into()))?;
     match acted.result {
@@ -220,6 +171,6 @@ pub async fn task_action(
             duration_ms: acted.duration_ms,
             intervention: acted.intervention,
         })),
-        Err(e) => Err(action_error(device.as_ref(), e, false).await),
+        Err(e) => Err(action_error(e, None).await),
     }
 }

@@ -1,4 +1,5 @@
-//! Task endpoints. Each handler parses, calls one queue/store function, and maps the error.
+//! Task endpoints. Each handler parses, calls one use case (`service::tasks`) or store
+//! read, and maps the error.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -8,9 +9,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path, Query};
 use super::state::AppState;
-use crate::core::Core;
-use crate::domain::{NewTask, Task, TaskId, TaskSpec, TaskStatus, TaskSummary};
-use crate::run::queue;
+use crate::domain::{NewTask, Task, TaskId, TaskStatus, TaskSummary};
+use crate::service;
 use crate::store::{CancelOutcome, TaskFilter};
 
 /// Submit a task. It is validated, stored as `queued` and returned.
@@ -29,23 +29,12 @@ pub async fn create_task(
     State(s): State<AppState>,
     Json(req): Json<NewTask>,
 ) -> Result<(StatusCode, HeaderMap, Json<Task>), ApiError> {
-    let task = submit(&s, req).await?;
+    let task = service::tasks::submit(&s, req).await?;
     let mut h = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&format!("/v1/tasks/{}", task.id)) {
         h.insert(header::LOCATION, v);
     }
     Ok((StatusCode::CREATED, h, Json(task)))
-}
-
-/// Validates a task request, refuses what could never run, queues it and wakes the
-/// scheduler. Shared by `POST /v1/tasks` and the MCP tool `run_task`.
-pub(crate) async fn submit(core: &Core, req: NewTask) -> Result<Task, ApiError> {
-    let mut spec = TaskSpec::parse(req)?;
-    check_runnable(core, &spec).await?;
-    hold_secrets(core, &mut spec)?;
-    let task = queue::submit(&core.bus, spec).await?;
-    core.wake.notify_one();
-    Ok(task)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -174,7 +163,7 @@ pub async fn cancel_task(
     State(s): State<AppState>,
     Path(id): Path<TaskId>,
 ) -> Result<(StatusCode, Json<CancelResponse>), ApiError> {
-    let (task, outcome) = queue::cancel(&s.bus, &s.running, id).await?;
+    let (task, outcome) = service::tasks::cancel(&s, id).await?;
     Ok(match outcome {
         CancelOutcome::Cancelled => (
             StatusCode::OK,
@@ -224,10 +213,9 @@ pub async fn answer_task(
     // A named token is who answered.
     let by = super::scope::Caller::by(caller.as_deref(), None);
     let by = by.as_deref().unwrap_or("rest");
+    let prompt = req.prompt_id.as_deref();
     Ok(Json(
-        s.prompts
-            .answer(&s.bus, id, req.prompt_id.as_deref(), &req.answer, by)
-            .await?,
+        service::tasks::answer(&s, id, prompt, &req.answer, by).await?,
     ))
 }
 
@@ -255,124 +243,6 @@ pub async fn list_interventions(
 ) -> Result<Json<Vec<crate::domain::Intervention>>, ApiError> {
     s.store.get_task(id).await?;
     Ok(Json(s.store.interventions(id).await?))
-}
-
-/// Moves the agent's secrets (a replay's `"secret": true` texts, a script's secret
-/// inputs) into the core's memory before the task is stored; the stored agent keeps a
-/// reference (`agent::secrets`). Call after `check_runnable`, which reads them.
-pub(crate) fn hold_secrets(core: &Core, spec: &mut TaskSpec) -> Result<(), ApiError> {
-    let Some(agent) = spec.agent.as_mut() else {
-        return Ok(());
-    };
-    core.secrets.hold(agent).map(drop).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_agent",
-            e.to_string(),
-            e.hint(),
-        )
-    })
-}
-
-/// Refuses, at submission, what could never run: an agent spec with a bad field, a model
-/// whose provider key the server lacks, a webhook URL on an internal host the operator
-/// did not allow, or a device id the pool does not know (a typo would otherwise wait out
-/// the queue timeout).
-pub(crate) async fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), ApiError> {
-    let agent = match &spec.agent {
-        Some(a) => crate::agent::spec::AgentSpec::from_json(a)
-            .and_then(|a| {
-                a.validate(&s.config.agent)?;
-                if spec.record {
-                    crate::agent::spec::check_record(&a, &s.config.agent)?;
-                }
-                Ok(a)
-            })
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_agent",
-                    e.to_string(),
-                    e.hint(),
-                )
-            })?,
-        None => {
-            let a = crate::agent::spec::AgentSpec::default();
-            if spec.record {
-                crate::agent::spec::check_record(&a, &s.config.agent).map_err(|e| {
-                    ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "invalid_agent",
-                        e.to_string(),
-                        e.hint(),
-                    )
-                })?;
-            }
-            a
-        }
-    };
-    if let Some(e) = s
-        .config
-        .agent
-        .missing_key(&agent, |v| std::env::var(v).ok())
-    {
-        let (var, openai) = match &e {
-            crate::llm::LlmError::MissingKey { env_var, provider } => {
-                (*env_var, *provider == crate::llm::ProviderKind::Openai)
-            }
-            _ => ("the provider's key variable", false),
-        };
-        let local = if openai {
-            ", pick a model server that needs no key (agent.server, or an agent.base_url the operator lists in [agent] allowed_base_urls),"
-        } else {
-            ""
-        };
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "missing_model_key",
-            format!("the task's agent cannot call its model: {e}"),
-            format!(
-                "Set {var} in the server's environment (keys belong to the server, never to a task) and restart it{local} or use agent.kind replay."
-            ),
-        ));
-    }
-    if let Some(u) = &spec.webhook_url {
-        s.config
-            .webhooks
-            .check_url(u, "webhook_url")
-            .await
-            .map_err(|message| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "webhook_host_refused",
-                    message,
-                    "Webhooks go to public hosts. To deliver to an internal one (loopback, a private or link-local range, localhost), the operator adds its name, address or range to [webhooks] allowed_hosts.",
-                )
-            })?;
-    }
-    // In a cluster, a phone of any instance: the instance that owns it will run the task.
-    if let Some(d) = &spec.device_id
-        && s.pool.summary(d).is_none()
-        && let known = super::cluster::farm_devices(s).await
-        && known.iter().all(|k| &k.id != d)
-    {
-        let mut known: Vec<String> = known.into_iter().map(|d| d.id).collect();
-        known.dedup();
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "unknown_device",
-            format!("no device `{d}` in the pool"),
-            format!(
-                "Known devices: {}. Add one with POST /v1/devices, or omit device_id to run on any free device.",
-                if known.is_empty() {
-                    "none".into()
-                } else {
-                    known.join(", ")
-                }
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// The screenshot a step was decided on.

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use droidpilot::config::{Config, Overrides};
-use droidpilot::server::{ServeOptions, Server};
+use droidpilot::server::ServeOptions;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -106,7 +106,7 @@ pub async fn spawn_app_with_toml(toml: &str, env: &[(&str, &str)]) -> TestApp {
 /// Starts a server on an existing data directory (restart tests).
 pub async fn spawn_app_on(dir: &Path, env: &[(&str, &str)]) -> TestApp {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = Server::build(test_config(dir, env), ServeOptions::default())
+    let server = droidpilot::serve::build(test_config(dir, env), ServeOptions::default())
         .await
         .expect("server starts");
     let addr = server.local_addr();

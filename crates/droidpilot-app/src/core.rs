@@ -48,6 +48,7 @@ use crate::run::events::{DEVICES_STREAM, EventBus};
 use crate::run::hooks::CustomActionHook;
 use crate::run::interaction::Prompts;
 use crate::run::mcp::McpRegistry;
+use crate::run::queue::Queue;
 use crate::run::runner::Runner;
 use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
 use crate::run::webhooks::{WebhookSender, spawn_deliverer};
@@ -91,8 +92,8 @@ pub struct Core {
     pub pool: DevicePool,
     pub artifacts: ArtifactStore,
     pub runner: Arc<Runner>,
-    /// Wakes the scheduler (a task was queued or cancelled).
-    pub wake: Arc<Notify>,
+    /// Submits, cancels and ends tasks; it wakes the scheduler when that may start one.
+    pub queue: Queue,
     /// Running tasks, for cancels.
     pub running: Arc<RunningTasks>,
     /// The `[[mcp.servers]]` connections (their tools are in `runner.mcp`).
@@ -187,6 +188,7 @@ impl Core {
             instance: membership.as_ref().map(|m| m.scheduler_instance()),
             secrets: secrets.clone(),
         };
+        let queue = Queue::new(bus.clone(), running.clone(), wake.clone());
         let core = Core {
             config: Arc::new(config.clone()),
             store,
@@ -195,7 +197,7 @@ impl Core {
             pool,
             artifacts,
             runner,
-            wake,
+            queue,
             running,
             mcp,
             membership,

@@ -6,7 +6,9 @@
 //! calls because a caller named it), `mcp` (the client for MCP servers the agent calls),
 //! `run` (queue, scheduler, the runner's loop, events, webhooks, retention), `cluster`
 //! (instances sharing one PostgreSQL database), `config` (the configuration file's schema,
-//! a leaf), and `core` (builds and stops all of it once). The front ends (HTTP, MCP, the
+//! a leaf), `core` (builds and stops all of it once), and `service` (the use cases: submit,
+//! cancel, answer, take-over, script runs, acting on and reading a device, each with typed
+//! input and one `AppError`). The front ends (HTTP, MCP, the
 //! command line) sit above this crate and never below it.
 //!
 //! The layers below are re-exported under their usual names (`domain`, `screen`,
@@ -26,3 +28,4 @@ pub mod llm;
 pub mod mcp;
 pub mod outbound;
 pub mod run;
+pub mod service;

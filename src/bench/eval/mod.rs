@@ -489,10 +489,7 @@ async fn run_one(
     })
     .map_err(|e| fail(e.to_string()))?;
     let start = Instant::now();
-    let task = crate::run::queue::submit(&env.core.bus, spec)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    env.core.wake.notify_one();
+    let task = (env.core.queue.submit(spec).await).map_err(|e| fail(e.to_string()))?;
     let seen = follow(env, &t, task.id).await.map_err(fail)?;
     let wall_s = start.elapsed().as_secs_f64();
     let checker = t.check(&phone.state());

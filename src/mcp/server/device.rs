@@ -1,8 +1,8 @@
 //! The device tools: reading the screen (no lease needed: reading never fights over a
 //! phone) and acting on it (leased for the session first; each action recorded as a step
-//! of the session task). Parsing, execution and screen reading are the REST API's own
-//! (`server::devices::{device_action, read_screen}`, `device::exec`, the runner's
-//! observation), so an action means the same over MCP as over HTTP.
+//! of the session task through `service::manual_step`, the path take-over uses too).
+//! Parsing and screen reading are the application's (`service::devices::{device_action,
+//! read_screen}`), as for HTTP, so an action means the same over MCP as over HTTP.
 
 use std::sync::Arc;
 
@@ -14,19 +14,15 @@ use super::McpServer;
 use super::reply::{ToolError, ToolResult, json_result, parse, take_device_id};
 use super::tools::{ImageFormat, ReadElementArgs, ScreenshotArgs};
 use crate::device::Device;
-use crate::device::exec::{self, ExecContext};
-use crate::device::pool::PoolError;
 use crate::device::scroll_find::{Found, NOT_FOUND_HINT, Next, ScrollToFind};
 use crate::domain::Action;
-use crate::run::runner::{ManualStep, StepStart};
 use crate::screen::ScreenRepresentation;
-use crate::server::devices::{device_action, read_screen};
+use crate::service;
+use crate::service::devices::{device_action, read_screen};
 
 impl McpServer {
     fn device(&self, id: &str) -> Result<Arc<dyn Device>, ToolError> {
-        self.core.pool.get(id).ok_or_else(|| {
-            crate::server::error::ApiError::from(PoolError::NotFound(id.to_string())).into()
-        })
+        Ok(service::devices::device(&self.core, id)?)
     }
 
     pub(super) async fn read_screen(&self, args: Map<String, Value>) -> ToolResult {
@@ -87,7 +83,7 @@ impl McpServer {
         let (width, height) = (shot.width, shot.height);
         let rgba = shot.rgba()?;
         let (bytes, mime) = tokio::task::spawn_blocking(move || {
-            crate::server::images::encode(&rgba, width, height, scale, jpeg, quality)
+            crate::service::images::encode(&rgba, width, height, scale, jpeg, quality)
         })
         .await
         .map_err(|e| ToolError::new("internal_error", e.to_string(), "This is a bug."))?
@@ -133,58 +129,18 @@ impl McpServer {
         action: &Action,
     ) -> Result<(Value, Option<u32>, crate::domain::TaskId, Action), ToolError> {
         let used = self.session.use_device(device_id).await?;
-        let start = StepStart::now();
+        let session = &self.session;
+        let mut step = None;
+        let number = || {
+            step = session.next_step(device_id, used.task);
+            step
+        };
         let dev = used.device.as_ref();
-        let size = dev.info().await?.screen;
-        let runner = &self.core.runner;
-        let obs = runner.observe(dev, size).await?;
-        let ctx = ExecContext {
-            screen: obs.screen.as_deref(),
-            size,
-            transform: runner.transform.as_ref(),
-        };
-        let shown = match (&obs.screen, action) {
-            (Some(screen), _) => screen.mask_typed(action, size, runner.transform.as_ref()),
-            (
-                None,
-                Action::Type {
-                    target,
-                    clear_first,
-                    ..
-                },
-            ) => Some(Action::Type {
-                text: crate::screen::REDACTED.into(),
-                target: target.clone(),
-                clear_first: *clear_first,
-            }),
-            (None, _) => None,
+        let done = service::manual_step(&self.core, dev, used.task, action, None, number).await?;
+        if let Err(e) = &done.recorded {
+            tracing::warn!(task = %used.task, error = %e, "could not record an MCP action");
         }
-        .unwrap_or_else(|| action.clone());
-        let result = exec::execute(dev, action, &ctx).await;
-        let outcome = match &result {
-            Ok(o) => Ok(o.detail.clone()),
-            Err(e) => Err((
-                format!("{}: {e}", e.error_type()),
-                json!({"error_type": e.error_type(), "selector": e.selector()}),
-            )),
-        };
-        let step = self.session.next_step(device_id, used.task);
-        if let Some(n) = step {
-            let m = ManualStep {
-                task_id: used.task,
-                n,
-                start,
-                obs: &obs,
-                size,
-                action,
-                outcome,
-                by: None,
-            };
-            if let Err(e) = self.core.runner.record_manual(m).await {
-                tracing::warn!(task = %used.task, error = %e, "could not record an MCP action");
-            }
-        }
-        Ok((result?.detail, step, used.task, shown))
+        Ok((done.result?.detail, step, used.task, done.shown))
     }
 
     /// Scrolls until the selector matches something on screen, recording each scroll
@@ -276,7 +232,7 @@ struct ScreenPixels {
     height: u32,
 }
 
-/// The size `server::images::encode` gives a `width`×`height` screen at `scale`.
+/// The size `service::images::encode` gives a `width`×`height` screen at `scale`.
 pub(super) fn image_size(width: u32, height: u32, scale: f32) -> ImageSize {
     let side = |n: u32| ((n as f32 * scale).round() as u32).max(1);
     ImageSize {

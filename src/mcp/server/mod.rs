@@ -5,8 +5,9 @@
 //! One `McpServer` per MCP session (rmcp builds one per stdio connection and per HTTP
 //! session), all on the one `Core`. Each holds a `Session`: its device leases and the
 //! session tasks its actions are recorded in, released when the session ends. The tools
-//! are a second front end over the REST API's own functions (`server::devices`,
-//! `server::tasks`, `server::scripts`), so they parse, refuse and fail the same way.
+//! are a front end beside HTTP over the same use cases (`service::devices`,
+//! `service::tasks`, `service::scripts`, `service::manual_step`), so they parse, refuse
+//! and fail the same way; this module never imports the HTTP front end.
 //!
 //! - `tools.rs`: the catalogue (descriptions, input schemas).
 //! - `session.rs`: leases bound to the session, session tasks.

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::server::error::ApiError;
+use crate::service::AppError;
 
 /// A failed tool call: the same code, message and hint as the REST API gives.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,21 +80,22 @@ pub fn in_tool_words(hint: &str) -> String {
         .fold(hint.to_string(), |h, (from, to)| h.replace(from, to))
 }
 
-impl From<ApiError> for ToolError {
-    fn from(e: ApiError) -> Self {
+impl From<AppError> for ToolError {
+    /// The application's error as a tool error: the same code, message and hint.
+    fn from(e: AppError) -> Self {
         Self::new(e.code, e.message, e.hint)
     }
 }
 
 impl From<crate::store::StoreError> for ToolError {
     fn from(e: crate::store::StoreError) -> Self {
-        ApiError::from(e).into()
+        AppError::from(e).into()
     }
 }
 
 impl From<crate::device::DeviceError> for ToolError {
     fn from(e: crate::device::DeviceError) -> Self {
-        ApiError::from(e).into()
+        AppError::from(e).into()
     }
 }
 

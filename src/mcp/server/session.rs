@@ -20,6 +20,8 @@ use crate::core::Core;
 use crate::device::Device;
 use crate::device::pool::{DeviceMatcher, Lease, PoolError};
 use crate::domain::{NewTask, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use crate::run::finish::Ending;
+use crate::service::AppError;
 
 /// A device this session holds, and the task its actions are recorded in.
 struct Held {
@@ -257,7 +259,7 @@ impl Session {
                 format!("no device `{id}`"),
                 format!("Known devices: {}.", known()),
             ),
-            (other, _) => crate::server::error::ApiError::from(other).into(),
+            (other, _) => AppError::from(other).into(),
         }
     }
 
@@ -274,8 +276,8 @@ impl Session {
             metadata: Some(json!({"mcp_session": self.id, "lease_owner": owner})),
             ..Default::default()
         })
-        .map_err(crate::server::error::ApiError::from)?;
-        let task = crate::run::queue::submit(&self.core.bus, spec).await?;
+        .map_err(AppError::from)?;
+        let task = self.core.queue.submit(spec).await?;
         self.core.start_here(task.id, device_id).await?;
         let started = TaskEvent::Started {
             task_id: task.id,
@@ -288,23 +290,12 @@ impl Session {
 }
 
 /// Finishes a session task whose lease was dropped (succeeded: the session did what it
-/// did; the steps say whether each action worked), and wakes the scheduler for the device.
+/// did; the steps say whether each action worked); the queue wakes the scheduler for the
+/// phone.
 async fn finish(core: &Core, task: TaskId, reason: &str) {
-    core.wake.notify_one();
-    match (core.store)
-        .finish_task(task, TaskStatus::Succeeded, Some(reason), None)
-        .await
-    {
-        Ok(t) => {
-            if let Err(e) = core
-                .bus
-                .publish(&task.to_string(), TaskEvent::finished(&t))
-                .await
-            {
-                tracing::warn!(task = %task, error = %e, "could not publish a session task's end");
-            }
-        }
-        Err(e) => tracing::warn!(task = %task, error = %e, "could not finish a session task"),
+    let ending = Ending::now(TaskStatus::Succeeded, reason);
+    if let Err(e) = core.queue.end(task, ending).await {
+        tracing::warn!(task = %task, error = %e, "could not finish a session task");
     }
 }
 

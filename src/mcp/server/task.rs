@@ -1,5 +1,6 @@
 //! The task tools: submit a task or a script run to the queue (as `POST /v1/tasks` and
-//! `POST /v1/scripts/{id}/run` do, through the same functions), optionally wait for its
+//! `POST /v1/scripts/{id}/run` do, through the same use cases, `service::tasks` and
+//! `service::scripts`), optionally wait for its
 //! end while forwarding its events as MCP progress notifications, read it, answer its
 //! question, cancel it.
 
@@ -16,6 +17,7 @@ use super::reply::{ToolError, ToolResult, json_result, parse};
 use super::tools::{AnswerArgs, TaskIdArgs};
 use crate::domain::{NewTask, Task, TaskEvent, TaskId};
 use crate::run::events::{FeedItem, Filter};
+use crate::service;
 
 /// How to wait, taken out of `run_task` / `run_script` arguments.
 struct Wait {
@@ -67,7 +69,7 @@ impl McpServer {
         let wait = take_wait("run_task", &mut args)?;
         let req: NewTask = parse("run_task", args)?;
         self.refuse_own_device(req.device_id.as_deref())?;
-        let task = crate::server::tasks::submit(&self.core, req).await?;
+        let task = service::tasks::submit(&self.core, req).await?;
         self.after_submit(task, wait, ctx).await
     }
 
@@ -91,9 +93,9 @@ impl McpServer {
                 ));
             }
         };
-        let req: crate::server::scripts::RunScript = parse("run_script", args)?;
+        let req: service::scripts::RunScript = parse("run_script", args)?;
         self.refuse_own_device(req.device_id.as_deref())?;
-        let task = crate::server::scripts::submit_run(&self.core, id, req).await?;
+        let task = service::scripts::run_script(&self.core, id, req).await?;
         self.after_submit(task, wait, ctx).await
     }
 
@@ -207,18 +209,15 @@ impl McpServer {
         let a: AnswerArgs = parse("answer_task", args)?;
         let id = task_id("answer_task", &a.task_id)?;
         let by = format!("mcp:{}", self.session.id);
-        let iv = (self.core.prompts)
-            .answer(&self.core.bus, id, a.prompt_id.as_deref(), &a.answer, &by)
-            .await
-            .map_err(crate::server::error::ApiError::from)?;
+        let prompt = a.prompt_id.as_deref();
+        let iv = service::tasks::answer(&self.core, id, prompt, &a.answer, &by).await?;
         json_result(&iv)
     }
 
     pub(super) async fn cancel_task(&self, args: Map<String, Value>) -> ToolResult {
         let a: TaskIdArgs = parse("cancel_task", args)?;
         let id = task_id("cancel_task", &a.task_id)?;
-        let (task, outcome) =
-            crate::run::queue::cancel(&self.core.bus, &self.core.running, id).await?;
+        let (task, outcome) = service::tasks::cancel(&self.core, id).await?;
         let outcome = match outcome {
             crate::store::CancelOutcome::Cancelled => "cancelled",
             crate::store::CancelOutcome::Requested => "requested: the task stops at its next step",

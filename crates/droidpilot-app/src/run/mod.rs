@@ -5,6 +5,7 @@
 
 pub mod artifacts;
 pub mod events;
+pub mod finish;
 pub mod hooks;
 pub mod interaction;
 pub mod mcp;

@@ -26,6 +26,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use super::events::EventBus;
+use super::finish::{Ending, end_task};
 use super::runner::{Runner, StopSignal};
 use crate::agent::Agent;
 use crate::device::pool::{DeviceMatcher, DevicePool, PoolError};
@@ -158,16 +159,17 @@ pub async fn announce_recovered(
                 }
             }
         }
-        let event = if requeued {
-            TaskEvent::Requeued {
+        if requeued {
+            let event = TaskEvent::Requeued {
                 task_id: id,
                 status: TaskStatus::Queued,
                 reason: reason.to_string(),
-            }
+            };
+            bus.publish(&id.to_string(), event).await?;
         } else {
-            TaskEvent::finished(&store.get_task(id).await?)
-        };
-        bus.publish(&id.to_string(), event).await?;
+            let task = Box::new(store.get_task(id).await?);
+            end_task(bus, id, Ending::Stored(task)).await?;
+        }
     }
     Ok(())
 }
@@ -256,15 +258,8 @@ impl Scheduler {
                         self.cfg.queue_timeout_secs
                     )
                 };
-                if let Ok(t) = store
-                    .finish_task(task.id, TaskStatus::TimedOut, Some(&reason), None)
-                    .await
-                {
-                    self.runner
-                        .bus
-                        .publish(&t.id.to_string(), TaskEvent::finished(&t))
-                        .await?;
-                }
+                let ending = Ending::now(TaskStatus::TimedOut, reason);
+                end_task(&self.runner.bus, task.id, ending).await?;
                 continue;
             }
             // Another instance of the cluster accepted it and holds its secrets.
@@ -377,13 +372,8 @@ impl Scheduler {
             }
             Err(msg) => {
                 let reason = format!("cannot build the agent: {msg}");
-                let t = store
-                    .finish_task(task.id, TaskStatus::Failed, Some(&reason), None)
-                    .await?;
-                self.runner
-                    .bus
-                    .publish(&t.id.to_string(), TaskEvent::finished(&t))
-                    .await?;
+                let ending = Ending::now(TaskStatus::Failed, reason);
+                end_task(&self.runner.bus, task.id, ending).await?;
                 Ok(None)
             }
         }

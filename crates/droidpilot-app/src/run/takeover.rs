@@ -5,7 +5,7 @@
 //! (the step in flight finishes first), marks the task `paused`, publishes `task.paused`
 //! and waits. Only then do manual actions run (`act`): each is executed on the task's
 //! phone through the same path as `POST /v1/devices/{id}/actions` (`device::exec`),
-//! recorded as the next step of the trajectory (`Runner::record_manual`, so a password
+//! recorded as the next step of the trajectory (`Runner::manual_step`, so a password
 //! typed by a person is stored as `••••`), stored as a `manual_action` intervention and
 //! published as `task.intervention`. `resume` marks the task `running`, publishes
 //! `task.resumed`, and releases the runner with what the person did, which the agent
@@ -20,13 +20,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use super::events::EventBus;
-use super::runner::{ManualStep, Runner, StepStart};
+use super::runner::{Runner, outcome_detail};
 use crate::device::Device;
-use crate::device::exec::{self, ExecError, ExecOutcome};
+use crate::device::exec::{ExecError, ExecOutcome};
 use crate::domain::{
     Action, ActionableElement, Intervention, InterventionKind, ResumeCause, Task, TaskEvent,
     TaskId, TaskStatus,
@@ -210,49 +210,23 @@ impl TakeOvers {
             return Err(not_paused(status, hold.requested.is_some()));
         }
         let by = by.unwrap_or_else(|| ANONYMOUS.into());
-        let start = StepStart::now();
-        let size = device.info().await.map_err(device_gone(id, device))?.screen;
-        let obs = runner
-            .observe(device, size)
+        let n = hold.next_step;
+        let done = runner
+            .manual_step(device, id, action, Some(by.clone()), || Some(n))
             .await
             .map_err(device_gone(id, device))?;
-        let ctx = exec::ExecContext {
-            screen: obs.screen.as_deref(),
-            size,
-            transform: runner.transform.as_ref(),
-        };
-        let result = exec::execute(device, action, &ctx).await;
-        let outcome = match &result {
-            Ok(o) => Ok(o.detail.clone()),
-            Err(e) => Err((
-                format!("{}: {e}", e.error_type()),
-                json!({"error_type": e.error_type(), "selector": e.selector()}),
-            )),
-        };
-        let n = hold.next_step;
-        let step = runner
-            .record_manual(ManualStep {
-                task_id: id,
-                n,
-                start,
-                obs: &obs,
-                size,
-                action,
-                outcome: outcome.clone(),
-                by: Some(by.clone()),
-            })
-            .await?;
+        let step = done.recorded?;
         hold.next_step += 1;
-        let recorded = step.action.as_ref().unwrap_or(action);
-        let detail = match &outcome {
-            Ok(d) => d.clone(),
-            Err((error, d)) => json!({"error": error, "failure": d}),
-        };
+        let recorded = step
+            .as_ref()
+            .and_then(|s| s.action.as_ref())
+            .unwrap_or(action);
+        let detail = outcome_detail(&done.outcome);
         hold.actions.push(describe(
             recorded,
             &detail,
-            &obs.repr.actionable_elements,
-            outcome.is_ok(),
+            &done.elements,
+            done.outcome.is_ok(),
         ));
         let action_json = serde_json::to_value(recorded).unwrap_or(Value::Null);
         let iv = Intervention {
@@ -265,8 +239,8 @@ impl TakeOvers {
         publish_intervention(&runner.bus, &iv).await?;
         Ok(Acted {
             action: action_json,
-            result,
-            duration_ms: start.instant.elapsed().as_millis() as u64,
+            result: done.result,
+            duration_ms: done.duration_ms,
             intervention: iv,
         })
     }

@@ -19,6 +19,7 @@ mod ask;
 mod budget;
 mod config;
 mod decide;
+mod manual;
 mod observe;
 mod reconnect;
 mod record;
@@ -35,11 +36,14 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 pub use config::{AskTimeoutPolicy, RunnerConfig};
-pub use record::{ManualStep, StepStart};
+pub use manual::{ManualDone, outcome_detail};
+pub use record::ManualOutcome;
+use record::StepStart;
 pub use stop::StopSignal;
 
 use super::artifacts::ArtifactStore;
 use super::events::EventBus;
+use super::finish::{Ending, end_task};
 use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef};
 use super::interaction::Prompts;
 use super::mcp::McpRegistry;
@@ -467,30 +471,16 @@ impl Runner {
         self.finish(id, End::new(TaskStatus::Failed, reason)).await
     }
 
-    /// Stores the ending and publishes `task.finished`.
+    /// Stores the ending and publishes `task.finished` (`run::finish`). A task ended
+    /// meanwhile (a cancel while waiting for an answer ends it at once) keeps its first
+    /// ending.
     async fn finish(&self, id: crate::domain::TaskId, end: End) -> Result<Task, StoreError> {
-        let finished = match self
-            .bus
-            .store()
-            .finish_task(id, end.status, Some(&end.reason), end.answer.as_deref())
-            .await
-        {
-            Ok(t) => t,
-            // Ended meanwhile (a cancel while waiting for an answer ends the task at once,
-            // and publishes `task.finished` itself): keep the first ending.
-            Err(StoreError::WrongStatus { .. }) => return self.bus.store().get_task(id).await,
-            Err(e) => return Err(e),
+        let ending = Ending::Now {
+            status: end.status,
+            reason: end.reason,
+            answer: end.answer,
         };
-        // Through the step commits' path: under load it shares their transaction.
-        self.bus
-            .commit(
-                &id.to_string(),
-                None,
-                &[],
-                vec![TaskEvent::finished(&finished)],
-            )
-            .await?;
-        Ok(finished)
+        end_task(&self.bus, id, ending).await
     }
 
     /// Leaves the task `running` (out of `waiting_for_user`) for the next start to requeue.

@@ -17,7 +17,7 @@ use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, lay
 
 /// One observation: what the agent sees, plus what the runner keeps for acting on it.
 #[derive(Clone)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub repr: ScreenRepresentation,
     pub screen: Option<Arc<Screen>>,
     pub png: Option<bytes::Bytes>,
@@ -127,7 +127,7 @@ impl Runner {
     /// fail alone: a failed tree degrades to screenshot only, a black or failed screenshot
     /// to tree only (flagged sensitive). Only when both fail is it an error. The
     /// screenshot's artifact row is recorded at once (the caller hands its hash out).
-    pub async fn observe(
+    pub(super) async fn observe(
         &self,
         device: &dyn Device,
         size: ScreenSize,

@@ -34,7 +34,7 @@ pub(super) enum Then {
 
 /// When a step began: the monotonic clock for its timings, the wall clock for the record.
 #[derive(Clone, Copy)]
-pub struct StepStart {
+pub(super) struct StepStart {
     pub instant: Instant,
     pub at: chrono::DateTime<chrono::Utc>,
 }
@@ -426,11 +426,11 @@ impl Runner {
 }
 
 /// What became of an action taken outside the loop: its detail, or the error and detail.
-pub(crate) type ManualOutcome = Result<Value, (String, Value)>;
+pub type ManualOutcome = Result<Value, (String, Value)>;
 
 /// An action taken outside the loop (an MCP client's action on its session task), to be
 /// recorded as step `n` of `task_id`.
-pub struct ManualStep<'a> {
+pub(super) struct ManualStep<'a> {
     pub task_id: TaskId,
     pub n: u32,
     pub start: StepStart,
@@ -447,7 +447,7 @@ impl Runner {
     /// Records a step taken outside the loop: built by `StepDraft` from the screen it
     /// acted on, as the loop's steps are (text typed into a password field masked), then
     /// committed and published by `record`.
-    pub async fn record_manual(&self, m: ManualStep<'_>) -> Result<Step, StoreError> {
+    pub(super) async fn record_manual(&self, m: ManualStep<'_>) -> Result<Step, StoreError> {
         let mut draft = StepDraft::new(m.task_id, m.n, m.start, m.obs, m.size);
         if let Some(screen) = &m.obs.screen {
             draft.guard_passwords(PasswordGuard {

@@ -1,4 +1,5 @@
-//! Screenshot re-encoding for the API (and the replay GIF's frames): scale with fast_image_resize (SIMD, much faster
+//! Screenshot re-encoding for every front end (the API's screenshots and live frames, the
+//! replay GIF's frames, the MCP `screenshot` tool): scale with fast_image_resize (SIMD, much faster
 //! than image's resize for the 10-megapixel frames phones produce) and encode JPEG with
 //! jpeg-encoder or PNG with image.
 

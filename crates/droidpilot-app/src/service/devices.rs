@@ -1,0 +1,165 @@
+//! Device use cases: the farm's phones, one phone by id, reading its screen the way an
+//! agent does, and one action sent straight to it (not part of a task).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::error::{AppError, ErrorKind};
+use crate::core::Core;
+use crate::device::Device;
+use crate::device::exec::{self, ExecContext, ExecError, ExecOutcome};
+use crate::device::pool::{DeviceState, DeviceSummary, PoolError};
+use crate::domain::{Action, ActionParser, LinearTransform, ScreenSize};
+use crate::screen::{ReprOptions, Screen, ScreenRepresentation};
+use crate::store::cluster::FarmDevice;
+
+/// A pooled device by id.
+pub fn device(core: &Core, id: &str) -> Result<Arc<dyn Device>, AppError> {
+    core.pool
+        .get(id)
+        .ok_or_else(|| PoolError::NotFound(id.to_string()).into())
+}
+
+/// Refuses to act on (or remove) a device a task or an MCP session holds, unless forced.
+pub fn busy_check(core: &Core, id: &str, force: bool) -> Result<(), AppError> {
+    let summary = core
+        .pool
+        .summary(id)
+        .ok_or_else(|| PoolError::NotFound(id.to_string()))?;
+    if summary.state == DeviceState::Leased && !force {
+        return Err(AppError::new(
+            ErrorKind::Conflict,
+            "device_busy",
+            format!(
+                "device {id} is held by {}",
+                summary.holder().unwrap_or_default()
+            ),
+            "Cancel the task first (POST /v1/tasks/{id}/cancel) or wait for the MCP session to release the device, or add ?force=true if you really mean to interfere.",
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the screen the way an agent does: what it shows and what can be acted on.
+pub async fn read_screen(
+    dev: &dyn Device,
+) -> Result<(Screen, ScreenRepresentation, ScreenSize), AppError> {
+    let (info, xml, app) = tokio::join!(dev.info(), dev.hierarchy(), dev.current_app());
+    let info = info?;
+    let opts = ReprOptions {
+        activity: app.ok().and_then(|a| a.activity),
+        screen: Some(info.screen),
+        ..Default::default()
+    };
+    let screen = Screen::from_xml(&xml?, &opts)
+        .map_err(|e| AppError::new(ErrorKind::Unavailable, e.code(), e.to_string(), e.hint()))?;
+    let repr = screen.representation(&opts);
+    Ok((screen, repr, info.screen))
+}
+
+/// Parses one action a caller sends straight to a device, refusing the ones that belong
+/// to a task (finish, ask_user, mcp_call, custom).
+pub fn device_action(body: &Value) -> Result<Action, AppError> {
+    let action = ActionParser::new()
+        .parse(body)
+        .map_err(|e| AppError::invalid(e.code(), e.caller_message(), e.hint()))?;
+    if matches!(
+        action,
+        Action::Finish { .. } | Action::AskUser { .. } | Action::McpCall { .. } | Action::Custom(_)
+    ) {
+        return Err(AppError::invalid(
+            "not_a_device_action",
+            format!(
+                "`{}` is part of a task, not something a device does",
+                action.name()
+            ),
+            "Submit a task (POST /v1/tasks) to use finish, ask_user and mcp_call.",
+        ));
+    }
+    Ok(action)
+}
+
+/// What an action sent straight to a device did.
+pub struct DeviceActed {
+    /// The action as executed, canonical, with text typed into a password field as `••••`.
+    pub action: Value,
+    pub result: Result<ExecOutcome, ExecError>,
+    pub duration_ms: u64,
+}
+
+/// Runs one action on `dev` against its current screen. Fails when the screen cannot be
+/// read; a failed action is returned in `result`.
+pub async fn act_on_device(dev: &dyn Device, action: &Action) -> Result<DeviceActed, AppError> {
+    let start = Instant::now();
+    let (screen, _, size) = read_screen(dev).await?;
+    let ctx = ExecContext {
+        screen: Some(&screen),
+        size,
+        transform: &LinearTransform,
+    };
+    let result = exec::execute(dev, action, &ctx).await;
+    // Text typed into a password field is not echoed (nor logged, nor stored).
+    let shown = screen.mask_typed(action, size, &LinearTransform);
+    Ok(DeviceActed {
+        action: serde_json::to_value(shown.as_ref().unwrap_or(action)).unwrap_or(Value::Null),
+        result,
+        duration_ms: start.elapsed().as_millis() as u64,
+    })
+}
+
+fn state_of(s: &str) -> DeviceState {
+    match s {
+        "available" => DeviceState::Available,
+        "leased" => DeviceState::Leased,
+        "quarantined" => DeviceState::Quarantined,
+        _ => DeviceState::Offline,
+    }
+}
+
+/// A phone of another instance as the device list shows it; offline when its owner is
+/// dead.
+pub fn remote_summary(f: &FarmDevice) -> DeviceSummary {
+    DeviceSummary {
+        id: f.id.clone(),
+        backend: f.backend.clone(),
+        model: f.model.clone(),
+        state: if f.owner_live {
+            state_of(&f.state)
+        } else {
+            DeviceState::Offline
+        },
+        screen: None,
+        lease_owner: None,
+        consecutive_failures: 0,
+        last_error: (!f.owner_live).then(|| format!("instance `{}` is down", f.instance)),
+        instance: Some(f.instance.clone()),
+        local: false,
+    }
+}
+
+/// Every phone of the farm: this instance's pool (marked with its name), then the other
+/// instances' rows. On one host, the pool. If the database does not answer, the pool
+/// alone (logged), so the local phones stay visible.
+pub async fn farm_devices(s: &Core) -> Vec<DeviceSummary> {
+    let mut local = s.pool.list();
+    let (Some(m), Some(c)) = (&s.membership, s.store.cluster()) else {
+        return local;
+    };
+    for d in &mut local {
+        d.instance = Some(m.me.name.clone());
+    }
+    match c.farm_devices(m.cfg.dead_after()).await {
+        Ok(rows) => local.extend(
+            rows.iter()
+                .filter(|f| f.instance != m.me.name)
+                .map(remote_summary),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the farm's devices; listing this instance's only")
+        }
+    }
+    local.sort_by(|a, b| (&a.id, &a.instance).cmp(&(&b.id, &b.instance)));
+    local
+}
