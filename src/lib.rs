@@ -16,8 +16,9 @@ pub use droidpilot_app::{
     script, service, store,
 };
 
-pub mod bench;
+pub use droidpilot_bench as bench;
+pub use droidpilot_http as server;
+
 pub mod cli;
 pub mod mcp;
 pub mod serve;
-pub mod server;

@@ -107,7 +107,7 @@ fn pointer_sources() -> Vec<PathBuf> {
         "ARCHITECTURE.md",
         "docker-compose.yml",
         "fuzz/Cargo.toml",
-        "dashboard/tasks.js",
+        "crates/droidpilot-http/dashboard/tasks.js",
     ]
     .iter()
     .map(|p| root().join(p))

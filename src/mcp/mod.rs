@@ -6,4 +6,4 @@
 //!   (`droidpilot mcp`) and Streamable HTTP (`/mcp`).
 
 pub use droidpilot_app::mcp::client;
-pub mod server;
+pub use droidpilot_mcp as server;

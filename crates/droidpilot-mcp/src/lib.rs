@@ -18,6 +18,13 @@
 //! so this server speaks the revisions that have an `initialize` handshake (up to
 //! 2025-11-25); clients that probe for the newer one fall back to it.
 
+//!
+//! A crate of its own above `droidpilot-app`, beside the HTTP front end; neither imports
+//! the other.
+
+// The application's modules under their usual names (`crate::core::Core`).
+use droidpilot_app::{config, core, domain, run, screen, service, store};
+
 mod device;
 mod reply;
 mod session;

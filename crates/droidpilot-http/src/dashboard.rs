@@ -27,7 +27,7 @@ macro_rules! asset {
         Asset {
             name: $name,
             media_type: $media,
-            body: include_bytes!(concat!("../../dashboard/", $name)),
+            body: include_bytes!(concat!("../dashboard/", $name)),
         }
     };
 }

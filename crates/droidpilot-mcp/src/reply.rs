@@ -93,14 +93,14 @@ impl From<crate::store::StoreError> for ToolError {
     }
 }
 
-impl From<crate::device::DeviceError> for ToolError {
-    fn from(e: crate::device::DeviceError) -> Self {
+impl From<droidpilot_app::device::DeviceError> for ToolError {
+    fn from(e: droidpilot_app::device::DeviceError) -> Self {
         AppError::from(e).into()
     }
 }
 
-impl From<crate::device::exec::ExecError> for ToolError {
-    fn from(e: crate::device::exec::ExecError) -> Self {
+impl From<droidpilot_app::device::exec::ExecError> for ToolError {
+    fn from(e: droidpilot_app::device::exec::ExecError) -> Self {
         let mut message = e.to_string();
         if let Some(s) = e.selector() {
             message.push_str(&format!(" (selector `{s}`)"));
@@ -155,8 +155,8 @@ mod tests {
                 closest: vec![],
             }
             .hint(),
-            crate::device::pool::PoolError::NotFound("x".into()).hint(),
-            crate::device::DeviceError::AppNotFound("x".into()).hint(),
+            droidpilot_app::device::pool::PoolError::NotFound("x".into()).hint(),
+            droidpilot_app::device::DeviceError::AppNotFound("x".into()).hint(),
         ];
         for hint in shared {
             let e = ToolError::new("c", "m", hint.clone()).into_result();

@@ -76,8 +76,6 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::agent::{Agent, AgentContext, AgentError, Decision, ReplayAgent};
-use crate::bench::rss::RssSampler;
-use crate::bench::subscribers::Subscribers;
 use crate::config::{Config, Overrides};
 use crate::core::{Core, CoreParts};
 use crate::device::pool::PoolError;
@@ -91,6 +89,7 @@ use crate::domain::{
     Action, AppRef, Key, NewTask, PixelPoint, ScreenSize, Step, Task, TaskId, TaskSpec, TaskStatus,
 };
 use crate::domain::{Intervention, StepStatus, TaskSpecError};
+use crate::rss::RssSampler;
 use crate::run::events::{DEVICES_STREAM, FeedItem, Filter};
 use crate::run::runner::{RunnerConfig, StopSignal};
 use crate::run::scheduler::{AgentFactory, SchedulerConfig};
@@ -99,6 +98,7 @@ use crate::store::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, Store, StoreError, StoredEvent, TaskFilter,
     TaskPage,
 };
+use crate::subscribers::Subscribers;
 
 mod cluster;
 pub use cluster::{BenchStore, ClusterLevelReport};

@@ -22,12 +22,12 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 use super::state::AppState;
-use crate::cluster::Membership;
 use crate::core::Core;
 use crate::device::pool::DeviceSummary;
 pub use crate::service::devices::farm_devices;
 use crate::service::devices::remote_summary;
 use crate::store::cluster::FarmDevice;
+use droidpilot_app::cluster::Membership;
 
 /// Set on a proxied request to the instance that forwarded it.
 pub const FORWARDED_BY: HeaderName = HeaderName::from_static("x-droidpilot-forwarded-by");

@@ -1,6 +1,16 @@
 //! The HTTP server: axum router, middleware stack, OpenAPI + Swagger UI, start-up checks
 //! and graceful shutdown. Handlers live one file per resource and stay thin.
 
+//!
+//! A crate of its own above `droidpilot-app`: it imports the application (through
+//! `service` for every use case) and never the MCP front end, which `serve::build` mounts
+//! at `/mcp` through `Server::build_with`. The dashboard's files (`dashboard/`) are
+//! embedded from beside this crate.
+
+// The application's modules under their usual names, so paths read `crate::core::Core`
+// here as in the application itself.
+use droidpilot_app::{agent, config, core, device, domain, run, screen, script, service, store};
+
 pub mod cluster;
 pub mod conns;
 pub mod dashboard;

@@ -3,16 +3,19 @@
 //! what the agent loop costs on the virtual phone; with `--profile`, `devtime.rs`: device
 //! time per step under a real phone's latencies; `subscribers.rs`, its WebSocket
 //! subscribers; `rss.rs`, its memory figure) and `droidpilot bench replay` (`replay.rs`,
-//! the script drift suite of issue 12), `droidpilot bench attack` (`attack.rs`, a normal
+//! the script drift suite), `droidpilot bench attack` (`attack.rs`, a normal
 //! GET's latency while one client tries to exhaust the server), and `droidpilot eval` (`eval/`, agents scored on
 //! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
 //! runs), and `rule_model.rs` (the replay bench's recovery model). `benches/` runs the
 //! same code under criterion.
 //!
-//! A module rather than a cargo feature: the `droidpilot bench …` commands ship in the
-//! default build (operators measure their own phones and machines), and a feature would
-//! add a second configuration for CI to build and lint for a few hundred KB of code.
-//! This is the top layer beside `cli`: it may use every product layer, and none uses it.
+//! An unpublished crate: nothing in the product depends on it. The binary offers the
+//! `droidpilot bench …` and `droidpilot eval` commands through it (operators measure their
+//! own phones and machines), so it is built by default, with no second configuration for
+//! CI to build and lint. It may use every product layer, and none uses it.
+
+// The application's modules under their usual names (`crate::core::Core`).
+use droidpilot_app::{agent, config, core, device, domain, llm, run, screen, script, store};
 
 pub mod adb;
 pub mod attack;

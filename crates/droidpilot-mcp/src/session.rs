@@ -17,11 +17,11 @@ use serde_json::json;
 
 use super::reply::ToolError;
 use crate::core::Core;
-use crate::device::Device;
-use crate::device::pool::{DeviceMatcher, Lease, PoolError};
 use crate::domain::{NewTask, TaskEvent, TaskId, TaskSpec, TaskStatus};
 use crate::run::finish::Ending;
 use crate::service::AppError;
+use droidpilot_app::device::Device;
+use droidpilot_app::device::pool::{DeviceMatcher, Lease, PoolError};
 
 /// A device this session holds, and the task its actions are recorded in.
 struct Held {

@@ -19,9 +19,9 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use crate::core::Core;
 use crate::device::sim::cpu::thread_cpu;
 use crate::domain::TaskId;
-use crate::server::app;
-use crate::server::listen::{ConnLimits, serve};
-use crate::server::state::AppState;
+use droidpilot_http::app;
+use droidpilot_http::listen::{ConnLimits, serve};
+use droidpilot_http::state::AppState;
 
 /// The subscribers of one level and the server they are connected to.
 pub struct Subscribers {

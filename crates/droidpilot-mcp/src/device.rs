@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 use super::McpServer;
 use super::reply::{ToolError, ToolResult, json_result, parse, take_device_id};
 use super::tools::{ImageFormat, ReadElementArgs, ScreenshotArgs};
-use crate::device::Device;
-use crate::device::scroll_find::{Found, NOT_FOUND_HINT, Next, ScrollToFind};
 use crate::domain::Action;
 use crate::screen::ScreenRepresentation;
 use crate::service;
 use crate::service::devices::{device_action, read_screen};
+use droidpilot_app::device::Device;
+use droidpilot_app::device::scroll_find::{Found, NOT_FOUND_HINT, Next, ScrollToFind};
 
 impl McpServer {
     fn device(&self, id: &str) -> Result<Arc<dyn Device>, ToolError> {

@@ -112,7 +112,7 @@ impl Row {
 /// `droidpilot bench attack`: runs every attack for `secs` and returns one row each
 /// (the first with no attack).
 pub async fn bench_attack(secs: u64) -> anyhow::Result<(String, Vec<Row>)> {
-    let own = crate::server::listen::raise_fd_limit();
+    let own = droidpilot_http::listen::raise_fd_limit();
     if let Some((_, soft)) = own
         && soft < 25_000
     {
