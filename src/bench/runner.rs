@@ -1021,6 +1021,7 @@ pub(super) fn scratch_config(
     // without a token: one client as the per-client limits see it.
     config.server.max_connections_per_ip = config.server.max_connections;
     config.server.max_streams_per_token = config.server.max_connections;
+    config.server.connection_burst_per_ip = config.server.max_connections as u32;
     Ok(config)
 }
 
