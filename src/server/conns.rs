@@ -314,6 +314,7 @@ pub struct Registry {
     rate: ConnRate,
     epoch: Instant,
     inner: Mutex<Inner>,
+    answers: std::sync::OnceLock<[Vec<u8>; 3]>,
 }
 
 #[derive(Debug, Default)]
@@ -393,6 +394,7 @@ impl Registry {
             rate,
             epoch: Instant::now(),
             inner: Mutex::new(Inner::default()),
+            answers: std::sync::OnceLock::new(),
         })
     }
 
@@ -447,6 +449,24 @@ impl Registry {
         if let Some(b) = inner.buckets.get_mut(&client) {
             b.refill(self.rate, Instant::now());
             b.tokens = (b.tokens + 1.0).min(self.rate.burst);
+        }
+    }
+
+    /// The answer to write for `refusal`, built once per kind: under a flood of refused
+    /// connections each costs the accept loop a write, not a JSON serialization.
+    pub fn answer(&self, refusal: Refusal) -> &[u8] {
+        let answers = self.answers.get_or_init(|| {
+            [
+                Refusal::Rate(self.rate),
+                Refusal::PerIp(self.max_per_ip),
+                Refusal::Full(self.max_total),
+            ]
+            .map(Refusal::response)
+        });
+        match refusal {
+            Refusal::Rate(_) => &answers[0],
+            Refusal::PerIp(_) => &answers[1],
+            Refusal::Full(_) => &answers[2],
         }
     }
 

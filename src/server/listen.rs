@@ -96,7 +96,7 @@ pub async fn serve(
             Ok(slot) => slot,
             Err(refusal) => {
                 // Never waits: a refused client that does not read loses the answer.
-                let _ = stream.try_write(&refusal.response());
+                let _ = stream.try_write(registry.answer(refusal));
                 tracing::debug!(%peer, ?refusal, "connection refused");
                 metrics::counter!("droidpilot_connections_refused_total").increment(1);
                 continue;
