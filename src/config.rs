@@ -96,6 +96,10 @@ pub struct DevicesConfig {
     /// Virtual phones (`[[devices.sim]]`); one by default.
     #[serde(default)]
     pub sim: Vec<crate::device::sim::SimConfig>,
+    /// Every virtual phone's `latency_profile`, whatever its own table says (`fast`:
+    /// instant, for tests and benches; unset: each phone's own).
+    #[serde(default)]
+    pub sim_latency_profile: Option<crate::device::sim::LatencyProfile>,
     pub adb: AdbConfig,
     pub health_interval_secs: u64,
     pub quarantine_after: u32,
@@ -468,6 +472,11 @@ impl Config {
             .filter_map(|m| Some((m.provider, m.base_url.clone()?)))
             .collect();
         cfg.chosen = ChosenModels::of(&user.build()?);
+        if let Some(profile) = cfg.devices.sim_latency_profile {
+            for sim in &mut cfg.devices.sim {
+                sim.latency_profile = profile;
+            }
+        }
         cfg.validate()?;
         Ok(cfg)
     }

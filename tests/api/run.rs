@@ -785,14 +785,7 @@ async fn a_finished_task_posts_a_signed_result_to_its_webhook() {
 async fn the_readme_replay_example_can_be_run_twice() {
     let app = bare_app(&[]).await;
     let phone = add_phone(&app, "sim-1", None).await;
-    let readme = include_str!("../../README.md");
-    let start = readme
-        .find("-d '{\n  \"instruction\": \"open Settings and find the Bluetooth switch\"")
-        .expect("the example is in the README")
-        + 4;
-    let end = start + readme[start..].find("}}'").expect("example end") + 2;
-    let body: Value =
-        serde_json::from_str(&readme[start..end]).expect("the README example is valid JSON");
+    let body = readme_replay_example();
     let before = phone.state().settings.clone();
     for run in 1..=2 {
         let id = submit(&app, body.clone()).await;
@@ -807,6 +800,97 @@ async fn the_readme_replay_example_can_be_run_twice() {
             "run {run} changed a setting"
         );
     }
+}
+
+/// The body of the README quick start's replay task, verbatim.
+fn readme_replay_example() -> Value {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("-d '{\n  \"instruction\": \"open Settings and find the Bluetooth switch\"")
+        .expect("the example is in the README")
+        + 4;
+    let end = start + readme[start..].find("}}'").expect("example end") + 2;
+    serde_json::from_str(&readme[start..end]).expect("the README example is valid JSON")
+}
+
+/// The shipped virtual phone takes a phone's time, so the quick start's calls meet the
+/// task they follow while it runs: it is seen `running` (not finished as it leaves the
+/// queue), the README's list shows it, its first step read the screen at the pace of the
+/// shipped profile (the profile's sleep is a lower bound), and the README's cancel ends it
+/// `cancelled` rather than finding it done.
+#[tokio::test]
+async fn on_the_shipped_phone_the_quick_start_lists_and_cancels_a_running_task() {
+    let app = crate::common::spawn_app_as_shipped().await;
+    let id = submit(&app, readme_replay_example()).await;
+    let mut first_seen = Value::Null;
+    for _ in 0..1000 {
+        first_seen = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if first_seen["status"] != "queued" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(first_seen["status"], "running", "{first_seen}");
+
+    let readme = include_str!("../../README.md");
+    let list = readme
+        .split("curl -s 'localhost:8080")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("the quick start lists tasks");
+    let page: Value = app.get(list).await.json().await.unwrap();
+    let ids: Vec<&Value> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert!(
+        ids.contains(&&json!(id)),
+        "{list} lists the running task: {page}"
+    );
+
+    // The first committed step read the screen as slowly as the profile says at least.
+    let mut steps: Vec<Value> = Vec::new();
+    for _ in 0..1000 {
+        steps = app
+            .get(&format!("/v1/tasks/{id}/steps"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if !steps.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let shipped = droidpilot::device::sim::LatencyProfile::Pixel8.latencies();
+    let least = shipped.dump as f64 * (1.0 - shipped.jitter);
+    let read = steps[0]["timings"]["hierarchy_ms"].as_f64().unwrap();
+    assert!(
+        read >= least,
+        "the shipped phone's screen read took {read} ms: {}",
+        steps[0]
+    );
+
+    assert!(
+        readme.contains("curl -s -X POST localhost:8080/v1/tasks/$ID/cancel"),
+        "the quick start cancels the task it submitted"
+    );
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "the task is still running when cancelled");
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "cancelled", "{t}");
 }
 
 /// A password typed into the virtual phone's sign-in form reaches the phone and nothing
