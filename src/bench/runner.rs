@@ -690,6 +690,13 @@ impl Store for TimedStore {
             self.inner.set_task_status(id, status, reason)
         )
     }
+    async fn set_task_agent(
+        &self,
+        id: TaskId,
+        agent: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        store_call!(self, "set_task_agent", self.inner.set_task_agent(id, agent))
+    }
     async fn finish_task(
         &self,
         id: TaskId,

@@ -1019,6 +1019,95 @@ async fn a_typed_password_is_never_stored_shown_or_exported() {
     assert!(files >= 3, "the database and screenshots were scanned");
 }
 
+/// A replay `type` not marked secret that lands in a password field: the password reaches
+/// the phone, and once the action has run the stored task keeps it as `••••` too, so no
+/// read of the task, no export and no byte of the database holds it.
+#[tokio::test]
+async fn an_unmarked_replay_type_into_a_password_field_is_not_kept_in_the_task() {
+    const CANARY: &str = "canary-unmarked-4Rt8Kq";
+    let mut actions: Vec<Value> = sim_task("settings.sign_in").unwrap().reference()[..4]
+        .iter()
+        .map(|a| serde_json::to_value(a).unwrap())
+        .collect();
+    actions.push(json!({"action": "type", "selector": "#password", "text": CANARY}));
+    actions.push(json!({"action": "key", "key": "back"}));
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.sign_in")).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "Sign in", "device_id": "sim-1",
+        "agent": {"kind": "replay", "actions": actions}}),
+    )
+    .await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(
+        phone
+            .state()
+            .fields
+            .get("account.password")
+            .map(String::as_str),
+        Some(CANARY),
+        "the phone got the password"
+    );
+
+    let task = app
+        .get(&format!("/v1/tasks/{id}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!task.contains(CANARY), "GET task: {task}");
+    let task: Value = serde_json::from_str(&task).unwrap();
+    assert_eq!(task["agent"]["actions"][4]["text"], "••••", "{task}");
+    assert_eq!(
+        task["agent"]["actions"][3]["text"], "alex@example.com",
+        "a type into a plain field is kept"
+    );
+    for path in [
+        format!("/v1/tasks?limit=5"),
+        format!("/v1/tasks/{id}/steps"),
+    ] {
+        let body = app.get(&path).await.text().await.unwrap();
+        assert!(!body.contains(CANARY), "{path}: {body}");
+    }
+    let archive = app
+        .get(&format!("/v1/tasks/{id}/export"))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&archive[..]));
+    for e in tar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+        let name = e.path().unwrap().display().to_string();
+        assert!(!contains(&bytes, CANARY.as_bytes()), "export entry {name}");
+    }
+
+    let (dir, _tmp) = app.stop().await;
+    let mut scanned = 0;
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !contains(&bytes, CANARY.as_bytes()),
+                    "{} holds the password",
+                    p.display()
+                );
+                scanned += 1;
+            }
+        }
+    }
+    assert!(scanned >= 2, "the database was scanned");
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
