@@ -1065,7 +1065,7 @@ async fn an_unmarked_replay_type_into_a_password_field_is_not_kept_in_the_task()
         "a type into a plain field is kept"
     );
     for path in [
-        format!("/v1/tasks?limit=5"),
+        "/v1/tasks?limit=5".to_string(),
         format!("/v1/tasks/{id}/steps"),
     ] {
         let body = app.get(&path).await.text().await.unwrap();
