@@ -393,7 +393,7 @@ impl Store for PostgresStore {
         id: TaskId,
         agent: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE tasks SET agent = $1 WHERE id = $2")
+        sqlx::query("UPDATE tasks SET agent = $1::jsonb WHERE id = $2")
             .bind(to_json(&Some(agent)))
             .bind(id.to_string())
             .execute(&self.pool)
