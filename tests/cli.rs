@@ -90,6 +90,9 @@ fn workdir(toml: &str) -> tempfile::TempDir {
 /// The binary with a clean environment for what these tests control.
 fn droidpilot(dir: &Path) -> Command {
     let mut c = Command::new(BIN);
+    // The shipped sim-1 takes a real phone's time per command; these tests' phones are
+    // instant (tests/common's INSTANT_PHONES, which this file does not include).
+    c.env("DROIDPILOT_DEVICES__SIM_LATENCY_PROFILE", "fast");
     c.current_dir(dir)
         .env_remove("NO_COLOR")
         .env_remove("RUST_LOG")

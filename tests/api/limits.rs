@@ -1,6 +1,7 @@
 //! Connection and stream limits before authentication, over real sockets: a per-client
 //! connection limit that counts WebSockets and SSE streams, a total limit that closes an
-//! idle unauthenticated connection first to make room, and a cap on streams per token.
+//! idle unauthenticated connection first to make room, a cap on streams per token, and a
+//! new-connection rate per client that only connections which fail pay.
 //! Functional only: what is refused and what is served, never how fast.
 
 use std::time::Duration;
@@ -275,4 +276,61 @@ async fn a_token_beyond_its_stream_cap_gets_429() {
         assert!(attempt < 100, "the closed stream's place never came back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A fresh connection from `source` with one `GET /v1/tasks?limit=1` (the token, if any)
+/// that it then closes: the status and, for an error, the body.
+async fn one_get_from(app: &TestApp, source: [u8; 4], token: Option<&str>) -> (u16, Value) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(std::net::SocketAddr::from((source, 0)))
+        .unwrap();
+    let mut s = socket.connect(app.addr).await.unwrap();
+    let req = format!(
+        "GET /v1/tasks?limit=1 HTTP/1.1\r\nhost: {}\r\n{}connection: close\r\n\r\n",
+        app.addr,
+        auth(token)
+    );
+    // A connection refused at accept may be closed before the request is written.
+    let _ = s.write_all(req.as_bytes()).await;
+    let (status, head) = read_head(&mut s).await;
+    let body = if status >= 400 {
+        assert!(
+            status != 429 || head.contains("retry-after: "),
+            "a 429 says when to retry: {head}"
+        );
+        read_body(&mut s, &head).await
+    } else {
+        Value::Null
+    };
+    (status, body)
+}
+
+#[tokio::test]
+async fn a_client_whose_connections_are_refused_is_held_to_a_connection_rate_others_are_not() {
+    let app = spawn_app_with(&[
+        ("DROIDPILOT_SERVER__TOKENS", TOKEN),
+        ("DROIDPILOT_SERVER__CONNECTION_BURST_PER_IP", "5"),
+        // One token back every 100 s: none during the test.
+        ("DROIDPILOT_SERVER__CONNECTION_RATE_PER_IP", "0.01"),
+    ])
+    .await;
+    // A client whose requests succeed opens as many fresh connections as it likes.
+    for _ in 0..20 {
+        let (status, body) = one_get_from(&app, [127, 0, 0, 1], Some(TOKEN)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // One whose requests are refused has its burst, then is refused at accept.
+    for _ in 0..5 {
+        let (status, body) = one_get_from(&app, [127, 0, 0, 2], None).await;
+        assert_eq!(status, 401, "{body}");
+    }
+    let (status, body) = one_get_from(&app, [127, 0, 0, 2], Some(TOKEN)).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["code"], "too_many_new_connections");
+    let hint = body["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains("server.connection_rate_per_ip"), "{hint}");
+    // The limit is per client: the first one is still served.
+    let (status, body) = one_get_from(&app, [127, 0, 0, 1], Some(TOKEN)).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -785,14 +785,7 @@ async fn a_finished_task_posts_a_signed_result_to_its_webhook() {
 async fn the_readme_replay_example_can_be_run_twice() {
     let app = bare_app(&[]).await;
     let phone = add_phone(&app, "sim-1", None).await;
-    let readme = include_str!("../../README.md");
-    let start = readme
-        .find("-d '{\n  \"instruction\": \"open Settings and find the Bluetooth switch\"")
-        .expect("the example is in the README")
-        + 4;
-    let end = start + readme[start..].find("}}'").expect("example end") + 2;
-    let body: Value =
-        serde_json::from_str(&readme[start..end]).expect("the README example is valid JSON");
+    let body = readme_replay_example();
     let before = phone.state().settings.clone();
     for run in 1..=2 {
         let id = submit(&app, body.clone()).await;
@@ -807,6 +800,97 @@ async fn the_readme_replay_example_can_be_run_twice() {
             "run {run} changed a setting"
         );
     }
+}
+
+/// The body of the README quick start's replay task, verbatim.
+fn readme_replay_example() -> Value {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("-d '{\n  \"instruction\": \"open Settings and find the Bluetooth switch\"")
+        .expect("the example is in the README")
+        + 4;
+    let end = start + readme[start..].find("}}'").expect("example end") + 2;
+    serde_json::from_str(&readme[start..end]).expect("the README example is valid JSON")
+}
+
+/// The shipped virtual phone takes a phone's time, so the quick start's calls meet the
+/// task they follow while it runs: it is seen `running` (not finished as it leaves the
+/// queue), the README's list shows it, its first step read the screen at the pace of the
+/// shipped profile (the profile's sleep is a lower bound), and the README's cancel ends it
+/// `cancelled` rather than finding it done.
+#[tokio::test]
+async fn on_the_shipped_phone_the_quick_start_lists_and_cancels_a_running_task() {
+    let app = crate::common::spawn_app_as_shipped().await;
+    let id = submit(&app, readme_replay_example()).await;
+    let mut first_seen = Value::Null;
+    for _ in 0..1000 {
+        first_seen = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if first_seen["status"] != "queued" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(first_seen["status"], "running", "{first_seen}");
+
+    let readme = include_str!("../../README.md");
+    let list = readme
+        .split("curl -s 'localhost:8080")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("the quick start lists tasks");
+    let page: Value = app.get(list).await.json().await.unwrap();
+    let ids: Vec<&Value> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert!(
+        ids.contains(&&json!(id)),
+        "{list} lists the running task: {page}"
+    );
+
+    // The first committed step read the screen as slowly as the profile says at least.
+    let mut steps: Vec<Value> = Vec::new();
+    for _ in 0..1000 {
+        steps = app
+            .get(&format!("/v1/tasks/{id}/steps"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if !steps.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let shipped = droidpilot::device::sim::LatencyProfile::Pixel8.latencies();
+    let least = shipped.dump as f64 * (1.0 - shipped.jitter);
+    let read = steps[0]["timings"]["hierarchy_ms"].as_f64().unwrap();
+    assert!(
+        read >= least,
+        "the shipped phone's screen read took {read} ms: {}",
+        steps[0]
+    );
+
+    assert!(
+        readme.contains("curl -s -X POST localhost:8080/v1/tasks/$ID/cancel"),
+        "the quick start cancels the task it submitted"
+    );
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "the task is still running when cancelled");
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "cancelled", "{t}");
 }
 
 /// A password typed into the virtual phone's sign-in form reaches the phone and nothing
@@ -933,6 +1017,95 @@ async fn a_typed_password_is_never_stored_shown_or_exported() {
         }
     }
     assert!(files >= 3, "the database and screenshots were scanned");
+}
+
+/// A replay `type` not marked secret that lands in a password field: the password reaches
+/// the phone, and once the action has run the stored task keeps it as `••••` too, so no
+/// read of the task, no export and no byte of the database holds it.
+#[tokio::test]
+async fn an_unmarked_replay_type_into_a_password_field_is_not_kept_in_the_task() {
+    const CANARY: &str = "canary-unmarked-4Rt8Kq";
+    let mut actions: Vec<Value> = sim_task("settings.sign_in").unwrap().reference()[..4]
+        .iter()
+        .map(|a| serde_json::to_value(a).unwrap())
+        .collect();
+    actions.push(json!({"action": "type", "selector": "#password", "text": CANARY}));
+    actions.push(json!({"action": "key", "key": "back"}));
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "sim-1", Some("settings.sign_in")).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "Sign in", "device_id": "sim-1",
+        "agent": {"kind": "replay", "actions": actions}}),
+    )
+    .await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(
+        phone
+            .state()
+            .fields
+            .get("account.password")
+            .map(String::as_str),
+        Some(CANARY),
+        "the phone got the password"
+    );
+
+    let task = app
+        .get(&format!("/v1/tasks/{id}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!task.contains(CANARY), "GET task: {task}");
+    let task: Value = serde_json::from_str(&task).unwrap();
+    assert_eq!(task["agent"]["actions"][4]["text"], "••••", "{task}");
+    assert_eq!(
+        task["agent"]["actions"][3]["text"], "alex@example.com",
+        "a type into a plain field is kept"
+    );
+    for path in [
+        "/v1/tasks?limit=5".to_string(),
+        format!("/v1/tasks/{id}/steps"),
+    ] {
+        let body = app.get(&path).await.text().await.unwrap();
+        assert!(!body.contains(CANARY), "{path}: {body}");
+    }
+    let archive = app
+        .get(&format!("/v1/tasks/{id}/export"))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&archive[..]));
+    for e in tar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+        let name = e.path().unwrap().display().to_string();
+        assert!(!contains(&bytes, CANARY.as_bytes()), "export entry {name}");
+    }
+
+    let (dir, _tmp) = app.stop().await;
+    let mut scanned = 0;
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !contains(&bytes, CANARY.as_bytes()),
+                    "{} holds the password",
+                    p.display()
+                );
+                scanned += 1;
+            }
+        }
+    }
+    assert!(scanned >= 2, "the database was scanned");
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -59,9 +59,29 @@ impl TestApp {
     }
 }
 
+/// Makes every virtual phone instant (`latency_profile = "fast"`, whatever its table
+/// says): the shipped `sim-1` takes a real phone's time per command, which a test suite
+/// cannot afford. Every test server gets it (`test_config`, `serve::start`, `droidpilot()`)
+/// except one that asks for the shipped phone (`spawn_app_as_shipped`).
+pub const INSTANT_PHONES: (&str, &str) = ("DROIDPILOT_DEVICES__SIM_LATENCY_PROFILE", "fast");
+
+/// The `droidpilot` binary, with instant virtual phones.
+pub fn droidpilot() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"));
+    c.env(INSTANT_PHONES.0, INSTANT_PHONES.1);
+    c
+}
+
 /// Configuration for a test server: loopback, random port, the given data directory,
-/// and `env` as the only environment.
+/// instant virtual phones, and `env` as the only environment.
 pub fn test_config(data_dir: &Path, env: &[(&str, &str)]) -> Config {
+    let mut vars = vec![INSTANT_PHONES];
+    vars.extend_from_slice(env);
+    test_config_as_shipped(data_dir, &vars)
+}
+
+/// `test_config` with the virtual phones as configured (the shipped `sim-1` is paced).
+pub fn test_config_as_shipped(data_dir: &Path, env: &[(&str, &str)]) -> Config {
     let overrides = Overrides {
         bind: Some("127.0.0.1:0".parse().unwrap()),
         data_dir: Some(data_dir.to_path_buf()),
@@ -103,10 +123,23 @@ pub async fn spawn_app_with_toml(toml: &str, env: &[(&str, &str)]) -> TestApp {
     app
 }
 
+/// The shipped configuration, its virtual phone paced as shipped (not instant).
+pub async fn spawn_app_as_shipped() -> TestApp {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let config = test_config_as_shipped(tmp.path(), &[]);
+    let mut app = spawn_app_from(tmp.path(), config).await;
+    app._tmp = Some(tmp);
+    app
+}
+
 /// Starts a server on an existing data directory (restart tests).
 pub async fn spawn_app_on(dir: &Path, env: &[(&str, &str)]) -> TestApp {
+    spawn_app_from(dir, test_config(dir, env)).await
+}
+
+async fn spawn_app_from(dir: &Path, config: Config) -> TestApp {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = droidpilot::serve::build(test_config(dir, env), ServeOptions::default())
+    let server = droidpilot::serve::build(config, ServeOptions::default())
         .await
         .expect("server starts");
     let addr = server.local_addr();

@@ -2,7 +2,7 @@
 //! it or run several at once, and the two calls they all make against it.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -28,7 +28,7 @@ pub fn free_port() -> u16 {
 /// Starts `droidpilot serve` in `dir` (its `config/local.toml` binds `port`) and waits
 /// until `/healthz` answers. Warnings and errors go to the test's stderr.
 pub async fn start(dir: &Path, port: u16) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_droidpilot"))
+    let child = super::droidpilot()
         .arg("serve")
         .current_dir(dir)
         .env("RUST_LOG", "warn")

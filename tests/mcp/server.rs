@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestApp, spawn_app_on, spawn_app_with_toml};
+use crate::common::{INSTANT_PHONES, TestApp, spawn_app_on, spawn_app_with_toml};
 use crate::sdk;
 
 const TOKEN: &str = "mcp-test-token-0123456789";
@@ -17,7 +17,9 @@ const TOKEN: &str = "mcp-test-token-0123456789";
 /// Runs `drive.py SCENARIO TRANSPORT ARGS...` and parses its JSON report.
 fn drive(scenario: &str, transport: &str, args: Vec<String>) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/fixtures/drive.py");
+    // The stdio transport starts `droidpilot mcp` from the script: it inherits this.
     let out = Command::new(sdk::python())
+        .env(INSTANT_PHONES.0, INSTANT_PHONES.1)
         .arg(script)
         .args([scenario, transport])
         .args(args)

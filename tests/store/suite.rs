@@ -443,6 +443,15 @@ async fn a_task_keeps_its_first_ending(s: S) {
     ));
 }
 
+both!(a_tasks_agent_object_is_replaced_whole);
+async fn a_tasks_agent_object_is_replaced_whole(s: S) {
+    let t = s.create_task(spec("a")).await.unwrap();
+    let agent = serde_json::json!({"kind": "replay", "actions": [
+        {"action": "type", "selector": "#password", "text": "••••"}]});
+    s.set_task_agent(t.id, &agent).await.unwrap();
+    assert_eq!(s.get_task(t.id).await.unwrap().spec.agent, Some(agent));
+}
+
 both!(recover_running_interrupts_or_requeues);
 async fn recover_running_interrupts_or_requeues(s: S) {
     let mut running = Vec::new();

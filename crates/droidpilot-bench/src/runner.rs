@@ -690,6 +690,13 @@ impl Store for TimedStore {
             self.inner.set_task_status(id, status, reason)
         )
     }
+    async fn set_task_agent(
+        &self,
+        id: TaskId,
+        agent: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        store_call!(self, "set_task_agent", self.inner.set_task_agent(id, agent))
+    }
     async fn finish_task(
         &self,
         id: TaskId,
@@ -1021,6 +1028,7 @@ pub(super) fn scratch_config(
     // without a token: one client as the per-client limits see it.
     config.server.max_connections_per_ip = config.server.max_connections;
     config.server.max_streams_per_token = config.server.max_connections;
+    config.server.connection_burst_per_ip = config.server.max_connections as u32;
     Ok(config)
 }
 

@@ -4,6 +4,15 @@
 //!
 //! - At most `max_connections_per_ip` per client address (an IPv6 client: per /64, what
 //!   one host is usually given); the next is refused with 429.
+//! - New connections per client address through a token bucket
+//!   (`connection_rate_per_ip` a second, `connection_burst_per_ip` at once): each new
+//!   connection takes a token, and one that gets a successful answer (below 400, a
+//!   WebSocket's 101 included) gives it back. So a client whose requests succeed (a
+//!   dashboard, a test suite, a script opening a connection per request) is never slowed,
+//!   while one whose connections are all refused (no token, over a limit) or say nothing
+//!   is held to the rate: the rest are refused at accept, which costs the server a write,
+//!   not a request. Hand-written: governor-style crates count every event alike and have
+//!   no way to give a token back.
 //! - At most `max_connections` in all. When all are taken, one that is doing nothing is
 //!   closed to make room: first one whose requests were all refused (unauthenticated,
 //!   over a limit), then one that never completed a request (silent, slow), then one
@@ -17,7 +26,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -62,11 +71,14 @@ pub struct ConnState {
     /// What must live as long as the connection (a WebSocket's stream permit).
     held: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
     epoch: Instant,
+    /// Where its new-connection token goes back on its first successful answer.
+    refund: Option<(Weak<Registry>, IpAddr)>,
 }
 
 impl ConnState {
-    fn new(epoch: Instant) -> Self {
+    fn new(epoch: Instant, refund: Option<(Weak<Registry>, IpAddr)>) -> Self {
         Self {
+            refund,
             phase: AtomicU8::new(Phase::Idle as u8),
             in_flight: AtomicUsize::new(0),
             standing: AtomicU8::new(UNANSWERED),
@@ -95,7 +107,13 @@ impl ConnState {
     /// A response with this status was sent.
     pub fn answered(&self, status: u16) {
         if status < 400 {
-            self.standing.store(PROVEN, Ordering::Relaxed);
+            let was = self.standing.swap(PROVEN, Ordering::Relaxed);
+            if was != PROVEN
+                && let Some((registry, client)) = &self.refund
+                && let Some(registry) = registry.upgrade()
+            {
+                registry.refund(*client);
+            }
         } else {
             let _ = self.standing.compare_exchange(
                 UNANSWERED,
@@ -188,8 +206,10 @@ impl<G: Unpin> Body for Guarded<G> {
 }
 
 /// Why a connection was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Refusal {
+    /// Its address opens new connections faster than its token bucket allows.
+    Rate(ConnRate),
     /// Its address holds `max_connections_per_ip` already.
     PerIp(usize),
     /// All `max_connections` are busy.
@@ -200,6 +220,18 @@ impl Refusal {
     /// The whole HTTP response written to the refused socket before it closes.
     pub fn response(self) -> Vec<u8> {
         let (error, retry) = match self {
+            Refusal::Rate(rate) => (
+                ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_new_connections",
+                    format!(
+                        "this client address opens new connections faster than {} a second (after a burst of {}), and their requests did not succeed",
+                        rate.per_sec, rate.burst
+                    ),
+                    "Reuse connections (HTTP keep-alive) and check the answers you get (a missing token, a limit); a connection whose request succeeds does not count. An operator can raise server.connection_rate_per_ip and server.connection_burst_per_ip.",
+                ),
+                rate.retry_after_secs(),
+            ),
             Refusal::PerIp(n) => (
                 ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -230,13 +262,59 @@ impl Refusal {
     }
 }
 
+/// New connections one client address may open: `per_sec` a second after a burst of
+/// `burst`; a connection whose request succeeds gives its token back. `per_sec` 0: no limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnRate {
+    pub per_sec: f64,
+    pub burst: f64,
+}
+
+impl ConnRate {
+    pub const OFF: ConnRate = ConnRate {
+        per_sec: 0.0,
+        burst: 0.0,
+    };
+
+    fn is_off(&self) -> bool {
+        self.per_sec <= 0.0
+    }
+
+    /// Seconds until a refused client has a token again (at least 1).
+    fn retry_after_secs(&self) -> u64 {
+        (1.0 / self.per_sec).ceil().max(1.0) as u64
+    }
+}
+
+/// One client's tokens, as of `at`.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    /// Tokens now, refilled since `at` and capped at the burst.
+    fn refill(&mut self, rate: ConnRate, now: Instant) -> f64 {
+        let gained = now.saturating_duration_since(self.at).as_secs_f64() * rate.per_sec;
+        self.tokens = (self.tokens + gained).min(rate.burst);
+        self.at = now;
+        self.tokens
+    }
+}
+
+/// How often buckets that are full again (as good as none) are forgotten.
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The open connections.
 #[derive(Debug)]
 pub struct Registry {
     max_total: usize,
     max_per_ip: usize,
+    rate: ConnRate,
     epoch: Instant,
     inner: Mutex<Inner>,
+    answers: std::sync::OnceLock<[Vec<u8>; 3]>,
 }
 
 #[derive(Debug, Default)]
@@ -244,6 +322,32 @@ struct Inner {
     next_id: u64,
     conns: HashMap<u64, Arc<ConnState>>,
     per_ip: HashMap<IpAddr, usize>,
+    buckets: HashMap<IpAddr, Bucket>,
+    pruned: Option<Instant>,
+}
+
+impl Inner {
+    /// Takes a new-connection token from `client`'s bucket; false if it has none.
+    fn take_token(&mut self, client: IpAddr, rate: ConnRate, now: Instant) -> bool {
+        if self
+            .pruned
+            .is_none_or(|t| now.duration_since(t) >= PRUNE_EVERY)
+        {
+            self.pruned = Some(now);
+            let per_ip = &self.per_ip;
+            self.buckets
+                .retain(|ip, b| per_ip.contains_key(ip) || b.refill(rate, now) < rate.burst);
+        }
+        let bucket = self.buckets.entry(client).or_insert(Bucket {
+            tokens: rate.burst,
+            at: now,
+        });
+        if bucket.refill(rate, now) < 1.0 {
+            return false;
+        }
+        bucket.tokens -= 1.0;
+        true
+    }
 }
 
 /// A connection's place in the registry; dropping it frees the place.
@@ -283,12 +387,14 @@ fn client_key(ip: IpAddr) -> IpAddr {
 }
 
 impl Registry {
-    pub fn new(max_total: usize, max_per_ip: usize) -> Arc<Self> {
+    pub fn new(max_total: usize, max_per_ip: usize, rate: ConnRate) -> Arc<Self> {
         Arc::new(Self {
             max_total,
             max_per_ip,
+            rate,
             epoch: Instant::now(),
             inner: Mutex::new(Inner::default()),
+            answers: std::sync::OnceLock::new(),
         })
     }
 
@@ -296,6 +402,9 @@ impl Registry {
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Refusal> {
         let client = client_key(ip);
         let mut inner = self.inner.lock().expect("not poisoned");
+        if !self.rate.is_off() && !inner.take_token(client, self.rate, Instant::now()) {
+            return Err(Refusal::Rate(self.rate));
+        }
         let from_client = inner.per_ip.get(&client).copied().unwrap_or(0);
         if from_client >= self.max_per_ip {
             return Err(Refusal::PerIp(self.max_per_ip));
@@ -322,7 +431,8 @@ impl Registry {
         }
         let id = inner.next_id;
         inner.next_id += 1;
-        let state = Arc::new(ConnState::new(self.epoch));
+        let refund = (!self.rate.is_off()).then(|| (Arc::downgrade(self), client));
+        let state = Arc::new(ConnState::new(self.epoch, refund));
         inner.conns.insert(id, state.clone());
         *inner.per_ip.entry(client).or_default() += 1;
         Ok(Slot {
@@ -331,6 +441,33 @@ impl Registry {
             client,
             state,
         })
+    }
+
+    /// Gives `client` back the token its connection took (that connection succeeded).
+    fn refund(&self, client: IpAddr) {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        if let Some(b) = inner.buckets.get_mut(&client) {
+            b.refill(self.rate, Instant::now());
+            b.tokens = (b.tokens + 1.0).min(self.rate.burst);
+        }
+    }
+
+    /// The answer to write for `refusal`, built once per kind: under a flood of refused
+    /// connections each costs the accept loop a write, not a JSON serialization.
+    pub fn answer(&self, refusal: Refusal) -> &[u8] {
+        let answers = self.answers.get_or_init(|| {
+            [
+                Refusal::Rate(self.rate),
+                Refusal::PerIp(self.max_per_ip),
+                Refusal::Full(self.max_total),
+            ]
+            .map(Refusal::response)
+        });
+        match refusal {
+            Refusal::Rate(_) => &answers[0],
+            Refusal::PerIp(_) => &answers[1],
+            Refusal::Full(_) => &answers[2],
+        }
     }
 
     /// Open connections (those told to close included).
@@ -353,7 +490,7 @@ mod tests {
 
     #[test]
     fn the_per_client_limit_counts_open_connections() {
-        let r = Registry::new(100, 2);
+        let r = Registry::new(100, 2, ConnRate::OFF);
         let a = r.admit(ip("10.0.0.1")).unwrap();
         let _b = r.admit(ip("10.0.0.1")).unwrap();
         assert_eq!(r.admit(ip("10.0.0.1")).unwrap_err(), Refusal::PerIp(2));
@@ -375,7 +512,7 @@ mod tests {
     #[test]
     fn when_full_refused_then_silent_then_idle_connections_go_and_busy_ones_never() {
         let shed = |s: &Slot| s.state.shed.load(Ordering::Relaxed);
-        let r = Registry::new(4, 10);
+        let r = Registry::new(4, 10, ConnRate::OFF);
         let proven = r.admit(ip("10.0.0.1")).unwrap();
         proven.state.answered(200);
         let silent = r.admit(ip("10.0.0.2")).unwrap();
@@ -398,5 +535,33 @@ mod tests {
         let _r3 = new3.state.request_started();
         assert!(!shed(&streaming));
         assert_eq!(r.admit(ip("10.0.0.8")).unwrap_err(), Refusal::Full(4));
+    }
+
+    #[test]
+    fn a_client_whose_connections_fail_is_held_to_the_rate_and_success_gives_tokens_back() {
+        let rate = ConnRate {
+            per_sec: 0.001,
+            burst: 3.0,
+        };
+        let r = Registry::new(100, 100, rate);
+        let ok = r.admit(ip("10.0.0.1")).unwrap();
+        ok.state.answered(200);
+        ok.state.answered(200);
+        let failed: Vec<_> = (0..3).map(|_| r.admit(ip("10.0.0.1")).unwrap()).collect();
+        failed[0].state.answered(401);
+        assert_eq!(
+            r.admit(ip("10.0.0.1")).unwrap_err(),
+            Refusal::Rate(rate),
+            "three tokens: one given back by the success, none by the failures"
+        );
+        assert!(
+            r.admit(ip("10.0.0.2")).is_ok(),
+            "another client has its own"
+        );
+        failed[1].state.answered(101);
+        assert!(
+            r.admit(ip("10.0.0.1")).is_ok(),
+            "a late success gives its token back"
+        );
     }
 }

@@ -24,7 +24,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-use super::conns::{Guarded, Phase, Registry, Slot};
+use super::conns::{ConnRate, Guarded, Phase, Registry, Slot};
 use super::error::ApiError;
 
 /// The largest request head (request line and headers) the server reads; a larger one
@@ -42,6 +42,8 @@ pub struct ConnLimits {
     pub idle_timeout: Duration,
     pub max_connections: usize,
     pub max_connections_per_ip: usize,
+    /// New connections per client address that do not succeed.
+    pub connection_rate: ConnRate,
 }
 
 impl ConnLimits {
@@ -51,6 +53,10 @@ impl ConnLimits {
             idle_timeout: Duration::from_secs(server.idle_timeout_secs),
             max_connections: server.max_connections,
             max_connections_per_ip: server.max_connections_per_ip,
+            connection_rate: ConnRate {
+                per_sec: server.connection_rate_per_ip,
+                burst: server.connection_burst_per_ip as f64,
+            },
         }
     }
 }
@@ -63,7 +69,11 @@ pub async fn serve(
     limits: ConnLimits,
     stop: impl Future<Output = ()>,
 ) {
-    let registry = Registry::new(limits.max_connections, limits.max_connections_per_ip);
+    let registry = Registry::new(
+        limits.max_connections,
+        limits.max_connections_per_ip,
+        limits.connection_rate,
+    );
     // Connections watch `closing`; each holds a clone of `open`, so `closed()` resolves
     // when the last one ends.
     let (closing, _) = watch::channel(false);
@@ -86,7 +96,7 @@ pub async fn serve(
             Ok(slot) => slot,
             Err(refusal) => {
                 // Never waits: a refused client that does not read loses the answer.
-                let _ = stream.try_write(&refusal.response());
+                let _ = stream.try_write(registry.answer(refusal));
                 tracing::debug!(%peer, ?refusal, "connection refused");
                 metrics::counter!("droidpilot_connections_refused_total").increment(1);
                 continue;

@@ -197,6 +197,10 @@ pub trait Store: Send + Sync + 'static {
     /// Moves a queued task to `running` on `device`. False when it was no longer queued
     /// (cancelled meanwhile, or taken by another scheduler).
     async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError>;
+    /// Replaces a task's stored `agent` object: a replay action whose text went into a
+    /// password field is masked once it has run.
+    async fn set_task_agent(&self, id: TaskId, agent: &serde_json::Value)
+    -> Result<(), StoreError>;
     /// Moves a task between non-terminal states (`running` ⇄ `waiting_for_user`).
     async fn set_task_status(
         &self,

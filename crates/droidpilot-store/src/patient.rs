@@ -115,6 +115,13 @@ impl Store for PatientStore {
     async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
         self.inner.start_task(id, device).await
     }
+    async fn set_task_agent(
+        &self,
+        id: TaskId,
+        agent: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        patient!(self.set_task_agent(id, agent))
+    }
     async fn set_task_status(
         &self,
         id: TaskId,

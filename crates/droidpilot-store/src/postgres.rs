@@ -388,6 +388,19 @@ impl Store for PostgresStore {
         Ok(TaskPage { tasks, next_cursor })
     }
 
+    async fn set_task_agent(
+        &self,
+        id: TaskId,
+        agent: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET agent = $1::jsonb WHERE id = $2")
+            .bind(to_json(&Some(agent)))
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     async fn cancel_task(&self, id: TaskId) -> Result<(Task, CancelOutcome), StoreError> {
         let mut tx = self.pool.begin().await?;
         let status: Option<String> =

@@ -125,7 +125,10 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(5))
-            .pragma("wal_autocheckpoint", "0");
+            .pragma("wal_autocheckpoint", "0")
+            // Rows rewritten or deleted leave no old bytes in the file's free space (a
+            // masked password, a deleted task).
+            .pragma("secure_delete", "on");
         // Held until the migrations have run (dropped at the end of this function).
         let _migrating = migration_lock(path).await?;
         Self::connect(opts).await
@@ -418,6 +421,19 @@ impl Store for SqliteStore {
         .execute(&self.pool)
         .await?;
         self.get_task(id).await
+    }
+
+    async fn set_task_agent(
+        &self,
+        id: TaskId,
+        agent: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET agent = ? WHERE id = ?")
+            .bind(agent.to_string())
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     async fn get_task(&self, id: TaskId) -> Result<Task, StoreError> {

@@ -165,6 +165,12 @@ pub trait Agent: Send {
     fn plays_fixed_actions(&self) -> bool {
         false
     }
+    /// Where in the task's `agent.actions` the action `next` returned last comes from
+    /// (a replay): the runner masks that action's text in the stored task once it has
+    /// typed into a password field.
+    fn fixed_action_index(&self) -> Option<usize> {
+        None
+    }
     /// Values this agent was given as secrets (a replay's `"secret": true` texts, a
     /// script's secret inputs): the runner masks them in everything it records.
     fn secrets(&self) -> Vec<String> {

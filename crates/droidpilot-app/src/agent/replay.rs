@@ -29,12 +29,17 @@ pub struct ReplayAgent {
     redone: Option<u32>,
     /// The texts of the actions marked `"secret": true`.
     secrets: Vec<String>,
+    /// How many actions the list had, and the index of the one returned last.
+    total: usize,
+    last: Option<usize>,
 }
 
 impl ReplayAgent {
     /// A replay that fails at the first failed step (`on_error: fail`).
     pub fn new(actions: Vec<Action>) -> Self {
         Self {
+            total: actions.len(),
+            last: None,
             actions: actions.into_iter(),
             on_error: OnError::Fail,
             redone: None,
@@ -71,7 +76,9 @@ impl Agent for ReplayAgent {
             self.redone = Some(step);
             return Ok(Decision::local(action));
         }
-        let action = self.actions.next().unwrap_or(Action::Finish {
+        let next = self.actions.next();
+        self.last = next.is_some().then(|| self.total - self.actions.len() - 1);
+        let action = next.unwrap_or(Action::Finish {
             success: true,
             reason: Some("replay complete".into()),
             answer: None,
@@ -93,6 +100,10 @@ impl Agent for ReplayAgent {
 
     fn secrets(&self) -> Vec<String> {
         self.secrets.clone()
+    }
+
+    fn fixed_action_index(&self) -> Option<usize> {
+        self.last
     }
 
     /// Every committed step that carries an action took one action from the list (a

@@ -211,6 +211,30 @@ fn secret_inputs(obj: &Map<String, Value>) -> Vec<String> {
         .collect()
 }
 
+/// Masks, in a stored replay `agent` object, the `type` action at `index` if it types
+/// `text`, else (the list was not played in order) every `type` of `text`: text that went
+/// into a password field. The mask stays unmarked (not a secret to ask for again): the
+/// action has run, and a resume carries on after it. Returns whether anything changed.
+pub fn mask_typed_action(agent: &mut Value, index: usize, text: &str) -> bool {
+    let Some(Value::Array(actions)) = agent.get_mut("actions") else {
+        return false;
+    };
+    let types = |a: &Value| {
+        let name = a.get("action").or_else(|| a.get("action_type"));
+        name.and_then(Value::as_str) == Some("type")
+            && a.get("text").and_then(Value::as_str) == Some(text)
+    };
+    let hits: Vec<usize> = if actions.get(index).is_some_and(types) {
+        vec![index]
+    } else {
+        (0..actions.len()).filter(|&i| types(&actions[i])).collect()
+    };
+    for &i in &hits {
+        actions[i]["text"] = Value::String(REDACTED.into());
+    }
+    !hits.is_empty() && text != REDACTED
+}
+
 /// The values `agent` (with its secrets in) marks secret: what a run must never record.
 pub fn values(agent: &Value) -> Vec<String> {
     let mut agent = agent.clone();

@@ -100,6 +100,10 @@ pub struct DevicesConfig {
     /// Virtual phones (`[[devices.sim]]`); one by default.
     #[serde(default)]
     pub sim: Vec<crate::device::sim::SimConfig>,
+    /// Every virtual phone's `latency_profile`, whatever its own table says (`fast`:
+    /// instant, for tests and benches; unset: each phone's own).
+    #[serde(default)]
+    pub sim_latency_profile: Option<crate::device::sim::LatencyProfile>,
     pub adb: AdbConfig,
     pub health_interval_secs: u64,
     pub quarantine_after: u32,
@@ -247,6 +251,14 @@ pub struct ServerConfig {
     /// Connections one client address may hold at once, before authentication.
     #[serde(default = "default_max_connections_per_ip")]
     pub max_connections_per_ip: usize,
+    /// New connections one client address may open a second, before authentication,
+    /// once its burst is spent; a connection whose request succeeds gives its place back.
+    /// 0 turns the limit off.
+    #[serde(default = "default_connection_rate_per_ip")]
+    pub connection_rate_per_ip: f64,
+    /// New connections one client address may open at once before the rate applies.
+    #[serde(default = "default_connection_burst_per_ip")]
+    pub connection_burst_per_ip: u32,
     /// Streams (SSE, WebSocket) one token may hold open at once (no tokens: all clients
     /// together).
     #[serde(default = "default_max_streams_per_token")]
@@ -259,6 +271,14 @@ pub struct ServerConfig {
 
 fn default_max_connections_per_ip() -> usize {
     128
+}
+
+fn default_connection_rate_per_ip() -> f64 {
+    10.0
+}
+
+fn default_connection_burst_per_ip() -> u32 {
+    256
 }
 
 fn default_max_streams_per_token() -> usize {
@@ -409,6 +429,11 @@ impl Config {
             .filter_map(|m| Some((m.provider, m.base_url.clone()?)))
             .collect();
         cfg.chosen = ChosenModels::of(&user.build()?);
+        if let Some(profile) = cfg.devices.sim_latency_profile {
+            for sim in &mut cfg.devices.sim {
+                sim.latency_profile = profile;
+            }
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -458,6 +483,16 @@ impl Config {
         {
             return Err(ConfigError::Value(
                 "server.header_read_timeout_secs, server.idle_timeout_secs, server.max_connections, server.max_connections_per_ip and server.max_streams_per_token must be at least 1"
+                    .into(),
+            ));
+        }
+        let rate = self.server.connection_rate_per_ip;
+        if !rate.is_finite()
+            || rate < 0.0
+            || (rate > 0.0 && self.server.connection_burst_per_ip == 0)
+        {
+            return Err(ConfigError::Value(
+                "server.connection_rate_per_ip must be 0 (off) or positive, and server.connection_burst_per_ip at least 1 when it is on"
                     .into(),
             ));
         }

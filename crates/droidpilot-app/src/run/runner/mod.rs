@@ -361,6 +361,7 @@ impl Runner {
             self.refresh_apps(st, device).await;
         }
         let decision = phase!(draft, self.decide_phase(st, agent, &obs, &mut draft).await);
+        draft.fixed_index = agent.fixed_action_index();
         let acted = phase!(
             draft,
             self.act_phase(st, device, &decision, &obs, &mut draft)

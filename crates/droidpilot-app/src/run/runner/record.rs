@@ -61,6 +61,10 @@ pub(super) struct StepDraft {
     guard: Option<PasswordGuard>,
     /// The agent's secrets (`Agent::secrets`): masked wherever they show in the step.
     secrets: Vec<String>,
+    /// The index of the replay action this step took (`Agent::fixed_action_index`).
+    pub fixed_index: Option<usize>,
+    /// The text the action typed into a password field (the guard masked it).
+    typed_password: Option<String>,
 }
 
 /// The screen a step acts on, to recognise a `type` into a password field: such text is
@@ -150,6 +154,8 @@ impl StepDraft {
             notes: Vec::new(),
             guard: None,
             secrets: Vec::new(),
+            fixed_index: None,
+            typed_password: None,
         }
     }
 
@@ -199,6 +205,7 @@ impl StepDraft {
     /// thinking and the model's raw reply.
     pub fn set_action(&mut self, a: &Action) {
         let redacted = self.guard.as_ref().and_then(|g| g.redact(a));
+        self.typed_password = redacted.as_ref().map(|(_, text)| text.clone());
         match redacted.or_else(|| self.redact_secret(a)) {
             Some((masked, secret)) => {
                 scrub(&mut self.step.raw, &secret);
@@ -370,10 +377,15 @@ impl Runner {
             memory,
             notes,
             secrets,
+            fixed_index,
+            typed_password,
             ..
         } = draft;
         mask_secrets(&mut step, &secrets);
         self.record(&st.stream, &mut step, start).await?;
+        if let (Some(i), Some(text)) = (fixed_index, typed_password) {
+            self.mask_stored_action(st.task, i, &text).await?;
+        }
         st.counter.recorded += 1;
         st.spent.add(&step);
         if let Some(mut m) = memory {
@@ -391,6 +403,24 @@ impl Runner {
             Then::AskStuck(why) => return self.ask_stuck(st, why).await,
         }
         Ok(None)
+    }
+
+    /// A replay action that typed into a password field, masked in the stored task now
+    /// that it has run (a resume carries on after it): the action at `index` if it typed
+    /// `text`, else every unmarked `type` of that text (the list is the caller's).
+    async fn mask_stored_action(
+        &self,
+        task: &crate::domain::Task,
+        index: usize,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        let Some(mut agent) = task.spec.agent.clone() else {
+            return Ok(());
+        };
+        if !crate::agent::secrets::mask_typed_action(&mut agent, index, text) {
+            return Ok(());
+        }
+        self.bus.store().set_task_agent(task.id, &agent).await
     }
 
     /// Commits the step with its annotations and `step.executed` in one transaction, then
