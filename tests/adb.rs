@@ -519,7 +519,7 @@ async fn a_change_on_an_adb_phone_between_steps_is_an_external_change() {
                 .unwrap();
         })
     };
-    let (_tx, stop) = tokio::sync::watch::channel(droidpilot::run::runner::StopSignal::None);
+    let (_tx, stop) = tokio::sync::watch::channel(droidpilot::run::stop::StopSignal::None);
     let done = core
         .runner
         .run(task, dev, Box::new(agent), stop)

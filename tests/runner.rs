@@ -18,7 +18,8 @@ use droidpilot::domain::{
     Action, NewTask, StuckResponse, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
 };
 use droidpilot::run::events::{FeedItem, Filter};
-use droidpilot::run::runner::{Runner, RunnerConfig, StopSignal};
+use droidpilot::run::runner::{Runner, RunnerConfig};
+use droidpilot::run::stop::StopSignal;
 use droidpilot::store::Store;
 use serde_json::json;
 use tokio::sync::watch;

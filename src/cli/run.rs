@@ -15,7 +15,7 @@ use crate::core::Core;
 use crate::device::pool::{DeviceState, DeviceSummary};
 use crate::domain::{NewTask, StepStatus, TaskEvent, TaskSpec, TaskStatus};
 use crate::run::events::{FeedItem, Filter};
-use crate::run::runner::StopSignal;
+use crate::run::stop::StopSignal;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {

@@ -34,7 +34,8 @@ use crate::device::Device;
 use crate::device::sim::tasks::{SimTask, tasks};
 use crate::device::sim::{CommandCounts, DeviceOp, LatencyProfile, SimConfig, SimDevice};
 use crate::domain::{Action, NewTask, TaskSpec};
-use crate::run::runner::{RunnerConfig, StopSignal};
+use crate::run::runner::RunnerConfig;
+use crate::run::stop::StopSignal;
 
 /// The issue 17 target: device time per step at most this × (dump + screencap + input).
 pub const TARGET_FACTOR: f64 = 1.2;

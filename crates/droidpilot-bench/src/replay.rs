@@ -26,7 +26,8 @@ use crate::config::{Config, Overrides};
 use crate::core::Core;
 use crate::device::sim::{SimConfig, SimDevice, SimFaults, SimTask, task};
 use crate::domain::{Action, NewTask, ScreenSize, TaskSpec};
-use crate::run::runner::{Runner, RunnerConfig, StopSignal};
+use crate::run::runner::{Runner, RunnerConfig};
+use crate::run::stop::StopSignal;
 use crate::script::Script;
 use crate::store::Store;
 

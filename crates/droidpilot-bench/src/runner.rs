@@ -91,8 +91,9 @@ use crate::domain::{
 use crate::domain::{Intervention, StepStatus, TaskSpecError};
 use crate::rss::RssSampler;
 use crate::run::events::{DEVICES_STREAM, FeedItem, Filter};
-use crate::run::runner::{RunnerConfig, StopSignal};
+use crate::run::runner::RunnerConfig;
 use crate::run::scheduler::{AgentFactory, SchedulerConfig};
+use crate::run::stop::StopSignal;
 use crate::screen::{ReprOptions, Screen, layout_hash};
 use crate::store::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, Store, StoreError, StoredEvent, TaskFilter,

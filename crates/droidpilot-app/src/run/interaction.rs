@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 use super::events::EventBus;
-use super::runner::StopSignal;
+use super::stop::StopSignal;
 use crate::domain::{Intervention, InterventionKind, TaskEvent, TaskId, TaskStatus};
 use crate::store::notify::Control;
 use crate::store::{Store, StoreError};

@@ -15,7 +15,7 @@ pub mod relay;
 pub mod runner;
 pub mod scheduler;
 pub mod scroll_find;
-
+pub mod stop;
 pub mod stuck;
 pub mod takeover;
 

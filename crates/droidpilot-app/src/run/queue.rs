@@ -9,8 +9,8 @@ use tokio::sync::Notify;
 
 use super::events::EventBus;
 use super::finish::{Ending, end_task};
-use super::runner::StopSignal;
 use super::scheduler::RunningTasks;
+use super::stop::StopSignal;
 use crate::domain::{Task, TaskEvent, TaskId, TaskSpec};
 use crate::store::notify::Control;
 use crate::store::{CancelOutcome, StoreError};

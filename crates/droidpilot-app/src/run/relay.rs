@@ -31,8 +31,8 @@ use tokio_util::task::TaskTracker;
 
 use super::events::EventBus;
 use super::interaction::Prompts;
-use super::runner::StopSignal;
 use super::scheduler::RunningTasks;
+use super::stop::StopSignal;
 use crate::domain::RetryPolicy;
 use crate::store::StoreError;
 use crate::store::notify::{Control, ControlMsg, Listening, Notice, Notifier};

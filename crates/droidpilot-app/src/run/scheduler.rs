@@ -27,7 +27,8 @@ use tokio::task::JoinSet;
 
 use super::events::EventBus;
 use super::finish::{Ending, end_task};
-use super::runner::{Runner, StopSignal};
+use super::runner::Runner;
+use super::stop::StopSignal;
 use crate::agent::Agent;
 use crate::device::pool::{DeviceMatcher, DevicePool, PoolError};
 use crate::domain::{Task, TaskEvent, TaskId, TaskStatus};

@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::observe::Observed;
 use super::record::{StepDraft, Then};
 use super::state::RunState;
-use super::stop::unless_cancelled;
 use super::{Break, End, Phase, Runner};
 use crate::agent::Decision;
 use crate::agent::context::Note;
@@ -21,6 +20,7 @@ use crate::device::{Device, DeviceError};
 use crate::domain::{Action, ScreenSize, TaskStatus};
 use crate::run::hooks::{FinishClaim, FinishVerdict, Recovery};
 use crate::run::middleware::Verdict;
+use crate::run::stop::unless_cancelled;
 
 /// What one attempt at a device action left: the action that ran, its result, and the
 /// latest observation (retries re-observe).

@@ -9,7 +9,6 @@ use backon::BackoffBuilder;
 use super::observe::Observed;
 use super::record::{StepDraft, Then};
 use super::state::RunState;
-use super::stop::unless_cancelled;
 use super::{Break, End, Phase, Runner};
 use crate::agent::context::{AgentContext, Observation, ScreenDiff};
 use crate::agent::{Agent, AgentError, Decision};
@@ -17,6 +16,7 @@ use crate::device::Device;
 use crate::domain::TaskEvent;
 use crate::domain::TaskStatus;
 use crate::llm::ImageData;
+use crate::run::stop::unless_cancelled;
 use crate::store::StoreError;
 
 impl Runner {

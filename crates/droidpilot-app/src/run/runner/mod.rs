@@ -26,7 +26,6 @@ mod record;
 mod remember;
 mod settle;
 mod state;
-mod stop;
 mod verify;
 
 use std::ops::ControlFlow;
@@ -35,11 +34,11 @@ use std::sync::Arc;
 use futures::FutureExt;
 use tokio::sync::watch;
 
+use super::stop::StopSignal;
 pub use config::{AskTimeoutPolicy, RunnerConfig};
 pub use manual::{ManualDone, outcome_detail};
 pub use record::ManualOutcome;
 use record::StepStart;
-pub use stop::StopSignal;
 
 use super::artifacts::ArtifactStore;
 use super::events::EventBus;
@@ -48,6 +47,7 @@ use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef}
 use super::interaction::Prompts;
 use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
+use super::stop::unless_stopped;
 use super::takeover::TakeOvers;
 use crate::agent::context::Note;
 use crate::agent::{Agent, AgentError, ProducedScript};
@@ -60,7 +60,6 @@ use crate::script::ScriptSource;
 use crate::store::StoreError;
 use record::{PasswordGuard, StepDraft, Then};
 use state::RunState;
-use stop::unless_stopped;
 
 /// Everything the loop needs besides the task, its device and its agent.
 #[derive(Clone)]

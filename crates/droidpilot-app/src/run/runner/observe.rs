@@ -6,13 +6,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::state::RunState;
-use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
 use crate::device::thumb::Thumb;
 use crate::device::{Device, DeviceError};
 use crate::domain::ScreenSize;
 use crate::domain::TaskEvent;
 use crate::run::artifacts::Staged;
+use crate::run::stop::unless_cancelled;
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation, content_hash, layout_hash};
 
 /// One observation: what the agent sees, plus what the runner keeps for acting on it.

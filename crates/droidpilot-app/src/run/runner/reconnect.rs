@@ -6,11 +6,11 @@
 use std::time::{Duration, Instant};
 
 use super::state::RunState;
-use super::stop::unless_cancelled;
 use super::{Fatal, Runner};
 use crate::device::pool::reconnect_unpooled;
 use crate::device::{Device, DeviceError};
 use crate::domain::TaskEvent;
+use crate::run::stop::unless_cancelled;
 
 impl Runner {
     /// Waits for the device unless the task is cancelled meanwhile (the boundary then

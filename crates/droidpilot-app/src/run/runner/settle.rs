@@ -33,11 +33,11 @@ use serde_json::Value;
 use super::observe::{Capture, Observed};
 use super::record::{StepDraft, Then};
 use super::state::RunState;
-use super::stop::unless_cancelled;
 use super::{Break, Phase, Runner};
 use crate::device::Device;
 use crate::device::thumb::Thumb;
 use crate::domain::{Action, ScreenSize};
+use crate::run::stop::unless_cancelled;
 
 /// What settling found: whether the screen changed (None: could not tell), the layout it
 /// held still at (None: never read), and the observation taken once idle.

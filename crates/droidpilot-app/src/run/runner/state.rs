@@ -7,12 +7,13 @@ use tokio::sync::watch;
 
 use super::budget::Spent;
 use super::observe::Observed;
-use super::stop::Stop;
-use super::{Fatal, Runner, StopSignal};
+use super::{Fatal, Runner};
 use crate::agent::context::{DeviceContext, History};
 use crate::device::Device;
 use crate::domain::TaskEvent;
 use crate::domain::{ScreenSize, Task};
+use crate::run::stop::Stop;
+use crate::run::stop::StopSignal;
 use crate::run::stuck::StuckDetector;
 
 /// The step number, derived from what happened: steps recorded (this run and before a
