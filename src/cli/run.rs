@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::agent::spec::{AgentSpec, build_agent};
 use crate::config::{Config, Overrides};
 use crate::core::Core;
 use crate::device::pool::{DeviceState, DeviceSummary};
-use crate::domain::{NewTask, StepStatus, TaskEvent, TaskSpec, TaskStatus};
+use crate::domain::{NewTask, StepStatus, TaskEvent, TaskStatus};
 use crate::run::events::{FeedItem, Filter};
+use crate::run::finish::Ending;
+use crate::run::scheduler::AgentForError;
 use crate::run::stop::StopSignal;
 
 #[derive(Debug, clap::Args)]
@@ -143,6 +144,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     // no scheduler, this command runs its one task itself.
     let mut config = config;
     config.cluster = config.cluster.for_command("run");
+    let agent_value = match &args.agent_value {
+        Some(v) => Some(v.clone()),
+        None => agent_json(&args)?,
+    };
+    // Whoever runs this command is the operator: a base URL given here is configuration
+    // (before the core is built, so its agent factory has it too).
+    if let Some(v) = &agent_value {
+        let urls = crate::agent::servers::urls_in(v);
+        config.agent.operator_urls.extend(urls);
+    }
     let core = Core::build(&config).await?;
     let (store, pool) = (core.store.clone(), core.pool.clone());
     let device_id = match &args.device {
@@ -176,36 +187,21 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         (None, Some(b)) => b.trajectory.task.spec.instruction.clone(),
         (None, None) => anyhow::bail!("give an instruction, or --resume a saved trajectory"),
     };
-    let agent_value = match &args.agent_value {
-        Some(v) => Some(v.clone()),
-        None => agent_json(&args)?,
-    };
-    let mut spec = TaskSpec::parse(NewTask {
-        instruction: Some(instruction),
-        max_steps: Some(args.max_steps),
-        timeout_seconds: Some(args.timeout_seconds),
-        device_id: Some(device_id.clone()),
-        agent: agent_value.clone(),
-        ..Default::default()
-    })?;
-    // Whoever runs this command is the operator: a base URL given here is configuration.
-    if let Some(v) = &agent_value {
-        let urls = crate::agent::servers::urls_in(v);
-        config.agent.operator_urls.extend(urls);
-    }
-    let agent_spec = match &agent_value {
-        Some(v) => AgentSpec::from_json(v).map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?,
-        None => AgentSpec::default(),
-    };
-    let agent = build_agent(&agent_spec, &config.agent)
-        .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
-    // The agent has its secrets; the stored task keeps none (a resume in a later process
-    // fails asking for them).
-    if let Some(a) = spec.agent.as_mut() {
-        core.secrets
-            .hold(a)
-            .map_err(|e| anyhow::anyhow!("{e}. {}", e.hint()))?;
-    }
+    // The same path as a submitted task: parsed and checked by the service (the agent
+    // spec, a model key, the device), its secrets held in this process.
+    let spec = crate::service::tasks::prepare(
+        &core,
+        NewTask {
+            instruction: Some(instruction),
+            max_steps: Some(args.max_steps),
+            timeout_seconds: Some(args.timeout_seconds),
+            device_id: Some(device_id.clone()),
+            agent: agent_value,
+            ..Default::default()
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{}. {}", e.message, e.hint))?;
 
     let (bus, prompts, artifacts) = (
         core.bus.clone(),
@@ -220,6 +216,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     core.start_here(task.id, &device_id).await?;
     let task = store.get_task(task.id).await?;
     let id = task.id;
+    // Built as the scheduler builds a server's task: the MCP servers' tools, the held
+    // secrets, a resumed trajectory carried on after its saved steps.
+    let agent = match core.agent_for(&task).await {
+        Ok(a) => a,
+        Err(e) => {
+            let why = match e {
+                AgentForError::Agent(msg) => msg,
+                AgentForError::Store(e) => e.to_string(),
+            };
+            let reason = format!("cannot build the agent: {why}");
+            core.queue
+                .end(id, Ending::now(TaskStatus::Failed, reason.clone()))
+                .await?;
+            anyhow::bail!(reason);
+        }
+    };
     println!("task {id} on {device_id} with {}", agent.describe());
 
     let mut feed = bus.feed(Filter::Streams([id.to_string()].into()));

@@ -36,6 +36,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::Agent;
 use crate::agent::secrets::SecretVault;
 use crate::agent::spec::{AgentSpec, build_recording_agent};
 use crate::cluster::Membership;
@@ -50,7 +51,7 @@ use crate::run::interaction::Prompts;
 use crate::run::mcp::McpRegistry;
 use crate::run::queue::Queue;
 use crate::run::runner::Runner;
-use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
+use crate::run::scheduler::{AgentFactory, AgentForError, RunningTasks, Scheduler};
 use crate::run::webhooks::{WebhookSender, spawn_deliverer};
 use crate::store::{Store, StoreError};
 
@@ -92,6 +93,9 @@ pub struct Core {
     pub pool: DevicePool,
     pub artifacts: ArtifactStore,
     pub runner: Arc<Runner>,
+    /// Builds a task's agent: the scheduler's factory, which `agent_for` uses for callers
+    /// that run a task themselves (`droidpilot run`).
+    pub agents: AgentFactory,
     /// Submits, cancels and ends tasks; it wakes the scheduler when that may start one.
     pub queue: Queue,
     /// Running tasks, for cancels.
@@ -176,12 +180,13 @@ impl Core {
         let wake = Arc::new(Notify::new());
         let running = Arc::new(RunningTasks::default());
         let secrets = Arc::new(SecretVault::default());
+        let agents = parts
+            .agents
+            .unwrap_or_else(|| agent_factory(config, registry, secrets.clone()));
         let scheduler = Scheduler {
             runner: runner.clone(),
             pool: pool.clone(),
-            agents: parts
-                .agents
-                .unwrap_or_else(|| agent_factory(config, registry, secrets.clone())),
+            agents: agents.clone(),
             cfg: config.scheduler.clone(),
             wake: wake.clone(),
             running: running.clone(),
@@ -197,6 +202,7 @@ impl Core {
             pool,
             artifacts,
             runner,
+            agents,
             queue,
             running,
             mcp,
@@ -263,6 +269,13 @@ impl Core {
         if let Some(r) = r {
             r.spawn(&self.tracker, self.cancel.clone());
         }
+    }
+
+    /// The agent for `task`, built as the scheduler builds it (`scheduler::agent_for`):
+    /// for a caller that runs a task itself, such as `droidpilot run`, which so gets the
+    /// MCP servers' tools and the secrets the task was accepted with, like a server's task.
+    pub async fn agent_for(&self, task: &Task) -> Result<Box<dyn Agent>, AgentForError> {
+        crate::run::scheduler::agent_for(&self.agents, self.store.as_ref(), task).await
     }
 
     /// Starts a task this process runs outside the scheduler (an MCP session's task, a

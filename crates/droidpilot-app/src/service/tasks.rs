@@ -9,10 +9,17 @@ use crate::store::CancelOutcome;
 /// Validates a task request, refuses what could never run, and queues it. Used by
 /// `POST /v1/tasks` and the MCP tool `run_task`.
 pub async fn submit(core: &Core, req: NewTask) -> Result<Task, AppError> {
+    let spec = prepare(core, req).await?;
+    Ok(core.queue.submit(spec).await?)
+}
+
+/// A request made into a task spec that can run: parsed, checked (`check_runnable`), its
+/// secrets held. `submit` queues it; `droidpilot run` runs it itself.
+pub async fn prepare(core: &Core, req: NewTask) -> Result<TaskSpec, AppError> {
     let mut spec = TaskSpec::parse(req)?;
     check_runnable(core, &spec).await?;
     hold_secrets(core, &mut spec)?;
-    Ok(core.queue.submit(spec).await?)
+    Ok(spec)
 }
 
 /// Cancels a task: at once when it is queued or waiting for an answer
