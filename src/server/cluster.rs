@@ -43,13 +43,9 @@ fn client() -> &'static reqwest::Client {
     })
 }
 
+/// The state another instance stored for its phone; an unknown one reads as offline.
 fn state_of(s: &str) -> DeviceState {
-    match s {
-        "available" => DeviceState::Available,
-        "leased" => DeviceState::Leased,
-        "quarantined" => DeviceState::Quarantined,
-        _ => DeviceState::Offline,
-    }
+    s.parse().unwrap_or(DeviceState::Offline)
 }
 
 /// A phone of another instance as `GET /v1/devices` shows it; offline when its owner is
@@ -225,6 +221,23 @@ async fn forward(req: Request, base: &str, me: &str, limit: usize) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Another instance's stored state reads back as the same state; anything else (a
+    /// newer instance's name this one does not know) as offline.
+    #[test]
+    fn stored_states_read_back_and_unknown_ones_are_offline() {
+        for s in [
+            DeviceState::Available,
+            DeviceState::Leased,
+            DeviceState::Offline,
+            DeviceState::Quarantined,
+        ] {
+            assert_eq!(state_of(s.as_str()), s);
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(state_of("rebooting"), DeviceState::Offline);
+        assert_eq!(state_of("Available"), DeviceState::Offline);
+    }
 
     #[test]
     fn only_requests_the_owner_must_serve_are_proxied() {

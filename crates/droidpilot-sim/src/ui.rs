@@ -597,7 +597,7 @@ fn grid(cx: &Ctx, top: i32, apps: &[AppId]) -> Vec<Widget> {
 fn launcher(st: &PhoneState, cx: &Ctx, drawer: bool) -> Window {
     let mut root = Widget::frame_layout(cx.full()).bg([210, 227, 252]);
     if drawer {
-        let mut apps = AppId::ALL.to_vec();
+        let mut apps = <AppId as strum::VariantArray>::VARIANTS.to_vec();
         apps.sort_by_key(|a| a.label());
         let panel = Widget::frame_layout(Bounds::new(0, cx.d(STATUS_BAR), cx.w, cx.h))
             .id("apps_view")

@@ -63,8 +63,9 @@ pub enum TextSize {
 }
 
 /// What an icon shows. The painter draws each from the Material Icons font; the
-/// hierarchy carries the widget's content-desc, as on a real phone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// hierarchy carries the widget's content-desc, as on a real phone. The list
+/// (`VARIANTS`) is derived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
 pub enum Symbol {
     Back,
     Send,
@@ -88,33 +89,6 @@ pub enum Symbol {
     Settings,
     Note,
     Shop,
-}
-
-impl Symbol {
-    pub const ALL: [Symbol; 22] = [
-        Symbol::Back,
-        Symbol::Send,
-        Symbol::Delete,
-        Symbol::Edit,
-        Symbol::Cart,
-        Symbol::Apps,
-        Symbol::Add,
-        Symbol::Search,
-        Symbol::Battery,
-        Symbol::Wifi,
-        Symbol::Airplane,
-        Symbol::Bluetooth,
-        Symbol::Backspace,
-        Symbol::Enter,
-        Symbol::Check,
-        Symbol::Chat,
-        Symbol::Person,
-        Symbol::Web,
-        Symbol::Alarm,
-        Symbol::Settings,
-        Symbol::Note,
-        Symbol::Shop,
-    ];
 }
 
 /// A corner radius that rounds a shape fully: a pill, or a circle when square.
