@@ -53,13 +53,31 @@ fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
     );
     let e = DriftKind::parse_list("none,moved").unwrap_err();
     assert!(e.to_string().contains("`moved`"), "{e}");
-    assert!(e.hint().contains("moved_elements"), "{}", e.hint());
+    assert_eq!(
+        e.hint(),
+        "drifts are a comma-separated list of: none, renamed_ids, reorder_lists, popups, \
+         delayed_elements, moved_elements, changed_label, \
+         renamed_ids+reorder_lists+moved_elements, app_update, other_phone, all, combo"
+    );
+    assert_eq!(
+        DriftKind::parse_list(" renamed_ids+reorder_lists+moved_elements ,all").unwrap(),
+        [DriftKind::IdsListsMoved, DriftKind::All],
+        "the long name of `combo`, trimmed"
+    );
+    assert_eq!(
+        DriftKind::IdsListsMoved.name(),
+        "renamed_ids+reorder_lists+moved_elements"
+    );
     assert_eq!(
         Mode::parse_list("aitm").unwrap(),
         [Mode::Aitm],
         "a single mode"
     );
-    assert!(Mode::parse_list("model").is_err());
+    let e = Mode::parse_list("model").unwrap_err();
+    assert_eq!(
+        e.hint(),
+        "modes are a comma-separated list of: selectors, aitm, coordinates"
+    );
 }
 
 #[tokio::test]

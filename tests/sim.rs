@@ -97,6 +97,44 @@ async fn tap_id(d: &SimDevice, id: &str) {
     d.tap(center(n)).await.unwrap();
 }
 
+/// The phone lists its apps in the order of their names, and a launch of an app it does
+/// not have names them all.
+#[tokio::test]
+async fn installed_apps_are_listed_in_name_order() {
+    let d = phone();
+    let apps: Vec<String> = d
+        .installed_apps()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.package)
+        .collect();
+    assert_eq!(
+        apps,
+        [
+            "com.android.chrome",
+            "com.google.android.deskclock",
+            "com.android.contacts",
+            "com.google.android.apps.messaging",
+            "com.google.android.keep",
+            "com.android.settings",
+            "com.droidpilot.shop",
+        ]
+    );
+    let e = d
+        .launch_app(&AppRef::Label("Maps".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "app not found: `Maps` is not installed on the virtual phone; installed: \
+         Chrome (com.android.chrome), Clock (com.google.android.deskclock), \
+         Contacts (com.android.contacts), Messages (com.google.android.apps.messaging), \
+         Notes (com.google.android.keep), Settings (com.android.settings), \
+         Shop (com.droidpilot.shop)"
+    );
+}
+
 #[tokio::test]
 async fn every_reference_solution_passes_and_every_checker_rejects_near_misses() {
     let all = tasks();
@@ -105,7 +143,7 @@ async fn every_reference_solution_passes_and_every_checker_rejects_near_misses()
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), all.len(), "task ids are unique");
-    for app in AppId::ALL {
+    for &app in <AppId as strum::VariantArray>::VARIANTS {
         assert!(all.iter().any(|t| t.app == app), "{app:?} has tasks");
     }
     let mut failures = Vec::new();

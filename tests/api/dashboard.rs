@@ -121,10 +121,17 @@ base_url = "http://user:pw@gpu:8000/v1?token=abc"
         "no secrets: {text}"
     );
     let p: Value = serde_json::from_str(&text).unwrap();
-    let kinds = p["agent_kinds"].as_array().unwrap();
-    assert!(
-        kinds.contains(&json!("navigator")) && kinds.contains(&json!("replay")),
-        "{p}"
+    assert_eq!(
+        p["agent_kinds"],
+        json!([
+            "navigator",
+            "vision",
+            "replay",
+            "script",
+            "planned",
+            "chain"
+        ]),
+        "every kind a task may name, in the form's order"
     );
     let names: Vec<&str> = p["models"]
         .as_array()

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
+use strum::VariantArray as _;
 use tokio::sync::watch;
 
 use crate::agent::Agent;
@@ -62,9 +63,23 @@ pub const FLOWS: [&str; 24] = [
 /// The seed every drifted phone uses (drift is deterministic per seed).
 pub const SEED: u64 = 7;
 
-/// One drift the sim can inject, or a combination.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+/// One drift the sim can inject, or a combination. Its name (`name`, `parse`) and the
+/// list (`VARIANTS`) are derived.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum DriftKind {
     None,
     RenamedIds,
@@ -73,7 +88,11 @@ pub enum DriftKind {
     DelayedElements,
     MovedElements,
     ChangedLabel,
-    /// Renamed ids, reordered lists and moved elements at once.
+    /// Renamed ids, reordered lists and moved elements at once (`combo` for short).
+    #[strum(
+        to_string = "renamed_ids+reorder_lists+moved_elements",
+        serialize = "combo"
+    )]
     IdsListsMoved,
     /// What one app update brings at once: renamed ids, reworded labels, and a
     /// "what's new" banner that moves the layout.
@@ -87,20 +106,6 @@ pub enum DriftKind {
 }
 
 impl DriftKind {
-    pub const ALL: [DriftKind; 11] = [
-        DriftKind::None,
-        DriftKind::RenamedIds,
-        DriftKind::ReorderLists,
-        DriftKind::Popups,
-        DriftKind::DelayedElements,
-        DriftKind::MovedElements,
-        DriftKind::ChangedLabel,
-        DriftKind::IdsListsMoved,
-        DriftKind::AppUpdate,
-        DriftKind::OtherPhone,
-        DriftKind::All,
-    ];
-
     /// The sim faults that make this drift.
     pub fn faults(self) -> SimFaults {
         let mut f = SimFaults::default();
@@ -134,29 +139,13 @@ impl DriftKind {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            DriftKind::None => "none",
-            DriftKind::RenamedIds => "renamed_ids",
-            DriftKind::ReorderLists => "reorder_lists",
-            DriftKind::Popups => "popups",
-            DriftKind::DelayedElements => "delayed_elements",
-            DriftKind::MovedElements => "moved_elements",
-            DriftKind::ChangedLabel => "changed_label",
-            DriftKind::IdsListsMoved => "renamed_ids+reorder_lists+moved_elements",
-            DriftKind::AppUpdate => "app_update",
-            DriftKind::OtherPhone => "other_phone",
-            DriftKind::All => "all",
-        }
+        self.into()
     }
 
     /// The drift a name means (`DriftKind::name`; `combo` is the short form of
     /// `renamed_ids+reorder_lists+moved_elements`).
     pub fn parse(name: &str) -> Option<DriftKind> {
-        let name = name.trim();
-        if name == "combo" {
-            return Some(DriftKind::IdsListsMoved);
-        }
-        DriftKind::ALL.into_iter().find(|d| d.name() == name)
+        name.trim().parse().ok()
     }
 
     /// The drifts a comma-separated list names, in the list's order, each once.
@@ -176,9 +165,23 @@ impl DriftKind {
     }
 }
 
-/// How a recorded flow is replayed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+/// How a recorded flow is replayed. Its name (`name`, `parse`) and the list
+/// (`VARIANTS`) are derived.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Mode {
     /// The script agent with no recovery model.
     Selectors,
@@ -189,20 +192,13 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::Selectors, Mode::Aitm, Mode::Coordinates];
-
     pub fn name(self) -> &'static str {
-        match self {
-            Mode::Selectors => "selectors",
-            Mode::Aitm => "aitm",
-            Mode::Coordinates => "coordinates",
-        }
+        self.into()
     }
 
-    /// The target each mode is held to, for the table.
     /// The mode a name means (`Mode::name`).
     pub fn parse(name: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.name() == name.trim())
+        name.trim().parse().ok()
     }
 
     /// The modes a comma-separated list names, each once.
@@ -221,6 +217,7 @@ impl Mode {
         Ok(out)
     }
 
+    /// The target each mode is held to, for the table.
     pub fn target(self) -> &'static str {
         match self {
             Mode::Selectors => "≥95%",
@@ -269,11 +266,11 @@ impl ReplayBenchError {
             ),
             ReplayBenchError::UnknownDrift(_) => format!(
                 "drifts are a comma-separated list of: {}, combo",
-                DriftKind::ALL.map(DriftKind::name).join(", ")
+                names(DriftKind::VARIANTS, DriftKind::name)
             ),
             ReplayBenchError::UnknownMode(_) => format!(
                 "modes are a comma-separated list of: {}",
-                Mode::ALL.map(Mode::name).join(", ")
+                names(Mode::VARIANTS, Mode::name)
             ),
             ReplayBenchError::Record { .. } => {
                 "the flow's reference solution no longer completes on a clean phone; run `cargo test --test runner`".into()
@@ -281,6 +278,11 @@ impl ReplayBenchError {
             ReplayBenchError::Setup(_) => "check that the temporary directory is writable".into(),
         }
     }
+}
+
+/// `a, b, c`: the names of a list of variants.
+fn names<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> String {
+    all.iter().map(|&v| name(v)).collect::<Vec<_>>().join(", ")
 }
 
 /// The suite's flows a pattern names: a comma-separated list of flow ids where `*`
@@ -404,7 +406,7 @@ impl Tally {
 pub struct ReplayReport {
     pub flows: usize,
     pub drifts: Vec<DriftKind>,
-    /// The modes run, in `Mode::ALL` order (a subset when `--modes` said so).
+    /// The modes run, in `Mode::VARIANTS` order (a subset when `--modes` said so).
     pub modes: Vec<Mode>,
     pub cells: BTreeMap<(Mode, DriftKind), Tally>,
     /// Per flow, mode and drift: whether the checker passed (for tests and debugging).
@@ -445,8 +447,8 @@ impl Default for ReplayBenchOptions {
     fn default() -> Self {
         Self {
             flows: FLOWS.iter().map(|s| s.to_string()).collect(),
-            drifts: DriftKind::ALL.to_vec(),
-            modes: Mode::ALL.to_vec(),
+            drifts: DriftKind::VARIANTS.to_vec(),
+            modes: Mode::VARIANTS.to_vec(),
             screen: ScreenSize {
                 width: 1080,
                 height: 2400,
@@ -661,8 +663,9 @@ pub async fn bench_replay(
     let env = env(opts.screen).await?;
     let mut report = ReplayReport {
         drifts: opts.drifts.clone(),
-        modes: Mode::ALL
-            .into_iter()
+        modes: Mode::VARIANTS
+            .iter()
+            .copied()
             .filter(|m| opts.modes.contains(m))
             .collect(),
         ..Default::default()

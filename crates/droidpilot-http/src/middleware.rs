@@ -11,6 +11,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq as _;
 
 use super::error::ApiError;
 use super::state::AppState;
@@ -104,18 +105,10 @@ pub async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -
         .and_then(bearer_token)
         .map(str::to_string)
         .or(ws_token);
-    let grant = presented.as_deref().and_then(|t| {
-        // Comparing fixed-size digests, every one of them, keeps the comparison's time
-        // independent of how much of the token matched and of which token it was.
-        let d: [u8; 32] = Sha256::digest(t.as_bytes()).into();
-        let mut found = None;
-        for (i, k) in state.token_digests.iter().enumerate() {
-            if constant_time_eq(k, &d) {
-                found = Some(i);
-            }
-        }
-        found.and_then(|i| state.token_grants.get(i).cloned())
-    });
+    let grant = presented
+        .as_deref()
+        .and_then(|t| token_index(&state.token_digests, t))
+        .and_then(|i| state.token_grants.get(i).cloned());
     if let Some(caller) = grant {
         // The token's scope against the route (`scope.rs`): 403 naming the scope needed.
         let needed = super::scope::required(req.method(), req.uri().path());
@@ -145,8 +138,19 @@ pub async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -
     resp
 }
 
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Which configured token (by the index of its SHA-256 digest) `token` is. Comparing
+/// fixed-size digests in constant time (`subtle`), every one of them, keeps the
+/// comparison's time independent of how much of the token matched and of which token
+/// it was.
+fn token_index(digests: &[[u8; 32]], token: &str) -> Option<usize> {
+    let d: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    let mut found = None;
+    for (i, k) in digests.iter().enumerate() {
+        if bool::from(k.ct_eq(&d)) {
+            found = Some(i);
+        }
+    }
+    found
 }
 
 /// Turns any error response that is not already JSON (405 from the router, 413 and 408
@@ -203,4 +207,32 @@ pub fn panic_response(_err: Box<dyn std::any::Any + Send + 'static>) -> Response
     tracing::error!("a request handler panicked");
     ApiError::internal("the server hit an internal error while handling this request")
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest(t: &str) -> [u8; 32] {
+        Sha256::digest(t.as_bytes()).into()
+    }
+
+    /// Only the whole token matches, and each token finds its own grant: one that differs
+    /// in its last character, a prefix, or a longer token is refused.
+    #[test]
+    fn a_token_matches_only_itself() {
+        let digests = [digest("ci-token-123"), digest("viewer-token")];
+        assert_eq!(token_index(&digests, "ci-token-123"), Some(0));
+        assert_eq!(token_index(&digests, "viewer-token"), Some(1));
+        for wrong in [
+            "ci-token-124",
+            "ci-token-12",
+            "ci-token-1234",
+            "",
+            "CI-TOKEN-123",
+        ] {
+            assert_eq!(token_index(&digests, wrong), None, "{wrong}");
+        }
+        assert_eq!(token_index(&[], "ci-token-123"), None);
+    }
 }

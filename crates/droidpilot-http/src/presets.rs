@@ -63,14 +63,7 @@ pub async fn presets(State(s): State<AppState>) -> Json<Presets> {
     }));
     models.extend(s.config.dashboard.models.iter().cloned());
     Json(Presets {
-        agent_kinds: vec![
-            AgentKind::Navigator,
-            AgentKind::Vision,
-            AgentKind::Replay,
-            AgentKind::Script,
-            AgentKind::Planned,
-            AgentKind::Chain,
-        ],
+        agent_kinds: <AgentKind as strum::VariantArray>::VARIANTS.to_vec(),
         models: models.into_iter().map(PresetModel::shown).collect(),
         defaults: PresetDefaults {
             agent: json!({"kind": agent.kind, "provider": default_model.provider, "model": default_model.model}),

@@ -670,7 +670,7 @@ fn app_of(app: &AppRef) -> Result<Option<AppId>, DeviceError> {
     AppId::find(s).map(Some).ok_or_else(|| {
         DeviceError::AppNotFound(format!(
             "`{s}` is not installed on the virtual phone; installed: {}",
-            AppId::ALL
+            <AppId as strum::VariantArray>::VARIANTS
                 .iter()
                 .map(|a| format!("{} ({})", a.label(), a.package()))
                 .collect::<Vec<_>>()
@@ -875,7 +875,7 @@ impl Device for SimDevice {
         self.charge(DeviceOp::Pm, 0).await;
         let mut g = self.lock();
         self.begin(&mut g)?;
-        Ok(AppId::ALL
+        Ok(<AppId as strum::VariantArray>::VARIANTS
             .iter()
             .map(|a| AppInfo {
                 package: a.package().into(),

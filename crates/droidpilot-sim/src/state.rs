@@ -9,19 +9,33 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use strum::VariantArray as _;
 
 use super::apps::shop::PRODUCTS;
 
-/// The installed apps (the launcher is not one: it is `Fg::Home`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// The installed apps (the launcher is not one: it is `Fg::Home`), in the order of their
+/// names: the list (`VARIANTS`) is derived and the phone lists its apps in that order.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AppId {
-    Settings,
-    Contacts,
+    Browser,
     Clock,
+    Contacts,
     Messages,
     Notes,
-    Browser,
+    Settings,
     Shop,
 }
 
@@ -31,15 +45,6 @@ pub const IME_PACKAGE: &str = "com.google.android.inputmethod.latin";
 pub const PERMISSION_PACKAGE: &str = "com.android.permissioncontroller";
 
 impl AppId {
-    pub const ALL: [AppId; 7] = [
-        AppId::Browser,
-        AppId::Clock,
-        AppId::Contacts,
-        AppId::Messages,
-        AppId::Notes,
-        AppId::Settings,
-        AppId::Shop,
-    ];
     pub fn package(self) -> &'static str {
         match self {
             AppId::Settings => "com.android.settings",
@@ -76,7 +81,7 @@ impl AppId {
     /// Finds an app by package or by label (any case; "Browser" also finds Chrome).
     pub fn find(s: &str) -> Option<AppId> {
         let t = s.trim();
-        AppId::ALL.into_iter().find(|a| {
+        AppId::VARIANTS.iter().copied().find(|a| {
             a.package() == t
                 || a.label().eq_ignore_ascii_case(t)
                 || (matches!(a, AppId::Browser) && t.eq_ignore_ascii_case("browser"))

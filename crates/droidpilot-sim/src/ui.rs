@@ -11,8 +11,8 @@ use super::apps;
 use super::state::{AppId, Dialog, Fg, IME_PACKAGE, LAUNCHER_PACKAGE, PhoneState, SYSTEMUI};
 use super::state::{Cmd, HOUR_MS};
 use super::widget::{
-    ACCENT, Look, PILL, SUBTLE, SURFACE, Screen, Symbol, TEXT, TextSize, WHITE, Widget, Window,
-    flag,
+    ACCENT, Flags, Look, PILL, SUBTLE, SURFACE, Screen, Symbol, TEXT, TextSize, WHITE, Widget,
+    Window,
 };
 
 /// Rendering-relevant knobs derived from the device config and its faults.
@@ -217,7 +217,7 @@ pub fn scroll_list(
     let mut list =
         Widget::new("androidx.recyclerview.widget.RecyclerView", area).id("recycler_view");
     if max > 0 {
-        list.flags |= flag::SCROLLABLE | flag::FOCUSABLE;
+        list.flags |= Flags::SCROLLABLE | Flags::FOCUSABLE;
         list.scroll = Some(super::widget::ScrollInfo {
             key: key.to_string(),
             max,
@@ -366,7 +366,7 @@ fn gesture_handle(st: &PhoneState, cx: &Ctx, below: &[Window]) -> Window {
         let mut all = Vec::new();
         w.root.walk(&mut all);
         all.iter().any(|n| {
-            n.flags & (flag::CLICKABLE | flag::LONG_CLICKABLE) != 0
+            n.flags.intersects(Flags::CLICKABLE | Flags::LONG_CLICKABLE)
                 && !n.bounds.intersect(&b).is_empty()
         })
     });
@@ -566,7 +566,7 @@ fn app_icon(cx: &Ctx, b: Bounds, app: AppId) -> Widget {
         .look(Look::AppIcon)
         .icon(sym)
         .tap(Cmd::Launch { app })
-        .flags(flag::LONG_CLICKABLE);
+        .flags(Flags::LONG_CLICKABLE);
     w.size = TextSize::Small;
     let _ = cx;
     w
@@ -597,7 +597,7 @@ fn grid(cx: &Ctx, top: i32, apps: &[AppId]) -> Vec<Widget> {
 fn launcher(st: &PhoneState, cx: &Ctx, drawer: bool) -> Window {
     let mut root = Widget::frame_layout(cx.full()).bg([210, 227, 252]);
     if drawer {
-        let mut apps = AppId::ALL.to_vec();
+        let mut apps = <AppId as strum::VariantArray>::VARIANTS.to_vec();
         apps.sort_by_key(|a| a.label());
         let panel = Widget::frame_layout(Bounds::new(0, cx.d(STATUS_BAR), cx.w, cx.h))
             .id("apps_view")

@@ -8,18 +8,21 @@ use droidpilot_core::domain::{Bounds, PixelPoint};
 
 use super::state::Cmd;
 
-/// uiautomator's boolean attributes, as bits.
-pub mod flag {
-    pub const CHECKABLE: u16 = 1;
-    pub const CHECKED: u16 = 1 << 1;
-    pub const CLICKABLE: u16 = 1 << 2;
-    pub const DISABLED: u16 = 1 << 3;
-    pub const FOCUSABLE: u16 = 1 << 4;
-    pub const FOCUSED: u16 = 1 << 5;
-    pub const SCROLLABLE: u16 = 1 << 6;
-    pub const LONG_CLICKABLE: u16 = 1 << 7;
-    pub const PASSWORD: u16 = 1 << 8;
-    pub const SELECTED: u16 = 1 << 9;
+bitflags::bitflags! {
+    /// uiautomator's boolean attributes, as bits.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Flags: u16 {
+        const CHECKABLE = 1;
+        const CHECKED = 1 << 1;
+        const CLICKABLE = 1 << 2;
+        const DISABLED = 1 << 3;
+        const FOCUSABLE = 1 << 4;
+        const FOCUSED = 1 << 5;
+        const SCROLLABLE = 1 << 6;
+        const LONG_CLICKABLE = 1 << 7;
+        const PASSWORD = 1 << 8;
+        const SELECTED = 1 << 9;
+    }
 }
 
 /// How a widget is painted. The renderer only knows these looks; classes and ids are
@@ -63,8 +66,9 @@ pub enum TextSize {
 }
 
 /// What an icon shows. The painter draws each from the Material Icons font; the
-/// hierarchy carries the widget's content-desc, as on a real phone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// hierarchy carries the widget's content-desc, as on a real phone. The list
+/// (`VARIANTS`) is derived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
 pub enum Symbol {
     Back,
     Send,
@@ -88,33 +92,6 @@ pub enum Symbol {
     Settings,
     Note,
     Shop,
-}
-
-impl Symbol {
-    pub const ALL: [Symbol; 22] = [
-        Symbol::Back,
-        Symbol::Send,
-        Symbol::Delete,
-        Symbol::Edit,
-        Symbol::Cart,
-        Symbol::Apps,
-        Symbol::Add,
-        Symbol::Search,
-        Symbol::Battery,
-        Symbol::Wifi,
-        Symbol::Airplane,
-        Symbol::Bluetooth,
-        Symbol::Backspace,
-        Symbol::Enter,
-        Symbol::Check,
-        Symbol::Chat,
-        Symbol::Person,
-        Symbol::Web,
-        Symbol::Alarm,
-        Symbol::Settings,
-        Symbol::Note,
-        Symbol::Shop,
-    ];
 }
 
 /// A corner radius that rounds a shape fully: a pill, or a circle when square.
@@ -145,7 +122,7 @@ pub struct Widget {
     /// What is visible: `frame` clipped by scrolling ancestors. This is what the
     /// hierarchy reports and what touches hit.
     pub bounds: Bounds,
-    pub flags: u16,
+    pub flags: Flags,
     pub look: Look,
     pub size: TextSize,
     pub bold: bool,
@@ -182,7 +159,7 @@ impl Widget {
             desc: String::new(),
             frame: b,
             bounds: b,
-            flags: 0,
+            flags: Flags::empty(),
             look: Look::Plain,
             size: TextSize::Normal,
             bold: false,
@@ -239,9 +216,9 @@ impl Widget {
         w.hint = hint.to_string();
         w.look = Look::Edit;
         w.field = Some(field.to_string());
-        w.flags |= flag::CLICKABLE | flag::FOCUSABLE | flag::LONG_CLICKABLE;
+        w.flags |= Flags::CLICKABLE | Flags::FOCUSABLE | Flags::LONG_CLICKABLE;
         if focused {
-            w.flags |= flag::FOCUSED;
+            w.flags |= Flags::FOCUSED;
         }
         w
     }
@@ -249,9 +226,9 @@ impl Widget {
         let mut w = Self::new("android.widget.Switch", b);
         w.look = Look::Switch;
         w.text = if on { "ON" } else { "OFF" }.into();
-        w.flags |= flag::CHECKABLE | flag::FOCUSABLE;
+        w.flags |= Flags::CHECKABLE | Flags::FOCUSABLE;
         if on {
-            w.flags |= flag::CHECKED;
+            w.flags |= Flags::CHECKED;
         }
         w.tap(cmd)
     }
@@ -265,15 +242,15 @@ impl Widget {
     }
     pub fn tap(mut self, cmd: Cmd) -> Self {
         self.on_tap = Some(cmd);
-        self.flags |= flag::CLICKABLE | flag::FOCUSABLE;
+        self.flags |= Flags::CLICKABLE | Flags::FOCUSABLE;
         self
     }
     pub fn long(mut self, cmd: Cmd) -> Self {
         self.on_long = Some(cmd);
-        self.flags |= flag::LONG_CLICKABLE;
+        self.flags |= Flags::LONG_CLICKABLE;
         self
     }
-    pub fn flags(mut self, f: u16) -> Self {
+    pub fn flags(mut self, f: Flags) -> Self {
         self.flags |= f;
         self
     }
@@ -315,7 +292,7 @@ impl Widget {
         self
     }
     pub fn checked(&self) -> bool {
-        self.flags & flag::CHECKED != 0
+        self.flags.contains(Flags::CHECKED)
     }
 
     /// Moves the widget and its subtree down by `dy` pixels (scrolling).
@@ -483,11 +460,11 @@ fn escape_into(out: &mut String, s: &str) {
 
 fn write_node(out: &mut String, w: &Widget, index: usize, pkg: &str, ids: IdStyle) {
     use std::fmt::Write as _;
-    let b = |f: u16| if w.flags & f != 0 { "true" } else { "false" };
+    let b = |f: Flags| if w.flags.contains(f) { "true" } else { "false" };
     out.push_str("<node index=\"");
     let _ = write!(out, "{index}");
     out.push_str("\" text=\"");
-    if w.flags & flag::PASSWORD != 0 {
+    if w.flags.contains(Flags::PASSWORD) {
         // Android reports password text as bullets; the secret never leaves the phone.
         out.push_str(&"•".repeat(w.text.chars().count()));
     } else if w.text.is_empty() {
@@ -514,7 +491,7 @@ fn write_node(out: &mut String, w: &Widget, index: usize, pkg: &str, ids: IdStyl
         w.class, pkg
     );
     escape_into(out, &w.desc);
-    let enabled = if w.flags & flag::DISABLED != 0 {
+    let enabled = if w.flags.contains(Flags::DISABLED) {
         "false"
     } else {
         "true"
@@ -522,16 +499,16 @@ fn write_node(out: &mut String, w: &Widget, index: usize, pkg: &str, ids: IdStyl
     let _ = write!(
         out,
         "\" checkable=\"{}\" checked=\"{}\" clickable=\"{}\" enabled=\"{}\" focusable=\"{}\" focused=\"{}\" scrollable=\"{}\" long-clickable=\"{}\" password=\"{}\" selected=\"{}\" bounds=\"{}\"",
-        b(flag::CHECKABLE),
-        b(flag::CHECKED),
-        b(flag::CLICKABLE),
+        b(Flags::CHECKABLE),
+        b(Flags::CHECKED),
+        b(Flags::CLICKABLE),
         enabled,
-        b(flag::FOCUSABLE),
-        b(flag::FOCUSED),
-        b(flag::SCROLLABLE),
-        b(flag::LONG_CLICKABLE),
-        b(flag::PASSWORD),
-        b(flag::SELECTED),
+        b(Flags::FOCUSABLE),
+        b(Flags::FOCUSED),
+        b(Flags::SCROLLABLE),
+        b(Flags::LONG_CLICKABLE),
+        b(Flags::PASSWORD),
+        b(Flags::SELECTED),
         w.bounds
     );
     if w.children.is_empty() {
@@ -584,6 +561,54 @@ mod tests {
         let renamed = to_xml(&screen, IdStyle::Renamed);
         assert!(renamed.contains("com.example:id/title_v2"));
         assert!(renamed.contains("android:id/summary"));
+    }
+
+    /// Each flag is its own uiautomator attribute (`DISABLED` the negation of `enabled`),
+    /// and a password field's text leaves the phone as bullets.
+    #[test]
+    fn flags_are_the_hierarchy_booleans() {
+        let b = Bounds::new(0, 0, 100, 50);
+        let attrs = |w: Widget| {
+            let screen = Screen {
+                windows: vec![Window::new("com.example", w)],
+            };
+            let xml = to_xml(&screen, IdStyle::AsIs);
+            let doc = roxmltree::Document::parse(&xml).unwrap();
+            let node = doc.descendants().find(|n| n.has_tag_name("node")).unwrap();
+            let names = [
+                "checkable",
+                "checked",
+                "clickable",
+                "enabled",
+                "focusable",
+                "focused",
+                "scrollable",
+                "long-clickable",
+                "password",
+                "selected",
+            ];
+            let on: Vec<&str> = names
+                .into_iter()
+                .filter(|a| node.attribute(*a) == Some("true"))
+                .collect();
+            (on.join(" "), node.attribute("text").unwrap().to_string())
+        };
+        assert_eq!(attrs(Widget::text_view(b, "t")).0, "enabled");
+        let mut pw = Widget::edit_text(b, "pw", "hunter2", "Password", true);
+        pw.flags |= Flags::PASSWORD;
+        assert_eq!(
+            attrs(pw),
+            (
+                "clickable enabled focusable focused long-clickable password".into(),
+                "•••••••".into()
+            )
+        );
+        let on = Widget::switch(b, true, Cmd::Home);
+        assert!(on.checked());
+        assert_eq!(attrs(on).0, "checkable checked clickable enabled focusable");
+        let rest =
+            Widget::text_view(b, "t").flags(Flags::DISABLED | Flags::SCROLLABLE | Flags::SELECTED);
+        assert_eq!(attrs(rest).0, "scrollable selected");
     }
 
     #[test]

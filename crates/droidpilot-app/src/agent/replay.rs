@@ -12,8 +12,21 @@ use super::{Agent, AgentContext, AgentError, Decision};
 use crate::domain::{Action, Step};
 
 /// What a replay does when one of its actions fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+// The list of names (`strum::VariantNames`) is derived.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum OnError {
     /// End the task as failed, naming the step and the error.
     #[default]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use strum::VariantNames as _;
 use utoipa::ToSchema;
 
 use super::grounding::ModelGrounder;
@@ -21,8 +22,22 @@ use crate::llm::{ApiKey, LlmError, ModelConfig, PriceTable, ProviderKind, build_
 use crate::screen::Selector;
 use crate::script::{Script, Vars};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+// The list (`VARIANTS`, in this order: what the dashboard offers and what an unknown
+// kind's error lists) is derived. Plain comments: a doc comment would enter the OpenAPI.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum AgentKind {
     Navigator,
     Vision,
@@ -220,20 +235,9 @@ impl AgentSpec {
             }
         }
         let spec = AgentSpec {
-            kind: enum_field(
-                obj,
-                "kind",
-                &[
-                    "navigator",
-                    "vision",
-                    "replay",
-                    "script",
-                    "planned",
-                    "chain",
-                ],
-            )?,
-            format: enum_field(obj, "format", &["mai-ui", "ui-tars", "autoglm", "generic"])?,
-            provider: enum_field(obj, "provider", &["openai", "anthropic", "gemini"])?,
+            kind: enum_field(obj, "kind", AgentKind::VARIANTS)?,
+            format: enum_field(obj, "format", VisionFormat::VARIANTS)?,
+            provider: enum_field(obj, "provider", ProviderKind::VARIANTS)?,
             model: string_field(obj, "model")?,
             base_url: string_field(obj, "base_url")?,
             server: string_field(obj, "server")?,
@@ -242,7 +246,7 @@ impl AgentSpec {
                 Some(Value::Array(a)) => Some(a.clone()),
                 Some(_) => return Err(SpecError::new("actions", "expected a list of actions")),
             },
-            on_error: enum_field(obj, "on_error", &["fail", "continue"])?,
+            on_error: enum_field(obj, "on_error", OnError::VARIANTS)?,
             script: match obj.get("script") {
                 None | Some(Value::Null) => None,
                 Some(v @ Value::Object(_)) => Some(v.clone()),
@@ -938,8 +942,12 @@ mod tests {
             "format"
         );
         assert_eq!(
-            err(json!({"kind": "vision", "format": "maiui"})).field,
-            "format"
+            err(json!({"kind": "vision", "format": "maiui"})).to_string(),
+            "agent.format: unknown value `maiui` (did you mean `mai-ui`?); allowed: mai-ui, ui-tars, autoglm, generic"
+        );
+        assert_eq!(
+            err(json!({"provider": "openia"})).to_string(),
+            "agent.provider: unknown value `openia` (did you mean `openai`?); allowed: openai, anthropic, gemini"
         );
         assert_eq!(err(json!({"provider": "anthropic"})).field, "model");
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");

@@ -158,9 +158,22 @@ impl DevicesConfig {
     }
 }
 
-/// What a token may do (`server::scope`); each includes the ones before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+/// What a token may do (`server::scope`); each includes the ones before it. The name
+/// (`as_str`) is derived.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Deserialize,
+    serde::Serialize,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Scope {
     Read,
     Operate,
@@ -169,11 +182,7 @@ pub enum Scope {
 
 impl Scope {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Read => "read",
-            Scope::Operate => "operate",
-            Scope::Admin => "admin",
-        }
+        self.into()
     }
 }
 
@@ -535,6 +544,19 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scope refusals name a scope as the config file spells it.
+    #[test]
+    fn scope_names_are_the_config_names() {
+        for (s, name) in [
+            (Scope::Read, "read"),
+            (Scope::Operate, "operate"),
+            (Scope::Admin, "admin"),
+        ] {
+            assert_eq!(s.as_str(), name);
+            assert_eq!(serde_json::to_value(s).unwrap(), name);
+        }
+    }
 
     fn load(env: &[(&str, &str)], o: Overrides) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();

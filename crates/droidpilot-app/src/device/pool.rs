@@ -28,8 +28,22 @@ use crate::device::sim::{SimConfig, SimDevice};
 use crate::device::{Device, DeviceError};
 use crate::domain::{RetryPolicy, ScreenSize, TaskEvent};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+// A phone's state in the pool; its name (`as_str`, `FromStr`) is derived. (A doc
+// comment would enter the OpenAPI.)
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum DeviceState {
     Available,
     Leased,
@@ -39,12 +53,7 @@ pub enum DeviceState {
 
 impl DeviceState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceState::Available => "available",
-            DeviceState::Leased => "leased",
-            DeviceState::Offline => "offline",
-            DeviceState::Quarantined => "quarantined",
-        }
+        self.into()
     }
 }
 

@@ -11,8 +11,24 @@ use super::error::LlmError;
 use super::types::Usage;
 use crate::domain::RetryPolicy;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+// A model API. The name in configuration (`id`) and the list of names (`VARIANTS`, from
+// `strum::VariantNames`) are derived; `Display` is the product name. (A doc comment would
+// enter the OpenAPI.)
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::IntoStaticStr,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI Chat Completions, and every server that speaks it (vLLM, SGLang, Ollama,
     /// llama.cpp, Groq, OpenRouter) through `base_url`.
@@ -24,11 +40,7 @@ pub enum ProviderKind {
 impl ProviderKind {
     /// The name in configuration and specs (`openai`, `anthropic`, `gemini`).
     pub fn id(self) -> &'static str {
-        match self {
-            ProviderKind::Openai => "openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Gemini => "gemini",
-        }
+        self.into()
     }
     pub fn display_name(self) -> &'static str {
         match self {

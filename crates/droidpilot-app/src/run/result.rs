@@ -25,8 +25,12 @@ use utoipa::ToSchema;
 use crate::domain::{Step, StepStatus, Task, TaskId, TaskStatus};
 
 /// The coordinator's four outcomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+// The name (`as_str`) is derived.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum CoordinatorStatus {
     Success,
     Failed,
@@ -51,19 +55,18 @@ impl CoordinatorStatus {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Failed => "failed",
-            Self::Timeout => "timeout",
-            Self::Error => "error",
-        }
+        self.into()
     }
 }
 
 /// Why a task ended, as a code (seed 004's reasons `max_steps_exceeded` and
 /// `device_unreachable` among them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+// The name (`as_str`) is derived.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum CompletionCode {
     /// The agent finished and said it succeeded.
     Completed,
@@ -84,16 +87,7 @@ pub enum CompletionCode {
 
 impl CompletionCode {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::AgentFailed => "agent_failed",
-            Self::MaxStepsExceeded => "max_steps_exceeded",
-            Self::Timeout => "timeout",
-            Self::DeviceUnreachable => "device_unreachable",
-            Self::BudgetExceeded => "budget_exceeded",
-            Self::Cancelled => "cancelled",
-            Self::Interrupted => "interrupted",
-        }
+        self.into()
     }
 
     /// The code of an ended task: by its status, and for a failure by its reason (the
@@ -409,6 +403,25 @@ mod tests {
         assert_eq!(r.steps_taken, 4, "falls back to the task's own count");
     }
 
+    /// Webhooks send `reason` by serde and the failure reasons start with `as_str`: the
+    /// two must be the same names.
+    #[test]
+    fn completion_code_names_are_the_wire_names() {
+        for (c, name) in [
+            (CompletionCode::Completed, "completed"),
+            (CompletionCode::AgentFailed, "agent_failed"),
+            (CompletionCode::MaxStepsExceeded, "max_steps_exceeded"),
+            (CompletionCode::Timeout, "timeout"),
+            (CompletionCode::DeviceUnreachable, "device_unreachable"),
+            (CompletionCode::BudgetExceeded, "budget_exceeded"),
+            (CompletionCode::Cancelled, "cancelled"),
+            (CompletionCode::Interrupted, "interrupted"),
+        ] {
+            assert_eq!(c.as_str(), name);
+            assert_eq!(serde_json::to_value(c).unwrap(), name);
+        }
+    }
+
     #[test]
     fn every_status_maps_and_unfinished_tasks_are_refused() {
         let want = [
@@ -423,7 +436,10 @@ mod tests {
             (TaskStatus::WaitingForUser, None),
             (TaskStatus::Paused, None),
         ];
-        assert_eq!(want.len(), TaskStatus::ALL.len());
+        assert_eq!(
+            want.len(),
+            <TaskStatus as strum::VariantArray>::VARIANTS.len()
+        );
         for (s, c) in want {
             assert_eq!(
                 CoordinatorStatus::from_task_status(s).map(|c| c.as_str()),

@@ -109,13 +109,9 @@ pub async fn act_on_device(dev: &dyn Device, action: &Action) -> Result<DeviceAc
     })
 }
 
+/// The state another instance stored for its phone; an unknown one reads as offline.
 fn state_of(s: &str) -> DeviceState {
-    match s {
-        "available" => DeviceState::Available,
-        "leased" => DeviceState::Leased,
-        "quarantined" => DeviceState::Quarantined,
-        _ => DeviceState::Offline,
-    }
+    s.parse().unwrap_or(DeviceState::Offline)
 }
 
 /// A phone of another instance as the device list shows it; offline when its owner is
@@ -162,4 +158,26 @@ pub async fn farm_devices(s: &Core) -> Vec<DeviceSummary> {
     }
     local.sort_by(|a, b| (&a.id, &a.instance).cmp(&(&b.id, &b.instance)));
     local
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Another instance's stored state reads back as the same state; anything else (a
+    /// newer instance's name this one does not know) as offline.
+    #[test]
+    fn stored_states_read_back_and_unknown_ones_are_offline() {
+        for s in [
+            DeviceState::Available,
+            DeviceState::Leased,
+            DeviceState::Offline,
+            DeviceState::Quarantined,
+        ] {
+            assert_eq!(state_of(s.as_str()), s);
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(state_of("rebooting"), DeviceState::Offline);
+        assert_eq!(state_of("Available"), DeviceState::Offline);
+    }
 }

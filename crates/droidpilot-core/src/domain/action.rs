@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use strum::VariantArray as _;
 
 use super::geometry::{InvalidCoordinate, NormPoint};
 
@@ -46,12 +47,32 @@ pub enum Direction {
     Right,
 }
 
-/// Hardware and navigation keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Hardware and navigation keys. The name (`name`), the aliases models write (`parse`)
+/// and the list (`VARIANTS`) are derived.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Key {
     Back,
     Home,
+    #[strum(
+        to_string = "recents",
+        serialize = "recent",
+        serialize = "recent_apps",
+        serialize = "app_switch"
+    )]
     Recents,
     Enter,
     Menu,
@@ -59,37 +80,13 @@ pub enum Key {
 }
 
 impl Key {
-    pub const ALL: [Key; 6] = [
-        Key::Back,
-        Key::Home,
-        Key::Recents,
-        Key::Enter,
-        Key::Menu,
-        Key::Power,
-    ];
-
     pub fn name(self) -> &'static str {
-        match self {
-            Key::Back => "back",
-            Key::Home => "home",
-            Key::Recents => "recents",
-            Key::Enter => "enter",
-            Key::Menu => "menu",
-            Key::Power => "power",
-        }
+        self.into()
     }
 
     /// Parses a key name the way models write it: any case, `recent`/`app_switch` too.
     pub fn parse(s: &str) -> Option<Key> {
-        match normalize_name(s).as_str() {
-            "back" => Some(Key::Back),
-            "home" => Some(Key::Home),
-            "recents" | "recent" | "recent_apps" | "app_switch" => Some(Key::Recents),
-            "enter" => Some(Key::Enter),
-            "menu" => Some(Key::Menu),
-            "power" => Some(Key::Power),
-            _ => None,
-        }
+        normalize_name(s).parse().ok()
     }
 }
 
@@ -1110,7 +1107,11 @@ impl Fields<'_> {
                 f,
                 format!(
                     "unknown key `{raw}`; allowed keys: {}",
-                    Key::ALL.map(Key::name).join(", ")
+                    Key::VARIANTS
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )
         })

@@ -757,6 +757,30 @@ fn serialized_form_is_canonical() {
     );
 }
 
+/// A key's name is serde's; models' spellings (any case, `-` or space for `_`, the
+/// aliases of `recents`) parse, and nothing else does.
+#[test]
+fn key_names_and_the_spellings_models_write() {
+    for (k, name) in [
+        (Key::Back, "back"),
+        (Key::Home, "home"),
+        (Key::Recents, "recents"),
+        (Key::Enter, "enter"),
+        (Key::Menu, "menu"),
+        (Key::Power, "power"),
+    ] {
+        assert_eq!(k.name(), name);
+        assert_eq!(serde_json::to_value(k).unwrap(), name);
+        assert_eq!(Key::parse(&name.to_uppercase()), Some(k));
+    }
+    for alias in ["recent", "Recent Apps", "app-switch", " APP_SWITCH "] {
+        assert_eq!(Key::parse(alias), Some(Key::Recents), "{alias}");
+    }
+    for not_a_key in ["volume_up", "", "backk", "recentsapps"] {
+        assert_eq!(Key::parse(not_a_key), None, "{not_a_key}");
+    }
+}
+
 mod fuzz {
     use super::*;
     use proptest::prelude::*;

@@ -132,8 +132,12 @@ pub enum Annotation {
 }
 
 /// Who made a model call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+// Its name (`as_str`) is derived.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ModelRole {
     /// The agent that decides the action.
     Actor,
@@ -147,14 +151,7 @@ pub enum ModelRole {
 
 impl ModelRole {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ModelRole::Actor => "actor",
-            ModelRole::Planner => "planner",
-            ModelRole::Progress => "progress",
-            ModelRole::Verifier => "verifier",
-            ModelRole::Grounder => "grounder",
-            ModelRole::Recovery => "recovery",
-        }
+        self.into()
     }
 }
 
@@ -214,6 +211,22 @@ mod tests {
         let mut p = plan();
         p.recommended = 7;
         assert_eq!(p.recommended().unwrap().name, "Clock app");
+    }
+
+    /// Model calls are recorded and summed by this name; it is serde's.
+    #[test]
+    fn model_role_names_are_the_wire_names() {
+        for (r, name) in [
+            (ModelRole::Actor, "actor"),
+            (ModelRole::Planner, "planner"),
+            (ModelRole::Progress, "progress"),
+            (ModelRole::Verifier, "verifier"),
+            (ModelRole::Grounder, "grounder"),
+            (ModelRole::Recovery, "recovery"),
+        ] {
+            assert_eq!(r.as_str(), name);
+            assert_eq!(serde_json::to_value(r).unwrap(), name);
+        }
     }
 
     #[test]

@@ -11,8 +11,28 @@ use utoipa::ToSchema;
 use super::TaskId;
 
 /// What kind of intervention a row records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+// Its name (`as_str`, `Display`, `FromStr`) is derived; `serialize_all` matches serde's
+// `rename_all`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = unknown_kind
+)]
 pub enum InterventionKind {
     /// The agent asked a person a question (`question`, `options`, then `answer`).
     AskUser,
@@ -23,35 +43,13 @@ pub enum InterventionKind {
     ExternalChange,
 }
 
+fn unknown_kind(s: &str) -> String {
+    format!("unknown intervention kind `{s}`")
+}
+
 impl InterventionKind {
-    pub const ALL: [InterventionKind; 3] = [
-        InterventionKind::AskUser,
-        InterventionKind::ManualAction,
-        InterventionKind::ExternalChange,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            InterventionKind::AskUser => "ask_user",
-            InterventionKind::ManualAction => "manual_action",
-            InterventionKind::ExternalChange => "external_change",
-        }
-    }
-}
-
-impl std::fmt::Display for InterventionKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for InterventionKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        InterventionKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("unknown intervention kind `{s}`"))
+        self.into()
     }
 }
 
@@ -107,5 +105,29 @@ impl Intervention {
             step: None,
             detail: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The store writes `as_str` and reads it back with `FromStr`; both are serde's name.
+    #[test]
+    fn kind_names_round_trip_and_match_serde() {
+        for (k, name) in [
+            (InterventionKind::AskUser, "ask_user"),
+            (InterventionKind::ManualAction, "manual_action"),
+            (InterventionKind::ExternalChange, "external_change"),
+        ] {
+            assert_eq!(k.as_str(), name);
+            assert_eq!(k.to_string(), name);
+            assert_eq!(serde_json::to_value(k).unwrap(), name);
+            assert_eq!(name.parse::<InterventionKind>().unwrap(), k);
+        }
+        assert_eq!(
+            "ask".parse::<InterventionKind>().unwrap_err(),
+            "unknown intervention kind `ask`"
+        );
     }
 }

@@ -20,8 +20,22 @@ pub struct StepTimings {
 }
 
 /// How a step's action ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+// Its name (`as_str`, `Display`) is derived.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::IntoStaticStr,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum StepStatus {
     /// It ran (a device action, an MCP call, an answer, the finish).
     Ok,
@@ -35,12 +49,7 @@ pub enum StepStatus {
 
 impl StepStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            StepStatus::Ok => "ok",
-            StepStatus::Failed => "failed",
-            StepStatus::Skipped => "skipped",
-            StepStatus::Rejected => "rejected",
-        }
+        self.into()
     }
 
     /// `Failed` when `is_error`, else `Ok`.
@@ -50,12 +59,6 @@ impl StepStatus {
         } else {
             StepStatus::Ok
         }
-    }
-}
-
-impl std::fmt::Display for StepStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -234,4 +237,25 @@ pub struct StepScreen {
     /// The screen's actionable elements (empty in steps recorded before they were kept).
     #[serde(default)]
     pub elements: Vec<ActionableElement>,
+}
+
+#[cfg(test)]
+mod status_name_tests {
+    use super::StepStatus;
+
+    /// Steps are stored and filtered by this name; it is serde's.
+    #[test]
+    fn step_status_names_are_the_wire_names() {
+        for (s, name) in [
+            (StepStatus::Ok, "ok"),
+            (StepStatus::Failed, "failed"),
+            (StepStatus::Skipped, "skipped"),
+            (StepStatus::Rejected, "rejected"),
+        ] {
+            assert_eq!(s.as_str(), name);
+            assert_eq!(s.to_string(), name);
+            assert_eq!(serde_json::to_value(s).unwrap(), name);
+            assert!(s == name);
+        }
+    }
 }

@@ -282,7 +282,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
         }
         let list = scroll_list(st, cx, &format!("browser.{url}"), area, nodes);
         let mut web = Widget::new("android.webkit.WebView", area)
-            .flags(super::super::widget::flag::FOCUSABLE)
+            .flags(super::super::widget::Flags::FOCUSABLE)
             .bg(WHITE);
         web.text = page_title(url);
         web.look = Look::Plain;

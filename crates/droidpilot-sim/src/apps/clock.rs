@@ -6,7 +6,7 @@ use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Alarm, Cmd, Dialog, Page, PhoneState, field};
 use super::super::ui::{Ctx, ROW, app_frame, fab, scroll_list};
-use super::super::widget::{SUBTLE, Symbol, TextSize, Widget, flag};
+use super::super::widget::{Flags, SUBTLE, Symbol, TextSize, Widget};
 
 pub fn time_label(h: u8, m: u8) -> String {
     let (h12, ampm) = match h {
@@ -101,7 +101,7 @@ fn picker(cx: &Ctx, st: &PhoneState, id: &str, f: &str, modulo: u32, x: i32) -> 
         Bounds::new(l, top, r, top + 3 * step),
     )
     .id(id)
-    .flags(flag::FOCUSABLE | flag::SCROLLABLE | flag::LONG_CLICKABLE);
+    .flags(Flags::FOCUSABLE | Flags::SCROLLABLE | Flags::LONG_CLICKABLE);
     p.scroll = Some(super::super::widget::ScrollInfo {
         key: format!("picker:{f}:{modulo}"),
         max: 0,

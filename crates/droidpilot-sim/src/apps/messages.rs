@@ -92,7 +92,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                                 .bg(bg)
                                 .fg(fg)
                                 .rounded(48)
-                                .flags(super::super::widget::flag::LONG_CLICKABLE),
+                                .flags(super::super::widget::Flags::LONG_CLICKABLE),
                         ),
                 );
             }

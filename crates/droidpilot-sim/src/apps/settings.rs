@@ -6,7 +6,7 @@ use droidpilot_core::domain::Bounds;
 
 use super::super::state::{Cmd, Page, PhoneState, Setting, field};
 use super::super::ui::{Ctx, app_frame, row, scroll_list};
-use super::super::widget::{Look, SUBTLE, TextSize, Widget, flag};
+use super::super::widget::{Flags, Look, SUBTLE, TextSize, Widget};
 
 /// The one account the Accounts page accepts.
 pub const ACCOUNT_EMAIL: &str = "alex@example.com";
@@ -91,7 +91,7 @@ fn account_page(st: &PhoneState, cx: &Ctx) -> Widget {
                 focused(field::ACCOUNT_PASSWORD),
             )
             .id("password");
-            password.flags |= flag::PASSWORD;
+            password.flags |= Flags::PASSWORD;
             vec![
                 Widget::text_view(b(30, 100), "Sign in to sync your settings"),
                 label(130, "Email"),
@@ -179,7 +179,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
             .id("seekbar")
             .desc("Brightness level")
             .look(Look::Seek)
-            .flags(flag::FOCUSABLE | flag::CLICKABLE);
+            .flags(Flags::FOCUSABLE | Flags::CLICKABLE);
             slider.value = s.brightness;
             slider.text = format!("{:.0}", s.brightness as f32 * 100.0 / 255.0);
             slider.slider = Some(brightness_value);

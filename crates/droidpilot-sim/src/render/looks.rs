@@ -2,7 +2,7 @@
 
 use droidpilot_core::domain::Bounds;
 
-use super::super::widget::{ACCENT, Look, PILL, SUBTLE, TEXT, WHITE, Widget, flag};
+use super::super::widget::{ACCENT, Flags, Look, PILL, SUBTLE, TEXT, WHITE, Widget};
 use super::{Align, Face, Painter, Style};
 
 /// The outline and thumb of a switch that is off, and its track.
@@ -159,7 +159,7 @@ impl Painter<'_> {
     /// thumb with a check when on.
     fn switch(&mut self, w: &Widget, clip: Bounds) {
         let f = w.frame;
-        let on = w.flags & flag::CHECKED != 0;
+        let on = w.flags.contains(Flags::CHECKED);
         let cy = (f.top + f.bottom) / 2;
         let th = f.height().min(self.d(84));
         let track = Bounds::new(
@@ -204,7 +204,7 @@ impl Painter<'_> {
     fn edit(&mut self, w: &Widget, clip: Bounds) {
         let f = w.frame;
         let (t, hint) = shown_text(w);
-        let focused = w.flags & flag::FOCUSED != 0;
+        let focused = w.flags.contains(Flags::FOCUSED);
         let pill = w.radius == PILL;
         let mut left = f.left + self.d(if pill { 48 } else { 36 });
         if let Some(sym) = w.icon {
@@ -217,7 +217,7 @@ impl Painter<'_> {
         let pad_y = if tall { self.d(30) } else { 0 };
         let inner = Bounds::new(left, f.top + pad_y, f.right - self.d(36), f.bottom);
         let masked;
-        let t = if w.flags & flag::PASSWORD != 0 && !hint {
+        let t = if w.flags.contains(Flags::PASSWORD) && !hint {
             masked = "•".repeat(t.chars().count());
             masked.as_str()
         } else {

@@ -20,8 +20,25 @@ use crate::domain::{Action, ActionParser};
 use crate::llm::{ChatModel, ChatRequest, Message, Part, PriceTable};
 pub use ui_tars::UiTarsCoords;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+// A vision model family's output format. Its name (`name`) and the lists (`VARIANTS`
+// from `strum::VariantArray`, the names from `strum::VariantNames`) are derived. (A doc
+// comment would enter the OpenAPI.)
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum VisionFormat {
     MaiUi,
     UiTars,
@@ -30,19 +47,8 @@ pub enum VisionFormat {
 }
 
 impl VisionFormat {
-    pub const ALL: [VisionFormat; 4] = [
-        VisionFormat::MaiUi,
-        VisionFormat::UiTars,
-        VisionFormat::Autoglm,
-        VisionFormat::Generic,
-    ];
     pub fn name(self) -> &'static str {
-        match self {
-            VisionFormat::MaiUi => "mai-ui",
-            VisionFormat::UiTars => "ui-tars",
-            VisionFormat::Autoglm => "autoglm",
-            VisionFormat::Generic => "generic",
-        }
+        self.into()
     }
     pub fn system_prompt(self, mcp_tools: &[McpTool]) -> String {
         match self {
@@ -189,13 +195,14 @@ impl Agent for VisionAgent {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use strum::VariantArray as _;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
         #[test]
         fn no_input_panics_any_parser(s in ".{0,200}") {
             let p = ActionParser::new();
-            for f in VisionFormat::ALL {
+            for &f in VisionFormat::VARIANTS {
                 let _ = f.parse(&s, &p, &[], UiTarsCoords::SmartResize, Some((1080, 2400)));
             }
         }
@@ -209,9 +216,9 @@ mod tests {
                 format!("Thought: x\nAction: click(point='{body}')"),
                 format!("<think>x</think><answer>do(action=\"Tap\", element={body})</answer>"),
             ];
-            let _ = VisionFormat::ALL[n].parse(&texts[n], &p, &["t".into()], UiTarsCoords::Relative1000, None);
+            let _ = VisionFormat::VARIANTS[n].parse(&texts[n], &p, &["t".into()], UiTarsCoords::Relative1000, None);
             for t in &texts {
-                for f in VisionFormat::ALL {
+                for &f in VisionFormat::VARIANTS {
                     let _ = f.parse(t, &p, &[], UiTarsCoords::SmartResize, Some((1, 1)));
                 }
             }
