@@ -15,7 +15,6 @@ use crate::device::pool::{DeviceState, DeviceSummary};
 use crate::domain::{NewTask, StepStatus, TaskEvent, TaskStatus};
 use crate::run::events::{FeedItem, Filter};
 use crate::run::finish::Ending;
-use crate::run::scheduler::AgentForError;
 use crate::run::stop::StopSignal;
 
 #[derive(Debug, clap::Args)]
@@ -216,16 +215,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     core.start_here(task.id, &device_id).await?;
     let task = store.get_task(task.id).await?;
     let id = task.id;
-    // Built as the scheduler builds a server's task: the MCP servers' tools, the held
-    // secrets, a resumed trajectory carried on after its saved steps.
-    let agent = match core.agent_for(&task).await {
+    // Built by the factory the scheduler uses: the MCP servers' tools and the held
+    // secrets, like a server's task. A resumed trajectory's actions are new ones, run
+    // after the saved steps (not a requeued agent carrying on).
+    let agent = match core.agent_for(&task) {
         Ok(a) => a,
-        Err(e) => {
-            let why = match e {
-                AgentForError::Agent(msg) => msg,
-                AgentForError::Store(e) => e.to_string(),
-            };
-            let reason = format!("cannot build the agent: {why}");
+        Err(msg) => {
+            let reason = format!("cannot build the agent: {msg}");
             core.queue
                 .end(id, Ending::now(TaskStatus::Failed, reason.clone()))
                 .await?;

@@ -998,24 +998,7 @@ async fn a_typed_password_is_never_stored_shown_or_exported() {
     // Every byte droidpilot wrote: the SQLite file (checkpointed at shutdown), its WAL
     // if any, the screenshots.
     let (dir, _tmp) = app.stop().await;
-    let mut files = 0;
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap();
-                assert!(
-                    !contains(&bytes, CANARY.as_bytes()),
-                    "{} holds the password",
-                    p.display()
-                );
-                files += 1;
-            }
-        }
-    }
+    let files = assert_no_file_holds(dir, CANARY);
     assert!(files >= 3, "the database and screenshots were scanned");
 }
 
@@ -1087,7 +1070,14 @@ async fn an_unmarked_replay_type_into_a_password_field_is_not_kept_in_the_task()
     }
 
     let (dir, _tmp) = app.stop().await;
-    let mut scanned = 0;
+    let scanned = assert_no_file_holds(dir, CANARY);
+    assert!(scanned >= 2, "the database was scanned");
+}
+
+/// Every file droidpilot wrote under `dir` (the database, its WAL if any, screenshots),
+/// checked not to hold `secret`; returns how many were read.
+fn assert_no_file_holds(dir: std::path::PathBuf, secret: &str) -> usize {
+    let mut files = 0;
     let mut stack = vec![dir];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
@@ -1097,15 +1087,15 @@ async fn an_unmarked_replay_type_into_a_password_field_is_not_kept_in_the_task()
             } else {
                 let bytes = std::fs::read(&p).unwrap();
                 assert!(
-                    !contains(&bytes, CANARY.as_bytes()),
+                    !contains(&bytes, secret.as_bytes()),
                     "{} holds the password",
                     p.display()
                 );
-                scanned += 1;
+                files += 1;
             }
         }
     }
-    assert!(scanned >= 2, "the database was scanned");
+    files
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -51,7 +51,7 @@ use crate::run::interaction::Prompts;
 use crate::run::mcp::McpRegistry;
 use crate::run::queue::Queue;
 use crate::run::runner::Runner;
-use crate::run::scheduler::{AgentFactory, AgentForError, RunningTasks, Scheduler};
+use crate::run::scheduler::{AgentFactory, RunningTasks, Scheduler};
 use crate::run::webhooks::{WebhookSender, spawn_deliverer};
 use crate::store::{Store, StoreError};
 
@@ -271,11 +271,13 @@ impl Core {
         }
     }
 
-    /// The agent for `task`, built as the scheduler builds it (`scheduler::agent_for`):
-    /// for a caller that runs a task itself, such as `droidpilot run`, which so gets the
-    /// MCP servers' tools and the secrets the task was accepted with, like a server's task.
-    pub async fn agent_for(&self, task: &Task) -> Result<Box<dyn Agent>, AgentForError> {
-        crate::run::scheduler::agent_for(&self.agents, self.store.as_ref(), task).await
+    /// The agent for `task`, built by the factory the scheduler uses (the task's spec over
+    /// the configured defaults, the MCP servers' tools, the secrets the task was accepted
+    /// with): for a caller that runs a task itself, such as `droidpilot run`. A requeued
+    /// task's agent is then resumed by the scheduler; a caller that seeds saved steps
+    /// decides itself (a resumed trajectory's new actions come after them).
+    pub fn agent_for(&self, task: &Task) -> Result<Box<dyn Agent>, String> {
+        (self.agents)(task)
     }
 
     /// Starts a task this process runs outside the scheduler (an MCP session's task, a

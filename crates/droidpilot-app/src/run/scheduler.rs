@@ -62,31 +62,6 @@ impl Default for SchedulerConfig {
 /// Builds the agent for a task (from its `agent` spec and the server's defaults).
 pub type AgentFactory = Arc<dyn Fn(&Task) -> Result<Box<dyn Agent>, String> + Send + Sync>;
 
-/// Why a task's agent was not built: the agent itself (the task fails with this), or the
-/// store, read for the steps a requeued task already committed.
-#[derive(Debug)]
-pub enum AgentForError {
-    Agent(String),
-    Store(StoreError),
-}
-
-/// The agent for `task` as the scheduler starts it, and `droidpilot run` too: built by
-/// `agents` (the core's factory: the task's spec over the configured defaults, the MCP
-/// tools, its secrets restored), and a task that already has committed steps (requeued
-/// after a restart, or a saved trajectory resumed) carried on after them.
-pub async fn agent_for(
-    agents: &AgentFactory,
-    store: &dyn crate::store::Store,
-    task: &Task,
-) -> Result<Box<dyn Agent>, AgentForError> {
-    let mut agent = agents(task).map_err(AgentForError::Agent)?;
-    if task.steps > 0 {
-        let steps = store.steps(task.id).await.map_err(AgentForError::Store)?;
-        agent.resume(&steps);
-    }
-    Ok(agent)
-}
-
 /// Running tasks and how to stop them; shared with the API for cancels.
 #[derive(Default)]
 pub struct RunningTasks {
@@ -388,10 +363,15 @@ impl Scheduler {
             return Ok(None);
         }
         let task = store.get_task(id).await?;
-        match agent_for(&self.agents, store.as_ref(), &task).await {
-            Ok(a) => Ok(Some((task, a))),
-            Err(AgentForError::Store(e)) => Err(e),
-            Err(AgentForError::Agent(msg)) => {
+        match (self.agents)(&task) {
+            Ok(mut a) => {
+                // Requeued after a restart: a replay carries on after its committed steps.
+                if task.steps > 0 {
+                    a.resume(&store.steps(task.id).await?);
+                }
+                Ok(Some((task, a)))
+            }
+            Err(msg) => {
                 let reason = format!("cannot build the agent: {msg}");
                 let ending = Ending::now(TaskStatus::Failed, reason);
                 end_task(&self.runner.bus, task.id, ending).await?;
