@@ -22,6 +22,7 @@ pub mod attack;
 pub mod devtime;
 pub mod eval;
 pub mod oracle;
+pub mod real_drift;
 pub mod replay;
 pub mod rss;
 pub mod rule_model;
