@@ -1,11 +1,14 @@
 //! The rename-map generator: every transformation it can make is read off the fixture
 //! (a real pair's casing change, abbreviation, synonym, rewording, prefix or suffix
-//! token, punctuation change), and it is applied to an item only where it fits (a
-//! synonym only when its old word is in the label, a stripped prefix only when the id
-//! has it). For each item the pattern is drawn with its observed frequency among the
-//! patterns that fit, then a rule of that pattern with its observed count; an item no
-//! real rule fits is left alone. The candidate is re-classified and kept only when the
-//! classifier agrees on its pattern, so the map holds nothing the data has not shown.
+//! token, punctuation change), and it is applied to an item only where it fits: a
+//! synonym or abbreviation only when its old words are in the item, a stripped prefix
+//! only when the id has it, words added to a label only next to a word the rule's rows
+//! had there, a type suffix only to an id without one. A rule that carries meaning
+//! (synonym, prefix or suffix, rewording) must be shown by two apps. For each item the
+//! pattern is drawn with its observed frequency among the patterns that fit, then a rule
+//! of that pattern by how many apps show it; an item no real rule fits is left alone.
+//! The candidate is re-classified and kept only when the classifier agrees on its
+//! pattern, so the map holds nothing the data has not shown.
 //!
 //! The draw uses its own splitmix64 over an FNV hash of the seed and the item (not the
 //! `rand` crate, which the bench crate does not depend on): the same seed and item give
@@ -109,12 +112,12 @@ enum Punct {
 }
 
 /// A rule: its transformation, the new words as the first row wrote them (for a label),
-/// the words its rows kept (their context), how many rows and which apps show it, and
-/// the first of those rows.
+/// the kept words next to the change at the start and at the end of its rows (their
+/// context), how many rows and which apps show it, and the first of those rows.
 struct Rule {
     op: Op,
     text: [String; 2],
-    context: BTreeSet<String>,
+    context: [BTreeSet<String>; 2],
     count: u64,
     apps: BTreeSet<String>,
     source: usize,
@@ -155,14 +158,16 @@ fn build() -> Model {
                 .or_insert_with(|| Rule {
                     op: op.clone(),
                     text: text.clone(),
-                    context: BTreeSet::new(),
+                    context: Default::default(),
                     count: 0,
                     apps: BTreeSet::new(),
                     source: i,
                 });
             rule.count += 1;
             rule.apps.insert(pair.app.clone());
-            rule.context.extend(context(pair));
+            let [start, end] = context(pair);
+            rule.context[0].extend(start);
+            rule.context[1].extend(end);
         }
     }
     let mut rules: BTreeMap<(Kind, Pattern), Vec<Rule>> = BTreeMap::new();
@@ -181,13 +186,16 @@ const GRAMMAR: [&str; 29] = [
     "s",
 ];
 
-/// The words a row kept: in both its old and its new form, grammar aside.
-fn context(pair: &Pair) -> BTreeSet<String> {
-    let new: BTreeSet<String> = words(pair.kind, &pair.new).into_iter().collect();
-    words(pair.kind, &pair.old)
-        .into_iter()
-        .filter(|w| new.contains(w) && !GRAMMAR.contains(&w.as_str()))
-        .collect()
+/// The kept words next to a row's change: the first and the last word its old and new
+/// forms share once the changed words at the ends are set aside.
+fn context(pair: &Pair) -> [Option<String>; 2] {
+    let (a, b) = (words(pair.kind, &pair.old), words(pair.kind, &pair.new));
+    let (p, s) = common_ends(&a, &b);
+    let kept: Vec<&String> = a[..p].iter().chain(&a[a.len() - s..]).collect();
+    [
+        kept.first().map(|w| w.to_string()),
+        kept.last().map(|w| w.to_string()),
+    ]
 }
 
 fn general(pattern: Pattern, rule: &Rule) -> bool {
@@ -588,10 +596,14 @@ fn apply_text(
             Some(format!("{}{new}{}", &label[..a], &label[b..]))
         }
         Op::Ends { strip, add } => {
-            // Words added to a label are about something: only where the label has a
-            // word the rule's rows kept (`Delete` → `Delete from downloads`).
-            let adds = add.iter().any(|a| !a.is_empty());
-            if adds && !w.iter().any(|x| rule.context.contains(x)) {
+            // Words added to a label are about the word next to them: only where the
+            // label has there a word the rule's rows had (`Delete` → `Delete from
+            // downloads`, not `Cancel` → `Cancel from downloads`).
+            let core = strip_ends(w, strip)?;
+            let fits = |i: usize, word: Option<&String>| {
+                add[i].is_empty() || word.is_some_and(|x| rule.context[i].contains(x))
+            };
+            if !fits(0, core.first()) || !fits(1, core.last()) {
                 return None;
             }
             apply_ends(label, toks, w, style, strip, &rule.text)
@@ -625,7 +637,8 @@ fn apply_ends(
     text: &[String; 2],
 ) -> Option<String> {
     let core = strip_ends(w, strip)?;
-    if GRAMMAR.contains(&core[0].as_str()) || core.iter().all(|c| GRAMMAR.contains(&c.as_str())) {
+    let grammar = |w: &String| GRAMMAR.contains(&w.as_str());
+    if grammar(&core[0]) || grammar(&core[core.len() - 1]) {
         return None; // `Add to cart` without `Add` is no label
     }
     let (first, last) = (strip[0].len(), strip[0].len() + core.len() - 1);

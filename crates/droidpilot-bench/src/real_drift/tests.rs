@@ -303,3 +303,48 @@ fn the_readme_shows_the_fixtures_counts() {
         "README.md counts are stale; put in:\n{counts}"
     );
 }
+
+/// The words a change adds at the start or the end of `old`, and the kept word next to
+/// them; `None` unless it only adds words at one end.
+fn added_at_an_end(kind: Kind, old: &str, new: &str) -> Option<(usize, Vec<String>, String)> {
+    let (a, b) = (classify::words(kind, old), classify::words(kind, new));
+    let (p, s) = classify::common_ends(&a, &b);
+    if p + s != a.len() || b.len() <= a.len() {
+        return None;
+    }
+    let added = b[p..b.len() - s].to_vec();
+    match (p, s) {
+        (0, _) => Some((0, added, a.first()?.clone())),
+        (_, 0) => Some((1, added, a.last()?.clone())),
+        _ => None,
+    }
+}
+
+#[test]
+fn words_are_added_to_a_label_only_next_to_a_word_a_real_row_had_there() {
+    let labels = [
+        "Device name",
+        "Password",
+        "Delete",
+        "Cancel",
+        "Add to cart",
+        "Save",
+        "Domain",
+    ];
+    let mut added = 0;
+    for seed in 0..40 {
+        for r in renames(seed, Kind::String, &labels) {
+            let Some(change) = added_at_an_end(Kind::String, &r.old, &r.new) else {
+                continue;
+            };
+            added += 1;
+            let real = pairs().iter().any(|p| {
+                p.kind == Kind::String
+                    && p.pattern == Pattern::PrefixSuffix
+                    && added_at_an_end(p.kind, &p.old, &p.new).as_ref() == Some(&change)
+            });
+            assert!(real, "{r:?}: no row adds {change:?}");
+        }
+    }
+    assert!(added > 0, "no label got words added in 40 seeds");
+}
