@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 pub use classify::{Pattern, classify};
-pub use generate::{Rename, rename_map, renames};
+pub use generate::{Rename, rename_map, rename_map_json, renames};
 
 /// The fixture, compiled in so a fresh clone needs nothing else.
 const PAIRS_TSV: &str = include_str!("../../../tests/fixtures/drift-real/pairs.tsv");
@@ -101,24 +101,31 @@ fn row(n: usize, line: &str) -> Result<Pair, String> {
 /// The fixture's counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Per app: its repository and how many id and string pairs it gave.
-    pub apps: BTreeMap<String, (String, usize, usize)>,
+    pub apps: BTreeMap<String, AppStats>,
     pub patterns: BTreeMap<(Kind, Pattern), usize>,
     pub total: usize,
+}
+
+/// One app's rows: its repository, how many of each kind and of each pattern.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppStats {
+    pub repo: String,
+    pub ids: usize,
+    pub strings: usize,
+    pub patterns: BTreeMap<Pattern, usize>,
 }
 
 /// Counts per app, kind and pattern.
 pub fn stats() -> Stats {
     let mut s = Stats::default();
     for p in pairs() {
-        let app = s
-            .apps
-            .entry(p.app.clone())
-            .or_insert((p.repo.clone(), 0, 0));
+        let app = s.apps.entry(p.app.clone()).or_default();
+        app.repo.clone_from(&p.repo);
         match p.kind {
-            Kind::Id => app.1 += 1,
-            Kind::String => app.2 += 1,
+            Kind::Id => app.ids += 1,
+            Kind::String => app.strings += 1,
         }
+        *app.patterns.entry(p.pattern).or_default() += 1;
         *s.patterns.entry((p.kind, p.pattern)).or_default() += 1;
         s.total += 1;
     }
@@ -128,18 +135,27 @@ pub fn stats() -> Stats {
 impl Stats {
     /// The counts as the fixture's README shows them: two Markdown tables.
     pub fn markdown(&self) -> String {
-        let (ids, strings) = self
-            .apps
-            .values()
-            .fold((0, 0), |a, v| (a.0 + v.1, a.1 + v.2));
+        let ids: usize = self.apps.values().map(|a| a.ids).sum();
+        let strings: usize = self.apps.values().map(|a| a.strings).sum();
         let mut out = format!(
             "{} pairs from {} apps: {ids} id renames, {strings} string changes.\n\n",
             self.total,
             self.apps.len()
         );
-        out.push_str("| app | repository | ids | strings |\n| --- | --- | ---: | ---: |\n");
-        for (app, (repo, i, s)) in &self.apps {
-            let _ = writeln!(out, "| {app} | {repo} | {i} | {s} |");
+        let names: Vec<&str> = Pattern::ALL.iter().map(|p| p.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "| app | repository | ids | strings | {} |",
+            names.join(" | ")
+        );
+        let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(2 + names.len()));
+        for (app, a) in &self.apps {
+            let per: Vec<String> = Pattern::ALL
+                .iter()
+                .map(|p| a.patterns.get(p).copied().unwrap_or(0).to_string())
+                .collect();
+            let (repo, i, s) = (&a.repo, a.ids, a.strings);
+            let _ = writeln!(out, "| {app} | {repo} | {i} | {s} | {} |", per.join(" | "));
         }
         out.push_str("\n| pattern | ids | strings |\n| --- | ---: | ---: |\n");
         for p in Pattern::ALL {

@@ -69,6 +69,12 @@ pub fn rename_map(
     (map(Kind::Id, ids), map(Kind::String, strings))
 }
 
+/// `rename_map` as the `--rename-map` file writes it.
+pub fn rename_map_json(seed: u64, ids: &[&str], strings: &[&str]) -> serde_json::Value {
+    let (ids, strings) = rename_map(seed, ids, strings);
+    serde_json::json!({ "ids": ids, "strings": strings })
+}
+
 /// A transformation seen in the fixture.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Op {

@@ -43,7 +43,8 @@ fn the_fixture_has_twenty_apps_and_hundreds_of_pairs_of_both_kinds() {
     let s = stats();
     assert!(s.apps.len() >= 20, "{} apps", s.apps.len());
     assert!(s.total >= 300, "{} pairs", s.total);
-    let (ids, strings) = s.apps.values().fold((0, 0), |a, v| (a.0 + v.1, a.1 + v.2));
+    let ids: usize = s.apps.values().map(|a| a.ids).sum();
+    let strings: usize = s.apps.values().map(|a| a.strings).sum();
     assert!(ids >= 150 && strings >= 150, "{ids} ids, {strings} strings");
 }
 
@@ -347,4 +348,19 @@ fn words_are_added_to_a_label_only_next_to_a_word_a_real_row_had_there() {
         }
     }
     assert!(added > 0, "no label got words added in 40 seeds");
+}
+
+#[test]
+fn the_map_file_has_ids_and_strings_from_old_to_new() {
+    let json = rename_map_json(5, &IDS, &STRINGS);
+    let (ids, strings) = rename_map(5, &IDS, &STRINGS);
+    let obj = json.as_object().expect("an object");
+    assert_eq!(obj.keys().collect::<Vec<_>>(), ["ids", "strings"]);
+    for (old, new) in &ids {
+        assert_eq!(json["ids"][old], *new);
+    }
+    assert_eq!(
+        json["strings"].as_object().map(|m| m.len()),
+        Some(strings.len())
+    );
 }
