@@ -119,12 +119,11 @@ enum Punct {
 
 /// A rule: its transformation, the new words as the first row wrote them (for a label),
 /// the kept words next to the change at the start and at the end of its rows (their
-/// context), how many rows and which apps show it, and the first of those rows.
+/// context), which apps show it, and the first row that does.
 struct Rule {
     op: Op,
     text: [String; 2],
     context: [BTreeSet<String>; 2],
-    count: u64,
     apps: BTreeSet<String>,
     source: usize,
 }
@@ -165,11 +164,9 @@ fn build() -> Model {
                     op: op.clone(),
                     text: text.clone(),
                     context: Default::default(),
-                    count: 0,
                     apps: BTreeSet::new(),
                     source: i,
                 });
-            rule.count += 1;
             rule.apps.insert(pair.app.clone());
             let [start, end] = context(pair);
             rule.context[0].extend(start);
@@ -425,7 +422,7 @@ fn fit(text: &str, style: TextStyle, first: bool) -> String {
 struct Candidate {
     pattern: Pattern,
     new: String,
-    count: u64,
+    weight: u64,
     source: usize,
 }
 
@@ -502,11 +499,11 @@ fn candidates(kind: Kind, item: &str) -> Vec<Candidate> {
                 } => apply_text(rule, text, toks, words, *style),
             };
             if let Some(new) = new.filter(|n| n != item) {
-                let (count, source) = (rule.apps.len() as u64, rule.source);
+                let (weight, source) = (rule.apps.len() as u64, rule.source);
                 out.push(Candidate {
                     pattern,
                     new,
-                    count,
+                    weight,
                     source,
                 });
             }
@@ -672,7 +669,7 @@ fn apply_ends(
 }
 
 /// Draws a pattern by its observed frequency among those with a candidate that keeps
-/// its pattern and takes no name in use, then a candidate by its rule's count.
+/// its pattern and takes no name in use, then a candidate by how many apps show its rule.
 fn choose(
     seed: u64,
     kind: Kind,
@@ -696,12 +693,12 @@ fn choose(
         .collect();
     let pattern = *rng.pick(&weights)?;
     let mut group = by.remove(&pattern)?;
-    let counts: Vec<(usize, u64)> = group
+    let weights: Vec<(usize, u64)> = group
         .iter()
         .enumerate()
-        .map(|(i, c)| (i, c.count))
+        .map(|(i, c)| (i, c.weight))
         .collect();
-    let i = *rng.pick(&counts)?;
+    let i = *rng.pick(&weights)?;
     Some(group.swap_remove(i))
 }
 

@@ -364,3 +364,44 @@ fn the_map_file_has_ids_and_strings_from_old_to_new() {
         Some(strings.len())
     );
 }
+
+#[test]
+fn odd_ids_and_labels_are_renamed_or_left_without_a_panic() {
+    let ids = [
+        "",
+        "_",
+        "__x__",
+        "a",
+        "X",
+        "9lives",
+        "über_button",
+        "com.x:id/",
+        ":id/a",
+    ];
+    let labels = [
+        "",
+        " ",
+        "%s",
+        "%1$s of %2$d",
+        "...",
+        "…",
+        "Über Settings",
+        "straße",
+        "🙂 Done",
+        "A",
+        "Don't",
+        "'quoted'",
+        "OK?!",
+        "Settings\u{a0}…",
+    ];
+    for seed in 0..10 {
+        let (ids_map, strings_map) = rename_map(seed, &ids, &labels);
+        for new in ids_map.values() {
+            let name = new.rsplit(":id/").next().unwrap_or(new);
+            assert!(name.starts_with(|c: char| c.is_ascii_alphabetic()), "{new}");
+        }
+        for (old, new) in &strings_map {
+            assert!(!new.trim().is_empty() && old != new, "{old} → {new}");
+        }
+    }
+}
