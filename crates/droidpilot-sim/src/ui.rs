@@ -757,6 +757,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
                 ..cx.clone()
             };
             let (mut root, sec) = apps::build(app, st, &app_cx);
+            super::identity::stamp(&mut root);
             if let Some(seed) = cx.moved {
                 let bottom = cx.bottom(st);
                 super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
@@ -783,6 +784,9 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         windows.push(toast_window(&t.text, st, cx));
     }
     windows.push(gesture_handle(st, cx, &windows));
+    for w in &mut windows {
+        super::identity::stamp(&mut w.root);
+    }
     let _ = secure;
     Screen { windows }
 }

@@ -141,6 +141,9 @@ pub struct Widget {
     pub slider: Option<fn(u8) -> Cmd>,
     pub scroll: Option<ScrollInfo>,
     pub children: Vec<Widget>,
+    /// What the widget is before any drift (`identity`): never in the dump or the
+    /// screenshot; read by `SimDevice::touched`.
+    pub key: String,
 }
 
 pub const TEXT: [u8; 3] = [32, 33, 36];
@@ -174,6 +177,7 @@ impl Widget {
             slider: None,
             scroll: None,
             children: Vec::new(),
+            key: String::new(),
         }
     }
     pub fn frame_layout(b: Bounds) -> Self {
