@@ -210,6 +210,8 @@ pub struct SimDevice {
     counters: SimCounters,
     /// Screenshots leave as PNG, encoded by the phone as `screencap -p` is on a real one.
     png_frames: bool,
+    /// `cfg.renames`, shared with every screen built.
+    renames: std::sync::Arc<RenameMap>,
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -245,6 +247,7 @@ impl SimDevice {
                 touched: Vec::new(),
             }),
             counters: SimCounters::default(),
+            renames: std::sync::Arc::new(cfg.renames.clone()),
             cfg,
             png_frames: false,
         })
@@ -296,6 +299,9 @@ impl SimDevice {
         cx.extra_delay_ms = faults.delayed_elements_ms;
         cx.moved = faults.moved_elements.then_some(self.cfg.seed);
         cx.relabel = faults.changed_labels.then_some(self.cfg.seed);
+        cx.renames = self.renames.clone();
+        cx.locale = self.cfg.locale;
+        cx.font_scale = self.cfg.font_scale;
         cx
     }
 

@@ -102,4 +102,53 @@ mod tests {
                 .contains("renames.strings[\"Save\"]")
         );
     }
+
+    fn renamed_phone() -> crate::SimDevice {
+        let renames = RenameMap::from_json(
+            r#"{"ids": {"fab": "add_alarm_button", "com.google.android.deskclock:id/onoff": "alarm_switch",
+                         "icon": "launcher_tile"},
+               "strings": {"Clock": "Alarms & Clock", "Add alarm": "New alarm", "Alarm": "My alarms"}}"#,
+        )
+        .unwrap();
+        crate::SimDevice::new(crate::SimConfig {
+            renames,
+            ..crate::SimConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// Ids and strings of an app and of the launcher are renamed in the dump; a tap at a
+    /// renamed element still runs what it did.
+    #[tokio::test]
+    async fn a_rename_map_renames_ids_and_strings_everywhere() {
+        use droidpilot_core::device::Device;
+        let p = renamed_phone();
+        let home = p.hierarchy_now();
+        assert!(home.contains("text=\"Alarms &amp; Clock\""), "{home}");
+        assert!(home.contains(":id/launcher_tile\"") && !home.contains(":id/icon\""));
+        p.launch_app(&droidpilot_core::domain::AppRef::Label("Clock".into()))
+            .await
+            .unwrap();
+        let xml = p.hierarchy_now();
+        assert!(xml.contains("deskclock:id/add_alarm_button\""), "{xml}");
+        assert!(xml.contains("content-desc=\"New alarm\""), "{xml}");
+        assert!(xml.contains("deskclock:id/alarm_switch\"") && !xml.contains("id/onoff\""));
+        assert!(xml.contains("text=\"My alarms\""), "the toolbar title");
+        assert!(!xml.contains("\"Add alarm\""));
+        let screen = p.screen();
+        let add = crate::widget::find(&screen, "add_alarm_button").expect("the fab");
+        p.tap(add.bounds.center()).await.unwrap();
+        assert_eq!(p.state().page(), Some(&crate::Page::AlarmEdit));
+    }
+
+    /// Renames change no layout: every task's reference solution still completes.
+    #[tokio::test]
+    async fn every_task_stays_solvable_under_a_rename_map() {
+        for t in crate::tasks() {
+            let p = renamed_phone();
+            p.reset_to(&t);
+            crate::run_reference(&p, &t).await.unwrap();
+            assert!(t.check(&p.state()), "{}", t.id);
+        }
+    }
 }

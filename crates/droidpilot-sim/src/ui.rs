@@ -34,6 +34,12 @@ pub struct Ctx {
     /// by: a scrolling list's viewport is that much shorter, as a real layout gives the
     /// banner its room, so the list's last rows still scroll into view (see `drift`).
     pub list_inset: i32,
+    /// Ids and strings renamed by an app update (`renames`); empty for none.
+    pub renames: std::sync::Arc<super::renames::RenameMap>,
+    /// The phone's UI language (`locale`).
+    pub locale: super::locale::Locale,
+    /// Android's font size: text and list rows grow by it.
+    pub font_scale: f32,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -52,6 +58,9 @@ impl Ctx {
             moved: None,
             relabel: None,
             list_inset: 0,
+            renames: Default::default(),
+            locale: Default::default(),
+            font_scale: 1.0,
         }
     }
     /// Design pixels → device pixels.
@@ -786,6 +795,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
     windows.push(gesture_handle(st, cx, &windows));
     for w in &mut windows {
         super::identity::stamp(&mut w.root);
+        cx.renames.apply(&mut w.root, &w.package);
     }
     let _ = secure;
     Screen { windows }

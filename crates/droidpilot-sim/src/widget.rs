@@ -415,6 +415,11 @@ impl Screen {
     }
 }
 
+/// The first widget of a screen with this id (short, as on screen after renames).
+pub fn find<'a>(screen: &'a Screen, id: &str) -> Option<&'a Widget> {
+    screen.all().into_iter().find(|w| w.id == id)
+}
+
 /// How resource-ids are written: normally as is; with the "app update" fault, renamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdStyle {
