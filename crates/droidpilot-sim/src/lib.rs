@@ -309,6 +309,16 @@ impl SimDevice {
     pub fn state(&self) -> PhoneState {
         self.lock().st.clone()
     }
+    /// An app's label as this phone's launcher shows it (in its locale).
+    pub fn label_of(&self, app: AppId) -> String {
+        match self.cfg.locale {
+            Locale::En => app.label().into(),
+            l => locale::german(app.label())
+                .filter(|_| l == Locale::De)
+                .unwrap_or_else(|| app.label().into()),
+        }
+    }
+
     /// The apps' data as task checkers read it, for diffing (`identity::app_data`).
     pub fn app_data(&self) -> serde_json::Value {
         identity::app_data(&self.lock().st)
@@ -729,7 +739,13 @@ fn app_of(app: &AppRef) -> Result<Option<AppId>, DeviceError> {
     {
         return Ok(None);
     }
-    AppId::find(s).map(Some).ok_or_else(|| {
+    let localized = || {
+        <AppId as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .find(|a| locale::german(a.label()).is_some_and(|de| de.eq_ignore_ascii_case(s)))
+    };
+    AppId::find(s).or_else(localized).map(Some).ok_or_else(|| {
         DeviceError::AppNotFound(format!(
             "`{s}` is not installed on the virtual phone; installed: {}",
             <AppId as strum::VariantArray>::VARIANTS
@@ -941,7 +957,7 @@ impl Device for SimDevice {
             .iter()
             .map(|a| AppInfo {
                 package: a.package().into(),
-                label: Some(a.label().into()),
+                label: Some(self.label_of(*a)),
             })
             .collect())
     }

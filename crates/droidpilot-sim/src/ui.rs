@@ -796,6 +796,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
     for w in &mut windows {
         super::identity::stamp(&mut w.root);
         cx.renames.apply(&mut w.root, &w.package);
+        super::locale::translate(&mut w.root, cx.locale);
     }
     let _ = secure;
     Screen { windows }
