@@ -41,10 +41,18 @@ pub struct Touched {
 }
 
 /// The key of a widget as built, before drift (see the module doc): its id, then its
-/// command, field or slider; empty for a widget that does nothing.
+/// command (and long-press command), field or slider; empty for a widget that does
+/// nothing.
 pub fn key_of(w: &Widget) -> String {
-    let what = if let Some(cmd) = w.on_tap.as_ref().or(w.on_long.as_ref()) {
-        serde_json::to_string(cmd).unwrap_or_default()
+    let json = |c| serde_json::to_string(c).unwrap_or_default();
+    let what = if let Some(cmd) = &w.on_tap {
+        match &w.on_long {
+            // A row that only opens a menu on long press is told apart by that.
+            Some(long) => format!("{}+long:{}", json(cmd), json(long)),
+            None => json(cmd),
+        }
+    } else if let Some(cmd) = &w.on_long {
+        format!("long:{}", json(cmd))
     } else if let Some(f) = &w.field {
         format!("field={f}")
     } else if w.slider.is_some() {

@@ -28,6 +28,7 @@ pub mod faults;
 pub mod identity;
 pub mod latency;
 pub mod locale;
+pub mod redesign;
 pub mod renames;
 pub mod render;
 pub mod state;

@@ -215,6 +215,11 @@ pub fn scroll_list(
     }
     for i in order {
         if let Some(mut r) = slots.get_mut(i).and_then(Option::take) {
+            if cx.font_scale != 1.0 {
+                // Rows are laid out at y = 0: a larger font makes them taller.
+                r.shift(-r.frame.top);
+                r.scale_y(cx.font_scale);
+            }
             let h = r.frame.height();
             r.shift(area.top + y - r.frame.top);
             y += h;
@@ -799,7 +804,10 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         super::locale::translate(&mut w.root, cx.locale);
     }
     let _ = secure;
-    Screen { windows }
+    Screen {
+        windows,
+        font_scale: cx.font_scale,
+    }
 }
 
 #[cfg(test)]
@@ -825,5 +833,91 @@ mod tests {
         let bar = screen.windows.last().unwrap();
         assert_eq!(bar.root.id, handle);
         assert!(!bar.touchable, "touches pass through to the app");
+    }
+
+    fn rows(p: &SimDevice) -> Vec<(String, i32)> {
+        let screen = p.screen();
+        let list = crate::widget::find(&screen, "recycler_view").expect("a list");
+        list.children
+            .iter()
+            .map(|r| {
+                let mut all = Vec::new();
+                r.walk(&mut all);
+                let name = all
+                    .iter()
+                    .find(|w| !w.text.is_empty())
+                    .unwrap()
+                    .text
+                    .clone();
+                (name, r.frame.height())
+            })
+            .collect()
+    }
+
+    /// A larger font makes list rows taller by as much, so fewer fit and the last ones
+    /// go below the fold; the text is painted larger; a tap on a row still opens it.
+    #[tokio::test]
+    async fn a_larger_font_grows_rows_and_pushes_them_below_the_fold() {
+        use droidpilot_core::device::Device;
+        let phone = |font_scale| {
+            let p = SimDevice::new(SimConfig {
+                font_scale,
+                ..SimConfig::default()
+            })
+            .unwrap();
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+            p
+        };
+        let (clean, big) = (phone(1.0), phone(1.5));
+        let (a, b) = (rows(&clean), rows(&big));
+        assert_eq!(b[0].1, a[0].1 * 3 / 2, "rows 1.5 times as tall");
+        assert!(
+            b.len() < a.len(),
+            "fewer rows fit: {} < {}",
+            b.len(),
+            a.len()
+        );
+        let last = &a.last().unwrap().0;
+        assert!(!big.hierarchy_now().contains(&format!("text=\"{last}\"")));
+        assert_ne!(clean.render_now(), big.render_now());
+        let screen = big.screen();
+        let row = screen
+            .all()
+            .into_iter()
+            .find(|w| w.text == "Bob Smith")
+            .unwrap()
+            .bounds;
+        big.tap(row.center()).await.unwrap();
+        let id = big
+            .state()
+            .contacts
+            .iter()
+            .find(|c| c.name == "Bob Smith")
+            .unwrap()
+            .id;
+        assert_eq!(big.state().page(), Some(&crate::Page::ContactDetail { id }));
+    }
+
+    /// Text is painted larger: a title line takes more rows of pixels at 1.5.
+    #[test]
+    fn a_larger_font_paints_larger_text() {
+        let ink = |font_scale| {
+            let p = SimDevice::new(SimConfig {
+                font_scale,
+                ..SimConfig::default()
+            })
+            .unwrap();
+            p.apply(Cmd::Launch { app: AppId::Clock });
+            let px = p.render_now();
+            // Dark pixels in the first alarm row's band (the "6:00 AM" title).
+            let (w, top, bottom) = (1080usize, 420usize, 560usize);
+            (top..bottom)
+                .flat_map(|y| (0..w / 2).map(move |x| (y * w + x) * 4))
+                .filter(|&i| px[i] < 140)
+                .count()
+        };
+        assert!(ink(1.5) > ink(1.0) * 5 / 4, "{} vs {}", ink(1.5), ink(1.0));
     }
 }

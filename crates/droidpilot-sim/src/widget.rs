@@ -310,6 +310,19 @@ impl Widget {
         }
     }
 
+    /// Stretches the widget and its subtree vertically by `f` around y = 0 (a row laid
+    /// out at the top, grown with the font size).
+    pub fn scale_y(&mut self, f: f32) {
+        let at = |v: i32| (v as f32 * f).round() as i32;
+        for b in [&mut self.frame, &mut self.bounds] {
+            b.top = at(b.top);
+            b.bottom = at(b.bottom);
+        }
+        for c in &mut self.children {
+            c.scale_y(f);
+        }
+    }
+
     /// Clips visible bounds to `clip`, dropping descendants that end up invisible, the
     /// way a RecyclerView detaches off-screen rows.
     pub fn clip(&mut self, clip: &Bounds) {
@@ -376,9 +389,20 @@ impl Window {
 }
 
 /// Everything on screen, windows bottom to top.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Screen {
     pub windows: Vec<Window>,
+    /// Android's font size: the painter draws text this much larger.
+    pub font_scale: f32,
+}
+
+impl Default for Screen {
+    fn default() -> Self {
+        Screen {
+            windows: Vec::new(),
+            font_scale: 1.0,
+        }
+    }
 }
 
 /// What a touch lands on.
@@ -556,6 +580,7 @@ mod tests {
             .child(Widget::text_view(b, "t").id("android:id/summary"));
         let screen = Screen {
             windows: vec![Window::new("com.example", root)],
+            ..Screen::default()
         };
         let xml = to_xml(&screen, IdStyle::AsIs);
         assert!(xml.contains("text=\"Tom &amp; &quot;Jerry&quot; &lt;3 &apos;x&apos;\""));
@@ -580,6 +605,7 @@ mod tests {
         let attrs = |w: Widget| {
             let screen = Screen {
                 windows: vec![Window::new("com.example", w)],
+                ..Screen::default()
             };
             let xml = to_xml(&screen, IdStyle::AsIs);
             let doc = roxmltree::Document::parse(&xml).unwrap();

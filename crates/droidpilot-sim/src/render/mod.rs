@@ -51,6 +51,8 @@ struct Style {
 struct Painter<'a> {
     cv: Canvas<'a>,
     s: f32,
+    /// Android's font size (`Screen::font_scale`).
+    font: f32,
 }
 
 /// Where the last line of a text block ended: the caret's place.
@@ -106,12 +108,12 @@ impl Painter<'_> {
 
     /// The line height of a text size: Material's 14, 16 and 22 sp at 420 dpi.
     fn line_px(&self, size: TextSize) -> i32 {
-        self.d(match size {
-            TextSize::Small => 42,
-            TextSize::Normal => 49,
-            TextSize::Title => 66,
-        })
-        .max(6)
+        let design = match size {
+            TextSize::Small => 42.0,
+            TextSize::Normal => 49.0,
+            TextSize::Title => 66.0,
+        };
+        ((design * self.font * self.s).round() as i32).max(6)
     }
 
     fn style(&self, w: &Widget, color: [u8; 3], align: Align) -> Style {
@@ -248,6 +250,7 @@ pub fn render(screen: &Screen, width: u32, height: u32, black: bool) -> Vec<u8> 
             px: &mut px,
         },
         s: width as f32 / 1080.0,
+        font: screen.font_scale,
     };
     let full = Bounds::new(0, 0, width as i32, height as i32);
     p.cv.fill(full, full, WHITE);
