@@ -303,6 +303,10 @@ impl SimDevice {
         cx.renames = self.renames.clone();
         cx.locale = self.cfg.locale;
         cx.font_scale = self.cfg.font_scale;
+        cx.icon_buttons = faults.icon_buttons.then_some(self.cfg.seed);
+        cx.grid = faults.list_to_grid;
+        cx.overflow = faults.overflow_menu;
+        cx.confirm = faults.confirm_destructive;
         cx
     }
 
@@ -593,6 +597,7 @@ impl SimDevice {
             Some(a) => g.st.launch(a),
             None => g.st.home(),
         }
+        Self::introduce(&mut g);
         Ok(())
     }
 
@@ -608,11 +613,26 @@ impl SimDevice {
         g.st.advance(LAUNCH_MS);
         g.st.launch(AppId::Browser);
         apps::browser::open(&mut g.st, u);
+        Self::introduce(&mut g);
         Ok(())
+    }
+
+    /// Under `whats_new_dialog`, an app in the foreground for the first time shows its
+    /// "what's new" dialog (once nothing else is in the way).
+    fn introduce(g: &mut Inner) {
+        if let Fg::App(app) = g.st.fg
+            && g.faults.whats_new_dialog
+            && g.st.dialog.is_none()
+            && !g.st.locked
+            && g.st.introduced.insert(app)
+        {
+            g.st.dialog = Some(redesign::whats_new(app));
+        }
     }
 
     /// After an input command: maybe a random pop-up.
     fn after_input(g: &mut Inner) {
+        Self::introduce(g);
         if g.st.dialog.is_none() && matches!(g.st.fg, Fg::App(_)) {
             let rate = g.faults.popup_rate;
             if Self::chance(g, rate) {

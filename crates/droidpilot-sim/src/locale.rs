@@ -89,6 +89,19 @@ pub const GERMAN: &[(&str, &str)] = &[
     ("System update available", "Systemupdate verfügbar"),
     ("Restart to install?", "Zum Installieren neu starten?"),
     ("Restart", "Neu starten"),
+    // What a redesigning update adds (`redesign`)
+    ("More options", "Weitere Optionen"),
+    ("What's new", "Neuigkeiten"),
+    (
+        "A fresh new look: your actions have new places.",
+        "Ein neues Design: Deine Aktionen sind jetzt woanders.",
+    ),
+    ("Got it", "Verstanden"),
+    ("Delete alarm?", "Wecker löschen?"),
+    ("Delete contact?", "Kontakt löschen?"),
+    ("Delete note?", "Notiz löschen?"),
+    ("Remove from cart?", "Aus dem Warenkorb entfernen?"),
+    ("Action", "Aktion"),
     // App names
     ("Clock", "Uhr"),
     ("Contacts", "Kontakte"),
@@ -504,5 +517,26 @@ mod tests {
             .unwrap();
         assert_eq!(p.state().app(), Some(crate::AppId::Clock));
         assert!(p.hierarchy_now().contains("text=\"Wecker\""));
+    }
+
+    /// What a redesign adds speaks German too.
+    #[tokio::test]
+    async fn the_redesigns_new_dialogs_and_menu_are_german_too() {
+        use droidpilot_core::device::Device;
+        let p = SimDevice::new(SimConfig {
+            locale: Locale::De,
+            faults: crate::SimFaults::redesign(),
+            ..SimConfig::default()
+        })
+        .unwrap();
+        p.launch_app(&droidpilot_core::domain::AppRef::Label("Uhr".into()))
+            .await
+            .unwrap();
+        let xml = p.hierarchy_now();
+        assert!(xml.contains("text=\"Neuigkeiten\"") && xml.contains("text=\"Verstanden\""));
+        p.apply(crate::Cmd::CloseDialog);
+        let xml = p.hierarchy_now();
+        assert!(xml.contains("content-desc=\"Weitere Optionen\""), "{xml}");
+        assert!(xml.contains("content-desc=\"Wecker löschen\""), "{xml}");
     }
 }

@@ -40,6 +40,14 @@ pub struct Ctx {
     pub locale: super::locale::Locale,
     /// Android's font size: text and list rows grow by it.
     pub font_scale: f32,
+    /// Seed of the `icon_buttons` drift; None keeps text buttons (see `redesign`).
+    pub icon_buttons: Option<u64>,
+    /// The `list_to_grid` drift: item lists as two-column grids.
+    pub grid: bool,
+    /// The `overflow_menu` drift: actions in a "More options" menu.
+    pub overflow: bool,
+    /// The `confirm_destructive` drift: destructive actions ask first.
+    pub confirm: bool,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -61,6 +69,10 @@ impl Ctx {
             renames: Default::default(),
             locale: Default::default(),
             font_scale: 1.0,
+            icon_buttons: None,
+            grid: false,
+            overflow: false,
+            confirm: false,
         }
     }
     /// Design pixels → device pixels.
@@ -213,6 +225,13 @@ pub fn scroll_list(
         y += sync.frame.height();
         laid.push(sync);
     }
+    // Under the "list to grid" drift rows become cells, two a line, in the same order.
+    let cols = if cx.grid && super::redesign::grid_list(key) {
+        2
+    } else {
+        1
+    };
+    let (mut col, mut line) = (0, 0);
     for i in order {
         if let Some(mut r) = slots.get_mut(i).and_then(Option::take) {
             if cx.font_scale != 1.0 {
@@ -220,12 +239,20 @@ pub fn scroll_list(
                 r.shift(-r.frame.top);
                 r.scale_y(cx.font_scale);
             }
-            let h = r.frame.height();
+            if cols > 1 {
+                r.scale_x(1.0 / cols as f32, col * cx.w / cols);
+            }
+            line = line.max(r.frame.height());
             r.shift(area.top + y - r.frame.top);
-            y += h;
+            col += 1;
+            if col == cols {
+                y += line;
+                (col, line) = (0, 0);
+            }
             laid.push(r);
         }
     }
+    y += line;
     let max = (y - area.height()).max(0);
     let off = st.scroll.get(key).copied().unwrap_or(0).clamp(0, max);
     let mut list =
@@ -468,16 +495,16 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
     let mut y = 0;
     if d.menu {
         for b in &d.buttons {
+            let mut item = Widget::linear(Bounds::new(left, y, right, y + cx.d(150)));
+            item.key = b.key.clone();
             panel_kids.push(
-                Widget::linear(Bounds::new(left, y, right, y + cx.d(150)))
-                    .tap(b.cmd.clone())
-                    .child(
-                        Widget::text_view(
-                            Bounds::new(left + cx.d(48), y, right, y + cx.d(150)),
-                            &b.text,
-                        )
-                        .id(&b.id),
-                    ),
+                item.tap(b.cmd.clone()).child(
+                    Widget::text_view(
+                        Bounds::new(left + cx.d(48), y, right, y + cx.d(150)),
+                        &b.text,
+                    )
+                    .id(&b.id),
+                ),
             );
             y += cx.d(150);
         }
@@ -521,6 +548,7 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
             .id(&b.id)
             .fg(ACCENT);
             button.bg = None;
+            button.key = b.key.clone();
             panel_kids.push(button);
         }
         y += cx.d(170);
@@ -776,6 +804,12 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
                 let bottom = cx.bottom(st);
                 super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
             }
+            if cx.overflow {
+                super::redesign::overflow(&mut root, cx, app.package());
+            }
+            if let Some(seed) = cx.icon_buttons {
+                super::redesign::iconify(&mut root, cx, seed, app.package());
+            }
             if let Some(seed) = cx.relabel {
                 super::drift::relabel(&mut root, seed, app.package());
             }
@@ -798,8 +832,16 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         windows.push(toast_window(&t.text, st, cx));
     }
     windows.push(gesture_handle(st, cx, &windows));
+    let confirming = st
+        .dialog
+        .as_ref()
+        .is_some_and(|d| d.kind == super::redesign::CONFIRM_KIND);
     for w in &mut windows {
         super::identity::stamp(&mut w.root);
+        // A confirmation's own button does what it confirms.
+        if cx.confirm && !(confirming && w.modal) {
+            super::redesign::confirm(&mut w.root, &w.package);
+        }
         cx.renames.apply(&mut w.root, &w.package);
         super::locale::translate(&mut w.root, cx.locale);
     }

@@ -92,6 +92,8 @@ pub enum Symbol {
     Settings,
     Note,
     Shop,
+    Close,
+    MoreVert,
 }
 
 /// A corner radius that rounds a shape fully: a pill, or a circle when square.
@@ -320,6 +322,30 @@ impl Widget {
         }
         for c in &mut self.children {
             c.scale_y(f);
+        }
+    }
+
+    /// Squeezes the widget and its subtree horizontally by `f` around x = 0, then moves
+    /// it right by `dx` (a full-width row made a grid cell).
+    pub fn scale_x(&mut self, f: f32, dx: i32) {
+        let at = |v: i32| (v as f32 * f).round() as i32 + dx;
+        for b in [&mut self.frame, &mut self.bounds] {
+            b.left = at(b.left);
+            b.right = at(b.right);
+        }
+        for c in &mut self.children {
+            c.scale_x(f, 0);
+            c.shift_x(dx);
+        }
+    }
+
+    fn shift_x(&mut self, dx: i32) {
+        for b in [&mut self.frame, &mut self.bounds] {
+            b.left += dx;
+            b.right += dx;
+        }
+        for c in &mut self.children {
+            c.shift_x(dx);
         }
     }
 

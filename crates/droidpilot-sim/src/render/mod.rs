@@ -88,6 +88,8 @@ fn codepoint(sym: Symbol) -> char {
         Symbol::Settings => Icon::Settings,
         Symbol::Note => Icon::Lightbulb,
         Symbol::Shop => Icon::ShoppingBag,
+        Symbol::Close => Icon::Close,
+        Symbol::MoreVert => Icon::MoreVert,
     })
 }
 

@@ -15,7 +15,7 @@ use crate::{SimConfig, SimDevice, SimTask, tasks};
 
 /// One step of a reference solution, as it ran on the clean phone.
 enum Step {
-    Touch(Touched, Action),
+    Touch(Touched),
     /// A touch that set a slider: its key, and where along the slider it ended (0–1).
     Slide(String, f32),
     Plain(Action),
@@ -73,7 +73,7 @@ async fn steps(t: &SimTask, clean: SimConfig) -> Vec<Step> {
                 out.push(Step::Slide(key, frac))
             }
             (Action::Tap { .. } | Action::LongPress { .. }, [one]) => {
-                out.push(Step::Touch(one.clone(), a))
+                out.push(Step::Touch(one.clone()))
             }
             (
                 Action::Type {
@@ -83,7 +83,7 @@ async fn steps(t: &SimTask, clean: SimConfig) -> Vec<Step> {
                 },
                 [one],
             ) => {
-                out.push(Step::Touch(one.clone(), a.clone()));
+                out.push(Step::Touch(one.clone()));
                 out.push(Step::Plain(Action::Type {
                     text: text.clone(),
                     target: None,
@@ -232,7 +232,7 @@ pub async fn solvable(t: &SimTask, drifted: SimConfig) -> Result<(), String> {
     p.reset_to(t);
     for s in plan {
         match s {
-            Step::Touch(hit, _) => {
+            Step::Touch(hit) => {
                 if !touch(&p, &hit).await {
                     return Err(format!(
                         "{}: `{}` not found; screen:\n{}",
@@ -293,6 +293,77 @@ mod tests {
     #[tokio::test]
     async fn every_task_is_solved_by_key_on_a_clean_phone() {
         let failed = unsolvable(SimConfig::default()).await;
+        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    }
+
+    fn with(faults: crate::SimFaults) -> SimConfig {
+        SimConfig {
+            seed: 7,
+            faults,
+            ..SimConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn every_task_stays_solvable_with_icon_buttons() {
+        let failed = unsolvable(with(crate::SimFaults {
+            icon_buttons: true,
+            ..Default::default()
+        }))
+        .await;
+        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    }
+
+    #[tokio::test]
+    async fn every_task_stays_solvable_with_lists_as_grids() {
+        let failed = unsolvable(with(crate::SimFaults {
+            list_to_grid: true,
+            ..Default::default()
+        }))
+        .await;
+        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    }
+
+    #[tokio::test]
+    async fn every_task_stays_solvable_with_an_overflow_menu() {
+        let failed = unsolvable(with(crate::SimFaults {
+            overflow_menu: true,
+            ..Default::default()
+        }))
+        .await;
+        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    }
+
+    #[tokio::test]
+    async fn every_task_stays_solvable_with_new_dialogs() {
+        let failed = unsolvable(with(crate::SimFaults {
+            whats_new_dialog: true,
+            confirm_destructive: true,
+            ..Default::default()
+        }))
+        .await;
+        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    }
+
+    /// The realistic drift: a redesign, renames, a larger font, on a German phone.
+    #[tokio::test]
+    async fn every_task_stays_solvable_under_the_realistic_drift() {
+        let renames = crate::RenameMap::from_json(
+            r#"{"ids": {"fab": "add_fab", "delete": "btn_delete", "onoff": "alarm_switch"},
+                "strings": {"Save": "Done", "Add to cart": "Add to bag"}}"#,
+        )
+        .unwrap();
+        let failed = unsolvable(SimConfig {
+            locale: crate::Locale::De,
+            font_scale: 1.3,
+            renames,
+            ..with(crate::SimFaults {
+                changed_labels: true,
+                renamed_ids: true,
+                ..crate::SimFaults::redesign()
+            })
+        })
+        .await;
         assert!(failed.is_empty(), "{}", failed.join("\n\n"));
     }
 
