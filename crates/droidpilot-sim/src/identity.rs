@@ -41,8 +41,8 @@ pub struct Touched {
 }
 
 /// The key of a widget as built, before drift (see the module doc): its id, then its
-/// command (and long-press command), field or slider; empty for a widget that does
-/// nothing.
+/// command (and long-press command), field, slider or what it scrolls; empty for a
+/// widget that does nothing.
 pub fn key_of(w: &Widget) -> String {
     let json = |c| serde_json::to_string(c).unwrap_or_default();
     let what = if let Some(cmd) = &w.on_tap {
@@ -57,6 +57,8 @@ pub fn key_of(w: &Widget) -> String {
         format!("field={f}")
     } else if w.slider.is_some() {
         "slider".to_string()
+    } else if let Some(s) = &w.scroll {
+        format!("scroll={}", s.key)
     } else {
         return String::new();
     };

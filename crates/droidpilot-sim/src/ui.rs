@@ -2,8 +2,11 @@
 //! by every app (status bar, toolbar, keyboard, dialogs, toasts), the launcher and
 //! recents, and the scrolling-list helper. App screens live in `apps/`.
 //!
-//! Layout is written in "design pixels" for a 1080-wide phone and scaled by width/1080,
-//! so any configured size works; a taller screen simply shows more rows.
+//! Layout is written in "design pixels" for a 1080-wide phone and scaled by the screen's
+//! shorter side / 1080 (a dp is the same size in portrait and landscape), so any
+//! configured size works: a taller screen shows more rows, a wider one (a tablet, a phone
+//! in landscape) stretches rows, bars and dialogs to its width, and the keyboard takes at
+//! most half the height.
 
 use droidpilot_core::domain::Bounds;
 
@@ -60,7 +63,7 @@ impl Ctx {
         Ctx {
             w: w as i32,
             h: h as i32,
-            s: w as f32 / 1080.0,
+            s: w.min(h) as f32 / 1080.0,
             reorder: None,
             extra_delay_ms: 0,
             moved: None,
@@ -91,7 +94,11 @@ impl Ctx {
         self.d(STATUS_BAR + TOOLBAR)
     }
     pub fn keyboard_top(&self) -> i32 {
-        self.h - self.d(KEYBOARD)
+        self.h - self.keyboard_height()
+    }
+    /// The keyboard's height: its design height, at most half the screen (landscape).
+    pub fn keyboard_height(&self) -> i32 {
+        self.d(KEYBOARD).min(self.h / 2)
     }
     /// The bottom of the area an app lays out its bottom bar in: above the keyboard when
     /// it is shown (adjustResize), the screen bottom otherwise.
@@ -174,8 +181,13 @@ pub fn app_frame(
 
 /// The i-th toolbar action slot from the right.
 pub fn action_slot(cx: &Ctx, i: i32) -> Bounds {
-    let right = 1080 - 24 - 144 * i;
-    cx.r(right - 144, STATUS_BAR + 12, right, STATUS_BAR + 156)
+    let right = cx.w - cx.d(24 + 144 * i);
+    Bounds::new(
+        right - cx.d(144),
+        cx.d(STATUS_BAR + 12),
+        right,
+        cx.d(STATUS_BAR + 156),
+    )
 }
 
 /// The row a list shows on top while it syncs under the "delayed elements" drift: a
@@ -419,7 +431,7 @@ const KEY_ROWS: [&str; 3] = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
 fn keyboard(cx: &Ctx) -> Window {
     let top = cx.keyboard_top();
     let b = Bounds::new(0, top, cx.w, cx.h);
-    let key_h = cx.d(KEYBOARD - 80) / 4;
+    let key_h = (cx.keyboard_height() - cx.d(80)) / 4;
     let key_w = cx.w / 10;
     let mut kids = Vec::new();
     let key = |r: Bounds, label: &str, desc: &str, cmd: Cmd| {
@@ -626,10 +638,12 @@ fn grid(cx: &Ctx, top: i32, apps: &[AppId]) -> Vec<Widget> {
     apps.iter()
         .enumerate()
         .map(|(i, a)| {
+            // Four columns across the screen's width, rows of the design's height.
             let (c, r) = (i as i32 % 4, i as i32 / 4);
+            let (t, col) = (top + r * 330, cx.w / 4);
             app_icon(
                 cx,
-                cx.r(c * 270, top + r * 330, c * 270 + 270, top + r * 330 + 300),
+                Bounds::new(c * col, cx.d(t), (c + 1) * col, cx.d(t + 300)),
                 *a,
             )
         })
@@ -679,14 +693,16 @@ fn launcher(st: &PhoneState, cx: &Ctx, drawer: bool) -> Window {
                     .id("date")
                     .size(TextSize::Title),
             )
-            .child(
-                Widget::view_group(Bounds::new(0, cx.h - cx.d(1000), cx.w, cx.h - cx.d(300)))
+            .child({
+                // Above the All apps button, and below the date on a short (landscape) screen.
+                let ws_top = (cx.h - cx.d(1000)).max(cx.d(340));
+                Widget::view_group(Bounds::new(0, ws_top, cx.w, cx.h - cx.d(300)))
                     .id("workspace")
                     .kids(grid(cx, 0, &HOME_APPS).into_iter().map(|mut w| {
-                        w.shift(cx.h - cx.d(1000));
+                        w.shift(ws_top);
                         w
-                    })),
-            )
+                    }))
+            })
             .child(
                 Widget::image_button(
                     Bounds::new(
@@ -710,7 +726,11 @@ fn recents(st: &PhoneState, cx: &Ctx) -> Window {
     let mut kids = Vec::new();
     if st.recents.is_empty() {
         kids.push(
-            Widget::text_view(cx.r(0, 1000, 1080, 1150), "No recent items").id("empty_message"),
+            Widget::text_view(
+                Bounds::new(0, cx.h / 2 - cx.d(200), cx.w, cx.h / 2 - cx.d(50)),
+                "No recent items",
+            )
+            .id("empty_message"),
         );
     }
     for (i, a) in st.recents.iter().enumerate() {
@@ -769,11 +789,84 @@ fn lock_screen(st: &PhoneState, cx: &Ctx) -> Window {
                 .fg(WHITE),
         )
         .child(
-            Widget::text_view(cx.r(0, 2000, 1080, 2100), "Swipe up to unlock")
-                .id("com.android.systemui:id/keyguard_indication_text")
-                .fg(WHITE),
+            Widget::text_view(
+                Bounds::new(0, cx.h - cx.d(400), cx.w, cx.h - cx.d(300)),
+                "Swipe up to unlock",
+            )
+            .id("com.android.systemui:id/keyguard_indication_text")
+            .fg(WHITE),
         );
     Window::new(SYSTEMUI, root)
+}
+
+/// In landscape and on tablets (a shorter side over 1080 px), a page taller than the app's area (a form, the alarm editor, a product
+/// page) scrolls as one, as a ScrollView does, and a focused field is scrolled above the
+/// keyboard (adjustResize) until the user scrolls it. Pages with a list already scroll; bars anchored to the
+/// bottom stay. The offset is `st.scroll["page:…"]`.
+fn scroll_page(root: &mut Widget, cx: &Ctx, st: &PhoneState, app: AppId) {
+    let bottom = cx.bottom(st);
+    let top = cx.content_top();
+    let Some(content) = find_mut(root, "android:id/content") else {
+        return;
+    };
+    let mut all = Vec::new();
+    content.walk(&mut all);
+    if all.iter().any(|w| w.class.ends_with("RecyclerView")) {
+        return;
+    }
+    let anchored = |b: &Bounds| (bottom - cx.d(60) - 1..=bottom).contains(&b.bottom);
+    let end = all
+        .iter()
+        .filter(|w| !anchored(&w.frame))
+        .map(|w| w.frame.bottom)
+        .max()
+        .unwrap_or(0);
+    let max = end + cx.d(40) - bottom;
+    if max <= 0 {
+        return;
+    }
+    let key = format!(
+        "page:{}:{}",
+        app.package(),
+        st.stacks.get(&app).map_or(0, Vec::len)
+    );
+    // Until the user scrolls the page, the focused field's end (or, if it is taller than
+    // the area, its start) is brought into view.
+    let focused = all
+        .iter()
+        .find(|w| w.flags.contains(Flags::FOCUSED))
+        .map_or(0, |w| {
+            (w.frame.bottom + cx.d(40) - bottom).min(w.frame.top - top)
+        });
+    let off = st
+        .scroll
+        .get(&key)
+        .copied()
+        .unwrap_or(focused)
+        .clamp(0, max);
+    let area = Bounds::new(0, top, cx.w, bottom);
+    let mut page =
+        Widget::new("android.widget.ScrollView", area).flags(Flags::SCROLLABLE | Flags::FOCUSABLE);
+    page.scroll = Some(super::widget::ScrollInfo { key, max, cur: off });
+    let mut i = 1;
+    while i < content.children.len() {
+        if anchored(&content.children[i].frame) {
+            i += 1;
+        } else {
+            let mut c = content.children.remove(i);
+            c.shift(-off);
+            page.children.push(c);
+        }
+    }
+    page.clip(&area);
+    content.children.insert(1, page);
+}
+
+fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
+    if w.id == id {
+        return Some(w);
+    }
+    w.children.iter_mut().find_map(|c| find_mut(c, id))
 }
 
 /// The whole screen for a state.
@@ -800,6 +893,9 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
             };
             let (mut root, sec) = apps::build(app, st, &app_cx);
             super::identity::stamp(&mut root);
+            if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
+                scroll_page(&mut root, cx, st, app);
+            }
             if let Some(seed) = cx.moved {
                 let bottom = cx.bottom(st);
                 super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
@@ -849,6 +945,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
     Screen {
         windows,
         font_scale: cx.font_scale,
+        scale: cx.s,
     }
 }
 
@@ -961,5 +1058,69 @@ mod tests {
                 .count()
         };
         assert!(ink(1.5) > ink(1.0) * 5 / 4, "{} vs {}", ink(1.5), ink(1.0));
+    }
+
+    /// A phone in landscape and a tablet: the layout scales by the shorter side, so bars
+    /// and rows keep their size; the keyboard takes at most half the height; toolbar
+    /// actions and the home screen's icons spread to the width; nothing interactive lies
+    /// off screen.
+    #[test]
+    fn landscape_and_tablets_are_laid_out_to_their_width() {
+        for (width, height) in [(2400, 1080), (2560, 1600), (1600, 2560)] {
+            let p = SimDevice::new(SimConfig {
+                width,
+                height,
+                ..SimConfig::default()
+            })
+            .unwrap();
+            let (w, h) = (width as i32, height as i32);
+            let within = |p: &SimDevice| {
+                let screen = p.screen();
+                for n in screen.all() {
+                    if n.on_tap.is_some() && !n.bounds.is_empty() {
+                        let b = n.bounds;
+                        assert!(b.left >= 0 && b.right <= w && b.top >= 0 && b.bottom <= h);
+                    }
+                }
+            };
+            within(&p);
+            let screen = p.screen();
+            let icons: Vec<_> = screen
+                .all()
+                .into_iter()
+                .filter(|n| n.id == "icon")
+                .collect();
+            assert!(
+                icons.iter().any(|i| i.bounds.right == w),
+                "{width}x{height}"
+            );
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+            p.apply(Cmd::ContactNew);
+            p.apply(Cmd::Focus {
+                field: crate::state::field::CONTACT_PHONE.into(),
+            });
+            within(&p);
+            let screen = p.screen();
+            let kb = screen
+                .windows
+                .iter()
+                .find(|x| x.package == crate::state::IME_PACKAGE)
+                .unwrap();
+            assert!(kb.root.bounds.height() <= h / 2, "{width}x{height}");
+            let save = crate::widget::find(&screen, "editor_menu_save_button").unwrap();
+            assert!(
+                save.bounds.right > w - w / 8,
+                "at the right end: {:?}",
+                save.bounds
+            );
+            let phone = crate::widget::find(&screen, "phone_edit").unwrap();
+            assert!(
+                phone.bounds.bottom <= kb.root.bounds.top,
+                "the focused field shows"
+            );
+            assert_eq!(p.render_now().len(), (w * h * 4) as usize);
+        }
     }
 }

@@ -420,6 +420,9 @@ pub struct Screen {
     pub windows: Vec<Window>,
     /// Android's font size: the painter draws text this much larger.
     pub font_scale: f32,
+    /// Design pixels → device pixels, as the layout used (`ui::Ctx::s`); 0 means the
+    /// screen's width / 1080.
+    pub scale: f32,
 }
 
 impl Default for Screen {
@@ -427,6 +430,7 @@ impl Default for Screen {
         Screen {
             windows: Vec::new(),
             font_scale: 1.0,
+            scale: 0.0,
         }
     }
 }

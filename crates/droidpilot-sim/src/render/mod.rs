@@ -251,7 +251,11 @@ pub fn render(screen: &Screen, width: u32, height: u32, black: bool) -> Vec<u8> 
             h: height as i32,
             px: &mut px,
         },
-        s: width as f32 / 1080.0,
+        s: if screen.scale > 0.0 {
+            screen.scale
+        } else {
+            width as f32 / 1080.0
+        },
         font: screen.font_scale,
     };
     let full = Bounds::new(0, 0, width as i32, height as i32);

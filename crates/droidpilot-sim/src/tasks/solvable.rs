@@ -18,7 +18,40 @@ enum Step {
     Touch(Touched),
     /// A touch that set a slider: its key, and where along the slider it ended (0–1).
     Slide(String, f32),
+    /// A swipe on a number picker: its key and the finger's movement.
+    Drag(String, i32, i32),
     Plain(Action),
+}
+
+/// The number picker a swipe starts on, and the swipe's movement.
+fn picker_drag(p: &SimDevice, a: &Action) -> Option<(String, i32, i32)> {
+    use droidpilot_core::domain::action::SwipePath;
+    use droidpilot_core::domain::{CoordinateTransform, LinearTransform, ScreenSize};
+    let Action::Swipe {
+        path: SwipePath::Points { start, end },
+        ..
+    } = a
+    else {
+        return None;
+    };
+    let c = p.config();
+    let size = ScreenSize {
+        width: c.width,
+        height: c.height,
+    };
+    let (from, to) = (
+        LinearTransform.to_pixel(*start, size),
+        LinearTransform.to_pixel(*end, size),
+    );
+    let screen = p.screen();
+    match screen.hit_window(from, &|w: &Widget| w.scroll.is_some()).1 {
+        Hit::Widget(w)
+            if w.key.starts_with("picker#scroll=") || w.key.contains("scroll=picker:") =>
+        {
+            Some((w.key.clone(), to.x - from.x, to.y - from.y))
+        }
+        _ => None,
+    }
 }
 
 /// The slider a tap or swipe starts on, and where along it the touch ends (0–1).
@@ -63,6 +96,13 @@ async fn steps(t: &SimTask, clean: SimConfig) -> Vec<Step> {
     for a in t.reference() {
         let before = p.touched().len();
         let slider = slider_at(&p, &a);
+        if let Some((key, dx, dy)) = picker_drag(&p, &a) {
+            tasks::run_actions(&p, std::slice::from_ref(&a))
+                .await
+                .unwrap();
+            out.push(Step::Drag(key, dx, dy));
+            continue;
+        }
         tasks::run_actions(&p, std::slice::from_ref(&a))
             .await
             .unwrap();
@@ -113,11 +153,16 @@ fn spot(p: &SimDevice, key: &str, long: bool) -> Option<PixelPoint> {
         if w.key != key || w.bounds.is_empty() {
             return None;
         }
-        let c = w.bounds.center();
-        match screen.hit_window(c, &want).1 {
-            Hit::Widget(h) if h.key == key => Some(c),
-            _ => None,
-        }
+        // The centre, or a point nearer an edge when a child target covers the centre.
+        let (b, y) = (w.bounds, w.bounds.center().y);
+        [
+            b.center().x,
+            b.left + b.width() / 8,
+            b.right - b.width() / 8,
+        ]
+        .into_iter()
+        .map(|x| PixelPoint { x, y })
+        .find(|c| matches!(screen.hit_window(*c, &want).1, Hit::Widget(h) if h.key == key))
     })
 }
 
@@ -152,7 +197,8 @@ async fn scroll(p: &SimDevice, down: bool) -> bool {
         return false;
     }
     let b = list.bounds;
-    let (x, q) = (b.left + b.width() / 2, b.height() / 4);
+    // Near the right edge, clear of number pickers, which a swipe would turn.
+    let (x, q) = (b.right - b.width() / 20, b.height() / 4);
     let (from, to) = if down {
         (b.bottom - q, b.top + q)
     } else {
@@ -221,9 +267,8 @@ fn spot_by_id(p: &SimDevice, id: &str) -> Option<PixelPoint> {
 /// Whether the task is solved on a phone configured as `drifted` by its reference
 /// solution's touches, made by key (see the module doc); the reason if not.
 pub async fn solvable(t: &SimTask, drifted: SimConfig) -> Result<(), String> {
+    // Recorded on the default phone the reference was written for.
     let clean = SimConfig {
-        width: drifted.width,
-        height: drifted.height,
         seed: drifted.seed,
         ..SimConfig::default()
     };
@@ -257,6 +302,21 @@ pub async fn solvable(t: &SimTask, drifted: SimConfig) -> Result<(), String> {
                     .clamp(w.bounds.left, w.bounds.right - 1);
                 let y = w.bounds.center().y;
                 p.tap(PixelPoint { x, y }).await.unwrap();
+            }
+            Step::Drag(key, dx, dy) => {
+                let screen = p.screen();
+                let Some(w) = screen.all().into_iter().find(|w| w.key == key) else {
+                    return Err(format!("{}: picker `{key}` not found", t.id));
+                };
+                // Recorded on the 1080-wide phone: the same distance in design pixels.
+                let c = p.config();
+                let k = c.width.min(c.height) as f32 / 1080.0;
+                let from = w.bounds.center();
+                let to = PixelPoint {
+                    x: from.x + (dx as f32 * k) as i32,
+                    y: from.y + (dy as f32 * k) as i32,
+                };
+                p.swipe(from, to, 400).await.unwrap();
             }
             Step::Plain(a) => {
                 answer(&p, WHATS_NEW_KIND, crate::redesign::WHATS_NEW_OK).await;
@@ -365,6 +425,28 @@ mod tests {
         })
         .await;
         assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    }
+
+    /// Tablets and landscape phones: every task is solved there too.
+    #[tokio::test]
+    async fn every_task_stays_solvable_on_tablets_and_in_landscape() {
+        for (width, height) in [(2400, 1080), (1600, 2560), (2560, 1600)] {
+            let failed = unsolvable(SimConfig {
+                width,
+                height,
+                ..SimConfig::default()
+            })
+            .await;
+            assert!(
+                failed.is_empty(),
+                "{width}x{height}: {}",
+                failed
+                    .iter()
+                    .map(|f| f.lines().next().unwrap())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
     }
 
     #[tokio::test]
