@@ -196,9 +196,12 @@ struct Inner {
     disconnected: bool,
     /// The latency profile's jitter, its own stream so faults draw as they always did.
     jitter: ChaCha8Rng,
-    /// The touches that hit a widget, oldest first (`identity`).
-    touched: Vec<Touched>,
+    /// The touches that hit a widget, oldest first (`identity`), the last `TOUCH_LOG`.
+    touched: std::collections::VecDeque<Touched>,
 }
+
+/// How many touches `SimDevice::touched` keeps.
+pub const TOUCH_LOG: usize = 10_000;
 
 /// Seeds the jitter stream apart from the fault stream.
 const JITTER_SEED: u64 = 0x6a69_7474_6572;
@@ -245,7 +248,7 @@ impl SimDevice {
                 commands: 0,
                 disconnected: false,
                 jitter: ChaCha8Rng::seed_from_u64(cfg.seed ^ JITTER_SEED),
-                touched: Vec::new(),
+                touched: Default::default(),
             }),
             counters: SimCounters::default(),
             renames: std::sync::Arc::new(cfg.renames.clone()),
@@ -332,7 +335,7 @@ impl SimDevice {
     /// widget's drift-independent key (`identity`). Not part of what a device client
     /// sees: no dump, screenshot or ADB command carries it.
     pub fn touched(&self) -> Vec<Touched> {
-        self.lock().touched.clone()
+        self.lock().touched.iter().cloned().collect()
     }
     /// Replaces the phone's state.
     pub fn set_state(&self, st: PhoneState) {
@@ -449,6 +452,15 @@ impl SimDevice {
         }
     }
 
+    /// Logs a touch, keeping the last `TOUCH_LOG` (a phone a server keeps for days
+    /// must not grow without bound).
+    fn log_touch(g: &mut Inner, t: Touched) {
+        if g.touched.len() >= TOUCH_LOG {
+            g.touched.pop_front();
+        }
+        g.touched.push_back(t);
+    }
+
     fn chance(g: &mut Inner, rate: f64) -> bool {
         rate > 0.0 && g.rng.random::<f64>() < rate
     }
@@ -495,7 +507,7 @@ impl SimDevice {
                     key: w.key.clone(),
                     package: g.st.package().into(),
                 };
-                g.touched.push(touched);
+                Self::log_touch(&mut g, touched);
                 if let Some(make) = w.slider {
                     let frac = (to.x - w.frame.left).clamp(0, w.frame.width().max(1)) as i64 * 255
                         / w.frame.width().max(1) as i64;
@@ -691,13 +703,14 @@ impl SimDevice {
                 (false, true) => TouchKind::Slide,
                 _ => TouchKind::Tap,
             };
-            g.touched.push(Touched {
+            let touched = Touched {
                 kind,
                 key: w.key.clone(),
                 package: win
                     .map(|i| screen.windows[i].package.clone())
                     .unwrap_or_default(),
-            });
+            };
+            Self::log_touch(&mut g, touched);
             let cmd = if long && w.on_long.is_some() {
                 w.on_long.clone()
             } else if let Some(f) = &w.field {
