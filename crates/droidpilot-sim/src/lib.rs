@@ -196,6 +196,8 @@ struct Inner {
     disconnected: bool,
     /// The latency profile's jitter, its own stream so faults draw as they always did.
     jitter: ChaCha8Rng,
+    /// The phone's seed (`SimConfig::seed`), for drifts decided on the state's side.
+    seed: u64,
     /// The touches that hit a widget, oldest first (`identity`), the last `TOUCH_LOG`.
     touched: std::collections::VecDeque<Touched>,
 }
@@ -249,6 +251,7 @@ impl SimDevice {
                 disconnected: false,
                 jitter: ChaCha8Rng::seed_from_u64(cfg.seed ^ JITTER_SEED),
                 touched: Default::default(),
+                seed: cfg.seed,
             }),
             counters: SimCounters::default(),
             renames: std::sync::Arc::new(cfg.renames.clone()),
@@ -307,9 +310,9 @@ impl SimDevice {
         cx.locale = self.cfg.locale;
         cx.font_scale = self.cfg.font_scale;
         cx.icon_buttons = faults.icon_buttons.then_some(self.cfg.seed);
-        cx.grid = faults.list_to_grid;
-        cx.overflow = faults.overflow_menu;
-        cx.confirm = faults.confirm_destructive;
+        cx.grid = faults.list_to_grid.then_some(self.cfg.seed);
+        cx.overflow = faults.overflow_menu.then_some(self.cfg.seed);
+        cx.confirm = faults.confirm_destructive.then_some(self.cfg.seed);
         cx
     }
 
@@ -638,7 +641,7 @@ impl SimDevice {
             && !g.st.locked
             && g.st.introduced.insert(app)
         {
-            g.st.dialog = Some(redesign::whats_new(app));
+            g.st.dialog = Some(redesign::whats_new(app, g.seed));
         }
     }
 

@@ -45,12 +45,12 @@ pub struct Ctx {
     pub font_scale: f32,
     /// Seed of the `icon_buttons` drift; None keeps text buttons (see `redesign`).
     pub icon_buttons: Option<u64>,
-    /// The `list_to_grid` drift: item lists as two-column grids.
-    pub grid: bool,
-    /// The `overflow_menu` drift: actions in a "More options" menu.
-    pub overflow: bool,
-    /// The `confirm_destructive` drift: destructive actions ask first.
-    pub confirm: bool,
+    /// Seed of the `list_to_grid` drift: item lists as grids.
+    pub grid: Option<u64>,
+    /// Seed of the `overflow_menu` drift: actions in a "More options" menu.
+    pub overflow: Option<u64>,
+    /// Seed of the `confirm_destructive` drift: destructive actions ask first.
+    pub confirm: Option<u64>,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -73,9 +73,9 @@ impl Ctx {
             locale: Default::default(),
             font_scale: 1.0,
             icon_buttons: None,
-            grid: false,
-            overflow: false,
-            confirm: false,
+            grid: None,
+            overflow: None,
+            confirm: None,
         }
     }
     /// Design pixels → device pixels.
@@ -237,11 +237,11 @@ pub fn scroll_list(
         y += sync.frame.height();
         laid.push(sync);
     }
-    // Under the "list to grid" drift rows become cells, two a line, in the same order.
-    let cols = if cx.grid && super::redesign::grid_list(key) {
-        2
-    } else {
-        1
+    // Under the "list to grid" drift rows become cells, two or three a line (seeded), in
+    // the same order.
+    let cols = match cx.grid {
+        Some(seed) if super::redesign::grid_list(key) => super::redesign::columns(seed, key),
+        _ => 1,
     };
     let (mut col, mut line) = (0, 0);
     for i in order {
@@ -900,8 +900,8 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
                 let bottom = cx.bottom(st);
                 super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
             }
-            if cx.overflow {
-                super::redesign::overflow(&mut root, cx, app.package());
+            if let Some(seed) = cx.overflow {
+                super::redesign::overflow(&mut root, cx, seed, app.package());
             }
             if let Some(seed) = cx.icon_buttons {
                 super::redesign::iconify(&mut root, cx, seed, app.package());
@@ -935,8 +935,10 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
     for w in &mut windows {
         super::identity::stamp(&mut w.root);
         // A confirmation's own button does what it confirms.
-        if cx.confirm && !(confirming && w.modal) {
-            super::redesign::confirm(&mut w.root, &w.package);
+        if let Some(seed) = cx.confirm
+            && !(confirming && w.modal)
+        {
+            super::redesign::confirm(&mut w.root, seed, &w.package);
         }
         cx.renames.apply(&mut w.root, &w.package);
         super::locale::translate(&mut w.root, cx.locale);

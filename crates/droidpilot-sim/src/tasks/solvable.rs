@@ -374,35 +374,38 @@ mod tests {
         assert!(failed.is_empty(), "{}", failed.join("\n\n"));
     }
 
+    /// The redesign's seeded choices (grid columns, menu order, dialog wording, button
+    /// order) at several seeds.
     #[tokio::test]
-    async fn every_task_stays_solvable_with_lists_as_grids() {
-        let failed = unsolvable(with(crate::SimFaults {
-            list_to_grid: true,
-            ..Default::default()
-        }))
-        .await;
-        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
-    }
-
-    #[tokio::test]
-    async fn every_task_stays_solvable_with_an_overflow_menu() {
-        let failed = unsolvable(with(crate::SimFaults {
-            overflow_menu: true,
-            ..Default::default()
-        }))
-        .await;
-        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
-    }
-
-    #[tokio::test]
-    async fn every_task_stays_solvable_with_new_dialogs() {
-        let failed = unsolvable(with(crate::SimFaults {
-            whats_new_dialog: true,
-            confirm_destructive: true,
-            ..Default::default()
-        }))
-        .await;
-        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    async fn every_task_stays_solvable_under_the_redesign_at_several_seeds() {
+        for seed in [0, 1, 7, 42] {
+            for faults in [
+                crate::SimFaults {
+                    list_to_grid: true,
+                    ..Default::default()
+                },
+                crate::SimFaults {
+                    overflow_menu: true,
+                    ..Default::default()
+                },
+                crate::SimFaults {
+                    whats_new_dialog: true,
+                    confirm_destructive: true,
+                    ..Default::default()
+                },
+            ] {
+                let failed = unsolvable(SimConfig {
+                    seed,
+                    ..with(faults.clone())
+                })
+                .await;
+                assert!(
+                    failed.is_empty(),
+                    "seed {seed} {faults:?}: {}",
+                    failed.join("\n\n")
+                );
+            }
+        }
     }
 
     /// The realistic drift: a redesign, renames, a larger font, on a German phone.
