@@ -177,7 +177,7 @@ pub fn confirm(w: &mut Widget, seed: u64, package: &str) {
         let h = mix(seed, &format!("confirm/{package}"));
         let cancel = ("android:id/button2", "Cancel", Cmd::CloseDialog);
         let ok = ("android:id/button1", yes[(h % 2) as usize], cmd);
-        let [a, b] = if (h / 2) % 2 == 0 {
+        let [a, b] = if (h / 2).is_multiple_of(2) {
             [cancel, ok]
         } else {
             [ok, cancel]
