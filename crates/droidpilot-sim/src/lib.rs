@@ -18,7 +18,7 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod adbd;
 pub mod apps;
@@ -507,7 +507,7 @@ impl SimDevice {
             Hit::Widget(w) if w.slider.is_some() => {
                 let touched = Touched {
                     kind: TouchKind::Slide,
-                    key: w.key.clone(),
+                    key: identity::key(w).into_owned(),
                     package: g.st.package().into(),
                 };
                 Self::log_touch(&mut g, touched);
@@ -708,7 +708,7 @@ impl SimDevice {
             };
             let touched = Touched {
                 kind,
-                key: w.key.clone(),
+                key: identity::key(w).into_owned(),
                 package: win
                     .map(|i| screen.windows[i].package.clone())
                     .unwrap_or_default(),

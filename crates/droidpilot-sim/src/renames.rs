@@ -139,6 +139,11 @@ mod tests {
         let add = crate::widget::find(&screen, "add_alarm_button").expect("the fab");
         p.tap(add.bounds.center()).await.unwrap();
         assert_eq!(p.state().page(), Some(&crate::Page::AlarmEdit));
+        let log = p.touched();
+        assert!(
+            log[0].key.starts_with("fab#"),
+            "the key names the id before renames: {log:?}"
+        );
     }
 
     /// Renames change no layout: every task's reference solution still completes.

@@ -871,6 +871,8 @@ fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
 
 /// The whole screen for a state.
 pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
+    // Keys are stamped only when a drift would change what they are made of.
+    let stamp = cx.confirm.is_some() || cx.overflow.is_some() || !cx.renames.is_empty();
     let mut windows = Vec::with_capacity(5);
     let mut secure = false;
     match st.fg {
@@ -892,7 +894,9 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
                 ..cx.clone()
             };
             let (mut root, sec) = apps::build(app, st, &app_cx);
-            super::identity::stamp(&mut root);
+            if stamp {
+                super::identity::stamp(&mut root);
+            }
             if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
                 scroll_page(&mut root, cx, st, app);
             }
@@ -933,7 +937,9 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         .as_ref()
         .is_some_and(|d| d.kind == super::redesign::CONFIRM_KIND);
     for w in &mut windows {
-        super::identity::stamp(&mut w.root);
+        if stamp {
+            super::identity::stamp(&mut w.root);
+        }
         // A confirmation's own button does what it confirms.
         if let Some(seed) = cx.confirm
             && !(confirming && w.modal)

@@ -8,7 +8,7 @@
 use droidpilot_core::device::Device;
 use droidpilot_core::domain::{Action, PixelPoint};
 
-use crate::identity::{TouchKind, Touched};
+use crate::identity::{TouchKind, Touched, key};
 use crate::redesign::{CONFIRM_KIND, OVERFLOW_ID, WHATS_NEW_KIND};
 use crate::widget::{Hit, Widget};
 use crate::{SimConfig, SimDevice, SimTask, tasks};
@@ -45,10 +45,8 @@ fn picker_drag(p: &SimDevice, a: &Action) -> Option<(String, i32, i32)> {
     );
     let screen = p.screen();
     match screen.hit_window(from, &|w: &Widget| w.scroll.is_some()).1 {
-        Hit::Widget(w)
-            if w.key.starts_with("picker#scroll=") || w.key.contains("scroll=picker:") =>
-        {
-            Some((w.key.clone(), to.x - from.x, to.y - from.y))
+        Hit::Widget(w) if key(w).contains("scroll=picker:") => {
+            Some((key(w).into_owned(), to.x - from.x, to.y - from.y))
         }
         _ => None,
     }
@@ -81,7 +79,7 @@ fn slider_at(p: &SimDevice, a: &Action) -> Option<(String, f32)> {
     let screen = p.screen();
     match screen.hit_window(from, &|w: &Widget| w.slider.is_some()).1 {
         Hit::Widget(w) => Some((
-            w.key.clone(),
+            key(w).into_owned(),
             ((to.x - w.frame.left) as f32 / w.frame.width().max(1) as f32).clamp(0.0, 1.0),
         )),
         Hit::Blocked => None,
@@ -150,7 +148,7 @@ fn spot(p: &SimDevice, key: &str, long: bool) -> Option<PixelPoint> {
     let screen = p.screen();
     let want = wants(long);
     screen.all().into_iter().find_map(|w| {
-        if w.key != key || w.bounds.is_empty() {
+        if crate::identity::key(w) != key || w.bounds.is_empty() {
             return None;
         }
         // The centre, or a point nearer an edge when a child target covers the centre.
@@ -162,7 +160,7 @@ fn spot(p: &SimDevice, key: &str, long: bool) -> Option<PixelPoint> {
         ]
         .into_iter()
         .map(|x| PixelPoint { x, y })
-        .find(|c| matches!(screen.hit_window(*c, &want).1, Hit::Widget(h) if h.key == key))
+        .find(|c| matches!(screen.hit_window(*c, &want).1, Hit::Widget(h) if crate::identity::key(h) == key))
     })
 }
 
@@ -297,7 +295,11 @@ pub async fn solvable(t: &SimTask, drifted: SimConfig) -> Result<(), String> {
                     return Err(format!("{}: slider `{key}` not found", t.id));
                 }
                 let screen = p.screen();
-                let w = screen.all().into_iter().find(|w| w.key == key).unwrap();
+                let w = screen
+                    .all()
+                    .into_iter()
+                    .find(|w| crate::identity::key(w) == key)
+                    .unwrap();
                 let x = (w.frame.left + (frac * w.frame.width() as f32).round() as i32)
                     .clamp(w.bounds.left, w.bounds.right - 1);
                 let y = w.bounds.center().y;
@@ -305,7 +307,11 @@ pub async fn solvable(t: &SimTask, drifted: SimConfig) -> Result<(), String> {
             }
             Step::Drag(key, dx, dy) => {
                 let screen = p.screen();
-                let Some(w) = screen.all().into_iter().find(|w| w.key == key) else {
+                let Some(w) = screen
+                    .all()
+                    .into_iter()
+                    .find(|w| crate::identity::key(w) == key)
+                else {
                     return Err(format!("{}: picker `{key}` not found", t.id));
                 };
                 // Recorded on the 1080-wide phone: the same distance in design pixels.
