@@ -427,8 +427,14 @@ fn gesture_handle(st: &PhoneState, cx: &Ctx, below: &[Window]) -> Window {
 }
 
 const KEY_ROWS: [&str; 3] = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
+/// A German keyboard: QWERTZ.
+const KEY_ROWS_DE: [&str; 3] = ["qwertzuiop", "asdfghjkl", "yxcvbnm"];
 
 fn keyboard(cx: &Ctx) -> Window {
+    let rows = match cx.locale {
+        super::locale::Locale::De => KEY_ROWS_DE,
+        super::locale::Locale::En => KEY_ROWS,
+    };
     let top = cx.keyboard_top();
     let b = Bounds::new(0, top, cx.w, cx.h);
     let key_h = (cx.keyboard_height() - cx.d(80)) / 4;
@@ -444,7 +450,7 @@ fn keyboard(cx: &Ctx) -> Window {
         k.hint = label.to_string();
         k
     };
-    for (ri, keys) in KEY_ROWS.iter().enumerate() {
+    for (ri, keys) in rows.iter().enumerate() {
         let n = keys.chars().count() as i32;
         let x0 = (cx.w - n * key_w) / 2 - if ri == 2 { key_w / 2 } else { 0 };
         let y = top + cx.d(40) + ri as i32 * key_h;
