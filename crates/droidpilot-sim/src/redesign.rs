@@ -13,7 +13,8 @@
 //!   overflow menu: a "More options" ⋮ button, then the action by its label (the items'
 //!   order seeded per app).
 //! - `whats_new_dialog`: a "What's new" dialog the first time each app comes to the
-//!   foreground (its wording seeded per app: "Got it", "Continue" or "OK" closes it);
+//!   foreground (its wording and its button's id seeded per app: "Got it", "Continue"
+//!   or "OK" closes it);
 //!   `SimDevice` shows it after a command.
 //! - `confirm_destructive`: deleting an alarm, a contact or a note, or removing an item
 //!   from the cart, asks first ("Delete alarm?" Cancel / Delete; the confirming label and
@@ -30,9 +31,8 @@ use super::widget::{Look, Symbol, Widget};
 pub const OVERFLOW_ID: &str = "overflow_menu";
 /// The dialog kind of the overflow menu.
 pub const OVERFLOW_KIND: &str = "overflow";
-/// The dialog kind of the "what's new" dialog, and its button's resource-id.
+/// The dialog kind of the "what's new" dialog (in the phone's state, never on screen).
 pub const WHATS_NEW_KIND: &str = "whats_new";
-pub const WHATS_NEW_OK: &str = "whats_new_dismiss";
 /// The dialog kind of a confirmation `confirm_destructive` asks.
 pub const CONFIRM_KIND: &str = "confirm";
 
@@ -196,26 +196,30 @@ pub fn confirm(w: &mut Widget, seed: u64, package: &str) {
 
 /// The "what's new" dialog an app shows on its first open under `whats_new_dialog`.
 pub fn whats_new(app: AppId, seed: u64) -> Dialog {
-    const WORDING: [(&str, &str, &str); 3] = [
+    // Title, message, button and the button's resource-id, as three apps might word it.
+    const WORDING: [(&str, &str, &str, &str); 3] = [
         (
             "What's new",
             "A fresh new look: your actions have new places.",
             "Got it",
+            "got_it_button",
         ),
         (
             "New in this version",
             "We redesigned the app. Some buttons have moved.",
             "Continue",
+            "onboarding_continue",
         ),
-        ("Welcome back", "Take a look around the new design.", "OK"),
+        (
+            "Welcome back",
+            "Take a look around the new design.",
+            "OK",
+            "android:id/button1",
+        ),
     ];
-    let (title, message, ok) =
+    let (title, message, ok, id) =
         WORDING[(mix(seed, &format!("intro/{}", app.package())) % 3) as usize];
-    Dialog::alert(app.package(), WHATS_NEW_KIND, title, message).button(
-        WHATS_NEW_OK,
-        ok,
-        Cmd::CloseDialog,
-    )
+    Dialog::alert(app.package(), WHATS_NEW_KIND, title, message).button(id, ok, Cmd::CloseDialog)
 }
 
 fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
@@ -373,13 +377,14 @@ mod tests {
         p.launch_app(&AppRef::Label("Clock".into())).await.unwrap();
         let d = p.state().dialog.expect("the dialog");
         assert_eq!(d.kind, WHATS_NEW_KIND);
-        assert!(p.hierarchy_now().contains(&format!("id/{WHATS_NEW_OK}\"")));
+        let ok = d.buttons[0].id.clone();
+        assert!(p.hierarchy_now().contains(&format!("{ok}\"")), "its button");
         // It is modal: a tap on the list behind it does nothing.
         let before = p.state().alarms.clone();
         p.tap(delete).await.unwrap();
         assert_eq!(p.state().alarms, before);
         assert!(p.state().dialog.is_some());
-        p.tap(by_id(&p, WHATS_NEW_OK)).await.unwrap();
+        p.tap(by_id(&p, &ok)).await.unwrap();
         assert!(p.state().dialog.is_none());
         p.key(droidpilot_core::domain::Key::Home).await.unwrap();
         p.launch_app(&AppRef::Label("Clock".into())).await.unwrap();

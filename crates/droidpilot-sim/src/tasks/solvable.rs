@@ -164,12 +164,13 @@ fn spot(p: &SimDevice, key: &str, long: bool) -> Option<PixelPoint> {
     })
 }
 
-/// Taps the first button of the open dialog with this resource-id, if the dialog is of
-/// `kind`.
-async fn answer(p: &SimDevice, kind: &str, id: &str) -> bool {
+/// If the open dialog is of `kind`, taps its button with resource-id `id` (its only
+/// button when `id` is None) and says so.
+async fn answer(p: &SimDevice, kind: &str, id: Option<&str>) -> bool {
     let Some(d) = p.state().dialog.filter(|d| d.kind == kind) else {
         return false;
     };
+    let id = id.map_or_else(|| d.buttons[0].id.clone(), String::from);
     let screen = p.screen();
     let win = screen.windows.iter().rev().find(|w| w.modal).unwrap();
     let mut all = Vec::new();
@@ -220,7 +221,7 @@ async fn touch(p: &SimDevice, t: &Touched) -> bool {
     } else {
         p.tap(c).await.unwrap();
     }
-    answer(p, CONFIRM_KIND, "android:id/button1").await;
+    answer(p, CONFIRM_KIND, Some("android:id/button1")).await;
     true
 }
 
@@ -229,7 +230,7 @@ async fn reach(p: &SimDevice, t: &Touched) -> bool {
     let long = t.kind == TouchKind::LongPress;
     let mut down = true;
     for _ in 0..40 {
-        if answer(p, WHATS_NEW_KIND, crate::redesign::WHATS_NEW_OK).await {
+        if answer(p, WHATS_NEW_KIND, None).await {
             continue;
         }
         if spot(p, &t.key, long).is_some() {
@@ -325,7 +326,7 @@ pub async fn solvable(t: &SimTask, drifted: SimConfig) -> Result<(), String> {
                 p.swipe(from, to, 400).await.unwrap();
             }
             Step::Plain(a) => {
-                answer(&p, WHATS_NEW_KIND, crate::redesign::WHATS_NEW_OK).await;
+                answer(&p, WHATS_NEW_KIND, None).await;
                 tasks::run_actions(&p, &[a]).await.unwrap();
             }
         }
