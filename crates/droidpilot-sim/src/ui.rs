@@ -875,12 +875,67 @@ fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
     w.children.iter_mut().find_map(|c| find_mut(c, id))
 }
 
+/// An app's window: its page built, then the drifts an app update brings, in order
+/// (touch keys stamped first, when `stamp`).
+fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
+    let app_cx = Ctx {
+        list_inset: cx
+            .moved
+            .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package()))),
+        ..cx.clone()
+    };
+    let (mut root, sec) = apps::build(app, st, &app_cx);
+    if stamp {
+        super::identity::stamp(&mut root);
+    }
+    if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
+        scroll_page(&mut root, cx, st, app);
+    }
+    if let Some(seed) = cx.moved {
+        let bottom = cx.bottom(st);
+        super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
+    }
+    if let Some(seed) = cx.overflow {
+        super::redesign::overflow(&mut root, cx, seed, app.package());
+    }
+    if let Some(seed) = cx.icon_buttons {
+        super::redesign::iconify(&mut root, cx, seed, app.package());
+    }
+    if let Some(seed) = cx.relabel {
+        super::drift::relabel(&mut root, seed, app.package());
+    }
+    let mut w = Window::new(app.package(), root);
+    w.secure = sec;
+    w
+}
+
+/// What applies to every window: confirmations before destructive actions, the rename
+/// map, the language (touch keys stamped first, when `stamp`).
+fn every_window(windows: &mut [Window], st: &PhoneState, cx: &Ctx, stamp: bool) {
+    let confirming = st
+        .dialog
+        .as_ref()
+        .is_some_and(|d| d.kind == super::redesign::CONFIRM_KIND);
+    for w in windows {
+        if stamp {
+            super::identity::stamp(&mut w.root);
+        }
+        // A confirmation's own button does what it confirms.
+        if let Some(seed) = cx.confirm
+            && !(confirming && w.modal)
+        {
+            super::redesign::confirm(&mut w.root, seed, &w.package);
+        }
+        cx.renames.apply(&mut w.root, &w.package);
+        super::locale::translate(&mut w.root, cx.locale);
+    }
+}
+
 /// The whole screen for a state.
 pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
     // Keys are stamped only when a drift would change what they are made of.
     let stamp = cx.confirm.is_some() || cx.overflow.is_some() || !cx.renames.is_empty();
     let mut windows = Vec::with_capacity(5);
-    let mut secure = false;
     match st.fg {
         _ if st.locked => windows.push(lock_screen(st, cx)),
         Fg::Home => {
@@ -892,38 +947,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         }
         Fg::Drawer => windows.push(launcher(st, cx, true)),
         Fg::Recents => windows.push(recents(st, cx)),
-        Fg::App(app) => {
-            let app_cx = Ctx {
-                list_inset: cx
-                    .moved
-                    .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package()))),
-                ..cx.clone()
-            };
-            let (mut root, sec) = apps::build(app, st, &app_cx);
-            if stamp {
-                super::identity::stamp(&mut root);
-            }
-            if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
-                scroll_page(&mut root, cx, st, app);
-            }
-            if let Some(seed) = cx.moved {
-                let bottom = cx.bottom(st);
-                super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
-            }
-            if let Some(seed) = cx.overflow {
-                super::redesign::overflow(&mut root, cx, seed, app.package());
-            }
-            if let Some(seed) = cx.icon_buttons {
-                super::redesign::iconify(&mut root, cx, seed, app.package());
-            }
-            if let Some(seed) = cx.relabel {
-                super::drift::relabel(&mut root, seed, app.package());
-            }
-            secure = sec;
-            let mut w = Window::new(app.package(), root);
-            w.secure = sec;
-            windows.push(w);
-        }
+        Fg::App(app) => windows.push(app_window(app, st, cx, stamp)),
     }
     windows.push(status_bar(st, cx));
     if st.keyboard && st.focus.is_some() {
@@ -938,24 +962,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         windows.push(toast_window(&t.text, st, cx));
     }
     windows.push(gesture_handle(st, cx, &windows));
-    let confirming = st
-        .dialog
-        .as_ref()
-        .is_some_and(|d| d.kind == super::redesign::CONFIRM_KIND);
-    for w in &mut windows {
-        if stamp {
-            super::identity::stamp(&mut w.root);
-        }
-        // A confirmation's own button does what it confirms.
-        if let Some(seed) = cx.confirm
-            && !(confirming && w.modal)
-        {
-            super::redesign::confirm(&mut w.root, seed, &w.package);
-        }
-        cx.renames.apply(&mut w.root, &w.package);
-        super::locale::translate(&mut w.root, cx.locale);
-    }
-    let _ = secure;
+    every_window(&mut windows, st, cx, stamp);
     Screen {
         windows,
         font_scale: cx.font_scale,
