@@ -229,7 +229,7 @@ pub fn scroll_list(
         ..area
     };
     let order = cx.order(key, rows.len());
-    let mut slots: Vec<Option<Widget>> = rows.into_iter().map(Some).collect();
+    let slots: Vec<Option<Widget>> = rows.into_iter().map(Some).collect();
     let mut laid = Vec::with_capacity(slots.len() + 1);
     let mut y = 0;
     if cx.syncing(st) {
@@ -237,34 +237,7 @@ pub fn scroll_list(
         y += sync.frame.height();
         laid.push(sync);
     }
-    // Under the "list to grid" drift rows become cells, two or three a line (seeded), in
-    // the same order.
-    let cols = match cx.grid {
-        Some(seed) if super::redesign::grid_list(key) => super::redesign::columns(seed, key),
-        _ => 1,
-    };
-    let (mut col, mut line) = (0, 0);
-    for i in order {
-        if let Some(mut r) = slots.get_mut(i).and_then(Option::take) {
-            if cx.font_scale != 1.0 {
-                // Rows are laid out at y = 0: a larger font makes them taller.
-                r.shift(-r.frame.top);
-                r.scale_y(cx.font_scale);
-            }
-            if cols > 1 {
-                r.scale_x(1.0 / cols as f32, col * cx.w / cols);
-            }
-            line = line.max(r.frame.height());
-            r.shift(area.top + y - r.frame.top);
-            col += 1;
-            if col == cols {
-                y += line;
-                (col, line) = (0, 0);
-            }
-            laid.push(r);
-        }
-    }
-    y += line;
+    y = lay_rows(cx, key, area.top, y, rows_in_order(slots, order), &mut laid);
     let max = (y - area.height()).max(0);
     let off = st.scroll.get(key).copied().unwrap_or(0).clamp(0, max);
     let mut list =
@@ -283,6 +256,50 @@ pub fn scroll_list(
     }
     list.clip(&area);
     list
+}
+
+fn rows_in_order(mut slots: Vec<Option<Widget>>, order: Vec<usize>) -> Vec<Widget> {
+    order
+        .into_iter()
+        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+        .collect()
+}
+
+/// Stacks a list's rows from `y` (relative to the list's `top`) into `laid`, and returns
+/// where they end: taller under a larger font, and under the "list to grid" drift as
+/// cells, two or three a line (seeded), in the same order.
+fn lay_rows(
+    cx: &Ctx,
+    key: &str,
+    top: i32,
+    mut y: i32,
+    rows: Vec<Widget>,
+    laid: &mut Vec<Widget>,
+) -> i32 {
+    let cols = match cx.grid {
+        Some(seed) if super::redesign::grid_list(key) => super::redesign::columns(seed, key),
+        _ => 1,
+    };
+    let (mut col, mut line) = (0, 0);
+    for mut r in rows {
+        if cx.font_scale != 1.0 {
+            // Rows are laid out at y = 0: a larger font makes them taller.
+            r.shift(-r.frame.top);
+            r.scale_y(cx.font_scale);
+        }
+        if cols > 1 {
+            r.scale_x(1.0 / cols as f32, col * cx.w / cols);
+        }
+        line = line.max(r.frame.height());
+        r.shift(top + y - r.frame.top);
+        col += 1;
+        if col == cols {
+            y += line;
+            (col, line) = (0, 0);
+        }
+        laid.push(r);
+    }
+    y + line
 }
 
 /// A settings-style row: title, optional summary, optional trailing widget.
