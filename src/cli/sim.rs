@@ -8,7 +8,8 @@ use anyhow::Context as _;
 
 use crate::adbd::{Adbd, AdbdOptions};
 use crate::device::sim::{
-    Difficulty, LatencyProfile, Pacing, SimConfig, SimDevice, SimFaults, task, tasks,
+    Difficulty, LatencyProfile, Locale, Pacing, RenameMap, SimConfig, SimDevice, SimFaults, task,
+    tasks,
 };
 
 #[derive(Debug, Clone, clap::Args)]
@@ -53,6 +54,20 @@ pub struct SimArgs {
     /// Do not install the ADB Keyboard IME (typing then uses `input text`, ASCII only).
     #[arg(long)]
     pub no_adb_keyboard: bool,
+    /// The phone's UI language: `en` (default) or `de` (the whole phone in German).
+    #[arg(long, default_value = "en")]
+    pub locale: Locale,
+    /// Android's font size setting: text and list rows grow by this factor (0.5–3.0).
+    #[arg(long, default_value_t = 1.0)]
+    pub font_scale: f32,
+    /// A JSON file of ids and UI strings an app update renamed:
+    /// `{"ids": {"old": "new"}, "strings": {"Old": "New"}}`.
+    #[arg(long, value_name = "FILE")]
+    pub rename_map: Option<std::path::PathBuf>,
+    /// Screen size in pixels, `WxH` (default 1080x2400; landscape and tablets are laid
+    /// out to their width, e.g. 2400x1080 or 1600x2560).
+    #[arg(long, value_name = "WxH")]
+    pub screen: Option<String>,
 }
 
 /// `--pacing` values.
@@ -135,7 +150,18 @@ pub fn sim_config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     if let Some(t) = &args.task {
         check_task(t)?;
     }
-    Ok(SimConfig {
+    let (width, height) = match &args.screen {
+        Some(s) => parse_screen(s)?,
+        None => {
+            let d = SimConfig::default();
+            (d.width, d.height)
+        }
+    };
+    let renames = match &args.rename_map {
+        Some(path) => read_rename_map(path)?,
+        None => RenameMap::default(),
+    };
+    let cfg = SimConfig {
         serial: args.serial.clone(),
         seed: args.seed,
         faults,
@@ -146,8 +172,33 @@ pub fn sim_config(args: &SimArgs) -> anyhow::Result<SimConfig> {
             PacingArg::Realistic => Pacing::Realistic,
         },
         latency_profile: args.latency_profile,
+        locale: args.locale,
+        font_scale: args.font_scale,
+        renames,
+        width,
+        height,
         ..SimConfig::default()
-    })
+    };
+    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(cfg)
+}
+
+/// `1080x2400` → (1080, 2400); anything else names the flag and the form.
+pub fn parse_screen(s: &str) -> anyhow::Result<(u32, u32)> {
+    s.split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)))
+        .with_context(|| format!("--screen `{s}` is not WIDTHxHEIGHT in pixels (e.g. 2400x1080)"))
+}
+
+/// Reads and checks a `--rename-map` file.
+fn read_rename_map(path: &std::path::Path) -> anyhow::Result<RenameMap> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --rename-map {}", path.display()))?;
+    let map = RenameMap::from_json(&text)
+        .map_err(|e| anyhow::anyhow!("--rename-map {}: {e}", path.display()))?;
+    map.validate()
+        .map_err(|e| anyhow::anyhow!("--rename-map {}: {e}", path.display()))?;
+    Ok(map)
 }
 
 /// Runs until Ctrl-C (or prints the task list with `--list-tasks`).
@@ -201,5 +252,66 @@ mod tests {
         assert!(parse_faults("nope=1").is_err());
         assert!(parse_faults("dropped_tap_rate=2").is_err());
         assert!(parse_faults("dropped_tap_rate").is_err());
+    }
+
+    fn args(extra: &[&str]) -> SimArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            sim: SimArgs,
+        }
+        let argv = std::iter::once("sim").chain(extra.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(argv).unwrap().sim
+    }
+
+    #[test]
+    fn a_german_landscape_phone_with_larger_text_and_a_rename_map_is_configured_from_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("renames.json");
+        std::fs::write(
+            &map,
+            r#"{"ids": {"fab": "add_button"}, "strings": {"Save": "Done"}}"#,
+        )
+        .unwrap();
+        let cfg = sim_config(&args(&[
+            "--locale",
+            "de",
+            "--font-scale",
+            "1.3",
+            "--screen",
+            "2400x1080",
+            "--rename-map",
+            map.to_str().unwrap(),
+        ]))
+        .unwrap();
+        assert_eq!(cfg.locale, Locale::De);
+        assert_eq!(cfg.font_scale, 1.3);
+        assert_eq!((cfg.width, cfg.height), (2400, 1080));
+        assert_eq!(cfg.renames.ids["fab"], "add_button");
+        assert_eq!(cfg.renames.strings["Save"], "Done");
+        assert_eq!(
+            sim_config(&args(&[])).unwrap(),
+            SimConfig {
+                serial: "sim-1".into(),
+                ..SimConfig::default()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_phone_flags_are_refused_naming_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("renames.json");
+        std::fs::write(&map, r#"{"ids": {}, "labels": {}}"#).unwrap();
+        let err = |a: &[&str]| format!("{:#}", sim_config(&args(a)).unwrap_err());
+        assert!(err(&["--screen", "big"]).contains("--screen `big`"));
+        assert!(err(&["--screen", "100x100"]).contains("out of range"));
+        assert!(err(&["--font-scale", "9"]).contains("font_scale"));
+        let bad_map = err(&["--rename-map", map.to_str().unwrap()]);
+        assert!(
+            bad_map.contains("--rename-map") && bad_map.contains("labels"),
+            "{bad_map}"
+        );
+        assert!(err(&["--rename-map", "/nonexistent/r.json"]).contains("cannot read --rename-map"));
     }
 }
