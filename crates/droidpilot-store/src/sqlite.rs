@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -885,6 +884,7 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use droidpilot_core::domain::{NewTask, TaskSpec};
+    use sqlx::Row;
 
     fn spec(i: &str) -> TaskSpec {
         TaskSpec::parse(NewTask {
