@@ -551,3 +551,46 @@ async fn a_rate_limited_model_call_is_retried_as_the_server_says_and_reported() 
         "{retry}"
     );
 }
+
+/// The `agent` object is read once, at submission: a mistake inside a nested agent, a
+/// role model or the planning knobs is named by its path, with a suggestion; what the
+/// task stores is the spec as checked (nulls gone, strings trimmed), and that runs.
+#[tokio::test]
+async fn agent_errors_name_the_nested_field_and_the_task_stores_the_checked_spec() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let replay = json!({"kind": "replay", "actions": []});
+    for (agent, starts) in [
+        (
+            json!({"kind": "planned", "planner": {"provider": "openia"}}),
+            "agent.planner.provider: unknown value `openia` (did you mean `openai`?)",
+        ),
+        (
+            json!({"kind": "planned", "planning": {"progress_evry": 2}}),
+            "agent.planning.progress_evry: unknown field (did you mean `progress_every`?)",
+        ),
+        (
+            json!({"kind": "chain", "agents": [replay, {"kind": "replay", "actons": []}]}),
+            "agent.agents[1].actons: unknown field (did you mean `actions`?)",
+        ),
+        (
+            json!({"kind": "planned", "verifier": {"model": " "}}),
+            "agent.verifier.model: must not be empty",
+        ),
+    ] {
+        let body = json!({"instruction": "x", "agent": agent});
+        let (status, code, msg, hint) = error_of(app.post_json("/v1/tasks", &body).await).await;
+        assert_eq!((status, code.as_str()), (422, "invalid_agent"), "{agent}");
+        assert!(msg.starts_with(starts), "{msg}");
+        assert!(!hint.is_empty(), "{msg}");
+    }
+    let agent = json!({"kind": "replay", "on_error": null, "format": null,
+                       "actions": [{"action": "home"}]});
+    let id = submit(&app, json!({"instruction": "go home", "agent": agent})).await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(
+        t["agent"],
+        json!({"kind": "replay", "actions": [{"action": "home"}]})
+    );
+}

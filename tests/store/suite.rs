@@ -191,6 +191,47 @@ async fn every_field_round_trips(s: S) {
     ));
 }
 
+/// A stored value this build cannot read is corrupt data naming its column, on both
+/// backends (not a database failure, which a caller retries or reports as an outage).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_column_that_does_not_read_is_reported_as_corrupt_by_name() {
+    fn names(r: Result<droidpilot::domain::Task, StoreError>, col: &str) {
+        match r {
+            Err(StoreError::Corrupt(m)) => {
+                assert!(m.starts_with(&format!("column {col}: ")), "{m}")
+            }
+            other => panic!("expected corrupt `{col}`, got {other:?}"),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = droidpilot::store::SqliteStore::open(&dir.path().join("db.sqlite"))
+        .await
+        .unwrap();
+    let t = s.create_task(spec("x")).await.unwrap();
+    sqlx::query("UPDATE tasks SET constraints = '[1]', agent = 'not json' WHERE id = ?")
+        .bind(t.id.to_string())
+        .execute(s.pool())
+        .await
+        .unwrap();
+    names(s.get_task(t.id).await, "constraints");
+    s.close().await;
+    let Some(db) = crate::common::pg::FreshDb::create().await else {
+        return;
+    };
+    let p = droidpilot::store::PostgresStore::connect(&db.url, 4)
+        .await
+        .unwrap();
+    let t = p.create_task(spec("x")).await.unwrap();
+    sqlx::query("UPDATE tasks SET constraints = '[1]'::jsonb WHERE id = $1")
+        .bind(t.id.to_string())
+        .execute(p.pool())
+        .await
+        .unwrap();
+    names(p.get_task(t.id).await, "constraints");
+    p.close().await;
+    db.drop_now().await;
+}
+
 both!(event_seq_is_gapless_per_stream_under_concurrent_writers);
 async fn event_seq_is_gapless_per_stream_under_concurrent_writers(s: S) {
     let mut handles = Vec::new();

@@ -434,7 +434,9 @@ async fn join_cluster(
 /// the MCP tools the registry has when the task starts (then any `[agent] mcp_tools`
 /// described in the configuration under a name the registry does not offer). Secrets the
 /// task was accepted with come back from `secrets` (a task whose secrets this process
-/// does not hold fails, naming the field).
+/// does not hold fails, naming the field). The stored `agent` is the typed spec that
+/// `service::tasks` checked at submission, read back by serde; `build_recording_agent`
+/// checks its cross-field rules again (the configuration may have changed since).
 fn agent_factory(config: &Config, mcp: McpRegistry, secrets: Arc<SecretVault>) -> AgentFactory {
     let configured = config.agent.clone();
     Arc::new(move |task: &Task| {

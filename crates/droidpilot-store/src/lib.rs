@@ -14,8 +14,9 @@ pub mod patient;
 mod pg_text;
 pub mod postgres;
 mod postgres_cluster;
+pub mod row;
 pub mod sqlite;
-pub mod step_row;
+mod step_row;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

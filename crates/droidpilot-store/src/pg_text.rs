@@ -64,10 +64,6 @@ pub fn enc_opt(s: Option<&str>) -> Option<Cow<'_, str>> {
     s.map(enc)
 }
 
-pub fn dec_opt(s: Option<String>) -> Option<String> {
-    s.map(dec)
-}
-
 /// JSON text with every string (and key) encoded, for a `jsonb` column.
 pub fn enc_json(json: String) -> String {
     // serde_json writes NUL as `\u0000`; a false alarm (an escaped backslash before
@@ -88,10 +84,6 @@ pub fn dec_json(json: String) -> String {
 
 pub fn enc_json_opt(json: Option<String>) -> Option<String> {
     json.map(enc_json)
-}
-
-pub fn dec_json_opt(json: Option<String>) -> Option<String> {
-    json.map(dec_json)
 }
 
 /// `json` with `f` applied to every string and key; None when it is not JSON (then the

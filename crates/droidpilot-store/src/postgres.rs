@@ -17,17 +17,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::{ConnectOptions, Connection, Row};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection};
 
 use super::cursor::{decode_cursor, next_page};
 use super::location::redact_url;
-use super::pg_text::{dec, dec_json, dec_json_opt, dec_opt, enc, enc_json, enc_json_opt, enc_opt};
+use super::pg_text::{enc, enc_json, enc_opt};
+use super::row::{ArtifactRow, EventRow, InterventionRow, ScriptRow, TaskRow, read};
 use super::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
     TaskFilter, TaskPage,
 };
-use droidpilot_core::domain::task::DeviceConstraints;
 use droidpilot_core::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
 use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
@@ -117,30 +117,10 @@ fn connect_error(url: &str, e: sqlx::Error) -> StoreError {
     }
 }
 
-fn opt_json<T: serde::de::DeserializeOwned>(
-    s: Option<String>,
-    col: &str,
-) -> Result<Option<T>, StoreError> {
-    s.map(|s| {
-        serde_json::from_str(&dec_json(s))
-            .map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))
-    })
-    .transpose()
-}
-
 /// JSON text for a `jsonb` column, NULs encoded (`pg_text`).
 fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
     v.as_ref()
         .map(|v| enc_json(serde_json::to_string(v).expect("serializing plain data cannot fail")))
-}
-
-/// A free-text column, as it was written (`pg_text`).
-fn text(r: &PgRow, col: &str) -> Result<String, StoreError> {
-    Ok(dec(r.try_get(col)?))
-}
-
-fn opt_text(r: &PgRow, col: &str) -> Result<Option<String>, StoreError> {
-    Ok(dec_opt(r.try_get(col)?))
 }
 
 /// Now, at the precision PostgreSQL keeps (microseconds), so a record returned equals the
@@ -158,141 +138,20 @@ where
         .map_err(|e| StoreError::Corrupt(format!("{what} `{s}`: {e}")))
 }
 
-fn artifact_from_row(r: &PgRow) -> Result<Artifact, StoreError> {
-    Ok(Artifact {
-        sha256: r.try_get("sha256")?,
-        kind: r.try_get("kind")?,
-        media_type: r.try_get("media_type")?,
-        path: r.try_get("path")?,
-        bytes: r.try_get::<i64, _>("bytes")? as u64,
-    })
-}
-
 const TASK_SELECT: &str = "SELECT id, status, instruction, priority, max_steps, timeout_seconds, device_id, \
      constraints::text AS constraints, agent::text AS agent, external_id, session_id, metadata::text AS metadata, \
      assigned_device, created_at, started_at, finished_at, reason, answer, steps, tokens_in, tokens_out, cost_usd, \
      cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd FROM tasks";
 
-fn task_from_row(r: &PgRow) -> Result<Task, StoreError> {
-    let status: String = r.try_get("status")?;
-    Ok(Task {
-        id: parse_id(&r.try_get::<String, _>("id")?, "task id")?,
-        status: status.parse().map_err(StoreError::Corrupt)?,
-        spec: TaskSpec {
-            instruction: text(r, "instruction")?,
-            priority: r.try_get("priority")?,
-            max_steps: r.try_get::<i64, _>("max_steps")? as u32,
-            timeout_seconds: r.try_get::<i64, _>("timeout_seconds")? as u64,
-            device_id: opt_text(r, "device_id")?,
-            device: opt_json::<DeviceConstraints>(r.try_get("constraints")?, "constraints")?,
-            agent: opt_json(r.try_get("agent")?, "agent")?,
-            external_id: opt_text(r, "external_id")?,
-            session_id: opt_text(r, "session_id")?,
-            metadata: opt_json(r.try_get("metadata")?, "metadata")?,
-            webhook_url: opt_text(r, "webhook_url")?,
-            record: r.try_get("record")?,
-            max_tokens: r.try_get::<Option<i64>, _>("max_tokens")?.map(|n| n as u64),
-            max_cost_usd: r.try_get("max_cost_usd")?,
-        },
-        assigned_device: opt_text(r, "assigned_device")?,
-        created_at: r.try_get("created_at")?,
-        started_at: r.try_get("started_at")?,
-        finished_at: r.try_get("finished_at")?,
-        reason: opt_text(r, "reason")?,
-        answer: opt_text(r, "answer")?,
-        steps: r.try_get::<i64, _>("steps")? as u32,
-        tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
-        tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
-        cost_usd: r.try_get("cost_usd")?,
-        cancel_requested: r.try_get("cancel_requested")?,
-        model_calls: r.try_get::<i64, _>("model_calls")? as u64,
-    })
-}
-
 const STEP_SELECT: &str = "SELECT task_id, n, started_at, thinking, action::text AS action, raw, rejected::text AS rejected, \
      result::text AS result, screen::text AS screen, screenshot, timings::text AS timings, tokens_in, tokens_out, cost_usd, \
      model_calls, replay::text AS replay, calls::text AS calls, annotations::text AS annotations, actor FROM steps";
 
-fn step_from_row(r: &PgRow) -> Result<Step, StoreError> {
-    StepRow {
-        task_id: r.try_get("task_id")?,
-        n: r.try_get("n")?,
-        started_at: r.try_get("started_at")?,
-        thinking: opt_text(r, "thinking")?,
-        action: dec_json_opt(r.try_get("action")?),
-        raw: opt_text(r, "raw")?,
-        rejected: dec_json_opt(r.try_get("rejected")?),
-        result: dec_json_opt(r.try_get("result")?),
-        screen: dec_json_opt(r.try_get("screen")?),
-        screenshot: r.try_get("screenshot")?,
-        timings: dec_json_opt(r.try_get("timings")?),
-        tokens_in: r.try_get("tokens_in")?,
-        tokens_out: r.try_get("tokens_out")?,
-        cost_usd: r.try_get("cost_usd")?,
-        model_calls: r.try_get("model_calls")?,
-        replay: dec_json_opt(r.try_get("replay")?),
-        calls: dec_json_opt(r.try_get("calls")?),
-        annotations: dec_json_opt(r.try_get("annotations")?),
-        actor: opt_text(r, "actor")?,
-    }
-    .into_step()
-}
-
 const INTERVENTION_SELECT: &str = "SELECT id, task_id, kind, question, options::text AS options, answer, answered_by, \
      created_at, answered_at, actor, action::text AS action, step, detail::text AS detail FROM interventions";
 
-fn intervention_from_row(r: &PgRow) -> Result<Intervention, StoreError> {
-    Ok(Intervention {
-        id: r.try_get("id")?,
-        task_id: parse_id(&r.try_get::<String, _>("task_id")?, "intervention task id")?,
-        kind: r
-            .try_get::<String, _>("kind")?
-            .parse()
-            .map_err(StoreError::Corrupt)?,
-        question: opt_text(r, "question")?,
-        options: opt_json(r.try_get("options")?, "options")?,
-        answer: opt_text(r, "answer")?,
-        answered_by: opt_text(r, "answered_by")?,
-        created_at: r.try_get("created_at")?,
-        answered_at: r.try_get("answered_at")?,
-        by: opt_text(r, "actor")?,
-        action: opt_json(r.try_get("action")?, "action")?,
-        step: r.try_get::<Option<i32>, _>("step")?.map(|n| n as u32),
-        detail: opt_json(r.try_get("detail")?, "detail")?,
-    })
-}
-
 const SCRIPT_SELECT: &str =
     "SELECT id, version, body::text AS body, source::text AS source, created_at FROM scripts";
-
-fn script_from_row(r: &PgRow) -> Result<ScriptRecord, StoreError> {
-    let id: String = r.try_get("id")?;
-    let body = dec_json(r.try_get("body")?);
-    let source = dec_json(r.try_get("source")?);
-    let corrupt = |what: &str, e: &dyn std::fmt::Display| {
-        StoreError::Corrupt(format!("script {id} {what}: {e}"))
-    };
-    Ok(ScriptRecord {
-        id: id.parse().map_err(|e| corrupt("id", &e))?,
-        version: r.try_get::<i32, _>("version")? as u32,
-        created_at: r.try_get("created_at")?,
-        source: serde_json::from_str(&source).map_err(|e| corrupt("source", &e))?,
-        script: serde_json::from_str(&body).map_err(|e| corrupt("body", &e))?,
-    })
-}
-
-fn event_from_row(r: &PgRow) -> Result<StoredEvent, StoreError> {
-    Ok(StoredEvent {
-        stream: r.try_get("stream")?,
-        seq: r.try_get("seq")?,
-        event: TaskEvent::from_parts(
-            &r.try_get::<String, _>("type")?,
-            serde_json::from_str(&dec_json(r.try_get::<String, _>("payload")?))
-                .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
-        ),
-        created_at: r.try_get("created_at")?,
-    })
-}
 
 async fn insert_script<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
     db: E,
@@ -359,7 +218,7 @@ impl Store for PostgresStore {
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::TaskNotFound(id))?;
-        task_from_row(&row)
+        read::<TaskRow, _>(&row)
     }
 
     async fn list_tasks(&self, f: TaskFilter) -> Result<TaskPage, StoreError> {
@@ -382,7 +241,7 @@ impl Store for PostgresStore {
         let rows = q.build().fetch_all(&self.pool).await?;
         let mut tasks = rows
             .iter()
-            .map(task_from_row)
+            .map(read::<TaskRow, _>)
             .collect::<Result<Vec<_>, _>>()?;
         let next_cursor = next_page(&mut tasks, limit, |t| t.id);
         Ok(TaskPage { tasks, next_cursor })
@@ -483,7 +342,7 @@ impl Store for PostgresStore {
         .bind(limit.clamp(1, 10_000) as i64)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(event_from_row).collect()
+        rows.iter().map(read::<EventRow, _>).collect()
     }
 
     async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError> {
@@ -494,7 +353,7 @@ impl Store for PostgresStore {
         .bind(limit.clamp(1, 10_000) as i64)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(task_from_row).collect()
+        rows.iter().map(read::<TaskRow, _>).collect()
     }
 
     async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
@@ -587,7 +446,7 @@ impl Store for PostgresStore {
         .bind(id.to_string())
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(step_from_row).collect()
+        rows.iter().map(read::<StepRow, _>).collect()
     }
 
     async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError> {
@@ -599,7 +458,7 @@ impl Store for PostgresStore {
         .fetch_optional(&self.pool)
         .await?
         .ok_or(StoreError::StepNotFound { task: id, n })?;
-        step_from_row(&row)
+        read::<StepRow, _>(&row)
     }
 
     async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError> {
@@ -625,7 +484,7 @@ impl Store for PostgresStore {
         .bind(sha256)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(artifact_from_row).transpose()
+        row.as_ref().map(read::<ArtifactRow, _>).transpose()
     }
 
     async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
@@ -676,7 +535,7 @@ impl Store for PostgresStore {
         .await?;
         let iv = row
             .as_ref()
-            .map(intervention_from_row)
+            .map(read::<InterventionRow, _>)
             .transpose()?
             .ok_or_else(|| StoreError::InterventionNotFound(id.into()))?;
         if r.rows_affected() == 0 {
@@ -692,7 +551,7 @@ impl Store for PostgresStore {
         .bind(task.to_string())
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(intervention_from_row).collect()
+        rows.iter().map(read::<InterventionRow, _>).collect()
     }
 
     async fn recover_running(
@@ -788,7 +647,7 @@ impl Store for PostgresStore {
             // Say "no such script" rather than "no such version" when the id is unknown.
             self.script(id, None).await?;
         }
-        script_from_row(&row?)
+        read::<ScriptRow, _>(&row?)
     }
 
     async fn list_scripts(
@@ -810,7 +669,7 @@ impl Store for PostgresStore {
         let rows = q.build().fetch_all(&self.pool).await?;
         let mut scripts = rows
             .iter()
-            .map(script_from_row)
+            .map(read::<ScriptRow, _>)
             .collect::<Result<Vec<_>, _>>()?;
         let next_cursor = next_page(&mut scripts, limit, |s| s.id);
         Ok(ScriptPage {
@@ -829,7 +688,7 @@ impl Store for PostgresStore {
         if rows.is_empty() {
             return Err(StoreError::ScriptNotFound(id));
         }
-        rows.iter().map(script_from_row).collect()
+        rows.iter().map(read::<ScriptRow, _>).collect()
     }
 
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
@@ -882,7 +741,7 @@ impl Store for PostgresStore {
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
-        rows.iter().map(artifact_from_row).collect()
+        rows.iter().map(read::<ArtifactRow, _>).collect()
     }
 
     async fn ended_before(
@@ -929,7 +788,7 @@ impl Store for PostgresStore {
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
-        rows.iter().map(artifact_from_row).collect()
+        rows.iter().map(read::<ArtifactRow, _>).collect()
     }
 
     async fn close(&self) {
@@ -964,22 +823,22 @@ async fn insert_step(
     .bind(row.task_id)
     .bind(row.n)
     .bind(row.started_at)
-    .bind(enc_opt(row.thinking.as_deref()))
-    .bind(enc_json_opt(row.action))
-    .bind(enc_opt(row.raw.as_deref()))
-    .bind(enc_json_opt(row.rejected))
-    .bind(enc_json_opt(row.result))
-    .bind(enc_json_opt(row.screen))
+    .bind(row.thinking)
+    .bind(row.action)
+    .bind(row.raw)
+    .bind(row.rejected)
+    .bind(row.result)
+    .bind(row.screen)
     .bind(row.screenshot)
-    .bind(enc_json_opt(row.timings))
+    .bind(row.timings)
     .bind(row.tokens_in)
     .bind(row.tokens_out)
     .bind(row.cost_usd)
     .bind(row.model_calls)
-    .bind(enc_json_opt(row.replay))
-    .bind(enc_json_opt(row.calls))
-    .bind(enc_json_opt(row.annotations))
-    .bind(enc_opt(row.actor.as_deref()))
+    .bind(row.replay)
+    .bind(row.calls)
+    .bind(row.annotations)
+    .bind(row.actor)
     .execute(&mut **tx)
     .await?
     .rows_affected();

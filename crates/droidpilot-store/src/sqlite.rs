@@ -14,18 +14,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
 use super::cursor::{decode_cursor, next_page};
+use super::row::{ArtifactRow, EventRow, InterventionRow, ScriptRow, TaskRow, read};
 use super::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
     TaskFilter, TaskPage,
 };
-use droidpilot_core::domain::task::DeviceConstraints;
 use droidpilot_core::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
 use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
@@ -210,38 +208,15 @@ async fn migration_lock(db: &Path) -> Result<std::fs::File, StoreError> {
         .map_err(io)
 }
 
-fn artifact_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Artifact, StoreError> {
-    Ok(Artifact {
-        sha256: r.try_get("sha256")?,
-        kind: r.try_get("kind")?,
-        media_type: r.try_get("media_type")?,
-        path: r.try_get("path")?,
-        bytes: r.try_get::<i64, _>("bytes")? as u64,
-    })
-}
-
 fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-fn parse_ts(s: &str) -> Result<DateTime<Utc>, StoreError> {
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| StoreError::Corrupt(format!("bad timestamp `{s}`: {e}")))
-}
-
-fn opt_ts(s: Option<String>) -> Result<Option<DateTime<Utc>>, StoreError> {
-    s.as_deref().map(parse_ts).transpose()
-}
-
-fn opt_json<T: serde::de::DeserializeOwned>(
-    s: Option<String>,
-    col: &str,
-) -> Result<Option<T>, StoreError> {
-    s.map(|s| {
-        serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))
-    })
-    .transpose()
+/// Now, at the precision `ts` writes (microseconds), so a record returned equals the one
+/// read back.
+fn now_stored() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
 }
 
 fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
@@ -253,100 +228,12 @@ const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeou
      external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
      tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd";
 
-fn task_from_row(r: &SqliteRow) -> Result<Task, StoreError> {
-    let id: String = r.try_get("id")?;
-    let status: String = r.try_get("status")?;
-    Ok(Task {
-        id: id
-            .parse()
-            .map_err(|e| StoreError::Corrupt(format!("task id `{id}`: {e}")))?,
-        status: status.parse().map_err(StoreError::Corrupt)?,
-        spec: TaskSpec {
-            instruction: r.try_get("instruction")?,
-            priority: r.try_get("priority")?,
-            max_steps: r.try_get::<i64, _>("max_steps")? as u32,
-            timeout_seconds: r.try_get::<i64, _>("timeout_seconds")? as u64,
-            device_id: r.try_get("device_id")?,
-            device: opt_json::<DeviceConstraints>(r.try_get("constraints")?, "constraints")?,
-            agent: opt_json(r.try_get("agent")?, "agent")?,
-            external_id: r.try_get("external_id")?,
-            session_id: r.try_get("session_id")?,
-            metadata: opt_json(r.try_get("metadata")?, "metadata")?,
-            webhook_url: r.try_get("webhook_url")?,
-            record: r.try_get::<i64, _>("record")? != 0,
-            max_tokens: r.try_get::<Option<i64>, _>("max_tokens")?.map(|n| n as u64),
-            max_cost_usd: r.try_get("max_cost_usd")?,
-        },
-        assigned_device: r.try_get("assigned_device")?,
-        created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
-        started_at: opt_ts(r.try_get("started_at")?)?,
-        finished_at: opt_ts(r.try_get("finished_at")?)?,
-        reason: r.try_get("reason")?,
-        answer: r.try_get("answer")?,
-        steps: r.try_get::<i64, _>("steps")? as u32,
-        tokens_in: r.try_get::<i64, _>("tokens_in")? as u64,
-        tokens_out: r.try_get::<i64, _>("tokens_out")? as u64,
-        cost_usd: r.try_get("cost_usd")?,
-        cancel_requested: r.try_get::<i64, _>("cancel_requested")? != 0,
-        model_calls: r.try_get::<i64, _>("model_calls")? as u64,
-    })
-}
-
 const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor \
      FROM steps WHERE task_id = ? ORDER BY n";
 const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor \
      FROM steps WHERE task_id = ? AND n = ?";
 const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, actor, action, step, detail FROM interventions WHERE id = ?";
 const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, actor, action, step, detail FROM interventions WHERE task_id = ? ORDER BY created_at, id";
-
-fn step_from_row(r: &SqliteRow) -> Result<Step, StoreError> {
-    StepRow {
-        task_id: r.try_get("task_id")?,
-        n: r.try_get("n")?,
-        started_at: parse_ts(&r.try_get::<String, _>("started_at")?)?,
-        thinking: r.try_get("thinking")?,
-        action: r.try_get("action")?,
-        raw: r.try_get("raw")?,
-        rejected: r.try_get("rejected")?,
-        result: r.try_get("result")?,
-        screen: r.try_get("screen")?,
-        screenshot: r.try_get("screenshot")?,
-        timings: r.try_get("timings")?,
-        tokens_in: r.try_get("tokens_in")?,
-        tokens_out: r.try_get("tokens_out")?,
-        cost_usd: r.try_get("cost_usd")?,
-        model_calls: r.try_get("model_calls")?,
-        replay: r.try_get("replay")?,
-        calls: r.try_get("calls")?,
-        annotations: r.try_get("annotations")?,
-        actor: r.try_get("actor")?,
-    }
-    .into_step()
-}
-
-fn intervention_from_row(r: &SqliteRow) -> Result<Intervention, StoreError> {
-    let id: String = r.try_get("task_id")?;
-    Ok(Intervention {
-        id: r.try_get("id")?,
-        task_id: id
-            .parse()
-            .map_err(|e| StoreError::Corrupt(format!("intervention task id `{id}`: {e}")))?,
-        kind: r
-            .try_get::<String, _>("kind")?
-            .parse()
-            .map_err(StoreError::Corrupt)?,
-        question: r.try_get("question")?,
-        options: opt_json(r.try_get("options")?, "options")?,
-        answer: r.try_get("answer")?,
-        answered_by: r.try_get("answered_by")?,
-        created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
-        answered_at: opt_ts(r.try_get("answered_at")?)?,
-        by: r.try_get("actor")?,
-        action: opt_json(r.try_get("action")?, "action")?,
-        step: r.try_get::<Option<i64>, _>("step")?.map(|n| n as u32),
-        detail: opt_json(r.try_get("detail")?, "detail")?,
-    })
-}
 
 const SCRIPT_SELECT_VERSION: &str =
     "SELECT id, version, body, source, created_at FROM scripts WHERE id = ? AND version = ?";
@@ -368,22 +255,6 @@ async fn insert_script<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
     .execute(db)
     .await?;
     Ok(())
-}
-
-fn script_from_row(r: &SqliteRow) -> Result<ScriptRecord, StoreError> {
-    let id: String = r.try_get("id")?;
-    let body: String = r.try_get("body")?;
-    let source: String = r.try_get("source")?;
-    let corrupt = |what: &str, e: &dyn std::fmt::Display| {
-        StoreError::Corrupt(format!("script {id} {what}: {e}"))
-    };
-    Ok(ScriptRecord {
-        id: id.parse().map_err(|e| corrupt("id", &e))?,
-        version: r.try_get::<i64, _>("version")? as u32,
-        created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
-        source: serde_json::from_str(&source).map_err(|e| corrupt("source", &e))?,
-        script: serde_json::from_str(&body).map_err(|e| corrupt("body", &e))?,
-    })
 }
 
 #[async_trait]
@@ -444,7 +315,7 @@ impl Store for SqliteStore {
         .fetch_optional(&self.pool)
         .await?
         .ok_or(StoreError::TaskNotFound(id))?;
-        task_from_row(&row)
+        read::<TaskRow, _>(&row)
     }
 
     async fn list_tasks(&self, f: TaskFilter) -> Result<TaskPage, StoreError> {
@@ -469,7 +340,7 @@ impl Store for SqliteStore {
         let rows = q.build().fetch_all(&self.pool).await?;
         let mut tasks = rows
             .iter()
-            .map(task_from_row)
+            .map(read::<TaskRow, _>)
             .collect::<Result<Vec<_>, _>>()?;
         let next_cursor = next_page(&mut tasks, limit, |t| t.id);
         Ok(TaskPage { tasks, next_cursor })
@@ -547,20 +418,7 @@ impl Store for SqliteStore {
             .bind(limit.clamp(1, 10_000) as i64)
             .fetch_all(&self.pool)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(StoredEvent {
-                    stream: r.try_get("stream")?,
-                    seq: r.try_get("seq")?,
-                    event: TaskEvent::from_parts(
-                        &r.try_get::<String, _>("type")?,
-                        serde_json::from_str(&r.try_get::<String, _>("payload")?)
-                            .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
-                    ),
-                    created_at: parse_ts(&r.try_get::<String, _>("created_at")?)?,
-                })
-            })
-            .collect()
+        rows.iter().map(read::<EventRow, _>).collect()
     }
 
     async fn queued_tasks(&self, limit: u32) -> Result<Vec<Task>, StoreError> {
@@ -570,7 +428,7 @@ impl Store for SqliteStore {
         .bind(limit.clamp(1, 10_000) as i64)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(task_from_row).collect()
+        rows.iter().map(read::<TaskRow, _>).collect()
     }
 
     async fn start_task(&self, id: TaskId, device: &str) -> Result<bool, StoreError> {
@@ -662,7 +520,7 @@ impl Store for SqliteStore {
             .bind(id.to_string())
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(step_from_row).collect()
+        rows.iter().map(read::<StepRow, _>).collect()
     }
 
     async fn step(&self, id: TaskId, n: u32) -> Result<Step, StoreError> {
@@ -672,7 +530,7 @@ impl Store for SqliteStore {
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::StepNotFound { task: id, n })?;
-        step_from_row(&row)
+        read::<StepRow, _>(&row)
     }
 
     async fn put_artifact(&self, a: &Artifact) -> Result<(), StoreError> {
@@ -696,7 +554,7 @@ impl Store for SqliteStore {
         .bind(sha256)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(artifact_from_row).transpose()
+        row.as_ref().map(read::<ArtifactRow, _>).transpose()
     }
 
     async fn create_intervention(&self, iv: &Intervention) -> Result<(), StoreError> {
@@ -740,7 +598,7 @@ impl Store for SqliteStore {
             .await?;
         let iv = row
             .as_ref()
-            .map(intervention_from_row)
+            .map(read::<InterventionRow, _>)
             .transpose()?
             .ok_or_else(|| StoreError::InterventionNotFound(id.into()))?;
         if r.rows_affected() == 0 {
@@ -754,7 +612,7 @@ impl Store for SqliteStore {
             .bind(task.to_string())
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(intervention_from_row).collect()
+        rows.iter().map(read::<InterventionRow, _>).collect()
     }
 
     async fn recover_running(
@@ -798,7 +656,7 @@ impl Store for SqliteStore {
             id: ScriptId::new(),
             version: 1,
             // At the precision it is stored with, so the record returned equals the one read.
-            created_at: parse_ts(&ts(Utc::now()))?,
+            created_at: now_stored(),
             source,
             script: script.clone(),
         };
@@ -823,7 +681,7 @@ impl Store for SqliteStore {
             id,
             version: latest as u32 + 1,
             // At the precision it is stored with, so the record returned equals the one read.
-            created_at: parse_ts(&ts(Utc::now()))?,
+            created_at: now_stored(),
             source,
             script: script.clone(),
         };
@@ -850,7 +708,7 @@ impl Store for SqliteStore {
             // Say "no such script" rather than "no such version" when the id is unknown.
             self.script(id, None).await?;
         }
-        script_from_row(&row?)
+        read::<ScriptRow, _>(&row?)
     }
 
     async fn list_scripts(
@@ -872,7 +730,7 @@ impl Store for SqliteStore {
         let rows = q.build().fetch_all(&self.pool).await?;
         let mut scripts = rows
             .iter()
-            .map(script_from_row)
+            .map(read::<ScriptRow, _>)
             .collect::<Result<Vec<_>, _>>()?;
         let next_cursor = next_page(&mut scripts, limit, |s| s.id);
         Ok(ScriptPage {
@@ -891,7 +749,7 @@ impl Store for SqliteStore {
         if rows.is_empty() {
             return Err(StoreError::ScriptNotFound(id));
         }
-        rows.iter().map(script_from_row).collect()
+        rows.iter().map(read::<ScriptRow, _>).collect()
     }
 
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
@@ -943,7 +801,7 @@ impl Store for SqliteStore {
             .bind(&sha)
             .fetch_optional(&mut *tx)
             .await?;
-            gone.extend(row.as_ref().map(artifact_from_row).transpose()?);
+            gone.extend(row.as_ref().map(read::<ArtifactRow, _>).transpose()?);
         }
         tx.commit().await?;
         Ok(gone)
@@ -1001,7 +859,7 @@ impl Store for SqliteStore {
             .bind(&sha)
             .fetch_one(&mut *tx)
             .await?;
-            gone.push(artifact_from_row(&row)?);
+            gone.push(read::<ArtifactRow, _>(&row)?);
         }
         tx.commit().await?;
         Ok(gone)
@@ -1026,6 +884,7 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use droidpilot_core::domain::{NewTask, TaskSpec};
+    use sqlx::Row;
 
     fn spec(i: &str) -> TaskSpec {
         TaskSpec::parse(NewTask {

@@ -1,6 +1,7 @@
 //! `StepRow`: a step as the `steps` table holds it (JSON columns as text, counters as
-//! integers), apart from the domain `Step`. Backends bind and read these columns; the
-//! conversion both ways lives here, once, so a second backend shares it.
+//! integers), apart from the domain `Step`. Both backends read it with `sqlx::FromRow`
+//! and bind its fields to write it (`row::Text` and `row::JsonText` carry each backend's
+//! encoding); the conversion both ways lives here, once.
 //!
 //! Reading is lenient where old rows need it: an `action` names a custom action the
 //! reader does not know → `Action::Custom`; an `action` that does not parse at all was
@@ -9,42 +10,43 @@
 use serde_json::Value;
 
 use super::StoreError;
+use super::row::{IntoDomain, JsonText, Text};
 use droidpilot_core::domain::{ActionParser, Step, StepOutcome, StepTimings};
 
 /// One row of `steps`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct StepRow {
     pub task_id: String,
     pub n: i64,
     pub started_at: chrono::DateTime<chrono::Utc>,
-    pub thinking: Option<String>,
+    pub thinking: Option<Text>,
     /// JSON `Action`.
-    pub action: Option<String>,
-    pub raw: Option<String>,
+    pub action: Option<JsonText>,
+    pub raw: Option<Text>,
     /// JSON: what a rejected answer sent.
-    pub rejected: Option<String>,
+    pub rejected: Option<JsonText>,
     /// JSON `StepOutcome` (the column is `result`).
-    pub result: Option<String>,
+    pub result: Option<JsonText>,
     /// JSON `StepScreen`.
-    pub screen: Option<String>,
+    pub screen: Option<JsonText>,
     pub screenshot: Option<String>,
     /// JSON `StepTimings`.
-    pub timings: Option<String>,
+    pub timings: Option<JsonText>,
     pub tokens_in: i64,
     pub tokens_out: i64,
     pub cost_usd: f64,
     pub model_calls: i64,
     /// JSON `ReplayInfo`.
-    pub replay: Option<String>,
+    pub replay: Option<JsonText>,
     /// JSON array of `ModelCall`; NULL when there were none.
-    pub calls: Option<String>,
+    pub calls: Option<JsonText>,
     /// JSON array of `Annotation`; NULL when there were none.
-    pub annotations: Option<String>,
-    pub actor: Option<String>,
+    pub annotations: Option<JsonText>,
+    pub actor: Option<Text>,
 }
 
-fn to_json<T: serde::Serialize>(v: Option<&T>) -> Option<String> {
-    v.map(|v| serde_json::to_string(v).expect("serializing plain data cannot fail"))
+fn to_json<T: serde::Serialize>(v: Option<&T>) -> Option<JsonText> {
+    v.map(|v| JsonText(serde_json::to_string(v).expect("serializing plain data cannot fail")))
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(
@@ -63,9 +65,9 @@ impl From<&Step> for StepRow {
             task_id: s.task_id.to_string(),
             n: s.n as i64,
             started_at: s.started_at,
-            thinking: s.thinking.clone(),
+            thinking: s.thinking.clone().map(Text),
             action: to_json(s.action.as_ref()),
-            raw: s.raw.clone(),
+            raw: s.raw.clone().map(Text),
             rejected: to_json(s.rejected.as_ref()),
             result: to_json(Some(&s.outcome)),
             screen: to_json(s.screen.as_ref()),
@@ -78,7 +80,7 @@ impl From<&Step> for StepRow {
             replay: to_json(s.replay.as_ref()),
             calls: to_json(Some(&s.calls).filter(|c| !c.is_empty())),
             annotations: to_json(Some(&s.annotations).filter(|a| !a.is_empty())),
-            actor: s.by.clone(),
+            actor: s.by.clone().map(Text),
         }
     }
 }
@@ -104,9 +106,9 @@ impl StepRow {
             task_id,
             n: self.n as u32,
             started_at: self.started_at,
-            thinking: self.thinking,
+            thinking: self.thinking.map(|t| t.0),
             action,
-            raw: self.raw,
+            raw: self.raw.map(|t| t.0),
             rejected,
             outcome: from_json::<StepOutcome>(self.result.as_deref(), "result")?
                 .ok_or_else(|| StoreError::Corrupt("step without result".into()))?,
@@ -121,7 +123,14 @@ impl StepRow {
             replay: from_json(self.replay.as_deref(), "replay")?,
             calls: from_json(self.calls.as_deref(), "calls")?.unwrap_or_default(),
             annotations: from_json(self.annotations.as_deref(), "annotations")?.unwrap_or_default(),
-            by: self.actor,
+            by: self.actor.map(|t| t.0),
         })
+    }
+}
+
+impl IntoDomain for StepRow {
+    type Domain = Step;
+    fn into_domain(self) -> Result<Step, StoreError> {
+        self.into_step()
     }
 }

@@ -1,7 +1,8 @@
 //! Agents made of agents: the `planned` kind (an acting agent with a planner, a progress
 //! checker and a completion verifier) and the `chain` kind (each step passes through
-//! several agents). This module reads their parts of the `agent` object, checks them
-//! (errors name the nested field, `fast.model`, `agents[1].kind`), and builds them.
+//! several agents). This module checks their parts of the `agent` object (read with it by
+//! `AgentSpec::from_json`; errors name the nested field, `fast.model`, `agents[1].kind`),
+//! and builds them.
 //!
 //! ```json
 //! {"kind": "planned",
@@ -13,11 +14,10 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::chain::ChainAgent;
-use super::planned::{PlannedAgent, PlanningOptions, Roles};
+use super::planned::{PlannedAgent, Roles};
 use super::spec::{AgentDefaults, AgentKind, AgentSpec, SpecError, build_recording_agent};
 use super::{Agent, AgentError};
 use crate::llm::{ChatModel, LlmError, ModelConfig, ProviderKind, build_model_with_key};
@@ -28,13 +28,25 @@ use crate::llm::{ChatModel, LlmError, ModelConfig, ProviderKind, build_model_wit
 pub struct ModelSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<ProviderKind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::text"
+    )]
     pub model: Option<String>,
     /// A base URL the server is configured for, or one in `[agent] allowed_base_urls`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::text"
+    )]
     pub base_url: Option<String>,
     /// A model server from `[agent.servers]`, by name (sets provider and base URL).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::text"
+    )]
     pub server: Option<String>,
     /// The model reads screenshots (they are attached to its requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,56 +55,6 @@ pub struct ModelSpec {
 
 /// The most agents a chain may hold.
 pub const MAX_CHAIN: usize = 5;
-
-pub(super) fn parse_model(
-    obj: &serde_json::Map<String, Value>,
-    field: &str,
-) -> Result<Option<ModelSpec>, SpecError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v @ Value::Object(_)) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
-            SpecError::new(
-                field,
-                format!("{e}; expected e.g. {{\"provider\": \"anthropic\", \"model\": \"claude-opus-4-1\", \"base_url\": …}}"),
-            )
-        }),
-        Some(_) => Err(SpecError::new(field, "expected a model object like {\"provider\": \"openai\", \"model\": \"gpt-4o\"}")),
-    }
-}
-
-pub(super) fn parse_planning(
-    obj: &serde_json::Map<String, Value>,
-) -> Result<Option<PlanningOptions>, SpecError> {
-    match obj.get("planning") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
-            SpecError::new(
-                "planning",
-                format!("{e}; fields: progress_every, failure_threshold, last_resort_steps, planner_timeout_secs, verify_finish, failures_shown"),
-            )
-        }),
-    }
-}
-
-/// A nested agent object, its errors prefixed with where it sits.
-pub(super) fn parse_nested(v: &Value, at: &str) -> Result<AgentSpec, SpecError> {
-    AgentSpec::from_json(v).map_err(|e| e.nested(at))
-}
-
-pub(super) fn parse_agents(
-    obj: &serde_json::Map<String, Value>,
-) -> Result<Option<Vec<AgentSpec>>, SpecError> {
-    match obj.get("agents") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(list)) => list
-            .iter()
-            .enumerate()
-            .map(|(i, v)| parse_nested(v, &format!("agents[{i}]")))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(SpecError::new("agents", "expected a list of agent objects")),
-    }
-}
 
 /// The acting agent of a planned spec: the configured default kind when that is a
 /// navigator or vision agent, else a navigator (a default kind of `planned` must not make
@@ -351,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             err(json!({"kind": "planned", "planning": {"every": 2}})).field,
-            "planning"
+            "planning.every"
         );
         assert_eq!(
             err(json!({"kind": "navigator", "planner": {"model": "o3"}})).field,

@@ -17,6 +17,7 @@ pub mod script;
 pub mod secrets;
 pub mod servers;
 pub mod spec;
+mod spec_de;
 pub mod vision;
 
 use std::time::{Duration, Instant};

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use strum::VariantNames as _;
 use utoipa::ToSchema;
 
 use super::grounding::ModelGrounder;
@@ -16,7 +15,6 @@ use super::script::ScriptAgent;
 use super::script::recover::Aitm;
 use super::vision::{UiTarsCoords, VisionAgent, VisionFormat};
 use super::{Agent, AgentError, McpTool};
-use crate::domain::action::closest;
 use crate::domain::{Action, ActionParser};
 use crate::llm::{ApiKey, LlmError, ModelConfig, PriceTable, ProviderKind, build_model_with_key};
 use crate::screen::Selector;
@@ -51,8 +49,11 @@ pub enum AgentKind {
     Chain,
 }
 
-/// Which agent runs a task. Absent fields come from the configuration.
+/// Which agent runs a task. Absent fields come from the configuration. Read with
+/// `AgentSpec::from_json` (errors name the field); `validate` checks the rules between
+/// fields.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<AgentKind>,
@@ -61,15 +62,27 @@ pub struct AgentSpec {
     pub format: Option<VisionFormat>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<ProviderKind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::text"
+    )]
     pub model: Option<String>,
     /// A base URL the server is configured for (its defaults, `[agent.servers]`) or
     /// that the operator allows (`[agent] allowed_base_urls`, reached without a key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::text"
+    )]
     pub base_url: Option<String>,
     /// A model server the operator configured, by name (`[agent.servers.NAME]`): its
     /// provider, base URL and key; `model` may still name another model on it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::text"
+    )]
     pub server: Option<String>,
     /// Replay agents only: the actions to return, in order. A `type` marked
     /// `"secret": true` has its text held in memory only (stored as `••••`).
@@ -82,15 +95,27 @@ pub struct AgentSpec {
     pub on_error: Option<OnError>,
     /// Script agents only: the script document (`POST /v1/scripts/{id}/run` embeds the
     /// stored version, so the task is self-contained).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::object"
+    )]
     #[schema(value_type = Option<Object>)]
     pub script: Option<Value>,
     /// Script agents only: the stored script and version it came from (a healed script
     /// becomes that script's next version).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::script_id"
+    )]
     #[schema(value_type = Option<String>)]
     pub script_id: Option<crate::script::ScriptId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::version"
+    )]
     pub script_version: Option<u32>,
     /// Script agents only: values for the script's `${inputs}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,140 +184,19 @@ impl SpecError {
     }
 }
 
-const FIELDS: &[&str] = &[
-    "kind",
-    "format",
-    "provider",
-    "model",
-    "base_url",
-    "server",
-    "actions",
-    "on_error",
-    "script",
-    "script_id",
-    "script_version",
-    "inputs",
-    "recovery",
-    "planner",
-    "fast",
-    "verifier",
-    "planning",
-    "agents",
-];
-
-fn enum_field<T: for<'de> Deserialize<'de>>(
-    obj: &serde_json::Map<String, Value>,
-    field: &str,
-    allowed: &[&str],
-) -> Result<Option<T>, SpecError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => serde_json::from_value(Value::String(s.clone()))
-            .map(Some)
-            .map_err(|_| {
-                let near = closest(s, allowed.iter().copied())
-                    .map(|c| format!(" (did you mean `{c}`?)"))
-                    .unwrap_or_default();
-                SpecError::new(
-                    field,
-                    format!("unknown value `{s}`{near}; allowed: {}", allowed.join(", ")),
-                )
-            }),
-        Some(_) => Err(SpecError::new(
-            field,
-            format!("expected a string, one of {}", allowed.join(", ")),
-        )),
-    }
-}
-
-fn string_field(
-    obj: &serde_json::Map<String, Value>,
-    field: &str,
-) -> Result<Option<String>, SpecError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
-        Some(Value::String(_)) => Err(SpecError::new(field, "must not be empty")),
-        Some(_) => Err(SpecError::new(field, "expected a string")),
-    }
-}
-
 impl AgentSpec {
-    /// Reads the `agent` object with errors that name the field.
+    /// Reads the `agent` object (serde, `agent::spec_de`): errors name the field by its
+    /// path, unknown fields and values get "did you mean". Cross-field rules are
+    /// `validate`'s.
     pub fn from_json(v: &Value) -> Result<Self, SpecError> {
-        let obj = v.as_object().ok_or_else(|| {
-            SpecError::new("", "expected an object like {\"kind\": \"navigator\"}")
-        })?;
-        for k in obj.keys() {
-            if !FIELDS.contains(&k.as_str()) {
-                let near = closest(k, FIELDS.iter().copied())
-                    .map(|c| format!(" (did you mean `{c}`?)"))
-                    .unwrap_or_default();
-                return Err(SpecError::new(
-                    k.clone(),
-                    format!("unknown field{near}; fields: {}", FIELDS.join(", ")),
-                ));
-            }
-        }
-        let spec = AgentSpec {
-            kind: enum_field(obj, "kind", AgentKind::VARIANTS)?,
-            format: enum_field(obj, "format", VisionFormat::VARIANTS)?,
-            provider: enum_field(obj, "provider", ProviderKind::VARIANTS)?,
-            model: string_field(obj, "model")?,
-            base_url: string_field(obj, "base_url")?,
-            server: string_field(obj, "server")?,
-            actions: match obj.get("actions") {
-                None | Some(Value::Null) => None,
-                Some(Value::Array(a)) => Some(a.clone()),
-                Some(_) => return Err(SpecError::new("actions", "expected a list of actions")),
-            },
-            on_error: enum_field(obj, "on_error", OnError::VARIANTS)?,
-            script: match obj.get("script") {
-                None | Some(Value::Null) => None,
-                Some(v @ Value::Object(_)) => Some(v.clone()),
-                Some(_) => return Err(SpecError::new("script", "expected a script object")),
-            },
-            script_id: match obj.get("script_id") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.parse().map_err(|_| {
-                    SpecError::new("script_id", format!("`{s}` is not a script id"))
-                })?),
-                Some(_) => return Err(SpecError::new("script_id", "expected a string")),
-            },
-            script_version: match obj.get("script_version") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(
-                    v.as_u64()
-                        .filter(|n| *n >= 1 && *n <= u32::MAX as u64)
-                        .ok_or_else(|| {
-                            SpecError::new("script_version", "expected a version number (1, 2, …)")
-                        })? as u32,
-                ),
-            },
-            inputs: match obj.get("inputs") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|_| {
-                    SpecError::new(
-                        "inputs",
-                        "expected an object of strings, e.g. {\"name\": \"Ana\"}",
-                    )
-                })?),
-            },
-            recovery: match obj.get("recovery") {
-                None | Some(Value::Null) => None,
-                Some(Value::Bool(b)) => Some(*b),
-                Some(_) => return Err(SpecError::new("recovery", "expected true or false")),
-            },
-            planner: super::composite::parse_model(obj, "planner")?,
-            fast: match obj.get("fast") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(Box::new(super::composite::parse_nested(v, "fast")?)),
-            },
-            verifier: super::composite::parse_model(obj, "verifier")?,
-            planning: super::composite::parse_planning(obj)?,
-            agents: super::composite::parse_agents(obj)?,
-        };
-        Ok(spec)
+        super::spec_de::read(v)
+    }
+
+    /// The object as stored with its task: the typed spec's own JSON, which `from_json`
+    /// reads back as it was checked at submission.
+    pub fn to_json(&self) -> Value {
+        // Only strings, numbers, booleans, lists, string-keyed maps and JSON values.
+        serde_json::to_value(self).expect("an AgentSpec is always JSON")
     }
 
     /// The script a `script` agent replays, checked whole, and its inputs bound.
@@ -965,6 +869,79 @@ mod tests {
             err(json!({"kind": "replay", "actions": [], "model": "x"})).field,
             "model"
         );
+    }
+
+    /// Inside a nested agent or a role model the error names the inner field, with the
+    /// same "did you mean" as at the top.
+    #[test]
+    fn nested_objects_name_the_inner_field_and_suggest() {
+        let msg = |v: Value| err(v).to_string();
+        assert_eq!(
+            msg(json!({"kind": "planned", "planner": {"provider": "openia"}})),
+            "agent.planner.provider: unknown value `openia` (did you mean `openai`?); allowed: openai, anthropic, gemini"
+        );
+        assert_eq!(
+            msg(json!({"kind": "planned", "verifier": {"modle": "o3"}})),
+            "agent.verifier.modle: unknown field (did you mean `model`?); fields: provider, model, base_url, server, vision"
+        );
+        assert_eq!(
+            msg(json!({"kind": "planned", "planner": {"model": "  "}})),
+            "agent.planner.model: must not be empty"
+        );
+        assert!(
+            msg(json!({"kind": "planned", "planning": {"progress_evry": 2}})).starts_with(
+                "agent.planning.progress_evry: unknown field (did you mean `progress_every`?); fields: progress_every, "
+            )
+        );
+        let replay = json!({"kind": "replay", "actions": []});
+        assert_eq!(
+            msg(json!({"kind": "chain", "agents": [replay, {"kind": "visoin"}]})),
+            "agent.agents[1].kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain"
+        );
+        assert_eq!(
+            msg(json!({"kind": "chain", "agents": [replay, {"kind": "replay", "actions": {}}]})),
+            "agent.agents[1].actions: expected a list of actions"
+        );
+        assert_eq!(
+            msg(json!({"kind": "planned", "fast": {"recovery": "yes"}})),
+            "agent.fast.recovery: expected true or false"
+        );
+        assert_eq!(
+            msg(json!({"kind": "planned", "fast": 3})),
+            "agent.fast: expected an object like {\"kind\": \"navigator\"}"
+        );
+        assert_eq!(
+            msg(json!({"kind": 3})),
+            "agent.kind: expected a string, one of navigator, vision, replay, script, planned, chain"
+        );
+        assert_eq!(msg(json!({"model": " "})), "agent.model: must not be empty");
+        assert_eq!(
+            msg(json!({"kind": "script", "script_id": "nope"})),
+            "agent.script_id: `nope` is not a script id"
+        );
+        assert_eq!(
+            msg(json!({"kind": "script", "script_version": 0})),
+            "agent.script_version: expected a version number (1, 2, …)"
+        );
+        assert_eq!(
+            msg(json!({"kind": "script", "inputs": {"who": 3}})),
+            "agent.inputs.who: invalid type: integer `3`, expected a string"
+        );
+    }
+
+    /// What a task stores is the typed spec's JSON (strings trimmed, nulls gone), and it
+    /// reads back as the spec that was checked.
+    #[test]
+    fn the_stored_spec_reads_back_as_it_was_checked() {
+        let s = AgentSpec::from_json(&json!({"kind": "planned", "planner": {"model": " o3 "},
+            "fast": {"kind": "vision", "model": " ui ", "format": null},
+            "planning": {"progress_every": 2}}))
+        .unwrap();
+        let stored = s.to_json();
+        assert_eq!(stored["planner"], json!({"model": "o3"}));
+        assert_eq!(stored["fast"], json!({"kind": "vision", "model": "ui"}));
+        assert_eq!(stored["planning"]["progress_every"], 2);
+        assert_eq!(AgentSpec::from_json(&stored).unwrap(), s);
     }
 
     #[test]

@@ -52,9 +52,8 @@ pub async fn run_script(core: &Core, id: ScriptId, req: RunScript) -> Result<Tas
     if let (Some(app), Some(dev)) = (&rec.script.app, &req.device_id) {
         check_installed(core, dev, app).await?;
     }
-    let mut spec = TaskSpec::parse(task_request(&rec, req))?;
-    super::tasks::check_runnable(core, &spec).await?;
-    super::tasks::hold_secrets(core, &mut spec)?;
+    let spec = TaskSpec::parse(task_request(&rec, req))?;
+    let spec = super::tasks::ready(core, spec).await?;
     Ok(core.queue.submit(spec).await?)
 }
 

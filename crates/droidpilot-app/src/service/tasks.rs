@@ -1,7 +1,10 @@
 //! Task use cases: submit (validated, refused when it could never run, its secrets held
 //! in memory, queued), cancel, and answer the question a task waits on.
 
+use serde_json::Value;
+
 use super::error::AppError;
+use crate::agent::spec::{AgentSpec, check_record};
 use crate::core::Core;
 use crate::domain::{Intervention, NewTask, Task, TaskId, TaskSpec};
 use crate::store::CancelOutcome;
@@ -16,9 +19,18 @@ pub async fn submit(core: &Core, req: NewTask) -> Result<Task, AppError> {
 /// A request made into a task spec that can run: parsed, checked (`check_runnable`), its
 /// secrets held. `submit` queues it; `droidpilot run` runs it itself.
 pub async fn prepare(core: &Core, req: NewTask) -> Result<TaskSpec, AppError> {
-    let mut spec = TaskSpec::parse(req)?;
-    check_runnable(core, &spec).await?;
-    hold_secrets(core, &mut spec)?;
+    ready(core, TaskSpec::parse(req)?).await
+}
+
+/// A parsed task made ready to queue. Its `agent` object is read once, here, into an
+/// `AgentSpec` and checked; what is stored is that typed spec's JSON (its secrets held in
+/// memory), which the agent factory reads back with serde when the task starts.
+pub(super) async fn ready(core: &Core, mut spec: TaskSpec) -> Result<TaskSpec, AppError> {
+    let agent = agent_spec(core, &spec)?;
+    check_runnable(core, &spec, &agent).await?;
+    if spec.agent.is_some() {
+        spec.agent = Some(hold_secrets(core, &agent)?);
+    }
     Ok(spec)
 }
 
@@ -43,48 +55,38 @@ pub async fn answer(
         .await?)
 }
 
-/// Moves the agent's secrets (a replay's `"secret": true` texts, a script's secret
-/// inputs) into the core's memory before the task is stored; the stored agent keeps a
-/// reference (`agent::secrets`). Call after `check_runnable`, which reads them.
-pub(super) fn hold_secrets(core: &Core, spec: &mut TaskSpec) -> Result<(), AppError> {
-    let Some(agent) = spec.agent.as_mut() else {
-        return Ok(());
-    };
+/// The stored `agent` object: the typed spec's JSON with its secrets (a replay's
+/// `"secret": true` texts, a script's secret inputs) moved into the core's memory; the
+/// stored object keeps a reference (`agent::secrets`).
+fn hold_secrets(core: &Core, agent: &AgentSpec) -> Result<Value, AppError> {
+    let mut stored = agent.to_json();
     core.secrets
-        .hold(agent)
-        .map(drop)
-        .map_err(|e| AppError::invalid("invalid_agent", e.to_string(), e.hint()))
+        .hold(&mut stored)
+        .map_err(|e| AppError::invalid("invalid_agent", e.to_string(), e.hint()))?;
+    Ok(stored)
 }
 
-/// Refuses, at submission, what could never run: an agent spec with a bad field, a model
-/// whose provider key the server lacks, a webhook URL on an internal host the operator
-/// did not allow, or a device id the pool does not know (a typo would otherwise wait out
-/// the queue timeout).
-pub(super) async fn check_runnable(s: &Core, spec: &TaskSpec) -> Result<(), AppError> {
-    let agent = match &spec.agent {
-        Some(a) => crate::agent::spec::AgentSpec::from_json(a)
-            .and_then(|a| {
-                a.validate(&s.config.agent)?;
-                if spec.record {
-                    crate::agent::spec::check_record(&a, &s.config.agent)?;
-                }
-                Ok(a)
-            })
-            .map_err(|e| AppError::invalid("invalid_agent", e.to_string(), e.hint()))?,
-        None => {
-            let a = crate::agent::spec::AgentSpec::default();
-            if spec.record {
-                crate::agent::spec::check_record(&a, &s.config.agent)
-                    .map_err(|e| AppError::invalid("invalid_agent", e.to_string(), e.hint()))?;
-            }
-            a
-        }
+/// The task's agent, read and checked (the server's default agent when it names none).
+fn agent_spec(s: &Core, spec: &TaskSpec) -> Result<AgentSpec, AppError> {
+    let read = match &spec.agent {
+        Some(v) => AgentSpec::from_json(v),
+        None => Ok(AgentSpec::default()),
     };
-    if let Some(e) = s
-        .config
-        .agent
-        .missing_key(&agent, |v| std::env::var(v).ok())
-    {
+    read.and_then(|a| {
+        a.validate(&s.config.agent)?;
+        if spec.record {
+            check_record(&a, &s.config.agent)?;
+        }
+        Ok(a)
+    })
+    .map_err(|e| AppError::invalid("invalid_agent", e.to_string(), e.hint()))
+}
+
+/// Refuses, at submission, what could never run: a model whose provider key the server
+/// lacks, a webhook URL on an internal host the operator did not allow, or a device id
+/// the pool does not know (a typo would otherwise wait out the queue timeout).
+async fn check_runnable(s: &Core, spec: &TaskSpec, agent: &AgentSpec) -> Result<(), AppError> {
+    if let Some(e) = s.config.agent.missing_key(agent, |v| std::env::var(v).ok()) {
         let (var, openai) = match &e {
             crate::llm::LlmError::MissingKey { env_var, provider } => {
                 (*env_var, *provider == crate::llm::ProviderKind::Openai)
