@@ -39,7 +39,7 @@ pub fn shift_for(seed: u64, package: &str) -> i32 {
 /// top while it is up), to which bottom bars stay anchored.
 pub fn move_app_content(root: &mut Widget, cx: &Ctx, bottom: i32, seed: u64, package: &str) {
     let dy = cx.d(shift_for(seed, package));
-    let Some(content) = find_mut(root, "android:id/content") else {
+    let Some(content) = root.find_mut("android:id/content") else {
         return;
     };
     let top = cx.content_top();
@@ -69,7 +69,7 @@ pub fn move_app_content(root: &mut Widget, cx: &Ctx, bottom: i32, seed: u64, pac
 /// Moves the launcher's home-screen icon grid up (see the module doc).
 pub fn move_launcher(root: &mut Widget, cx: &Ctx, seed: u64, package: &str) {
     let dy = cx.d(shift_for(seed, package));
-    if let Some(ws) = find_mut(root, "workspace") {
+    if let Some(ws) = root.find_mut("workspace") {
         ws.shift(-dy);
     }
 }
@@ -117,13 +117,6 @@ pub fn relabel(w: &mut Widget, seed: u64, package: &str) {
     for c in &mut w.children {
         relabel(c, seed, package);
     }
-}
-
-fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
-    if w.id == id {
-        return Some(w);
-    }
-    w.children.iter_mut().find_map(|c| find_mut(c, id))
 }
 
 #[cfg(test)]

@@ -151,7 +151,7 @@ pub fn overflow(root: &mut Widget, cx: &Ctx, seed: u64, package: &str) {
         },
     )
     .id(OVERFLOW_ID);
-    if let Some(tb) = find_mut(root, "toolbar") {
+    if let Some(tb) = root.find_mut("toolbar") {
         tb.children.push(more);
     }
 }
@@ -220,13 +220,6 @@ pub fn whats_new(app: AppId, seed: u64) -> Dialog {
     let (title, message, ok, id) =
         WORDING[(mix(seed, &format!("intro/{}", app.package())) % 3) as usize];
     Dialog::alert(app.package(), WHATS_NEW_KIND, title, message).button(id, ok, Cmd::CloseDialog)
-}
-
-fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
-    if w.id == id {
-        return Some(w);
-    }
-    w.children.iter_mut().find_map(|c| find_mut(c, id))
 }
 
 #[cfg(test)]

@@ -829,7 +829,7 @@ fn lock_screen(st: &PhoneState, cx: &Ctx) -> Window {
 fn scroll_page(root: &mut Widget, cx: &Ctx, st: &PhoneState, app: AppId) {
     let bottom = cx.bottom(st);
     let top = cx.content_top();
-    let Some(content) = find_mut(root, "android:id/content") else {
+    let Some(content) = root.find_mut("android:id/content") else {
         return;
     };
     let mut all = Vec::new();
@@ -883,13 +883,6 @@ fn scroll_page(root: &mut Widget, cx: &Ctx, st: &PhoneState, app: AppId) {
     }
     page.clip(&area);
     content.children.insert(1, page);
-}
-
-fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
-    if w.id == id {
-        return Some(w);
-    }
-    w.children.iter_mut().find_map(|c| find_mut(c, id))
 }
 
 /// An app's window: its page built, then the drifts an app update brings, in order

@@ -469,6 +469,16 @@ impl Screen {
     }
 }
 
+impl Widget {
+    /// The first widget of this tree (itself included, depth first) with this id.
+    pub fn find_mut(&mut self, id: &str) -> Option<&mut Widget> {
+        if self.id == id {
+            return Some(self);
+        }
+        self.children.iter_mut().find_map(|c| c.find_mut(id))
+    }
+}
+
 /// The first widget of a screen with this id (short, as on screen after renames).
 pub fn find<'a>(screen: &'a Screen, id: &str) -> Option<&'a Widget> {
     screen.all().into_iter().find(|w| w.id == id)
