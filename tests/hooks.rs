@@ -262,6 +262,14 @@ async fn a_step_failure_hook_replaces_the_failed_action() {
     let s = &e.store.steps(done.id).await.unwrap()[0];
     assert_eq!(s.outcome.status, "ok");
     assert_eq!(s.action.as_ref().unwrap().name(), "key");
+    // The replacement was settled like any action that ran, and the replaced one is kept
+    // beside the replacement's own detail.
+    assert!(s.outcome.screen_changed.is_some(), "{:?}", s.outcome);
+    assert!(
+        s.outcome.detail.as_ref().unwrap().get("key").is_some(),
+        "{:?}",
+        s.outcome
+    );
     assert_eq!(
         s.outcome.detail.as_ref().unwrap()["replaced"]["action"]["action"],
         "tap"

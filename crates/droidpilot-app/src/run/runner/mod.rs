@@ -9,10 +9,12 @@
 //! person can act on.
 //!
 //! This module owns the `Runner`, the loop and the step (`Runner::step`, which reads top to
-//! bottom like the phases). Each phase is a function in its own file that returns a value
-//! or a `Break` (commit the step now, redo it, or end the task); the step is recorded and
-//! published in one place, `Runner::commit` (`record.rs`). Hooks (`run::hooks`) are called
-//! at the boundary, before decide, around act, on a claimed finish and on a failed action.
+//! bottom like the phases). Each phase is a method in its own file that takes the value
+//! the phase before handed it (act hands settle an `Acted`, settle hands verify the
+//! step's outcome) and returns its own, or a `Break` (commit the step now, redo it, or end
+//! the task); the step is recorded and published in one place, `record_phase` then
+//! `publish_phase` (`record.rs`). Hooks (`run::hooks`) are called at the boundary, before
+//! decide, around act, on a claimed finish and on a failed action.
 
 mod act;
 mod ask;
@@ -58,6 +60,7 @@ use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskId, TaskStat
 use crate::screen::ReprOptions;
 use crate::script::ScriptSource;
 use crate::store::StoreError;
+use observe::Observed;
 use record::{PasswordGuard, StepDraft, Then};
 use state::RunState;
 
@@ -119,38 +122,29 @@ enum Fatal {
     Device(String),
 }
 
-/// How one pass of the loop ended. (Built once per step and moved straight into
-/// `commit`, so the large variant is not boxed.)
-#[allow(clippy::large_enum_variant)]
-enum Flow {
-    /// The step happened: commit it, then do what `Then` says.
-    Next(StepDraft, Then),
+/// Why a phase cut the step short.
+enum Break {
+    /// Record the step as it stands, then do this.
+    Commit(Then),
     /// Nothing to record (a cancel, a device that came back): back to the boundary.
     Redo,
     /// The task ends without recording this step.
     End(End),
 }
 
-/// Why a phase cut the step short.
-enum Break {
-    /// Record the step as it stands, then do this.
-    Commit(Then),
-    Redo,
-    End(End),
-}
-
 /// A phase's result: its value, or a `Break`.
 type Phase<T> = Result<ControlFlow<Break, T>, Fatal>;
 
-/// Unwraps a phase's value, or leaves `Runner::step` with the break (a commit carries the
-/// step's draft).
+/// Unwraps a phase's value, or leaves the phases: a commit breaks out of the labelled
+/// block `$phases` with what follows the step, to record it as it stands; a redo or an
+/// end leaves `Runner::step` at once.
 macro_rules! phase {
-    ($draft:ident, $e:expr) => {
+    ($phases:lifetime, $e:expr) => {
         match $e? {
             ControlFlow::Continue(v) => v,
-            ControlFlow::Break(Break::Commit(then)) => return Ok(Flow::Next($draft, then)),
-            ControlFlow::Break(Break::Redo) => return Ok(Flow::Redo),
-            ControlFlow::Break(Break::End(e)) => return Ok(Flow::End(e)),
+            ControlFlow::Break(Break::Commit(then)) => break $phases then,
+            ControlFlow::Break(Break::Redo) => return Ok(None),
+            ControlFlow::Break(Break::End(e)) => return Ok(Some(e)),
         }
     };
 }
@@ -323,31 +317,55 @@ impl Runner {
             if let Some(end) = self.boundary(&mut st).await? {
                 return Ok(end);
             }
-            match self.step(&mut st, device, agent).await? {
-                Flow::Next(draft, then) => {
-                    if let Some(end) = self.commit(&mut st, device, draft, then).await? {
-                        return Ok(end);
-                    }
-                }
-                Flow::Redo => continue,
-                Flow::End(end) => return Ok(end),
+            if let Some(end) = self.step(&mut st, device, agent).await? {
+                return Ok(end);
             }
         }
     }
 
-    /// One step, phase by phase. Ends with the draft to commit (`Flow::Next`), unless a
-    /// phase broke off earlier.
+    /// One step, phase by phase: observe → decide → act → settle → verify → record →
+    /// publish, each phase handing the next its value. A phase may cut the step short
+    /// (`Break`): a commit records the step as it stands, a redo goes back to the
+    /// boundary with nothing recorded. Returns the task's end when one follows.
     async fn step(
         &self,
         st: &mut RunState<'_>,
         device: &dyn Device,
         agent: &mut dyn Agent,
-    ) -> Result<Flow, Fatal> {
+    ) -> Result<Option<End>, Fatal> {
         let start = StepStart::now();
         let Some(obs) = self.observe_phase(st, device).await? else {
-            return Ok(Flow::Redo);
+            return Ok(None);
         };
-        let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, &obs, st.size);
+        let mut draft = self.draft(st, agent, start, &obs);
+        if agent.wants_device_context() {
+            self.refresh_apps(st, device).await;
+        }
+        let then = 'phases: {
+            let decision = phase!('phases, self.decide_phase(st, agent, &obs, &mut draft).await);
+            draft.fixed_index = agent.fixed_action_index();
+            let act = self.act_phase(st, device, &decision, &obs, &mut draft);
+            let acted = phase!('phases, act.await);
+            let outcome = phase!('phases, self.settle_phase(st, device, acted, &mut draft).await);
+            let verify = self.verify_phase(st, agent, &decision, &obs, outcome, &mut draft);
+            phase!('phases, verify.await);
+            Then::Next
+        };
+        let recorded = self.record_phase(draft);
+        self.publish_phase(st, recorded).await?;
+        self.follow(st, device, then).await
+    }
+
+    /// The step's draft, on the observed screen: the agent's secrets and the screen's
+    /// password fields are kept out of what it records.
+    fn draft(
+        &self,
+        st: &RunState<'_>,
+        agent: &dyn Agent,
+        start: StepStart,
+        obs: &Observed,
+    ) -> StepDraft {
+        let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, obs, st.size);
         draft.hide(agent.secrets());
         if let Some(screen) = &obs.screen {
             draft.guard_passwords(PasswordGuard {
@@ -356,22 +374,7 @@ impl Runner {
                 transform: self.transform.clone(),
             });
         }
-        if agent.wants_device_context() {
-            self.refresh_apps(st, device).await;
-        }
-        let decision = phase!(draft, self.decide_phase(st, agent, &obs, &mut draft).await);
-        draft.fixed_index = agent.fixed_action_index();
-        let acted = phase!(
-            draft,
-            self.act_phase(st, device, &decision, &obs, &mut draft)
-                .await
-        );
-        phase!(
-            draft,
-            self.verify_phase(st, agent, &decision, &obs, acted, &mut draft)
-                .await
-        );
-        Ok(Flow::Next(draft, Then::Next))
+        draft
     }
 
     /// The step boundary: hooks that hold the loop (take-over), then a stop, a cancel,
