@@ -112,7 +112,7 @@ impl Runner {
         if let FinishVerdict::Reject(why) = verdict {
             let detail = json!({"success": success, "rejected": why});
             draft.failed(format!("finish rejected: {why}"), Some(detail));
-            draft.remember(st.counter.current(), decision, format!("NOT done: {why}"));
+            draft.remember(st.step(), decision, format!("NOT done: {why}"));
             return Stop(Break::Commit(Then::Next));
         }
         let reason = claim.reason.map(str::to_string).unwrap_or_else(|| {
@@ -142,7 +142,7 @@ impl Runner {
     ) -> Phase<String> {
         let timeout = Duration::from_secs(self.cfg.mcp_timeout_secs);
         let call = self.mcp.call(tool, args.clone(), timeout);
-        let Some(r) = unless_cancelled(&mut st.stop, call).await else {
+        let Some(r) = unless_cancelled(st.stop(), call).await else {
             return Ok(Stop(Break::Redo));
         };
         let text = match &r.content {
@@ -155,7 +155,7 @@ impl Runner {
             false => draft.ok(None, detail),
         }
         draft.notes.push(Note::McpResult {
-            step: st.counter.current(),
+            step: st.step(),
             tool: tool.to_string(),
             result: text.chars().take(2000).collect(),
             is_error: r.is_error,
@@ -243,7 +243,7 @@ impl Runner {
             }
             Err(e) if is_disconnect(&e) => {
                 draft.failed(e.to_string(), None);
-                let n = st.counter.current();
+                let n = st.step();
                 draft.remember_as(n, decision, action.clone(), format!("failed: {e}"));
                 draft.notes.push(Note::DeviceDropped { step: n, action });
                 let serial = device.serial().to_string();
@@ -270,8 +270,8 @@ impl Runner {
     ) -> Option<Executed> {
         draft.set_action(&action);
         let started = Instant::now();
-        let acting = self.act(device, &action, obs, st.size);
-        let (result, latest) = unless_cancelled(&mut st.stop, acting).await?;
+        let acting = self.act(device, &action, obs, st.size());
+        let (result, latest) = unless_cancelled(st.stop(), acting).await?;
         draft.step.timings.action_ms += started.elapsed().as_millis() as u64;
         if !self.hooks.is_empty() {
             let outcome = result.clone().map_err(|e| e.to_string());
@@ -291,12 +291,12 @@ impl Runner {
     ) -> std::ops::ControlFlow<Break, Acted> {
         let detail = json!({"hint": e.hint(), "selector": e.selector()});
         draft.failed(format!("{}: {e}", e.error_type()), Some(detail));
-        if st.ends_on_failed_action {
-            let end = failed_step_end(st.counter.current(), action, &e);
+        if st.ends_on_failed_action() {
+            let end = failed_step_end(st.step(), action, &e);
             return Stop(Break::Commit(Then::End(end)));
         }
         // The retries re-observed; the next decision reuses that screen.
-        st.cached = Some(latest);
+        st.reuse_screen(latest);
         Continue(Acted::Told(format!("failed: {e}. {}", e.hint())))
     }
 

@@ -365,12 +365,12 @@ impl Runner {
         start: StepStart,
         obs: &Observed,
     ) -> StepDraft {
-        let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, obs, st.size);
+        let mut draft = StepDraft::new(st.task().id, st.step(), start, obs, st.size());
         draft.hide(agent.secrets());
         if let Some(screen) = &obs.screen {
             draft.guard_passwords(PasswordGuard {
                 screen: screen.clone(),
-                size: st.size,
+                size: st.size(),
                 transform: self.transform.clone(),
             });
         }
@@ -382,10 +382,10 @@ impl Runner {
     async fn boundary(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
         if !self.hooks.is_empty() {
             let at = st.at();
-            unless_stopped(&mut st.stop.signal, self.hooks.at_boundary(at)).await;
+            unless_stopped(&mut st.stop().signal, self.hooks.at_boundary(at)).await;
         }
         self.take_over(st).await?;
-        match *st.stop.signal.borrow_and_update() {
+        match *st.stop().signal.borrow_and_update() {
             StopSignal::Cancel => {
                 return Ok(Some(End::new(
                     TaskStatus::Cancelled,
@@ -401,7 +401,7 @@ impl Runner {
             StopSignal::Suspend => return Ok(Some(End::suspended())),
             StopSignal::None => {}
         }
-        let task = st.task;
+        let task = st.task();
         // `task` was read after the claim; later cancels arrive as a signal, or in the
         // store's flag, read at most once per poll interval.
         let flagged = task.cancel_requested
@@ -412,7 +412,7 @@ impl Runner {
                 "cancelled by request",
             )));
         }
-        if st.stop.past_deadline() {
+        if st.stop().past_deadline() {
             return Ok(Some(End::new(
                 TaskStatus::TimedOut,
                 format!(
@@ -422,15 +422,14 @@ impl Runner {
             )));
         }
         let max_steps = task.spec.max_steps;
-        if st.counter.budget_used() >= max_steps {
+        if st.budget_used() >= max_steps {
             return Ok(Some(End::new(
                 TaskStatus::Incomplete,
                 format!("reached max_steps ({max_steps}) without the agent finishing"),
             )));
         }
         Ok(st
-            .spent
-            .exceeded(task, &self.cfg)
+            .budget_exceeded(&self.cfg)
             .map(|why| End::new(TaskStatus::Failed, why)))
     }
 
@@ -438,27 +437,21 @@ impl Runner {
     /// are counted and the agent is told what they did. A stop ends the hold (the
     /// boundary then ends the task).
     async fn take_over(&self, st: &mut RunState<'_>) -> Result<(), Fatal> {
-        let (id, step) = (st.task.id, st.counter.current());
+        let (id, step) = (st.task().id, st.step());
         let max = std::time::Duration::from_secs(self.cfg.max_pause_secs);
         let holding = self.takeovers.hold(&self.bus, id, step, max);
-        let Some(released) = unless_stopped(&mut st.stop.signal, holding).await else {
+        let Some(released) = unless_stopped(&mut st.stop().signal, holding).await else {
             return Ok(());
         };
         let Some(r) = released? else {
             return Ok(());
         };
-        st.stop.extend(r.held);
-        st.settled = None;
-        st.counter.manual += r.steps;
-        // The person changed the screen: decide on a fresh observation.
-        st.cached = None;
-        if !r.actions.is_empty() {
-            st.history.push_note(Note::PersonActed {
-                step,
-                by: r.by.unwrap_or_default(),
-                actions: r.actions,
-            });
-        }
+        let acted = (!r.actions.is_empty()).then(|| Note::PersonActed {
+            step,
+            by: r.by.unwrap_or_default(),
+            actions: r.actions,
+        });
+        st.took_over(r.held, r.steps, acted);
         Ok(())
     }
 
@@ -515,8 +508,8 @@ impl RunState<'_> {
     /// The step the loop is at, for hooks.
     fn at(&self) -> StepRef {
         StepRef {
-            task: self.task.id,
-            step: self.counter.current(),
+            task: self.task().id,
+            step: self.step(),
         }
     }
 }

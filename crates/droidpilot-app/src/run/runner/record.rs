@@ -415,19 +415,11 @@ impl Runner {
             fixed_index,
             typed_password,
         } = r;
-        self.write(&st.stream, &step, events).await?;
+        self.write(st.stream(), &step, events).await?;
         if let (Some(i), Some(text)) = (fixed_index, typed_password) {
-            self.mask_stored_action(st.task, i, &text).await?;
+            self.mask_stored_action(st.task(), i, &text).await?;
         }
-        st.counter.recorded += 1;
-        st.spent.add(&step);
-        if let Some(mut m) = memory {
-            m.failed = step.outcome.status != StepStatus::Ok;
-            st.history.push_step(m);
-        }
-        for note in notes {
-            st.history.push_note(note);
-        }
+        st.step_published(&step, memory, notes);
         Ok(())
     }
 
@@ -440,7 +432,7 @@ impl Runner {
     ) -> Result<Option<End>, Fatal> {
         match then {
             Then::Next => {}
-            Then::Reuse(obs) => st.cached = Some(*obs),
+            Then::Reuse(obs) => st.reuse_screen(*obs),
             Then::End(end) => return Ok(Some(end)),
             Then::Reconnect(e) => self.reconnect(st, device, &e).await?,
             Then::AskStuck(why) => return self.ask_stuck(st, why).await,

@@ -77,19 +77,17 @@ impl Runner {
             Acted::Told(outcome) => return Ok(Continue(outcome)),
         };
         let started = Instant::now();
-        let settling = self.settle_after(device, &ran.action, &ran.before, st.size);
-        let settled = unless_cancelled(&mut st.stop, settling).await;
+        let settling = self.settle_after(device, &ran.action, &ran.before, st.size());
+        let settled = unless_cancelled(st.stop(), settling).await;
         draft.step.timings.settle_ms = started.elapsed().as_millis() as u64;
         let cancelled_settling = settled.is_none();
         let Settled { changed, idle, obs } = settled.unwrap_or_default();
         // The layout the step left the screen in, once it held still (external changes
-        // are measured against it at the next observation).
-        st.settled = idle;
-        // The settled screen is the next step's, unless a pause lets the screen move on,
-        // or its dump failed (the next step tries afresh rather than act blind).
-        if self.cfg.step_delay_ms == 0 {
-            st.cached = obs.filter(|o| o.screen.is_some());
-        }
+        // are measured against it at the next observation). The settled screen is the
+        // next step's, unless a pause lets the screen move on, or its dump failed (the
+        // next step tries afresh rather than act blind).
+        let next = obs.filter(|o| self.cfg.step_delay_ms == 0 && o.screen.is_some());
+        st.settled(idle, next);
         draft.ok(changed, Some(ran.detail));
         if let Some((original, error)) = ran.replaced {
             draft.replaced(&original, &error);
@@ -97,7 +95,7 @@ impl Runner {
         let delay = Duration::from_millis(self.cfg.step_delay_ms);
         let cancelled = cancelled_settling
             || (self.cfg.step_delay_ms > 0
-                && unless_cancelled(&mut st.stop, tokio::time::sleep(delay))
+                && unless_cancelled(st.stop(), tokio::time::sleep(delay))
                     .await
                     .is_none());
         if cancelled {
