@@ -45,7 +45,9 @@ use record::StepStart;
 use super::artifacts::ArtifactStore;
 use super::events::EventBus;
 use super::finish::{Ending, end_task};
-use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef};
+use super::hooks::{
+    AfterTakeOver, CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef, TakenOver,
+};
 use super::interaction::Prompts;
 use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
@@ -79,7 +81,8 @@ pub struct Runner {
     /// The pool that reconnects a dropped device while the runner waits (`with_pool`);
     /// without one, the runner reconnects its device on the pool's default policy.
     pub pool: Option<DevicePool>,
-    /// Pause / manual actions / resume of the tasks this runner runs (`run::takeover`).
+    /// Pause / manual actions / resume of the tasks this runner runs (`run::takeover`):
+    /// the take-over hook the boundary asks after `hooks`.
     pub takeovers: Arc<TakeOvers>,
 }
 
@@ -224,7 +227,8 @@ impl Runner {
         };
         self.bus
             .commit_soon(&id.to_string(), async { Ok(Vec::new()) }, vec![started]);
-        self.takeovers.register(id);
+        let max_pause = std::time::Duration::from_secs(self.cfg.max_pause_secs);
+        self.takeovers.register(id, self.bus.clone(), max_pause);
         // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
         // process's hold on it: the task fails with the panic's message.
         let looping = self.run_loop(&task, device.as_ref(), agent.as_mut(), stop);
@@ -380,11 +384,9 @@ impl Runner {
     /// The step boundary: hooks that hold the loop (take-over), then a stop, a cancel,
     /// the deadline or the step budget end the task.
     async fn boundary(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
-        if !self.hooks.is_empty() {
-            let at = st.at();
-            unless_stopped(&mut st.stop().signal, self.hooks.at_boundary(at)).await;
+        if let Some(end) = self.take_over(st).await? {
+            return Ok(Some(end));
         }
-        self.take_over(st).await?;
         match *st.stop().signal.borrow_and_update() {
             StopSignal::Cancel => {
                 return Ok(Some(End::new(
@@ -433,26 +435,57 @@ impl Runner {
             .map(|why| End::new(TaskStatus::Failed, why)))
     }
 
-    /// Holds the loop while a person has the task paused; afterwards the steps they took
-    /// are counted and the agent is told what they did. A stop ends the hold (the
-    /// boundary then ends the task).
-    async fn take_over(&self, st: &mut RunState<'_>) -> Result<(), Fatal> {
-        let (id, step) = (st.task().id, st.step());
-        let max = std::time::Duration::from_secs(self.cfg.max_pause_secs);
-        let holding = self.takeovers.hold(&self.bus, id, step, max);
-        let Some(released) = unless_stopped(&mut st.stop().signal, holding).await else {
-            return Ok(());
+    /// Asks the boundary hooks, then the take-over hook (`run::takeover`), whether a
+    /// person holds the loop, and records what they hand back (`hooks::TakenOver`): their
+    /// steps counted, the held time off the timeout, their actions told to the agent.
+    /// Returns the task's end when they finished or cancelled it. A stop ends the hold
+    /// (the boundary then ends the task).
+    async fn take_over(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
+        let at = st.at();
+        let asking = async {
+            let taken = match self.hooks.is_empty() {
+                true => None,
+                false => self.hooks.at_boundary(at).await?,
+            };
+            if taken
+                .as_ref()
+                .is_some_and(|t| t.then != AfterTakeOver::Resume)
+            {
+                return Ok(taken);
+            }
+            let person = self.takeovers.at_boundary(at).await?;
+            Ok::<_, StoreError>(TakenOver::both(taken, person))
         };
-        let Some(r) = released? else {
-            return Ok(());
+        let Some(asked) = unless_stopped(&mut st.stop().signal, asking).await else {
+            return Ok(None);
         };
-        let acted = (!r.actions.is_empty()).then(|| Note::PersonActed {
-            step,
-            by: r.by.unwrap_or_default(),
-            actions: r.actions,
+        let Some(t) = asked? else {
+            return Ok(None);
+        };
+        let acted = (!t.actions.is_empty()).then(|| Note::PersonActed {
+            step: at.step,
+            by: t.by.unwrap_or_default(),
+            actions: t.actions,
         });
-        st.took_over(r.held, r.steps, acted);
-        Ok(())
+        st.took_over(t.held, t.steps, acted);
+        Ok(match t.then {
+            AfterTakeOver::Resume => None,
+            AfterTakeOver::Finish {
+                success,
+                reason,
+                answer,
+            } => {
+                let status = match success {
+                    true => TaskStatus::Succeeded,
+                    false => TaskStatus::Failed,
+                };
+                Some(End {
+                    answer,
+                    ..End::new(status, reason)
+                })
+            }
+            AfterTakeOver::Cancel { reason } => Some(End::new(TaskStatus::Cancelled, reason)),
+        })
     }
 
     /// Ends a task whose runner panicked outside its loop (the scheduler catches it): the
