@@ -215,9 +215,12 @@ impl TakeOvers {
         })
     }
 
-    /// At a step boundary: holds the runner while the task is paused. None when no pause
-    /// was asked for. `step` is the step the loop is at.
-    async fn hold(&self, id: TaskId, step: u32) -> Result<Option<TakenOver>, StoreError> {
+    /// At a step boundary (`at`): holds the runner while the task is paused, then hands
+    /// back what the person did. None when no pause was asked for. This is the hook's
+    /// `at_boundary`; the runner calls it directly, sparing the trait's boxed future on
+    /// every step.
+    pub(crate) async fn hold(&self, at: StepRef) -> Result<Option<TakenOver>, StoreError> {
+        let (id, step) = (at.task, at.step);
         let Some(control) = self.control(id) else {
             return Ok(None);
         };
@@ -272,7 +275,7 @@ impl TakeOvers {
 #[async_trait]
 impl RunHook for TakeOvers {
     async fn at_boundary(&self, at: StepRef) -> Result<Option<TakenOver>, StoreError> {
-        self.hold(at.task, at.step).await
+        self.hold(at).await
     }
 }
 

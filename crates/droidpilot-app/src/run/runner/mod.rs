@@ -453,7 +453,7 @@ impl Runner {
             {
                 return Ok(taken);
             }
-            let person = self.takeovers.at_boundary(at).await?;
+            let person = self.takeovers.hold(at).await?;
             Ok::<_, StoreError>(TakenOver::both(taken, person))
         };
         let Some(asked) = unless_stopped(&mut st.stop().signal, asking).await else {
