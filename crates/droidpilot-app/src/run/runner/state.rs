@@ -375,3 +375,104 @@ impl<'t> RunState<'t> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{NewTask, TaskId, TaskSpec, TaskStatus};
+
+    fn task(max_steps: u32) -> Task {
+        let spec = TaskSpec::parse(NewTask {
+            instruction: Some("count".into()),
+            max_steps: Some(max_steps),
+            ..Default::default()
+        })
+        .unwrap();
+        Task {
+            id: TaskId::new(),
+            status: TaskStatus::Running,
+            spec,
+            assigned_device: None,
+            created_at: chrono::Utc::now(),
+            started_at: None,
+            finished_at: None,
+            reason: None,
+            answer: None,
+            steps: 0,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: 0.0,
+            cancel_requested: false,
+            model_calls: 0,
+        }
+    }
+
+    fn state(task: &Task) -> RunState<'_> {
+        let (tx, rx) = watch::channel(StopSignal::None);
+        std::mem::forget(tx);
+        let started = Instant::now();
+        RunState {
+            task,
+            stream: task.id.to_string(),
+            started,
+            size: ScreenSize {
+                width: 540,
+                height: 1200,
+            },
+            history: History::new(8),
+            counter: StepCounter::default(),
+            cached: None,
+            stuck: StuckDetector::new(3),
+            rejected_in_a_row: 0,
+            ends_on_failed_action: false,
+            stop: Stop::new(rx, Duration::from_secs(60)),
+            device_ctx: DeviceContext::default(),
+            apps_read: None,
+            previous: None,
+            replanned_when_stuck: false,
+            typed: None,
+            cancel_polled: started,
+            settled: Some(7),
+            spent: Spent::default(),
+        }
+    }
+
+    /// What the transitions promise the loop: a person's steps are numbered but stay out
+    /// of the agent's budget, their held time moves the deadline and the next step
+    /// observes afresh; self-corrections count toward the budget (up to what is left) but
+    /// never number a step; unusable answers are counted in a row until a usable one.
+    #[test]
+    fn transitions_number_steps_and_spend_the_budget_as_the_loop_relies_on() {
+        let t = task(5);
+        let mut st = state(&t);
+        assert_eq!((st.step(), st.budget_used()), (1, 0));
+        st.answer_used(2);
+        assert_eq!((st.step(), st.budget_used()), (1, 2));
+
+        let deadline = st.stop().deadline();
+        let note = Note::PersonActed {
+            step: 1,
+            by: "alice".into(),
+            actions: vec!["back".into()],
+        };
+        st.took_over(Duration::from_secs(30), 2, Some(note));
+        assert_eq!((st.step(), st.budget_used()), (3, 2));
+        assert_eq!(st.stop().deadline(), deadline + Duration::from_secs(30));
+        let (cached, settled) = st.begin_step();
+        assert!(
+            cached.is_none() && settled.is_none(),
+            "the person's screen is observed afresh"
+        );
+        assert_eq!(st.history().notes().count(), 1);
+
+        // 5 steps, 3 numbered: 2 left for corrections, whatever the model asked.
+        st.answer_used(9);
+        assert_eq!(st.budget_used(), 4);
+
+        assert_eq!(st.answer_rejected(1), 1);
+        assert_eq!(st.answer_rejected(0), 2);
+        st.answer_used(0);
+        assert_eq!(st.answer_rejected(0), 1);
+        assert_eq!(st.budget_used(), 5);
+    }
+}
