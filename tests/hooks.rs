@@ -1,6 +1,6 @@
 //! The runner's hook points on the virtual phone: each is called with the step it is
 //! about and can change the flow (guidance the agent reads, a rejected finish, a
-//! replaced failed action, a pause at the step boundary).
+//! replaced failed action, a pause at the step boundary and what a person did in it).
 
 use std::sync::{Arc, Mutex};
 
@@ -14,10 +14,13 @@ use droidpilot::domain::action::TargetField;
 use droidpilot::domain::{Action, Key, NewTask, Target, Task, TaskSpec, TaskStatus};
 use droidpilot::run::artifacts::ArtifactStore;
 use droidpilot::run::events::EventBus;
-use droidpilot::run::hooks::{FinishClaim, FinishVerdict, Recovery, RunHook, StepRef, TakeOver};
+use droidpilot::run::hooks::{
+    AfterTakeOver, FinishClaim, FinishVerdict, Recovery, RunHook, StepRef, TakeOver, TakenOver,
+};
 use droidpilot::run::interaction::Prompts;
 use droidpilot::run::runner::{Runner, RunnerConfig};
 use droidpilot::run::stop::StopSignal;
+use droidpilot::store::StoreError;
 use droidpilot::store::{SqliteStore, Store};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -55,9 +58,14 @@ async fn env() -> Env {
 }
 
 async fn start(store: &Arc<dyn Store>, instruction: &str) -> Task {
+    start_with(store, instruction, None).await
+}
+
+async fn start_with(store: &Arc<dyn Store>, instruction: &str, timeout: Option<u64>) -> Task {
     let spec = TaskSpec::parse(NewTask {
         instruction: Some(instruction.into()),
         max_steps: Some(10),
+        timeout_seconds: timeout,
         ..Default::default()
     })
     .unwrap();
@@ -262,6 +270,14 @@ async fn a_step_failure_hook_replaces_the_failed_action() {
     let s = &e.store.steps(done.id).await.unwrap()[0];
     assert_eq!(s.outcome.status, "ok");
     assert_eq!(s.action.as_ref().unwrap().name(), "key");
+    // The replacement was settled like any action that ran, and the replaced one is kept
+    // beside the replacement's own detail.
+    assert!(s.outcome.screen_changed.is_some(), "{:?}", s.outcome);
+    assert!(
+        s.outcome.detail.as_ref().unwrap().get("key").is_some(),
+        "{:?}",
+        s.outcome
+    );
     assert_eq!(
         s.outcome.detail.as_ref().unwrap()["replaced"]["action"]["action"],
         "tap"
@@ -360,4 +376,133 @@ async fn a_step_failure_hook_can_end_the_task() {
     let steps = e.store.steps(done.id).await.unwrap();
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0].outcome.status, "failed");
+}
+
+/// A person who takes the phone over at step 1 and hands back what they did, once.
+struct Person {
+    hands_back: Mutex<Option<TakenOver>>,
+}
+
+impl Person {
+    fn new(t: TakenOver) -> Arc<Self> {
+        Arc::new(Self {
+            hands_back: Mutex::new(Some(t)),
+        })
+    }
+}
+
+#[async_trait]
+impl RunHook for Person {
+    async fn at_boundary(&self, _: StepRef) -> Result<Option<TakenOver>, StoreError> {
+        Ok(self.hands_back.lock().unwrap().take())
+    }
+}
+
+#[tokio::test]
+async fn what_a_person_hands_back_at_the_boundary_is_what_the_agent_reads_next() {
+    let e = env().await;
+    let person = Person::new(TakenOver {
+        actions: vec!["tap (270, 600) on \"Wi-Fi\"".into(), "back".into()],
+        by: Some("alice".into()),
+        ..TakenOver::default()
+    });
+    let runner = e.runner.clone().with_hook(person);
+    let task = start(&e.store, "take over").await;
+    let agent = Finisher::default();
+    let seen = agent.seen.clone();
+    let done = runner
+        .run(task, phone(), Box::new(agent), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    let seen = seen.lock().unwrap();
+    let told: Vec<_> = seen[0]
+        .history
+        .notes()
+        .filter_map(|n| match n {
+            Note::PersonActed { step, by, actions } => Some((*step, by.clone(), actions.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        told,
+        vec![(
+            1,
+            "alice".to_string(),
+            vec![
+                "tap (270, 600) on \"Wi-Fi\"".to_string(),
+                "back".to_string()
+            ]
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_person_who_finishes_a_held_task_ends_it_with_their_answer() {
+    let e = env().await;
+    let person = Person::new(TakenOver {
+        by: Some("alice".into()),
+        then: AfterTakeOver::Finish {
+            success: true,
+            reason: "alice finished it by hand".into(),
+            answer: Some("42".into()),
+        },
+        ..TakenOver::default()
+    });
+    let runner = e.runner.clone().with_hook(person);
+    let task = start(&e.store, "finish by hand").await;
+    let agent = Finisher::default();
+    let seen = agent.seen.clone();
+    let done = runner
+        .run(task, phone(), Box::new(agent), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded);
+    assert_eq!(done.reason.as_deref(), Some("alice finished it by hand"));
+    assert_eq!(done.answer.as_deref(), Some("42"));
+    assert!(seen.lock().unwrap().is_empty(), "the agent was not asked");
+    assert!(e.store.steps(done.id).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_person_who_cancels_a_held_task_ends_it_cancelled() {
+    let e = env().await;
+    let person = Person::new(TakenOver {
+        then: AfterTakeOver::Cancel {
+            reason: "not needed any more".into(),
+        },
+        ..TakenOver::default()
+    });
+    // The hooks after a hold that ends the task are not asked.
+    let later = Person::new(TakenOver::default());
+    let runner = e.runner.clone().with_hook(person).with_hook(later.clone());
+    let task = start(&e.store, "cancel by hand").await;
+    let done = runner
+        .run(task, phone(), Box::new(Finisher::default()), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Cancelled);
+    assert_eq!(done.reason.as_deref(), Some("not needed any more"));
+    assert!(later.hands_back.lock().unwrap().is_some());
+}
+
+#[tokio::test]
+async fn time_held_by_a_take_over_hook_does_not_count_toward_the_timeout() {
+    let e = env().await;
+    let take_over = Arc::new(TakeOver::default());
+    let runner = e.runner.clone().with_hook(take_over.clone());
+    let task = start_with(&e.store, "held past the timeout", Some(1)).await;
+    take_over.pause();
+    let mut holding = take_over.holding();
+    let run = tokio::spawn(async move {
+        runner
+            .run(task, phone(), Box::new(Finisher::default()), no_stop())
+            .await
+    });
+    holding.wait_for(Option::is_some).await.unwrap();
+    // Held longer than the task's whole timeout_seconds.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    take_over.resume();
+    let done = run.await.unwrap().unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
 }

@@ -170,6 +170,78 @@ async fn the_agents_call_and_its_result_come_back_into_the_next_step() {
     app.stop().await;
 }
 
+/// `droidpilot run` builds its agent as the server's scheduler does (`Core::agent_for`):
+/// its navigator is offered the configured servers' tools, and a call reaches them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn droidpilot_run_gives_its_navigator_the_servers_tools() {
+    if !sdk::available() {
+        return;
+    }
+    let model = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(tool_call("amap_search", beijing())))
+        .up_to_n_times(1)
+        .mount(&model)
+        .await;
+    let done = json!({"success": true, "reason": "found sights", "answer": "Palace Museum"});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(tool_call("finish", done)))
+        .mount(&model)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    let toml = format!(
+        "[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n\
+         [devices.adb]\nenabled = false\n[runner]\nsettle_timeout_ms = 200\n{}",
+        stdio_server("places", "env = { PLACES_SUFFIX = \" (via run)\" }")
+    );
+    std::fs::write(dir.path().join("config/local.toml"), toml).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_droidpilot"));
+    cmd.current_dir(dir.path())
+        .env("DROIDPILOT_DEVICES__SIM_LATENCY_PROFILE", "fast")
+        .env("DROIDPILOT_AGENT__ALLOWED_BASE_URLS", model.uri())
+        .env_remove("DROIDPILOT_ADB_SERVER")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("RUST_LOG")
+        .args(["run", "Find sights in Beijing", "--agent", "navigator"])
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o",
+            "--max-steps",
+            "5",
+        ])
+        .arg("--base-url")
+        .arg(format!("{}/v1", model.uri()));
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+
+    let requests = model.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "{stdout}\n{stderr}");
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let offered: Vec<&str> = (first["tools"].as_array().unwrap().iter())
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        offered.contains(&"amap_search"),
+        "the server's tool is offered to the model: {offered:?}"
+    );
+    let second = String::from_utf8_lossy(&requests[1].body);
+    assert!(
+        second.contains("Palace Museum (via run)"),
+        "the tool's result reaches the next request: {second}"
+    );
+}
+
 #[tokio::test]
 async fn a_server_that_dies_is_reported_unavailable_then_restarted() {
     if !sdk::available() {

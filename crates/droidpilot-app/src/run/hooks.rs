@@ -3,7 +3,7 @@
 //!
 //! | point | called | may |
 //! | --- | --- | --- |
-//! | `at_boundary` | before each step starts | hold the loop (take-over: pause until resumed) |
+//! | `at_boundary` | before each step starts | hold the loop (take-over), then hand back what the person did |
 //! | `before_decide` | with the agent's context | add guidance (a planner) |
 //! | `before_act` | with the action about to run | rewrite it or skip it (middleware) |
 //! | `run_action` | for a custom action | run it on the device (custom actions) |
@@ -13,10 +13,14 @@
 //!
 //! Every method has a default that changes nothing, so a hook implements only its points.
 //! `RunHooks` is the ordered list the runner holds; the existing `ActionMiddleware` and
-//! `CustomActionHandler` are adapted into hooks here, and `TakeOver` is the pause/resume
-//! signal a dashboard's take-over will drive.
+//! `CustomActionHandler` are adapted into hooks here. Take-over is an `at_boundary` hook:
+//! it holds the loop while a person has the phone and hands back a `TakenOver` (the steps
+//! they took, what they did, whether the task resumes, finishes or is cancelled), which
+//! the runner records. The server's take-over (`run::takeover::TakeOvers`, driven over
+//! HTTP and the dashboard) is one; `TakeOver` here is a bare pause/resume for embedders.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -28,6 +32,7 @@ use crate::device::Device;
 use crate::device::exec::ExecError;
 use crate::domain::{Action, TaskId};
 use crate::screen::ScreenRepresentation;
+use crate::store::StoreError;
 
 /// Which step a hook is called about. `step` is the number the agent and the events use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,12 +74,80 @@ pub enum Recovery {
     Abort(String),
 }
 
+/// What a person did while a hook held the loop at a step boundary: handed back to the
+/// runner, which records it (the steps counted, the held time off the timeout, the
+/// actions told to the agent, then resume, finish or cancel).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TakenOver {
+    /// Steps the person took, each already recorded as the trajectory's next step from
+    /// the boundary's number on (`service::manual_step`): numbered like the agent's, but
+    /// not part of its `max_steps`.
+    pub steps: u32,
+    /// How long the loop was held: not counted toward the task's timeout.
+    pub held: Duration,
+    /// What the person did, one line per action, for the agent's next prompt.
+    pub actions: Vec<String>,
+    /// Who handed the task back.
+    pub by: Option<String>,
+    /// What the loop does next.
+    pub then: AfterTakeOver,
+}
+
+/// What the loop does once a person hands a held task back.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum AfterTakeOver {
+    /// The agent goes on from the screen the person left.
+    #[default]
+    Resume,
+    /// The person finished the task: it ends `succeeded` (or `failed`) with this reason
+    /// and answer, as the agent's own `finish` would.
+    Finish {
+        success: bool,
+        reason: String,
+        answer: Option<String>,
+    },
+    /// The person cancelled the task: it ends `cancelled` with this reason.
+    Cancel { reason: String },
+}
+
+impl TakenOver {
+    /// A hold of `held` in which the person did nothing but resume.
+    pub fn held(held: Duration) -> Self {
+        Self {
+            held,
+            ..Self::default()
+        }
+    }
+
+    /// Two holds at the same boundary, in order, as one (either may be None).
+    pub fn both(first: Option<TakenOver>, then: Option<TakenOver>) -> Option<TakenOver> {
+        match (first, then) {
+            (Some(a), Some(b)) => Some(a.and(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// `later` (a later hook's hold at the same boundary) added to this one: steps and
+    /// held time summed, actions in order, its `by` and `then` win.
+    fn and(mut self, later: TakenOver) -> Self {
+        self.steps += later.steps;
+        self.held += later.held;
+        self.actions.extend(later.actions);
+        self.by = later.by.or(self.by);
+        self.then = later.then;
+        self
+    }
+}
+
 #[async_trait]
 pub trait RunHook: Send + Sync {
-    /// At the step boundary, before anything else: returning later holds the loop there.
-    /// A cancel or shutdown does not wait for it.
-    async fn at_boundary(&self, at: StepRef) {
+    /// At the step boundary, before anything else: returning later holds the loop there,
+    /// and a hold hands back what the person did meanwhile (None: nothing held). A
+    /// cancel or shutdown does not wait for it. A store error (the hook could not record
+    /// the pause) ends the task as any failed write does.
+    async fn at_boundary(&self, at: StepRef) -> Result<Option<TakenOver>, StoreError> {
         let _ = at;
+        Ok(None)
     }
     async fn before_decide(&self, at: StepRef, ctx: &mut AgentContext) {
         let _ = (at, ctx);
@@ -120,10 +193,20 @@ impl RunHooks {
         self.0.is_empty()
     }
 
-    pub async fn at_boundary(&self, at: StepRef) {
+    /// Each hook in turn; their holds add up. A hold that ends the task (finish,
+    /// cancel) is the last: the hooks after it are not asked.
+    pub async fn at_boundary(&self, at: StepRef) -> Result<Option<TakenOver>, StoreError> {
+        let mut taken = None;
         for h in &self.0 {
-            h.at_boundary(at).await;
+            taken = TakenOver::both(taken, h.at_boundary(at).await?);
+            if taken
+                .as_ref()
+                .is_some_and(|t| t.then != AfterTakeOver::Resume)
+            {
+                break;
+            }
         }
+        Ok(taken)
     }
 
     pub async fn before_decide(&self, at: StepRef, ctx: &mut AgentContext) {
@@ -219,8 +302,10 @@ impl RunHook for CustomActionHook {
     }
 }
 
-/// Take-over: `pause` holds every task this hook is on at its next step boundary until
-/// `resume`. The step in flight finishes first; a cancel still ends a paused task.
+/// A bare take-over for embedders: `pause` holds every task this hook is on at its next
+/// step boundary until `resume`, and hands back the time held (a person acting on the
+/// phone meanwhile is not recorded). The step in flight finishes first; a cancel still
+/// ends a paused task.
 pub struct TakeOver {
     paused: watch::Sender<bool>,
     holding: watch::Sender<Option<StepRef>>,
@@ -252,13 +337,15 @@ impl TakeOver {
 
 #[async_trait]
 impl RunHook for TakeOver {
-    async fn at_boundary(&self, at: StepRef) {
+    async fn at_boundary(&self, at: StepRef) -> Result<Option<TakenOver>, StoreError> {
         let mut paused = self.paused.subscribe();
         if !*paused.borrow_and_update() {
-            return;
+            return Ok(None);
         }
+        let began = Instant::now();
         self.holding.send_replace(Some(at));
         let _ = paused.wait_for(|p| !p).await;
         self.holding.send_replace(None);
+        Ok(Some(TakenOver::held(began.elapsed())))
     }
 }

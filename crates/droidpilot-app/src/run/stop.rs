@@ -26,7 +26,8 @@ pub enum StopSignal {
 /// (`timeout_seconds` after the start, moved on by the time a person held it paused).
 pub(super) struct Stop {
     pub signal: watch::Receiver<StopSignal>,
-    pub deadline: Instant,
+    /// Moved only by `extend`.
+    deadline: Instant,
 }
 
 impl Stop {
@@ -38,6 +39,10 @@ impl Stop {
             signal,
             deadline: now.checked_add(timeout.min(far)).unwrap_or(now + far),
         }
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
     }
 
     pub fn past_deadline(&self) -> bool {

@@ -1,15 +1,18 @@
 //! Take-over: a person pauses a running task, acts on its phone, and resumes it.
 //!
 //! `TakeOvers` holds one control per running task (the runner registers its task for the
-//! length of its run). A pause is a request: the runner sees it at its next step boundary
-//! (the step in flight finishes first), marks the task `paused`, publishes `task.paused`
-//! and waits. Only then do manual actions run (`act`): each is executed on the task's
-//! phone through the same path as `POST /v1/devices/{id}/actions` (`device::exec`),
-//! recorded as the next step of the trajectory (`Runner::manual_step`, so a password
-//! typed by a person is stored as `••••`), stored as a `manual_action` intervention and
-//! published as `task.intervention`. `resume` marks the task `running`, publishes
-//! `task.resumed`, and releases the runner with what the person did, which the agent
-//! reads in its next prompt. One async lock per task orders pause, actions and resume,
+//! length of its run) and is the runner's take-over hook (`RunHook::at_boundary`). A
+//! pause is a request: the runner asks the hook at its next step boundary (the step in
+//! flight finishes first), which marks the task `paused`, publishes `task.paused` and
+//! waits. Only then do manual actions run: a `Turn` (`TakeOvers::turn`) checks the task
+//! is held and holds its lock while the action is run and recorded by
+//! `service::manual_step` (the one entry for a step taken outside the loop: the screen
+//! read, the action run through `device::exec`, the step recorded with a password typed
+//! by a person stored as `••••`); `Turn::record` then stores it as a `manual_action`
+//! intervention and publishes `task.intervention`. `resume` marks the task `running`,
+//! publishes `task.resumed`, and releases the hold, which hands the runner back what the
+//! person did (`hooks::TakenOver`: their steps and one line per action, which the agent
+//! reads in its next prompt). One async lock per task orders pause, actions and resume,
 //! so step numbers never collide and a resume never lands mid-action.
 //!
 //! Paused time does not count toward the task's timeout; all of a task's pauses together
@@ -20,11 +23,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{OwnedMutexGuard, watch};
 
 use super::events::EventBus;
-use super::runner::{Runner, outcome_detail};
+use super::hooks::{RunHook, StepRef, TakenOver};
+use super::runner::{ManualDone, outcome_detail};
 use crate::device::Device;
 use crate::device::exec::{ExecError, ExecOutcome};
 use crate::domain::{
@@ -66,18 +71,6 @@ pub struct Acted {
     pub intervention: Intervention,
 }
 
-/// What the runner carries on with after a hold.
-#[derive(Debug, Default)]
-pub(crate) struct Released {
-    /// Steps the person's actions took (recorded in the trajectory).
-    pub steps: u32,
-    /// How long the runner was held.
-    pub held: Duration,
-    /// What the person did, one line per action, for the agent.
-    pub actions: Vec<String>,
-    pub by: Option<String>,
-}
-
 /// One task's take-over state, behind its async lock.
 #[derive(Default)]
 struct Hold {
@@ -96,9 +89,13 @@ struct Hold {
 }
 
 struct Control {
-    hold: tokio::sync::Mutex<Hold>,
+    hold: Arc<tokio::sync::Mutex<Hold>>,
     /// True while a pause is asked for or held; the runner waits for false.
     paused: watch::Sender<bool>,
+    /// Where the task's pause and resume are stored and published.
+    bus: EventBus,
+    /// All of the task's pauses together may last this long (`max_pause_secs`).
+    max_pause: Duration,
 }
 
 /// Every running task's take-over control.
@@ -108,11 +105,14 @@ pub struct TakeOvers {
 }
 
 impl TakeOvers {
-    /// The runner's task can be paused from now until `unregister`.
-    pub(crate) fn register(&self, id: TaskId) {
+    /// The runner's task can be paused from now until `unregister`, for `max_pause` in
+    /// all; its pauses are stored and published on `bus`.
+    pub(crate) fn register(&self, id: TaskId, bus: EventBus, max_pause: Duration) {
         let control = Arc::new(Control {
-            hold: tokio::sync::Mutex::new(Hold::default()),
+            hold: Arc::new(tokio::sync::Mutex::new(Hold::default())),
             paused: watch::Sender::new(false),
+            bus,
+            max_pause,
         });
         self.lock().insert(id, control);
     }
@@ -188,75 +188,43 @@ impl TakeOvers {
         Ok(task)
     }
 
-    /// Runs one action a person sends for a paused task on its phone, records it as the
-    /// trajectory's next step and as a `manual_action` intervention, and publishes it.
-    pub async fn act(
+    /// A person's turn on a paused task: refused unless the runner holds the task, then
+    /// the task's take-over lock is held until the turn is recorded or dropped, so step
+    /// numbers never collide and a resume never lands mid-action.
+    pub async fn turn(
         &self,
-        runner: &Runner,
-        device: &dyn Device,
+        bus: &EventBus,
         id: TaskId,
-        action: &Action,
         by: Option<String>,
-    ) -> Result<Acted, TakeOverError> {
+    ) -> Result<Turn, TakeOverError> {
         let not_paused = |status, pending| TakeOverError::NotPaused {
             id,
             status,
             pending,
         };
-        let status = runner.bus.store().get_task(id).await?.status;
+        let status = bus.store().get_task(id).await?.status;
         let control = self.control(id).ok_or(not_paused(status, false))?;
-        let mut hold = control.hold.lock().await;
+        let hold = control.hold.clone().lock_owned().await;
         if hold.held_at.is_none() {
             return Err(not_paused(status, hold.requested.is_some()));
         }
-        let by = by.unwrap_or_else(|| ANONYMOUS.into());
-        let n = hold.next_step;
-        let done = runner
-            .manual_step(device, id, action, Some(by.clone()), || Some(n))
-            .await
-            .map_err(device_gone(id, device))?;
-        let step = done.recorded?;
-        hold.next_step += 1;
-        let recorded = step
-            .as_ref()
-            .and_then(|s| s.action.as_ref())
-            .unwrap_or(action);
-        let detail = outcome_detail(&done.outcome);
-        hold.actions.push(describe(
-            recorded,
-            &detail,
-            &done.elements,
-            done.outcome.is_ok(),
-        ));
-        let action_json = serde_json::to_value(recorded).unwrap_or(Value::Null);
-        let iv = Intervention {
-            by: Some(by),
-            action: Some(action_json.clone()),
-            step: Some(n),
-            detail: Some(detail),
-            ..Intervention::new(id, InterventionKind::ManualAction)
-        };
-        publish_intervention(&runner.bus, &iv).await?;
-        Ok(Acted {
-            action: action_json,
-            result: done.result,
-            duration_ms: done.duration_ms,
-            intervention: iv,
+        Ok(Turn {
+            hold,
+            id,
+            by: by.unwrap_or_else(|| ANONYMOUS.into()),
         })
     }
 
-    /// At a step boundary: holds the runner while the task is paused. None when no pause
-    /// was asked for. `step` is the step the loop is at; `max_pause` the whole budget.
-    pub(crate) async fn hold(
-        &self,
-        bus: &EventBus,
-        id: TaskId,
-        step: u32,
-        max_pause: Duration,
-    ) -> Result<Option<Released>, StoreError> {
+    /// At a step boundary (`at`): holds the runner while the task is paused, then hands
+    /// back what the person did. None when no pause was asked for. This is the hook's
+    /// `at_boundary`; the runner calls it directly, sparing the trait's boxed future on
+    /// every step.
+    pub(crate) async fn hold(&self, at: StepRef) -> Result<Option<TakenOver>, StoreError> {
+        let (id, step) = (at.task, at.step);
         let Some(control) = self.control(id) else {
             return Ok(None);
         };
+        let (bus, max_pause) = (&control.bus, control.max_pause);
         let mut paused = control.paused.subscribe();
         if !*paused.borrow_and_update() {
             return Ok(None);
@@ -292,12 +260,89 @@ impl TakeOvers {
         let held = began.elapsed();
         hold.used += held;
         let steps = hold.next_step - step;
-        Ok(Some(Released {
+        Ok(Some(TakenOver {
             steps,
             held,
             actions: std::mem::take(&mut hold.actions),
             by: hold.resumed_by.take(),
+            ..TakenOver::default()
         }))
+    }
+}
+
+/// The server's take-over is the runner's take-over hook: at each boundary it holds the
+/// loop while the task is paused and hands back what the person did.
+#[async_trait]
+impl RunHook for TakeOvers {
+    async fn at_boundary(&self, at: StepRef) -> Result<Option<TakenOver>, StoreError> {
+        self.hold(at).await
+    }
+}
+
+/// A person's turn on a paused task (`TakeOvers::turn`): the task's take-over lock, held
+/// while the action is run and recorded.
+pub struct Turn {
+    hold: OwnedMutexGuard<Hold>,
+    id: TaskId,
+    by: String,
+}
+
+impl Turn {
+    /// The step number the action records as.
+    pub fn step(&self) -> u32 {
+        self.hold.next_step
+    }
+
+    /// Who acts (`anonymous` when the caller gave no name).
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+
+    /// Takes in a manual step recorded as `step()` (`service::manual_step`): counted for
+    /// the runner, described for the agent, stored as a `manual_action` intervention and
+    /// published as `task.intervention`.
+    pub async fn record(
+        mut self,
+        bus: &EventBus,
+        action: &Action,
+        done: ManualDone,
+    ) -> Result<Acted, TakeOverError> {
+        let (id, n) = (self.id, self.step());
+        let step = done.recorded?;
+        self.hold.next_step += 1;
+        let recorded = step
+            .as_ref()
+            .and_then(|s| s.action.as_ref())
+            .unwrap_or(action);
+        let detail = outcome_detail(&done.outcome);
+        let ok = done.outcome.is_ok();
+        let line = describe(recorded, &detail, &done.elements, ok);
+        self.hold.actions.push(line);
+        let action_json = serde_json::to_value(recorded).unwrap_or(Value::Null);
+        let iv = Intervention {
+            by: Some(self.by),
+            action: Some(action_json.clone()),
+            step: Some(n),
+            detail: Some(detail),
+            ..Intervention::new(id, InterventionKind::ManualAction)
+        };
+        publish_intervention(bus, &iv).await?;
+        Ok(Acted {
+            action: action_json,
+            result: done.result,
+            duration_ms: done.duration_ms,
+            intervention: iv,
+        })
+    }
+
+    /// The error for a phone that could not be read for the action.
+    pub fn device_gone(&self, device: &dyn Device, e: crate::device::DeviceError) -> TakeOverError {
+        let serial = device.serial().to_string();
+        tracing::warn!(task = %self.id, device = %serial, error = %e, "manual action: device unreadable");
+        TakeOverError::NoDevice {
+            id: self.id,
+            device: serial,
+        }
     }
 }
 
@@ -343,17 +388,6 @@ pub(crate) async fn publish_intervention(
     };
     bus.publish(&iv.task_id.to_string(), ev).await?;
     Ok(())
-}
-
-fn device_gone(
-    id: TaskId,
-    device: &dyn Device,
-) -> impl FnOnce(crate::device::DeviceError) -> TakeOverError {
-    let serial = device.serial().to_string();
-    move |e| {
-        tracing::warn!(task = %id, device = %serial, error = %e, "manual action: device unreadable");
-        TakeOverError::NoDevice { id, device: serial }
-    }
 }
 
 /// One line for the agent: "tap (540, 1200) on "Bluetooth"", "back", "type "hello"".

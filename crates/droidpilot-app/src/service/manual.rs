@@ -1,6 +1,8 @@
-//! A step taken outside the agent loop (an MCP client's action on its session task): the
-//! application's entry to `Runner::manual_step`, the one path take-over, MCP and the
-//! dashboard share, so such a step is observed, run and recorded like the loop's own.
+//! A step taken outside the agent loop: a person's action on a paused task (take-over,
+//! over HTTP and from the dashboard: `service::takeover::act`) or an MCP client's action
+//! on its session task (the MCP device tools). This is the one entry all of them use; it
+//! runs the step through the run layer's `Runner::manual_step`, so it is observed, run
+//! and recorded like the loop's own steps.
 
 use crate::core::Core;
 use crate::device::{Device, DeviceError};

@@ -1,7 +1,9 @@
 //! The act phase: what the agent decided, carried out. `finish` (checked by the
 //! `on_finish` hooks), `ask_user` (`ask.rs`) and `mcp_call` are handled by the runner;
 //! anything else goes through the `before_act` hooks (middleware) to the device, with
-//! retries that re-observe, then `after_act`, then `on_failure` when it failed.
+//! retries that re-observe, then `after_act`, then `on_failure` when it failed. It hands
+//! the settle phase an `Acted`: the device action that ran, or the step's outcome when
+//! there is nothing to settle.
 
 use std::ops::ControlFlow::{Break as Stop, Continue};
 use std::time::{Duration, Instant};
@@ -26,8 +28,40 @@ use crate::run::stop::unless_cancelled;
 /// latest observation (retries re-observe).
 type Executed = (Action, Result<Value, ExecError>, Observed);
 
+/// What the act phase hands to settle. (Moved once per step from act to settle, so the
+/// large variant is not boxed.)
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Acted {
+    /// A device action that succeeded: settle waits for the screen it left.
+    Ran(Ran),
+    /// Nothing to settle (a tool call, an answer, a skipped or failed action): the
+    /// outcome as the agent's history tells it.
+    Told(String),
+}
+
+/// A device action that succeeded, for settle.
+pub(super) struct Ran {
+    /// The action as it ran (a hook may have rewritten or replaced it).
+    pub action: Action,
+    /// The latest observation before it ran (its retries re-observed).
+    pub before: Observed,
+    /// What it did (the point tapped, the swipe's path…).
+    pub detail: Value,
+    /// The action a recovery hook replaced, and its error, kept in the step's detail.
+    pub replaced: Option<(Action, String)>,
+}
+
+/// A phase that tells the step's outcome, as an `Acted` with nothing to settle.
+fn told(p: Phase<String>) -> Phase<Acted> {
+    Ok(match p? {
+        Continue(outcome) => Continue(Acted::Told(outcome)),
+        Stop(b) => Stop(b),
+    })
+}
+
 impl Runner {
-    /// Carries out the decision. Returns the outcome as the agent's history tells it.
+    /// Carries out the decision: the device action that ran, for settle, or the outcome
+    /// as the agent's history tells it.
     pub(super) async fn act_phase(
         &self,
         st: &mut RunState<'_>,
@@ -35,7 +69,7 @@ impl Runner {
         decision: &Decision,
         obs: &Observed,
         draft: &mut StepDraft,
-    ) -> Phase<String> {
+    ) -> Phase<Acted> {
         match &decision.action {
             Action::Finish {
                 success,
@@ -48,13 +82,13 @@ impl Runner {
                     answer: answer.as_deref(),
                     screen: &obs.repr,
                 };
-                Ok(self.finish_claimed(st, decision, &claim, draft).await)
+                told(Ok(self.finish_claimed(st, decision, &claim, draft).await))
             }
-            Action::AskUser { question, options } => {
+            Action::AskUser { question, options } => told(
                 self.ask_user_phase(st, question, options.clone(), draft)
-                    .await
-            }
-            Action::McpCall { tool, args } => self.mcp_phase(st, tool, args, draft).await,
+                    .await,
+            ),
+            Action::McpCall { tool, args } => told(self.mcp_phase(st, tool, args, draft).await),
             _ => self.device_action(st, device, decision, obs, draft).await,
         }
     }
@@ -78,7 +112,7 @@ impl Runner {
         if let FinishVerdict::Reject(why) = verdict {
             let detail = json!({"success": success, "rejected": why});
             draft.failed(format!("finish rejected: {why}"), Some(detail));
-            draft.remember(st.counter.current(), decision, format!("NOT done: {why}"));
+            draft.remember(st.step(), decision, format!("NOT done: {why}"));
             return Stop(Break::Commit(Then::Next));
         }
         let reason = claim.reason.map(str::to_string).unwrap_or_else(|| {
@@ -108,7 +142,7 @@ impl Runner {
     ) -> Phase<String> {
         let timeout = Duration::from_secs(self.cfg.mcp_timeout_secs);
         let call = self.mcp.call(tool, args.clone(), timeout);
-        let Some(r) = unless_cancelled(&mut st.stop, call).await else {
+        let Some(r) = unless_cancelled(st.stop(), call).await else {
             return Ok(Stop(Break::Redo));
         };
         let text = match &r.content {
@@ -121,7 +155,7 @@ impl Runner {
             false => draft.ok(None, detail),
         }
         draft.notes.push(Note::McpResult {
-            step: st.counter.current(),
+            step: st.step(),
             tool: tool.to_string(),
             result: text.chars().take(2000).collect(),
             is_error: r.is_error,
@@ -136,7 +170,7 @@ impl Runner {
     }
 
     /// A device (or custom) action: hooks before, the action with its retries, hooks
-    /// after, recovery hooks on failure, then settle.
+    /// after, recovery hooks on failure.
     async fn device_action(
         &self,
         st: &mut RunState<'_>,
@@ -144,13 +178,13 @@ impl Runner {
         decision: &Decision,
         obs: &Observed,
         draft: &mut StepDraft,
-    ) -> Phase<String> {
+    ) -> Phase<Acted> {
         let at = st.at();
         let action = match self.hooks.before_act(at, decision.action.clone()).await {
             Verdict::Run(a) => a,
             Verdict::Skip(reason) => {
                 draft.skipped(&reason);
-                return Ok(Continue(format!("skipped: {reason}")));
+                return Ok(Continue(Acted::Told(format!("skipped: {reason}"))));
             }
         };
         let executed = self.execute(st, device, action, obs.clone(), draft).await;
@@ -171,7 +205,8 @@ impl Runner {
                 }
                 Recovery::Skip(reason) => {
                     draft.skipped(&reason);
-                    return Ok(Continue(format!("failed: {e}; skipped: {reason}")));
+                    let outcome = format!("failed: {e}; skipped: {reason}");
+                    return Ok(Continue(Acted::Told(outcome)));
                 }
                 Recovery::Abort(reason) => {
                     draft.failed(format!("{}: {e}", e.error_type()), None);
@@ -181,39 +216,46 @@ impl Runner {
             },
             r => (action, r, latest),
         };
-        let acted = self.acted(st, device, decision, executed, draft).await;
-        if let Some((original, error)) = replaced {
-            draft.replaced(&original, &error);
-        }
-        acted
+        let acted = self.acted(st, device, decision, executed, replaced, draft);
+        Ok(acted)
     }
 
-    /// What an executed action's result means for the step: settle after success, wait
-    /// for a dropped device, or report the failure.
-    async fn acted(
+    /// What an executed action's result means for the step: settle after success (the
+    /// settle phase keeps a replaced action in the detail it records), wait for a
+    /// dropped device, or report the failure.
+    fn acted(
         &self,
         st: &mut RunState<'_>,
         device: &dyn Device,
         decision: &Decision,
-        (action, result, latest): Executed,
+        (action, result, before): Executed,
+        replaced: Option<(Action, String)>,
         draft: &mut StepDraft,
-    ) -> Phase<String> {
-        match result {
+    ) -> std::ops::ControlFlow<Break, Acted> {
+        let failed = match result {
             Ok(detail) => {
-                self.settle_phase(st, device, &action, &latest, detail, draft)
-                    .await
+                return Continue(Acted::Ran(Ran {
+                    action,
+                    before,
+                    detail,
+                    replaced,
+                }));
             }
             Err(e) if is_disconnect(&e) => {
                 draft.failed(e.to_string(), None);
-                let n = st.counter.current();
+                let n = st.step();
                 draft.remember_as(n, decision, action.clone(), format!("failed: {e}"));
                 draft.notes.push(Note::DeviceDropped { step: n, action });
                 let serial = device.serial().to_string();
                 let lost = DeviceError::Disconnected { serial };
-                Ok(Stop(Break::Commit(Then::Reconnect(lost))))
+                Stop(Break::Commit(Then::Reconnect(lost)))
             }
-            Err(e) => Ok(self.action_failed(st, &action, e, latest, draft)),
+            Err(e) => self.action_failed(st, &action, e, before, draft),
+        };
+        if let Some((original, error)) = replaced {
+            draft.replaced(&original, &error);
         }
+        failed
     }
 
     /// Runs `action` (with retries) unless cancelled, timing it and calling the
@@ -228,8 +270,8 @@ impl Runner {
     ) -> Option<Executed> {
         draft.set_action(&action);
         let started = Instant::now();
-        let acting = self.act(device, &action, obs, st.size);
-        let (result, latest) = unless_cancelled(&mut st.stop, acting).await?;
+        let acting = self.act(device, &action, obs, st.size());
+        let (result, latest) = unless_cancelled(st.stop(), acting).await?;
         draft.step.timings.action_ms += started.elapsed().as_millis() as u64;
         if !self.hooks.is_empty() {
             let outcome = result.clone().map_err(|e| e.to_string());
@@ -246,16 +288,16 @@ impl Runner {
         e: ExecError,
         latest: Observed,
         draft: &mut StepDraft,
-    ) -> std::ops::ControlFlow<Break, String> {
+    ) -> std::ops::ControlFlow<Break, Acted> {
         let detail = json!({"hint": e.hint(), "selector": e.selector()});
         draft.failed(format!("{}: {e}", e.error_type()), Some(detail));
-        if st.ends_on_failed_action {
-            let end = failed_step_end(st.counter.current(), action, &e);
+        if st.ends_on_failed_action() {
+            let end = failed_step_end(st.step(), action, &e);
             return Stop(Break::Commit(Then::End(end)));
         }
         // The retries re-observed; the next decision reuses that screen.
-        st.cached = Some(latest);
-        Continue(format!("failed: {e}. {}", e.hint()))
+        st.reuse_screen(latest);
+        Continue(Acted::Told(format!("failed: {e}. {}", e.hint())))
     }
 
     /// Executes with retries, re-observing before each retry so a target that moved is

@@ -23,7 +23,9 @@ impl Runner {
         options: Option<Vec<String>>,
     ) -> Result<(String, AskOutcome), Fatal> {
         let timeout = self.cfg.ask_timeout();
-        let task = st.task.id;
+        let task = st.task().id;
+        let stop = st.stop();
+        let deadline = stop.deadline();
         let asked = self
             .prompts
             .ask(
@@ -32,8 +34,8 @@ impl Runner {
                 question,
                 options,
                 timeout,
-                &mut st.stop.signal,
-                Some(st.stop.deadline),
+                &mut stop.signal,
+                Some(deadline),
             )
             .await?;
         Ok(asked)
@@ -68,7 +70,7 @@ impl Runner {
             }
         };
         draft.notes.push(Note::UserAnswer {
-            step: st.counter.current(),
+            step: st.step(),
             question: question.to_string(),
             answer: answer.clone(),
         });
@@ -84,18 +86,13 @@ impl Runner {
     ) -> Result<Option<End>, Fatal> {
         let q = format!(
             "I seem to be stuck ({why}) on: \"{}\". How should I continue?",
-            st.task.spec.instruction
+            st.task().spec.instruction
         );
         let (_, outcome) = self.ask(st, &q, None).await?;
         match outcome {
             AskOutcome::Stopped => Ok(None),
             AskOutcome::Answered { answer, .. } => {
-                st.history.push_note(Note::UserAnswer {
-                    step: st.counter.last(),
-                    question: q,
-                    answer,
-                });
-                st.stuck.reset();
+                st.stuck_answered(q, answer);
                 Ok(None)
             }
             AskOutcome::TimedOut => Ok(Some(End::new(

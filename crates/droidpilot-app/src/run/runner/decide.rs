@@ -29,13 +29,14 @@ impl Runner {
         obs: &Observed,
         draft: &mut StepDraft,
     ) -> Phase<Decision> {
-        let n = st.counter.current();
+        let n = st.step();
         self.check_typed(st, obs, draft);
         let mut ctx = self.context(st, obs);
-        st.previous = Some(obs.repr.actionable_elements.clone());
+        st.saw(obs.repr.actionable_elements.clone());
         self.hooks.before_decide(st.at(), &mut ctx).await;
-        let deciding = self.decide_reporting(&st.stream, n, agent, &ctx);
-        let Some(decided) = unless_cancelled(&mut st.stop, deciding).await else {
+        let (stream, stop) = st.stream_and_stop();
+        let deciding = self.decide_reporting(stream, n, agent, &ctx);
+        let Some(decided) = unless_cancelled(stop, deciding).await else {
             return Ok(Stop(Break::Redo));
         };
         let d = match decided? {
@@ -48,17 +49,15 @@ impl Runner {
                 cost,
                 calls,
             }) => {
-                st.rejected_in_a_row += 1;
+                // Its self-corrections count toward the budget, as an accepted answer's.
+                let in_a_row = st.answer_rejected(attempts.saturating_sub(1));
                 draft.rejected(error.to_string(), &raw);
                 draft.unusable_calls(usage, cost, calls);
-                // Its self-corrections count toward the budget, as an accepted answer's.
-                st.counter.corrections += attempts.saturating_sub(1);
-                let then = if st.rejected_in_a_row >= self.cfg.max_rejected_in_a_row {
+                let then = if in_a_row >= self.cfg.max_rejected_in_a_row {
                     Then::End(End::new(
                         TaskStatus::Failed,
                         format!(
-                            "the model's answers could not be used {} times in a row: {error}",
-                            st.rejected_in_a_row
+                            "the model's answers could not be used {in_a_row} times in a row: {error}"
                         ),
                     ))
                 } else {
@@ -75,16 +74,15 @@ impl Runner {
                 )))));
             }
         };
-        st.rejected_in_a_row = 0;
-        draft.decided(&d);
         // Self-correction attempts count toward the budget (not the step's number).
-        st.counter.corrections += d.retries.min(st.task.spec.max_steps.saturating_sub(n));
+        st.answer_used(d.retries);
+        draft.decided(&d);
         // Written while the device acts (in order after `step.observed`).
         self.bus.commit_soon(
-            &st.stream,
+            st.stream(),
             async { Ok(Vec::new()) },
             vec![TaskEvent::StepDecided {
-                task_id: st.task.id,
+                task_id: st.task().id,
                 step: n,
                 thinking: draft.step.thinking.clone(),
                 action: draft.action_json(),
@@ -96,16 +94,15 @@ impl Runner {
 
     /// What the agent is given: the instruction, the screen, the history window.
     fn context(&self, st: &RunState<'_>, obs: &Observed) -> AgentContext {
-        let mut device = st.device_ctx.clone();
+        let mut device = st.device_ctx().clone();
         device.app = obs.repr.app_package.clone();
         device.activity = obs.repr.activity.clone();
         device.keyboard_visible = obs.screen.as_ref().is_some_and(|s| s.keyboard_visible());
         let diff = st
-            .previous
-            .as_deref()
+            .previous()
             .and_then(|before| ScreenDiff::between(before, &obs.repr.actionable_elements));
         let mut ctx = AgentContext::new(
-            st.task.spec.instruction.clone(),
+            st.task().spec.instruction.clone(),
             Observation {
                 screen: obs.repr.clone(),
                 tree: obs.screen.clone(),
@@ -113,11 +110,11 @@ impl Runner {
                     .png
                     .as_ref()
                     .and_then(|b| ImageData::from_bytes(b.clone()).ok()),
-                step_count: st.counter.current() - 1,
-                max_steps: st.task.spec.max_steps,
-                elapsed: st.started.elapsed(),
+                step_count: st.step() - 1,
+                max_steps: st.task().spec.max_steps,
+                elapsed: st.elapsed(),
             },
-            st.history.clone(),
+            st.history().clone(),
         );
         ctx.device = device;
         ctx.diff = diff;
@@ -130,10 +127,9 @@ impl Runner {
     /// them). A device that cannot say leaves what was known.
     pub(super) async fn refresh_apps(&self, st: &mut RunState<'_>, device: &dyn Device) {
         let ttl = std::time::Duration::from_secs(self.cfg.installed_apps_ttl_secs);
-        if st.apps_read.is_some_and(|t| t.elapsed() < ttl) {
+        if !st.apps_due(ttl) {
             return;
         }
-        st.apps_read = Some(std::time::Instant::now());
         match device.installed_apps().await {
             Ok(apps) => {
                 let list = apps
@@ -143,16 +139,12 @@ impl Runner {
                         _ => a.package,
                     })
                     .collect();
-                st.device_ctx.installed_apps = std::sync::Arc::new(list);
+                st.learn_apps(list);
             }
             Err(e) => tracing::debug!(error = %e, "could not list the installed apps"),
         }
         match device.locale().await {
-            Ok(l) => {
-                st.device_ctx.locale = l.locale;
-                st.device_ctx.timezone = l.timezone;
-                st.device_ctx.country = l.country;
-            }
+            Ok(l) => st.learn_locale(l),
             Err(e) => tracing::debug!(error = %e, "could not read the locale"),
         }
     }

@@ -35,7 +35,7 @@ impl Runner {
     /// `number()` of `task_id` (asked once the action ran, so a failed read leaves no gap
     /// in the numbering), taken `by` a person when named. Fails only when the device
     /// cannot be read; a failed action is recorded and returned in `result`.
-    pub async fn manual_step(
+    pub(crate) async fn manual_step(
         &self,
         device: &dyn Device,
         task_id: TaskId,

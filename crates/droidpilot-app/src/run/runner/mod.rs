@@ -9,10 +9,12 @@
 //! person can act on.
 //!
 //! This module owns the `Runner`, the loop and the step (`Runner::step`, which reads top to
-//! bottom like the phases). Each phase is a function in its own file that returns a value
-//! or a `Break` (commit the step now, redo it, or end the task); the step is recorded and
-//! published in one place, `Runner::commit` (`record.rs`). Hooks (`run::hooks`) are called
-//! at the boundary, before decide, around act, on a claimed finish and on a failed action.
+//! bottom like the phases). Each phase is a method in its own file that takes the value
+//! the phase before handed it (act hands settle an `Acted`, settle hands verify the
+//! step's outcome) and returns its own, or a `Break` (commit the step now, redo it, or end
+//! the task); the step is recorded and published in one place, `record_phase` then
+//! `publish_phase` (`record.rs`). Hooks (`run::hooks`) are called at the boundary, before
+//! decide, around act, on a claimed finish and on a failed action.
 
 mod act;
 mod ask;
@@ -43,7 +45,9 @@ use record::StepStart;
 use super::artifacts::ArtifactStore;
 use super::events::EventBus;
 use super::finish::{Ending, end_task};
-use super::hooks::{CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef};
+use super::hooks::{
+    AfterTakeOver, CustomActionHook, MiddlewareHook, RunHook, RunHooks, StepRef, TakenOver,
+};
 use super::interaction::Prompts;
 use super::mcp::McpRegistry;
 use super::middleware::{ActionMiddleware, CustomActionHandler};
@@ -58,6 +62,7 @@ use crate::domain::{CoordinateTransform, LinearTransform, Task, TaskId, TaskStat
 use crate::screen::ReprOptions;
 use crate::script::ScriptSource;
 use crate::store::StoreError;
+use observe::Observed;
 use record::{PasswordGuard, StepDraft, Then};
 use state::RunState;
 
@@ -76,7 +81,8 @@ pub struct Runner {
     /// The pool that reconnects a dropped device while the runner waits (`with_pool`);
     /// without one, the runner reconnects its device on the pool's default policy.
     pub pool: Option<DevicePool>,
-    /// Pause / manual actions / resume of the tasks this runner runs (`run::takeover`).
+    /// Pause / manual actions / resume of the tasks this runner runs (`run::takeover`):
+    /// the take-over hook the boundary asks after `hooks`.
     pub takeovers: Arc<TakeOvers>,
 }
 
@@ -119,38 +125,29 @@ enum Fatal {
     Device(String),
 }
 
-/// How one pass of the loop ended. (Built once per step and moved straight into
-/// `commit`, so the large variant is not boxed.)
-#[allow(clippy::large_enum_variant)]
-enum Flow {
-    /// The step happened: commit it, then do what `Then` says.
-    Next(StepDraft, Then),
+/// Why a phase cut the step short.
+enum Break {
+    /// Record the step as it stands, then do this.
+    Commit(Then),
     /// Nothing to record (a cancel, a device that came back): back to the boundary.
     Redo,
     /// The task ends without recording this step.
     End(End),
 }
 
-/// Why a phase cut the step short.
-enum Break {
-    /// Record the step as it stands, then do this.
-    Commit(Then),
-    Redo,
-    End(End),
-}
-
 /// A phase's result: its value, or a `Break`.
 type Phase<T> = Result<ControlFlow<Break, T>, Fatal>;
 
-/// Unwraps a phase's value, or leaves `Runner::step` with the break (a commit carries the
-/// step's draft).
+/// Unwraps a phase's value, or leaves the phases: a commit breaks out of the labelled
+/// block `$phases` with what follows the step, to record it as it stands; a redo or an
+/// end leaves `Runner::step` at once.
 macro_rules! phase {
-    ($draft:ident, $e:expr) => {
+    ($phases:lifetime, $e:expr) => {
         match $e? {
             ControlFlow::Continue(v) => v,
-            ControlFlow::Break(Break::Commit(then)) => return Ok(Flow::Next($draft, then)),
-            ControlFlow::Break(Break::Redo) => return Ok(Flow::Redo),
-            ControlFlow::Break(Break::End(e)) => return Ok(Flow::End(e)),
+            ControlFlow::Break(Break::Commit(then)) => break $phases then,
+            ControlFlow::Break(Break::Redo) => return Ok(None),
+            ControlFlow::Break(Break::End(e)) => return Ok(Some(e)),
         }
     };
 }
@@ -230,7 +227,8 @@ impl Runner {
         };
         self.bus
             .commit_soon(&id.to_string(), async { Ok(Vec::new()) }, vec![started]);
-        self.takeovers.register(id);
+        let max_pause = std::time::Duration::from_secs(self.cfg.max_pause_secs);
+        self.takeovers.register(id, self.bus.clone(), max_pause);
         // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
         // process's hold on it: the task fails with the panic's message.
         let looping = self.run_loop(&task, device.as_ref(), agent.as_mut(), stop);
@@ -323,66 +321,73 @@ impl Runner {
             if let Some(end) = self.boundary(&mut st).await? {
                 return Ok(end);
             }
-            match self.step(&mut st, device, agent).await? {
-                Flow::Next(draft, then) => {
-                    if let Some(end) = self.commit(&mut st, device, draft, then).await? {
-                        return Ok(end);
-                    }
-                }
-                Flow::Redo => continue,
-                Flow::End(end) => return Ok(end),
+            if let Some(end) = self.step(&mut st, device, agent).await? {
+                return Ok(end);
             }
         }
     }
 
-    /// One step, phase by phase. Ends with the draft to commit (`Flow::Next`), unless a
-    /// phase broke off earlier.
+    /// One step, phase by phase: observe → decide → act → settle → verify → record →
+    /// publish, each phase handing the next its value. A phase may cut the step short
+    /// (`Break`): a commit records the step as it stands, a redo goes back to the
+    /// boundary with nothing recorded. Returns the task's end when one follows.
     async fn step(
         &self,
         st: &mut RunState<'_>,
         device: &dyn Device,
         agent: &mut dyn Agent,
-    ) -> Result<Flow, Fatal> {
+    ) -> Result<Option<End>, Fatal> {
         let start = StepStart::now();
         let Some(obs) = self.observe_phase(st, device).await? else {
-            return Ok(Flow::Redo);
+            return Ok(None);
         };
-        let mut draft = StepDraft::new(st.task.id, st.counter.current(), start, &obs, st.size);
+        let mut draft = self.draft(st, agent, start, &obs);
+        if agent.wants_device_context() {
+            self.refresh_apps(st, device).await;
+        }
+        let then = 'phases: {
+            let decision = phase!('phases, self.decide_phase(st, agent, &obs, &mut draft).await);
+            draft.fixed_index = agent.fixed_action_index();
+            let act = self.act_phase(st, device, &decision, &obs, &mut draft);
+            let acted = phase!('phases, act.await);
+            let outcome = phase!('phases, self.settle_phase(st, device, acted, &mut draft).await);
+            let verify = self.verify_phase(st, agent, &decision, &obs, outcome, &mut draft);
+            phase!('phases, verify.await);
+            Then::Next
+        };
+        let recorded = self.record_phase(draft);
+        self.publish_phase(st, recorded).await?;
+        self.follow(st, device, then).await
+    }
+
+    /// The step's draft, on the observed screen: the agent's secrets and the screen's
+    /// password fields are kept out of what it records.
+    fn draft(
+        &self,
+        st: &RunState<'_>,
+        agent: &dyn Agent,
+        start: StepStart,
+        obs: &Observed,
+    ) -> StepDraft {
+        let mut draft = StepDraft::new(st.task().id, st.step(), start, obs, st.size());
         draft.hide(agent.secrets());
         if let Some(screen) = &obs.screen {
             draft.guard_passwords(PasswordGuard {
                 screen: screen.clone(),
-                size: st.size,
+                size: st.size(),
                 transform: self.transform.clone(),
             });
         }
-        if agent.wants_device_context() {
-            self.refresh_apps(st, device).await;
-        }
-        let decision = phase!(draft, self.decide_phase(st, agent, &obs, &mut draft).await);
-        draft.fixed_index = agent.fixed_action_index();
-        let acted = phase!(
-            draft,
-            self.act_phase(st, device, &decision, &obs, &mut draft)
-                .await
-        );
-        phase!(
-            draft,
-            self.verify_phase(st, agent, &decision, &obs, acted, &mut draft)
-                .await
-        );
-        Ok(Flow::Next(draft, Then::Next))
+        draft
     }
 
     /// The step boundary: hooks that hold the loop (take-over), then a stop, a cancel,
     /// the deadline or the step budget end the task.
     async fn boundary(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
-        if !self.hooks.is_empty() {
-            let at = st.at();
-            unless_stopped(&mut st.stop.signal, self.hooks.at_boundary(at)).await;
+        if let Some(end) = self.take_over(st).await? {
+            return Ok(Some(end));
         }
-        self.take_over(st).await?;
-        match *st.stop.signal.borrow_and_update() {
+        match *st.stop().signal.borrow_and_update() {
             StopSignal::Cancel => {
                 return Ok(Some(End::new(
                     TaskStatus::Cancelled,
@@ -398,7 +403,7 @@ impl Runner {
             StopSignal::Suspend => return Ok(Some(End::suspended())),
             StopSignal::None => {}
         }
-        let task = st.task;
+        let task = st.task();
         // `task` was read after the claim; later cancels arrive as a signal, or in the
         // store's flag, read at most once per poll interval.
         let flagged = task.cancel_requested
@@ -409,7 +414,7 @@ impl Runner {
                 "cancelled by request",
             )));
         }
-        if st.stop.past_deadline() {
+        if st.stop().past_deadline() {
             return Ok(Some(End::new(
                 TaskStatus::TimedOut,
                 format!(
@@ -419,44 +424,68 @@ impl Runner {
             )));
         }
         let max_steps = task.spec.max_steps;
-        if st.counter.budget_used() >= max_steps {
+        if st.budget_used() >= max_steps {
             return Ok(Some(End::new(
                 TaskStatus::Incomplete,
                 format!("reached max_steps ({max_steps}) without the agent finishing"),
             )));
         }
         Ok(st
-            .spent
-            .exceeded(task, &self.cfg)
+            .budget_exceeded(&self.cfg)
             .map(|why| End::new(TaskStatus::Failed, why)))
     }
 
-    /// Holds the loop while a person has the task paused; afterwards the steps they took
-    /// are counted and the agent is told what they did. A stop ends the hold (the
-    /// boundary then ends the task).
-    async fn take_over(&self, st: &mut RunState<'_>) -> Result<(), Fatal> {
-        let (id, step) = (st.task.id, st.counter.current());
-        let max = std::time::Duration::from_secs(self.cfg.max_pause_secs);
-        let holding = self.takeovers.hold(&self.bus, id, step, max);
-        let Some(released) = unless_stopped(&mut st.stop.signal, holding).await else {
-            return Ok(());
+    /// Asks the boundary hooks, then the take-over hook (`run::takeover`), whether a
+    /// person holds the loop, and records what they hand back (`hooks::TakenOver`): their
+    /// steps counted, the held time off the timeout, their actions told to the agent.
+    /// Returns the task's end when they finished or cancelled it. A stop ends the hold
+    /// (the boundary then ends the task).
+    async fn take_over(&self, st: &mut RunState<'_>) -> Result<Option<End>, Fatal> {
+        let at = st.at();
+        let asking = async {
+            let taken = match self.hooks.is_empty() {
+                true => None,
+                false => self.hooks.at_boundary(at).await?,
+            };
+            if taken
+                .as_ref()
+                .is_some_and(|t| t.then != AfterTakeOver::Resume)
+            {
+                return Ok(taken);
+            }
+            let person = self.takeovers.hold(at).await?;
+            Ok::<_, StoreError>(TakenOver::both(taken, person))
         };
-        let Some(r) = released? else {
-            return Ok(());
+        let Some(asked) = unless_stopped(&mut st.stop().signal, asking).await else {
+            return Ok(None);
         };
-        st.stop.extend(r.held);
-        st.settled = None;
-        st.counter.manual += r.steps;
-        // The person changed the screen: decide on a fresh observation.
-        st.cached = None;
-        if !r.actions.is_empty() {
-            st.history.push_note(Note::PersonActed {
-                step,
-                by: r.by.unwrap_or_default(),
-                actions: r.actions,
-            });
-        }
-        Ok(())
+        let Some(t) = asked? else {
+            return Ok(None);
+        };
+        let acted = (!t.actions.is_empty()).then(|| Note::PersonActed {
+            step: at.step,
+            by: t.by.unwrap_or_default(),
+            actions: t.actions,
+        });
+        st.took_over(t.held, t.steps, acted);
+        Ok(match t.then {
+            AfterTakeOver::Resume => None,
+            AfterTakeOver::Finish {
+                success,
+                reason,
+                answer,
+            } => {
+                let status = match success {
+                    true => TaskStatus::Succeeded,
+                    false => TaskStatus::Failed,
+                };
+                Some(End {
+                    answer,
+                    ..End::new(status, reason)
+                })
+            }
+            AfterTakeOver::Cancel { reason } => Some(End::new(TaskStatus::Cancelled, reason)),
+        })
     }
 
     /// Ends a task whose runner panicked outside its loop (the scheduler catches it): the
@@ -512,8 +541,8 @@ impl RunState<'_> {
     /// The step the loop is at, for hooks.
     fn at(&self) -> StepRef {
         StepRef {
-            task: self.task.id,
-            step: self.counter.current(),
+            task: self.task().id,
+            step: self.step(),
         }
     }
 }

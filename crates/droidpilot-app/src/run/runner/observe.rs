@@ -60,12 +60,13 @@ impl Runner {
         st: &mut RunState<'_>,
         device: &dyn Device,
     ) -> Result<Option<Observed>, Fatal> {
-        let settled = st.settled.take();
-        let mut obs = match st.cached.take() {
+        let (cached, settled) = st.begin_step();
+        let size = st.size();
+        let mut obs = match cached {
             Some(o) => o,
             None => match unless_cancelled(
-                &mut st.stop,
-                self.observe_with(device, st.size, Capture::Together),
+                st.stop(),
+                self.observe_with(device, size, Capture::Together),
             )
             .await
             {
@@ -91,8 +92,8 @@ impl Runner {
         }
         let r = &obs.repr;
         let observed = TaskEvent::StepObserved {
-            task_id: st.task.id,
-            step: st.counter.current(),
+            task_id: st.task().id,
+            step: st.step(),
             summary: r.summary.clone(),
             app: r.app_package.clone(),
             has_modal: r.has_modal,
@@ -110,7 +111,7 @@ impl Runner {
                 None => Ok(Vec::new()),
             }
         };
-        self.bus.commit_soon(&st.stream, rows, vec![observed]);
+        self.bus.commit_soon(st.stream(), rows, vec![observed]);
         Ok(Some(obs))
     }
 
@@ -246,7 +247,7 @@ impl Runner {
         before: u64,
         obs: &Observed,
     ) -> Result<(), Fatal> {
-        let step = st.counter.current();
+        let step = st.step();
         let r = &obs.repr;
         let iv = crate::domain::Intervention {
             step: Some(step),
@@ -257,13 +258,12 @@ impl Runner {
                 "summary": r.summary,
             })),
             ..crate::domain::Intervention::new(
-                st.task.id,
+                st.task().id,
                 crate::domain::InterventionKind::ExternalChange,
             )
         };
         crate::run::takeover::publish_intervention(&self.bus, &iv).await?;
-        st.history
-            .push_note(crate::agent::context::Note::ExternalChange { step });
+        st.note(crate::agent::context::Note::ExternalChange { step });
         Ok(())
     }
 }

@@ -21,8 +21,9 @@ impl Runner {
         device: &dyn Device,
         err: &DeviceError,
     ) -> Result<(), Fatal> {
-        let waiting = self.await_reconnect(device, &st.stream, err);
-        if let Some(back) = unless_cancelled(&mut st.stop, waiting).await {
+        let (stream, stop) = st.stream_and_stop();
+        let waiting = self.await_reconnect(device, stream, err);
+        if let Some(back) = unless_cancelled(stop, waiting).await {
             back?;
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! The record and publish phases: a step on its way to the store (`StepDraft`, the one
-//! place that builds a `Step` and its `step.executed` payload) and `Runner::commit`, the
-//! one place a step is recorded, published and remembered, and what follows it.
+//! place that builds a `Step` and its `step.executed` payload), the step as stored
+//! (`Runner::record_phase`) and `Runner::publish_phase`, the one place a step is
+//! committed, published and remembered; then what follows it (`Runner::follow`).
 
 use std::time::Instant;
 
@@ -361,16 +362,21 @@ fn outcome(
     }
 }
 
+/// A step as it is stored, with its events and what the agent's history keeps of it:
+/// the record phase's work, for the publish phase.
+pub(super) struct Recorded {
+    step: Step,
+    events: Vec<TaskEvent>,
+    memory: Option<StepRecord>,
+    notes: Vec<Note>,
+    fixed_index: Option<usize>,
+    typed_password: Option<String>,
+}
+
 impl Runner {
-    /// Records the step, remembers it for the agent, and does what follows it. Returns
-    /// the task's end when one follows.
-    pub(super) async fn commit(
-        &self,
-        st: &mut RunState<'_>,
-        device: &dyn Device,
-        draft: StepDraft,
-        then: Then,
-    ) -> Result<Option<End>, Fatal> {
+    /// The record phase: the draft becomes the step as it is stored (every secret
+    /// masked, its overhead timed) and its events (`step.annotated`…, `step.executed`).
+    pub(super) fn record_phase(&self, draft: StepDraft) -> Recorded {
         let StepDraft {
             mut step,
             start,
@@ -382,22 +388,51 @@ impl Runner {
             ..
         } = draft;
         mask_secrets(&mut step, &secrets);
-        self.record(&st.stream, &mut step, start).await?;
+        let events = sealed(&mut step, start);
+        Recorded {
+            step,
+            events,
+            memory,
+            notes,
+            fixed_index,
+            typed_password,
+        }
+    }
+
+    /// The publish phase: commits the step and its events in one transaction (then
+    /// delivered to subscribers), masks a typed password in the stored task, counts the
+    /// step and its spending, and hands it to the agent's history.
+    pub(super) async fn publish_phase(
+        &self,
+        st: &mut RunState<'_>,
+        r: Recorded,
+    ) -> Result<(), Fatal> {
+        let Recorded {
+            step,
+            events,
+            memory,
+            notes,
+            fixed_index,
+            typed_password,
+        } = r;
+        self.write(st.stream(), &step, events).await?;
         if let (Some(i), Some(text)) = (fixed_index, typed_password) {
-            self.mask_stored_action(st.task, i, &text).await?;
+            self.mask_stored_action(st.task(), i, &text).await?;
         }
-        st.counter.recorded += 1;
-        st.spent.add(&step);
-        if let Some(mut m) = memory {
-            m.failed = step.outcome.status != StepStatus::Ok;
-            st.history.push_step(m);
-        }
-        for note in notes {
-            st.history.push_note(note);
-        }
+        st.step_published(&step, memory, notes);
+        Ok(())
+    }
+
+    /// What follows a published step (`Then`). Returns the task's end when one follows.
+    pub(super) async fn follow(
+        &self,
+        st: &mut RunState<'_>,
+        device: &dyn Device,
+        then: Then,
+    ) -> Result<Option<End>, Fatal> {
         match then {
             Then::Next => {}
-            Then::Reuse(obs) => st.cached = Some(*obs),
+            Then::Reuse(obs) => st.reuse_screen(*obs),
             Then::End(end) => return Ok(Some(end)),
             Then::Reconnect(e) => self.reconnect(st, device, &e).await?,
             Then::AskStuck(why) => return self.ask_stuck(st, why).await,
@@ -423,36 +458,40 @@ impl Runner {
         self.bus.store().set_task_agent(task.id, &agent).await
     }
 
-    /// Commits the step with its annotations and `step.executed` in one transaction, then
-    /// broadcasts them.
-    async fn record(
+    /// Commits the step with its events in one transaction, then broadcasts them.
+    async fn write(
         &self,
         stream: &str,
-        step: &mut Step,
-        step_start: Instant,
+        step: &Step,
+        events: Vec<TaskEvent>,
     ) -> Result<(), StoreError> {
-        let t = &step.timings;
-        let total = step_start.elapsed().as_secs_f64() * 1000.0;
-        step.timings.overhead_ms = (total
-            - (t.screenshot_ms + t.hierarchy_ms + t.inference_ms + t.action_ms + t.settle_ms)
-                as f64)
-            .max(0.0);
-        let mut events: Vec<TaskEvent> = step
-            .annotations
-            .iter()
-            .map(|a| TaskEvent::StepAnnotated {
-                task_id: step.task_id,
-                step: step.n,
-                annotation: a.clone(),
-            })
-            .collect();
-        events.push(executed_event(step));
         self.bus.commit(stream, Some(step), &[], events).await?;
         metrics::counter!("droidpilot_steps_total", "status" => step.outcome.status.as_str())
             .increment(1);
         metrics::histogram!("droidpilot_step_overhead_ms").record(step.timings.overhead_ms);
         Ok(())
     }
+}
+
+/// Times the step's overhead (what its phases' own timings leave of its whole time) and
+/// builds its events: each annotation as `step.annotated`, then `step.executed`.
+fn sealed(step: &mut Step, step_start: Instant) -> Vec<TaskEvent> {
+    let t = &step.timings;
+    let total = step_start.elapsed().as_secs_f64() * 1000.0;
+    step.timings.overhead_ms = (total
+        - (t.screenshot_ms + t.hierarchy_ms + t.inference_ms + t.action_ms + t.settle_ms) as f64)
+        .max(0.0);
+    let mut events: Vec<TaskEvent> = step
+        .annotations
+        .iter()
+        .map(|a| TaskEvent::StepAnnotated {
+            task_id: step.task_id,
+            step: step.n,
+            annotation: a.clone(),
+        })
+        .collect();
+    events.push(executed_event(step));
+    events
 }
 
 /// What became of an action taken outside the loop: its detail, or the error and detail.
@@ -495,8 +534,8 @@ impl Runner {
             mut step, start, ..
         } = draft;
         step.by = m.by;
-        self.record(&m.task_id.to_string(), &mut step, start)
-            .await?;
+        let events = sealed(&mut step, start);
+        self.write(&m.task_id.to_string(), &step, events).await?;
         Ok(step)
     }
 }

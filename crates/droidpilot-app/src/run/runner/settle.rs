@@ -28,8 +28,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use serde_json::Value;
 
+use super::act::Acted;
 use super::observe::{Capture, Observed};
 use super::record::{StepDraft, Then};
 use super::state::RunState;
@@ -60,36 +60,42 @@ impl Settled {
 }
 
 impl Runner {
-    /// Settles after a successful action and records it as ok. A cancel meanwhile keeps
-    /// the step (the action ran) and the boundary then ends the task.
+    /// Settles after a device action that succeeded and records it as ok (keeping an
+    /// action a recovery hook replaced in its detail); anything else the act phase did
+    /// has nothing to settle. Returns the step's outcome as the agent's history tells it.
+    /// A cancel meanwhile keeps the step (the action ran) and the boundary then ends the
+    /// task.
     pub(super) async fn settle_phase(
         &self,
         st: &mut RunState<'_>,
         device: &dyn Device,
-        action: &Action,
-        before: &Observed,
-        detail: Value,
+        acted: Acted,
         draft: &mut StepDraft,
     ) -> Phase<String> {
+        let ran = match acted {
+            Acted::Ran(ran) => ran,
+            Acted::Told(outcome) => return Ok(Continue(outcome)),
+        };
         let started = Instant::now();
-        let settling = self.settle_after(device, action, before, st.size);
-        let settled = unless_cancelled(&mut st.stop, settling).await;
+        let settling = self.settle_after(device, &ran.action, &ran.before, st.size());
+        let settled = unless_cancelled(st.stop(), settling).await;
         draft.step.timings.settle_ms = started.elapsed().as_millis() as u64;
         let cancelled_settling = settled.is_none();
         let Settled { changed, idle, obs } = settled.unwrap_or_default();
         // The layout the step left the screen in, once it held still (external changes
-        // are measured against it at the next observation).
-        st.settled = idle;
-        // The settled screen is the next step's, unless a pause lets the screen move on,
-        // or its dump failed (the next step tries afresh rather than act blind).
-        if self.cfg.step_delay_ms == 0 {
-            st.cached = obs.filter(|o| o.screen.is_some());
+        // are measured against it at the next observation). The settled screen is the
+        // next step's, unless a pause lets the screen move on, or its dump failed (the
+        // next step tries afresh rather than act blind).
+        let next = obs.filter(|o| self.cfg.step_delay_ms == 0 && o.screen.is_some());
+        st.settled(idle, next);
+        draft.ok(changed, Some(ran.detail));
+        if let Some((original, error)) = ran.replaced {
+            draft.replaced(&original, &error);
         }
-        draft.ok(changed, Some(detail));
         let delay = Duration::from_millis(self.cfg.step_delay_ms);
         let cancelled = cancelled_settling
             || (self.cfg.step_delay_ms > 0
-                && unless_cancelled(&mut st.stop, tokio::time::sleep(delay))
+                && unless_cancelled(st.stop(), tokio::time::sleep(delay))
                     .await
                     .is_none());
         if cancelled {

@@ -28,14 +28,14 @@ impl Runner {
         mut outcome: String,
         draft: &mut StepDraft,
     ) -> Phase<()> {
-        let n = st.counter.current();
+        let n = st.step();
         // A script replay bounds its own waits and retries; an unchanged screen while it
         // waits for an element is not being stuck. A fixed list of actions cannot use a
         // diagnostic or an answer: the detector (and its question) is for model agents.
         let fixed = decision.replay.is_some() || agent.plays_fixed_actions();
         let verdict = match fixed {
             true => Stuck::No,
-            false => st.stuck.observe(obs.content, &decision.action),
+            false => st.check_stuck(obs.content, &decision.action),
         };
         match verdict {
             Stuck::No => {}
@@ -49,10 +49,9 @@ impl Runner {
                 outcome.push_str(" (stuck: diagnostic sent)");
             }
             // A planner is consulted before a person (once per task).
-            Stuck::Escalate(why) if !st.replanned_when_stuck && agent.replan_when_stuck(&why) => {
+            Stuck::Escalate(why) if st.may_replan() && agent.replan_when_stuck(&why) => {
                 self.stuck_event(st, &why, StuckResponse::Replan).await?;
-                st.replanned_when_stuck = true;
-                st.stuck.reset();
+                st.replanning();
                 draft.detail(json!({"stuck": why, "replanning": true}));
                 draft.notes.push(Note::Stuck {
                     step: n,
@@ -83,7 +82,7 @@ impl Runner {
         if let Action::Type { text, .. } = &decision.action
             && matches!(&draft.step.action, Some(Action::Type { text: kept, .. }) if kept == text)
         {
-            st.typed = Some((n, text.clone()));
+            st.typed(n, text.clone());
         }
         draft.remember(n, decision, outcome);
         Ok(Continue(()))
@@ -97,12 +96,12 @@ impl Runner {
         response: StuckResponse,
     ) -> Result<(), StoreError> {
         let ev = TaskEvent::StepStuck {
-            task_id: st.task.id,
-            step: st.counter.current(),
+            task_id: st.task().id,
+            step: st.step(),
             why: why.to_string(),
             response,
         };
-        self.bus.publish(&st.stream, ev).await.map(drop)
+        self.bus.publish(st.stream(), ev).await.map(drop)
     }
 
     /// Typed-text verification: the text the previous step typed must show in the focused
@@ -111,7 +110,7 @@ impl Runner {
     /// fields (masked) and screens with no focused field (the form was submitted) are not
     /// checked.
     pub(super) fn check_typed(&self, st: &mut RunState<'_>, obs: &Observed, draft: &mut StepDraft) {
-        let Some((typed_at, expected)) = st.typed.take() else {
+        let Some((typed_at, expected)) = st.take_typed() else {
             return;
         };
         let Some(screen) = &obs.screen else {
@@ -134,7 +133,7 @@ impl Runner {
             actual: actual.clone(),
         });
         // Into the history now: this step's decision should already know.
-        st.history.push_note(Note::McpResult {
+        st.note(Note::McpResult {
             step: typed_at,
             tool: "droidpilot".into(),
             result: format!(
