@@ -518,8 +518,15 @@ async fn ask_user_waits_for_an_answer_and_feeds_it_back() {
         .unwrap();
     assert_eq!(iv.answer.as_deref(), Some("blue"));
     let done = handle.await.unwrap().unwrap();
-    assert_eq!(done.status, TaskStatus::Succeeded);
+    // Seen once on a loaded machine as not succeeded: say why, with the steps, if again.
     let steps = e.store.steps(id).await.unwrap();
+    assert_eq!(
+        done.status,
+        TaskStatus::Succeeded,
+        "reason {:?}, steps {:?}",
+        done.reason,
+        steps.iter().map(|s| &s.outcome).collect::<Vec<_>>()
+    );
     assert_eq!(steps[0].outcome.detail.as_ref().unwrap()["answer"], "blue");
     let ivs = e.store.interventions(id).await.unwrap();
     assert_eq!(
