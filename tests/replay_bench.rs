@@ -3,8 +3,8 @@
 //! behaviour, never wall-clock time.
 
 use droidpilot::bench::replay::{
-    DriftKind, FLOWS, Mode, ReplayBenchOptions, bench_replay, format_report, record_flow,
-    report_json, select_flows,
+    DriftKind, FLOWS, FlowSource, Mode, ReplayBenchOptions, bench_replay, format_report,
+    record_flow, report_json, select_flows,
 };
 use droidpilot::device::sim::task;
 use droidpilot::domain::ScreenSize;
@@ -13,6 +13,10 @@ const SMALL: ScreenSize = ScreenSize {
     width: 540,
     height: 1200,
 };
+
+fn tasks(ids: &[&str]) -> Vec<FlowSource> {
+    ids.iter().map(|id| FlowSource::Task(id.to_string())).collect()
+}
 
 #[test]
 fn the_suite_covers_twenty_flows_over_every_app_and_the_launcher() {
@@ -31,6 +35,8 @@ fn the_suite_covers_twenty_flows_over_every_app_and_the_launcher() {
 /// a name that matches nothing is refused, naming it, with the valid names in the hint.
 #[test]
 fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
+    let all: Vec<String> = FLOWS.iter().map(|f| f.to_string()).collect();
+    let select_flows = |p: &str| select_flows(p, &all);
     assert_eq!(
         select_flows("clock.*").unwrap(),
         [
@@ -76,7 +82,7 @@ fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
     let e = Mode::parse_list("model").unwrap_err();
     assert_eq!(
         e.hint(),
-        "modes are a comma-separated list of: selectors, aitm, coordinates"
+        "modes are a comma-separated list of: selectors, aitm, aitm_noop, coordinates"
     );
 }
 
@@ -99,11 +105,7 @@ async fn a_recorded_flow_taps_by_resource_id() {
 #[tokio::test]
 async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() {
     let opts = ReplayBenchOptions {
-        flows: vec![
-            "contacts.edit_bob".into(),
-            "clock.delete_0600".into(),
-            "settings.wifi_off".into(),
-        ],
+        flows: tasks(&["contacts.edit_bob", "clock.delete_0600", "settings.wifi_off"]),
         drifts: vec![
             DriftKind::None,
             DriftKind::MovedElements,
@@ -111,7 +113,7 @@ async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() 
         ],
         modes: vec![Mode::Selectors, Mode::Aitm, Mode::Coordinates],
         screen: SMALL,
-        trace: false,
+        ..Default::default()
     };
     let r = bench_replay(&opts, &|_| {}).await.unwrap();
     assert_eq!(r.flows, 3);
@@ -161,11 +163,11 @@ async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() 
 #[tokio::test]
 async fn a_flow_recorded_on_a_tall_phone_replays_on_a_shorter_one_by_scrolling_to_its_target() {
     let opts = ReplayBenchOptions {
-        flows: vec!["settings.sign_in".into()],
+        flows: tasks(&["settings.sign_in"]),
         drifts: vec![DriftKind::OtherPhone],
         modes: vec![Mode::Selectors, Mode::Coordinates],
         screen: SMALL,
-        trace: false,
+        ..Default::default()
     };
     let lines = std::sync::Mutex::new(Vec::<String>::new());
     let r = bench_replay(&opts, &|l| lines.lock().unwrap().push(l.to_string()))
@@ -185,4 +187,74 @@ async fn a_flow_recorded_on_a_tall_phone_replays_on_a_shorter_one_by_scrolling_t
     assert_eq!(selectors.completed, 1, "{}", format_report(&r));
     assert_eq!(selectors.model_calls, 0);
     assert_eq!(blind.completed, 0, "{}", format_report(&r));
+}
+
+/// A script from outside the suite, judged by `task`'s checker.
+fn file(name: &str, task: &str, script: droidpilot::script::Script) -> FlowSource {
+    FlowSource::File {
+        name: name.into(),
+        task: task.into(),
+        script: Box::new(script),
+    }
+}
+
+/// A script that stops after its first step ends its task as succeeded (it ran to its
+/// end), and the checker says the alarm is still there: one false "complete", counted per
+/// mode and per flow, where the whole script counts none.
+#[tokio::test]
+async fn a_script_that_ends_complete_early_counts_one_false_complete() {
+    let mut early = record_flow("clock.delete_0600", SMALL).await.unwrap().script;
+    early.steps.truncate(1);
+    let opts = ReplayBenchOptions {
+        flows: vec![
+            FlowSource::Task("clock.delete_0600".into()),
+            file("clock.delete_0600.early.json", "clock.delete_0600", early),
+        ],
+        drifts: vec![DriftKind::None],
+        modes: vec![Mode::Selectors],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let t = r.mode(Mode::Selectors);
+    assert_eq!((t.runs, t.completed, t.false_complete), (2, 1, 1), "{}", format_report(&r));
+    assert_eq!(r.flow("clock.delete_0600", Mode::Selectors).false_complete, 0);
+    assert_eq!(r.flow("clock.delete_0600.early.json", Mode::Selectors).false_complete, 1);
+    assert_eq!(t.repeated_actions, 0, "{}", format_report(&r));
+    let j = report_json(&r);
+    for (k, v) in [("runs", 2), ("completed", 1), ("false_complete", 1), ("wrong_element", 0), ("repeated_actions", 0)] {
+        assert_eq!(j["modes"]["selectors"][k], v, "{k}: {j}");
+    }
+    assert_eq!(j["per_flow"]["clock.delete_0600.early.json"]["selectors"]["false_complete"], 1);
+    assert!(format_report(&r).contains("false done"), "{}", format_report(&r));
+}
+
+/// The no-op model is asked (its calls are counted) and answers nothing usable: a step
+/// whose target is nowhere stays failed, and nothing is reported done. The table does not
+/// call either model AI.
+#[tokio::test]
+async fn the_noop_model_is_asked_and_rescues_nothing() {
+    let mut broken = record_flow("contacts.edit_bob", SMALL).await.unwrap().script;
+    let step = broken.steps.iter_mut().find(|s| s.selector.is_some()).unwrap();
+    step.selector = Some("#no_such_element".into());
+    step.alternative_selectors.clear();
+    broken.fuzzy = false;
+    let opts = ReplayBenchOptions {
+        flows: vec![file("contacts.edit_bob.broken.json", "contacts.edit_bob", broken)],
+        drifts: vec![DriftKind::None],
+        modes: vec![Mode::Selectors, Mode::AitmNoop],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let (plain, noop) = (r.mode(Mode::Selectors), r.mode(Mode::AitmNoop));
+    assert_eq!((plain.completed, plain.model_calls), (0, 0), "{}", format_report(&r));
+    assert_eq!(noop.completed, 0, "{}", format_report(&r));
+    assert!(noop.model_calls >= 1, "the no-op model was asked: {}", format_report(&r));
+    assert_eq!(noop.false_complete + plain.false_complete, 0);
+    let j = report_json(&r);
+    assert_eq!(j["modes"]["aitm_noop"]["runs"], 1, "{j}");
+    let table = format_report(&r);
+    assert!(table.contains("aitm_noop (no answer)"), "{table}");
+    assert!(!table.contains(" AI "), "{table}");
 }
