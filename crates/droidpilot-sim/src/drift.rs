@@ -20,7 +20,7 @@ use super::widget::{SUBTLE, SURFACE, TextSize, Widget};
 pub const BANNER_ID: &str = "update_banner";
 
 /// A stable hash of the seed and a key (FNV-1a), so drift is the same on every build.
-fn mix(seed: u64, key: &str) -> u64 {
+pub fn mix(seed: u64, key: &str) -> u64 {
     let mut h: u64 = seed ^ 0xcbf2_9ce4_8422_2325;
     for b in key.bytes() {
         h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);

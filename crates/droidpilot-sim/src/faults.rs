@@ -39,6 +39,20 @@ pub struct SimFaults {
     /// Button labels reworded, as by an app update (`Send` → `Send message`), seeded per
     /// app.
     pub changed_labels: bool,
+    /// Text buttons become icon-only buttons whose label is their content-desc, as a
+    /// redesign makes them (`Save` → a check mark described "Save").
+    pub icon_buttons: bool,
+    /// Lists become grids of two columns (rows become cells, in the same order).
+    pub list_to_grid: bool,
+    /// An app's toolbar and floating actions move into an overflow menu: a "More
+    /// options" ⋮ button, then the action by its label.
+    pub overflow_menu: bool,
+    /// A "What's new" dialog on each app's first open, before its first screen can be
+    /// used ("Got it" closes it).
+    pub whats_new_dialog: bool,
+    /// Destructive actions (delete an alarm, a contact, a note; remove from the cart)
+    /// ask first ("Delete alarm?" Cancel / Delete); Cancel keeps the item.
+    pub confirm_destructive: bool,
     /// The connection drops after this many commands; `reconnect()` restores it.
     pub disconnect_after: Option<u64>,
     /// Screenshots of secure screens (FLAG_SECURE, e.g. the shop's checkout) come out
@@ -47,6 +61,21 @@ pub struct SimFaults {
 }
 
 impl SimFaults {
+    /// What one realistic redesigning update brings at once: icon-only buttons, lists
+    /// as grids, actions in an overflow menu, a "what's new" dialog and confirmations
+    /// of destructive actions (with `SimConfig::renames` and `font_scale`, the realistic
+    /// drift).
+    pub fn redesign() -> SimFaults {
+        SimFaults {
+            icon_buttons: true,
+            list_to_grid: true,
+            overflow_menu: true,
+            whats_new_dialog: true,
+            confirm_destructive: true,
+            ..SimFaults::default()
+        }
+    }
+
     /// Checks the rates, so a typo in the config is refused up front.
     pub fn validate(&self) -> Result<(), String> {
         for (name, r) in [

@@ -18,14 +18,18 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod adbd;
 pub mod apps;
 pub mod cpu;
 pub mod drift;
 pub mod faults;
+pub mod identity;
 pub mod latency;
+pub mod locale;
+pub mod redesign;
+pub mod renames;
 pub mod render;
 pub mod state;
 pub mod tasks;
@@ -50,7 +54,10 @@ use droidpilot_core::device::{
 };
 
 pub use faults::{IDLE_STATE_ERROR, NULL_ROOT_ERROR, SimFaults};
+pub use identity::{TouchKind, Touched};
 pub use latency::{CommandCounts, DeviceOp, LatencyProfile, SimCounters};
+pub use locale::Locale;
+pub use renames::RenameMap;
 pub use state::{AppId, Cmd, Fg, Page, PhoneState};
 pub use tasks::{Difficulty, Fact, SimTask, run_reference, task, tasks};
 
@@ -65,8 +72,8 @@ pub const LAUNCH_MS: u64 = 800;
 /// Movement below this many pixels is a tap, not a swipe (Android's touch slop).
 pub const TOUCH_SLOP: i32 = 24;
 
-/// Where the virtual phone is: its locale, time zone and SIM country (the adbd serves
-/// them as `getprop` values, as a real phone does).
+/// Where the virtual phone is: its locale (by default; `SimConfig::locale` sets it), time
+/// zone and SIM country (the adbd serves them as `getprop` values, as a real phone does).
 pub const SIM_LOCALE: &str = "en-US";
 pub const SIM_TIMEZONE: &str = "America/Los_Angeles";
 pub const SIM_COUNTRY: &str = "us";
@@ -96,6 +103,13 @@ pub struct SimConfig {
     /// time), `pixel-8`, `budget` (see `latency::LatencyProfile` for the figures and
     /// their sources).
     pub latency_profile: LatencyProfile,
+    /// The UI language of the whole phone: `en` (default) or `de`.
+    pub locale: Locale,
+    /// Android's font size setting: text grows by this factor, and list rows with it,
+    /// so fewer rows fit a screen (1.0, the default; 0.5 to 3.0).
+    pub font_scale: f32,
+    /// Resource-ids and UI strings renamed, as by an app update (see `renames`).
+    pub renames: RenameMap,
 }
 
 /// How much real time the virtual phone's commands take (see `SimConfig::pacing`).
@@ -124,6 +138,9 @@ impl Default for SimConfig {
             pace_ms: 0,
             pacing: Pacing::Virtual,
             latency_profile: LatencyProfile::Fast,
+            locale: Locale::En,
+            font_scale: 1.0,
+            renames: RenameMap::default(),
         }
     }
 }
@@ -150,6 +167,13 @@ impl SimConfig {
                 self.pace_ms
             )));
         }
+        if !(0.5..=3.0).contains(&self.font_scale) {
+            return Err(DeviceError::InvalidInput(format!(
+                "sim font_scale {} is out of range; use 0.5 to 3.0 (1.0 is the default, 1.3 Android's largest preset)",
+                self.font_scale
+            )));
+        }
+        self.renames.validate().map_err(DeviceError::InvalidInput)?;
         self.faults.validate().map_err(DeviceError::InvalidInput)
     }
 }
@@ -172,6 +196,8 @@ struct Inner {
     disconnected: bool,
     /// The latency profile's jitter, its own stream so faults draw as they always did.
     jitter: ChaCha8Rng,
+    /// The touches that hit a widget, oldest first (`identity`).
+    touched: Vec<Touched>,
 }
 
 /// Seeds the jitter stream apart from the fault stream.
@@ -185,6 +211,8 @@ pub struct SimDevice {
     counters: SimCounters,
     /// Screenshots leave as PNG, encoded by the phone as `screencap -p` is on a real one.
     png_frames: bool,
+    /// `cfg.renames`, shared with every screen built.
+    renames: std::sync::Arc<RenameMap>,
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -217,8 +245,10 @@ impl SimDevice {
                 commands: 0,
                 disconnected: false,
                 jitter: ChaCha8Rng::seed_from_u64(cfg.seed ^ JITTER_SEED),
+                touched: Vec::new(),
             }),
             counters: SimCounters::default(),
+            renames: std::sync::Arc::new(cfg.renames.clone()),
             cfg,
             png_frames: false,
         })
@@ -270,12 +300,39 @@ impl SimDevice {
         cx.extra_delay_ms = faults.delayed_elements_ms;
         cx.moved = faults.moved_elements.then_some(self.cfg.seed);
         cx.relabel = faults.changed_labels.then_some(self.cfg.seed);
+        cx.renames = self.renames.clone();
+        cx.locale = self.cfg.locale;
+        cx.font_scale = self.cfg.font_scale;
+        cx.icon_buttons = faults.icon_buttons.then_some(self.cfg.seed);
+        cx.grid = faults.list_to_grid;
+        cx.overflow = faults.overflow_menu;
+        cx.confirm = faults.confirm_destructive;
         cx
     }
 
     /// A copy of the phone's state (what task checkers read).
     pub fn state(&self) -> PhoneState {
         self.lock().st.clone()
+    }
+    /// An app's label as this phone's launcher shows it (in its locale).
+    pub fn label_of(&self, app: AppId) -> String {
+        match self.cfg.locale {
+            Locale::En => app.label().into(),
+            l => locale::german(app.label())
+                .filter(|_| l == Locale::De)
+                .unwrap_or_else(|| app.label().into()),
+        }
+    }
+
+    /// The apps' data as task checkers read it, for diffing (`identity::app_data`).
+    pub fn app_data(&self) -> serde_json::Value {
+        identity::app_data(&self.lock().st)
+    }
+    /// The touches that hit a widget since the phone was made or reset, with each
+    /// widget's drift-independent key (`identity`). Not part of what a device client
+    /// sees: no dump, screenshot or ADB command carries it.
+    pub fn touched(&self) -> Vec<Touched> {
+        self.lock().touched.clone()
     }
     /// Replaces the phone's state.
     pub fn set_state(&self, st: PhoneState) {
@@ -317,6 +374,7 @@ impl SimDevice {
         g.rng = ChaCha8Rng::seed_from_u64(self.cfg.seed);
         g.commands = 0;
         g.disconnected = false;
+        g.touched.clear();
     }
     /// Back to the default state.
     pub fn reset(&self) {
@@ -325,6 +383,7 @@ impl SimDevice {
         g.rng = ChaCha8Rng::seed_from_u64(self.cfg.seed);
         g.commands = 0;
         g.disconnected = false;
+        g.touched.clear();
     }
     /// Lets virtual time pass (what a `wait` action means on this phone).
     pub fn advance_clock(&self, ms: u64) {
@@ -431,6 +490,12 @@ impl SimDevice {
             screen.hit_window(from, &|w: &Widget| w.scroll.is_some() || w.slider.is_some());
         match hit {
             Hit::Widget(w) if w.slider.is_some() => {
+                let touched = Touched {
+                    kind: TouchKind::Slide,
+                    key: w.key.clone(),
+                    package: g.st.package().into(),
+                };
+                g.touched.push(touched);
                 if let Some(make) = w.slider {
                     let frac = (to.x - w.frame.left).clamp(0, w.frame.width().max(1)) as i64 * 255
                         / w.frame.width().max(1) as i64;
@@ -532,6 +597,7 @@ impl SimDevice {
             Some(a) => g.st.launch(a),
             None => g.st.home(),
         }
+        Self::introduce(&mut g);
         Ok(())
     }
 
@@ -547,11 +613,26 @@ impl SimDevice {
         g.st.advance(LAUNCH_MS);
         g.st.launch(AppId::Browser);
         apps::browser::open(&mut g.st, u);
+        Self::introduce(&mut g);
         Ok(())
+    }
+
+    /// Under `whats_new_dialog`, an app in the foreground for the first time shows its
+    /// "what's new" dialog (once nothing else is in the way).
+    fn introduce(g: &mut Inner) {
+        if let Fg::App(app) = g.st.fg
+            && g.faults.whats_new_dialog
+            && g.st.dialog.is_none()
+            && !g.st.locked
+            && g.st.introduced.insert(app)
+        {
+            g.st.dialog = Some(redesign::whats_new(app));
+        }
     }
 
     /// After an input command: maybe a random pop-up.
     fn after_input(g: &mut Inner) {
+        Self::introduce(g);
         if g.st.dialog.is_none() && matches!(g.st.fg, Fg::App(_)) {
             let rate = g.faults.popup_rate;
             if Self::chance(g, rate) {
@@ -605,6 +686,18 @@ impl SimDevice {
         let (win, hit) = screen.hit_window(p, &want);
         if let Hit::Widget(w) = hit {
             let in_dialog = win.is_some_and(|i| screen.windows[i].modal);
+            let kind = match (long && w.on_long.is_some(), w.slider.is_some()) {
+                (true, _) => TouchKind::LongPress,
+                (false, true) => TouchKind::Slide,
+                _ => TouchKind::Tap,
+            };
+            g.touched.push(Touched {
+                kind,
+                key: w.key.clone(),
+                package: win
+                    .map(|i| screen.windows[i].package.clone())
+                    .unwrap_or_default(),
+            });
             let cmd = if long && w.on_long.is_some() {
                 w.on_long.clone()
             } else if let Some(f) = &w.field {
@@ -667,7 +760,13 @@ fn app_of(app: &AppRef) -> Result<Option<AppId>, DeviceError> {
     {
         return Ok(None);
     }
-    AppId::find(s).map(Some).ok_or_else(|| {
+    let localized = || {
+        <AppId as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .find(|a| locale::german(a.label()).is_some_and(|de| de.eq_ignore_ascii_case(s)))
+    };
+    AppId::find(s).or_else(localized).map(Some).ok_or_else(|| {
         DeviceError::AppNotFound(format!(
             "`{s}` is not installed on the virtual phone; installed: {}",
             <AppId as strum::VariantArray>::VARIANTS
@@ -865,7 +964,7 @@ impl Device for SimDevice {
         let mut g = self.lock();
         self.begin(&mut g)?;
         Ok(droidpilot_core::device::DeviceLocale {
-            locale: Some(SIM_LOCALE.into()),
+            locale: Some(self.cfg.locale.tag().into()),
             timezone: Some(SIM_TIMEZONE.into()),
             country: Some(SIM_COUNTRY.into()),
         })
@@ -879,7 +978,7 @@ impl Device for SimDevice {
             .iter()
             .map(|a| AppInfo {
                 package: a.package().into(),
-                label: Some(a.label().into()),
+                label: Some(self.label_of(*a)),
             })
             .collect())
     }

@@ -261,6 +261,10 @@ pub enum Cmd {
     KeyEnter,
     /// Close the dialog and do nothing else.
     CloseDialog,
+    /// Open a dialog (an overflow menu, a confirmation an app update added).
+    ShowDialog {
+        dialog: Box<Dialog>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -269,6 +273,9 @@ pub struct DialogButton {
     pub id: String,
     pub text: String,
     pub cmd: Cmd,
+    /// The touch-log key of the widget this item was moved from (`identity`), if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
 }
 
 /// A dialog or a long-press menu. It sits above the app, dims it and blocks its taps.
@@ -298,6 +305,7 @@ impl Dialog {
                     id: "android:id/title".into(),
                     text: t.into(),
                     cmd: c,
+                    key: String::new(),
                 })
                 .collect(),
             menu: true,
@@ -320,6 +328,7 @@ impl Dialog {
             id: id.into(),
             text: text.into(),
             cmd,
+            key: String::new(),
         });
         self
     }
@@ -453,6 +462,9 @@ pub struct PhoneState {
     pub notes: Vec<Note>,
     pub browser: Browser,
     pub shop: Shop,
+    /// The apps that showed their "what's new" dialog (the `whats_new_dialog` drift).
+    #[serde(default)]
+    pub introduced: std::collections::BTreeSet<AppId>,
 }
 
 pub const HOUR_MS: u64 = 3_600_000;
@@ -561,6 +573,7 @@ impl Default for PhoneState {
             ],
             browser: Browser::default(),
             shop: Shop::default(),
+            introduced: Default::default(),
         }
     }
 }
@@ -747,6 +760,7 @@ impl PhoneState {
             Cmd::Push { page } => self.push(page),
             Cmd::Focus { field } => self.focus(&field),
             Cmd::CloseDialog => self.dialog = None,
+            Cmd::ShowDialog { dialog } => self.dialog = Some(*dialog),
             Cmd::KeyChar { c } => {
                 let mut b = [0u8; 4];
                 self.type_text(c.encode_utf8(&mut b));

@@ -2,8 +2,11 @@
 //! by every app (status bar, toolbar, keyboard, dialogs, toasts), the launcher and
 //! recents, and the scrolling-list helper. App screens live in `apps/`.
 //!
-//! Layout is written in "design pixels" for a 1080-wide phone and scaled by width/1080,
-//! so any configured size works; a taller screen simply shows more rows.
+//! Layout is written in "design pixels" for a 1080-wide phone and scaled by the screen's
+//! shorter side / 1080 (a dp is the same size in portrait and landscape), so any
+//! configured size works: a taller screen shows more rows, a wider one (a tablet, a phone
+//! in landscape) stretches rows, bars and dialogs to its width, and the keyboard takes at
+//! most half the height.
 
 use droidpilot_core::domain::Bounds;
 
@@ -34,6 +37,20 @@ pub struct Ctx {
     /// by: a scrolling list's viewport is that much shorter, as a real layout gives the
     /// banner its room, so the list's last rows still scroll into view (see `drift`).
     pub list_inset: i32,
+    /// Ids and strings renamed by an app update (`renames`); empty for none.
+    pub renames: std::sync::Arc<super::renames::RenameMap>,
+    /// The phone's UI language (`locale`).
+    pub locale: super::locale::Locale,
+    /// Android's font size: text and list rows grow by it.
+    pub font_scale: f32,
+    /// Seed of the `icon_buttons` drift; None keeps text buttons (see `redesign`).
+    pub icon_buttons: Option<u64>,
+    /// The `list_to_grid` drift: item lists as two-column grids.
+    pub grid: bool,
+    /// The `overflow_menu` drift: actions in a "More options" menu.
+    pub overflow: bool,
+    /// The `confirm_destructive` drift: destructive actions ask first.
+    pub confirm: bool,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -46,12 +63,19 @@ impl Ctx {
         Ctx {
             w: w as i32,
             h: h as i32,
-            s: w as f32 / 1080.0,
+            s: w.min(h) as f32 / 1080.0,
             reorder: None,
             extra_delay_ms: 0,
             moved: None,
             relabel: None,
             list_inset: 0,
+            renames: Default::default(),
+            locale: Default::default(),
+            font_scale: 1.0,
+            icon_buttons: None,
+            grid: false,
+            overflow: false,
+            confirm: false,
         }
     }
     /// Design pixels → device pixels.
@@ -70,7 +94,11 @@ impl Ctx {
         self.d(STATUS_BAR + TOOLBAR)
     }
     pub fn keyboard_top(&self) -> i32 {
-        self.h - self.d(KEYBOARD)
+        self.h - self.keyboard_height()
+    }
+    /// The keyboard's height: its design height, at most half the screen (landscape).
+    pub fn keyboard_height(&self) -> i32 {
+        self.d(KEYBOARD).min(self.h / 2)
     }
     /// The bottom of the area an app lays out its bottom bar in: above the keyboard when
     /// it is shown (adjustResize), the screen bottom otherwise.
@@ -153,8 +181,13 @@ pub fn app_frame(
 
 /// The i-th toolbar action slot from the right.
 pub fn action_slot(cx: &Ctx, i: i32) -> Bounds {
-    let right = 1080 - 24 - 144 * i;
-    cx.r(right - 144, STATUS_BAR + 12, right, STATUS_BAR + 156)
+    let right = cx.w - cx.d(24 + 144 * i);
+    Bounds::new(
+        right - cx.d(144),
+        cx.d(STATUS_BAR + 12),
+        right,
+        cx.d(STATUS_BAR + 156),
+    )
 }
 
 /// The row a list shows on top while it syncs under the "delayed elements" drift: a
@@ -204,14 +237,34 @@ pub fn scroll_list(
         y += sync.frame.height();
         laid.push(sync);
     }
+    // Under the "list to grid" drift rows become cells, two a line, in the same order.
+    let cols = if cx.grid && super::redesign::grid_list(key) {
+        2
+    } else {
+        1
+    };
+    let (mut col, mut line) = (0, 0);
     for i in order {
         if let Some(mut r) = slots.get_mut(i).and_then(Option::take) {
-            let h = r.frame.height();
+            if cx.font_scale != 1.0 {
+                // Rows are laid out at y = 0: a larger font makes them taller.
+                r.shift(-r.frame.top);
+                r.scale_y(cx.font_scale);
+            }
+            if cols > 1 {
+                r.scale_x(1.0 / cols as f32, col * cx.w / cols);
+            }
+            line = line.max(r.frame.height());
             r.shift(area.top + y - r.frame.top);
-            y += h;
+            col += 1;
+            if col == cols {
+                y += line;
+                (col, line) = (0, 0);
+            }
             laid.push(r);
         }
     }
+    y += line;
     let max = (y - area.height()).max(0);
     let off = st.scroll.get(key).copied().unwrap_or(0).clamp(0, max);
     let mut list =
@@ -378,7 +431,7 @@ const KEY_ROWS: [&str; 3] = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
 fn keyboard(cx: &Ctx) -> Window {
     let top = cx.keyboard_top();
     let b = Bounds::new(0, top, cx.w, cx.h);
-    let key_h = cx.d(KEYBOARD - 80) / 4;
+    let key_h = (cx.keyboard_height() - cx.d(80)) / 4;
     let key_w = cx.w / 10;
     let mut kids = Vec::new();
     let key = |r: Bounds, label: &str, desc: &str, cmd: Cmd| {
@@ -454,16 +507,16 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
     let mut y = 0;
     if d.menu {
         for b in &d.buttons {
+            let mut item = Widget::linear(Bounds::new(left, y, right, y + cx.d(150)));
+            item.key = b.key.clone();
             panel_kids.push(
-                Widget::linear(Bounds::new(left, y, right, y + cx.d(150)))
-                    .tap(b.cmd.clone())
-                    .child(
-                        Widget::text_view(
-                            Bounds::new(left + cx.d(48), y, right, y + cx.d(150)),
-                            &b.text,
-                        )
-                        .id(&b.id),
-                    ),
+                item.tap(b.cmd.clone()).child(
+                    Widget::text_view(
+                        Bounds::new(left + cx.d(48), y, right, y + cx.d(150)),
+                        &b.text,
+                    )
+                    .id(&b.id),
+                ),
             );
             y += cx.d(150);
         }
@@ -507,6 +560,7 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
             .id(&b.id)
             .fg(ACCENT);
             button.bg = None;
+            button.key = b.key.clone();
             panel_kids.push(button);
         }
         y += cx.d(170);
@@ -584,10 +638,12 @@ fn grid(cx: &Ctx, top: i32, apps: &[AppId]) -> Vec<Widget> {
     apps.iter()
         .enumerate()
         .map(|(i, a)| {
+            // Four columns across the screen's width, rows of the design's height.
             let (c, r) = (i as i32 % 4, i as i32 / 4);
+            let (t, col) = (top + r * 330, cx.w / 4);
             app_icon(
                 cx,
-                cx.r(c * 270, top + r * 330, c * 270 + 270, top + r * 330 + 300),
+                Bounds::new(c * col, cx.d(t), (c + 1) * col, cx.d(t + 300)),
                 *a,
             )
         })
@@ -637,14 +693,16 @@ fn launcher(st: &PhoneState, cx: &Ctx, drawer: bool) -> Window {
                     .id("date")
                     .size(TextSize::Title),
             )
-            .child(
-                Widget::view_group(Bounds::new(0, cx.h - cx.d(1000), cx.w, cx.h - cx.d(300)))
+            .child({
+                // Above the All apps button, and below the date on a short (landscape) screen.
+                let ws_top = (cx.h - cx.d(1000)).max(cx.d(340));
+                Widget::view_group(Bounds::new(0, ws_top, cx.w, cx.h - cx.d(300)))
                     .id("workspace")
                     .kids(grid(cx, 0, &HOME_APPS).into_iter().map(|mut w| {
-                        w.shift(cx.h - cx.d(1000));
+                        w.shift(ws_top);
                         w
-                    })),
-            )
+                    }))
+            })
             .child(
                 Widget::image_button(
                     Bounds::new(
@@ -668,7 +726,11 @@ fn recents(st: &PhoneState, cx: &Ctx) -> Window {
     let mut kids = Vec::new();
     if st.recents.is_empty() {
         kids.push(
-            Widget::text_view(cx.r(0, 1000, 1080, 1150), "No recent items").id("empty_message"),
+            Widget::text_view(
+                Bounds::new(0, cx.h / 2 - cx.d(200), cx.w, cx.h / 2 - cx.d(50)),
+                "No recent items",
+            )
+            .id("empty_message"),
         );
     }
     for (i, a) in st.recents.iter().enumerate() {
@@ -727,11 +789,84 @@ fn lock_screen(st: &PhoneState, cx: &Ctx) -> Window {
                 .fg(WHITE),
         )
         .child(
-            Widget::text_view(cx.r(0, 2000, 1080, 2100), "Swipe up to unlock")
-                .id("com.android.systemui:id/keyguard_indication_text")
-                .fg(WHITE),
+            Widget::text_view(
+                Bounds::new(0, cx.h - cx.d(400), cx.w, cx.h - cx.d(300)),
+                "Swipe up to unlock",
+            )
+            .id("com.android.systemui:id/keyguard_indication_text")
+            .fg(WHITE),
         );
     Window::new(SYSTEMUI, root)
+}
+
+/// In landscape and on tablets (a shorter side over 1080 px), a page taller than the app's area (a form, the alarm editor, a product
+/// page) scrolls as one, as a ScrollView does, and a focused field is scrolled above the
+/// keyboard (adjustResize) until the user scrolls it. Pages with a list already scroll; bars anchored to the
+/// bottom stay. The offset is `st.scroll["page:…"]`.
+fn scroll_page(root: &mut Widget, cx: &Ctx, st: &PhoneState, app: AppId) {
+    let bottom = cx.bottom(st);
+    let top = cx.content_top();
+    let Some(content) = find_mut(root, "android:id/content") else {
+        return;
+    };
+    let mut all = Vec::new();
+    content.walk(&mut all);
+    if all.iter().any(|w| w.class.ends_with("RecyclerView")) {
+        return;
+    }
+    let anchored = |b: &Bounds| (bottom - cx.d(60) - 1..=bottom).contains(&b.bottom);
+    let end = all
+        .iter()
+        .filter(|w| !anchored(&w.frame))
+        .map(|w| w.frame.bottom)
+        .max()
+        .unwrap_or(0);
+    let max = end + cx.d(40) - bottom;
+    if max <= 0 {
+        return;
+    }
+    let key = format!(
+        "page:{}:{}",
+        app.package(),
+        st.stacks.get(&app).map_or(0, Vec::len)
+    );
+    // Until the user scrolls the page, the focused field's end (or, if it is taller than
+    // the area, its start) is brought into view.
+    let focused = all
+        .iter()
+        .find(|w| w.flags.contains(Flags::FOCUSED))
+        .map_or(0, |w| {
+            (w.frame.bottom + cx.d(40) - bottom).min(w.frame.top - top)
+        });
+    let off = st
+        .scroll
+        .get(&key)
+        .copied()
+        .unwrap_or(focused)
+        .clamp(0, max);
+    let area = Bounds::new(0, top, cx.w, bottom);
+    let mut page =
+        Widget::new("android.widget.ScrollView", area).flags(Flags::SCROLLABLE | Flags::FOCUSABLE);
+    page.scroll = Some(super::widget::ScrollInfo { key, max, cur: off });
+    let mut i = 1;
+    while i < content.children.len() {
+        if anchored(&content.children[i].frame) {
+            i += 1;
+        } else {
+            let mut c = content.children.remove(i);
+            c.shift(-off);
+            page.children.push(c);
+        }
+    }
+    page.clip(&area);
+    content.children.insert(1, page);
+}
+
+fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
+    if w.id == id {
+        return Some(w);
+    }
+    w.children.iter_mut().find_map(|c| find_mut(c, id))
 }
 
 /// The whole screen for a state.
@@ -757,9 +892,19 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
                 ..cx.clone()
             };
             let (mut root, sec) = apps::build(app, st, &app_cx);
+            super::identity::stamp(&mut root);
+            if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
+                scroll_page(&mut root, cx, st, app);
+            }
             if let Some(seed) = cx.moved {
                 let bottom = cx.bottom(st);
                 super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
+            }
+            if cx.overflow {
+                super::redesign::overflow(&mut root, cx, app.package());
+            }
+            if let Some(seed) = cx.icon_buttons {
+                super::redesign::iconify(&mut root, cx, seed, app.package());
             }
             if let Some(seed) = cx.relabel {
                 super::drift::relabel(&mut root, seed, app.package());
@@ -783,8 +928,25 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         windows.push(toast_window(&t.text, st, cx));
     }
     windows.push(gesture_handle(st, cx, &windows));
+    let confirming = st
+        .dialog
+        .as_ref()
+        .is_some_and(|d| d.kind == super::redesign::CONFIRM_KIND);
+    for w in &mut windows {
+        super::identity::stamp(&mut w.root);
+        // A confirmation's own button does what it confirms.
+        if cx.confirm && !(confirming && w.modal) {
+            super::redesign::confirm(&mut w.root, &w.package);
+        }
+        cx.renames.apply(&mut w.root, &w.package);
+        super::locale::translate(&mut w.root, cx.locale);
+    }
     let _ = secure;
-    Screen { windows }
+    Screen {
+        windows,
+        font_scale: cx.font_scale,
+        scale: cx.s,
+    }
 }
 
 #[cfg(test)]
@@ -810,5 +972,155 @@ mod tests {
         let bar = screen.windows.last().unwrap();
         assert_eq!(bar.root.id, handle);
         assert!(!bar.touchable, "touches pass through to the app");
+    }
+
+    fn rows(p: &SimDevice) -> Vec<(String, i32)> {
+        let screen = p.screen();
+        let list = crate::widget::find(&screen, "recycler_view").expect("a list");
+        list.children
+            .iter()
+            .map(|r| {
+                let mut all = Vec::new();
+                r.walk(&mut all);
+                let name = all
+                    .iter()
+                    .find(|w| !w.text.is_empty())
+                    .unwrap()
+                    .text
+                    .clone();
+                (name, r.frame.height())
+            })
+            .collect()
+    }
+
+    /// A larger font makes list rows taller by as much, so fewer fit and the last ones
+    /// go below the fold; the text is painted larger; a tap on a row still opens it.
+    #[tokio::test]
+    async fn a_larger_font_grows_rows_and_pushes_them_below_the_fold() {
+        use droidpilot_core::device::Device;
+        let phone = |font_scale| {
+            let p = SimDevice::new(SimConfig {
+                font_scale,
+                ..SimConfig::default()
+            })
+            .unwrap();
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+            p
+        };
+        let (clean, big) = (phone(1.0), phone(1.5));
+        let (a, b) = (rows(&clean), rows(&big));
+        assert_eq!(b[0].1, a[0].1 * 3 / 2, "rows 1.5 times as tall");
+        assert!(
+            b.len() < a.len(),
+            "fewer rows fit: {} < {}",
+            b.len(),
+            a.len()
+        );
+        let last = &a.last().unwrap().0;
+        assert!(!big.hierarchy_now().contains(&format!("text=\"{last}\"")));
+        assert_ne!(clean.render_now(), big.render_now());
+        let screen = big.screen();
+        let row = screen
+            .all()
+            .into_iter()
+            .find(|w| w.text == "Bob Smith")
+            .unwrap()
+            .bounds;
+        big.tap(row.center()).await.unwrap();
+        let id = big
+            .state()
+            .contacts
+            .iter()
+            .find(|c| c.name == "Bob Smith")
+            .unwrap()
+            .id;
+        assert_eq!(big.state().page(), Some(&crate::Page::ContactDetail { id }));
+    }
+
+    /// Text is painted larger: a title line takes more rows of pixels at 1.5.
+    #[test]
+    fn a_larger_font_paints_larger_text() {
+        let ink = |font_scale| {
+            let p = SimDevice::new(SimConfig {
+                font_scale,
+                ..SimConfig::default()
+            })
+            .unwrap();
+            p.apply(Cmd::Launch { app: AppId::Clock });
+            let px = p.render_now();
+            // Dark pixels in the first alarm row's band (the "6:00 AM" title).
+            let (w, top, bottom) = (1080usize, 420usize, 560usize);
+            (top..bottom)
+                .flat_map(|y| (0..w / 2).map(move |x| (y * w + x) * 4))
+                .filter(|&i| px[i] < 140)
+                .count()
+        };
+        assert!(ink(1.5) > ink(1.0) * 5 / 4, "{} vs {}", ink(1.5), ink(1.0));
+    }
+
+    /// A phone in landscape and a tablet: the layout scales by the shorter side, so bars
+    /// and rows keep their size; the keyboard takes at most half the height; toolbar
+    /// actions and the home screen's icons spread to the width; nothing interactive lies
+    /// off screen.
+    #[test]
+    fn landscape_and_tablets_are_laid_out_to_their_width() {
+        for (width, height) in [(2400, 1080), (2560, 1600), (1600, 2560)] {
+            let p = SimDevice::new(SimConfig {
+                width,
+                height,
+                ..SimConfig::default()
+            })
+            .unwrap();
+            let (w, h) = (width as i32, height as i32);
+            let within = |p: &SimDevice| {
+                let screen = p.screen();
+                for n in screen.all() {
+                    if n.on_tap.is_some() && !n.bounds.is_empty() {
+                        let b = n.bounds;
+                        assert!(b.left >= 0 && b.right <= w && b.top >= 0 && b.bottom <= h);
+                    }
+                }
+            };
+            within(&p);
+            let screen = p.screen();
+            let icons: Vec<_> = screen
+                .all()
+                .into_iter()
+                .filter(|n| n.id == "icon")
+                .collect();
+            assert!(
+                icons.iter().any(|i| i.bounds.right == w),
+                "{width}x{height}"
+            );
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+            p.apply(Cmd::ContactNew);
+            p.apply(Cmd::Focus {
+                field: crate::state::field::CONTACT_PHONE.into(),
+            });
+            within(&p);
+            let screen = p.screen();
+            let kb = screen
+                .windows
+                .iter()
+                .find(|x| x.package == crate::state::IME_PACKAGE)
+                .unwrap();
+            assert!(kb.root.bounds.height() <= h / 2, "{width}x{height}");
+            let save = crate::widget::find(&screen, "editor_menu_save_button").unwrap();
+            assert!(
+                save.bounds.right > w - w / 8,
+                "at the right end: {:?}",
+                save.bounds
+            );
+            let phone = crate::widget::find(&screen, "phone_edit").unwrap();
+            assert!(
+                phone.bounds.bottom <= kb.root.bounds.top,
+                "the focused field shows"
+            );
+            assert_eq!(p.render_now().len(), (w * h * 4) as usize);
+        }
     }
 }

@@ -92,6 +92,8 @@ pub enum Symbol {
     Settings,
     Note,
     Shop,
+    Close,
+    MoreVert,
 }
 
 /// A corner radius that rounds a shape fully: a pill, or a circle when square.
@@ -141,6 +143,9 @@ pub struct Widget {
     pub slider: Option<fn(u8) -> Cmd>,
     pub scroll: Option<ScrollInfo>,
     pub children: Vec<Widget>,
+    /// What the widget is before any drift (`identity`): never in the dump or the
+    /// screenshot; read by `SimDevice::touched`.
+    pub key: String,
 }
 
 pub const TEXT: [u8; 3] = [32, 33, 36];
@@ -174,6 +179,7 @@ impl Widget {
             slider: None,
             scroll: None,
             children: Vec::new(),
+            key: String::new(),
         }
     }
     pub fn frame_layout(b: Bounds) -> Self {
@@ -306,6 +312,43 @@ impl Widget {
         }
     }
 
+    /// Stretches the widget and its subtree vertically by `f` around y = 0 (a row laid
+    /// out at the top, grown with the font size).
+    pub fn scale_y(&mut self, f: f32) {
+        let at = |v: i32| (v as f32 * f).round() as i32;
+        for b in [&mut self.frame, &mut self.bounds] {
+            b.top = at(b.top);
+            b.bottom = at(b.bottom);
+        }
+        for c in &mut self.children {
+            c.scale_y(f);
+        }
+    }
+
+    /// Squeezes the widget and its subtree horizontally by `f` around x = 0, then moves
+    /// it right by `dx` (a full-width row made a grid cell).
+    pub fn scale_x(&mut self, f: f32, dx: i32) {
+        let at = |v: i32| (v as f32 * f).round() as i32 + dx;
+        for b in [&mut self.frame, &mut self.bounds] {
+            b.left = at(b.left);
+            b.right = at(b.right);
+        }
+        for c in &mut self.children {
+            c.scale_x(f, 0);
+            c.shift_x(dx);
+        }
+    }
+
+    fn shift_x(&mut self, dx: i32) {
+        for b in [&mut self.frame, &mut self.bounds] {
+            b.left += dx;
+            b.right += dx;
+        }
+        for c in &mut self.children {
+            c.shift_x(dx);
+        }
+    }
+
     /// Clips visible bounds to `clip`, dropping descendants that end up invisible, the
     /// way a RecyclerView detaches off-screen rows.
     pub fn clip(&mut self, clip: &Bounds) {
@@ -372,9 +415,24 @@ impl Window {
 }
 
 /// Everything on screen, windows bottom to top.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Screen {
     pub windows: Vec<Window>,
+    /// Android's font size: the painter draws text this much larger.
+    pub font_scale: f32,
+    /// Design pixels → device pixels, as the layout used (`ui::Ctx::s`); 0 means the
+    /// screen's width / 1080.
+    pub scale: f32,
+}
+
+impl Default for Screen {
+    fn default() -> Self {
+        Screen {
+            windows: Vec::new(),
+            font_scale: 1.0,
+            scale: 0.0,
+        }
+    }
 }
 
 /// What a touch lands on.
@@ -409,6 +467,11 @@ impl Screen {
         }
         v
     }
+}
+
+/// The first widget of a screen with this id (short, as on screen after renames).
+pub fn find<'a>(screen: &'a Screen, id: &str) -> Option<&'a Widget> {
+    screen.all().into_iter().find(|w| w.id == id)
 }
 
 /// How resource-ids are written: normally as is; with the "app update" fault, renamed.
@@ -547,6 +610,7 @@ mod tests {
             .child(Widget::text_view(b, "t").id("android:id/summary"));
         let screen = Screen {
             windows: vec![Window::new("com.example", root)],
+            ..Screen::default()
         };
         let xml = to_xml(&screen, IdStyle::AsIs);
         assert!(xml.contains("text=\"Tom &amp; &quot;Jerry&quot; &lt;3 &apos;x&apos;\""));
@@ -571,6 +635,7 @@ mod tests {
         let attrs = |w: Widget| {
             let screen = Screen {
                 windows: vec![Window::new("com.example", w)],
+                ..Screen::default()
             };
             let xml = to_xml(&screen, IdStyle::AsIs);
             let doc = roxmltree::Document::parse(&xml).unwrap();

@@ -51,6 +51,8 @@ struct Style {
 struct Painter<'a> {
     cv: Canvas<'a>,
     s: f32,
+    /// Android's font size (`Screen::font_scale`).
+    font: f32,
 }
 
 /// Where the last line of a text block ended: the caret's place.
@@ -86,6 +88,8 @@ fn codepoint(sym: Symbol) -> char {
         Symbol::Settings => Icon::Settings,
         Symbol::Note => Icon::Lightbulb,
         Symbol::Shop => Icon::ShoppingBag,
+        Symbol::Close => Icon::Close,
+        Symbol::MoreVert => Icon::MoreVert,
     })
 }
 
@@ -106,12 +110,12 @@ impl Painter<'_> {
 
     /// The line height of a text size: Material's 14, 16 and 22 sp at 420 dpi.
     fn line_px(&self, size: TextSize) -> i32 {
-        self.d(match size {
-            TextSize::Small => 42,
-            TextSize::Normal => 49,
-            TextSize::Title => 66,
-        })
-        .max(6)
+        let design = match size {
+            TextSize::Small => 42.0,
+            TextSize::Normal => 49.0,
+            TextSize::Title => 66.0,
+        };
+        ((design * self.font * self.s).round() as i32).max(6)
     }
 
     fn style(&self, w: &Widget, color: [u8; 3], align: Align) -> Style {
@@ -247,7 +251,12 @@ pub fn render(screen: &Screen, width: u32, height: u32, black: bool) -> Vec<u8> 
             h: height as i32,
             px: &mut px,
         },
-        s: width as f32 / 1080.0,
+        s: if screen.scale > 0.0 {
+            screen.scale
+        } else {
+            width as f32 / 1080.0
+        },
+        font: screen.font_scale,
     };
     let full = Bounds::new(0, 0, width as i32, height as i32);
     p.cv.fill(full, full, WHITE);

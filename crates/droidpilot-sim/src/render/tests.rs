@@ -11,6 +11,7 @@ fn painter(px: &mut [u8], side: i32) -> Painter<'_> {
             px,
         },
         s: 1.0,
+        font: 1.0,
     }
 }
 

@@ -18,6 +18,8 @@ use droidpilot_core::domain::{
 use super::SimDevice;
 
 mod more;
+#[cfg(test)]
+pub(crate) mod solvable;
 use super::state::{AppId, PhoneState};
 
 /// How many steps a person needs: 1–3, 4–10, more than 10.
