@@ -15,7 +15,9 @@ const SMALL: ScreenSize = ScreenSize {
 };
 
 fn tasks(ids: &[&str]) -> Vec<FlowSource> {
-    ids.iter().map(|id| FlowSource::Task(id.to_string())).collect()
+    ids.iter()
+        .map(|id| FlowSource::Task(id.to_string()))
+        .collect()
 }
 
 #[test]
@@ -63,7 +65,9 @@ fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
         e.hint(),
         "drifts are a comma-separated list of: none, renamed_ids, reorder_lists, popups, \
          delayed_elements, moved_elements, changed_label, \
-         renamed_ids+reorder_lists+moved_elements, app_update, other_phone, all, combo"
+         renamed_ids+reorder_lists+moved_elements, app_update, other_phone, all, \
+         icon_buttons, list_to_grid, overflow_menu, whats_new, confirm_destructive, \
+         font_scale, realistic, german, combo"
     );
     assert_eq!(
         DriftKind::parse_list(" renamed_ids+reorder_lists+moved_elements ,all").unwrap(),
@@ -105,7 +109,11 @@ async fn a_recorded_flow_taps_by_resource_id() {
 #[tokio::test]
 async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() {
     let opts = ReplayBenchOptions {
-        flows: tasks(&["contacts.edit_bob", "clock.delete_0600", "settings.wifi_off"]),
+        flows: tasks(&[
+            "contacts.edit_bob",
+            "clock.delete_0600",
+            "settings.wifi_off",
+        ]),
         drifts: vec![
             DriftKind::None,
             DriftKind::MovedElements,
@@ -203,7 +211,10 @@ fn file(name: &str, task: &str, script: droidpilot::script::Script) -> FlowSourc
 /// mode and per flow, where the whole script counts none.
 #[tokio::test]
 async fn a_script_that_ends_complete_early_counts_one_false_complete() {
-    let mut early = record_flow("clock.delete_0600", SMALL).await.unwrap().script;
+    let mut early = record_flow("clock.delete_0600", SMALL)
+        .await
+        .unwrap()
+        .script;
     early.steps.truncate(1);
     let opts = ReplayBenchOptions {
         flows: vec![
@@ -217,16 +228,41 @@ async fn a_script_that_ends_complete_early_counts_one_false_complete() {
     };
     let r = bench_replay(&opts, &|_| {}).await.unwrap();
     let t = r.mode(Mode::Selectors);
-    assert_eq!((t.runs, t.completed, t.false_complete), (2, 1, 1), "{}", format_report(&r));
-    assert_eq!(r.flow("clock.delete_0600", Mode::Selectors).false_complete, 0);
-    assert_eq!(r.flow("clock.delete_0600.early.json", Mode::Selectors).false_complete, 1);
+    assert_eq!(
+        (t.runs, t.completed, t.false_complete),
+        (2, 1, 1),
+        "{}",
+        format_report(&r)
+    );
+    assert_eq!(
+        r.flow("clock.delete_0600", Mode::Selectors).false_complete,
+        0
+    );
+    assert_eq!(
+        r.flow("clock.delete_0600.early.json", Mode::Selectors)
+            .false_complete,
+        1
+    );
     assert_eq!(t.repeated_actions, 0, "{}", format_report(&r));
     let j = report_json(&r);
-    for (k, v) in [("runs", 2), ("completed", 1), ("false_complete", 1), ("wrong_element", 0), ("repeated_actions", 0)] {
+    for (k, v) in [
+        ("runs", 2),
+        ("completed", 1),
+        ("false_complete", 1),
+        ("wrong_element", 0),
+        ("repeated_actions", 0),
+    ] {
         assert_eq!(j["modes"]["selectors"][k], v, "{k}: {j}");
     }
-    assert_eq!(j["per_flow"]["clock.delete_0600.early.json"]["selectors"]["false_complete"], 1);
-    assert!(format_report(&r).contains("false done"), "{}", format_report(&r));
+    assert_eq!(
+        j["per_flow"]["clock.delete_0600.early.json"]["selectors"]["false_complete"],
+        1
+    );
+    assert!(
+        format_report(&r).contains("false done"),
+        "{}",
+        format_report(&r)
+    );
 }
 
 /// The no-op model is asked (its calls are counted) and answers nothing usable: a step
@@ -234,13 +270,24 @@ async fn a_script_that_ends_complete_early_counts_one_false_complete() {
 /// call either model AI.
 #[tokio::test]
 async fn the_noop_model_is_asked_and_rescues_nothing() {
-    let mut broken = record_flow("contacts.edit_bob", SMALL).await.unwrap().script;
-    let step = broken.steps.iter_mut().find(|s| s.selector.is_some()).unwrap();
+    let mut broken = record_flow("contacts.edit_bob", SMALL)
+        .await
+        .unwrap()
+        .script;
+    let step = broken
+        .steps
+        .iter_mut()
+        .find(|s| s.selector.is_some())
+        .unwrap();
     step.selector = Some("#no_such_element".into());
     step.alternative_selectors.clear();
     broken.fuzzy = false;
     let opts = ReplayBenchOptions {
-        flows: vec![file("contacts.edit_bob.broken.json", "contacts.edit_bob", broken)],
+        flows: vec![file(
+            "contacts.edit_bob.broken.json",
+            "contacts.edit_bob",
+            broken,
+        )],
         drifts: vec![DriftKind::None],
         modes: vec![Mode::Selectors, Mode::AitmNoop],
         screen: SMALL,
@@ -248,13 +295,71 @@ async fn the_noop_model_is_asked_and_rescues_nothing() {
     };
     let r = bench_replay(&opts, &|_| {}).await.unwrap();
     let (plain, noop) = (r.mode(Mode::Selectors), r.mode(Mode::AitmNoop));
-    assert_eq!((plain.completed, plain.model_calls), (0, 0), "{}", format_report(&r));
+    assert_eq!(
+        (plain.completed, plain.model_calls),
+        (0, 0),
+        "{}",
+        format_report(&r)
+    );
     assert_eq!(noop.completed, 0, "{}", format_report(&r));
-    assert!(noop.model_calls >= 1, "the no-op model was asked: {}", format_report(&r));
+    assert!(
+        noop.model_calls >= 1,
+        "the no-op model was asked: {}",
+        format_report(&r)
+    );
     assert_eq!(noop.false_complete + plain.false_complete, 0);
     let j = report_json(&r);
     assert_eq!(j["modes"]["aitm_noop"]["runs"], 1, "{j}");
     let table = format_report(&r);
     assert!(table.contains("aitm_noop (no answer)"), "{table}");
-    assert!(!table.contains(" AI "), "{table}");
+    assert!(
+        table.contains("answered by an in-process rule model, not a language model"),
+        "{table}"
+    );
+}
+
+/// Blind taps on a reordered list land on other rows: each is a wrong-element touch, by
+/// the sim's drift-independent key, where the script's selectors touch only what the
+/// clean run touched.
+#[tokio::test]
+async fn blind_taps_on_a_reordered_list_are_counted_as_wrong_elements() {
+    let opts = ReplayBenchOptions {
+        flows: tasks(&["settings.wifi_off", "notes.delete_ideas"]),
+        drifts: vec![DriftKind::ReorderLists],
+        modes: vec![Mode::Selectors, Mode::Coordinates],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let (sel, blind) = (r.mode(Mode::Selectors), r.mode(Mode::Coordinates));
+    assert!(blind.wrong_element >= 1, "{}", format_report(&r));
+    assert_eq!(sel.wrong_element, 0, "{}", format_report(&r));
+    assert_eq!(
+        report_json(&r)["modes"]["coordinates"]["wrong_element"],
+        blind.wrong_element
+    );
+}
+
+/// The realistic suite runs its own drifts and says so; the flow recorded on an English
+/// phone replays on the German one (blind taps land where they did: same layout).
+#[tokio::test]
+async fn the_realistic_suite_replays_an_english_recording_on_a_german_phone() {
+    use droidpilot::bench::replay::Suite;
+    assert_eq!(Suite::Realistic.drifts().last(), Some(&DriftKind::German));
+    let opts = ReplayBenchOptions {
+        suite: Suite::Realistic,
+        flows: tasks(&["settings.wifi_off"]),
+        drifts: vec![DriftKind::German],
+        modes: vec![Mode::Coordinates],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    assert_eq!(r.cells[&(Mode::Coordinates, DriftKind::German)].runs, 1);
+    let table = format_report(&r);
+    assert!(
+        table.contains("droidpilot bench replay (realistic)"),
+        "{table}"
+    );
+    assert_eq!(report_json(&r)["suite"], "realistic");
 }

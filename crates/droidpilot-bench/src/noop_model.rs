@@ -20,8 +20,9 @@ pub struct NoopModel {
 
 impl Default for NoopModel {
     fn default() -> Self {
-        let config = serde_json::from_value(json!({"provider": "openai", "model": "noop-recovery"}))
-            .expect("a minimal model config");
+        let config =
+            serde_json::from_value(json!({"provider": "openai", "model": "noop-recovery"}))
+                .expect("a minimal model config");
         Self { config }
     }
 }

@@ -21,10 +21,26 @@ impl Effects {
     /// What changed from `before` to `after`.
     pub fn between(before: &PhoneState, after: &PhoneState) -> Effects {
         let mut e = Effects::default();
-        e.ids("contact", ids(&before.contacts, |c| c.id), ids(&after.contacts, |c| c.id));
-        e.ids("alarm", ids(&before.alarms, |a| a.id), ids(&after.alarms, |a| a.id));
-        e.ids("note", ids(&before.notes, |n| n.id), ids(&after.notes, |n| n.id));
-        e.ids("order", ids(&before.shop.orders, |o| o.id), ids(&after.shop.orders, |o| o.id));
+        e.ids(
+            "contact",
+            ids(&before.contacts, |c| c.id),
+            ids(&after.contacts, |c| c.id),
+        );
+        e.ids(
+            "alarm",
+            ids(&before.alarms, |a| a.id),
+            ids(&after.alarms, |a| a.id),
+        );
+        e.ids(
+            "note",
+            ids(&before.notes, |n| n.id),
+            ids(&after.notes, |n| n.id),
+        );
+        e.ids(
+            "order",
+            ids(&before.shop.orders, |o| o.id),
+            ids(&after.shop.orders, |o| o.id),
+        );
         e.counts("message", sent(before), sent(after));
         e.counts("cart unit", cart(before), cart(after));
         e
@@ -36,11 +52,19 @@ impl Effects {
         self.0.insert(kind, (added, removed));
     }
 
-    fn counts(&mut self, kind: &'static str, before: BTreeMap<String, u32>, after: BTreeMap<String, u32>) {
+    fn counts(
+        &mut self,
+        kind: &'static str,
+        before: BTreeMap<String, u32>,
+        after: BTreeMap<String, u32>,
+    ) {
         let (mut added, mut removed) = (0, 0);
         let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
         for k in keys {
-            let (b, a) = (before.get(k).copied().unwrap_or(0), after.get(k).copied().unwrap_or(0));
+            let (b, a) = (
+                before.get(k).copied().unwrap_or(0),
+                after.get(k).copied().unwrap_or(0),
+            );
             added += a.saturating_sub(b);
             removed += b.saturating_sub(a);
         }

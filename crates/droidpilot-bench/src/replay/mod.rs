@@ -24,6 +24,7 @@ pub mod options;
 mod report;
 mod run;
 pub mod sources;
+pub mod touches;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -31,7 +32,7 @@ use std::time::Instant;
 use serde::Serialize;
 use strum::VariantArray as _;
 
-use crate::device::sim::{SimFaults, SimTask};
+use crate::device::sim::{Locale, SimConfig, SimFaults, SimTask};
 use crate::domain::{Action, ScreenSize};
 use crate::script::Script;
 use counts::Effects;
@@ -71,6 +72,9 @@ pub const FLOWS: [&str; 24] = [
 /// The seed every drifted phone uses (drift is deterministic per seed).
 pub const SEED: u64 = 7;
 
+/// Android's largest font-size preset, the `font_scale` drift's.
+pub const LARGEST_FONT: f32 = 1.3;
+
 /// One drift the sim can inject, or a combination. Its name (`name`, `parse`) and the
 /// list (`VARIANTS`) are derived.
 #[derive(
@@ -109,8 +113,27 @@ pub enum DriftKind {
     /// of the same width: the same dp layout, so every row below the toolbar sits at
     /// another fraction of the screen's height.
     OtherPhone,
-    /// Every drift at once.
+    /// Every drift above at once.
     All,
+    /// Text buttons become icon-only buttons whose label is their content-desc.
+    IconButtons,
+    /// Lists become two-column grids (rows become cells, in the same order).
+    ListToGrid,
+    /// Toolbar actions and the floating button move into a "More options" menu.
+    OverflowMenu,
+    /// A "What's new" dialog on each app's first open, before the flow's first step there.
+    WhatsNew,
+    /// Destructive actions ask first ("Delete alarm?" Cancel / Delete), after the step's
+    /// own tap.
+    ConfirmDestructive,
+    /// Android's largest font preset (1.3): text and rows grow, targets move below the
+    /// fold.
+    FontScale,
+    /// A redesign at once: icon buttons, grids, the overflow menu, the "what's new"
+    /// dialog and confirmations, with the larger font.
+    Realistic,
+    /// The whole phone in German; the flows were recorded on an English one.
+    German,
 }
 
 impl DriftKind {
@@ -129,11 +152,45 @@ impl DriftKind {
         DriftKind::All,
     ];
     /// The realistic suite's drifts: changes of the kinds real app updates make.
-    pub const REALISTIC_SUITE: &'static [DriftKind] = &[DriftKind::None];
+    pub const REALISTIC_SUITE: &'static [DriftKind] = &[
+        DriftKind::None,
+        DriftKind::IconButtons,
+        DriftKind::ListToGrid,
+        DriftKind::OverflowMenu,
+        DriftKind::WhatsNew,
+        DriftKind::ConfirmDestructive,
+        DriftKind::FontScale,
+        DriftKind::Realistic,
+        DriftKind::German,
+    ];
+
+    /// The phone this drift replays on, given the one the flow was recorded on.
+    pub fn configure(self, cfg: &mut SimConfig) {
+        let recorded = ScreenSize {
+            width: cfg.width,
+            height: cfg.height,
+        };
+        let screen = self.screen(recorded);
+        (cfg.width, cfg.height) = (screen.width, screen.height);
+        cfg.faults = self.faults();
+        match self {
+            DriftKind::FontScale | DriftKind::Realistic => cfg.font_scale = LARGEST_FONT,
+            DriftKind::German => cfg.locale = Locale::De,
+            _ => {}
+        }
+    }
 
     /// The sim faults that make this drift.
     pub fn faults(self) -> SimFaults {
-        let mut f = SimFaults::default();
+        let mut f = match self {
+            DriftKind::Realistic => SimFaults::redesign(),
+            _ => SimFaults::default(),
+        };
+        f.icon_buttons |= self == DriftKind::IconButtons;
+        f.list_to_grid |= self == DriftKind::ListToGrid;
+        f.overflow_menu |= self == DriftKind::OverflowMenu;
+        f.whats_new_dialog |= self == DriftKind::WhatsNew;
+        f.confirm_destructive |= self == DriftKind::ConfirmDestructive;
         let on = |k: DriftKind| self == k || self == DriftKind::All;
         let combo = self == DriftKind::IdsListsMoved;
         let update = self == DriftKind::AppUpdate;
@@ -279,6 +336,11 @@ pub struct Flow {
     pub coordinates: Vec<Action>,
     /// What the clean run did to the phone's data: more than this is a repeated action.
     pub clean: Effects,
+    /// What the clean reference run touched per action (blind replay's baseline).
+    pub clean_blind: touches::Touches,
+    /// What the script replayed on a clean phone touched per step (the script modes'
+    /// baseline of wrong-element touches).
+    pub clean_script: touches::Touches,
 }
 
 /// Why the suite could not run.
@@ -363,7 +425,10 @@ pub fn select_flows(pattern: &str, all: &[String]) -> Result<Vec<String>, Replay
         return Err(ReplayBenchError::NoFlowMatches((*p).into(), all.to_vec()));
     }
     if parts.is_empty() {
-        return Err(ReplayBenchError::NoFlowMatches(pattern.into(), all.to_vec()));
+        return Err(ReplayBenchError::NoFlowMatches(
+            pattern.into(),
+            all.to_vec(),
+        ));
     }
     Ok(all
         .iter()
@@ -394,7 +459,7 @@ pub async fn bench_replay(
     opts: &ReplayBenchOptions,
     progress: &dyn Fn(&str),
 ) -> Result<ReplayReport, ReplayBenchError> {
-    let env = run::env(opts.seed, opts.screen).await?;
+    let env = run::env(opts.seed, opts.screen, opts.overlay.clone()).await?;
     let external = opts
         .flows
         .iter()
@@ -431,7 +496,11 @@ pub async fn bench_replay(
         let flow = match run::record_in(&env, source).await {
             Ok(flow) => flow,
             Err(e) if external || opts.suite != Suite::Drift => {
-                progress(&format!("[{}/{}] not run {name}: {e}", i + 1, opts.flows.len()));
+                progress(&format!(
+                    "[{}/{}] not run {name}: {e}",
+                    i + 1,
+                    opts.flows.len()
+                ));
                 report.skipped.push((name.to_string(), e.to_string()));
                 continue;
             }
@@ -476,11 +545,22 @@ async fn replay_flow(
             }
             continue;
         };
-        // A script step may also wait, dismiss or recover: room for that.
-        let n = flow.coordinates.len().max(flow.script.steps.len()) * 4;
-        let r = run::run_once(env, &flow.task, drift, agent, n, Some(&flow.clean)).await?;
+        let baseline = run::Baseline {
+            effects: &flow.clean,
+            touches: match mode {
+                Mode::Coordinates => &flow.clean_blind,
+                _ => &flow.clean_script,
+            },
+        };
+        let n = run::max_steps(flow);
+        let phone = run::Phone::Drifted(drift);
+        let r = run::run_once(env, &flow.task, phone, agent, n, Some(baseline)).await?;
         if opts.trace && !r.outcome.completed {
-            let steps = env.store.steps(r.id).await.map_err(|e| run::setup_error(&e))?;
+            let steps = env
+                .store
+                .steps(r.id)
+                .await
+                .map_err(|e| run::setup_error(&e))?;
             progress(&report::trace(flow, mode, drift, &steps));
         }
         report.cells.entry((mode, drift)).or_default().add(&r.tally);
@@ -492,4 +572,40 @@ async fn replay_flow(
         }
     }
     Ok(completed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configured(d: DriftKind) -> SimConfig {
+        let mut cfg = SimConfig::default();
+        d.configure(&mut cfg);
+        cfg
+    }
+
+    /// Each realistic drift is the sim change it names, and nothing else; the German
+    /// phone is German only, at the recording's size.
+    #[test]
+    fn each_realistic_drift_makes_the_phone_it_names() {
+        let f = configured(DriftKind::ConfirmDestructive).faults;
+        assert!(f.confirm_destructive && !f.icon_buttons && !f.renamed_ids);
+        assert!(configured(DriftKind::ListToGrid).faults.list_to_grid);
+        assert!(configured(DriftKind::OverflowMenu).faults.overflow_menu);
+        assert!(configured(DriftKind::WhatsNew).faults.whats_new_dialog);
+        assert!(configured(DriftKind::IconButtons).faults.icon_buttons);
+        assert_eq!(configured(DriftKind::FontScale).font_scale, LARGEST_FONT);
+        let all = configured(DriftKind::Realistic);
+        assert_eq!(all.faults, SimFaults::redesign());
+        assert_eq!(all.font_scale, LARGEST_FONT);
+        let de = configured(DriftKind::German);
+        assert_eq!(de.locale, Locale::De);
+        assert_eq!(de.faults, SimFaults::default());
+        assert_eq!((de.width, de.height), (1080, 2400));
+        assert_eq!(configured(DriftKind::OtherPhone).height, 1920);
+        assert_eq!(configured(DriftKind::None).locale, Locale::En);
+        for d in DriftKind::REALISTIC_SUITE {
+            assert!(!DriftKind::DRIFT_SUITE.contains(d) || *d == DriftKind::None);
+        }
+    }
 }

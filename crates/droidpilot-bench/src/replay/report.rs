@@ -244,7 +244,11 @@ pub fn format_report(r: &ReplayReport) -> String {
         r.drifts.len()
     );
     if !r.conditions.is_empty() {
-        let c: Vec<String> = r.conditions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let c: Vec<String> = r
+            .conditions
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         out += &format!("replayed with: {}\n", c.join(", "));
     }
     out += "\n";

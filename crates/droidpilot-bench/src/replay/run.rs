@@ -10,8 +10,10 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::counts::Effects;
+use super::options::Overlay;
 use super::report::{Phases, RunOutcome, Tally};
 use super::sources::FlowSource;
+use super::touches::{Attributing, Touches, wrong};
 use super::{DriftKind, Flow, Mode, ReplayBenchError, SEED};
 use crate::agent::Agent;
 use crate::agent::replay::ReplayAgent;
@@ -26,10 +28,12 @@ use crate::run::stop::StopSignal;
 use crate::script::Script;
 use crate::store::Store;
 
-/// A runner on a throw-away data directory, and the phones' seed and screen.
+/// A runner on a throw-away data directory, and the phones' seed, screen and what every
+/// replay phone has on top of its drift.
 pub(super) struct Env {
     pub seed: u64,
     pub screen: ScreenSize,
+    pub overlay: Overlay,
     runner: Runner,
     pub store: Arc<dyn Store>,
     _core: Core,
@@ -64,7 +68,11 @@ pub(super) fn setup_error(e: &dyn std::fmt::Display) -> ReplayBenchError {
     ReplayBenchError::Setup(e.to_string())
 }
 
-pub(super) async fn env(seed: u64, screen: ScreenSize) -> Result<Env, ReplayBenchError> {
+pub(super) async fn env(
+    seed: u64,
+    screen: ScreenSize,
+    overlay: Overlay,
+) -> Result<Env, ReplayBenchError> {
     let setup = setup_error;
     let dir = ScratchDir::new().map_err(|e| setup(&e))?;
     let overrides = Overrides {
@@ -87,6 +95,7 @@ pub(super) async fn env(seed: u64, screen: ScreenSize) -> Result<Env, ReplayBenc
     Ok(Env {
         seed,
         screen,
+        overlay,
         runner: (*core.runner).clone(),
         store: core.store.clone(),
         _core: core,
@@ -94,18 +103,35 @@ pub(super) async fn env(seed: u64, screen: ScreenSize) -> Result<Env, ReplayBenc
     })
 }
 
-fn phone(env: &Env, drift: DriftKind, t: &SimTask) -> Arc<SimDevice> {
-    let screen = drift.screen(env.screen);
-    let cfg = SimConfig {
+/// Which phone a run gets.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Phone {
+    /// The phone flows are recorded on: no drift, nothing on top.
+    Clean,
+    /// A replay phone: the drift, then the overlay (`--rename-map`, `--locale`, …).
+    Drifted(DriftKind),
+}
+
+fn phone(env: &Env, which: Phone, t: &SimTask) -> Result<Arc<SimDevice>, ReplayBenchError> {
+    let mut cfg = SimConfig {
         seed: env.seed,
-        width: screen.width,
-        height: screen.height,
-        faults: drift.faults(),
+        width: env.screen.width,
+        height: env.screen.height,
         ..SimConfig::default()
     };
-    let p = SimDevice::new(cfg).expect("the suite's drifts are valid faults");
+    if let Phone::Drifted(drift) = which {
+        drift.configure(&mut cfg);
+        env.overlay.apply(&mut cfg);
+    }
+    let p = SimDevice::new(cfg).map_err(|e| setup_error(&e))?;
     p.reset_to(t);
-    Arc::new(p)
+    Ok(Arc::new(p))
+}
+
+/// What a run is compared with: the clean run's effects and touches.
+pub(super) struct Baseline<'a> {
+    pub effects: &'a Effects,
+    pub touches: &'a Touches,
 }
 
 /// What one run did.
@@ -117,17 +143,19 @@ pub(super) struct Run {
     pub reason: String,
     /// What the run did to the phone's data.
     pub effects: Effects,
+    /// What its own actions touched, per step.
+    pub touches: Touches,
 }
 
 /// One run on a fresh phone, judged by the task's checker; `clean` is what the clean run
-/// did, against which repeated actions are counted.
+/// did, against which repeated actions and wrong elements are counted.
 pub(super) async fn run_once(
     env: &Env,
     t: &SimTask,
-    drift: DriftKind,
+    which: Phone,
     agent: Box<dyn Agent>,
     max_steps: usize,
-    clean: Option<&Effects>,
+    clean: Option<Baseline<'_>>,
 ) -> Result<Run, ReplayBenchError> {
     let setup = setup_error;
     let spec = TaskSpec::parse(NewTask {
@@ -142,7 +170,8 @@ pub(super) async fn run_once(
         .await
         .map_err(|e| setup(&e))?;
     let task = env.store.get_task(task.id).await.map_err(|e| setup(&e))?;
-    let p = phone(env, drift, t);
+    let p = phone(env, which, t)?;
+    let (agent, reader) = Attributing::wrap(agent, p.clone());
     let before = p.state();
     let (_tx, rx) = watch::channel(StopSignal::None);
     let start = Instant::now();
@@ -154,11 +183,12 @@ pub(super) async fn run_once(
     let elapsed_ms = start.elapsed().as_secs_f64() * 1000.0;
     let after = p.state();
     let effects = Effects::between(&before, &after);
+    let touches = reader.touches();
     let outcome = RunOutcome {
         completed: t.check(&after),
         said_done: done.status == TaskStatus::Succeeded,
-        wrong_element: 0,
-        repeated_actions: clean.map_or(0, |c| effects.beyond(c)),
+        wrong_element: clean.as_ref().map_or(0, |c| wrong(&touches, c.touches)),
+        repeated_actions: clean.as_ref().map_or(0, |c| effects.beyond(c.effects)),
     };
     let steps = env.store.steps(done.id).await.map_err(|e| setup(&e))?;
     let mut tally = Tally {
@@ -175,19 +205,21 @@ pub(super) async fn run_once(
         tally,
         reason: done.reason.clone().unwrap_or_default(),
         effects,
+        touches,
     })
 }
 
 /// Records a suite's flow on a clean phone: the reference solution through the runner,
 /// then the finished task's steps as a script.
 pub async fn record_flow(id: &str, screen: ScreenSize) -> Result<Flow, ReplayBenchError> {
-    let env = env(SEED, screen).await?;
+    let env = env(SEED, screen, Overlay::default()).await?;
     record_in(&env, &FlowSource::Task(id.into())).await
 }
 
 /// A flow ready to replay: the task's reference run on a clean phone (the blind replay's
-/// coordinates, and the baseline of repeated actions), and the script: recorded from that
-/// run for a suite's flow, as given for a script from outside.
+/// coordinates and touches, and the baseline of repeated actions), and the script:
+/// recorded from that run for a suite's flow, as given for a script from outside; then
+/// the script replayed on a clean phone, for what each of its steps touches there.
 pub(super) async fn record_in(env: &Env, source: &FlowSource) -> Result<Flow, ReplayBenchError> {
     let id = source.task_id();
     let t = task(id).ok_or_else(|| ReplayBenchError::UnknownFlow(id.into()))?;
@@ -197,7 +229,7 @@ pub(super) async fn record_in(env: &Env, source: &FlowSource) -> Result<Flow, Re
         reason,
     };
     let agent = Box::new(ReplayAgent::new(actions.clone()));
-    let run = run_once(env, &t, DriftKind::None, agent, actions.len(), None).await?;
+    let run = run_once(env, &t, Phone::Clean, agent, actions.len(), None).await?;
     if !run.outcome.completed {
         return Err(fail("the checker failed on a clean phone".into()));
     }
@@ -215,14 +247,28 @@ pub(super) async fn record_in(env: &Env, source: &FlowSource) -> Result<Flow, Re
         }
         FlowSource::File { script, .. } => ((**script).clone(), BTreeMap::new()),
     };
-    Ok(Flow {
+    let mut flow = Flow {
         name: source.name().to_string(),
         task: t,
         script,
         inputs,
         coordinates: actions,
         clean: run.effects,
-    })
+        clean_blind: run.touches,
+        clean_script: Touches::new(),
+    };
+    if let Some(agent) = agent_for(Mode::Selectors, &flow) {
+        let n = max_steps(&flow);
+        flow.clean_script = run_once(env, &flow.task, Phone::Clean, agent, n, None)
+            .await?
+            .touches;
+    }
+    Ok(flow)
+}
+
+/// A run's step budget: a script step may also wait, dismiss or recover.
+pub(super) fn max_steps(flow: &Flow) -> usize {
+    flow.coordinates.len().max(flow.script.steps.len()) * 4
 }
 
 /// Inputs without defaults (a typed password) get the text the recording run typed: the

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::options::Suite;
 use super::{FLOWS, ReplayBenchError};
-use crate::device::sim::{tasks, task};
+use crate::device::sim::{task, tasks};
 use crate::script::Script;
 
 /// One flow to replay.
@@ -157,8 +157,9 @@ fn load(path: &Path, kind: Kind) -> Result<FlowSource, ReplayBenchError> {
                 .map_err(|e| fail(format!("not JSON: {e}"), "a script document is JSON"))?;
             Script::from_json(&v).map_err(|e| fail(e.to_string(), &e.hint))?
         }
-        Kind::Maestro => crate::script::maestro::import(&text)
-            .map_err(|e| fail(e.to_string(), &e.hint))?,
+        Kind::Maestro => {
+            crate::script::maestro::import(&text).map_err(|e| fail(e.to_string(), &e.hint))?
+        }
     };
     if let Some((input, _)) = script.inputs.iter().find(|(_, i)| i.default.is_none()) {
         return Err(fail(
@@ -189,7 +190,10 @@ mod tests {
 
     #[test]
     fn a_file_name_names_its_task_by_the_longest_task_id_it_starts_with() {
-        assert_eq!(task_named("clock.delete_0600.json").as_deref(), Some("clock.delete_0600"));
+        assert_eq!(
+            task_named("clock.delete_0600.json").as_deref(),
+            Some("clock.delete_0600")
+        );
         assert_eq!(
             task_named("clock.delete_0600.by_hand.v2.yaml").as_deref(),
             Some("clock.delete_0600")
