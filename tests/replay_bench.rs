@@ -363,3 +363,65 @@ async fn the_realistic_suite_replays_an_english_recording_on_a_german_phone() {
     );
     assert_eq!(report_json(&r)["suite"], "realistic");
 }
+
+/// Scripts from outside the suite: a script document and a Maestro flow written by hand,
+/// each named after the sim task whose checker judges it, replayed through the flags a
+/// user gives (`--scripts`, `--flows-from`).
+#[tokio::test]
+async fn hand_written_scripts_and_maestro_flows_from_folders_are_judged_by_their_task() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: droidpilot::bench::replay::ReplayArgs,
+    }
+    let scripts = tempfile::tempdir().unwrap();
+    std::fs::write(
+        scripts.path().join("settings.bluetooth_on.by_hand.json"),
+        r#"{"name": "bluetooth on", "goal": "Turn on Bluetooth", "app": "com.android.settings",
+            "steps": [
+              {"action": "launch_app", "parameters": {"package": "com.android.settings"}},
+              {"action": "tap", "selector": ":text(\"Bluetooth\")"}
+            ]}"#,
+    )
+    .unwrap();
+    let flows = tempfile::tempdir().unwrap();
+    std::fs::write(
+        flows.path().join("settings.wifi_off.yaml"),
+        "appId: com.android.settings\nname: Wi-Fi off\n---\n- launchApp\n- tapOn: \"Wi-Fi\"\n",
+    )
+    .unwrap();
+    let cli = Cli::try_parse_from([
+        "replay",
+        "--scripts",
+        scripts.path().to_str().unwrap(),
+        "--flows-from",
+        flows.path().to_str().unwrap(),
+        "--drifts",
+        "none",
+        "--modes",
+        "selectors",
+        "--screen",
+        "540x1200",
+    ])
+    .unwrap();
+    let opts = ReplayBenchOptions::from_args(&cli.args).unwrap();
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    assert_eq!(
+        r.flow_names,
+        [
+            "settings.bluetooth_on.by_hand.json",
+            "settings.wifi_off.yaml"
+        ]
+    );
+    for f in &r.flow_names {
+        let t = r.flow(f, Mode::Selectors);
+        assert_eq!(
+            (t.runs, t.completed, t.false_complete),
+            (1, 1, 0),
+            "{f}: {}",
+            format_report(&r)
+        );
+    }
+    assert!(format_report(&r).contains("(scripts from outside the suite)"));
+}
