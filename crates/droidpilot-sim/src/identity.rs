@@ -2,8 +2,8 @@
 //! from a wrong one, and its collateral damage, without asking the screen a device client
 //! reads.
 //!
-//! Every interactive widget is stamped with a key when its tree is built, before any
-//! drift, rename or translation touches it: the widget's id as the app's layout names it,
+//! Every interactive widget has a key, stamped when its tree is built before any drift,
+//! rename or translation touches it (when one that changes ids or commands is on): the widget's id as the app's layout names it,
 //! then what it does (`delete#{"cmd":"alarm_delete","id":2}`: the command carries the row's
 //! own item, so a reordered, regridded or relabelled row keeps its key). A widget a drift
 //! adds has its own key (the overflow button, a new dialog's buttons); an action a drift
@@ -65,8 +65,20 @@ pub fn key_of(w: &Widget) -> String {
     format!("{}#{what}", w.id)
 }
 
+/// A widget's key: the one stamped on it, else `key_of` it as it is (a tree no drift
+/// changed needs no stamping).
+pub fn key(w: &Widget) -> std::borrow::Cow<'_, str> {
+    if w.key.is_empty() {
+        key_of(w).into()
+    } else {
+        w.key.as_str().into()
+    }
+}
+
 /// Stamps every interactive widget of a tree with its key (see `key_of`); a widget
-/// that already has one keeps it.
+/// that already has one keeps it. Only needed when a drift changes a widget's id or
+/// command (renames, the overflow menu, confirmations); otherwise `key` computes it
+/// when a touch hits, and building a screen costs nothing more.
 pub fn stamp(w: &mut Widget) {
     if w.key.is_empty() {
         w.key = key_of(w);

@@ -18,7 +18,7 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod adbd;
 pub mod apps;
@@ -196,9 +196,14 @@ struct Inner {
     disconnected: bool,
     /// The latency profile's jitter, its own stream so faults draw as they always did.
     jitter: ChaCha8Rng,
-    /// The touches that hit a widget, oldest first (`identity`).
-    touched: Vec<Touched>,
+    /// The phone's seed (`SimConfig::seed`), for drifts decided on the state's side.
+    seed: u64,
+    /// The touches that hit a widget, oldest first (`identity`), the last `TOUCH_LOG`.
+    touched: std::collections::VecDeque<Touched>,
 }
+
+/// How many touches `SimDevice::touched` keeps.
+pub const TOUCH_LOG: usize = 10_000;
 
 /// Seeds the jitter stream apart from the fault stream.
 const JITTER_SEED: u64 = 0x6a69_7474_6572;
@@ -245,7 +250,8 @@ impl SimDevice {
                 commands: 0,
                 disconnected: false,
                 jitter: ChaCha8Rng::seed_from_u64(cfg.seed ^ JITTER_SEED),
-                touched: Vec::new(),
+                touched: Default::default(),
+                seed: cfg.seed,
             }),
             counters: SimCounters::default(),
             renames: std::sync::Arc::new(cfg.renames.clone()),
@@ -304,9 +310,9 @@ impl SimDevice {
         cx.locale = self.cfg.locale;
         cx.font_scale = self.cfg.font_scale;
         cx.icon_buttons = faults.icon_buttons.then_some(self.cfg.seed);
-        cx.grid = faults.list_to_grid;
-        cx.overflow = faults.overflow_menu;
-        cx.confirm = faults.confirm_destructive;
+        cx.grid = faults.list_to_grid.then_some(self.cfg.seed);
+        cx.overflow = faults.overflow_menu.then_some(self.cfg.seed);
+        cx.confirm = faults.confirm_destructive.then_some(self.cfg.seed);
         cx
     }
 
@@ -332,7 +338,7 @@ impl SimDevice {
     /// widget's drift-independent key (`identity`). Not part of what a device client
     /// sees: no dump, screenshot or ADB command carries it.
     pub fn touched(&self) -> Vec<Touched> {
-        self.lock().touched.clone()
+        self.lock().touched.iter().cloned().collect()
     }
     /// Replaces the phone's state.
     pub fn set_state(&self, st: PhoneState) {
@@ -449,6 +455,15 @@ impl SimDevice {
         }
     }
 
+    /// Logs a touch, keeping the last `TOUCH_LOG` (a phone a server keeps for days
+    /// must not grow without bound).
+    fn log_touch(g: &mut Inner, t: Touched) {
+        if g.touched.len() >= TOUCH_LOG {
+            g.touched.pop_front();
+        }
+        g.touched.push_back(t);
+    }
+
     fn chance(g: &mut Inner, rate: f64) -> bool {
         rate > 0.0 && g.rng.random::<f64>() < rate
     }
@@ -492,10 +507,10 @@ impl SimDevice {
             Hit::Widget(w) if w.slider.is_some() => {
                 let touched = Touched {
                     kind: TouchKind::Slide,
-                    key: w.key.clone(),
+                    key: identity::key(w).into_owned(),
                     package: g.st.package().into(),
                 };
-                g.touched.push(touched);
+                Self::log_touch(&mut g, touched);
                 if let Some(make) = w.slider {
                     let frac = (to.x - w.frame.left).clamp(0, w.frame.width().max(1)) as i64 * 255
                         / w.frame.width().max(1) as i64;
@@ -626,7 +641,7 @@ impl SimDevice {
             && !g.st.locked
             && g.st.introduced.insert(app)
         {
-            g.st.dialog = Some(redesign::whats_new(app));
+            g.st.dialog = Some(redesign::whats_new(app, g.seed));
         }
     }
 
@@ -691,13 +706,14 @@ impl SimDevice {
                 (false, true) => TouchKind::Slide,
                 _ => TouchKind::Tap,
             };
-            g.touched.push(Touched {
+            let touched = Touched {
                 kind,
-                key: w.key.clone(),
+                key: identity::key(w).into_owned(),
                 package: win
                     .map(|i| screen.windows[i].package.clone())
                     .unwrap_or_default(),
-            });
+            };
+            Self::log_touch(&mut g, touched);
             let cmd = if long && w.on_long.is_some() {
                 w.on_long.clone()
             } else if let Some(f) = &w.field {

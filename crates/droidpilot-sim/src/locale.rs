@@ -1,8 +1,9 @@
 //! The virtual phone's UI language (`SimConfig::locale`): English, or German for the
 //! whole phone (apps, launcher, dialogs, toasts, keyboard labels, system UI). Apps are
 //! written in English; the German phone translates every widget's text, content-desc and
-//! hint after the tree is built, from `TABLE` (whole strings) and a few patterns for the
-//! strings that carry numbers (times, dates, counts). The user's own data (names,
+//! hint after the tree is built, from `GERMAN` (whole strings) and a few patterns for the
+//! strings that carry numbers (times on the 24-hour clock, dates, counts, amounts as
+//! `12,99 $`). The keyboard is German too: QWERTZ. The user's own data (names,
 //! messages, notes, product names) is not translated, as on a real phone.
 
 use serde::{Deserialize, Serialize};
@@ -97,6 +98,19 @@ pub const GERMAN: &[(&str, &str)] = &[
         "Ein neues Design: Deine Aktionen sind jetzt woanders.",
     ),
     ("Got it", "Verstanden"),
+    ("New in this version", "Neu in dieser Version"),
+    (
+        "We redesigned the app. Some buttons have moved.",
+        "Wir haben die App neu gestaltet. Einige Schaltflächen sind umgezogen.",
+    ),
+    ("Continue", "Weiter"),
+    ("Welcome back", "Willkommen zurück"),
+    (
+        "Take a look around the new design.",
+        "Sieh dich im neuen Design um.",
+    ),
+    ("Yes, delete", "Ja, löschen"),
+    ("Yes, remove", "Ja, entfernen"),
     ("Delete alarm?", "Wecker löschen?"),
     ("Delete contact?", "Kontakt löschen?"),
     ("Delete note?", "Notiz löschen?"),
@@ -337,8 +351,16 @@ pub fn german(s: &str) -> Option<String> {
     None
 }
 
-/// `7:30 AM` → `07:30`: a German phone shows times on the 24-hour clock.
+/// `7:30 AM` → `07:30`: a German phone shows times on the 24-hour clock, hours in two
+/// digits (the status bar's `9:41` too).
 fn time_24h(s: &str) -> Option<String> {
+    if let Some((h, m)) = s.split_once(':')
+        && h.len() == 1
+        && m.len() == 2
+        && h.chars().chain(m.chars()).all(|c| c.is_ascii_digit())
+    {
+        return Some(format!("0{s}"));
+    }
     let (hm, ampm) = s.split_once(' ')?;
     let (h, m) = hm.split_once(':')?;
     let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
@@ -362,6 +384,33 @@ fn alarm_set(s: &str) -> Option<String> {
     Some(format!("Wecker in {h} Stunden und {m} Minuten"))
 }
 
+/// `$12.99` → `12,99 $`, wherever an amount is in a string, as a German phone writes it.
+fn money_de(s: &str) -> Option<String> {
+    if !s.contains('$') {
+        return None;
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    let mut rest = s;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 1..];
+        let n = tail
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(tail.len());
+        let amount = tail[..n].trim_end_matches('.');
+        if amount.is_empty() {
+            out.push('$');
+            rest = tail;
+            continue;
+        }
+        out.push_str(&amount.replace('.', ","));
+        out.push_str(" $");
+        rest = &tail[amount.len()..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
 /// Translates a window's tree into `locale` (see the module doc).
 pub fn translate(w: &mut super::widget::Widget, locale: Locale) {
     if locale == Locale::En {
@@ -369,6 +418,9 @@ pub fn translate(w: &mut super::widget::Widget, locale: Locale) {
     }
     for s in [&mut w.text, &mut w.desc, &mut w.hint] {
         if let Some(de) = german(s) {
+            *s = de;
+        }
+        if let Some(de) = money_de(s) {
             *s = de;
         }
     }
@@ -380,6 +432,20 @@ pub fn translate(w: &mut super::widget::Widget, locale: Locale) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_written_the_german_way() {
+        assert_eq!(german("7:30 PM").as_deref(), Some("19:30"));
+        assert_eq!(german("12:05 AM").as_deref(), Some("00:05"));
+        assert_eq!(german("9:41").as_deref(), Some("09:41"));
+        assert_eq!(german("12:30 at the usual place"), None, "a message stays");
+        assert_eq!(money_de("Total $34.98").as_deref(), Some("Total 34,98 $"));
+        assert_eq!(
+            money_de("Pay $5.00 with Visa").as_deref(),
+            Some("Pay 5,00 $ with Visa")
+        );
+        assert_eq!(money_de("no money"), None);
+    }
 
     #[test]
     fn locales_parse_from_names_and_tags() {
@@ -448,6 +514,12 @@ mod tests {
             .collect();
         assert!(english.is_empty(), "left in English: {english:?}");
         assert!(de.contains("Wecker hinzufügen") && de.contains("08:15"));
+        let dollars: Vec<_> = de
+            .iter()
+            .filter(|s| s.contains('$') && !s.contains(" $"))
+            .collect();
+        assert!(dollars.is_empty(), "amounts in English: {dollars:?}");
+        assert!(de.iter().any(|s| s.ends_with(",99 $")), "German amounts");
         let (en, _) = walk(Locale::En).await;
         // The user's data: every task's initial state and what its solution types.
         let data: String = tasks::tasks()
@@ -538,5 +610,37 @@ mod tests {
         let xml = p.hierarchy_now();
         assert!(xml.contains("content-desc=\"Weitere Optionen\""), "{xml}");
         assert!(xml.contains("content-desc=\"Wecker löschen\""), "{xml}");
+    }
+
+    /// The German keyboard is QWERTZ: where the English one has `y`, it has `z`, and a
+    /// tap there types `z`.
+    #[tokio::test]
+    async fn the_german_keyboard_is_qwertz() {
+        use droidpilot_core::device::Device;
+        let phone = |locale| {
+            let p = SimDevice::new(SimConfig {
+                locale,
+                ..SimConfig::default()
+            })
+            .unwrap();
+            p.apply(crate::Cmd::Launch {
+                app: crate::AppId::Notes,
+            });
+            p.apply(crate::Cmd::NoteNew);
+            p.apply(crate::Cmd::Focus {
+                field: crate::state::field::NOTE_TITLE.into(),
+            });
+            p
+        };
+        let (en, de) = (phone(Locale::En), phone(Locale::De));
+        let screen = en.screen();
+        let y = screen
+            .all()
+            .into_iter()
+            .find(|w| w.desc == "y")
+            .unwrap()
+            .bounds;
+        de.tap(y.center()).await.unwrap();
+        assert_eq!(de.state().field(crate::state::field::NOTE_TITLE), "z");
     }
 }

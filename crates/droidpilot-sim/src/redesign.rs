@@ -6,14 +6,19 @@
 //!   is its old label, a square at the start, centre or end of its old place (seeded per
 //!   app and label).
 //! - `list_to_grid`: an app's item list (alarms, contacts, conversations, notes, the
-//!   shop's catalogue and cart) becomes a grid of two columns, rows becoming cells in the
-//!   same order (`ui::scroll_list`); settings and web pages stay lists.
+//!   shop's catalogue and cart) becomes a grid of two or three columns (seeded per list),
+//!   rows becoming cells in the same order
+//!   (`ui::scroll_list`); settings and web pages stay lists.
 //! - `overflow_menu`: the toolbar's actions and the floating action button move into an
-//!   overflow menu: a "More options" ⋮ button, then the action by its label.
+//!   overflow menu: a "More options" ⋮ button, then the action by its label (the items'
+//!   order seeded per app).
 //! - `whats_new_dialog`: a "What's new" dialog the first time each app comes to the
-//!   foreground ("Got it" closes it); `SimDevice` shows it after a command.
+//!   foreground (its wording and its button's id seeded per app: "Got it", "Continue"
+//!   or "OK" closes it);
+//!   `SimDevice` shows it after a command.
 //! - `confirm_destructive`: deleting an alarm, a contact or a note, or removing an item
-//!   from the cart, asks first ("Delete alarm?" Cancel / Delete); Cancel keeps the item.
+//!   from the cart, asks first ("Delete alarm?" Cancel / Delete; the confirming label and
+//!   which side Cancel is on seeded per app); Cancel keeps the item.
 
 use droidpilot_core::domain::Bounds;
 
@@ -26,9 +31,8 @@ use super::widget::{Look, Symbol, Widget};
 pub const OVERFLOW_ID: &str = "overflow_menu";
 /// The dialog kind of the overflow menu.
 pub const OVERFLOW_KIND: &str = "overflow";
-/// The dialog kind of the "what's new" dialog, and its button's resource-id.
+/// The dialog kind of the "what's new" dialog (in the phone's state, never on screen).
 pub const WHATS_NEW_KIND: &str = "whats_new";
-pub const WHATS_NEW_OK: &str = "whats_new_dismiss";
 /// The dialog kind of a confirmation `confirm_destructive` asks.
 pub const CONFIRM_KIND: &str = "confirm";
 
@@ -37,6 +41,11 @@ pub fn grid_list(key: &str) -> bool {
     ["clock.", "contacts.", "notes.", "shop.", "messages.threads"]
         .iter()
         .any(|p| key.starts_with(p))
+}
+
+/// How many columns list `key` has as a grid: two or three, seeded per list.
+pub fn columns(seed: u64, key: &str) -> i32 {
+    2 + (mix(seed, &format!("grid/{key}")) % 2) as i32
 }
 
 /// The icon a button's label suggests, as a designer would pick it.
@@ -120,11 +129,14 @@ fn take_actions(w: &mut Widget, in_toolbar: bool, out: &mut Vec<DialogButton>) {
 
 /// Moves an app's toolbar actions and floating button into a "More options" menu (see
 /// the module doc). `root` is what `apps::build` returned.
-pub fn overflow(root: &mut Widget, cx: &Ctx, package: &str) {
+pub fn overflow(root: &mut Widget, cx: &Ctx, seed: u64, package: &str) {
     let mut items = Vec::new();
     take_actions(root, false, &mut items);
     if items.is_empty() {
         return;
+    }
+    if mix(seed, &format!("overflow/{package}")) % 2 == 1 {
+        items.reverse();
     }
     let menu = Dialog {
         buttons: items,
@@ -144,43 +156,70 @@ pub fn overflow(root: &mut Widget, cx: &Ctx, package: &str) {
     }
 }
 
-/// A destructive command's confirmation: title and the confirming button's label.
-fn confirmation(cmd: &Cmd) -> Option<(&'static str, &'static str)> {
+/// A destructive command's confirmation: its title and the confirming button's labels.
+fn confirmation(cmd: &Cmd) -> Option<(&'static str, [&'static str; 2])> {
     Some(match cmd {
-        Cmd::AlarmDelete { .. } => ("Delete alarm?", "Delete"),
-        Cmd::ContactDelete { .. } => ("Delete contact?", "Delete"),
-        Cmd::NoteDelete { .. } => ("Delete note?", "Delete"),
-        Cmd::ShopRemove { .. } => ("Remove from cart?", "Remove"),
+        Cmd::AlarmDelete { .. } => ("Delete alarm?", ["Delete", "Yes, delete"]),
+        Cmd::ContactDelete { .. } => ("Delete contact?", ["Delete", "Yes, delete"]),
+        Cmd::NoteDelete { .. } => ("Delete note?", ["Delete", "Yes, delete"]),
+        Cmd::ShopRemove { .. } => ("Remove from cart?", ["Remove", "Yes, remove"]),
         _ => return None,
     })
 }
 
 /// Puts a confirmation before every destructive action of a tree (see the module doc).
-pub fn confirm(w: &mut Widget, package: &str) {
+/// The confirming button is always `android:id/button1` and Cancel `button2`, as in an
+/// AlertDialog; the label and the order are seeded per app.
+pub fn confirm(w: &mut Widget, seed: u64, package: &str) {
     if let Some(cmd) = w.on_tap.clone()
         && let Some((title, yes)) = confirmation(&cmd)
     {
+        let h = mix(seed, &format!("confirm/{package}"));
+        let cancel = ("android:id/button2", "Cancel", Cmd::CloseDialog);
+        let ok = ("android:id/button1", yes[(h % 2) as usize], cmd);
+        let [a, b] = if (h / 2).is_multiple_of(2) {
+            [cancel, ok]
+        } else {
+            [ok, cancel]
+        };
         let d = Dialog::alert(package, CONFIRM_KIND, title, "")
-            .button("android:id/button2", "Cancel", Cmd::CloseDialog)
-            .button("android:id/button1", yes, cmd);
+            .button(a.0, a.1, a.2)
+            .button(b.0, b.1, b.2);
         w.on_tap = Some(Cmd::ShowDialog {
             dialog: Box::new(d),
         });
     }
     for c in &mut w.children {
-        confirm(c, package);
+        confirm(c, seed, package);
     }
 }
 
 /// The "what's new" dialog an app shows on its first open under `whats_new_dialog`.
-pub fn whats_new(app: AppId) -> Dialog {
-    Dialog::alert(
-        app.package(),
-        WHATS_NEW_KIND,
-        "What's new",
-        "A fresh new look: your actions have new places.",
-    )
-    .button(WHATS_NEW_OK, "Got it", Cmd::CloseDialog)
+pub fn whats_new(app: AppId, seed: u64) -> Dialog {
+    // Title, message, button and the button's resource-id, as three apps might word it.
+    const WORDING: [(&str, &str, &str, &str); 3] = [
+        (
+            "What's new",
+            "A fresh new look: your actions have new places.",
+            "Got it",
+            "got_it_button",
+        ),
+        (
+            "New in this version",
+            "We redesigned the app. Some buttons have moved.",
+            "Continue",
+            "onboarding_continue",
+        ),
+        (
+            "Welcome back",
+            "Take a look around the new design.",
+            "OK",
+            "android:id/button1",
+        ),
+    ];
+    let (title, message, ok, id) =
+        WORDING[(mix(seed, &format!("intro/{}", app.package())) % 3) as usize];
+    Dialog::alert(app.package(), WHATS_NEW_KIND, title, message).button(id, ok, Cmd::CloseDialog)
 }
 
 fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
@@ -217,6 +256,37 @@ mod tests {
             .find(|w| w.text == label || w.desc == label)
             .unwrap_or_else(|| panic!("no `{label}` in {}", p.hierarchy_now()));
         w.bounds.center()
+    }
+
+    fn by_id(p: &SimDevice, id: &str) -> PixelPoint {
+        let screen = p.screen();
+        let w = screen.all().into_iter().rev().find(|w| w.id == id);
+        w.unwrap_or_else(|| panic!("no `{id}`")).bounds.center()
+    }
+
+    /// Seeds vary what a user reads: the what's-new wording, the confirmation's label
+    /// and button order, a grid's columns; one seed always gives the same.
+    #[test]
+    fn the_redesign_varies_with_the_seed() {
+        let mut intros = std::collections::BTreeSet::new();
+        let mut confirms = std::collections::BTreeSet::new();
+        let mut cols = std::collections::BTreeSet::new();
+        for seed in 0..12 {
+            let d = whats_new(AppId::Clock, seed);
+            assert_eq!(d, whats_new(AppId::Clock, seed));
+            intros.insert(d.buttons[0].text.clone());
+            let mut w = Widget::new("x", Bounds::new(0, 0, 1, 1)).tap(Cmd::AlarmDelete { id: 1 });
+            confirm(&mut w, seed, "pkg");
+            let Some(Cmd::ShowDialog { dialog }) = w.on_tap else {
+                panic!("no confirmation")
+            };
+            let texts: Vec<_> = dialog.buttons.iter().map(|b| b.text.clone()).collect();
+            confirms.insert(texts.join("|"));
+            cols.insert(columns(seed, "contacts.list"));
+        }
+        assert_eq!(intros.len(), 3, "{intros:?}");
+        assert_eq!(confirms.len(), 4, "{confirms:?}");
+        assert_eq!(cols.len(), 2, "{cols:?}");
     }
 
     #[tokio::test]
@@ -299,13 +369,23 @@ mod tests {
             whats_new_dialog: true,
             ..SimFaults::default()
         });
+        let delete = {
+            let p = phone(SimFaults::default());
+            p.apply(Cmd::Launch { app: AppId::Clock });
+            at(&p, "Delete alarm")
+        };
         p.launch_app(&AppRef::Label("Clock".into())).await.unwrap();
-        assert!(p.hierarchy_now().contains("text=\"What&apos;s new\""));
-        // Its scrim takes the tap meant for the list behind it.
+        let d = p.state().dialog.expect("the dialog");
+        assert_eq!(d.kind, WHATS_NEW_KIND);
+        let ok = d.buttons[0].id.clone();
+        assert!(p.hierarchy_now().contains(&format!("{ok}\"")), "its button");
+        // It is modal: a tap on the list behind it does nothing.
         let before = p.state().alarms.clone();
-        p.tap(at(&p, "Got it")).await.unwrap();
-        assert!(p.state().dialog.is_none());
+        p.tap(delete).await.unwrap();
         assert_eq!(p.state().alarms, before);
+        assert!(p.state().dialog.is_some());
+        p.tap(by_id(&p, &ok)).await.unwrap();
+        assert!(p.state().dialog.is_none());
         p.key(droidpilot_core::domain::Key::Home).await.unwrap();
         p.launch_app(&AppRef::Label("Clock".into())).await.unwrap();
         assert!(p.state().dialog.is_none(), "once per app");
@@ -325,10 +405,10 @@ mod tests {
         let xml = p.hierarchy_now();
         assert!(xml.contains("text=\"Delete alarm?\""), "{xml}");
         assert_eq!(p.state().alarms.len(), n, "not yet");
-        p.tap(at(&p, "Cancel")).await.unwrap();
+        p.tap(by_id(&p, "android:id/button2")).await.unwrap();
         assert_eq!(p.state().alarms.len(), n, "Cancel keeps the alarm");
         p.tap(at(&p, "Delete alarm")).await.unwrap();
-        p.tap(at(&p, "Delete")).await.unwrap();
+        p.tap(by_id(&p, "android:id/button1")).await.unwrap();
         assert_eq!(p.state().alarms.len(), n - 1, "Delete deletes one");
         assert!(p.state().dialog.is_none());
         // The long-press menu's Delete asks too.

@@ -139,6 +139,11 @@ mod tests {
         let add = crate::widget::find(&screen, "add_alarm_button").expect("the fab");
         p.tap(add.bounds.center()).await.unwrap();
         assert_eq!(p.state().page(), Some(&crate::Page::AlarmEdit));
+        let log = p.touched();
+        assert!(
+            log[0].key.starts_with("fab#"),
+            "the key names the id before renames: {log:?}"
+        );
     }
 
     /// Renames change no layout: every task's reference solution still completes.
@@ -150,5 +155,31 @@ mod tests {
             crate::run_reference(&p, &t).await.unwrap();
             assert!(t.check(&p.state()), "{}", t.id);
         }
+    }
+
+    /// A phone's config takes the three keys (`[[devices.sim]]`); a typo inside the map
+    /// and a font scale out of range are refused, naming them.
+    #[test]
+    fn a_sim_config_takes_locale_font_scale_and_renames() {
+        let cfg: crate::SimConfig = serde_json::from_value(serde_json::json!({
+            "locale": "de",
+            "font_scale": 1.3,
+            "renames": {"ids": {"fab": "add"}, "strings": {"Save": "Done"}}
+        }))
+        .unwrap();
+        assert_eq!(cfg.locale, crate::Locale::De);
+        assert_eq!(cfg.renames.ids["fab"], "add");
+        assert!(cfg.validate().is_ok());
+        let e = serde_json::from_value::<crate::SimConfig>(serde_json::json!({
+            "renames": {"idz": {}}
+        }))
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown field `idz`"), "{e}");
+        let big = crate::SimConfig {
+            font_scale: 4.0,
+            ..crate::SimConfig::default()
+        };
+        let e = big.validate().unwrap_err().to_string();
+        assert!(e.contains("font_scale 4 is out of range"), "{e}");
     }
 }

@@ -45,12 +45,12 @@ pub struct Ctx {
     pub font_scale: f32,
     /// Seed of the `icon_buttons` drift; None keeps text buttons (see `redesign`).
     pub icon_buttons: Option<u64>,
-    /// The `list_to_grid` drift: item lists as two-column grids.
-    pub grid: bool,
-    /// The `overflow_menu` drift: actions in a "More options" menu.
-    pub overflow: bool,
-    /// The `confirm_destructive` drift: destructive actions ask first.
-    pub confirm: bool,
+    /// Seed of the `list_to_grid` drift: item lists as grids.
+    pub grid: Option<u64>,
+    /// Seed of the `overflow_menu` drift: actions in a "More options" menu.
+    pub overflow: Option<u64>,
+    /// Seed of the `confirm_destructive` drift: destructive actions ask first.
+    pub confirm: Option<u64>,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -73,9 +73,9 @@ impl Ctx {
             locale: Default::default(),
             font_scale: 1.0,
             icon_buttons: None,
-            grid: false,
-            overflow: false,
-            confirm: false,
+            grid: None,
+            overflow: None,
+            confirm: None,
         }
     }
     /// Design pixels → device pixels.
@@ -229,7 +229,7 @@ pub fn scroll_list(
         ..area
     };
     let order = cx.order(key, rows.len());
-    let mut slots: Vec<Option<Widget>> = rows.into_iter().map(Some).collect();
+    let slots: Vec<Option<Widget>> = rows.into_iter().map(Some).collect();
     let mut laid = Vec::with_capacity(slots.len() + 1);
     let mut y = 0;
     if cx.syncing(st) {
@@ -237,34 +237,7 @@ pub fn scroll_list(
         y += sync.frame.height();
         laid.push(sync);
     }
-    // Under the "list to grid" drift rows become cells, two a line, in the same order.
-    let cols = if cx.grid && super::redesign::grid_list(key) {
-        2
-    } else {
-        1
-    };
-    let (mut col, mut line) = (0, 0);
-    for i in order {
-        if let Some(mut r) = slots.get_mut(i).and_then(Option::take) {
-            if cx.font_scale != 1.0 {
-                // Rows are laid out at y = 0: a larger font makes them taller.
-                r.shift(-r.frame.top);
-                r.scale_y(cx.font_scale);
-            }
-            if cols > 1 {
-                r.scale_x(1.0 / cols as f32, col * cx.w / cols);
-            }
-            line = line.max(r.frame.height());
-            r.shift(area.top + y - r.frame.top);
-            col += 1;
-            if col == cols {
-                y += line;
-                (col, line) = (0, 0);
-            }
-            laid.push(r);
-        }
-    }
-    y += line;
+    y = lay_rows(cx, key, area.top, y, rows_in_order(slots, order), &mut laid);
     let max = (y - area.height()).max(0);
     let off = st.scroll.get(key).copied().unwrap_or(0).clamp(0, max);
     let mut list =
@@ -283,6 +256,50 @@ pub fn scroll_list(
     }
     list.clip(&area);
     list
+}
+
+fn rows_in_order(mut slots: Vec<Option<Widget>>, order: Vec<usize>) -> Vec<Widget> {
+    order
+        .into_iter()
+        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+        .collect()
+}
+
+/// Stacks a list's rows from `y` (relative to the list's `top`) into `laid`, and returns
+/// where they end: taller under a larger font, and under the "list to grid" drift as
+/// cells, two or three a line (seeded), in the same order.
+fn lay_rows(
+    cx: &Ctx,
+    key: &str,
+    top: i32,
+    mut y: i32,
+    rows: Vec<Widget>,
+    laid: &mut Vec<Widget>,
+) -> i32 {
+    let cols = match cx.grid {
+        Some(seed) if super::redesign::grid_list(key) => super::redesign::columns(seed, key),
+        _ => 1,
+    };
+    let (mut col, mut line) = (0, 0);
+    for mut r in rows {
+        if cx.font_scale != 1.0 {
+            // Rows are laid out at y = 0: a larger font makes them taller.
+            r.shift(-r.frame.top);
+            r.scale_y(cx.font_scale);
+        }
+        if cols > 1 {
+            r.scale_x(1.0 / cols as f32, col * cx.w / cols);
+        }
+        line = line.max(r.frame.height());
+        r.shift(top + y - r.frame.top);
+        col += 1;
+        if col == cols {
+            y += line;
+            (col, line) = (0, 0);
+        }
+        laid.push(r);
+    }
+    y + line
 }
 
 /// A settings-style row: title, optional summary, optional trailing widget.
@@ -427,8 +444,14 @@ fn gesture_handle(st: &PhoneState, cx: &Ctx, below: &[Window]) -> Window {
 }
 
 const KEY_ROWS: [&str; 3] = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
+/// A German keyboard: QWERTZ.
+const KEY_ROWS_DE: [&str; 3] = ["qwertzuiop", "asdfghjkl", "yxcvbnm"];
 
 fn keyboard(cx: &Ctx) -> Window {
+    let rows = match cx.locale {
+        super::locale::Locale::De => KEY_ROWS_DE,
+        super::locale::Locale::En => KEY_ROWS,
+    };
     let top = cx.keyboard_top();
     let b = Bounds::new(0, top, cx.w, cx.h);
     let key_h = (cx.keyboard_height() - cx.d(80)) / 4;
@@ -444,7 +467,7 @@ fn keyboard(cx: &Ctx) -> Window {
         k.hint = label.to_string();
         k
     };
-    for (ri, keys) in KEY_ROWS.iter().enumerate() {
+    for (ri, keys) in rows.iter().enumerate() {
         let n = keys.chars().count() as i32;
         let x0 = (cx.w - n * key_w) / 2 - if ri == 2 { key_w / 2 } else { 0 };
         let y = top + cx.d(40) + ri as i32 * key_h;
@@ -869,10 +892,67 @@ fn find_mut<'a>(w: &'a mut Widget, id: &str) -> Option<&'a mut Widget> {
     w.children.iter_mut().find_map(|c| find_mut(c, id))
 }
 
+/// An app's window: its page built, then the drifts an app update brings, in order
+/// (touch keys stamped first, when `stamp`).
+fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
+    let app_cx = Ctx {
+        list_inset: cx
+            .moved
+            .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package()))),
+        ..cx.clone()
+    };
+    let (mut root, sec) = apps::build(app, st, &app_cx);
+    if stamp {
+        super::identity::stamp(&mut root);
+    }
+    if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
+        scroll_page(&mut root, cx, st, app);
+    }
+    if let Some(seed) = cx.moved {
+        let bottom = cx.bottom(st);
+        super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
+    }
+    if let Some(seed) = cx.overflow {
+        super::redesign::overflow(&mut root, cx, seed, app.package());
+    }
+    if let Some(seed) = cx.icon_buttons {
+        super::redesign::iconify(&mut root, cx, seed, app.package());
+    }
+    if let Some(seed) = cx.relabel {
+        super::drift::relabel(&mut root, seed, app.package());
+    }
+    let mut w = Window::new(app.package(), root);
+    w.secure = sec;
+    w
+}
+
+/// What applies to every window: confirmations before destructive actions, the rename
+/// map, the language (touch keys stamped first, when `stamp`).
+fn every_window(windows: &mut [Window], st: &PhoneState, cx: &Ctx, stamp: bool) {
+    let confirming = st
+        .dialog
+        .as_ref()
+        .is_some_and(|d| d.kind == super::redesign::CONFIRM_KIND);
+    for w in windows {
+        if stamp {
+            super::identity::stamp(&mut w.root);
+        }
+        // A confirmation's own button does what it confirms.
+        if let Some(seed) = cx.confirm
+            && !(confirming && w.modal)
+        {
+            super::redesign::confirm(&mut w.root, seed, &w.package);
+        }
+        cx.renames.apply(&mut w.root, &w.package);
+        super::locale::translate(&mut w.root, cx.locale);
+    }
+}
+
 /// The whole screen for a state.
 pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
+    // Keys are stamped only when a drift would change what they are made of.
+    let stamp = cx.confirm.is_some() || cx.overflow.is_some() || !cx.renames.is_empty();
     let mut windows = Vec::with_capacity(5);
-    let mut secure = false;
     match st.fg {
         _ if st.locked => windows.push(lock_screen(st, cx)),
         Fg::Home => {
@@ -884,36 +964,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         }
         Fg::Drawer => windows.push(launcher(st, cx, true)),
         Fg::Recents => windows.push(recents(st, cx)),
-        Fg::App(app) => {
-            let app_cx = Ctx {
-                list_inset: cx
-                    .moved
-                    .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package()))),
-                ..cx.clone()
-            };
-            let (mut root, sec) = apps::build(app, st, &app_cx);
-            super::identity::stamp(&mut root);
-            if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
-                scroll_page(&mut root, cx, st, app);
-            }
-            if let Some(seed) = cx.moved {
-                let bottom = cx.bottom(st);
-                super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
-            }
-            if cx.overflow {
-                super::redesign::overflow(&mut root, cx, app.package());
-            }
-            if let Some(seed) = cx.icon_buttons {
-                super::redesign::iconify(&mut root, cx, seed, app.package());
-            }
-            if let Some(seed) = cx.relabel {
-                super::drift::relabel(&mut root, seed, app.package());
-            }
-            secure = sec;
-            let mut w = Window::new(app.package(), root);
-            w.secure = sec;
-            windows.push(w);
-        }
+        Fg::App(app) => windows.push(app_window(app, st, cx, stamp)),
     }
     windows.push(status_bar(st, cx));
     if st.keyboard && st.focus.is_some() {
@@ -928,20 +979,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         windows.push(toast_window(&t.text, st, cx));
     }
     windows.push(gesture_handle(st, cx, &windows));
-    let confirming = st
-        .dialog
-        .as_ref()
-        .is_some_and(|d| d.kind == super::redesign::CONFIRM_KIND);
-    for w in &mut windows {
-        super::identity::stamp(&mut w.root);
-        // A confirmation's own button does what it confirms.
-        if cx.confirm && !(confirming && w.modal) {
-            super::redesign::confirm(&mut w.root, &w.package);
-        }
-        cx.renames.apply(&mut w.root, &w.package);
-        super::locale::translate(&mut w.root, cx.locale);
-    }
-    let _ = secure;
+    every_window(&mut windows, st, cx, stamp);
     Screen {
         windows,
         font_scale: cx.font_scale,
