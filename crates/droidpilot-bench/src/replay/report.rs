@@ -247,7 +247,7 @@ pub fn format_report(r: &ReplayReport) -> String {
         let c: Vec<String> = r
             .conditions
             .iter()
-            .map(|(k, v)| format!("{k} {v}"))
+            .map(|(k, v)| format!("{k}={v}"))
             .collect();
         out += &format!("replayed with: {}\n", c.join(", "));
     }
