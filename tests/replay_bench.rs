@@ -3,8 +3,8 @@
 //! behaviour, never wall-clock time.
 
 use droidpilot::bench::replay::{
-    DriftKind, FLOWS, Mode, ReplayBenchOptions, bench_replay, format_report, record_flow,
-    report_json, select_flows,
+    DriftKind, FLOWS, FlowSource, Mode, ReplayBenchOptions, bench_replay, format_report,
+    record_flow, report_json, select_flows,
 };
 use droidpilot::device::sim::task;
 use droidpilot::domain::ScreenSize;
@@ -13,6 +13,12 @@ const SMALL: ScreenSize = ScreenSize {
     width: 540,
     height: 1200,
 };
+
+fn tasks(ids: &[&str]) -> Vec<FlowSource> {
+    ids.iter()
+        .map(|id| FlowSource::Task(id.to_string()))
+        .collect()
+}
 
 #[test]
 fn the_suite_covers_twenty_flows_over_every_app_and_the_launcher() {
@@ -31,6 +37,8 @@ fn the_suite_covers_twenty_flows_over_every_app_and_the_launcher() {
 /// a name that matches nothing is refused, naming it, with the valid names in the hint.
 #[test]
 fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
+    let all: Vec<String> = FLOWS.iter().map(|f| f.to_string()).collect();
+    let select_flows = |p: &str| select_flows(p, &all);
     assert_eq!(
         select_flows("clock.*").unwrap(),
         [
@@ -57,7 +65,9 @@ fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
         e.hint(),
         "drifts are a comma-separated list of: none, renamed_ids, reorder_lists, popups, \
          delayed_elements, moved_elements, changed_label, \
-         renamed_ids+reorder_lists+moved_elements, app_update, other_phone, all, combo"
+         renamed_ids+reorder_lists+moved_elements, app_update, other_phone, all, \
+         icon_buttons, list_to_grid, overflow_menu, whats_new, confirm_destructive, \
+         font_scale, realistic, german, combo"
     );
     assert_eq!(
         DriftKind::parse_list(" renamed_ids+reorder_lists+moved_elements ,all").unwrap(),
@@ -76,7 +86,7 @@ fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
     let e = Mode::parse_list("model").unwrap_err();
     assert_eq!(
         e.hint(),
-        "modes are a comma-separated list of: selectors, aitm, coordinates"
+        "modes are a comma-separated list of: selectors, aitm, aitm_noop, coordinates"
     );
 }
 
@@ -99,11 +109,11 @@ async fn a_recorded_flow_taps_by_resource_id() {
 #[tokio::test]
 async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() {
     let opts = ReplayBenchOptions {
-        flows: vec![
-            "contacts.edit_bob".into(),
-            "clock.delete_0600".into(),
-            "settings.wifi_off".into(),
-        ],
+        flows: tasks(&[
+            "contacts.edit_bob",
+            "clock.delete_0600",
+            "settings.wifi_off",
+        ]),
         drifts: vec![
             DriftKind::None,
             DriftKind::MovedElements,
@@ -111,7 +121,7 @@ async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() 
         ],
         modes: vec![Mode::Selectors, Mode::Aitm, Mode::Coordinates],
         screen: SMALL,
-        trace: false,
+        ..Default::default()
     };
     let r = bench_replay(&opts, &|_| {}).await.unwrap();
     assert_eq!(r.flows, 3);
@@ -161,11 +171,11 @@ async fn selectors_complete_where_coordinates_break_and_aitm_repairs_the_rest() 
 #[tokio::test]
 async fn a_flow_recorded_on_a_tall_phone_replays_on_a_shorter_one_by_scrolling_to_its_target() {
     let opts = ReplayBenchOptions {
-        flows: vec!["settings.sign_in".into()],
+        flows: tasks(&["settings.sign_in"]),
         drifts: vec![DriftKind::OtherPhone],
         modes: vec![Mode::Selectors, Mode::Coordinates],
         screen: SMALL,
-        trace: false,
+        ..Default::default()
     };
     let lines = std::sync::Mutex::new(Vec::<String>::new());
     let r = bench_replay(&opts, &|l| lines.lock().unwrap().push(l.to_string()))
@@ -185,4 +195,233 @@ async fn a_flow_recorded_on_a_tall_phone_replays_on_a_shorter_one_by_scrolling_t
     assert_eq!(selectors.completed, 1, "{}", format_report(&r));
     assert_eq!(selectors.model_calls, 0);
     assert_eq!(blind.completed, 0, "{}", format_report(&r));
+}
+
+/// A script from outside the suite, judged by `task`'s checker.
+fn file(name: &str, task: &str, script: droidpilot::script::Script) -> FlowSource {
+    FlowSource::File {
+        name: name.into(),
+        task: task.into(),
+        script: Box::new(script),
+    }
+}
+
+/// A script that stops after its first step ends its task as succeeded (it ran to its
+/// end), and the checker says the alarm is still there: one false "complete", counted per
+/// mode and per flow, where the whole script counts none.
+#[tokio::test]
+async fn a_script_that_ends_complete_early_counts_one_false_complete() {
+    let mut early = record_flow("clock.delete_0600", SMALL)
+        .await
+        .unwrap()
+        .script;
+    early.steps.truncate(1);
+    let opts = ReplayBenchOptions {
+        flows: vec![
+            FlowSource::Task("clock.delete_0600".into()),
+            file("clock.delete_0600.early.json", "clock.delete_0600", early),
+        ],
+        drifts: vec![DriftKind::None],
+        modes: vec![Mode::Selectors],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let t = r.mode(Mode::Selectors);
+    assert_eq!(
+        (t.runs, t.completed, t.false_complete),
+        (2, 1, 1),
+        "{}",
+        format_report(&r)
+    );
+    assert_eq!(
+        r.flow("clock.delete_0600", Mode::Selectors).false_complete,
+        0
+    );
+    assert_eq!(
+        r.flow("clock.delete_0600.early.json", Mode::Selectors)
+            .false_complete,
+        1
+    );
+    assert_eq!(t.repeated_actions, 0, "{}", format_report(&r));
+    let j = report_json(&r);
+    for (k, v) in [
+        ("runs", 2),
+        ("completed", 1),
+        ("false_complete", 1),
+        ("wrong_element", 0),
+        ("repeated_actions", 0),
+    ] {
+        assert_eq!(j["modes"]["selectors"][k], v, "{k}: {j}");
+    }
+    assert_eq!(
+        j["per_flow"]["clock.delete_0600.early.json"]["selectors"]["false_complete"],
+        1
+    );
+    assert!(
+        format_report(&r).contains("false done"),
+        "{}",
+        format_report(&r)
+    );
+}
+
+/// The no-op model is asked (its calls are counted) and answers nothing usable: a step
+/// whose target is nowhere stays failed, and nothing is reported done. The table does not
+/// call either model AI.
+#[tokio::test]
+async fn the_noop_model_is_asked_and_rescues_nothing() {
+    let mut broken = record_flow("contacts.edit_bob", SMALL)
+        .await
+        .unwrap()
+        .script;
+    let step = broken
+        .steps
+        .iter_mut()
+        .find(|s| s.selector.is_some())
+        .unwrap();
+    step.selector = Some("#no_such_element".into());
+    step.alternative_selectors.clear();
+    broken.fuzzy = false;
+    let opts = ReplayBenchOptions {
+        flows: vec![file(
+            "contacts.edit_bob.broken.json",
+            "contacts.edit_bob",
+            broken,
+        )],
+        drifts: vec![DriftKind::None],
+        modes: vec![Mode::Selectors, Mode::AitmNoop],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let (plain, noop) = (r.mode(Mode::Selectors), r.mode(Mode::AitmNoop));
+    assert_eq!(
+        (plain.completed, plain.model_calls),
+        (0, 0),
+        "{}",
+        format_report(&r)
+    );
+    assert_eq!(noop.completed, 0, "{}", format_report(&r));
+    assert!(
+        noop.model_calls >= 1,
+        "the no-op model was asked: {}",
+        format_report(&r)
+    );
+    assert_eq!(noop.false_complete + plain.false_complete, 0);
+    let j = report_json(&r);
+    assert_eq!(j["modes"]["aitm_noop"]["runs"], 1, "{j}");
+    let table = format_report(&r);
+    assert!(table.contains("aitm_noop (no answer)"), "{table}");
+    assert!(
+        table.contains("answered by an in-process rule model, not a language model"),
+        "{table}"
+    );
+}
+
+/// Blind taps on a reordered list land on other rows: each is a wrong-element touch, by
+/// the sim's drift-independent key, where the script's selectors touch only what the
+/// clean run touched.
+#[tokio::test]
+async fn blind_taps_on_a_reordered_list_are_counted_as_wrong_elements() {
+    let opts = ReplayBenchOptions {
+        flows: tasks(&["settings.wifi_off", "notes.delete_ideas"]),
+        drifts: vec![DriftKind::ReorderLists],
+        modes: vec![Mode::Selectors, Mode::Coordinates],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    let (sel, blind) = (r.mode(Mode::Selectors), r.mode(Mode::Coordinates));
+    assert!(blind.wrong_element >= 1, "{}", format_report(&r));
+    assert_eq!(sel.wrong_element, 0, "{}", format_report(&r));
+    assert_eq!(
+        report_json(&r)["modes"]["coordinates"]["wrong_element"],
+        blind.wrong_element
+    );
+}
+
+/// The realistic suite runs its own drifts and says so; the flow recorded on an English
+/// phone replays on the German one (blind taps land where they did: same layout).
+#[tokio::test]
+async fn the_realistic_suite_replays_an_english_recording_on_a_german_phone() {
+    use droidpilot::bench::replay::Suite;
+    assert_eq!(Suite::Realistic.drifts().last(), Some(&DriftKind::German));
+    let opts = ReplayBenchOptions {
+        suite: Suite::Realistic,
+        flows: tasks(&["settings.wifi_off"]),
+        drifts: vec![DriftKind::German],
+        modes: vec![Mode::Coordinates],
+        screen: SMALL,
+        ..Default::default()
+    };
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    assert_eq!(r.cells[&(Mode::Coordinates, DriftKind::German)].runs, 1);
+    let table = format_report(&r);
+    assert!(
+        table.contains("droidpilot bench replay (realistic)"),
+        "{table}"
+    );
+    assert_eq!(report_json(&r)["suite"], "realistic");
+}
+
+/// Scripts from outside the suite: a script document and a Maestro flow written by hand,
+/// each named after the sim task whose checker judges it, replayed through the flags a
+/// user gives (`--scripts`, `--flows-from`).
+#[tokio::test]
+async fn hand_written_scripts_and_maestro_flows_from_folders_are_judged_by_their_task() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: droidpilot::bench::replay::ReplayArgs,
+    }
+    let scripts = tempfile::tempdir().unwrap();
+    std::fs::write(
+        scripts.path().join("settings.bluetooth_on.by_hand.json"),
+        r#"{"name": "bluetooth on", "goal": "Turn on Bluetooth", "app": "com.android.settings",
+            "steps": [
+              {"action": "launch_app", "parameters": {"package": "com.android.settings"}},
+              {"action": "tap", "selector": ":text(\"Bluetooth\")"}
+            ]}"#,
+    )
+    .unwrap();
+    let flows = tempfile::tempdir().unwrap();
+    std::fs::write(
+        flows.path().join("settings.wifi_off.yaml"),
+        "appId: com.android.settings\nname: Wi-Fi off\n---\n- launchApp\n- tapOn: \"Wi-Fi\"\n",
+    )
+    .unwrap();
+    let cli = Cli::try_parse_from([
+        "replay",
+        "--scripts",
+        scripts.path().to_str().unwrap(),
+        "--flows-from",
+        flows.path().to_str().unwrap(),
+        "--drifts",
+        "none",
+        "--modes",
+        "selectors",
+        "--screen",
+        "540x1200",
+    ])
+    .unwrap();
+    let opts = ReplayBenchOptions::from_args(&cli.args).unwrap();
+    let r = bench_replay(&opts, &|_| {}).await.unwrap();
+    assert_eq!(
+        r.flow_names,
+        [
+            "settings.bluetooth_on.by_hand.json",
+            "settings.wifi_off.yaml"
+        ]
+    );
+    for f in &r.flow_names {
+        let t = r.flow(f, Mode::Selectors);
+        assert_eq!(
+            (t.runs, t.completed, t.false_complete),
+            (1, 1, 0),
+            "{f}: {}",
+            format_report(&r)
+        );
+    }
+    assert!(format_report(&r).contains("(scripts from outside the suite)"));
 }

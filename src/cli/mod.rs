@@ -90,7 +90,7 @@ pub enum BenchCommand {
     Adb(BenchAdbArgs),
     /// Server overhead per step (replay agent, virtual phone, SQLite) and throughput with N phones.
     Runner(BenchRunnerArgs),
-    /// The script drift suite: flows recorded once, replayed under seeded UI drift by selectors, selectors + AI, and blind coordinates.
+    /// Script replay suites: flows recorded once (or scripts from a folder), replayed under UI drift by selectors, selectors + AI in the middle (a rule model, and a no-op one), and blind coordinates.
     Replay(BenchReplayArgs),
     /// A normal authenticated GET's latency (p50/p99) while one client, or twenty, tries to exhaust the server: silent sockets, slowloris, WebSockets, SSE streams (loopback, about 2 minutes).
     Attack(BenchAttackArgs),
@@ -108,21 +108,8 @@ pub struct BenchReplayArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Only these flows: comma-separated flow ids, `*` matching any run of characters
-    /// (`clock.*,notes.edit_groceries`). Default: all 24.
-    #[arg(long, value_name = "PATTERN")]
-    pub flows: Option<String>,
-    /// Only these drifts, comma-separated: none, renamed_ids, reorder_lists, popups,
-    /// delayed_elements, moved_elements, changed_label, other_phone, combo, app_update, all. Default: every one.
-    #[arg(long, value_name = "LIST")]
-    pub drifts: Option<String>,
-    /// Only these modes, comma-separated: selectors, aitm, coordinates. Default: all three.
-    #[arg(long, value_name = "LIST")]
-    pub modes: Option<String>,
-    /// Print, on stderr, the steps of every run the script agent did not complete (what
-    /// it did, with which selector, and how each step ended).
-    #[arg(long)]
-    pub trace: bool,
+    #[command(flatten)]
+    pub replay: crate::bench::replay::ReplayArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -490,17 +477,7 @@ pub async fn bench_replay(args: BenchReplayArgs) -> anyhow::Result<()> {
     use crate::bench::replay as bench;
     let progress = |s: &str| eprintln!("{s}");
     let explain = |e: bench::ReplayBenchError| anyhow::anyhow!("{e}. {}", e.hint());
-    let mut opts = bench::ReplayBenchOptions::default();
-    if let Some(p) = &args.flows {
-        opts.flows = bench::select_flows(p).map_err(explain)?;
-    }
-    if let Some(l) = &args.drifts {
-        opts.drifts = bench::DriftKind::parse_list(l).map_err(explain)?;
-    }
-    if let Some(l) = &args.modes {
-        opts.modes = bench::Mode::parse_list(l).map_err(explain)?;
-    }
-    opts.trace = args.trace;
+    let opts = bench::ReplayBenchOptions::from_args(&args.replay).map_err(explain)?;
     let report = bench::bench_replay(&opts, &progress)
         .await
         .map_err(explain)?;

@@ -6,7 +6,8 @@
 //! the script drift suite), `droidpilot bench attack` (`attack.rs`, a normal
 //! GET's latency while one client tries to exhaust the server), and `droidpilot eval` (`eval/`, agents scored on
 //! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
-//! runs), and `rule_model.rs` (the replay bench's recovery model). `benches/` runs the
+//! runs), `rule_model.rs` (the replay bench's rule-driven recovery model) and `noop_model.rs`
+//! (its recovery model that answers nothing usable). `benches/` runs the
 //! same code under criterion.
 //!
 //! An unpublished crate: nothing in the product depends on it. The binary offers the
@@ -21,6 +22,7 @@ pub mod adb;
 pub mod attack;
 pub mod devtime;
 pub mod eval;
+pub mod noop_model;
 pub mod oracle;
 pub mod real_drift;
 pub mod replay;
