@@ -284,3 +284,58 @@ pub fn witnessed(tree: &UiTree, n: usize, witness: &[String]) -> bool {
     let texts = row_texts(tree, n);
     witness.iter().any(|w| has(&texts, w))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::{ReprOptions, Screen};
+
+    /// A real Settings screen (AOSP "Backup & reset" on an OPPO phone).
+    fn settings() -> Screen {
+        let path = format!(
+            "{}/../../tests/fixtures/uiautomator/real/002__zytzjx__anthenacmc__dump1.xml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let xml = std::fs::read_to_string(path).unwrap();
+        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    fn best_for(s: &Screen, sels: &[&str], witness: &[&str]) -> Option<Scored> {
+        let sels: Vec<Selector> = sels.iter().map(|x| Selector::parse(x).unwrap()).collect();
+        let witness: Vec<String> = witness.iter().map(|w| w.to_string()).collect();
+        let all: Vec<usize> = (0..s.tree.nodes.len()).collect();
+        best(&s.tree, &all, &Profile::new(&sels, &witness, None))
+    }
+
+    /// A label whose case changed finds its element, and says which attributes agreed.
+    #[test]
+    fn a_clear_winner_is_taken_and_explained() {
+        let s = settings();
+        let won = best_for(&s, &[":text(\"Reset to factory settings\")"], &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].text, "Reset to Factory Settings");
+        assert_eq!(won.agreed, ["label"]);
+        assert!(won.margin >= MARGIN);
+    }
+
+    /// Two rows share `switch_widget` and nothing else was recorded: no guess. With the
+    /// row's witness, the switch of that row.
+    #[test]
+    fn look_alikes_are_never_a_guess() {
+        let s = settings();
+        assert_eq!(best_for(&s, &["#switch_widget"], &[]), None);
+        assert_eq!(best_for(&s, &["#summary"], &[]), None);
+        let won = best_for(&s, &["#switch_widget"], &["Automatic Restore"]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].bounds.top, 792);
+        assert!(won.agreed.contains(&"row".to_string()), "{:?}", won.agreed);
+    }
+
+    /// A class and a place alone never identify an element.
+    #[test]
+    fn class_and_place_alone_identify_nothing() {
+        let s = settings();
+        let sels = [Selector::parse("Switch").unwrap()];
+        let all: Vec<usize> = (0..s.tree.nodes.len()).collect();
+        let p = Profile::new(&sels, &[], Some([0.87, 0.36]));
+        assert_eq!(best(&s.tree, &all, &p), None);
+    }
+}
