@@ -449,17 +449,21 @@ fn witness(e: &ActionableElement, seen: &SeenScreen) -> Vec<String> {
 /// The selector of `e` most likely to survive an app update, for an `expect`, with its
 /// rank (lower is better): structure first, the `#id` (a translated or reworded UI keeps
 /// it, and a renamed one is still found by the element matcher), then the label of an
-/// element that is not a button (a field's hint, a row's name), then a button's label. Index paths are never used (a moved or reordered layout breaks
+/// element that is not a button (a field's hint, a row's name), then a button's label,
+/// then a list container's id (there before its rows have loaded). Index paths are never used (a moved or reordered layout breaks
 /// them), and neither is a class alone or a neighbour-anchored form; nor a selector that
 /// the screen before the step already matched (a note's title is in the editor and in
 /// the list: it would hold before the step did anything).
 fn durable(e: &ActionableElement, before: &SeenScreen) -> Option<(u8, String)> {
     let button = e.kind.ends_with("Button");
+    // A list's container is there before its rows are: its id says nothing loaded.
+    let container = e.actions == [crate::domain::ElementAction::Scroll];
     std::iter::once(&e.selector)
         .chain(&e.alternative_selectors)
         .filter(|s| before.by_selector(s).is_none())
         .filter_map(|s| {
             let rank = match crate::screen::Selector::parse(s).ok()? {
+                crate::screen::Selector::Id(_) if container => 3,
                 crate::screen::Selector::Id(_) => 0,
                 crate::screen::Selector::Text { .. } | crate::screen::Selector::Desc { .. }
                     if !button =>

@@ -210,6 +210,12 @@ fn fits(screen: &Screen, node: usize, label: &Selector) -> bool {
 /// The element matcher (`score.rs`) over every element a person could touch, given what
 /// the step recorded about its target; None unless one clear winner stands out.
 pub fn fuzzy(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Option<Found> {
+    let found = matched(screen, selectors, recorded)?;
+    (!under_keyboard(&screen.tree, found.node)).then_some(found)
+}
+
+/// The matcher's winner, under the soft keyboard or not.
+fn matched(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Option<Found> {
     let parsed: Vec<Selector> = selectors
         .iter()
         .filter_map(|s| Selector::parse(s).ok())
@@ -232,9 +238,6 @@ pub fn fuzzy(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> 
     };
     let all: Vec<usize> = (0..tree.nodes.len()).filter(|&n| on(n)).collect();
     let won = score::best(tree, &all, &profile)?;
-    if under_keyboard(tree, won.node) {
-        return None;
-    }
     let (primary, _) = SelectorIndex::new(tree).recommend(won.node);
     Some(Found {
         selector: primary.to_string(),
@@ -253,10 +256,17 @@ fn round(x: f32) -> f32 {
 }
 
 /// Whether what `sel` names is on screen: exactly, or (when the script allows fuzzy
-/// matching) through the element matcher.
+/// matching) through the element matcher. Under the soft keyboard counts (a field's
+/// typed text is there even where the keyboard covers it); behind a dialog does not.
 pub fn expected(screen: &Screen, sel: &str, fuzzy_ok: bool) -> bool {
-    visible(screen, sel)
-        || (fuzzy_ok && fuzzy(screen, &[sel.to_string()], &Recorded::default()).is_some())
+    let modal = modal_root(screen);
+    let shown = Selector::parse(sel).is_ok_and(|p| {
+        p.find(&screen.tree).nodes.into_iter().any(|n| {
+            visible_chain(&screen.tree, n, &screen.elements.screen)
+                && modal.is_none_or(|r| root_of(&screen.tree, n) == r)
+        })
+    });
+    shown || (fuzzy_ok && matched(screen, &[sel.to_string()], &Recorded::default()).is_some())
 }
 
 /// Whether a node `sel` names is still on screen, behind a dialog or not (for a `gone`
@@ -335,6 +345,16 @@ mod tests {
         );
         let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
         assert!(unique(&clear, "#send").is_some());
+    }
+
+    /// Text typed into a field the keyboard covers is still what the step expected:
+    /// an `expect` reads the screen, it does not tap it.
+    #[test]
+    fn an_expect_counts_what_the_keyboard_covers() {
+        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="Buy oat milk" resource-id="app:id/body" class="android.widget.EditText" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,1500][1080,1700]"/></node><node index="1" text="" resource-id="" class="android.widget.FrameLayout" package="com.google.android.inputmethod.latin" content-desc="" bounds="[0,1400][1080,2400]"/></hierarchy>"#;
+        let s = Screen::from_xml(xml, &ReprOptions::default()).unwrap();
+        assert_eq!(unique(&s, ":text(\"Buy oat milk\")"), None, "not tappable");
+        assert!(expected(&s, ":text(\"Buy oat milk\")", false));
     }
 
     /// A renamed "Sign in" button the keyboard covers is the fuzzy match's one candidate

@@ -67,6 +67,19 @@ pub fn signature(screen: &Screen) -> Option<String> {
     Some(format!("{}|{}", tree.nodes[root].package, texts.join("|")))
 }
 
+/// What the screen shows outside the dialog on top (its texts and ids, in order): the
+/// same before and after an action means the action never reached the app.
+pub fn beneath(screen: &Screen) -> String {
+    let tree = &screen.tree;
+    let top = modal_root(screen);
+    let inside = |i: usize| top.is_some_and(|r| tree.subtree(r).contains(&i));
+    (0..tree.nodes.len())
+        .filter(|&i| !inside(i))
+        .map(|i| format!("{}#{}", tree.nodes[i].text, tree.nodes[i].resource_id))
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
 /// The interruption on this screen that may be dismissed by rule, if any.
 /// `app_dialogs`: whether an app's own dialog may count; `caused`: the signatures of
 /// dialogs the flow's own actions brought up (never dismissed by rule).

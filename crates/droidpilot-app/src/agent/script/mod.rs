@@ -83,6 +83,11 @@ struct Tries {
     /// The step's own action ran and took effect: a retry never runs it again, it only
     /// checks the step's `expect`.
     acted: bool,
+    /// A target-less action (a key, a swipe) ran while a known interruption was on top:
+    /// its signature. When the interruption is gone and the step's effect is not there,
+    /// the pop-up took the action, which is then run once more (`absorbed`).
+    absorbable: Option<(String, String)>,
+    absorbed: bool,
 }
 
 /// What the last action was for, to read its outcome.
@@ -236,6 +241,9 @@ impl ScriptAgent {
                 if failed == Some(true) {
                     return Some(Err(err("action_failed", last, None)));
                 }
+                if self.absorbed_by_pop_up(screen) {
+                    return Some(Ok(Pass::Again));
+                }
                 if let (Some(name), Some(v)) =
                     (&self.script.steps[self.at].parameters.store_as, store)
                 {
@@ -277,6 +285,43 @@ impl ScriptAgent {
             Pending::Asked => Some(self.answered(ctx)),
             Pending::Fresh | Pending::Waited | Pending::Recovered => None,
         }
+    }
+
+    /// Whether the action just run went to a pop-up instead of the app: a known
+    /// interruption was on top when it ran (a key press, a swipe: nothing aimed it), that
+    /// pop-up is gone now, the app beneath it shows what it showed before, and the step's
+    /// effect is not there. The action never reached the app, so it is run once more.
+    fn absorbed_by_pop_up(&mut self, screen: &Screen) -> bool {
+        let Some((sig, app)) = self.tries.absorbable.take() else {
+            return false;
+        };
+        if self.tries.absorbed
+            || self.dialog_now.as_ref() == Some(&sig)
+            || interrupt::beneath(screen) != app
+            || !self.has_expect()
+            || self.expect_holds(screen)
+        {
+            return false;
+        }
+        self.tries.absorbed = true;
+        true
+    }
+
+    /// Whether the step's expected effect is there behind a dialog on top (the dialog
+    /// came on top of a step that worked, rather than instead of its effect, as a
+    /// confirmation does).
+    fn effect_behind_dialog(&self, screen: &Screen) -> bool {
+        let Some(e) = &self.script.steps[self.at].expect else {
+            return false;
+        };
+        !e.is_empty()
+            && e.app
+                .as_ref()
+                .is_none_or(|a| screen.tree.nodes.iter().any(|n| &n.package == a))
+            && e.visible
+                .iter()
+                .all(|s| find::present(screen, &self.sub(s)))
+            && e.gone.iter().all(|s| !find::present(screen, &self.sub(s)))
     }
 
     /// A `scroll` with `until` keeps scrolling while its target is not visible.
@@ -605,7 +650,11 @@ impl ScriptAgent {
     /// action asked for): it is remembered as caused by the flow and never dismissed by
     /// rule, and the keyboard does not count (an `expect` may wait for it).
     fn dismiss(&mut self, screen: &Screen, before_action: bool, then: Pending) -> Option<Pass> {
+        // After the action, a dialog on top of the step's effect (the effect is there
+        // behind it) came after a step that worked; one instead of it is the flow's.
+        let on_top_of_effect = !before_action && self.effect_behind_dialog(screen);
         if !before_action
+            && !on_top_of_effect
             && let Some(d) = self.dialog_now.clone()
             && !self.caused.contains(&d)
         {
@@ -614,7 +663,7 @@ impl ScriptAgent {
         if self.tries.dismissals >= MAX_DISMISSALS {
             return None;
         }
-        let app_dialogs = before_action && self.app_dialogs;
+        let app_dialogs = (before_action && self.app_dialogs) || on_top_of_effect;
         let action = match interrupt::interruption(screen, app_dialogs, &self.caused)? {
             Interruption::Tap { selector, .. } => Action::Tap {
                 target: crate::domain::action::TargetField(crate::domain::Target::Selector(
@@ -659,6 +708,15 @@ impl ScriptAgent {
             self.healed
                 .insert(self.at, self.tries.healed.clone().unwrap_or_default());
         }
+        let aimed = selector.is_some();
+        self.tries.absorbable = (!aimed
+            && matches!(
+                interrupt::interruption(screen, self.app_dialogs, &self.caused),
+                Some(Interruption::Tap { .. })
+            ))
+        .then(|| self.dialog_now.clone())
+        .flatten()
+        .map(|sig| (sig, interrupt::beneath(screen)));
         self.pending = Pending::Acted { store };
         Ok(Pass::Emit(action, ReplayRole::Action, found))
     }
