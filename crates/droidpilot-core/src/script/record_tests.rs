@@ -410,3 +410,26 @@ fn typed_text_and_removed_rows_are_expected() {
     assert!(e.visible.is_empty(), "{e:?}");
     assert!(e.gone.iter().any(|g| g.contains("6:00 AM")), "{e:?}");
 }
+
+/// A list's container is on screen before its rows have loaded: its id is the last
+/// choice for an `expect`, after a row's label.
+#[test]
+fn a_list_containers_id_is_the_last_expect() {
+    let mut list = el(2, "#recycler_view", &[], [0, 200, 1000, 2000]);
+    list["actions"] = json!(["scroll"]);
+    list["type"] = json!("RecyclerView");
+    let mut row = el(
+        3,
+        ":text(\"Wireless Earbuds\")",
+        &["[0.1.0]"],
+        [0, 200, 1000, 400],
+    );
+    row["type"] = json!("LinearLayout");
+    let after = SeenScreen {
+        elements: serde_json::from_value(json!([list, row])).unwrap(),
+        ..Default::default()
+    };
+    let tap = ScriptStep::new(StepAction::Tap, Some("#open".into()));
+    let e = expect(&tap, &SeenScreen::default(), &after).unwrap();
+    assert_eq!(e.visible, [":text(\"Wireless Earbuds\")"]);
+}
