@@ -239,30 +239,28 @@ fn place_sim(tree: &UiTree, n: usize, place: [f64; 2]) -> f32 {
     (1.0 - d / 0.3).max(0.0) as f32
 }
 
-/// The row a node belongs to: its ancestors up to (not including) the first list-like
-/// one (scrollable, or holding another node with the same id, or several children of
-/// one class), at most four levels up.
+/// The row a node belongs to: its largest ancestor, at most four levels up and never a
+/// scrollable one or a window, that holds no other node like it (the same id; without
+/// one, the same class and label). A row's own wrappers are climbed through; the list
+/// holding the other rows is not.
 pub fn row_of(tree: &UiTree, n: usize) -> usize {
     let node = &tree.nodes[n];
+    let like = |i: usize| {
+        let o = &tree.nodes[i];
+        i != n
+            && if node.resource_id.is_empty() {
+                o.resource_id.is_empty()
+                    && o.class == node.class
+                    && o.text == node.text
+                    && o.content_desc == node.content_desc
+            } else {
+                o.resource_id == node.resource_id
+            }
+    };
     let mut row = n;
-    for (level, p) in tree.ancestors(n).enumerate() {
+    for p in tree.ancestors(n).take(4) {
         let parent = &tree.nodes[p];
-        let same_id = !node.resource_id.is_empty()
-            && tree
-                .subtree(p)
-                .filter(|&i| tree.nodes[i].resource_id == node.resource_id)
-                .nth(1)
-                .is_some();
-        // Rows are containers: two labels side by side are one row's, not two rows.
-        let child_class = &tree.nodes[row].class;
-        let repeated = !tree.nodes[row].children.is_empty()
-            && parent
-                .children
-                .iter()
-                .filter(|&&c| tree.nodes[c].class == *child_class)
-                .nth(1)
-                .is_some();
-        if level >= 4 || parent.scrollable || same_id || repeated || parent.parent.is_none() {
+        if parent.scrollable || parent.parent.is_none() || tree.subtree(p).any(like) {
             break;
         }
         row = p;
