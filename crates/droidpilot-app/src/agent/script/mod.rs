@@ -241,9 +241,6 @@ impl ScriptAgent {
                 if failed == Some(true) {
                     return Some(Err(err("action_failed", last, None)));
                 }
-                if self.absorbed_by_pop_up(screen) {
-                    return Some(Ok(Pass::Again));
-                }
                 if let (Some(name), Some(v)) =
                     (&self.script.steps[self.at].parameters.store_as, store)
                 {
@@ -259,6 +256,8 @@ impl ScriptAgent {
             }
             Pending::Expecting => Some(if self.expect_holds(screen) {
                 self.done(true);
+                Ok(Pass::Again)
+            } else if self.absorbed_by_pop_up(screen) {
                 Ok(Pass::Again)
             } else if let Some(pass) = self.dismiss(screen, false, Pending::Expecting) {
                 Ok(pass)
@@ -287,15 +286,17 @@ impl ScriptAgent {
         }
     }
 
-    /// Whether the action just run went to a pop-up instead of the app: a known
-    /// interruption was on top when it ran (a key press, a swipe: nothing aimed it), that
-    /// pop-up is gone now, the app beneath it shows what it showed before, and the step's
-    /// effect is not there. The action never reached the app, so it is run once more.
+    /// Whether the action went to a pop-up instead of the app, checked once the wait for
+    /// the step's `expect` is over: a known interruption was on top when it ran (a key
+    /// press, a swipe: nothing aimed it), that pop-up is gone, nothing is loading, the app
+    /// beneath shows what it showed before, and the effect is not there. The action
+    /// never reached the app, so it is run once more (once per step).
     fn absorbed_by_pop_up(&mut self, screen: &Screen) -> bool {
         let Some((sig, app)) = self.tries.absorbable.take() else {
             return false;
         };
         if self.tries.absorbed
+            || screen.tree.shows_progress()
             || self.dialog_now.as_ref() == Some(&sig)
             || interrupt::beneath(screen) != app
             || !self.has_expect()
@@ -304,6 +305,8 @@ impl ScriptAgent {
             return false;
         }
         self.tries.absorbed = true;
+        self.tries.acted = false;
+        self.tries.waited_expect = false;
         true
     }
 

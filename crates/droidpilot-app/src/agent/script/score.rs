@@ -148,6 +148,16 @@ pub fn best(tree: &UiTree, candidates: &[usize], p: &Profile) -> Option<Scored> 
     })
 }
 
+/// Whether some candidate matches well enough (`ACCEPT` and an identifying attribute),
+/// look-alikes allowed: for an `expect`, which checks and never acts.
+pub fn present(tree: &UiTree, candidates: &[usize], p: &Profile) -> bool {
+    p.identifies()
+        && candidates.iter().any(|&n| {
+            let (s, _, identity) = score(tree, n, p);
+            identity && s >= ACCEPT
+        })
+}
+
 /// A candidate's score, the attributes that agreed, and whether one of them identifies.
 fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
     let node = &tree.nodes[n];
