@@ -346,7 +346,7 @@ fn expect(step: &ScriptStep, before: &SeenScreen, after: &SeenScreen) -> Option<
         .elements
         .iter()
         .filter(|e| before.by_selector(&e.selector).is_none())
-        .filter_map(|e| durable(e, before, after).map(|(rank, sel)| (rank, e.bounds.top, sel)))
+        .filter_map(|e| durable(e, before).map(|(rank, sel)| (rank, e.bounds.top, sel)))
         .min_by_key(|(rank, top, _)| (*rank, *top));
     if let Some((_, _, sel)) = new {
         return Some(Expect {
@@ -450,12 +450,11 @@ fn witness(e: &ActionableElement, seen: &SeenScreen) -> Vec<String> {
 /// rank (lower is better): structure first, the `#id` (a translated or reworded UI keeps
 /// it, and a renamed one is still found by the element matcher), then the label of an
 /// element that is not a button (a field's hint, a row's name), then a button's label,
-/// then a list container's id (there before its rows have loaded) or an id several
-/// elements share. Index paths are never used (a moved or reordered layout breaks
+/// then a list container's id (there before its rows have loaded). Index paths are never used (a moved or reordered layout breaks
 /// them), and neither is a class alone or a neighbour-anchored form; nor a selector that
 /// the screen before the step already matched (a note's title is in the editor and in
 /// the list: it would hold before the step did anything).
-fn durable(e: &ActionableElement, before: &SeenScreen, after: &SeenScreen) -> Option<(u8, String)> {
+fn durable(e: &ActionableElement, before: &SeenScreen) -> Option<(u8, String)> {
     let button = e.kind.ends_with("Button");
     // A list's container is there before its rows are: its id says nothing loaded.
     let container = e.actions == [crate::domain::ElementAction::Scroll];
@@ -463,10 +462,8 @@ fn durable(e: &ActionableElement, before: &SeenScreen, after: &SeenScreen) -> Op
         .chain(&e.alternative_selectors)
         .filter(|s| before.by_selector(s).is_none())
         .filter_map(|s| {
-            // An id every row has names no one element: after the labels.
-            let shared = after.count(s) > 1;
             let rank = match crate::screen::Selector::parse(s).ok()? {
-                crate::screen::Selector::Id(_) if container || shared => 3,
+                crate::screen::Selector::Id(_) if container => 3,
                 crate::screen::Selector::Id(_) => 0,
                 crate::screen::Selector::Text { .. } | crate::screen::Selector::Desc { .. }
                     if !button =>
