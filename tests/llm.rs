@@ -1131,4 +1131,78 @@ mod agents {
         assert_eq!(dec.model_calls, 2);
         assert_eq!(dec.usage.input_tokens, 2000);
     }
+
+    /// A script step that fails (here: the screen tree is unreadable) goes to AI in the
+    /// middle in each provider's wire format: the request carries the recovery prompt
+    /// as the provider's system prompt and the recovery context (the failed step, the
+    /// screen); an answer as real models write it (prose, a fenced JSON object) becomes
+    /// the recovery action; an unusable one ("no idea", a non-JSON ramble) is asked again
+    /// and never acted on, and once attempts are used up the user is asked.
+    #[tokio::test]
+    async fn script_recovery_round_trip_on_every_provider() {
+        let script = json!({"name": "wifi", "goal": "turn on Wi-Fi",
+            "max_recovery_attempts": 2,
+            "steps": [{"action": "tap", "selector": "#wifi_toggle"}]});
+        let usable = "The toggle is now listed as \"Wi-Fi\" with a new id.\n```json\n{\"action_type\": \"execute_action\", \"action\": {\"action\": \"tap\", \"selector\": \"#wifi\"}, \"reason\": \"same switch, renamed\", \"confidence\": \"high\"}\n```";
+        for p in PROVIDERS {
+            for (answer, acts) in [
+                (usable, true),
+                ("I have no idea what to do here.", false),
+                (
+                    "{\"action_type\": \"modify_selector\", \"new_selector\": \"#wifi\", \"confidence\": \"low\"}",
+                    false,
+                ),
+            ] {
+                let server = MockServer::start().await;
+                Mock::given(method("POST"))
+                    .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(p, answer)))
+                    .mount(&server)
+                    .await;
+                let (prov, base) = match p {
+                    ProviderKind::Openai => ("openai", format!("{}/v1", server.uri())),
+                    ProviderKind::Anthropic => ("anthropic", server.uri()),
+                    ProviderKind::Gemini => ("gemini", server.uri()),
+                };
+                let v = json!({"kind": "script", "script": script, "recovery": true,
+                               "provider": prov, "model": "m", "base_url": base});
+                let spec = AgentSpec::from_json(&v).unwrap();
+                let mut agent = build_agent(&spec, &defaults(&server)).unwrap();
+                let d = agent.next(&ctx()).await.unwrap();
+                let got = serde_json::to_value(&d.action).unwrap();
+                if acts {
+                    assert_eq!(got["action"], "tap", "{p}: {got}");
+                    assert_eq!(got["selector"], "#wifi", "{p}: {got}");
+                    assert_eq!(d.model_calls, 1, "{p}");
+                } else {
+                    assert_eq!(got["action"], "ask_user", "{p} {answer}: {got}");
+                    assert_eq!(d.model_calls, 2, "{p}: asked again, up to the limit");
+                }
+                let sent =
+                    String::from_utf8(server.received_requests().await.unwrap()[0].body.clone())
+                        .unwrap();
+                let body: Value = serde_json::from_str(&sent).unwrap();
+                let system = match p {
+                    ProviderKind::Openai => body["messages"][0]["content"].to_string(),
+                    ProviderKind::Anthropic => body["system"].to_string(),
+                    ProviderKind::Gemini => body["systemInstruction"].to_string(),
+                };
+                assert!(
+                    system.contains("You repair a UI automation script"),
+                    "{p}: {system}"
+                );
+                assert!(
+                    sent.contains("failed_step") && sent.contains("#wifi_toggle"),
+                    "{p}"
+                );
+                assert!(
+                    sent.contains("Connected devices"),
+                    "{p}: the screen is sent"
+                );
+                assert!(
+                    sent.contains("#devices"),
+                    "{p}: with the elements' selectors"
+                );
+            }
+        }
+    }
 }

@@ -255,3 +255,66 @@ async fn an_expected_app_is_waited_for_by_change_detection() {
         "{all:?}"
     );
 }
+
+/// A model answer replay cannot use ("no idea") is no rescue: the step whose action
+/// already ran (the toggle) is never run again, not after the unusable answer and not
+/// after the user's "retry"; the task ends failed, the phone toggled once.
+#[tokio::test]
+async fn an_unusable_answer_never_reruns_an_action_that_took_effect() {
+    const TASK: &str = "settings.bluetooth_on";
+    let script = json!({"name": "bluetooth", "goal": "turn bluetooth on",
+        "max_recovery_attempts": 1,
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.android.settings"}},
+                  {"action": "tap", "selector": ":text(\"Bluetooth\")",
+                   "expect": {"visible": ["#renamed_by_an_update"], "timeout_ms": 300}}]});
+    let (server, _) = model(vec![(200, "no idea".to_string())]).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = add_phone(&app, "p", Some(TASK)).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",
+               "script": script, "recovery": true, "provider": "openai", "model": "fixer",
+               "base_url": format!("{}/v1", server.uri())}}),
+    )
+    .await;
+    wait_status(&app, &id, "waiting_for_user").await;
+    let r = app
+        .post_json(
+            &format!("/v1/tasks/{id}/answer"),
+            &json!({"answer": "retry"}),
+        )
+        .await;
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    // The retry checks the step's `expect` (still not met), asks the model once more,
+    // and, the user already asked, ends the task.
+    let done = wait_done(&app, &id).await;
+    let all = steps(&app, &id).await;
+    let taps = all
+        .iter()
+        .filter(|s| s["action"]["action"] == "tap")
+        .count();
+    assert_eq!(done["status"], "failed", "{done} {all:?}");
+    assert_eq!(taps, 1, "the toggle was tapped once: {all:?}");
+    assert_eq!(done["model_calls"], 2, "one unusable answer per attempt");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{all:?}");
+}
+
+/// A run that went through every step says how many of them it could not verify (no
+/// `expect`), and which.
+#[tokio::test]
+async fn a_complete_run_counts_its_unverified_steps() {
+    const TASK: &str = "settings.bluetooth_on";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "p", Some(TASK)).await;
+    let script = json!({"name": "bluetooth", "goal": "turn bluetooth on",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.android.settings"},
+                   "expect": {"app": "com.android.settings"}},
+                  {"action": "tap", "selector": ":text(\"Bluetooth\")"}]});
+    let done = run_inline(&app, "p", &script).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("1 unverified (steps 2"),
+        "the tap had no expect: {reason}"
+    );
+}

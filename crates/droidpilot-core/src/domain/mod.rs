@@ -25,6 +25,6 @@ pub mod intervention;
 pub mod step;
 pub use intervention::{Intervention, InterventionKind};
 pub use step::{
-    Fallback, RecoveryType, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen, StepStatus,
-    StepTimings,
+    Fallback, MatchInfo, RecoveryType, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen,
+    StepStatus, StepTimings,
 };

@@ -108,6 +108,21 @@ pub struct ReplayInfo {
     /// the model chose).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryType>,
+    /// How the element matcher chose the target when no selector named it as written:
+    /// the score, the margin over the runner-up and the attributes that agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<MatchInfo>,
+}
+
+/// Why the element matcher took a node for a step's target (`replay.match`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MatchInfo {
+    /// The winner's share of what the step recorded that agreed, 0 to 1.
+    pub score: f32,
+    /// The winner's score minus the runner-up's.
+    pub margin: f32,
+    /// The attributes that agreed (`id`, `text`, `desc`, `class`, `row`, `path`, `place`).
+    pub agreed: Vec<String>,
 }
 
 /// What AI in the middle answered for a failed script step (seed 001's `RecoveryAction`

@@ -214,7 +214,7 @@ fn header_script(header: Option<&Node>) -> Result<Script, MaestroError> {
         steps: Vec::new(),
         outputs: Vec::new(),
         summary: None,
-        fuzzy: false,
+        fuzzy: true,
         max_recovery_attempts: super::model::DEFAULT_MAX_RECOVERY_ATTEMPTS,
     };
     let Some(Node::Map(kv, _)) = header else {

@@ -48,9 +48,10 @@ pub struct Script {
     pub outputs: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
-    /// Allow a bounded fuzzy match when a selector and its alternatives all miss: the same
-    /// class and text under a different id, or a list item that moved.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// When a selector and its alternatives all miss, score the screen's elements on what
+    /// the step recorded (id words, text, description, class, the row's texts, place) and
+    /// take a clear winner (on unless the script says `"fuzzy": false`).
+    #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
     pub fuzzy: bool,
     /// Model attempts per failed step before the user is asked (default 3).
     #[serde(default = "default_recovery_attempts")]
@@ -127,6 +128,10 @@ impl<'de> Deserialize<'de> for Input {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 fn default_recovery_attempts() -> u32 {
     DEFAULT_MAX_RECOVERY_ATTEMPTS
 }
@@ -152,6 +157,12 @@ pub struct ScriptStep {
     pub expect: Option<Expect>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recovery_hints: Vec<RecoveryHint>,
+    /// Texts that tell the element apart from others that share its locator (the row's
+    /// own label, a neighbour's text), recorded with it. A locator many elements share
+    /// (an index path, an id every row has) is used only when one of these is in the
+    /// element's row on the screen; otherwise the step fails without acting.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub witness: Vec<String>,
     /// Skipped when its target is absent (a pop-up that comes only sometimes).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
@@ -452,6 +463,7 @@ impl ScriptStep {
             wait_condition: None,
             expect: None,
             recovery_hints: Vec::new(),
+            witness: Vec::new(),
             optional: false,
             description: None,
         }

@@ -3,8 +3,13 @@
 //! - A coordinate (or pixel, or element id) becomes the selector of the smallest element
 //!   of the screen recorded at that step that contains the point, with that element's
 //!   alternatives; a selector the agent used keeps the alternatives the element had.
-//! - `expect` comes from the next step's screen: the app when it changed, otherwise an
-//!   element (by `#id` first) that appeared.
+//! - `expect` comes from the next step's screen: the app when it changed; for a `type`,
+//!   the typed text; otherwise an element (by `#id` first) that appeared; otherwise a
+//!   label that went away. A step with none of these is replayed unverified (the run's
+//!   finish message counts them).
+//! - An element with no locator of its own (its recommended selector is an index path:
+//!   every row has the same `#title`) gets a `witness`: its row's unique texts, which a
+//!   replay must find in the row it acts on.
 //! - Failed, rejected and skipped steps are left out, and so are undone pairs: a step
 //!   followed by `back` that returned to the screen it started from.
 //! - A `type` with no target after a tap on a text field types into that field (its
@@ -62,6 +67,14 @@ impl SeenScreen {
             })
     }
 
+    /// How many elements list `sel` among their selectors.
+    fn count(&self, sel: &str) -> usize {
+        self.elements
+            .iter()
+            .filter(|e| e.selector == sel || e.alternative_selectors.iter().any(|a| a == sel))
+            .count()
+    }
+
     fn by_selector(&self, sel: &str) -> Option<&ActionableElement> {
         self.elements
             .iter()
@@ -111,7 +124,7 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
             .map(|&j| &steps[j])
             .or_else(|| steps.get(i + 1));
         if let Some(next) = next {
-            step.expect = expect(&seen, &SeenScreen::of(next));
+            step.expect = expect(&step, &seen, &SeenScreen::of(next));
         }
         out.push(step);
     }
@@ -267,6 +280,7 @@ fn target(a: &Value, seen: &SeenScreen, step: &mut ScriptStep) {
         None
     };
     let Some(e) = element else { return };
+    step.witness = witness(e, seen);
     let primary = step.selector.clone().unwrap_or_else(|| e.selector.clone());
     step.alternative_selectors = std::iter::once(&e.selector)
         .chain(&e.alternative_selectors)
@@ -311,11 +325,20 @@ fn drag(seen: &SeenScreen, step: &mut ScriptStep) {
     step.alternative_selectors = el.alternative_selectors.clone();
 }
 
-/// What the next screen showed that this one did not.
-fn expect(before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
+/// What the next screen shows that tells the step worked: the app when it changed;
+/// for a `type`, the typed text in a field; else an element that appeared (by the
+/// selector an update is least likely to break); else a label that went away (a deleted
+/// row's). None when nothing tells (the step is then unverified at replay).
+fn expect(step: &ScriptStep, before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
     if after.app.is_some() && after.app != before.app {
         return Some(Expect {
             app: after.app.clone(),
+            ..Default::default()
+        });
+    }
+    if let Some(sel) = typed(step, before, after) {
+        return Some(Expect {
+            visible: vec![sel],
             ..Default::default()
         });
     }
@@ -325,32 +348,128 @@ fn expect(before: &SeenScreen, after: &SeenScreen) -> Option<Expect> {
         .filter(|e| before.by_selector(&e.selector).is_none())
         .filter_map(|e| durable(e, before).map(|(rank, sel)| (rank, e.bounds.top, sel)))
         .min_by_key(|(rank, top, _)| (*rank, *top));
-    new.map(|(_, _, sel)| Expect {
-        visible: vec![sel],
+    if let Some((_, _, sel)) = new {
+        return Some(Expect {
+            visible: vec![sel],
+            ..Default::default()
+        });
+    }
+    gone(step, before, after).map(|sel| Expect {
+        gone: vec![sel],
         ..Default::default()
     })
 }
 
+/// A `type` step's text, shown in a field on the next screen, as `:text("…")` (not for
+/// a secret, nor for text that was already on screen).
+fn typed(step: &ScriptStep, before: &SeenScreen, after: &SeenScreen) -> Option<String> {
+    let text = step.parameters.text.as_ref()?;
+    if step.action != StepAction::Type || text == REDACTED || text.contains("${") {
+        return None;
+    }
+    let sel = crate::screen::Selector::Text {
+        class: None,
+        text: text.clone(),
+    }
+    .to_string();
+    (after.by_selector(&sel).is_some() && before.by_selector(&sel).is_none()).then_some(sel)
+}
+
+/// A label (`:text`, `:desc`, or an anchored one) of an element the step made go away,
+/// which nothing on the next screen still matches: the acted-on element's own first (a
+/// deleted row's), then any other.
+fn gone(step: &ScriptStep, before: &SeenScreen, after: &SeenScreen) -> Option<String> {
+    let acted = step.selector.as_deref().and_then(|s| before.by_selector(s));
+    acted
+        .into_iter()
+        .chain(&before.elements)
+        .flat_map(|e| std::iter::once(&e.selector).chain(&e.alternative_selectors))
+        .filter(|s| {
+            matches!(
+                crate::screen::Selector::parse(s),
+                Ok(crate::screen::Selector::Text { .. }
+                    | crate::screen::Selector::Desc { .. }
+                    | crate::screen::Selector::Near { .. })
+            )
+        })
+        .filter(|s| !s.contains(REDACTED))
+        .find(|s| after.by_selector(s).is_none() && before.count(s) == 1)
+        .cloned()
+}
+
+/// Texts that tell an element with no locator of its own (its recommended selector is an
+/// index path) apart from the others that share its locators: the anchors of its
+/// anchored selectors, its own unique labels, and the unique labels of the elements
+/// beside it in its row. Empty for an element with a locator of its own.
+fn witness(e: &ActionableElement, seen: &SeenScreen) -> Vec<String> {
+    use crate::screen::Selector;
+    if !Selector::parse(&e.selector).is_ok_and(|s| s.is_index_based()) {
+        return Vec::new();
+    }
+    let label = |s: &Selector| match s {
+        Selector::Text { text, .. } => Some(text.clone()),
+        Selector::Desc { desc, .. } => Some(desc.clone()),
+        _ => None,
+    };
+    let mut out: Vec<String> = Vec::new();
+    for a in &e.alternative_selectors {
+        match Selector::parse(a) {
+            Ok(Selector::Near { anchor, .. }) => out.extend(label(&anchor)),
+            Ok(s @ (Selector::Text { .. } | Selector::Desc { .. })) if seen.count(a) == 1 => {
+                out.extend(label(&s))
+            }
+            _ => {}
+        }
+    }
+    let b = e.bounds;
+    let beside = seen.elements.iter().filter(|o| {
+        let mid = (o.bounds.top + o.bounds.bottom) / 2;
+        b.top <= mid && mid < b.bottom && o.bounds.height() <= b.height() * 2
+    });
+    for o in beside {
+        let text = o.text.trim();
+        let unique = seen
+            .elements
+            .iter()
+            .filter(|x| x.text.trim() == text)
+            .count()
+            == 1;
+        if !text.is_empty() && text != REDACTED && unique {
+            out.push(text.to_string());
+        }
+    }
+    out.dedup();
+    out.retain(|t| !t.is_empty());
+    let mut seen_t = std::collections::BTreeSet::new();
+    out.retain(|t| seen_t.insert(t.clone()));
+    out.truncate(4);
+    out
+}
+
 /// The selector of `e` most likely to survive an app update, for an `expect`, with its
-/// rank (lower is better): the label of an element that is not a button (a field's hint,
-/// a row's name: updates rename ids and reword buttons, not these), then the `#id`, then
-/// a button's label. Index paths are never used (a moved or reordered layout breaks
+/// rank (lower is better): structure first, the `#id` (a translated or reworded UI keeps
+/// it, and a renamed one is still found by the element matcher), then the label of an
+/// element that is not a button (a field's hint, a row's name), then a button's label,
+/// then a list container's id (there before its rows have loaded). Index paths are never used (a moved or reordered layout breaks
 /// them), and neither is a class alone or a neighbour-anchored form; nor a selector that
 /// the screen before the step already matched (a note's title is in the editor and in
 /// the list: it would hold before the step did anything).
 fn durable(e: &ActionableElement, before: &SeenScreen) -> Option<(u8, String)> {
     let button = e.kind.ends_with("Button");
+    // A list's container is there before its rows are: its id says nothing loaded.
+    let container = e.actions == [crate::domain::ElementAction::Scroll];
     std::iter::once(&e.selector)
         .chain(&e.alternative_selectors)
         .filter(|s| before.by_selector(s).is_none())
         .filter_map(|s| {
             let rank = match crate::screen::Selector::parse(s).ok()? {
+                crate::screen::Selector::Id(_) if container => 3,
+                crate::screen::Selector::Id(_) => 0,
                 crate::screen::Selector::Text { .. } | crate::screen::Selector::Desc { .. }
                     if !button =>
                 {
-                    0
+                    1
                 }
-                crate::screen::Selector::Id(_) => 1,
                 crate::screen::Selector::Text { .. } | crate::screen::Selector::Desc { .. } => 2,
                 _ => return None,
             };

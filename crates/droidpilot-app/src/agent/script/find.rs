@@ -1,27 +1,26 @@
 //! Finding a script step's target on the current screen: the primary selector, then the
-//! alternatives in order, then (only when the script allows it) a bounded fuzzy match;
-//! and recognising the known interruptions that replay dismisses by rule.
+//! alternatives in order, then (unless the script says `"fuzzy": false`) the element
+//! matcher (`score.rs`), which scores every element on what the step recorded and takes
+//! only a clear winner.
 //!
-//! The fuzzy match accepts exactly one candidate, never a guess between several:
-//! - a renamed id: the same id once case and `_` are ignored (`switch_widget` →
-//!   `switchWidget`, what an app update does), or with a version suffix (`title` →
-//!   `title_v2`);
-//! - the same text or description elsewhere (a list item that moved, a new id);
-//! - a changed label or description that still starts with the recorded one (`Send` →
-//!   `Send message`);
-//! - for `anchor >> target`, the anchor as recorded and the target by the tests above,
-//!   in the group nearest the anchor (a row's renamed `#delete`).
-//!
-//! An `expect` is checked the same way (`expected`), so a step whose action worked is
-//! not failed because the element it expected was renamed.
+//! Safety before reach:
+//! - a locator many elements may share (an index path, a class, or any plain selector of
+//!   a step recorded with a `witness`) is used only when its node has a witness (one of
+//!   the recorded row texts in its row; for a hand-written step, another of its labels
+//!   naming it): after a reorder, a path names another row and an id every row shares
+//!   names whichever row is left;
+//! - an `expect` is checked the same way (`expected`), so a step whose action worked is
+//!   not failed because the element it expected was renamed; a `gone` expect counts a
+//!   node behind a dialog as still there (`present`).
 //!
 //! While a dialog is on top (`has_modal`), only the dialog's window can be touched: an
-//! element behind it counts as absent, so the dialog is dismissed first instead of a tap
-//! that the dialog would swallow.
+//! element behind it counts as absent, so the dialog is dealt with first instead of a tap
+//! that the dialog would swallow (`interrupt.rs` says which dialogs replay may dismiss).
 
-use crate::domain::Fallback;
+use super::score::{self, Profile};
+use crate::domain::{Fallback, MatchInfo};
 use crate::screen::resolve::visible_chain;
-use crate::screen::{Screen, Selector, SelectorIndex, UiNode, UiTree};
+use crate::screen::{Screen, Selector, SelectorIndex, UiTree};
 
 /// A target found on the screen.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +28,8 @@ pub struct Found {
     pub selector: String,
     pub node: usize,
     pub fallback: Fallback,
+    /// Why the element matcher took it (a `Fallback::Fuzzy` find).
+    pub matched: Option<MatchInfo>,
 }
 
 /// The root (window) a node belongs to.
@@ -41,7 +42,7 @@ fn root_of(tree: &UiTree, mut n: usize) -> usize {
 
 /// The window of the dialog on top, when there is one and it can be told apart: the last
 /// window holding the framework's dialog ids, or a permission controller's window.
-fn modal_root(screen: &Screen) -> Option<usize> {
+pub(super) fn modal_root(screen: &Screen) -> Option<usize> {
     if !screen.has_modal {
         return None;
     }
@@ -111,32 +112,45 @@ pub fn visible(screen: &Screen, sel: &str) -> bool {
         .any(|n| reachable(screen, modal, n))
 }
 
-/// Primary, then alternatives (each must match exactly one visible node). `path`: the
-/// step's primary and alternatives as recorded. An index path among them (primary or
-/// alternative) is trusted only when its node still fits one of the step's other
-/// selectors (`#switch_widget` that several rows share, say): after a layout shift the
-/// path names a different node, and a tap there would "work" on the wrong element.
+/// What a step recorded about its target besides the selectors being tried.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Recorded<'a> {
+    /// The step's primary and alternatives as written (a selector AI in the middle
+    /// proposed is not among them: it is its own evidence).
+    pub selectors: &'a [String],
+    /// Texts of the element's row that tell it apart (`ScriptStep::witness`).
+    pub witness: &'a [String],
+    /// The recorded tap point (`parameters.coordinate`).
+    pub place: Option<[f64; 2]>,
+}
+
+/// Primary, then alternatives (each must match exactly one visible node). A locator
+/// that many elements may share (an index path, a class, or any plain selector of a step
+/// recorded with a `witness`) is used only when its node has a witness: one of the
+/// recorded witness texts in its row, or, for a step written without them, one of the
+/// step's label selectors (`:text`, `:desc`, `a >> b`) naming it. After a reorder an
+/// index path names another row, and an id every row shares names whichever row is left;
+/// a tap there would "work" on the wrong element.
 pub fn by_selectors(
     screen: &Screen,
     selectors: &[String],
-    path: Option<(&str, &[String])>,
+    recorded: &Recorded<'_>,
 ) -> Option<Found> {
-    // Every index path among the selectors (the primary or an alternative) needs a
-    // witness: a non-index selector of the step that its node fits.
-    let witnesses: Vec<Selector> = path
-        .into_iter()
-        .flat_map(|(p, alternatives)| {
-            std::iter::once(p).chain(alternatives.iter().map(String::as_str))
-        })
+    let labels: Vec<Selector> = recorded
+        .selectors
+        .iter()
         .filter_map(|a| Selector::parse(a).ok())
-        .filter(|a| !a.is_index_based())
+        .filter(|a| {
+            matches!(
+                a,
+                Selector::Text { .. } | Selector::Desc { .. } | Selector::Near { .. }
+            )
+        })
         .collect();
     selectors.iter().enumerate().find_map(|(i, s)| {
         let node = unique(screen, s)?;
-        // A path AI in the middle proposed (not one the step recorded) is its own evidence.
-        let recorded = path.is_some_and(|(p, alts)| p == s || alts.contains(s));
-        let index_based = Selector::parse(s).is_ok_and(|p| p.is_index_based());
-        if recorded && index_based && !witnesses.is_empty() && !fits(screen, node, &witnesses) {
+        let written = recorded.selectors.contains(s);
+        if written && shared(s, recorded) && !witnessed(screen, node, s, &labels, recorded) {
             return None;
         }
         Some(Found {
@@ -147,226 +161,145 @@ pub fn by_selectors(
             } else {
                 Fallback::Alternative
             },
+            matched: None,
         })
     })
 }
 
-/// Whether `node`, or a node inside it (alternatives may name a row by its label's
-/// text), matches one of `sels`.
-fn fits(screen: &Screen, node: usize, sels: &[Selector]) -> bool {
-    let tree = &screen.tree;
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        if sels.iter().any(|s| s.matches_node(&tree.nodes[n])) {
-            return true;
-        }
-        stack.extend(&tree.nodes[n].children);
+/// Whether `sel` may name several elements: an index path or a class always; any plain
+/// selector of a step whose recording found no locator of its own for the element.
+fn shared(sel: &str, recorded: &Recorded<'_>) -> bool {
+    match Selector::parse(sel) {
+        Ok(Selector::Path(_) | Selector::Class(_)) => true,
+        Ok(Selector::Near { .. }) => false,
+        Ok(_) => !recorded.witness.is_empty(),
+        Err(_) => true,
     }
-    false
 }
 
-/// The bounded fuzzy match over what the step's selectors say about the element.
-pub fn fuzzy(screen: &Screen, selectors: &[String]) -> Option<Found> {
+/// Whether the node `sel` found is the recorded element: a witness text in its row, or
+/// (a step written without witness texts) another of the step's labels naming it.
+fn witnessed(
+    screen: &Screen,
+    node: usize,
+    sel: &str,
+    labels: &[Selector],
+    recorded: &Recorded<'_>,
+) -> bool {
+    if !recorded.witness.is_empty() {
+        return score::witnessed(&screen.tree, node, recorded.witness);
+    }
+    let own = Selector::parse(sel).ok();
+    labels
+        .iter()
+        .filter(|l| Some(*l) != own.as_ref())
+        .any(|l| fits(screen, node, l))
+}
+
+/// Whether `node`, or a node inside it (a row named by its label's text), is what the
+/// label selector names.
+fn fits(screen: &Screen, node: usize, label: &Selector) -> bool {
+    let tree = &screen.tree;
+    if let Selector::Near { .. } = label {
+        return label.find(tree).nodes.contains(&node);
+    }
+    tree.subtree(node)
+        .any(|n| label.matches_node(&tree.nodes[n]))
+}
+
+/// The element matcher (`score.rs`) over every element a person could touch, given what
+/// the step recorded about its target; None unless one clear winner stands out.
+pub fn fuzzy(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Option<Found> {
+    let found = matched(screen, selectors, recorded)?;
+    (!under_keyboard(&screen.tree, found.node)).then_some(found)
+}
+
+/// The matcher's winner, under the soft keyboard or not.
+fn matched(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Option<Found> {
     let parsed: Vec<Selector> = selectors
         .iter()
         .filter_map(|s| Selector::parse(s).ok())
         .collect();
+    let profile = Profile::new(&parsed, recorded.witness, recorded.place);
     let tree = &screen.tree;
     let modal = modal_root(screen);
-    // Nodes under the keyboard take part: a unique candidate there is the target, which
-    // the keyboard hides (dismissed by rule, then found), not a reason to take a weaker
+    // Nodes under the keyboard take part: a winner there is the target, which the
+    // keyboard hides (dismissed by rule, then found), not a reason to take a weaker
     // match elsewhere (a "Sign in to sync" label for a covered "Sign in" button).
     let on = |n: usize| {
+        let node = &tree.nodes[n];
         visible_chain(tree, n, &screen.elements.screen)
             && modal.is_none_or(|r| root_of(tree, n) == r)
             && !is_keyboard(&tree.nodes[root_of(tree, n)].package)
+            && (node.is_actionable()
+                || !node.resource_id.is_empty()
+                || !node.text.is_empty()
+                || !node.content_desc.is_empty())
     };
     let all: Vec<usize> = (0..tree.nodes.len()).filter(|&n| on(n)).collect();
-    let node = parsed.iter().find_map(|sel| match sel {
-        // `anchor >> target`: the anchor as recorded (a row's label), the target fuzzily,
-        // in the nearest group around each anchor that holds a candidate.
-        Selector::Near { anchor, target } => {
-            let tests = tests(target);
-            let mut found: Vec<usize> = Vec::new();
-            for a in anchor.find(tree).nodes.into_iter().filter(|&a| on(a)) {
-                for c in std::iter::once(a).chain(tree.ancestors(a)) {
-                    let group: Vec<usize> = tree.subtree(c).filter(|&n| on(n)).collect();
-                    if !group
-                        .iter()
-                        .any(|&n| tests.iter().any(|t| t(&tree.nodes[n])))
-                    {
-                        continue;
-                    }
-                    found.extend(pick_one(tree, &group, &tests));
-                    break;
-                }
-            }
-            found.sort_unstable();
-            found.dedup();
-            (found.len() == 1).then(|| found[0])
-        }
-        other @ (Selector::Text { .. } | Selector::Desc { .. }) => {
-            pick_one(tree, &all, &tests(other))
-                .filter(|_| labels_present(tree, &all, &parsed, other))
-        }
-        other => pick_one(tree, &all, &tests(other)),
-    })?;
-    if under_keyboard(tree, node) {
-        return None;
-    }
-    let (primary, _) = SelectorIndex::new(tree).recommend(node);
+    let won = score::best(tree, &all, &profile)?;
+    let (primary, _) = SelectorIndex::new(tree).recommend(won.node);
     Some(Found {
         selector: primary.to_string(),
-        node,
+        node: won.node,
         fallback: Fallback::Fuzzy,
+        matched: Some(MatchInfo {
+            score: round(won.score),
+            margin: round(won.margin),
+            agreed: won.agreed,
+        }),
     })
 }
 
-/// Whether every other label the step recorded for its element (a row's title beside
-/// its summary) is still on screen, by the same fuzzy tests. A label found only by its
-/// text is weak evidence: when the row's title is gone (scrolled off, say), a summary
-/// "Off" that matches another row's switch "OFF" names a different element.
-fn labels_present(tree: &UiTree, among: &[usize], all: &[Selector], hit: &Selector) -> bool {
-    all.iter()
-        .filter(|s| *s != hit && matches!(s, Selector::Text { .. } | Selector::Desc { .. }))
-        .all(|s| {
-            let tests = tests(s);
-            among
-                .iter()
-                .any(|&n| tests.iter().any(|t| t(&tree.nodes[n])))
-        })
-}
-
-/// A node test: what a fuzzy match accepts.
-type Test<'a> = Box<dyn Fn(&UiNode) -> bool + 'a>;
-
-/// The fuzzy tests for what one selector says about its element, strictest first: an id
-/// renamed by an update; the same text or description up to case, then one that starts
-/// with the recorded one (a reworded label).
-fn tests(sel: &Selector) -> Vec<Test<'_>> {
-    match sel {
-        Selector::Id(id) => {
-            let want = squash(short(id));
-            vec![Box::new(move |n: &UiNode| {
-                !n.resource_id.is_empty() && renamed(n.short_id(), &want)
-            })]
-        }
-        Selector::Text { text, .. } => vec![
-            Box::new(move |n: &UiNode| n.text.trim().eq_ignore_ascii_case(text.trim())),
-            Box::new(move |n: &UiNode| !text.is_empty() && n.text.starts_with(text.as_str())),
-        ],
-        Selector::Desc { desc, .. } => vec![
-            Box::new(move |n: &UiNode| n.content_desc.trim().eq_ignore_ascii_case(desc.trim())),
-            Box::new(move |n: &UiNode| {
-                !desc.is_empty() && n.content_desc.starts_with(desc.as_str())
-            }),
-        ],
-        _ => Vec::new(),
-    }
-}
-
-/// The one node of `among` that a test accepts, the strictest test first; never a
-/// guess between several.
-fn pick_one(tree: &UiTree, among: &[usize], tests: &[Test<'_>]) -> Option<usize> {
-    tests.iter().find_map(|t| {
-        let hits: Vec<usize> = among
-            .iter()
-            .copied()
-            .filter(|&n| t(&tree.nodes[n]))
-            .collect();
-        (hits.len() == 1).then(|| hits[0])
-    })
-}
-
-/// Whether a screen id is the (squashed) recorded one: equal, or the recorded one plus a
-/// version suffix (`title` → `title_v2`).
-fn renamed(have: &str, want: &str) -> bool {
-    let have = squash(have);
-    have == want
-        || have
-            .strip_prefix(want)
-            .and_then(|rest| rest.strip_prefix('v'))
-            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+fn round(x: f32) -> f32 {
+    (x * 100.0).round() / 100.0
 }
 
 /// Whether what `sel` names is on screen: exactly, or (when the script allows fuzzy
-/// matching) through the same bounded fuzzy match as a target.
+/// matching) through the element matcher. Under the soft keyboard counts (a field's
+/// typed text is there even where the keyboard covers it); behind a dialog does not.
 pub fn expected(screen: &Screen, sel: &str, fuzzy_ok: bool) -> bool {
-    visible(screen, sel) || (fuzzy_ok && fuzzy(screen, &[sel.to_string()]).is_some())
-}
-
-fn short(id: &str) -> &str {
-    id.rsplit_once(":id/").map_or(id, |(_, s)| s)
-}
-
-/// Lower case without `_`: `switch_widget` and `switchWidget` are the same id.
-fn squash(s: &str) -> String {
-    s.chars()
-        .filter(|c| *c != '_')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// A known interruption and how replay dismisses it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Interruption {
-    /// Tap this button (a pop-up's "Not now", a permission dialog's "Don't allow").
-    Tap { selector: String, label: String },
-    /// The soft keyboard is up: Back hides it.
-    Keyboard,
-}
-
-/// Buttons that close a dialog without agreeing to anything. A permission is denied,
-/// never granted, by rule: a flow that needs it recorded the tap on "Allow" itself.
-const DISMISS: &[&str] = &[
-    "not now",
-    "later",
-    "no thanks",
-    "no, thanks",
-    "don't allow",
-    "deny",
-    "dismiss",
-    "close",
-    "skip",
-    "cancel",
-    "maybe later",
-    "got it",
-];
-
-/// The interruption on this screen, if any (checked only when the step's target is
-/// missing, so a step that means to tap "Later" still does).
-pub fn interruption(screen: &Screen) -> Option<Interruption> {
-    let tree = &screen.tree;
-    // Only a button a person could touch: one in the dialog on top, not a dialog's
-    // "Cancel" left underneath a pop-up (a tap there is swallowed).
     let modal = modal_root(screen);
-    let on = |n: usize| reachable(screen, modal, n);
-    if screen.has_modal {
-        let button = (0..tree.nodes.len()).find(|&n| {
-            let node = &tree.nodes[n];
-            let label = if node.text.is_empty() {
-                &node.content_desc
-            } else {
-                &node.text
-            };
-            on(n) && node.clickable && DISMISS.contains(&label.trim().to_lowercase().as_str())
-        });
-        if let Some(n) = button {
-            let (sel, _) = SelectorIndex::new(tree).recommend(n);
-            let node = &tree.nodes[n];
-            let label = if node.text.is_empty() {
-                node.content_desc.clone()
-            } else {
-                node.text.clone()
-            };
-            return Some(Interruption::Tap {
-                selector: sel.to_string(),
-                label,
-            });
-        }
-    }
-    let keyboard = tree.nodes.iter().any(|n| n.package.contains("inputmethod"));
-    keyboard.then_some(Interruption::Keyboard)
+    let shown = Selector::parse(sel).is_ok_and(|p| {
+        p.find(&screen.tree).nodes.into_iter().any(|n| {
+            visible_chain(&screen.tree, n, &screen.elements.screen)
+                && modal.is_none_or(|r| root_of(&screen.tree, n) == r)
+        })
+    });
+    shown || (fuzzy_ok && resembles(screen, sel))
+}
+
+/// Whether the element matcher finds what `sel` names, look-alikes allowed: an `expect`
+/// asks whether such an element is there, not which one to touch (any product card
+/// confirms the list has loaded).
+fn resembles(screen: &Screen, sel: &str) -> bool {
+    let Ok(parsed) = Selector::parse(sel) else {
+        return false;
+    };
+    let profile = Profile::new(&[parsed], &[], None);
+    let tree = &screen.tree;
+    let modal = modal_root(screen);
+    let all: Vec<usize> = (0..tree.nodes.len())
+        .filter(|&n| {
+            visible_chain(tree, n, &screen.elements.screen)
+                && modal.is_none_or(|r| root_of(tree, n) == r)
+                && !is_keyboard(&tree.nodes[root_of(tree, n)].package)
+        })
+        .collect();
+    score::present(tree, &all, &profile)
+}
+
+/// Whether a node `sel` names is still on screen, behind a dialog or not (for a `gone`
+/// expect: a row a confirmation dialog covers has not gone).
+pub fn present(screen: &Screen, sel: &str) -> bool {
+    let Ok(parsed) = Selector::parse(sel) else {
+        return false;
+    };
+    parsed
+        .find(&screen.tree)
+        .nodes
+        .into_iter()
+        .any(|n| visible_chain(&screen.tree, n, &screen.elements.screen))
 }
 
 /// The text a `store_as` reads from a node: its text, else its description.
@@ -381,6 +314,7 @@ pub fn text_of(screen: &Screen, node: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::interrupt::{Interruption, interruption};
     use super::*;
     use crate::screen::ReprOptions;
 
@@ -425,9 +359,37 @@ mod tests {
             unique(&covered, ":text(\"q\")").is_some(),
             "the keyboard's own keys are"
         );
-        assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
+        assert_eq!(
+            interruption(&covered, true, &[]),
+            Some(Interruption::Keyboard)
+        );
         let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
         assert!(unique(&clear, "#send").is_some());
+    }
+
+    /// An `expect` that names an id every row has, renamed by an update: any of the
+    /// look-alikes confirms it (an expect checks, it never acts); a target is never a
+    /// guess between them.
+    #[test]
+    fn an_expect_accepts_look_alikes_a_target_does_not() {
+        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="Earbuds" resource-id="app:id/productCard" class="android.widget.TextView" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,0][1080,200]"/><node index="1" text="Cable" resource-id="app:id/productCard" class="android.widget.TextView" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,200][1080,400]"/></node></hierarchy>"#;
+        let s = Screen::from_xml(xml, &ReprOptions::default()).unwrap();
+        assert!(expected(&s, "#product_card", true));
+        assert!(!expected(&s, "#product_card", false));
+        assert_eq!(
+            fuzzy(&s, &["#product_card".to_string()], &Recorded::default()),
+            None
+        );
+    }
+
+    /// Text typed into a field the keyboard covers is still what the step expected:
+    /// an `expect` reads the screen, it does not tap it.
+    #[test]
+    fn an_expect_counts_what_the_keyboard_covers() {
+        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="Buy oat milk" resource-id="app:id/body" class="android.widget.EditText" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,1500][1080,1700]"/></node><node index="1" text="" resource-id="" class="android.widget.FrameLayout" package="com.google.android.inputmethod.latin" content-desc="" bounds="[0,1400][1080,2400]"/></hierarchy>"#;
+        let s = Screen::from_xml(xml, &ReprOptions::default()).unwrap();
+        assert_eq!(unique(&s, ":text(\"Buy oat milk\")"), None, "not tappable");
+        assert!(expected(&s, ":text(\"Buy oat milk\")", false));
     }
 
     /// A renamed "Sign in" button the keyboard covers is the fuzzy match's one candidate
@@ -447,10 +409,14 @@ mod tests {
         };
         let step = ["#sign_in".to_string(), ":text(\"Sign in\")".to_string()];
         let covered = Screen::from_xml(&xml(true), &ReprOptions::default()).unwrap();
-        assert_eq!(fuzzy(&covered, &step), None);
-        assert_eq!(interruption(&covered), Some(Interruption::Keyboard));
+        let none = Recorded::default();
+        assert_eq!(fuzzy(&covered, &step, &none), None);
+        assert_eq!(
+            interruption(&covered, true, &[]),
+            Some(Interruption::Keyboard)
+        );
         let clear = Screen::from_xml(&xml(false), &ReprOptions::default()).unwrap();
-        let f = fuzzy(&clear, &step).expect("found once the keyboard is gone");
+        let f = fuzzy(&clear, &step, &none).expect("found once the keyboard is gone");
         assert_eq!(clear.tree.nodes[f.node].text, "Log in");
     }
 
@@ -478,16 +444,21 @@ mod tests {
         ];
         let without = xml(row("Airplane mode", "", "OFF", 0) + &row("Wi-Fi", "HomeNet", "ON", 200));
         let s = Screen::from_xml(&without, &ReprOptions::default()).unwrap();
-        assert_eq!(fuzzy(&s, &step), None, "the Bluetooth row is not on screen");
+        let none = Recorded::default();
+        assert_eq!(
+            fuzzy(&s, &step, &none),
+            None,
+            "the Bluetooth row is not on screen"
+        );
         let with = xml(row("Airplane mode", "", "ON", 0) + &row("Bluetooth ›", "Off", "OFF", 200));
         let s = Screen::from_xml(&with, &ReprOptions::default()).unwrap();
-        let f = fuzzy(&s, &step).expect("the retitled Bluetooth row");
+        let f = fuzzy(&s, &step, &none).expect("the retitled Bluetooth row");
         assert_eq!(s.tree.nodes[f.node].bounds.top, 200);
     }
 
     /// An app update renamed the ids (`header` → `header_v2`, `menu_edit` → `menuEdit`)
     /// and reworded a description: an `expect` recorded before it still holds when the
-    /// script allows fuzzy matching, and never by a guess between two candidates.
+    /// script allows fuzzy matching, and not when it says `"fuzzy": false`.
     #[test]
     fn an_expect_survives_renamed_ids_and_reworded_labels() {
         let node = |id: &str, desc: &str, top: u32| {
@@ -509,14 +480,6 @@ mod tests {
             assert!(expected(&s, sel, true), "{sel}");
             assert!(!expected(&s, sel, false), "{sel}: the script said no fuzzy");
         }
-        assert!(
-            !expected(&s, ":desc(\"Cal\")", true),
-            "two candidates: no guess"
-        );
-        assert!(
-            !expected(&s, "#head", true),
-            "a prefix is not a version suffix"
-        );
     }
 
     /// `:text("6:00 AM") >> #delete` after an update renamed every row's `#delete`: the
@@ -579,7 +542,7 @@ mod tests {
             format!(r#"<?xml version="1.0"?><hierarchy rotation="0">{picker}{popup}</hierarchy>"#);
         let s = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
         assert!(s.has_modal);
-        match interruption(&s) {
+        match interruption(&s, false, &[]) {
             Some(Interruption::Tap { label, .. }) => assert_eq!(label, "Not now"),
             other => panic!("expected a tap on the pop-up's button, got {other:?}"),
         }
@@ -604,28 +567,88 @@ mod tests {
             ":text(\"8:15 AM\") >> :desc(\"Delete alarm\")",
         ] {
             assert_eq!(unique(&s, sel), None, "{sel} as recorded is gone");
-            let f = fuzzy(&s, &[sel.to_string()]).expect(sel);
+            let f = fuzzy(&s, &[sel.to_string()], &Recorded::default()).expect(sel);
             assert_eq!(
                 s.tree.nodes[f.node].bounds.top, 200,
                 "{sel}: the 8:15 row's"
             );
         }
         assert_eq!(
-            fuzzy(&s, &["#delete".to_string()]),
+            fuzzy(&s, &["#delete".to_string()], &Recorded::default()),
             None,
             "two rows: no guess"
         );
     }
 
+    /// A hand-written step `[0.0]` with `#switch_widget` as its alternative: an id that
+    /// every row shares tells no row apart, so the path is never used on its word; a
+    /// label of the row does, and follows the row.
     #[test]
-    fn an_index_path_that_now_names_another_kind_of_node_is_not_trusted() {
+    fn a_shared_id_is_no_witness_for_an_index_path() {
         let sels = ["[0.0]".to_string(), "#switch_widget".to_string()];
-        let guard = Some(("[0.0]", &sels[1..]));
-        let before = by_selectors(&screen(false), &sels, guard).expect("the recorded layout");
-        assert_eq!(before.selector, "[0.0]");
-        // A banner row pushed the rows down: [0.0] is the banner now, not a switch.
-        assert_eq!(by_selectors(&screen(true), &sels, guard), None);
+        let recorded = Recorded {
+            selectors: &sels,
+            ..Default::default()
+        };
+        assert_eq!(by_selectors(&screen(false), &sels, &recorded), None);
         // A path AI in the middle proposed is its own evidence.
-        assert!(by_selectors(&screen(true), &sels, None).is_some());
+        assert!(by_selectors(&screen(true), &sels, &Recorded::default()).is_some());
+    }
+
+    fn settings(edit: impl Fn(String) -> String) -> Screen {
+        let xml = include_str!(
+            "../../../../../tests/fixtures/uiautomator/real/002__zytzjx__anthenacmc__dump1.xml"
+        );
+        Screen::from_xml(&edit(xml.to_string()), &ReprOptions::default()).unwrap()
+    }
+
+    /// A real Settings list (AOSP "Backup & reset") where two rows' switches share
+    /// `android:id/switch_widget`. The step was recorded on "Automatic Restore"'s switch
+    /// by its index path, with the row's title as witness. After the rows swap places
+    /// the path names the other row's switch: not used. With the row gone and one
+    /// switch left, the shared id is unique: still not used. Where the row is, the
+    /// element matcher finds it by its witness.
+    #[test]
+    fn a_shared_locator_needs_its_witness_in_the_row() {
+        let ok = settings(|x| x);
+        let path = {
+            let sw = Selector::parse("#switch_widget")
+                .unwrap()
+                .find(&ok.tree)
+                .nodes[1];
+            format!("[{}]", ok.tree.nodes[sw].path)
+        };
+        let sels = [path, "#switch_widget".to_string()];
+        let witness = ["Automatic Restore".to_string()];
+        let recorded = Recorded {
+            selectors: &sels,
+            witness: &witness,
+            place: None,
+        };
+        let f = by_selectors(&ok, &sels, &recorded).expect("the row as recorded");
+        assert_eq!(f.selector, sels[0]);
+        let swapped = settings(|x| {
+            x.replace("Back Up My Data", "@@")
+                .replace("Automatic Restore", "Back Up My Data")
+                .replace("@@", "Automatic Restore")
+        });
+        assert_eq!(by_selectors(&swapped, &sels, &recorded), None);
+        let moved = fuzzy(&swapped, &sels, &recorded).expect("the witnessed row");
+        assert_eq!(
+            swapped.tree.nodes[moved.node].bounds.top, 499,
+            "the switch of the row now titled Automatic Restore"
+        );
+        let agreed = moved.matched.unwrap().agreed;
+        assert!(agreed.contains(&"row".to_string()), "{agreed:?}");
+        // The row became another one: a new title, its switch under a new id. The one
+        // switch left with the shared id is "Back Up My Data"'s.
+        let gone = settings(|x| {
+            let x = x.replacen("Automatic Restore", "Smart Restore", 1);
+            let second = x.rfind("android:id/switch_widget").unwrap();
+            format!("{}android:id/checkbox{}", &x[..second], &x[second + 24..])
+        });
+        assert!(unique(&gone, "#switch_widget").is_some(), "one switch left");
+        assert_eq!(by_selectors(&gone, &sels, &recorded), None);
+        assert_eq!(fuzzy(&gone, &sels, &recorded), None);
     }
 }

@@ -3,21 +3,28 @@
 //!
 //! Each call to `next` returns one action for one script step, so every replay step is
 //! an ordinary task step (stored, streamed, timed) and carries a `ReplayInfo` (which
-//! script step, which selector, which fallback). Per step:
+//! script step, which selector, which fallback, and for a matcher find the score and the
+//! attributes that agreed). Per step:
 //!
 //! 1. wait for the `wait_condition` (a `wait_for`: change detection with a timeout);
-//! 2. find the target: the primary selector, the alternatives, then (when the script
-//!    allows) a bounded fuzzy match (`find.rs`); while it is missing, dismiss a known
-//!    interruption by rule, or wait for it once (`wait_for`);
+//! 2. find the target: the primary selector, the alternatives, then (unless the script
+//!    says `"fuzzy": false`) the element matcher (`find.rs`, `score.rs`); a shared
+//!    locator needs its witness; while the target is missing, dismiss a known
+//!    interruption by rule (`interrupt.rs`: by Android's structure, and an app's own
+//!    dialog only when the flow did not bring it up), or wait for it once (`wait_for`);
 //! 3. while a progress indicator shows, wait (once) for it to go, so the tap is not
 //!    aimed at a layout still moving; act; then check `expect`, waiting for it once
-//!    (an expected app by a `wait_for` of its windows, `:package("…")`);
+//!    (an expected app by a `wait_for` of its windows, `:package("…")`); a dialog that
+//!    comes up after the step's own action is the flow's (never dismissed by rule);
 //! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
 //!    `max_recovery_attempts`, then the user; without a model the task fails, naming
-//!    the step. When only the `expect` failed, the step's action already ran and a
-//!    model's answer never runs it again (a `modify_selector` then names what the
-//!    expect meant). A low-confidence or unusable answer still retries the step whole,
-//!    as for any failure.
+//!    the step. A retry never runs an action that already took effect: once the step's
+//!    action ran, only its `expect` is checked again, and a step whose `expect` already
+//!    holds is done. An unusable or low-confidence answer is a failed attempt that acts
+//!    on nothing.
+//!
+//! A run that reaches the end says how many steps were unverified (no `expect` checked
+//! their effect, or skipped) in its finish message.
 //!
 //! The logic lives in the agent rather than in `RunHooks` because each decision needs the
 //! script's state (which step, which fallback was tried); hooks see one action at a time.
@@ -25,7 +32,10 @@
 //! version (`take_script`), with the old selector kept as the first alternative.
 
 pub mod find;
+pub mod interrupt;
 pub mod recover;
+pub mod score;
+pub mod similar;
 
 use std::collections::BTreeMap;
 
@@ -38,7 +48,8 @@ use crate::llm::PriceTable;
 use crate::screen::Screen;
 use crate::script::model::StepAction;
 use crate::script::{RecoveryHint, Script, ScriptId, ScriptStep, Vars};
-use find::{Found, Interruption};
+use find::{Found, Recorded};
+use interrupt::Interruption;
 use recover::{Aitm, Confidence, RecoveryType, StepError};
 
 /// The automatic waits (for a step's target, for its `expect`) end early once the screen
@@ -69,6 +80,14 @@ struct Tries {
     asked: bool,
     /// A selector AI in the middle proposed (tried first).
     healed: Option<(String, String)>,
+    /// The step's own action ran and took effect: a retry never runs it again, it only
+    /// checks the step's `expect`.
+    acted: bool,
+    /// A target-less action (a key, a swipe) ran while a known interruption was on top:
+    /// its signature. When the interruption is gone and the step's effect is not there,
+    /// the pop-up took the action, which is then run once more (`absorbed`).
+    absorbable: Option<(String, String)>,
+    absorbed: bool,
 }
 
 /// What the last action was for, to read its outcome.
@@ -103,6 +122,16 @@ pub struct ScriptAgent {
     healed: BTreeMap<usize, (String, String)>,
     /// Steps whose `expect` AI in the middle healed: index → (old selector, new one).
     healed_expects: BTreeMap<usize, (String, String)>,
+    /// Steps that ended without their effect checked (no `expect`, or skipped).
+    unverified: Vec<usize>,
+    /// Dialogs the flow's own actions brought up (`interrupt::signature`): never
+    /// dismissed by rule.
+    caused: Vec<String>,
+    /// The dialog on the screen being read, if any.
+    dialog_now: Option<String>,
+    /// Whether an app's own pop-up may be dismissed by rule at this step: the previous
+    /// step was verified, or could not have brought a dialog up.
+    app_dialogs: bool,
 }
 
 /// One pass of the state machine: an action to return, or go round again.
@@ -128,6 +157,10 @@ impl ScriptAgent {
             prices: PriceTable::default(),
             healed: BTreeMap::new(),
             healed_expects: BTreeMap::new(),
+            unverified: Vec::new(),
+            caused: Vec::new(),
+            dialog_now: None,
+            app_dialogs: true,
         }
     }
 
@@ -135,6 +168,29 @@ impl ScriptAgent {
         self.aitm = Some(aitm);
         self.prices = prices;
         self
+    }
+
+    /// The step is done: `verified` when its `expect` was checked and held.
+    fn done(&mut self, verified: bool) {
+        let step = &self.script.steps[self.at];
+        let can_open_dialog = step.action.acts_on_selector()
+            || matches!(step.action, StepAction::Key | StepAction::Swipe);
+        let checks_itself = matches!(
+            step.action,
+            StepAction::Wait | StepAction::WaitFor | StepAction::WaitForGone
+        );
+        if !verified && !checks_itself {
+            self.unverified.push(self.at);
+        }
+        if self.tries.acted
+            && can_open_dialog
+            && let Some(d) = self.dialog_now.clone()
+            && !self.caused.contains(&d)
+        {
+            self.caused.push(d);
+        }
+        self.app_dialogs = verified || !can_open_dialog;
+        self.advance();
     }
 
     fn advance(&mut self) {
@@ -190,13 +246,18 @@ impl ScriptAgent {
                 {
                     self.vars.set(name, v);
                 }
+                // A scroll `until` its target shows goes on acting; any other action
+                // has taken effect and is never run again for this step.
                 if self.scrolling_on(screen) {
                     return Some(Ok(Pass::Again));
                 }
+                self.tries.acted = true;
                 Some(self.check_expect(screen))
             }
             Pending::Expecting => Some(if self.expect_holds(screen) {
-                self.advance();
+                self.done(true);
+                Ok(Pass::Again)
+            } else if self.absorbed_by_pop_up(screen) {
                 Ok(Pass::Again)
             } else if let Some(pass) = self.dismiss(screen, false, Pending::Expecting) {
                 Ok(pass)
@@ -211,7 +272,7 @@ impl ScriptAgent {
                 None,
             ))),
             Pending::Recovered if self.expect_holds(screen) && self.has_expect() => {
-                self.advance();
+                self.done(true);
                 Some(Ok(Pass::Again))
             }
             Pending::RecoveredAfterAction if failed == Some(true) => Some(Err(err(
@@ -223,6 +284,47 @@ impl ScriptAgent {
             Pending::Asked => Some(self.answered(ctx)),
             Pending::Fresh | Pending::Waited | Pending::Recovered => None,
         }
+    }
+
+    /// Whether the action went to a pop-up instead of the app, checked once the wait for
+    /// the step's `expect` is over: a known interruption was on top when it ran (a key
+    /// press, a swipe: nothing aimed it), that pop-up is gone, nothing is loading, the app
+    /// beneath shows what it showed before, and the effect is not there. The action
+    /// never reached the app, so it is run once more (once per step).
+    fn absorbed_by_pop_up(&mut self, screen: &Screen) -> bool {
+        let Some((sig, app)) = self.tries.absorbable.take() else {
+            return false;
+        };
+        if self.tries.absorbed
+            || screen.tree.shows_progress()
+            || self.dialog_now.as_ref() == Some(&sig)
+            || interrupt::beneath(screen) != app
+            || !self.has_expect()
+            || self.expect_holds(screen)
+        {
+            return false;
+        }
+        self.tries.absorbed = true;
+        self.tries.acted = false;
+        self.tries.waited_expect = false;
+        true
+    }
+
+    /// Whether the step's expected effect is there behind a dialog on top (the dialog
+    /// came on top of a step that worked, rather than instead of its effect, as a
+    /// confirmation does).
+    fn effect_behind_dialog(&self, screen: &Screen) -> bool {
+        let Some(e) = &self.script.steps[self.at].expect else {
+            return false;
+        };
+        !e.is_empty()
+            && e.app
+                .as_ref()
+                .is_none_or(|a| screen.tree.nodes.iter().any(|n| &n.package == a))
+            && e.visible
+                .iter()
+                .all(|s| find::present(screen, &self.sub(s)))
+            && e.gone.iter().all(|s| !find::present(screen, &self.sub(s)))
     }
 
     /// A `scroll` with `until` keeps scrolling while its target is not visible.
@@ -257,7 +359,7 @@ impl ScriptAgent {
             && e.visible
                 .iter()
                 .all(|s| find::expected(screen, &self.sub(s), self.script.fuzzy))
-            && e.gone.iter().all(|s| !find::visible(screen, &self.sub(s)))
+            && e.gone.iter().all(|s| !find::present(screen, &self.sub(s)))
     }
 
     fn expect_error(&self) -> StepError {
@@ -287,7 +389,8 @@ impl ScriptAgent {
             ));
         }
         if self.expect_holds(screen) {
-            self.advance();
+            let verified = self.has_expect();
+            self.done(verified);
             return Ok(Pass::Again);
         }
         if let Some(pass) = self.dismiss(screen, false, Pending::Dismissed) {
@@ -328,8 +431,32 @@ impl ScriptAgent {
         Ok(Pass::Emit(action, ReplayRole::Expect, None))
     }
 
+    /// A retry of a step (after a recovery attempt, or the user's "retry"): when the
+    /// step's own action already ran, or its expected effect is already there, the step
+    /// is checked, never run again (a second tap on "Delete" deletes a second alarm).
+    fn retry_check(&mut self, screen: &Screen) -> Option<Result<Pass, StepError>> {
+        let retrying = self.tries.recoveries > 0 || self.tries.asked;
+        if self.tries.acted {
+            return Some(if self.expect_holds(screen) {
+                let verified = self.has_expect();
+                self.done(verified);
+                Ok(Pass::Again)
+            } else {
+                Err(self.expect_error())
+            });
+        }
+        if retrying && self.has_expect() && self.expect_holds(screen) {
+            self.done(true);
+            return Some(Ok(Pass::Again));
+        }
+        None
+    }
+
     /// The step's own turn: wait condition, target, interruptions, act.
     fn attempt(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        if let Some(r) = self.retry_check(screen) {
+            return r;
+        }
         let step = self.script.steps[self.at].clone();
         if let Some(wc) = &step.wait_condition {
             let sel = self.sub(&wc.selector);
@@ -380,17 +507,22 @@ impl ScriptAgent {
                 selector: String::new(),
                 node: 0,
                 fallback: Fallback::Coordinate,
+                matched: None,
             });
             return self.act(point, screen);
         }
         let primary = step.selector.as_ref().map(|s| self.sub(s));
-        let alternatives: Vec<String> = step
-            .alternative_selectors
+        let written: Vec<String> = primary
             .iter()
-            .map(|s| self.sub(s))
+            .cloned()
+            .chain(step.alternative_selectors.iter().map(|s| self.sub(s)))
             .collect();
-        let guard = primary.as_deref().map(|p| (p, alternatives.as_slice()));
-        let found = find::by_selectors(screen, &selectors, guard)
+        let recorded = Recorded {
+            selectors: &written,
+            witness: &step.witness,
+            place: step.parameters.coordinate,
+        };
+        let found = find::by_selectors(screen, &selectors, &recorded)
             .map(|mut f| {
                 f.fallback = if Some(&f.selector) == primary.as_ref() {
                     Fallback::None
@@ -402,7 +534,7 @@ impl ScriptAgent {
             .or_else(|| {
                 self.script
                     .fuzzy
-                    .then(|| find::fuzzy(screen, &selectors))
+                    .then(|| find::fuzzy(screen, &selectors, &recorded))
                     .flatten()
             });
         match (found, step.action) {
@@ -515,20 +647,33 @@ impl ScriptAgent {
         Some(Pass::Emit(scroll, ReplayRole::Search, None))
     }
 
-    /// Dismisses a known interruption by rule, at most `MAX_DISMISSALS` per step, then
-    /// goes on with `then`. `keyboard`: whether the soft keyboard counts (not while an
-    /// `expect` is checked, which may be waiting for the keyboard itself).
-    fn dismiss(&mut self, screen: &Screen, keyboard: bool, then: Pending) -> Option<Pass> {
+    /// Dismisses a known interruption by rule (`interrupt.rs`), at most `MAX_DISMISSALS`
+    /// per step, then goes on with `then`. `before_action`: the step's own action has not
+    /// run yet. After it, an app's own dialog is the flow's business (a confirmation the
+    /// action asked for): it is remembered as caused by the flow and never dismissed by
+    /// rule, and the keyboard does not count (an `expect` may wait for it).
+    fn dismiss(&mut self, screen: &Screen, before_action: bool, then: Pending) -> Option<Pass> {
+        // After the action, a dialog on top of the step's effect (the effect is there
+        // behind it) came after a step that worked; one instead of it is the flow's.
+        let on_top_of_effect = !before_action && self.effect_behind_dialog(screen);
+        if !before_action
+            && !on_top_of_effect
+            && let Some(d) = self.dialog_now.clone()
+            && !self.caused.contains(&d)
+        {
+            self.caused.push(d);
+        }
         if self.tries.dismissals >= MAX_DISMISSALS {
             return None;
         }
-        let action = match find::interruption(screen)? {
+        let app_dialogs = (before_action && self.app_dialogs) || on_top_of_effect;
+        let action = match interrupt::interruption(screen, app_dialogs, &self.caused)? {
             Interruption::Tap { selector, .. } => Action::Tap {
                 target: crate::domain::action::TargetField(crate::domain::Target::Selector(
                     selector,
                 )),
             },
-            Interruption::Keyboard if keyboard => Action::Key {
+            Interruption::Keyboard if before_action => Action::Key {
                 key: crate::domain::Key::Back,
             },
             Interruption::Keyboard => return None,
@@ -566,6 +711,15 @@ impl ScriptAgent {
             self.healed
                 .insert(self.at, self.tries.healed.clone().unwrap_or_default());
         }
+        let aimed = selector.is_some();
+        self.tries.absorbable = (!aimed
+            && matches!(
+                interrupt::interruption(screen, self.app_dialogs, &self.caused),
+                Some(Interruption::Tap { .. })
+            ))
+        .then(|| self.dialog_now.clone())
+        .flatten()
+        .map(|sig| (sig, interrupt::beneath(screen)));
         self.pending = Pending::Acted { store };
         Ok(Pass::Emit(action, ReplayRole::Action, found))
     }
@@ -613,12 +767,13 @@ impl ScriptAgent {
             Some("retry") => {
                 self.tries = Tries {
                     asked: true,
+                    acted: self.tries.acted,
                     ..Tries::default()
                 };
                 Ok(Pass::Again)
             }
             Some("skip") => {
-                self.advance();
+                self.done(false);
                 Ok(Pass::Again)
             }
             _ => Ok(Pass::Finish(
@@ -643,35 +798,48 @@ impl ScriptAgent {
         let Some(aitm) = self.aitm.clone() else {
             return Ok(Pass::Finish(false, self.describe_failure(&e), None));
         };
-        if self.tries.recoveries >= self.script.max_recovery_attempts {
-            if self.tries.asked {
-                return Ok(Pass::Finish(false, self.describe_failure(&e), None));
+        // An unusable answer (not a RecoveryAction, or low confidence) is a failed attempt
+        // and changes nothing: the model is asked again, never the step retried as if it
+        // had been rescued.
+        let answer = loop {
+            if self.tries.recoveries >= self.script.max_recovery_attempts {
+                break None;
             }
-            self.tries.asked = true;
-            self.pending = Pending::Asked;
-            let question = format!(
-                "{} Recovery did not work. Reply retry, skip or abort.",
-                self.describe_failure(&e)
-            );
-            return Ok(Pass::Emit(
-                Action::AskUser {
-                    question,
-                    options: Some(vec!["retry".into(), "skip".into(), "abort".into()]),
-                },
-                ReplayRole::Recovery,
-                None,
-            ));
-        }
-        self.tries.recoveries += 1;
-        let answer = match aitm.ask(meter, ctx, &self.script, self.at, &e).await {
-            Ok(a) if a.confidence != Confidence::Low => a,
-            Ok(_) | Err(AgentError::Recovery(_)) => return Ok(Pass::Again),
-            Err(other) => return Err(other),
+            self.tries.recoveries += 1;
+            match aitm.ask(meter, ctx, &self.script, self.at, &e).await {
+                Ok(a) if a.confidence != Confidence::Low => break Some(a),
+                Ok(_) | Err(AgentError::Recovery(_)) => continue,
+                Err(other) => return Err(other),
+            }
         };
-        if e.error_type == "expect_failed" {
+        let Some(answer) = answer else {
+            return Ok(self.exhausted(&e));
+        };
+        if e.error_type == "expect_failed" || self.tries.acted {
             return Ok(self.apply_after_action(answer, ctx, e.selector));
         }
         Ok(self.apply(answer, ctx))
+    }
+
+    /// Recovery attempts are used up: ask the user once, then end the task.
+    fn exhausted(&mut self, e: &StepError) -> Pass {
+        if self.tries.asked {
+            return Pass::Finish(false, self.describe_failure(e), None);
+        }
+        self.tries.asked = true;
+        self.pending = Pending::Asked;
+        let question = format!(
+            "{} Recovery did not work. Reply retry, skip or abort.",
+            self.describe_failure(e)
+        );
+        Pass::Emit(
+            Action::AskUser {
+                question,
+                options: Some(vec!["retry".into(), "skip".into(), "abort".into()]),
+            },
+            ReplayRole::Recovery,
+            None,
+        )
     }
 
     /// A recovery for a step whose action already ran and whose `expect` failed. The
@@ -701,7 +869,7 @@ impl ScriptAgent {
                 if let Some(old) = old {
                     self.healed_expects.insert(self.at, (old, sel));
                 }
-                self.advance();
+                self.done(true);
                 Pass::Again
             }
             RecoveryType::ExecuteAction => match self.apply(a, ctx) {
@@ -740,7 +908,7 @@ impl ScriptAgent {
                 }
             }
             RecoveryType::SkipStep => {
-                self.advance();
+                self.done(false);
                 Pass::Again
             }
             RecoveryType::Abort => Pass::Finish(
@@ -766,6 +934,25 @@ impl ScriptAgent {
                 )
             }
         }
+    }
+
+    /// The finish message of a run that went through every step: how many steps ended
+    /// without their effect checked, and which.
+    fn complete_message(&self) -> String {
+        let n = self.script.steps.len();
+        if self.unverified.is_empty() {
+            return format!("script complete: {n} steps, all verified");
+        }
+        let which: Vec<String> = self
+            .unverified
+            .iter()
+            .map(|i| (i + 1).to_string())
+            .collect();
+        format!(
+            "script complete: {n} steps, {} unverified (steps {}: no expect checked their effect)",
+            self.unverified.len(),
+            which.join(", ")
+        )
     }
 
     fn describe_failure(&self, e: &StepError) -> String {
@@ -830,6 +1017,7 @@ impl ScriptAgent {
             },
             interruptions_dismissed: self.dismissed,
             recovery,
+            matched: found.and_then(|f| f.matched.clone()),
         }
     }
 }
@@ -864,12 +1052,9 @@ impl Agent for ScriptAgent {
         let mut meter = Meter::for_role(&prices, crate::domain::ModelRole::Recovery);
         for _ in 0..64 {
             let pass = if self.at >= self.script.steps.len() {
-                Pass::Finish(
-                    true,
-                    format!("script complete: {} steps", self.script.steps.len()),
-                    self.outputs(),
-                )
+                Pass::Finish(true, self.complete_message(), self.outputs())
             } else if let Some(screen) = ctx.observation.tree.clone() {
+                self.dialog_now = interrupt::signature(&screen);
                 let r = match self.after(ctx, &screen) {
                     Some(r) => r,
                     None => self.attempt(&screen),
@@ -912,7 +1097,18 @@ impl Agent for ScriptAgent {
                         .as_ref()
                         .map(|s| format!(" {s}"))
                         .unwrap_or_default()
-                )
+                ) + &i
+                    .matched
+                    .as_ref()
+                    .map(|m| {
+                        format!(
+                            " (matched on {}: score {:.2}, margin {:.2})",
+                            m.agreed.join(", "),
+                            m.score,
+                            m.margin
+                        )
+                    })
+                    .unwrap_or_default()
             });
             let raw = serde_json::to_string(&action).unwrap_or_default();
             let mut d = meter.decision(thinking, action, raw, 0);

@@ -1,8 +1,11 @@
 //! AI in the middle (seed 001, "AITM Recovery Contract"): when a replay step still fails,
 //! a model is given the recovery context (the failed step and its error, the full
-//! screen, the matching recovery hints, the goal and progress, the last 5 steps) and
-//! answers with one `RecoveryAction` as JSON. Any provider works: the request is a plain
-//! chat request through the shared clients.
+//! screen, its elements with the selectors that name them, the matching recovery hints,
+//! the goal and progress, the last 5 steps) and answers with one `RecoveryAction` as
+//! JSON. Any provider works: the request is a plain chat request through the shared
+//! clients. The answer is read from prose and code fences; one that is not a
+//! `RecoveryAction`, or has low confidence, is unusable: the caller counts it as a failed
+//! attempt and acts on nothing.
 
 use std::sync::Arc;
 
@@ -15,19 +18,25 @@ use crate::script::hints::{Failure, matching};
 use crate::script::{Script, ScriptStep};
 
 const SYSTEM: &str = "You repair a UI automation script that failed on an Android phone. \
-You get the failed step, its error, the current screen (one element per line: \
-[index path] Type \"text\" @resource_id {flags}), recovery hints from the script's author, \
-the goal and the progress, and the last steps. Answer with ONE JSON object and nothing else:\n\
+You get a JSON document: failed_step (the script step), error (error_type, message, the \
+selector that failed, the screen state), current_screen (the screen as text, one element \
+per line: [n] Kind \"label\" flags), elements (the same elements with the selectors that \
+name them: use only these), recovery_hints from the script's author, goal_context and \
+history (the last steps). Answer with ONE JSON object and nothing else:\n\
 {\"action_type\": \"execute_action\" | \"modify_selector\" | \"skip_step\" | \"abort\" | \"ask_user\",\n \
 \"action\": {\"action\": \"tap\", \"selector\": \"#id\"}   (execute_action: one action to run now, e.g. to close an obstacle or do the step another way),\n \
 \"new_selector\": \"#id\" | \":text(\\\"…\\\")\" | \":desc(\\\"…\\\")\"   (modify_selector: the element the step meant, on this screen),\n \
 \"question\": \"…\"   (ask_user),\n \"reason\": \"why\", \"confidence\": \"high\" | \"medium\" | \"low\"}\n\
-Prefer modify_selector when the element is on screen under another id or label; \
-execute_action when something blocks it; skip_step only when the step is not needed; \
-abort when the goal cannot be reached. When error_type is expect_failed, the step's action \
+Prefer modify_selector when the element is on screen under another id or label (renamed, \
+reworded, translated, turned into an icon with a description); execute_action when \
+something blocks it (a dialog the flow did not ask for, the keyboard); skip_step only when \
+the step is not needed; abort when the goal cannot be reached. Never answer with an element \
+you are not sure is the one the step meant: several look alike (rows of a list), or none \
+fits, then abort with confidence low. When error_type is expect_failed, the step's action \
 already ran and is not run again: modify_selector names the element the step's expect \
 meant (error.selector, under its new id or label), and execute_action runs one more action \
-before the expect is checked again.";
+before the expect is checked again; never repeat the step's own action. An answer that is \
+not this JSON object, or has confidence low, is not acted on.";
 
 pub use crate::domain::RecoveryType;
 
@@ -125,11 +134,29 @@ pub fn recovery_context(
         "error": {"error_type": err.error_type, "message": err.message, "selector": err.selector,
                   "screen_state": {"app": screen.app_package, "has_modal": screen.has_modal, "summary": screen.summary}},
         "current_screen": screen.elements,
+        "elements": selectors_of(screen),
         "recovery_hints": hints,
         "goal_context": {"goal": script.goal, "progress": format!("step {} of {}", index + 1, script.steps.len())},
         "history": history,
     })
 }
+
+/// The screen's elements with the selectors that name them (the model answers with
+/// these), at most `MAX_ELEMENTS`.
+fn selectors_of(screen: &crate::screen::ScreenRepresentation) -> Vec<Value> {
+    screen
+        .actionable_elements
+        .iter()
+        .take(MAX_ELEMENTS)
+        .map(|e| {
+            json!({"n": e.element_id, "type": e.kind, "text": e.text, "selector": e.selector,
+                   "also": e.alternative_selectors})
+        })
+        .collect()
+}
+
+/// Elements listed with their selectors in the recovery context.
+const MAX_ELEMENTS: usize = 80;
 
 /// The first JSON object in the reply (models wrap it in prose or code fences).
 fn parse(text: &str) -> Result<RecoveryAction, String> {

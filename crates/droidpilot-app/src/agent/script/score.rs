@@ -1,0 +1,349 @@
+//! The element matcher: when none of a step's selectors names one element as written, every
+//! element a person could touch is scored on all that the step recorded about its
+//! target at once, and only a clear winner is taken.
+//!
+//! The model is Similo (Nass, Alégroth, Feldt, "Similarity-based web element
+//! localization", 2021) and VON Similo (2023): a locator is a bag of attributes, each
+//! compared with its own similarity and weight, and the candidate with the highest
+//! weighted sum wins. Similo's weights give the identifying attributes (id, name, visible
+//! text, neighbour texts) 1.5 and the supporting ones (class, path, location) 0.5; these
+//! are the Android counterparts:
+//!
+//! | attribute | recorded from | compared by | weight |
+//! |---|---|---|---|
+//! | `id` | `#id` | id words (`similar::ids`) | 1.5 |
+//! | `label` | `:text`, `:desc` | label words against the node's text, description or hint (an icon-only button keeps its old text as description) | 1.5 |
+//! | `row` | the anchor of `a >> b`, the step's `witness`, a row's several labels | share of them found among the texts of the node's row | 1.5 |
+//! | `class` | a selector's class | same class 1, same family (`…Button`) 0.5 | 0.5 |
+//! | `path` | an index path | equal 1, a sibling 0.5 | 0.5 |
+//! | `place` | the recorded tap point | distance to the node's centre | 0.5 |
+//!
+//! The score is the weighted sum over the attributes the step recorded, divided by their
+//! total, so 1 is a perfect match. A winner needs `ACCEPT`, a `MARGIN` over the
+//! runner-up, and one identifying attribute (`id`, `label` or `row`) that agrees (more
+//! than half alike): a class and a place alone never identify an element. A step
+//! recorded with a `witness` (its locator is shared by several rows) also needs one of
+//! the witness texts in the winner's row.
+//!
+//! Hand-written rather than a crate: Similo's published code is for web DOMs (Java,
+//! Selenium); no maintained Rust crate scores Android view attributes.
+
+use super::similar;
+use crate::screen::{Selector, UiTree};
+
+/// The lowest score a winner may have.
+pub const ACCEPT: f32 = 0.5;
+/// How far a winner must be ahead of the runner-up.
+pub const MARGIN: f32 = 0.15;
+
+const W_ID: f32 = 1.5;
+const W_LABEL: f32 = 1.5;
+const W_ROW: f32 = 1.5;
+const W_CLASS: f32 = 0.5;
+const W_PATH: f32 = 0.5;
+const W_PLACE: f32 = 0.5;
+
+/// What a step recorded about its target.
+#[derive(Debug, Default, Clone)]
+pub struct Profile {
+    ids: Vec<String>,
+    labels: Vec<String>,
+    row: Vec<String>,
+    witness: Vec<String>,
+    classes: Vec<String>,
+    path: Option<Vec<u32>>,
+    place: Option<[f64; 2]>,
+}
+
+/// The winner and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub node: usize,
+    pub score: f32,
+    pub margin: f32,
+    pub agreed: Vec<String>,
+}
+
+impl Profile {
+    /// From the step's selectors, its `witness` and its recorded tap point.
+    pub fn new(selectors: &[Selector], witness: &[String], place: Option<[f64; 2]>) -> Self {
+        let mut p = Profile {
+            witness: witness.to_vec(),
+            row: witness.to_vec(),
+            place,
+            ..Default::default()
+        };
+        for s in selectors {
+            p.add(s);
+        }
+        // Several labels cannot all be the element's own: they are a row's title and
+        // summary, so they describe its row.
+        if p.labels.len() > 1 {
+            p.row.append(&mut p.labels);
+        }
+        for v in [&mut p.ids, &mut p.labels, &mut p.row, &mut p.classes] {
+            v.sort();
+            v.dedup();
+        }
+        p
+    }
+
+    fn add(&mut self, s: &Selector) {
+        match s {
+            Selector::Id(id) => self.ids.push(id.clone()),
+            Selector::Text { class, text } => {
+                self.labels.push(text.clone());
+                self.classes.extend(class.clone());
+            }
+            Selector::Desc { class, desc } => {
+                self.labels.push(desc.clone());
+                self.classes.extend(class.clone());
+            }
+            Selector::Class(c) => self.classes.push(c.clone()),
+            Selector::Path(p) => self.path = Some(p.clone()),
+            Selector::Package(_) => {}
+            Selector::Near { anchor, target } => {
+                match anchor.as_ref() {
+                    Selector::Text { text, .. } => self.row.push(text.clone()),
+                    Selector::Desc { desc, .. } => self.row.push(desc.clone()),
+                    _ => {}
+                }
+                self.add(target);
+            }
+        }
+    }
+
+    /// Whether there is anything that could identify an element.
+    pub fn identifies(&self) -> bool {
+        !(self.ids.is_empty() && self.labels.is_empty() && self.row.is_empty())
+    }
+}
+
+/// The one clear winner among `candidates`, or None.
+pub fn best(tree: &UiTree, candidates: &[usize], p: &Profile) -> Option<Scored> {
+    if !p.identifies() {
+        return None;
+    }
+    // Only row texts recorded (a row's title and summary): the element is the row
+    // itself, not one of the labels or widgets inside it.
+    let row_only = p.ids.is_empty() && p.labels.is_empty();
+    let mut all: Vec<(usize, f32, Vec<String>, bool)> = candidates
+        .iter()
+        .filter(|&&n| !row_only || (tree.nodes[n].is_actionable() && row_of(tree, n) == n))
+        .map(|&n| {
+            let (score, agreed, identity) = score(tree, n, p);
+            (n, score, agreed, identity)
+        })
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (node, score, agreed, identity) = all.first()?.clone();
+    let runner_up = all.get(1).map_or(0.0, |r| r.1);
+    let margin = score - runner_up;
+    let witnessed = p.witness.is_empty() || witnessed(tree, node, &p.witness);
+    (identity && witnessed && score >= ACCEPT && margin >= MARGIN).then_some(Scored {
+        node,
+        score,
+        margin,
+        agreed,
+    })
+}
+
+/// Whether some candidate matches well enough (`ACCEPT` and an identifying attribute),
+/// look-alikes allowed: for an `expect`, which checks and never acts.
+pub fn present(tree: &UiTree, candidates: &[usize], p: &Profile) -> bool {
+    p.identifies()
+        && candidates.iter().any(|&n| {
+            let (s, _, identity) = score(tree, n, p);
+            identity && s >= ACCEPT
+        })
+}
+
+/// A candidate's score, the attributes that agreed, and whether one of them identifies.
+fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
+    let node = &tree.nodes[n];
+    let mut parts: Vec<(&str, f32, f32)> = Vec::new();
+    if !p.ids.is_empty() {
+        let s = p
+            .ids
+            .iter()
+            .map(|id| (!node.resource_id.is_empty()).then(|| similar::ids(id, &node.resource_id)))
+            .map(Option::unwrap_or_default)
+            .fold(0.0, f32::max);
+        parts.push(("id", W_ID, s));
+    }
+    if !p.labels.is_empty() {
+        let own = [&node.text, &node.content_desc, &node.hint];
+        let s = p
+            .labels
+            .iter()
+            .flat_map(|l| own.iter().map(move |o| similar::labels(l, o)))
+            .fold(0.0, f32::max);
+        parts.push(("label", W_LABEL, s));
+    }
+    if !p.row.is_empty() {
+        let texts = row_texts(tree, n);
+        let found = p.row.iter().filter(|r| has(&texts, r)).count();
+        parts.push(("row", W_ROW, found as f32 / p.row.len() as f32));
+    }
+    if !p.classes.is_empty() {
+        let c = node.short_class();
+        let s = p.classes.iter().map(|k| class(k, c)).fold(0.0, f32::max);
+        parts.push(("class", W_CLASS, s));
+    }
+    if let Some(path) = &p.path {
+        parts.push(("path", W_PATH, path_sim(path, &node.path)));
+    }
+    if let Some(place) = p.place {
+        parts.push(("place", W_PLACE, place_sim(tree, n, place)));
+    }
+    let total: f32 = parts.iter().map(|(_, w, _)| w).sum();
+    let got: f32 = parts.iter().map(|(_, w, s)| w * s).sum();
+    let agreed: Vec<String> = parts
+        .iter()
+        .filter(|(_, _, s)| *s > 0.5)
+        .map(|(a, _, _)| a.to_string())
+        .collect();
+    let identity = agreed
+        .iter()
+        .any(|a| matches!(a.as_str(), "id" | "label" | "row"));
+    (got / total.max(f32::EPSILON), agreed, identity)
+}
+
+/// Whether a recorded row text is among `texts`, all its words in order: a row's
+/// texts tell rows apart, so nothing looser counts.
+fn has(texts: &[String], want: &str) -> bool {
+    texts.iter().any(|t| similar::contains(t, want))
+}
+
+fn class(want: &str, have: &str) -> f32 {
+    let want = crate::screen::tree::short_class(want);
+    if want == have {
+        1.0
+    } else if ["Button", "Text", "Image", "Layout", "View"]
+        .iter()
+        .any(|f| want.ends_with(f) && have.ends_with(f))
+    {
+        0.5
+    } else {
+        0.0
+    }
+}
+
+fn path_sim(want: &[u32], have: &str) -> f32 {
+    let have: Vec<u32> = have.split('.').filter_map(|p| p.parse().ok()).collect();
+    if have == want {
+        1.0
+    } else if have.len() == want.len() && have[..have.len() - 1] == want[..want.len() - 1] {
+        0.5
+    } else {
+        0.0
+    }
+}
+
+fn place_sim(tree: &UiTree, n: usize, place: [f64; 2]) -> f32 {
+    let screen = tree.screen_bounds();
+    let (w, h) = (screen.width().max(1) as f64, screen.height().max(1) as f64);
+    let c = tree.nodes[n].bounds.center();
+    let (x, y) = (c.x as f64 / w, c.y as f64 / h);
+    let d: f64 = ((x - place[0]).powi(2) + (y - place[1]).powi(2)).sqrt();
+    (1.0 - d / 0.3).max(0.0) as f32
+}
+
+/// The row a node belongs to: its largest ancestor, at most four levels up and never a
+/// scrollable one or a window, that holds no other node like it (the same id; without
+/// one, the same class and label). A row's own wrappers are climbed through; the list
+/// holding the other rows is not.
+pub fn row_of(tree: &UiTree, n: usize) -> usize {
+    let node = &tree.nodes[n];
+    let like = |i: usize| {
+        let o = &tree.nodes[i];
+        i != n
+            && if node.resource_id.is_empty() {
+                o.resource_id.is_empty()
+                    && o.class == node.class
+                    && o.text == node.text
+                    && o.content_desc == node.content_desc
+            } else {
+                o.resource_id == node.resource_id
+            }
+    };
+    let mut row = n;
+    for p in tree.ancestors(n).take(4) {
+        let parent = &tree.nodes[p];
+        if parent.scrollable || parent.parent.is_none() || tree.subtree(p).any(like) {
+            break;
+        }
+        row = p;
+    }
+    row
+}
+
+/// The texts and descriptions in a node's row.
+pub fn row_texts(tree: &UiTree, n: usize) -> Vec<String> {
+    tree.subtree(row_of(tree, n))
+        .flat_map(|i| [&tree.nodes[i].text, &tree.nodes[i].content_desc])
+        .filter(|t| !t.is_empty())
+        .cloned()
+        .collect()
+}
+
+/// Whether one of the witness texts is in the node's row.
+pub fn witnessed(tree: &UiTree, n: usize, witness: &[String]) -> bool {
+    let texts = row_texts(tree, n);
+    witness.iter().any(|w| has(&texts, w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::{ReprOptions, Screen};
+
+    /// A real Settings screen (AOSP "Backup & reset" on an OPPO phone).
+    fn settings() -> Screen {
+        let path = format!(
+            "{}/../../tests/fixtures/uiautomator/real/002__zytzjx__anthenacmc__dump1.xml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let xml = std::fs::read_to_string(path).unwrap();
+        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    fn best_for(s: &Screen, sels: &[&str], witness: &[&str]) -> Option<Scored> {
+        let sels: Vec<Selector> = sels.iter().map(|x| Selector::parse(x).unwrap()).collect();
+        let witness: Vec<String> = witness.iter().map(|w| w.to_string()).collect();
+        let all: Vec<usize> = (0..s.tree.nodes.len()).collect();
+        best(&s.tree, &all, &Profile::new(&sels, &witness, None))
+    }
+
+    /// A label whose case changed finds its element, and says which attributes agreed.
+    #[test]
+    fn a_clear_winner_is_taken_and_explained() {
+        let s = settings();
+        let won = best_for(&s, &[":text(\"Reset to factory settings\")"], &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].text, "Reset to Factory Settings");
+        assert_eq!(won.agreed, ["label"]);
+        assert!(won.margin >= MARGIN);
+    }
+
+    /// Two rows share `switch_widget` and nothing else was recorded: no guess. With the
+    /// row's witness, the switch of that row.
+    #[test]
+    fn look_alikes_are_never_a_guess() {
+        let s = settings();
+        assert_eq!(best_for(&s, &["#switch_widget"], &[]), None);
+        assert_eq!(best_for(&s, &["#summary"], &[]), None);
+        let won = best_for(&s, &["#switch_widget"], &["Automatic Restore"]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].bounds.top, 792);
+        assert!(won.agreed.contains(&"row".to_string()), "{:?}", won.agreed);
+    }
+
+    /// A class and a place alone never identify an element.
+    #[test]
+    fn class_and_place_alone_identify_nothing() {
+        let s = settings();
+        let sels = [Selector::parse("Switch").unwrap()];
+        let all: Vec<usize> = (0..s.tree.nodes.len()).collect();
+        let p = Profile::new(&sels, &[], Some([0.87, 0.36]));
+        assert_eq!(best(&s.tree, &all, &p), None);
+    }
+}

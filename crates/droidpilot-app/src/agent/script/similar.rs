@@ -1,0 +1,241 @@
+//! How alike two ids or two labels are, 0 to 1, for the element matcher (`score.rs`).
+//!
+//! Both are cut into words: an id on `_`, `-`, `.`, case changes and digits
+//! (`btnAddToCart2` → `btn add to cart 2`), a label on anything not a letter or digit,
+//! all lower case. Two words agree when they are equal (1), one starts with the other
+//! (`del` / `delete`, 0.8) or one is an abbreviation of the other (same first letter, its
+//! letters in order: `msg` / `message`, 0.7), or when both name the same common UI verb
+//! (`remove` / `delete`, 0.7). Words that say little (`btn`, `view`, `text`, a version
+//! `v2`) weigh a quarter. The similarity is a soft Dice coefficient over the weighted
+//! words: every word of each side counts, so extra or missing words lower it.
+//!
+//! Hand-written rather than a string-distance crate: an edit distance rates `save` /
+//! `same` high and `msg` / `message` low, the opposite of how ids and labels change
+//! between app versions (words abbreviated, added, reordered, swapped for a synonym).
+
+/// Words that describe a widget's kind or a version rather than what it is for.
+const FILLER: &[&str] = &[
+    "btn",
+    "button",
+    "txt",
+    "text",
+    "tv",
+    "iv",
+    "img",
+    "image",
+    "view",
+    "layout",
+    "container",
+    "item",
+    "row",
+    "icon",
+    "label",
+    "ic",
+    "fab",
+    "action",
+    "menu",
+    "id",
+    "the",
+    "a",
+    "to",
+    "v",
+    "new",
+    "old",
+    "main",
+    "wrapper",
+    "holder",
+    "widget",
+];
+
+/// Groups of words apps use for the same action (a reworded button keeps its meaning).
+const SYNONYMS: &[&[&str]] = &[
+    &["save", "done", "ok", "apply", "confirm", "finish"],
+    &["delete", "remove", "trash", "discard", "erase"],
+    &["add", "create", "new", "plus", "compose"],
+    &["search", "find", "lookup"],
+    &["settings", "preferences", "options", "prefs", "config"],
+    &["send", "submit", "post"],
+    &["edit", "modify", "change", "rename"],
+    &["close", "dismiss", "exit"],
+    &["more", "overflow"],
+    &["next", "continue", "proceed", "forward"],
+    &["back", "previous", "up", "return"],
+    &["cart", "basket", "bag"],
+    &["checkout", "pay", "purchase", "buy"],
+];
+
+/// The words of an id: split on separators, case changes and digit runs.
+pub fn id_words(id: &str) -> Vec<String> {
+    let short = id.rsplit_once(":id/").map_or(id, |(_, s)| s);
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut prev: Option<char> = None;
+    for c in short.chars() {
+        let boundary = match prev {
+            _ if !c.is_alphanumeric() => {
+                flush(&mut cur, &mut words);
+                prev = None;
+                continue;
+            }
+            Some(p) => {
+                (p.is_lowercase() && c.is_uppercase()) || (p.is_ascii_digit() != c.is_ascii_digit())
+            }
+            None => false,
+        };
+        if boundary {
+            flush(&mut cur, &mut words);
+        }
+        cur.extend(c.to_lowercase());
+        prev = Some(c);
+    }
+    flush(&mut cur, &mut words);
+    words
+}
+
+/// The words of a label, lower case, letters and digits only.
+pub fn label_words(label: &str) -> Vec<String> {
+    label
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn flush(cur: &mut String, words: &mut Vec<String>) {
+    if !cur.is_empty() {
+        words.push(std::mem::take(cur));
+    }
+}
+
+/// An id word's weight: a quarter for filler and version numbers.
+fn id_weight(w: &str) -> f32 {
+    if FILLER.contains(&w) || w.chars().all(|c| c.is_ascii_digit()) {
+        0.25
+    } else {
+        1.0
+    }
+}
+
+/// How alike two words are.
+pub fn word(a: &str, b: &str) -> f32 {
+    if a == b {
+        return 1.0;
+    }
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.chars().count() >= 3 && long.starts_with(short) {
+        return 0.8;
+    }
+    if SYNONYMS.iter().any(|g| g.contains(&a) && g.contains(&b)) {
+        return 0.7;
+    }
+    if short.chars().count() >= 2 && abbreviates(short, long) {
+        return 0.7;
+    }
+    0.0
+}
+
+/// `short`'s letters appear in `long` in order, starting with the same letter.
+fn abbreviates(short: &str, long: &str) -> bool {
+    let mut it = long.chars();
+    let mut first = true;
+    for c in short.chars() {
+        if first {
+            if it.next() != Some(c) {
+                return false;
+            }
+            first = false;
+        } else if !it.any(|l| l == c) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Soft Dice over weighted words: each word's best match on the other side.
+pub fn words(a: &[String], b: &[String], weight: fn(&str) -> f32) -> f32 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    if a == b {
+        return 1.0;
+    }
+    let side = |x: &[String], y: &[String]| -> (f32, f32) {
+        x.iter().fold((0.0, 0.0), |(got, all), w| {
+            let best = y.iter().map(|v| word(w, v)).fold(0.0, f32::max);
+            (got + best * weight(w), all + weight(w))
+        })
+    };
+    let (ga, wa) = side(a, b);
+    let (gb, wb) = side(b, a);
+    (ga + gb) / (wa + wb)
+}
+
+/// How alike two ids are.
+pub fn ids(a: &str, b: &str) -> f32 {
+    words(&id_words(a), &id_words(b), id_weight)
+}
+
+/// How alike two labels are; the same words in the same order (up to case and
+/// punctuation: `Bluetooth ›`) are equal. Every word counts, and numbers must agree: a
+/// list of products or alarms differs only in them (`Pixel 8` is not `Pixel 7`).
+pub fn labels(a: &str, b: &str) -> f32 {
+    let (a, b) = (label_words(a), label_words(b));
+    let numbers = |w: &[String]| -> Vec<String> {
+        let mut n: Vec<String> = w
+            .iter()
+            .filter(|x| x.chars().any(|c| c.is_ascii_digit()))
+            .cloned()
+            .collect();
+        n.sort();
+        n
+    };
+    if numbers(&a) != numbers(&b) {
+        return 0.0;
+    }
+    words(&a, &b, |_| 1.0)
+}
+
+/// Whether a recorded text is in `have`: the same words, or all of them inside it.
+pub fn contains(have: &str, want: &str) -> bool {
+    let (h, w) = (label_words(have), label_words(want));
+    !w.is_empty() && (h == w || h.windows(w.len()).any(|s| s == w.as_slice()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_split_on_case_separators_and_digits() {
+        assert_eq!(id_words("btnAddToCart2"), ["btn", "add", "to", "cart", "2"]);
+        assert_eq!(id_words("com.app:id/switch_widget"), ["switch", "widget"]);
+        assert_eq!(ids("switch_widget", "switchWidget"), 1.0);
+    }
+
+    /// The kinds of change an app update makes to an id score well; a different
+    /// purpose under the same widget word does not.
+    #[test]
+    fn renamed_ids_score_by_kind_of_change() {
+        assert!(ids("message_input", "msg_input") > 0.6, "abbreviation");
+        assert!(ids("title", "title_v2") > 0.6, "version suffix");
+        assert!(
+            ids("add_to_cart", "btn_add_cart") > 0.6,
+            "prefix and a dropped word"
+        );
+        assert!(ids("delete", "remove_button") > 0.5, "synonym");
+        assert!(
+            ids("btn_save", "btn_cancel") <= 0.2,
+            "same kind, other purpose"
+        );
+    }
+
+    #[test]
+    fn labels_compare_words_not_letters() {
+        assert_eq!(labels("Bluetooth ›", "bluetooth"), 1.0);
+        assert!(labels("Send", "Send message") > 0.6);
+        assert!(labels("Save", "Same") < 0.1);
+        assert_eq!(labels("Pixel 8", "Pixel 7"), 0.0, "numbers tell rows apart");
+        assert!(contains("Buy Pixel 8 now", "pixel 8"));
+        assert!(!contains("Pixel 80", "Pixel 8"));
+    }
+}
