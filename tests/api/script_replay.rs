@@ -318,3 +318,33 @@ async fn a_complete_run_counts_its_unverified_steps() {
         "the tap had no expect: {reason}"
     );
 }
+
+/// A delete that now asks first ("Delete alarm?" Cancel / Delete), replayed from a script
+/// whose `expect` (`#onoff`, which every alarm row has) held before the tap as after it:
+/// the new dialog is the flow's business, never cancelled by rule, and the run never
+/// says "complete" while the alarm is still there.
+#[tokio::test]
+async fn a_new_confirmation_after_a_delete_is_never_cancelled_into_a_false_complete() {
+    const TASK: &str = "clock.delete_0600";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            confirm_destructive: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let script = json!({"name": "delete 6:00", "goal": "delete the 6:00 AM alarm",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": ":text(\"6:00 AM\") >> #delete",
+                   "expect": {"visible": ["#onoff"]}}]});
+    let done = run_inline(&app, "p", &script).await;
+    let task = sim_task(TASK).unwrap();
+    let deleted = task.check(&phone.state());
+    assert!(
+        done["status"] != "succeeded" || deleted,
+        "said done while the alarm is still there: {done}"
+    );
+    assert!(!deleted, "nothing confirmed the delete: {done}");
+}

@@ -88,6 +88,11 @@ struct Tries {
     /// the pop-up took the action, which is then run once more (`absorbed`).
     absorbable: Option<(String, String)>,
     absorbed: bool,
+    /// The step's `expect` already held on the screen its action ran on: it cannot
+    /// witness this step's effect (every alarm row has `#onoff`, before a delete as
+    /// after), so the step is unverified and a dialog after the action is never taken
+    /// for one on top of the step's effect.
+    expect_before: bool,
 }
 
 /// What the last action was for, to read its outcome.
@@ -389,7 +394,7 @@ impl ScriptAgent {
             ));
         }
         if self.expect_holds(screen) {
-            let verified = self.has_expect();
+            let verified = self.has_expect() && !self.tries.expect_before;
             self.done(verified);
             return Ok(Pass::Again);
         }
@@ -438,7 +443,7 @@ impl ScriptAgent {
         let retrying = self.tries.recoveries > 0 || self.tries.asked;
         if self.tries.acted {
             return Some(if self.expect_holds(screen) {
-                let verified = self.has_expect();
+                let verified = self.has_expect() && !self.tries.expect_before;
                 self.done(verified);
                 Ok(Pass::Again)
             } else {
@@ -655,7 +660,8 @@ impl ScriptAgent {
     fn dismiss(&mut self, screen: &Screen, before_action: bool, then: Pending) -> Option<Pass> {
         // After the action, a dialog on top of the step's effect (the effect is there
         // behind it) came after a step that worked; one instead of it is the flow's.
-        let on_top_of_effect = !before_action && self.effect_behind_dialog(screen);
+        let on_top_of_effect =
+            !before_action && !self.tries.expect_before && self.effect_behind_dialog(screen);
         if !before_action
             && !on_top_of_effect
             && let Some(d) = self.dialog_now.clone()
@@ -686,6 +692,7 @@ impl ScriptAgent {
 
     /// Runs the step's action on `found` (None: an action without a target).
     fn act(&mut self, found: Option<Found>, screen: &Screen) -> Result<Pass, StepError> {
+        self.tries.expect_before = self.has_expect() && self.effect_behind_dialog(screen);
         let selector = found
             .as_ref()
             .filter(|f| f.fallback != Fallback::Coordinate)
@@ -768,6 +775,7 @@ impl ScriptAgent {
                 self.tries = Tries {
                     asked: true,
                     acted: self.tries.acted,
+                    expect_before: self.tries.expect_before,
                     ..Tries::default()
                 };
                 Ok(Pass::Again)
