@@ -348,3 +348,38 @@ async fn a_new_confirmation_after_a_delete_is_never_cancelled_into_a_false_compl
     );
     assert!(!deleted, "nothing confirmed the delete: {done}");
 }
+
+/// The same new confirmation after a script's last step, whose `expect` (the menu item
+/// gone) holds once the dialog replaced the menu: the run ends failed, naming the open
+/// dialog, never "complete" with the note still there.
+#[tokio::test]
+async fn a_dialog_the_last_step_brought_up_is_never_left_open_behind_a_complete() {
+    const TASK: &str = "notes.delete_ideas";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            confirm_destructive: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let script = json!({"name": "delete ideas", "goal": "delete the Ideas note",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.keep"},
+                   "expect": {"app": "com.google.android.keep"}},
+                  {"action": "long_press", "selector": ":text(\"Ideas\")",
+                   "expect": {"visible": [":text(\"Delete\")"]}},
+                  {"action": "tap", "selector": ":text(\"Delete\")",
+                   "expect": {"gone": [":text(\"Delete\")"]}}]});
+    let done = run_inline(&app, "p", &script).await;
+    let deleted = sim_task(TASK).unwrap().check(&phone.state());
+    assert!(!deleted, "nothing confirmed the delete: {done}");
+    assert_eq!(
+        done["status"], "failed",
+        "said done while the note is still there: {done}"
+    );
+    let reason = done["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("dialog") && reason.contains("still open"),
+        "{reason}"
+    );
+}

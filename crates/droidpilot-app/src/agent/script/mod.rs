@@ -946,6 +946,28 @@ impl ScriptAgent {
 
     /// The finish message of a run that went through every step: how many steps ended
     /// without their effect checked, and which.
+    /// Every step ran: complete, unless a dialog the flow's own actions brought up is
+    /// still open (a new "Delete note?" after the last tap): then the flow's effect is
+    /// pending, and saying "complete" would be a result nobody verified.
+    fn finish(&self, ctx: &AgentContext) -> Pass {
+        let open = ctx
+            .observation
+            .tree
+            .as_ref()
+            .and_then(|s| interrupt::signature(s));
+        match open.filter(|d| self.caused.contains(d)) {
+            Some(d) => Pass::Finish(
+                false,
+                format!(
+                    "script steps all ran, but a dialog they brought up is still open ({}); the flow's effect is not confirmed: record the dialog's step, or answer it in the script",
+                    d.replace('|', " · ")
+                ),
+                None,
+            ),
+            None => Pass::Finish(true, self.complete_message(), self.outputs()),
+        }
+    }
+
     fn complete_message(&self) -> String {
         let n = self.script.steps.len();
         if self.unverified.is_empty() {
@@ -1060,7 +1082,7 @@ impl Agent for ScriptAgent {
         let mut meter = Meter::for_role(&prices, crate::domain::ModelRole::Recovery);
         for _ in 0..64 {
             let pass = if self.at >= self.script.steps.len() {
-                Pass::Finish(true, self.complete_message(), self.outputs())
+                self.finish(ctx)
             } else if let Some(screen) = ctx.observation.tree.clone() {
                 self.dialog_now = interrupt::signature(&screen);
                 let r = match self.after(ctx, &screen) {
