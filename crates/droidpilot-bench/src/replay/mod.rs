@@ -232,19 +232,28 @@ impl DriftKind {
 
     /// The drifts a comma-separated list names, in the list's order, each once.
     pub fn parse_list(list: &str) -> Result<Vec<DriftKind>, ReplayBenchError> {
-        let mut out = Vec::new();
-        for name in list.split(',').filter(|n| !n.trim().is_empty()) {
-            let d = DriftKind::parse(name)
-                .ok_or_else(|| ReplayBenchError::UnknownDrift(name.trim().into()))?;
-            if !out.contains(&d) {
-                out.push(d);
-            }
-        }
-        if out.is_empty() {
-            return Err(ReplayBenchError::UnknownDrift(list.into()));
-        }
-        Ok(out)
+        parse_names(list, DriftKind::parse, ReplayBenchError::UnknownDrift)
     }
+}
+
+/// The values a comma-separated list names, in the list's order, each once; `unknown`
+/// names the first name that is not one (or the whole list when it names none).
+fn parse_names<T: PartialEq>(
+    list: &str,
+    parse: fn(&str) -> Option<T>,
+    unknown: fn(String) -> ReplayBenchError,
+) -> Result<Vec<T>, ReplayBenchError> {
+    let mut out = Vec::new();
+    for name in list.split(',').filter(|n| !n.trim().is_empty()) {
+        let v = parse(name).ok_or_else(|| unknown(name.trim().into()))?;
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    if out.is_empty() {
+        return Err(unknown(list.into()));
+    }
+    Ok(out)
 }
 
 /// How a recorded flow is replayed. Its name (`name`, `parse`) and the list
@@ -288,18 +297,7 @@ impl Mode {
 
     /// The modes a comma-separated list names, each once.
     pub fn parse_list(list: &str) -> Result<Vec<Mode>, ReplayBenchError> {
-        let mut out = Vec::new();
-        for name in list.split(',').filter(|n| !n.trim().is_empty()) {
-            let m = Mode::parse(name)
-                .ok_or_else(|| ReplayBenchError::UnknownMode(name.trim().into()))?;
-            if !out.contains(&m) {
-                out.push(m);
-            }
-        }
-        if out.is_empty() {
-            return Err(ReplayBenchError::UnknownMode(list.into()));
-        }
-        Ok(out)
+        parse_names(list, Mode::parse, ReplayBenchError::UnknownMode)
     }
 
     /// The target each mode is held to, for the table.
