@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::json;
 
 use crate::llm::{ChatModel, ChatReply, ChatRequest, LlmError, ModelConfig, StopReason, Usage};
 
@@ -20,10 +19,9 @@ pub struct NoopModel {
 
 impl Default for NoopModel {
     fn default() -> Self {
-        let config =
-            serde_json::from_value(json!({"provider": "openai", "model": "noop-recovery"}))
-                .expect("a minimal model config");
-        Self { config }
+        Self {
+            config: crate::rule_model::in_process_config("noop-recovery"),
+        }
     }
 }
 

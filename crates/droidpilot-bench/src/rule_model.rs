@@ -24,12 +24,18 @@ pub struct RuleModel {
     config: ModelConfig,
 }
 
+/// The config of an in-process bench model (nothing is sent anywhere; the name shows in
+/// the steps' call records).
+pub(crate) fn in_process_config(model: &str) -> ModelConfig {
+    serde_json::from_value(json!({"provider": "openai", "model": model}))
+        .expect("a minimal model config")
+}
+
 impl Default for RuleModel {
     fn default() -> Self {
-        let config =
-            serde_json::from_value(json!({"provider": "openai", "model": "rule-recovery"}))
-                .expect("a minimal model config");
-        Self { config }
+        Self {
+            config: in_process_config("rule-recovery"),
+        }
     }
 }
 
