@@ -4,6 +4,7 @@
 //! benches and examples use. The layers live in the workspace's crates, lowest first:
 //! `droidpilot-core` (domain, screen, script, the `Device` trait), `droidpilot-sim` (the
 //! virtual phone and the simulated adbd), `droidpilot-store` (SQLite and PostgreSQL),
+//! `droidpilot-maestro` (the Maestro flow language, pure),
 //! `droidpilot-app` (devices, models, agents, the runner, config, `core`, and `service`,
 //! the use cases every front end calls), then the front ends here: `server` (HTTP,
 //! WebSocket, SSE, the dashboard) and `mcp::server` (neither imports the other), `serve`
@@ -18,6 +19,8 @@ pub use droidpilot_app::{
 
 pub use droidpilot_bench as bench;
 pub use droidpilot_http as server;
+/// The Maestro flow language (`droidpilot-maestro`): parser, selectors, `${…}`, workspaces.
+pub use droidpilot_maestro as maestro;
 
 pub mod cli;
 pub mod mcp;

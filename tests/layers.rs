@@ -12,6 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("droidpilot-core", &[]),
     ("droidpilot-sim", &["droidpilot-core"]),
     ("droidpilot-store", &["droidpilot-core"]),
+    ("droidpilot-maestro", &["droidpilot-core"]),
     (
         "droidpilot-app",
         &["droidpilot-core", "droidpilot-sim", "droidpilot-store"],
@@ -26,6 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "droidpilot-http",
             "droidpilot-mcp",
             "droidpilot-bench",
+            "droidpilot-maestro",
         ],
     ),
 ];
