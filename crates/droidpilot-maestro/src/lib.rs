@@ -40,6 +40,7 @@
 pub mod ast;
 pub mod error;
 pub mod parse;
+pub mod selector;
 pub mod yaml;
 
 pub use error::ParseError;
