@@ -39,6 +39,7 @@
 
 pub mod ast;
 pub mod error;
+pub mod expr;
 pub mod parse;
 pub mod selector;
 pub mod yaml;
