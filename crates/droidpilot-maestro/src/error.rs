@@ -4,9 +4,9 @@
 
 /// Why a flow (or a workspace file) cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {message}")]
+#[error("{}: {message}", self.location())]
 pub struct ParseError {
-    /// 1-based line of the offending command or field.
+    /// 1-based line of the offending command or field; 0 for the workspace as a whole.
     pub line: usize,
     /// `invalid_yaml`, `invalid_command`, `unknown_command`, `unknown_field`,
     /// `not_on_android` (Maestro has it, Android cannot do it), `not_supported` (works on
@@ -40,11 +40,14 @@ impl ParseError {
         self
     }
 
-    /// `flows/login.yaml line 7` or `line 7`.
+    /// `flows/login.yaml line 7`, `line 7`, or, for the workspace as a whole (line 0),
+    /// the file alone or `workspace`.
     pub fn location(&self) -> String {
-        match &self.file {
-            Some(f) => format!("{f} line {}", self.line),
-            None => format!("line {}", self.line),
+        match (&self.file, self.line) {
+            (Some(f), 0) => f.clone(),
+            (None, 0) => "workspace".into(),
+            (Some(f), l) => format!("{f} line {l}"),
+            (None, l) => format!("line {l}"),
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod error;
 pub mod expr;
 pub mod parse;
 pub mod selector;
+pub mod workspace;
 pub mod yaml;
 
 pub use error::ParseError;

@@ -60,6 +60,11 @@ pub fn find_all(tree: &UiTree, sel: &Selector) -> Result<Vec<usize>, MatchError>
     }
 }
 
+/// Whether an element is on the wanted side of another (`below`, …).
+type Side = fn(&Bounds, &Bounds) -> bool;
+/// One of a node's state flags.
+type Flag = fn(&droidpilot_core::screen::UiNode) -> bool;
+
 struct Matcher<'a> {
     tree: &'a UiTree,
     /// Nodes Maestro's out-of-bounds filter keeps.
@@ -97,7 +102,8 @@ impl<'a> Matcher<'a> {
             let child_kept = n.children.iter().any(|&c| kept[c]);
             // `visible < 0.1` is false for NaN (a zero-area line), as in Kotlin.
             let frac = visible_fraction(&n.bounds, w, h);
-            kept[i] = toast || child_kept || !(frac < 0.1);
+            let small = frac < 0.1;
+            kept[i] = toast || child_kept || !small;
         }
         // A Toast keeps its whole subtree.
         for i in 0..tree.nodes.len() {
@@ -167,7 +173,16 @@ impl<'a> Matcher<'a> {
     /// The selector's filter over `nodes` (its parts intersected, then index or
     /// clickable-first).
     fn apply(&self, sel: &Selector, nodes: &[usize]) -> Result<Vec<usize>, MatchError> {
-        let mut parts: Vec<Vec<usize>> = Vec::new();
+        let mut parts = self.content_parts(sel, nodes);
+        parts.extend(self.layout_parts(sel, nodes)?);
+        parts.extend(self.state_parts(sel, nodes));
+        let out = intersect(parts, nodes);
+        self.order(sel, out)
+    }
+
+    /// `text`, `id` and size, in Maestro's order.
+    fn content_parts(&self, sel: &Selector, nodes: &[usize]) -> Vec<Vec<usize>> {
+        let mut parts = Vec::new();
         if let Some(t) = &sel.text {
             let re = regex(t);
             parts.push(self.deepest(nodes, &|ns: &[usize]| self.text_matches(ns, t, &re)));
@@ -186,43 +201,52 @@ impl<'a> Matcher<'a> {
             };
             parts.push(nodes.iter().copied().filter(ok).collect());
         }
-        let rel: [(&Option<Box<Selector>>, fn(&Bounds, &Bounds) -> bool); 4] = [
+        parts
+    }
+
+    /// The relative parts, then `containsChild` and `containsDescendants`.
+    fn layout_parts(&self, sel: &Selector, nodes: &[usize]) -> Result<Vec<Vec<usize>>, MatchError> {
+        let mut parts = Vec::new();
+        let rel: [(&Option<Box<Selector>>, Side); 4] = [
             (&sel.below, |it, o| it.top > o.top),
             (&sel.above, |it, o| it.top < o.top),
             (&sel.left_of, |it, o| it.left < o.left),
             (&sel.right_of, |it, o| it.left > o.left),
         ];
-        for (inner, pred) in rel {
+        for (inner, side) in rel {
             if let Some(inner) = inner {
-                parts.push(self.relative(inner, nodes, pred)?);
+                parts.push(self.relative(inner, nodes, side)?);
             }
         }
         if let Some(child) = &sel.contains_child {
             let target = self.first(child)?;
-            parts.push(
-                nodes
-                    .iter()
-                    .copied()
-                    .filter(|&n| target.is_some_and(|t| self.children(n).contains(&t)))
-                    .collect(),
-            );
+            let has = |n: &usize| target.is_some_and(|t| self.children(*n).contains(&t));
+            parts.push(nodes.iter().copied().filter(has).collect());
         }
         if !sel.contains_descendants.is_empty() {
             let mut keep = Vec::new();
             for &n in nodes {
-                let mut all = true;
-                for d in &sel.contains_descendants {
-                    if !self.any_descendant_matches(n, d)? {
-                        all = false;
-                        break;
-                    }
-                }
-                if all {
+                if self.contains_all(n, &sel.contains_descendants)? {
                     keep.push(n);
                 }
             }
             parts.push(keep);
         }
+        Ok(parts)
+    }
+
+    fn contains_all(&self, n: usize, inner: &[Selector]) -> Result<bool, MatchError> {
+        for d in inner {
+            if !self.any_descendant_matches(n, d)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `traits`, then `enabled`, `selected`, `checked`, `focused`.
+    fn state_parts(&self, sel: &Selector, nodes: &[usize]) -> Vec<Vec<usize>> {
+        let mut parts = Vec::new();
         for t in &sel.traits {
             parts.push(
                 nodes
@@ -232,7 +256,7 @@ impl<'a> Matcher<'a> {
                     .collect(),
             );
         }
-        let flags: [(Option<bool>, fn(&droidpilot_core::screen::UiNode) -> bool); 4] = [
+        let flags: [(Option<bool>, Flag); 4] = [
             (sel.enabled, |n| n.enabled),
             (sel.selected, |n| n.selected),
             (sel.checked, |n| n.checked),
@@ -240,34 +264,34 @@ impl<'a> Matcher<'a> {
         ];
         for (want, get) in flags {
             if let Some(want) = want {
-                parts.push(
-                    nodes
-                        .iter()
-                        .copied()
-                        .filter(|&n| get(&self.tree.nodes[n]) == want)
-                        .collect(),
-                );
+                let ok = |n: &usize| get(&self.tree.nodes[*n]) == want;
+                parts.push(nodes.iter().copied().filter(ok).collect());
             }
         }
-        let mut out = intersect(parts, nodes);
+        parts
+    }
+
+    /// `index: N` (by top, then left) or clickable-first.
+    fn order(&self, sel: &Selector, mut out: Vec<usize>) -> Result<Vec<usize>, MatchError> {
         match &sel.index {
-            Some(Amount::Expr(e)) => return Err(MatchError::UnevaluatedIndex(e.clone())),
+            Some(Amount::Expr(e)) => Err(MatchError::UnevaluatedIndex(e.clone())),
             Some(Amount::Fixed(i)) => {
-                let b = |n: &usize| {
+                out.sort_by_key(|n| {
                     let b = &self.tree.nodes[*n].bounds;
                     (b.top, b.left)
-                };
-                out.sort_by_key(b);
+                });
                 let i = i.trunc();
-                out = if i >= 0.0 {
+                Ok(if i >= 0.0 {
                     out.get(i as usize).copied().into_iter().collect()
                 } else {
                     Vec::new()
-                };
+                })
             }
-            None => out.sort_by_key(|&n| !self.tree.nodes[n].clickable),
+            None => {
+                out.sort_by_key(|&n| !self.tree.nodes[n].clickable);
+                Ok(out)
+            }
         }
-        Ok(out)
     }
 
     /// Maestro's `deepestMatchingElement`: each match, replaced by the last of its
@@ -316,7 +340,7 @@ impl<'a> Matcher<'a> {
         &self,
         inner: &Selector,
         nodes: &[usize],
-        pred: fn(&Bounds, &Bounds) -> bool,
+        pred: Side,
     ) -> Result<Vec<usize>, MatchError> {
         let others = self.apply(inner, nodes)?;
         let mut pairs: Vec<(usize, f64)> = Vec::new();

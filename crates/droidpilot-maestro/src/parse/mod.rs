@@ -18,6 +18,7 @@ use crate::error::ParseError;
 use crate::yaml::{self, Node, Value};
 
 pub use commands::COMMANDS;
+pub(crate) use fields::Fields;
 pub use fields::did_you_mean;
 
 /// Reads a flow: an optional header document (`appId`, `name`, `tags`, `env`,
