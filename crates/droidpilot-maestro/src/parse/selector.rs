@@ -29,6 +29,10 @@ pub const SELECTOR_KEYS: &[&str] = &[
     "css",
 ];
 
+/// Keys Maestro's selector class accepts anywhere and, inside `element:`, `below:` and
+/// the other nested places, ignores, as it does.
+const IGNORED_INSIDE: &[&str] = &["optional", "label"];
+
 /// A selector from `node`, whose mapping may also hold `extra` keys (the command's own,
 /// read by the caller).
 pub fn selector(node: &Node, cmd: &str, extra: &[&str]) -> Result<Selector, ParseError> {
@@ -39,7 +43,8 @@ pub fn selector(node: &Node, cmd: &str, extra: &[&str]) -> Result<Selector, Pars
             ..Selector::default()
         }),
         Value::Map(_) => {
-            let allowed: Vec<&str> = SELECTOR_KEYS.iter().chain(extra).copied().collect();
+            let mut allowed: Vec<&str> = SELECTOR_KEYS.iter().chain(extra).copied().collect();
+            allowed.extend(IGNORED_INSIDE.iter().filter(|k| !extra.contains(k)));
             let f = Fields::new(cmd, node, &allowed)?;
             from_fields(&f, node.line)
         }

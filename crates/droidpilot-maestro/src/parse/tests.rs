@@ -201,7 +201,8 @@ fn scroll_until_visible_reads_every_option_with_maestros_defaults() {
         )
     );
     assert_eq!((s.visibility_percentage, s.center_element), (100, false));
-    let CommandKind::ScrollUntilVisible(s) = one("- scrollUntilVisible:\n    element: Item\n    direction: UP\n    timeout: 5000\n    speed: 80\n    visibilityPercentage: 150\n    centerElement: true\n    waitToSettleTimeoutMs: 500").kind else { panic!() };
+    // `optional` inside `element` is accepted and ignored, as Maestro does.
+    let CommandKind::ScrollUntilVisible(s) = one("- scrollUntilVisible:\n    element: {text: Item, optional: true}\n    direction: UP\n    timeout: 5000\n    speed: 80\n    visibilityPercentage: 150\n    centerElement: true\n    waitToSettleTimeoutMs: 500").kind else { panic!() };
     assert_eq!(
         (s.direction, s.visibility_percentage, s.center_element),
         (Direction::Up, 100, true)
