@@ -338,6 +338,7 @@ pub struct RunFlow {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Repeat {
+    /// With neither `times` nor `while`, Maestro repeats until a command fails.
     pub times: Option<Amount>,
     pub while_: Option<Condition>,
     pub commands: Vec<Command>,

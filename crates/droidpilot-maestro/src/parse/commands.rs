@@ -248,7 +248,7 @@ fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
         "scrollUntilVisible" => scroll_until_visible(arg, line),
         "inputText" => {
             let s = scalar_or(name, arg, "text", &["text", "label", "optional"], false)?;
-            let text = s.value.unwrap_or_default();
+            let text = required(s.value, name, "text", line)?;
             Ok((K::InputText(text), s.label, s.optional))
         }
         "inputRandomText" | "inputRandomNumber" => {
@@ -314,11 +314,8 @@ fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
                 &["condition", "label", "optional"],
                 false,
             )?;
-            Ok((
-                K::AssertTrue(s.value.unwrap_or_default()),
-                s.label,
-                s.optional,
-            ))
+            let condition = required(s.value, name, "condition", line)?;
+            Ok((K::AssertTrue(condition), s.label, s.optional))
         }
         "extendedWaitUntil" => extended_wait(arg, line),
         "waitForAnimationToEnd" => {

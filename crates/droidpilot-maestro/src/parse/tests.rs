@@ -493,6 +493,9 @@ fn errors_name_the_line_the_reason_and_a_hint() {
     assert!(e.message.contains("no element"), "{e:?}");
     let e = err("- inputRandomText:\n    length: ${N}");
     assert!(e.message.contains("whole number"), "{e:?}");
+    let e = err("- inputText:");
+    assert_eq!((e.line, e.code), (3, "invalid_command"));
+    assert!(e.message.contains("`text`"), "{e:?}");
     let e = parse_flow("appId: a\n").unwrap_err();
     assert!(e.hint.contains("---"), "{e:?}");
     let e = parse_flow("appId: a\n---\n- tapOn: \"x\n- back\n").unwrap_err();
