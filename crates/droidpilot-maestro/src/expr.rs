@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rquickjs::{Context, Ctx, Runtime, Value};
 
-use crate::ast::EnvVar;
+use crate::ast::{Amount, EnvVar, Selector};
 
 /// Interrupt checks QuickJS may make in one evaluation before it is stopped (it checks
 /// about every 10 000 instructions, so this is some 10⁸ instructions).
@@ -52,6 +52,9 @@ pub enum ExprError {
     /// The expression gave `undefined` or `null` where a text is needed.
     #[error("`${{{expr}}}` is {what}")]
     Undefined { expr: String, what: &'static str },
+    /// A number was needed (`times`, `index`, `timeout`, …).
+    #[error("`{text}` gave `{value}`, which is not a number")]
+    NotANumber { text: String, value: String },
     #[error("the JavaScript engine could not start: {0}")]
     Engine(String),
 }
@@ -66,6 +69,7 @@ impl ExprError {
             ExprError::Script { .. } => {
                 "Check the script; `env` variables, `output`, `maestro`, `json()` and `relativePoint()` are defined, `http` is not.".into()
             }
+            ExprError::NotANumber { .. } => "Make the expression give a number, e.g. `${Number(COUNT)}`.".into(),
             ExprError::Engine(_) => "Retry; this is not the flow's fault.".into(),
         }
     }
@@ -257,6 +261,47 @@ impl Scope {
     /// `evalScript`: its text's `${…}` run for their effect.
     pub fn eval_script(&mut self, text: &str) -> Result<(), ExprError> {
         self.interpolate_as_maestro(text).map(|_| ())
+    }
+
+    /// An `Amount`'s number, its expression evaluated.
+    pub fn amount(&mut self, a: &Amount) -> Result<f64, ExprError> {
+        match a {
+            Amount::Fixed(n) => Ok(*n),
+            Amount::Expr(text) => {
+                let value = self.interpolate(text)?;
+                value.trim().parse().map_err(|_| ExprError::NotANumber {
+                    text: text.clone(),
+                    value,
+                })
+            }
+        }
+    }
+
+    /// The selector with every `${…}` evaluated (`text`, `id`, `index`, and the
+    /// nested selectors'), ready for `selector::find`.
+    pub fn selector(&mut self, sel: &Selector) -> Result<Selector, ExprError> {
+        let mut s = sel.clone();
+        s.text = s.text.map(|t| self.interpolate(&t)).transpose()?;
+        s.id = s.id.map(|t| self.interpolate(&t)).transpose()?;
+        if let Some(i) = &s.index {
+            s.index = Some(Amount::Fixed(self.amount(i)?));
+        }
+        for inner in [
+            &mut s.below,
+            &mut s.above,
+            &mut s.left_of,
+            &mut s.right_of,
+            &mut s.child_of,
+            &mut s.contains_child,
+        ] {
+            if let Some(b) = inner {
+                **b = self.selector(b)?;
+            }
+        }
+        for d in &mut s.contains_descendants {
+            *d = self.selector(d)?;
+        }
+        Ok(s)
     }
 
     /// `runScript`: the file's text run once, its `env` added to the variables first.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::ast::Amount;
 
 fn scope() -> Scope {
     Scope::new().unwrap()
@@ -143,4 +144,27 @@ fn script_errors_are_reported_and_endless_loops_stop() {
     assert!(e.to_string().contains("too long"), "{e}");
     // The scope still works afterwards.
     assert_eq!(s.interpolate("${1 + 1}").unwrap(), "2");
+}
+
+#[test]
+fn selectors_and_amounts_are_evaluated_before_matching() {
+    let mut s = scope();
+    s.put("ROW", Some("Alice"));
+    s.put("N", Some("2"));
+    let flow = crate::parse_flow(
+        "appId: a\n---\n- tapOn:\n    id: \"row_${ROW.toLowerCase()}\"\n    index: ${N}\n    below: {text: \"${ROW}\"}\n",
+    )
+    .unwrap();
+    let crate::ast::CommandKind::Tap(t) = &flow.commands[0].kind else {
+        panic!()
+    };
+    let crate::ast::Target::Element(sel) = &t.target else {
+        panic!()
+    };
+    let sel = s.selector(sel).unwrap();
+    assert_eq!(sel.id.as_deref(), Some("row_alice"));
+    assert_eq!(sel.index, Some(Amount::Fixed(2.0)));
+    assert_eq!(sel.below.unwrap().text.as_deref(), Some("Alice"));
+    let e = s.amount(&Amount::Expr("${ROW}".into())).unwrap_err();
+    assert!(matches!(e, ExprError::NotANumber { .. }), "{e:?}");
 }
