@@ -286,17 +286,18 @@ impl Scope {
         if let Some(i) = &s.index {
             s.index = Some(Amount::Fixed(self.amount(i)?));
         }
-        for inner in [
+        for b in [
             &mut s.below,
             &mut s.above,
             &mut s.left_of,
             &mut s.right_of,
             &mut s.child_of,
             &mut s.contains_child,
-        ] {
-            if let Some(b) = inner {
-                **b = self.selector(b)?;
-            }
+        ]
+        .into_iter()
+        .flatten()
+        {
+            **b = self.selector(b)?;
         }
         for d in &mut s.contains_descendants {
             *d = self.selector(d)?;
