@@ -238,8 +238,24 @@ fn required(v: Option<String>, name: &str, main: &str, line: usize) -> Result<St
 }
 
 fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
+    for group in [
+        touch_or_text,
+        check_or_wait,
+        keys_and_apps,
+        device_state,
+        script_or_flow,
+    ] {
+        if let Some(parsed) = group(name, arg, line)? {
+            return Ok(parsed);
+        }
+    }
+    Err(unknown(name, line))
+}
+
+/// Touching the screen and typing.
+fn touch_or_text(name: &str, arg: &Node, line: usize) -> Result<Option<Parsed>, ParseError> {
     use CommandKind as K;
-    match name {
+    let parsed: Result<Parsed, ParseError> = match name {
         "tapOn" => tap(name, arg, TapKind::Tap),
         "doubleTapOn" => tap(name, arg, TapKind::Double),
         "longPressOn" => tap(name, arg, TapKind::Long),
@@ -296,6 +312,15 @@ fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
             Ok((K::SetClipboard(text), s.label, s.optional))
         }
         "hideKeyboard" | "hide keyboard" => simple(name, arg, K::HideKeyboard, false),
+        _ => return Ok(None),
+    };
+    parsed.map(Some)
+}
+
+/// Assertions, waits and the AI commands.
+fn check_or_wait(name: &str, arg: &Node, line: usize) -> Result<Option<Parsed>, ParseError> {
+    use CommandKind as K;
+    let parsed: Result<Parsed, ParseError> = match name {
         "assertVisible" | "assertNotVisible" => {
             let sel = element(name, arg, COMMON)?;
             let (label, optional) = label_optional(name, arg)?;
@@ -350,6 +375,15 @@ fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
             };
             Ok((kind, s.label, s.optional))
         }
+        _ => return Ok(None),
+    };
+    parsed.map(Some)
+}
+
+/// Keys and apps.
+fn keys_and_apps(name: &str, arg: &Node, line: usize) -> Result<Option<Parsed>, ParseError> {
+    use CommandKind as K;
+    let parsed: Result<Parsed, ParseError> = match name {
         "back" => simple(name, arg, K::Back, false),
         "pressKey" => {
             let s = scalar_or(name, arg, "key", &["key", "label", "optional"], false)?;
@@ -393,6 +427,15 @@ fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
                 optional,
             ))
         }
+        _ => return Ok(None),
+    };
+    parsed.map(Some)
+}
+
+/// Links, location, orientation, airplane mode, screenshots, recordings and media.
+fn device_state(name: &str, arg: &Node, line: usize) -> Result<Option<Parsed>, ParseError> {
+    use CommandKind as K;
+    let parsed: Result<Parsed, ParseError> = match name {
         "openLink" | "openBrowser" => {
             let allowed = &["link", "browser", "autoVerify", "label", "optional"];
             let s = scalar_or(name, arg, "link", allowed, false)?;
@@ -452,6 +495,15 @@ fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
         }
         "stopRecording" => simple(name, arg, K::StopRecording, false),
         "addMedia" => add_media(arg, line),
+        _ => return Ok(None),
+    };
+    parsed.map(Some)
+}
+
+/// JavaScript, control flow and the legacy `action`.
+fn script_or_flow(name: &str, arg: &Node, line: usize) -> Result<Option<Parsed>, ParseError> {
+    use CommandKind as K;
+    let parsed: Result<Parsed, ParseError> = match name {
         "evalScript" => {
             let s = scalar_or(name, arg, "script", &["script", "label", "optional"], false)?;
             Ok((
@@ -465,8 +517,9 @@ fn kind(name: &str, arg: &Node, line: usize) -> Result<Parsed, ParseError> {
         "repeat" => repeat(arg, line),
         "retry" => retry(arg, line),
         "action" => legacy_action(arg, line),
-        other => Err(unknown(other, line)),
-    }
+        _ => return Ok(None),
+    };
+    parsed.map(Some)
 }
 
 fn unknown(name: &str, line: usize) -> ParseError {
