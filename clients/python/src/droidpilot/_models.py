@@ -443,8 +443,9 @@ class Question(Model):
     task_id: str
     prompt_id: str
     question: str
+    timeout_secs: int
+    """Seconds the question stays open before it is closed unanswered."""
     options: list[str] | None = None
-    timeout_secs: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
