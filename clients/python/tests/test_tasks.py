@@ -214,3 +214,23 @@ def test_idempotent_calls_are_retried_and_a_submit_is_not(client: Client, server
             with pytest.raises(droidpilot.TransportError):
                 flaky.get(task.id)
         assert proxy.connections == 2
+
+
+def test_submit_takes_every_agent_kind(client: Client) -> None:
+    """The kinds that need no model run; those whose model needs a key the test server
+    lacks are refused with the server's code and a hint that says what to set."""
+    assert client.run(instruction="replay", agent=replay(HOME)).status == "succeeded"
+    script = {"name": "home", "goal": "go home", "steps": [{"action": "key", "parameters": {"key": "home"}}]}
+    assert client.run(instruction="script", agent={"kind": "script", "script": script}).status == "succeeded"
+    for agent in (
+        {"kind": "navigator"},
+        {"kind": "planned"},
+        {"kind": "chain", "agents": [{"kind": "navigator"}, {"kind": "navigator"}]},
+    ):
+        with pytest.raises(droidpilot.APIError) as e:
+            client.submit(instruction="needs a model", agent=agent)
+        assert e.value.code == "missing_model_key" and "OPENAI_API_KEY" in e.value.hint, agent
+    vision = client.submit(instruction="vision", agent={"kind": "vision"})
+    assert vision.agent == {"kind": "vision"}
+    client.cancel(vision.id)
+    assert client.wait(vision.id, timeout=60).ended
