@@ -389,10 +389,12 @@ class Watch:
     def _open(self) -> None:
         url = ws_url(self._client.base_url)
         try:
-            # Entered as a context manager, as websockets >= 17.1 wants (works since 13).
-            self._ws = connect(
+            # Entered as a context manager, as websockets >= 17.1 wants (works since 13,
+            # where `__enter__` is typed as returning the base `Connection`).
+            entered: Any = connect(
                 url, additional_headers=self._client._headers, open_timeout=self._client._timeout
             ).__enter__()
+            self._ws = entered
         except InvalidStatus as e:
             raise _errors.from_shape(_json_or_none(e.response.body), status=e.response.status_code) from e
         except OSError as e:
