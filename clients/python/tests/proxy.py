@@ -1,8 +1,9 @@
 """A loopback TCP proxy in front of the test server that breaks connections the way a
 network does, so reconnects and retries run against the real server: ``cut_after_data``
 forwards the first ``cuts`` responses only until ``n`` SSE ``data:`` lines have passed
-(cutting the next event in half), ``drop_first`` closes the first ``n`` connections
-before they are read."""
+(cutting the next event in half), ``cut_after_bytes`` the first ``cuts`` connections
+after that many bytes from the server (a WebSocket mid-frame), ``drop_first`` closes the
+first ``n`` connections before they are read."""
 
 from __future__ import annotations
 
@@ -12,9 +13,18 @@ from types import TracebackType
 
 
 class Proxy:
-    def __init__(self, upstream_port: int, *, cut_after_data: int = 0, cuts: int = 0, drop_first: int = 0):
+    def __init__(
+        self,
+        upstream_port: int,
+        *,
+        cut_after_data: int = 0,
+        cut_after_bytes: int = 0,
+        cuts: int = 0,
+        drop_first: int = 0,
+    ):
         self.upstream = ("127.0.0.1", upstream_port)
         self.cut_after_data = cut_after_data
+        self.cut_after_bytes = cut_after_bytes
         self.cuts_left = cuts
         self.drops_left = drop_first
         self.connections = 0
@@ -42,23 +52,27 @@ class Proxy:
                 self.connections += 1
                 drop = self.drops_left > 0
                 self.drops_left -= drop
-                cut = 0
-                if self.cuts_left > 0 and self.cut_after_data:
-                    cut = self.cut_after_data
+                cut = self.cut_after_data if self.cuts_left > 0 else 0
+                cut_bytes = self.cut_after_bytes if self.cuts_left > 0 else 0
             if drop:
                 conn.close()
                 continue
-            threading.Thread(target=self._serve, args=(conn, cut), daemon=True).start()
+            threading.Thread(target=self._serve, args=(conn, cut, cut_bytes), daemon=True).start()
 
-    def _serve(self, client: socket.socket, cut: int) -> None:
+    def _serve(self, client: socket.socket, cut: int, cut_bytes: int = 0) -> None:
         upstream = socket.create_connection(self.upstream)
         threading.Thread(target=_pump, args=(client, upstream), daemon=True).start()
         seen = 0
+        sent = 0
         try:
             while True:
                 chunk = upstream.recv(65536)
                 if not chunk:
                     break
+                if cut_bytes and sent + len(chunk) > cut_bytes and self._take_cut():
+                    client.sendall(chunk[: cut_bytes - sent])
+                    break
+                sent += len(chunk)
                 if cut:
                     at = _nth_data_end(chunk, cut - seen)
                     seen += chunk.count(b"data:")

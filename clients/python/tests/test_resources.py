@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import replay, waits
+from conftest import TOKEN, replay, waits
+from proxy import Proxy
 
 import droidpilot
 from droidpilot import Client
@@ -98,3 +99,46 @@ def test_health_presets_and_metrics(client: Client) -> None:
     presets = client.presets()
     assert "replay" in presets.agent_kinds
     assert "droidpilot" in client.metrics()
+
+
+def test_a_broken_websocket_is_reopened_and_resumed_per_task(client: Client, server_url: str) -> None:
+    ids = [client.submit(instruction=f"ws {i}", agent=replay(*waits(6), HOME)).id for i in range(2)]
+    seen: dict[str, list[int]] = {}
+    with Proxy(int(server_url.rsplit(":", 1)[1]), cut_after_bytes=3000, cuts=1) as proxy:
+        with Client(proxy.url, token=TOKEN) as through, through.watch(ids) as watch:
+            for event in watch:
+                seen.setdefault(event.task_id, []).append(event.seq)
+            assert watch.reconnects == 1 and proxy.connections == 2
+    for task_id in ids:
+        every = [e.seq for e in client.events(task_id)]
+        assert seen[task_id] == every, "each task's events once, in order, none missed"
+
+
+def test_an_error_on_the_websocket_raises_and_the_watch_goes_on(client: Client) -> None:
+    task = client.submit(instruction="asks", agent=replay(ASK, HOME))
+    with client.watch([task.id]) as watch:
+        types: list[str] = []
+        while True:
+            try:
+                event = next(watch)
+            except StopIteration:
+                break
+            except droidpilot.APIError as e:
+                assert e.code and e.hint and e.status is None
+                types.append(f"error:{e.code}")
+                watch.answer(task.id, "yes")
+                continue
+            types.append(event.type)
+            if event.type == "task.ask_user":
+                watch.answer(task.id, "yes", prompt_id="p-not-the-open-one")
+    assert types[-1] == "task.finished"
+    assert len([t for t in types if t.startswith("error:")]) == 1
+    assert client.get(task.id).status == "succeeded"
+
+
+def test_follow_gives_up_after_its_timeout(client: Client) -> None:
+    task = client.submit(instruction="asks, nobody answers", agent=replay(ASK))
+    with pytest.raises(droidpilot.WaitTimeout) as e:
+        client.follow(task.id, timeout=1.0)
+    assert e.value.task.status == "waiting_for_user"
+    client.cancel(task.id)
