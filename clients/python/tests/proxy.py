@@ -38,7 +38,9 @@ class Proxy:
     def __enter__(self) -> Proxy:
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._stop = True
         self._listener.close()
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, TOKEN
 
 DOCS = [REPO / "docs/python.md", REPO / "README.md"]
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 def _examples() -> list[tuple[str, str]]:

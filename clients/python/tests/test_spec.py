@@ -99,7 +99,9 @@ def test_every_model_field_is_a_schema_property_and_back(spec: Spec, model: type
     for name, tp in fields.items():
         if name not in required:
             field = next(f for f in dataclasses.fields(model) if f.name == name)
-            has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+            has_default = (
+                field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+            )
             assert has_default, f"{model.__name__}.{name} is optional in the schema: give it a default"
 
 

@@ -120,7 +120,9 @@ def test_wait_times_out_with_the_task_as_last_seen(client: Client) -> None:
 
 def test_list_pages_through_every_task(client: Client) -> None:
     session = str(uuid.uuid4())
-    ids = {client.submit(instruction=f"page {i}", agent=replay(HOME), session_id=session).id for i in range(5)}
+    ids = {
+        client.submit(instruction=f"page {i}", agent=replay(HOME), session_id=session).id for i in range(5)
+    }
     first = client.list(limit=2)
     assert len(first.tasks) == 2 and first.next_cursor
     seen = [t.id for t in client.iter_tasks(page_size=2)]

@@ -3,8 +3,8 @@ for events (httpx) and the WebSocket (``websockets.asyncio``)."""
 
 from __future__ import annotations
 
-import builtins
 import asyncio
+import builtins
 import inspect
 import json
 import time
@@ -130,7 +130,9 @@ class AsyncClient:
         params = {"status": status, "limit": limit, "cursor": cursor}
         return TaskPage.from_dict(await self._call(r.TASKS(params=params)))
 
-    async def iter_tasks(self, *, status: str | None = None, page_size: int = 100) -> AsyncIterator[TaskSummary]:
+    async def iter_tasks(
+        self, *, status: str | None = None, page_size: int = 100
+    ) -> AsyncIterator[TaskSummary]:
         cursor: str | None = None
         while True:
             page = await self.list(status=status, limit=page_size, cursor=cursor)
@@ -177,8 +179,12 @@ class AsyncClient:
         data: bytes = await self._call(r.EXPORT(id=task_id))
         return data
 
-    async def replay_gif(self, task_id: str, *, width: int | None = None, frame_ms: int | None = None) -> bytes:
-        data: bytes = await self._call(r.REPLAY_GIF(id=task_id, params={"width": width, "frame_ms": frame_ms}))
+    async def replay_gif(
+        self, task_id: str, *, width: int | None = None, frame_ms: int | None = None
+    ) -> bytes:
+        data: bytes = await self._call(
+            r.REPLAY_GIF(id=task_id, params={"width": width, "frame_ms": frame_ms})
+        )
         return data
 
     async def result(self, task_id: str) -> MobileTaskResult:
@@ -322,7 +328,13 @@ class AsyncWatch:
     """``Watch`` for asyncio: events of many tasks over one WebSocket."""
 
     def __init__(
-        self, client: AsyncClient, tasks: builtins.list[str], *, all: bool, since: dict[str, int], devices: bool
+        self,
+        client: AsyncClient,
+        tasks: builtins.list[str],
+        *,
+        all: bool,
+        since: dict[str, int],
+        devices: bool,
     ) -> None:
         self._client = client
         self.state = WatchState(tasks, all=all, since=since, devices=devices)
@@ -412,7 +424,9 @@ class AsyncScripts:
         return ScriptPage.from_dict(await self._c._call(r.SCRIPTS(params={"limit": limit, "cursor": cursor})))
 
     async def get(self, script_id: str, version: int | None = None) -> ScriptRecord:
-        return ScriptRecord.from_dict(await self._c._call(r.SCRIPT(id=script_id, params={"version": version})))
+        return ScriptRecord.from_dict(
+            await self._c._call(r.SCRIPT(id=script_id, params={"version": version}))
+        )
 
     async def create(self, script: Script | dict[str, Any]) -> ScriptRecord:
         body = script.to_dict() if isinstance(script, Script) else script
@@ -462,7 +476,9 @@ class AsyncDevices:
     async def get(self, device_id: str) -> Device:
         return Device.from_dict(await self._c._call(r.DEVICE(id=device_id)))
 
-    async def add(self, *, address: str | None = None, serial: str | None = None, sim: str | None = None) -> Device:
+    async def add(
+        self, *, address: str | None = None, serial: str | None = None, sim: str | None = None
+    ) -> Device:
         body = {k: v for k, v in {"address": address, "serial": serial, "sim": sim}.items() if v is not None}
         return Device.from_dict(await self._c._call(r.ADD_DEVICE(json=body)))
 
@@ -470,16 +486,28 @@ class AsyncDevices:
         await self._c._call(r.REMOVE_DEVICE(id=device_id, params={"force": force or None}))
 
     async def act(
-        self, device_id: str, action: dict[str, Any], *, force: bool = False, include_screen_state: bool = False
+        self,
+        device_id: str,
+        action: dict[str, Any],
+        *,
+        force: bool = False,
+        include_screen_state: bool = False,
     ) -> ActionResult:
         params = {"force": force or None, "include": "screen_state" if include_screen_state else None}
-        return ActionResult.from_dict(await self._c._call(r.DEVICE_ACTION(id=device_id, json=action, params=params)))
+        return ActionResult.from_dict(
+            await self._c._call(r.DEVICE_ACTION(id=device_id, json=action, params=params))
+        )
 
     async def screen(self, device_id: str) -> Screen:
         return Screen.from_dict(await self._c._call(r.DEVICE_SCREEN(id=device_id)))
 
     async def screenshot(
-        self, device_id: str, *, format: str | None = None, scale: float | None = None, quality: int | None = None
+        self,
+        device_id: str,
+        *,
+        format: str | None = None,
+        scale: float | None = None,
+        quality: int | None = None,
     ) -> bytes:
         params = {"format": format, "scale": scale, "quality": quality}
         data: bytes = await self._c._call(r.DEVICE_SCREENSHOT(id=device_id, params=params))

@@ -4,6 +4,7 @@ for the WebSocket). ``AsyncClient`` in ``_async_client.py`` mirrors it call for 
 from __future__ import annotations
 
 import builtins
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -410,7 +411,9 @@ class Watch:
 
     def answer(self, task_id: str, answer: str, prompt_id: str | None = None) -> None:
         """Answers a question over the socket (the ``answered`` reply is in ``replies``)."""
-        self._send_text(_dumps({"type": "answer", "task_id": task_id, "prompt_id": prompt_id, "answer": answer}))
+        self._send_text(
+            _dumps({"type": "answer", "task_id": task_id, "prompt_id": prompt_id, "answer": answer})
+        )
 
     def cancel(self, task_id: str) -> None:
         self._send_text(_dumps({"type": "cancel", "task_id": task_id}))
@@ -445,8 +448,6 @@ class Watch:
 
 
 def _json_or_none(body: bytes | bytearray | None) -> Any:
-    import json
-
     try:
         return json.loads(body or b"")
     except ValueError:
@@ -454,8 +455,6 @@ def _json_or_none(body: bytes | bytearray | None) -> Any:
 
 
 def _dumps(message: dict[str, Any]) -> str:
-    import json
-
     return json.dumps(message)
 
 
@@ -500,14 +499,14 @@ class Scripts:
 
     def export_maestro(self, script_id: str, version: int | None = None) -> str:
         """The script as a Maestro flow (YAML)."""
-        text: str = self._c._call(r.EXPORT_SCRIPT(id=script_id, params={"format": "maestro", "version": version}))
+        text: str = self._c._call(
+            r.EXPORT_SCRIPT(id=script_id, params={"format": "maestro", "version": version})
+        )
         return text
 
     def export(self, script_id: str, version: int | None = None) -> Script:
         """The script as a document."""
         call = r.EXPORT_SCRIPT(id=script_id, params={"format": "json", "version": version})
-        import json
-
         return Script.from_dict(json.loads(self._c._call(call)))
 
     def run(self, script_id: str, inputs: dict[str, Any] | None = None, **options: Any) -> Task:
@@ -539,17 +538,29 @@ class Devices:
         self._c._call(r.REMOVE_DEVICE(id=device_id, params={"force": force or None}))
 
     def act(
-        self, device_id: str, action: dict[str, Any], *, force: bool = False, include_screen_state: bool = False
+        self,
+        device_id: str,
+        action: dict[str, Any],
+        *,
+        force: bool = False,
+        include_screen_state: bool = False,
     ) -> ActionResult:
         """Runs one action (``{"action": "tap", "selector": "#ok"}``) on the device."""
         params = {"force": force or None, "include": "screen_state" if include_screen_state else None}
-        return ActionResult.from_dict(self._c._call(r.DEVICE_ACTION(id=device_id, json=action, params=params)))
+        return ActionResult.from_dict(
+            self._c._call(r.DEVICE_ACTION(id=device_id, json=action, params=params))
+        )
 
     def screen(self, device_id: str) -> Screen:
         return Screen.from_dict(self._c._call(r.DEVICE_SCREEN(id=device_id)))
 
     def screenshot(
-        self, device_id: str, *, format: str | None = None, scale: float | None = None, quality: int | None = None
+        self,
+        device_id: str,
+        *,
+        format: str | None = None,
+        scale: float | None = None,
+        quality: int | None = None,
     ) -> bytes:
         params = {"format": format, "scale": scale, "quality": quality}
         data: bytes = self._c._call(r.DEVICE_SCREENSHOT(id=device_id, params=params))

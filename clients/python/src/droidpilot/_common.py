@@ -100,7 +100,7 @@ class SseParser:
         if line.startswith(":"):
             return None
         name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
+        value = value.removeprefix(" ")
         if name == "event":
             self._event = value
         elif name == "data":
