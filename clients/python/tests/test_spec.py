@@ -97,6 +97,9 @@ def test_every_model_field_is_a_schema_property_and_back(spec: Spec, model: type
     for name in required:
         assert not _optional(fields[name]), f"{model.__name__}.{name} is required by the schema"
     for name, tp in fields.items():
+        if typing.get_origin(tp) is typing.Literal:
+            enum = _resolve(spec, props[name]).get("enum")
+            assert list(typing.get_args(tp)) == enum, f"{model.__name__}.{name}: values differ"
         if name not in required:
             field = next(f for f in dataclasses.fields(model) if f.name == name)
             has_default = (
@@ -121,6 +124,7 @@ def test_the_coordinator_request_is_a_task_request(spec: Spec) -> None:
         (_models.CompletionCode, "CompletionCode"),
         (_models.AgentKind, "AgentKind"),
         (_models.InterventionKind, "InterventionKind"),
+        (_models.StepStatus, "StepStatus"),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

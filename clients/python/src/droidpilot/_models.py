@@ -59,6 +59,7 @@ CompletionCode = Literal[
 ]
 AgentKind = Literal["navigator", "vision", "replay", "script", "planned", "chain"]
 InterventionKind = Literal["ask_user", "manual_action", "external_change"]
+StepStatus = Literal["ok", "failed", "skipped", "rejected"]
 
 EventType = Literal[
     "task.queued",
@@ -89,7 +90,10 @@ EventType = Literal[
     "device.removed",
 ]
 """Every event type the server publishes (schema ``TaskEvent``). A newer server may add
-types: ``Event.type`` is a plain string, so skip the ones you do not know."""
+types: ``Event.type`` is a plain string, so skip the ones you do not know.
+
+The other ``Literal`` types name every value the server sends today; at run time a field
+holds whatever string the server sent, so a value a newer server adds still arrives."""
 
 M = TypeVar("M", bound="Model")
 
@@ -153,7 +157,7 @@ class Task(Model):
 
     __schema__ = "Task"
     id: str
-    status: str
+    status: TaskStatus
     instruction: str
     priority: int
     max_steps: int
@@ -202,7 +206,7 @@ class TaskSummary(Model):
 
     __schema__ = "TaskSummary"
     id: str
-    status: str
+    status: TaskStatus
     instruction: str
     priority: int
     agent: AgentSummary
@@ -247,7 +251,7 @@ class CancelResult(Model):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class StepOutcome(Model):
     __schema__ = "StepOutcome"
-    status: str
+    status: StepStatus
     error: str | None = None
     screen_changed: bool | None = None
     detail: JSON | None = None
@@ -357,7 +361,7 @@ class Intervention(Model):
     __schema__ = "Intervention"
     id: str
     task_id: str
-    kind: str
+    kind: InterventionKind
     created_at: datetime
     action: JSON | None = None
     answer: str | None = None
@@ -377,14 +381,14 @@ class MobileTaskResult(Model):
 
     __schema__ = "CoordinatorResult"
     task_id: str
-    status: str
+    status: CoordinatorStatus
     steps_taken: int
     actions_executed: list[JSON]
     actions_executed_count: int
     completion_reason: str
-    reason: str
+    reason: CompletionCode
     id: str
-    task_status: str
+    task_status: TaskStatus
     tokens_in: int
     tokens_out: int
     cost_usd: float
@@ -521,7 +525,7 @@ class Device(Model):
     id: str
     backend: str
     model: str
-    state: str
+    state: DeviceState
     consecutive_failures: int
     instance: str | None = None
     last_error: str | None = None
