@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import tarfile
 import time
@@ -119,17 +120,18 @@ def test_wait_times_out_with_the_task_as_last_seen(client: Client) -> None:
 
 
 def test_list_pages_through_every_task(client: Client) -> None:
-    session = str(uuid.uuid4())
-    ids = {
-        client.submit(instruction=f"page {i}", agent=replay(HOME), session_id=session).id for i in range(5)
-    }
+    ids = [client.submit(instruction=f"page {i}", agent=replay(HOME)).id for i in range(3)]
     first = client.list(limit=2)
     assert len(first.tasks) == 2 and first.next_cursor
-    seen = [t.id for t in client.iter_tasks(page_size=2)]
-    assert len(seen) == len(set(seen)) and ids <= set(seen)
+    assert [t.id for t in first.tasks] == ids[::-1][:2], "newest first"
+    second = client.list(limit=2, cursor=first.next_cursor)
+    assert [t.id for t in second.tasks][:1] == ids[::-1][2:]
+    seen = list(itertools.islice(client.iter_tasks(page_size=2), 3))
+    assert [t.id for t in seen] == ids[::-1]
     for t in ids:
         client.wait(t, timeout=60)
-    assert ids <= {t.id for t in client.iter_tasks(status="succeeded", page_size=3)}
+    succeeded = itertools.islice(client.iter_tasks(status="succeeded", page_size=2), 3)
+    assert {t.id for t in succeeded} == set(ids)
 
 
 def test_steps_screenshots_trajectory_and_export(client: Client) -> None:

@@ -240,7 +240,9 @@ class Client:
     ) -> Task:
         """Streams a task to its end, calling ``on_ask`` for each question of the agent
         and answering with what it returns, and ``on_event`` for each event; returns
-        the ended task. Without ``on_ask`` a question waits for someone else's answer."""
+        the ended task. Without ``on_ask`` a question waits for someone else's answer.
+        After ``timeout`` seconds it raises ``WaitTimeout``; the task carries on (cancel
+        it if you give up on it)."""
         for event in self.events(task_id, timeout=timeout):
             if on_event is not None:
                 on_event(event)
