@@ -91,3 +91,15 @@ async def test_scripts_devices_and_watch(aclient: AsyncClient) -> None:
                 finished.add(event.task_id)
     assert finished == set(tasks)
     assert (await aclient.get(tasks[1])).status == "cancelled"
+
+
+async def test_a_broken_websocket_is_resumed(aclient: AsyncClient, server_url: str) -> None:
+    ids = [(await aclient.submit(instruction=f"aws {i}", agent=replay(*waits(6), HOME))).id for i in range(2)]
+    seen: dict[str, list[int]] = {}
+    with Proxy(int(server_url.rsplit(":", 1)[1]), cut_after_bytes=3000, cuts=1) as proxy:
+        async with AsyncClient(proxy.url, token=TOKEN) as through, through.watch(ids) as watch:
+            async for event in watch:
+                seen.setdefault(event.task_id, []).append(event.seq)
+            assert watch.reconnects == 1 and proxy.connections == 2
+    for task_id in ids:
+        assert seen[task_id] == [e.seq async for e in aclient.events(task_id)]
