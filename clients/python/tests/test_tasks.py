@@ -89,6 +89,13 @@ def test_run_answers_each_question_from_a_callback(client: Client) -> None:
     assert answers == [("Go home?", "yes", "rest"), ("Really?", "no", "rest")]
 
 
+def test_follow_asks_only_questions_still_open(client: Client) -> None:
+    done = client.run(instruction="asks", agent=replay(ASK, HOME), on_ask=lambda q: "yes")
+    asked: list[str] = []
+    again = client.follow(done.id, lambda q: asked.append(q.prompt_id) or "no")
+    assert again.status == "succeeded" and asked == [], "an answered question is not asked again"
+
+
 def test_take_over_pause_act_resume(client: Client) -> None:
     task = client.submit(instruction="hold on", agent=replay(*waits(3, 500), HOME))
     _until(client, task.id, "running")

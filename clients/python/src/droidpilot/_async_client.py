@@ -221,7 +221,7 @@ class AsyncClient:
                 if inspect.isawaitable(done):
                     await done
             question = event.question()
-            if question is not None and on_ask is not None:
+            if question is not None and on_ask is not None and await self._is_open(question):
                 reply = on_ask(question)
                 answer = await reply if inspect.isawaitable(reply) else reply
                 try:
@@ -229,6 +229,10 @@ class AsyncClient:
                 except _errors.ConflictError:
                     pass
         return await self.wait(task_id, timeout=30)
+
+    async def _is_open(self, q: Question) -> bool:
+        """Whether a question is still unanswered (see ``Client._is_open``)."""
+        return any(i.id == q.prompt_id and i.answered_at is None for i in await self.interventions(q.task_id))
 
     async def run(
         self,

@@ -247,9 +247,14 @@ class Client:
             if on_event is not None:
                 on_event(event)
             question = event.question()
-            if question is not None and on_ask is not None:
+            if question is not None and on_ask is not None and self._is_open(question):
                 self._answer_open(question, on_ask(question))
         return self.wait(task_id, timeout=30)
+
+    def _is_open(self, q: Question) -> bool:
+        """Whether a question is still unanswered: following a task from its start replays
+        the questions someone already answered, which ``on_ask`` is not asked again."""
+        return any(i.id == q.prompt_id and i.answered_at is None for i in self.interventions(q.task_id))
 
     def _answer_open(self, q: Question, answer: str) -> None:
         try:
