@@ -6,6 +6,7 @@ so that sending it is part of every test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -37,11 +38,12 @@ def _binary() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("droidpilot")
+@contextlib.contextmanager
+def serve(data: Path, **settings: str) -> Iterator[str]:
+    """``droidpilot serve`` on a fresh data directory; ``settings`` are extra
+    ``DROIDPILOT_*`` variables. Yields its URL once ``/healthz`` answers."""
     port = _free_port()
-    (data / "config").mkdir()
+    (data / "config").mkdir(parents=True)
     (data / "config/local.toml").write_text(
         f'[server]\nbind = "127.0.0.1:{port}"\n[devices.adb]\nenabled = false\n'
     )
@@ -50,6 +52,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "DROIDPILOT_DEVICES__SIM_LATENCY_PROFILE": "fast",
         "DROIDPILOT_SERVER__TOKENS": TOKEN,
         "RUST_LOG": "warn",
+        **settings,
     }
     for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DROIDPILOT_TOKEN", "DROIDPILOT_URL"):
         env.pop(k, None)
@@ -74,6 +77,12 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serve(tmp_path_factory.mktemp("droidpilot")) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

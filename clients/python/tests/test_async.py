@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 import pytest
-from conftest import TOKEN, replay, waits
+from conftest import TOKEN, replay, serve, waits
 from proxy import Proxy
 
 import droidpilot
@@ -103,3 +104,22 @@ async def test_a_broken_websocket_is_resumed(aclient: AsyncClient, server_url: s
             assert watch.reconnects == 1 and proxy.connections == 2
     for task_id in ids:
         assert seen[task_id] == [e.seq async for e in aclient.events(task_id)]
+
+
+async def test_a_stream_refused_for_too_many_streams_is_retried(tmp_path: Path) -> None:
+    with serve(tmp_path, DROIDPILOT_SERVER__MAX_STREAMS_PER_TOKEN="1") as url:
+        async with AsyncClient(url, token=TOKEN) as c:
+            first = await c.submit(instruction="holds the one stream", agent=replay(*waits(8, 200)))
+            second = await c.submit(instruction="waits for it", agent=replay(HOME))
+            holding = c.events(first.id).__aiter__()
+            assert (await holding.__anext__()).type == "task.queued"
+            waiting = c.events(second.id)
+            reader = asyncio.create_task(_types(waiting))
+            await asyncio.sleep(0.5)
+            assert [e.type async for e in holding][-1] == "task.finished"
+            got = await asyncio.wait_for(reader, 60)
+            assert waiting.reconnects >= 1 and got[-1] == "task.finished"
+
+
+async def _types(stream: droidpilot.AsyncEventStream) -> list[str]:
+    return [e.type async for e in stream]

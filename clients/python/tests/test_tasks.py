@@ -6,11 +6,13 @@ import io
 import itertools
 import json
 import tarfile
+import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
-from conftest import TOKEN, replay, waits
+from conftest import TOKEN, replay, serve, waits
 from proxy import Proxy
 
 import droidpilot
@@ -245,3 +247,20 @@ def test_submit_takes_every_agent_kind(client: Client) -> None:
     assert vision.agent == {"kind": "vision"}
     client.cancel(vision.id)
     assert client.wait(vision.id, timeout=60).ended
+
+
+def test_a_stream_refused_for_too_many_streams_is_retried(tmp_path: Path) -> None:
+    with serve(tmp_path, DROIDPILOT_SERVER__MAX_STREAMS_PER_TOKEN="1") as url, Client(url, token=TOKEN) as c:
+        first = c.submit(instruction="holds the one stream", agent=replay(*waits(8, 200)))
+        second = c.submit(instruction="waits for it", agent=replay(HOME))
+        holding = iter(c.events(first.id))
+        assert next(holding).type == "task.queued", "the one stream is open"
+        waiting = c.events(second.id)
+        got: list[str] = []
+        reader = threading.Thread(target=lambda: got.extend(e.type for e in waiting))
+        reader.start()
+        time.sleep(0.5)
+        assert [e.type for e in holding][-1] == "task.finished"
+        reader.join(60)
+        assert waiting.reconnects >= 1, "the second stream was refused (429) at first"
+        assert got[0] == "task.queued" and got[-1] == "task.finished"

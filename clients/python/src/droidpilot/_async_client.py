@@ -17,7 +17,17 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from . import _errors
 from . import _routes as r
-from ._common import SseParser, backoff, decode, headers, may_retry, sse_event, ws_frame, ws_url
+from ._common import (
+    RETRY_STATUSES,
+    SseParser,
+    backoff,
+    decode,
+    headers,
+    may_retry,
+    sse_event,
+    ws_frame,
+    ws_url,
+)
 from ._common import base_url as base_url_of
 from ._models import (
     ActionResult,
@@ -300,6 +310,11 @@ class AsyncEventStream:
                 failures += 1
                 if failures > self.max_reconnects:
                     raise _errors.TransportError(f"event stream of {self.task_id}: {e!r}") from e
+            except _errors.APIError as e:
+                # Too many streams open (429) or the server busy (503): wait and retry.
+                failures += 1
+                if e.status not in RETRY_STATUSES or failures > self.max_reconnects:
+                    raise
             if self._deadline is not None and time.monotonic() >= self._deadline:
                 raise _errors.WaitTimeout(await self._client.get(self.task_id), self._timeout or 0.0)
             self.reconnects += 1

@@ -15,7 +15,17 @@ from websockets.sync.client import ClientConnection, connect
 
 from . import _errors
 from . import _routes as r
-from ._common import SseParser, backoff, decode, headers, may_retry, sse_event, ws_frame, ws_url
+from ._common import (
+    RETRY_STATUSES,
+    SseParser,
+    backoff,
+    decode,
+    headers,
+    may_retry,
+    sse_event,
+    ws_frame,
+    ws_url,
+)
 from ._common import base_url as base_url_of
 from ._models import (
     ActionResult,
@@ -337,6 +347,11 @@ class EventStream:
                 failures += 1
                 if failures > self.max_reconnects:
                     raise _errors.TransportError(f"event stream of {self.task_id}: {e!r}") from e
+            except _errors.APIError as e:
+                # Too many streams open (429) or the server busy (503): wait and retry.
+                failures += 1
+                if e.status not in RETRY_STATUSES or failures > self.max_reconnects:
+                    raise
             self._check_deadline()
             self.reconnects += 1
             time.sleep(backoff(failures or 1))
