@@ -3,7 +3,8 @@ network does, so reconnects and retries run against the real server: ``cut_after
 forwards the first ``cuts`` responses only until ``n`` SSE ``data:`` lines have passed
 (cutting the next event in half), ``cut_after_bytes`` the first ``cuts`` connections
 after that many bytes from the server (a WebSocket mid-frame), ``drop_first`` closes the
-first ``n`` connections before they are read."""
+first ``n`` connections before they are read, ``silent`` reads requests and never
+answers."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ class Proxy:
         cut_after_bytes: int = 0,
         cuts: int = 0,
         drop_first: int = 0,
+        silent: bool = False,
     ):
+        self.silent = silent
+        self._held: list[socket.socket] = []
         self.upstream = ("127.0.0.1", upstream_port)
         self.cut_after_data = cut_after_data
         self.cut_after_bytes = cut_after_bytes
@@ -43,6 +47,8 @@ class Proxy:
     ) -> None:
         self._stop = True
         self._listener.close()
+        for conn in self._held:
+            conn.close()
 
     def _accept(self) -> None:
         while not self._stop:
@@ -58,6 +64,9 @@ class Proxy:
                 cut_bytes = self.cut_after_bytes if self.cuts_left > 0 else 0
             if drop:
                 conn.close()
+                continue
+            if self.silent:
+                self._held.append(conn)
                 continue
             threading.Thread(target=self._serve, args=(conn, cut, cut_bytes), daemon=True).start()
 

@@ -264,3 +264,16 @@ def test_a_stream_refused_for_too_many_streams_is_retried(tmp_path: Path) -> Non
         reader.join(60)
         assert waiting.reconnects >= 1, "the second stream was refused (429) at first"
         assert got[0] == "task.queued" and got[-1] == "task.finished"
+
+
+def test_a_request_that_gets_no_answer_times_out(client: Client, server_url: str) -> None:
+    with (
+        Proxy(_port(server_url), silent=True) as proxy,
+        Client(proxy.url, token=TOKEN, timeout=0.3, retries=1) as c,
+    ):
+        with pytest.raises(droidpilot.TransportError) as e:
+            c.get(str(uuid.uuid4()))
+        assert "Timeout" in str(e.value) and proxy.connections == 2, "a GET is tried twice"
+        with pytest.raises(droidpilot.TransportError):
+            c.submit(instruction="never answered", agent=replay(HOME))
+        assert proxy.connections == 3, "a POST is tried once"
