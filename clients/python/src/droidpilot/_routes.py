@@ -1,0 +1,121 @@
+"""Every route the clients call, declared once: method, path template, the query
+parameters it takes and what it answers. The sync and async clients build their
+requests from these, and ``tests/test_spec.py`` checks them against the server's
+OpenAPI document (each route is a path and method there, and each of its query
+parameters is one the route declares; each path and method there is one of these)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+from urllib.parse import quote
+
+Expect = Literal["json", "bytes", "text", "none"]
+
+ROUTES: dict[tuple[str, str], Route] = {}
+
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One request, ready to send."""
+
+    method: str
+    path: str
+    params: dict[str, Any]
+    json: Any = None
+    content: str | bytes | None = None
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    expect: Expect = "json"
+
+    @property
+    def idempotent(self) -> bool:
+        """Safe to send again when the first try's fate is unknown."""
+        return self.method in _IDEMPOTENT
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    method: str
+    template: str
+    query: tuple[str, ...] = ()
+    expect: Expect = "json"
+
+    def __post_init__(self) -> None:
+        ROUTES[(self.method, self.template)] = self
+
+    def __call__(
+        self,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        content: str | bytes | None = None,
+        headers: dict[str, str] | None = None,
+        **path: str | int,
+    ) -> Call:
+        unknown = set(params or {}) - set(self.query)
+        if unknown:
+            raise TypeError(f"{self.method} {self.template} takes no {sorted(unknown)}")
+        encoded = {k: quote(str(v), safe="") for k, v in path.items()}
+        query = {k: _query_value(v) for k, v in (params or {}).items() if v is not None}
+        return Call(
+            self.method,
+            self.template.format(**encoded),
+            query,
+            json,
+            content,
+            headers or {},
+            self.expect,
+        )
+
+
+def _query_value(v: Any) -> Any:
+    return ("true" if v else "false") if isinstance(v, bool) else v
+
+
+HEALTHZ = Route("GET", "/healthz")
+READYZ = Route("GET", "/readyz")
+METRICS = Route("GET", "/metrics", expect="text")
+PRESETS = Route("GET", "/v1/presets")
+
+TASKS = Route("GET", "/v1/tasks", ("status", "limit", "cursor"))
+SUBMIT = Route("POST", "/v1/tasks")
+TASK = Route("GET", "/v1/tasks/{id}")
+DELETE_TASK = Route("DELETE", "/v1/tasks/{id}", expect="none")
+CANCEL = Route("POST", "/v1/tasks/{id}/cancel")
+ANSWER = Route("POST", "/v1/tasks/{id}/answer")
+PAUSE = Route("POST", "/v1/tasks/{id}/pause")
+TASK_ACTION = Route("POST", "/v1/tasks/{id}/actions")
+RESUME = Route("POST", "/v1/tasks/{id}/resume")
+STEPS = Route("GET", "/v1/tasks/{id}/steps")
+INTERVENTIONS = Route("GET", "/v1/tasks/{id}/interventions")
+STEP_SCREENSHOT = Route("GET", "/v1/tasks/{id}/steps/{n}/screenshot", expect="bytes")
+TRAJECTORY = Route("GET", "/v1/tasks/{id}/trajectory")
+EXPORT = Route("GET", "/v1/tasks/{id}/export", expect="bytes")
+RESULT = Route("GET", "/v1/tasks/{id}/result")
+REPLAY_GIF = Route("GET", "/v1/tasks/{id}/replay.gif", ("width", "frame_ms"), expect="bytes")
+EVENTS = Route("GET", "/v1/tasks/{id}/events", ("since",))
+WS = Route("GET", "/v1/ws")
+
+SCRIPTS = Route("GET", "/v1/scripts", ("limit", "cursor"))
+CREATE_SCRIPT = Route("POST", "/v1/scripts")
+IMPORT_SCRIPT = Route("POST", "/v1/scripts/import")
+SCRIPT = Route("GET", "/v1/scripts/{id}", ("version",))
+UPDATE_SCRIPT = Route("PUT", "/v1/scripts/{id}")
+DELETE_SCRIPT = Route("DELETE", "/v1/scripts/{id}", expect="none")
+EXPORT_SCRIPT = Route("GET", "/v1/scripts/{id}/export", ("format", "version"), expect="text")
+RUN_SCRIPT = Route("POST", "/v1/scripts/{id}/run")
+SCRIPT_VERSIONS = Route("GET", "/v1/scripts/{id}/versions")
+
+DEVICES = Route("GET", "/v1/devices")
+ADD_DEVICE = Route("POST", "/v1/devices")
+DEVICE = Route("GET", "/v1/devices/{id}")
+REMOVE_DEVICE = Route("DELETE", "/v1/devices/{id}", ("force",), expect="none")
+DEVICE_ACTION = Route("POST", "/v1/devices/{id}/actions", ("force", "include"))
+DEVICE_APPS = Route("GET", "/v1/devices/{id}/apps")
+DEVICE_HIERARCHY = Route("GET", "/v1/devices/{id}/hierarchy", expect="text")
+DEVICE_SCREEN = Route("GET", "/v1/devices/{id}/screen")
+DEVICE_SCREENSHOT = Route(
+    "GET", "/v1/devices/{id}/screenshot", ("format", "scale", "quality"), expect="bytes"
+)
