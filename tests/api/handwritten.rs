@@ -1,0 +1,92 @@
+//! Scripts written by hand as docs/scripts.md advises (`tests/fixtures/scripts-handwritten`,
+//! one per virtual-phone task, named after it): each is a valid script document and,
+//! run inline through the real runner on a clean phone in its task's start state, ends
+//! `succeeded` with the task's checker satisfied and no model call.
+
+use std::path::{Path, PathBuf};
+
+use droidpilot::device::sim::tasks::{task as sim_task, tasks};
+use droidpilot::script::Script;
+use serde_json::{Value, json};
+
+use crate::run::{add_phone, bare_app, submit, wait_done};
+
+fn folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scripts-handwritten")
+}
+
+/// The task that judges a file: the longest dot-separated start of its name that is a
+/// task id (`clock.delete_0600.json`, `clock.delete_0600.by_hand.json`).
+fn task_of(file: &Path) -> String {
+    let stem = file.file_stem().unwrap().to_str().unwrap();
+    let parts: Vec<&str> = stem.split('.').collect();
+    (1..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join("."))
+        .find(|id| tasks().iter().any(|t| t.id == id))
+        .unwrap_or_else(|| panic!("{}: no task is named by this file", file.display()))
+}
+
+/// Every `*.json` in the folder, in name order, with its task and its document.
+fn scripts() -> Vec<(PathBuf, String, Value)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder())
+        .expect("tests/fixtures/scripts-handwritten")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let doc: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: not JSON: {e}", p.display()));
+            (p.clone(), task_of(&p), doc)
+        })
+        .collect()
+}
+
+#[test]
+fn every_handwritten_script_is_a_valid_document_for_a_distinct_task() {
+    let all = scripts();
+    assert!(all.len() >= 24, "{} hand-written scripts", all.len());
+    let mut seen = std::collections::BTreeSet::new();
+    for (path, task, doc) in &all {
+        let script: Script = serde_json::from_value(doc.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        script
+            .validate()
+            .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        assert!(seen.insert(task.clone()), "two scripts for {task}");
+    }
+}
+
+#[tokio::test]
+async fn every_handwritten_script_completes_its_task_on_a_clean_phone() {
+    let app = bare_app(&[]).await;
+    let mut runs = Vec::new();
+    for (i, (path, task, doc)) in scripts().into_iter().enumerate() {
+        let serial = format!("hand-{i}");
+        let phone = add_phone(&app, &serial, Some(&task)).await;
+        let id = submit(
+            &app,
+            json!({"instruction": task, "device_id": serial, "max_steps": 60,
+                   "agent": {"kind": "script", "script": doc}}),
+        )
+        .await;
+        runs.push((path, task, phone, id));
+    }
+    let mut failed = Vec::new();
+    for (path, task, phone, id) in runs {
+        let done = wait_done(&app, &id).await;
+        let checked = sim_task(&task).unwrap().check(&phone.state());
+        if done["status"] != "succeeded" || !checked || done["model_calls"] != 0 {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            failed.push(format!(
+                "{name}: status {} ({}), checker {checked}, model calls {}",
+                done["status"], done["reason"], done["model_calls"]
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
