@@ -1,5 +1,5 @@
 //! The page in a real browser: `scenarios.cjs` drives the Debian Chromium with
-//! Playwright (playwright-core from npm, no bundled browser) through the seven things a
+//! Playwright (playwright-core from npm, no bundled browser) through the ten things a
 //! person does with the dashboard, against a real server with `sim-1`. Screenshots of each
 //! view go to `target/dashboard-screens/`. Without node, Chromium or playwright-core this
 //! skips loudly; with `DROIDPILOT_REQUIRE_BROWSER=1` (CI) it fails instead.
@@ -106,7 +106,7 @@ async fn a_person_uses_the_dashboard_in_chromium() {
         "the browser scenarios failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    for n in 1..=7 {
+    for n in 1..=10 {
         assert!(
             stdout.contains(&format!("ok {n} ")),
             "scenario {n} did not report ok:\n{stdout}"

@@ -61,6 +61,13 @@ async function main() {
   current = page;
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  const consoleErrors = [];
+  // A failed request is logged as "Failed to load resource"; those are checked by status
+  // below (a 404 is a missing file, such as a favicon), the rest are the page's own errors.
+  ctx.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource")
+    && consoleErrors.push(`${m.page() && m.page().url()}: ${m.text()}`));
+  const missing = [];
+  ctx.on("response", (r) => r.status() === 404 && missing.push(r.url()));
   page.on("dialog", (d) => d.accept());
 
   // 1. Load the page and sign in with the token.
@@ -186,8 +193,190 @@ async function main() {
   await shot(page, "7-phone-task");
   console.log("ok 7 open a finished run and step through it");
 
+  await driveByHand(page, ctx);
+  await recordScript(page);
+  await inspect(page);
+
   assert.deepEqual(errors, [], "no script errors in the page");
+  assert.deepEqual(consoleErrors, [], `no errors in the console: ${JSON.stringify(consoleErrors)}`);
+  assert.deepEqual(missing, [], `nothing the page loads is missing (the favicon included): ${JSON.stringify(missing)}`);
   await ctx.close();
+}
+
+/** The centre of the first element of sim-1's screen whose text starts with `text`, in page pixels over `img`. */
+async function centreOf(page, img, text) {
+  const screen = await apiCall(page, "/v1/devices/sim-1/screen");
+  const el = screen.body.actionable_elements.find((e) => (e.text || "").startsWith(text));
+  assert.ok(el, `the screen shows ${text}`);
+  const [l, t, r, b] = Array.isArray(el.bounds) ? el.bounds : [el.bounds.left, el.bounds.top, el.bounds.right, el.bounds.bottom];
+  const dev = await apiCall(page, "/v1/devices/sim-1");
+  const box = await page.locator(img).boundingBox();
+  return {
+    x: box.x + (((l + r) / 2) / dev.body.screen.width) * box.width,
+    y: box.y + (((t + b) / 2) / dev.body.screen.height) * box.height,
+    bounds: [l, t, r, b],
+  };
+}
+
+/** Everything in `selectors` is inside the viewport, without scrolling. */
+async function allInView(page, selectors, what) {
+  const vp = page.viewportSize();
+  for (const sel of selectors) {
+    const box = await page.locator(sel).first().boundingBox();
+    assert.ok(box, `${sel} is shown (${what})`);
+    assert.ok(box.y >= 0 && box.y + box.height <= vp.height + 1 && box.x + box.width <= vp.width + 1,
+      `${sel} is within the ${vp.width}×${vp.height} window without scrolling (${what}): ${JSON.stringify(box)}`);
+  }
+}
+
+async function launchSettings(page) {
+  const value = await page.locator("#app-pick option", { hasText: "Settings" }).first().getAttribute("value");
+  await page.selectOption("#app-pick", value);
+  await page.click("#launch");
+}
+
+/** Scenario 8: take a free phone, drive it, see another session refused, release by leaving. */
+async function driveByHand(page, ctx) {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${URL0}#/devices`);
+  await page.click('article.device[data-id="sim-1"] a.open');
+  await page.waitForURL(/#\/devices\/sim-1$/, WAIT);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await page.fill("#your-name", "alice");
+  await page.click("#take");
+  await page.waitForSelector("#release:not([hidden])", WAIT);
+  await page.waitForSelector(".phone-head .holder:has-text('held by you')", WAIT);
+  await launchSettings(page);
+  await page.waitForSelector("#last-action.ok:has-text('Step 1: done launch_app')", WAIT);
+  await page.waitForTimeout(1200); // the live frame shows Settings
+  const bt = await centreOf(page, "figure.live img", "Bluetooth");
+  await page.mouse.click(bt.x, bt.y);
+  await page.waitForSelector("#last-action.ok:has-text('Step 2: done tap')", WAIT);
+  assert.equal(await page.locator("svg.live-overlay circle.tap.landed").count(), 1, "the click's landing point is marked");
+  // The gesture tool: swipe up on the screen; a key; typed text.
+  await page.click("button.tool[data-tool=swipe]");
+  const box = await page.locator("figure.live img").boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height * 0.8);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height * 0.4, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForSelector("#last-action.ok:has-text('Step 3: done swipe')", WAIT);
+  assert.equal(await page.locator("svg.live-overlay line.swipe.landed").count(), 1, "the swipe is drawn");
+  await page.click("#key-back");
+  await page.waitForSelector("#last-action.ok:has-text('Step 4: done')", WAIT);
+  // Seen without scrolling at 1280×800: the phone, its keys, the type field, the confirmation.
+  await allInView(page, ["figure.live img", "#key-back", "#key-home", ".type-form input", "#last-action", "button.tool[data-tool=swipe]"], "phone panel");
+  await shot(page, "8-phone-1280");
+  const held = await apiCall(page, "/v1/devices/sim-1");
+  assert.equal(held.body.lease_owner, "alice in the dashboard");
+  const taskId = await page.locator("#control-task").getAttribute("href").then((hr) => hr.split("/").pop());
+  const steps = await apiCall(page, `/v1/tasks/${taskId}/steps`);
+  assert.equal(steps.body.length, 4, "each action is a recorded step");
+  assert.ok(steps.body.every((st) => st.by === "alice"), "taken by alice");
+  const [l, t, r, b] = bt.bounds;
+  const [px, py] = steps.body[1].outcome.detail.point;
+  assert.ok(px >= l && px < r && py >= t && py < b, "the tap landed on Bluetooth");
+
+  // Another browser session (a new tab signs in on its own) sees who holds it and is refused.
+  const other = await ctx.newPage();
+  await other.goto(URL0);
+  await other.fill("#token", TOKEN);
+  await other.click("form.signin button[type=submit]");
+  await other.waitForSelector('article.device[data-id="sim-1"] .holder:has-text("alice in the dashboard")', WAIT);
+  assert.equal(await other.locator('article.device[data-id="sim-1"] button.remove').isDisabled(), true, "no Remove on a held phone");
+  await other.goto(`${URL0}#/devices/sim-1`);
+  await other.waitForSelector(".phone-head .holder:has-text('held by alice in the dashboard')", WAIT);
+  assert.equal(await other.locator("#take").isDisabled(), true);
+  const refused = await apiCall(other, "/v1/devices/sim-1/control", "POST", { by: "bob" });
+  assert.equal(refused.status, 409);
+  assert.match(refused.body.error.message, /held by alice in the dashboard/);
+  await other.setViewportSize({ width: 390, height: 844 });
+  await other.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await allInView(other, ["figure.live img", "button.tool[data-tool=inspect]", "#key-back", "#key-home", ".type-form input", "#last-action"], "phone panel at 390 px");
+  await shot(other, "8-phone-390");
+  await other.close();
+
+  // Leaving the page releases the phone.
+  await page.goto(`${URL0}#/devices`);
+  await page.waitForSelector('article.device[data-id="sim-1"] .state .badge[data-status=available]', WAIT);
+  const task = await apiCall(page, `/v1/tasks/${taskId}`);
+  assert.equal(task.body.status, "succeeded");
+  console.log("ok 8 drive a free phone by hand; another session is refused; leaving releases it");
+}
+
+/** Scenario 9: record three steps on a free phone and save them as a script. */
+async function recordScript(page) {
+  await page.goto(`${URL0}#/devices/sim-1`);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await page.click("#take");
+  await page.waitForSelector("#release:not([hidden])", WAIT);
+  await page.click("#key-home");
+  await page.waitForSelector("#last-action.ok:has-text('Step 1: done')", WAIT);
+  await page.click("#record");
+  await launchSettings(page);
+  await page.waitForSelector("#last-action.ok:has-text('Step 2: done launch_app')", WAIT);
+  await page.waitForTimeout(1200);
+  const bt = await centreOf(page, "figure.live img", "Bluetooth");
+  await page.mouse.click(bt.x, bt.y);
+  await page.waitForSelector("#last-action.ok:has-text('Step 3: done tap')", WAIT);
+  await page.click("#key-back");
+  await page.waitForSelector("#last-action.ok:has-text('Step 4: done')", WAIT);
+  await page.waitForFunction(() => document.querySelectorAll("ol.recorded li.recorded-step").length === 3, null, WAIT);
+  const items = await page.locator("ol.recorded li.recorded-step").allInnerTexts();
+  assert.match(items[0], /^launch_app/);
+  // The tap is written with the selector droidpilot would use: the Bluetooth row (by
+  // its text, or by its position with the row's texts as a witness).
+  assert.match(items[1], /^tap (:text\(|#|\[)\S*.*Bluetooth/, JSON.stringify(items));
+  assert.match(items[2], /^key key=back/);
+  await page.fill("#script-name", "bluetooth by hand");
+  await page.click("#save-script");
+  await page.waitForSelector(".recorder a[href^='#/scripts/']", WAIT);
+  await shot(page, "9-recorder");
+  const list = await apiCall(page, "/v1/scripts");
+  const saved = list.body.scripts.find((r) => r.name === "bluetooth by hand");
+  assert.ok(saved, "the script is stored");
+  assert.deepEqual(saved.steps.map((st) => st.action), ["launch_app", "tap", "key"]);
+  assert.ok(saved.steps[1].selector, "the tap has a selector, not a point");
+  await page.click("#release");
+  await page.waitForSelector("#take:not([hidden])", WAIT);
+  console.log("ok 9 record a three-step script on a free phone and save it");
+}
+
+/** Scenario 10: inspect an element on the live view and test its selector. */
+async function inspect(page) {
+  await page.goto(`${URL0}#/devices/sim-1`);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await page.click("#take");
+  await launchSettings(page);
+  await page.waitForSelector("#last-action.ok", WAIT);
+  await page.click("#release");
+  await page.waitForTimeout(1200);
+  await page.click("button.tool[data-tool=inspect]");
+  await page.waitForSelector(".inspector .tree .row", WAIT);
+  const bt = await centreOf(page, "figure.live img", "Bluetooth");
+  await page.mouse.move(bt.x, bt.y);
+  await page.waitForSelector("svg.live-overlay rect.hovered", WAIT);
+  await page.mouse.click(bt.x, bt.y);
+  await page.waitForSelector(".node-info .node-title", WAIT);
+  const rec = page.locator(".selectors .selector-choice.recommended");
+  const sel = await rec.getAttribute("data-selector");
+  assert.equal(await rec.getAttribute("data-count"), "1", `the recommended selector ${sel} is unique`);
+  await rec.click();
+  await page.waitForSelector("#selector-result:has-text('1 match now')", WAIT);
+  assert.equal(await page.locator("svg.live-overlay rect.match").count(), 1, "its one match is outlined");
+  // A selector that matches several elements outlines them all.
+  await page.fill("#selector-test", "TextView");
+  await page.click(".inspector form button[type=submit]");
+  await page.waitForFunction(() => document.querySelectorAll("svg.live-overlay rect.match").length > 1, null, WAIT);
+  const n = await page.locator("svg.live-overlay rect.match").count();
+  await page.waitForSelector(`#selector-result:has-text('${n} matches now')`, WAIT);
+  await page.fill("#tree-search", "Bluetooth");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll(".inspector .tree .row")];
+    return rows.length >= 1 && rows.every((r) => r.textContent.includes("Bluetooth"));
+  }, null, WAIT);
+  await shot(page, "10-inspector");
+  console.log(`ok 10 inspect an element, read its selector (${sel}) and test it live`);
 }
 
 /** Scenario 5. Needs the API's pause/resume/actions (contract15). */
@@ -216,7 +405,8 @@ async function takeOver(page) {
   const x = box.x + (((l + r) / 2) / dev.body.screen.width) * box.width;
   const y = box.y + (((t + b) / 2) / dev.body.screen.height) * box.height;
   await page.mouse.click(x, y);
-  await page.waitForSelector(".flash.ok:has-text('Done: tap')", WAIT);
+  await page.waitForSelector(".takeover #last-action.ok:has-text('done tap')", WAIT);
+  assert.equal(await page.locator(".takeover svg.live-overlay circle.tap.landed").count(), 1, "where the click landed is marked");
   await page.waitForSelector(".timeline .intervention[data-kind=manual_action]:has-text('tap')", WAIT);
   await shot(page, "5-takeover");
   await page.click("#resume");

@@ -30,6 +30,9 @@ function headers(json) {
   return h;
 }
 
+/** Set once the server refused a request for want of a token: no socket without one. */
+let tokenNeeded = false;
+
 /** Calls the API; resolves to the JSON body (or the Response with `raw`). */
 export async function api(path, { method = "GET", body, raw = false } = {}) {
   const json = body !== undefined;
@@ -46,7 +49,10 @@ export async function api(path, { method = "GET", body, raw = false } = {}) {
     } catch {
       /* not the error shape */
     }
-    if (r.status === 401) window.dispatchEvent(new Event("droidpilot:unauthorized"));
+    if (r.status === 401) {
+      tokenNeeded = true;
+      window.dispatchEvent(new Event("droidpilot:unauthorized"));
+    }
     throw new ApiError(r.status, e.code || `http_${r.status}`, e.message || r.statusText, e.hint || "");
   }
   if (raw) return r;
@@ -92,6 +98,11 @@ export class Live {
 
   connect() {
     const t = token.get();
+    if (!t && tokenNeeded) {
+      // The sign-in form is showing; a socket without the token would only be refused.
+      this.onState("offline");
+      return;
+    }
     if (t && !TOKEN_CHARS.test(t)) {
       this.onState("token cannot be used for live updates");
       return;

@@ -86,3 +86,12 @@ export function flash(message, kind = "error") {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** "task 1a2b3c4d" for a task's lease (its owner is the task id), the owner otherwise. */
+export function holderText(owner) {
+  if (!owner) return null;
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(owner)) {
+    return h("a", { href: `#/tasks/${owner}`, title: owner }, `task ${owner.slice(0, 8)}`);
+  }
+  return owner;
+}
