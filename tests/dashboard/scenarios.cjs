@@ -196,6 +196,7 @@ async function main() {
   await driveByHand(page, ctx);
   await recordScript(page);
   await inspect(page);
+  await scriptsView(page);
 
   assert.deepEqual(errors, [], "no script errors in the page");
   assert.deepEqual(consoleErrors, [], `no errors in the console: ${JSON.stringify(consoleErrors)}`);
@@ -420,6 +421,65 @@ async function takeOver(page) {
   assert.equal(manual[0].by, "dashboard");
   assert.equal(await page.locator(".timeline .intervention[data-kind=manual_action]").count(), 1);
   console.log("ok 5 pause, tap Bluetooth on the live screenshot, resume, see the intervention");
+}
+
+/** Scenario 11: the scripts view: find the recorded script, run it, read a healed version's diff, edit, export. */
+async function scriptsView(page) {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${URL0}#/scripts`);
+  await page.waitForSelector("table.scripts tbody tr[data-id]", WAIT);
+  await page.fill("#script-search", "bluetooth by");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("table.scripts tbody tr[data-id]")];
+    return rows.length === 1 && rows[0].textContent.includes("bluetooth by hand");
+  }, null, WAIT);
+  await shot(page, "11-scripts");
+  await page.click("table.scripts tbody tr[data-id] a");
+  await page.waitForSelector("h1:text('bluetooth by hand')", WAIT);
+  // Run it on sim-1: a task like any other, its steps live. The phone starts where the
+  // recording did (the recorded tap switched Bluetooth off: switch it back on first).
+  for (const a of [{ action: "launch_app", package: "com.android.settings" }, { action: "tap", selector: ':text("Bluetooth")' }, { action: "home" }]) {
+    assert.equal((await apiCall(page, "/v1/devices/sim-1/actions", "POST", a)).status, 200);
+  }
+  await page.selectOption("#run-device", "sim-1");
+  await page.click("#run-script");
+  await page.waitForURL(/#\/tasks\/[0-9a-f-]{36}$/, WAIT);
+  await page.waitForSelector('.task-head .badge[data-status="succeeded"], .task-head .badge[data-status="failed"]', { timeout: 60_000 });
+  assert.ok(await page.locator(".timeline .step").count() >= 3, "the run's steps are shown");
+  const runTask = await apiCall(page, `/v1/tasks/${page.url().split("/").pop()}`);
+  assert.equal(runTask.body.status, "succeeded", `the recorded script replays: ${runTask.body.reason}`);
+
+  // A healed version's diff: the selector the heal changed, side by side.
+  await page.goto(`${URL0}#/scripts/${process.env.DROIDPILOT_HEALED_SCRIPT}`);
+  await page.waitForSelector(".versions table.diff", WAIT);
+  assert.match(await page.locator("#diff-b option:checked").innerText(), /v2 — healed by task .* from version 1/);
+  const changed = page.locator('table.diff tr.changed[data-selector-changed="yes"]');
+  assert.equal(await changed.count(), 1, "one step's selector changed");
+  assert.match(await changed.innerText(), /#bt_old_row[\s\S]*:text\("Bluetooth"\)/);
+  assert.match(await page.locator(".diff-summary").innerText(), /1 selector\(s\) changed/);
+  await allInView(page, ["table.diff tr.changed"], "the healed diff");
+  await shot(page, "11-script-diff");
+  // Editing: a mistake is shown by its path; a fix is saved as version 3.
+  const doc = JSON.parse(await page.inputValue("#script-json"));
+  doc.steps[1].selector = ":text(";
+  await page.fill("#script-json", JSON.stringify(doc, null, 2));
+  await page.click("form.edit button[type=submit]");
+  await page.waitForSelector("#script-errors li code.path", WAIT);
+  assert.equal(await page.locator("#script-errors li").getAttribute("data-path"), "steps[1].selector");
+  doc.steps[1].selector = "#bluetooth";
+  await page.fill("#script-json", JSON.stringify(doc, null, 2));
+  await page.click("form.edit button[type=submit]");
+  await page.waitForSelector(".script-head p:has-text('version 3')", WAIT);
+  // Export as Maestro YAML, and import it back as a new script.
+  const [dl] = await Promise.all([page.waitForEvent("download", WAIT), page.click("#export-maestro")]);
+  const yaml = require("fs").readFileSync(await dl.path(), "utf8");
+  assert.match(yaml, /launchApp/);
+  await page.goto(`${URL0}#/scripts`);
+  await page.fill("#import-text", yaml);
+  await page.click("form.import button[type=submit]");
+  await page.waitForURL(/#\/scripts\/[0-9a-f-]{36}$/, WAIT);
+  await page.waitForSelector(".script-head p:has-text('imported from Maestro')", WAIT);
+  console.log("ok 11 find the script, run it, read a healed version's diff, edit, export and import");
 }
 
 main().catch(async (e) => {

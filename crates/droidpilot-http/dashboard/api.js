@@ -33,13 +33,18 @@ function headers(json) {
 /** Set once the server refused a request for want of a token: no socket without one. */
 let tokenNeeded = false;
 
-/** Calls the API; resolves to the JSON body (or the Response with `raw`). */
-export async function api(path, { method = "GET", body, raw = false } = {}) {
+/**
+ * Calls the API; resolves to the JSON body (or the Response with `raw`). `body` is sent
+ * as JSON; `text` as is, with the content type `type` (a Maestro flow's YAML).
+ */
+export async function api(path, { method = "GET", body, text, type, raw = false } = {}) {
   const json = body !== undefined;
+  const hs = headers(json);
+  if (text !== undefined) hs["Content-Type"] = type || "text/plain";
   const r = await fetch(path, {
     method,
-    headers: headers(json),
-    body: json ? JSON.stringify(body) : undefined,
+    headers: hs,
+    body: json ? JSON.stringify(body) : text,
     cache: "no-store",
   });
   if (!r.ok) {
