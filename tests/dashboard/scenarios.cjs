@@ -92,6 +92,11 @@ async function main() {
   assert.match(await card.locator(".size").innerText(), /1080×2400/);
   assert.match(await card.locator(".state").innerText(), /available/);
   await page.waitForSelector("#live[data-state=live]", WAIT);
+  // "Add a phone" takes what people paste: a bare host, host:port, `adb connect …`, a serial.
+  const bodies = await page.evaluate(() => import("/assets/devices.js").then((m) =>
+    ["192.168.1.20", "192.168.1.20:5555", "adb connect 10.0.0.7:37011", "emulator-5554", "R58M12ABCDE", "pixel.lan"].map(m.addBody)));
+  assert.deepEqual(bodies, [{ address: "192.168.1.20:5555" }, { address: "192.168.1.20:5555" }, { address: "10.0.0.7:37011" },
+    { serial: "emulator-5554" }, { serial: "R58M12ABCDE" }, { address: "pixel.lan:5555" }]);
   await shot(page, "2-devices");
   console.log("ok 2 sim-1 with a screenshot");
 
@@ -103,12 +108,23 @@ async function main() {
     { action: "wait", ms: 1500 },
     { action: "back" },
   ];
+  // This server has a navigator key and no vision server: the form starts on the default
+  // (navigator) and offers no model nobody configured (the vision default at 127.0.0.1:8000).
+  await page.goto(`${URL0}#/tasks`);
+  await page.waitForSelector("#f-kind", WAIT);
+  assert.equal(await page.inputValue("#f-kind"), "");
+  assert.equal(await page.isVisible(".submit .no-model"), false);
+  const modelOptions = await page.locator("#f-model option").allInnerTexts();
+  assert.ok(modelOptions.some((o) => o.includes("openai:")), `the configured navigator model is offered: ${modelOptions}`);
+  assert.ok(!modelOptions.some((o) => /not configured|8000/.test(o)), `no unconfigured model is offered: ${modelOptions}`);
   const runId = await submitReplay(page, "turn on Bluetooth", flow);
   // Seen live: step cards while the task still runs, on a page never reloaded.
   await page.waitForFunction(() => {
     const n = document.querySelectorAll(".timeline .step").length;
     return n >= 1 && n < 5 && document.querySelector(".task-head .badge").dataset.status === "running";
   }, null, WAIT);
+  // The estimate counts to the replay's six planned steps, not to max_steps.
+  assert.match(await page.locator(".facts-line .eta").innerText(), /of 6 planned steps/);
   await statusIs(page, "succeeded");
   // The five actions, then the replay agent's own finish.
   const steps = flow.length + 1;
@@ -122,6 +138,13 @@ async function main() {
   }, null, WAIT);
   assert.equal(await tapCard.locator("svg.overlay").getAttribute("data-marks"), "1", "the tap is drawn");
   assert.equal(await tapCard.locator("svg.overlay circle.tap").count(), 1);
+  // Compact cards: each shows its action and outcome, none is tall.
+  for (const c of await page.locator(".timeline .step").all()) {
+    const box = await c.boundingBox();
+    assert.ok(box.height < 240, `a step card is ${box.height} px tall`);
+    assert.equal(await c.locator(".action").isVisible(), true);
+    assert.equal(await c.locator(".outcome").isVisible(), true);
+  }
   await shot(page, "3-task-live");
   console.log("ok 3 submit a replay task and watch its steps appear live");
 
@@ -133,6 +156,8 @@ async function main() {
   assert.equal(await page.locator(".ask button.option").count(), 2);
   assert.match(await page.locator(".ask .countdown").innerText(), /\d+ s left to answer/);
   await statusIs(page, "waiting_for_user");
+  assert.equal(await page.getByText("Which account should I use?", { exact: true }).count(), 1, "the question is shown once");
+  assert.match(await page.locator(".facts-line .eta").innerText(), /on hold/, "no estimate ticks while the agent waits");
   await shot(page, "4-ask-user");
   await page.click(".ask button.option:text('home')");
   await page.waitForSelector(".ask", { state: "hidden", ...WAIT });
@@ -147,6 +172,15 @@ async function main() {
   await submitReplay(page, "wait a long time", [
     { action: "wait", ms: 4000 }, { action: "wait", ms: 4000 }, { action: "wait", ms: 4000 },
   ]);
+  await statusIs(page, "running");
+  const waitTask = page.url().split("/").pop();
+  // Elsewhere the phone is "held by task <short id>", linked, and cannot be removed.
+  await page.goto(`${URL0}#/devices`);
+  const holder = page.locator('article.device[data-id="sim-1"] .holder a');
+  await holder.waitFor(WAIT);
+  assert.equal(await holder.innerText(), `task ${waitTask.slice(0, 8)}`);
+  assert.equal(await page.locator('article.device[data-id="sim-1"] button.remove').isDisabled(), true);
+  await page.goto(`${URL0}#/tasks/${waitTask}`);
   await statusIs(page, "running");
   await page.click("#cancel");
   await statusIs(page, "cancelled");
@@ -163,6 +197,15 @@ async function main() {
   }, null, WAIT);
   assert.match(await page.locator("table.tasks tbody tr[data-id]").innerText(), /wait a long time/);
   await shot(page, "6-tasks-cancelled");
+  // A failed step's hint is in this page's words, not a command line's.
+  await submitReplay(page, "tap what is not there", [{ action: "tap", selector: "#no_such_button" }]);
+  await statusIs(page, "failed");
+  await page.waitForSelector(".timeline .step .outcome .error", WAIT);
+  // Its step card and the task's reason both say why, with the hint.
+  const failure = await page.locator("main").innerText();
+  assert.match(failure, /no_such_button/);
+  assert.doesNotMatch(failure, /droidpilot (screen|devices|doctor)|dump\.xml/, failure);
+  console.log(`   the failed task reads: ${failure.split("\n").slice(0, 12).join(" | ")}`);
   console.log("ok 6 cancel a task");
 
   // 7. A finished run, step by step.
@@ -177,6 +220,7 @@ async function main() {
   await page.waitForFunction(() => [...document.querySelectorAll(".pair img")]
     .filter((i) => i.naturalWidth === 1080 && i.naturalHeight === 2400).length === 2, null, WAIT);
   assert.equal(await page.locator(".pair svg.overlay circle.tap").count(), 1, "the tap is drawn on the before screen");
+  await allInView(page, [".step-detail code", ".step-detail .badge", ".pair figure.shot img", "#next"], "the replay view");
   // The run as an animated GIF, 360 px wide.
   await page.click("button:text('Show as GIF')");
   await page.waitForFunction(() => {
@@ -389,8 +433,10 @@ async function takeOver(page) {
   ]);
   await statusIs(page, "running");
   await page.waitForSelector(".timeline .step", WAIT); // Settings is open
+  await page.setViewportSize({ width: 1280, height: 800 });
   await page.click("#pause");
   await statusIs(page, "paused");
+  assert.match(await page.locator(".facts-line .eta").innerText(), /on hold \(paused\)/);
   const img = page.locator(".takeover img.live-shot");
   await page.waitForFunction(() => {
     const i = document.querySelector(".takeover img.live-shot");
@@ -408,8 +454,12 @@ async function takeOver(page) {
   await page.mouse.click(x, y);
   await page.waitForSelector(".takeover #last-action.ok:has-text('done tap')", WAIT);
   assert.equal(await page.locator(".takeover svg.live-overlay circle.tap.landed").count(), 1, "where the click landed is marked");
+  await allInView(page, [".takeover figure.live img", ".takeover #key-back", ".takeover #key-home", ".takeover .type-form input",
+    ".takeover #last-action", ".takeover button.tool[data-tool=swipe]"], "take-over at 1280×800");
   await page.waitForSelector(".timeline .intervention[data-kind=manual_action]:has-text('tap')", WAIT);
   await shot(page, "5-takeover");
+  await shot(page, "5-takeover-1280x800");
+  await page.setViewportSize({ width: 1280, height: 900 });
   await page.click("#resume");
   await statusIs(page, "running");
   await statusIs(page, "succeeded");
