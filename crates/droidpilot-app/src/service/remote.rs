@@ -119,7 +119,11 @@ impl Controls {
             by,
         };
         let control = self.control(device_id, &held);
-        self.lock().insert(device_id.to_string(), held);
+        // A hold whose lease lapsed before its watcher saw it: its task ends now.
+        let replaced = self.lock().insert(device_id.to_string(), held);
+        if let Some(old) = replaced {
+            end(core, old, LAPSED).await;
+        }
         self.watch(core, device_id.to_string(), control_id);
         Ok(control)
     }
@@ -346,4 +350,47 @@ async fn start_task(core: &Core, device_id: &str, owner: &str) -> Result<TaskId,
     };
     core.bus.publish(&task.id.to_string(), started).await?;
     Ok(task.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Overrides};
+
+    async fn core(dir: &std::path::Path) -> Arc<Core> {
+        let overrides = Overrides {
+            data_dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        };
+        let env = vec![("DROIDPILOT_DEVICES__ADB__ENABLED".into(), "false".into())];
+        let config = Config::load_with_env(dir, &overrides, env).unwrap();
+        Arc::new(Core::build(&config).await.unwrap())
+    }
+
+    /// A hold that lapsed before its watcher looked is ended when the next person takes
+    /// the phone: its task does not stay `running` forever.
+    #[tokio::test]
+    async fn taking_a_phone_whose_hold_lapsed_ends_the_old_holds_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = core(dir.path()).await;
+        // A TTL shorter than the watcher's first look (200 ms at the least).
+        let controls = Controls::new(Duration::from_secs(1));
+        let first = controls
+            .acquire(&core, "sim-1", Some("alice".into()))
+            .await
+            .unwrap();
+        {
+            let held = controls.lock();
+            held["sim-1"].lease.renew(Duration::from_millis(1));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let second = controls
+            .acquire(&core, "sim-1", Some("bob".into()))
+            .await
+            .unwrap();
+        assert_ne!(first.task_id, second.task_id);
+        let old = core.store.get_task(first.task_id).await.unwrap();
+        assert_eq!(old.status, TaskStatus::Succeeded, "{:?}", old.reason);
+        assert_eq!(second.holder, "bob in the dashboard");
+    }
 }
