@@ -7,7 +7,8 @@ import { api } from "./api.js";
 import { h, fill, flash } from "./dom.js";
 import { phoneScreen } from "./panel.js";
 
-const BY = "dashboard";
+/** Who acts: the name given on a phone page (kept in this browser), else "dashboard". */
+const by = () => localStorage.getItem("droidpilot.name") || "dashboard";
 
 /** The take-over controls of task `id`; `changed()` re-reads the task after pause/resume. */
 export function takeover(id, changed) {
@@ -28,7 +29,7 @@ export function takeover(id, changed) {
 
   /** One action, as the phone panel performs it (its confirmation line says what it did). */
   function act(action) {
-    return post("actions", { ...action, by: BY });
+    return post("actions", { ...action, by: by() });
   }
 
   async function open(task) {
@@ -61,13 +62,13 @@ export function takeover(id, changed) {
       }
       if (task.status === "running") {
         const pause = async () => {
-          if (await post("pause", { by: BY })) pausing = true;
+          if (await post("pause", { by: by() })) pausing = true;
           changed();
         };
         return h("button", { type: "button", id: "pause", onclick: pause }, "Pause");
       }
       if (task.status === "paused") {
-        return h("button", { type: "button", id: "resume", onclick: async () => (await post("resume", { by: BY })) && changed() }, "Resume");
+        return h("button", { type: "button", id: "resume", onclick: async () => (await post("resume", { by: by() })) && changed() }, "Resume");
       }
       return null;
     },
