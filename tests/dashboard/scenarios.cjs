@@ -382,6 +382,13 @@ async function recordScript(page) {
   assert.ok(saved, "the script is stored");
   assert.deepEqual(saved.steps.map((st) => st.action), ["launch_app", "tap", "key"]);
   assert.ok(saved.steps[1].selector, "the tap has a selector, not a point");
+  // The same recording saved again as the script's next version.
+  const value = await page.locator("#save-as option", { hasText: "of “bluetooth by hand”" }).getAttribute("value");
+  assert.equal(value, saved.id);
+  await page.selectOption("#save-as", value);
+  await page.click("#save-script");
+  await page.waitForSelector(".recorder a:has-text('(version 2)')", WAIT);
+  assert.equal((await apiCall(page, `/v1/scripts/${saved.id}/versions`)).body.length, 2);
   await page.click("#release");
   await page.waitForSelector("#take:not([hidden])", WAIT);
   console.log("ok 9 record a three-step script on a free phone and save it");

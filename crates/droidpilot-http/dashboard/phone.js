@@ -180,12 +180,25 @@ function appsPanel(base, perform) {
   };
 }
 
-/** The recorder: the steps since "Record" as script steps, saved with the scripts API. */
+/** The recorder: the steps since "Record" as script steps, saved with the scripts API
+ * as a new script or the next version of a stored one. */
 function recorderPanel(base, getControl, onChange) {
   const start = h("button", { type: "button", id: "record" }, "● Record");
   const stopBtn = h("button", { type: "button", id: "record-stop", hidden: true }, "Stop");
   const name = h("input", { id: "script-name", name: "script-name", placeholder: "script name", "aria-label": "script name" });
   const save = h("button", { type: "button", id: "save-script", disabled: true }, "Save script");
+  // Save as a new script, or as the next version of one already stored.
+  const target = h("select", { id: "save-as", "aria-label": "save as" }, h("option", { value: "" }, "as a new script"));
+  const names = new Map();
+  /** Offers `r` (a stored script) as a target for the next save. */
+  const remember = (r) => {
+    names.set(r.id, r.name);
+    const text = `as version ${r.version + 1} of “${r.name}”`;
+    const opt = [...target.options].find((o) => o.value === r.id);
+    if (opt) opt.textContent = text;
+    else target.append(h("option", { value: r.id }, text));
+  };
+  api("/v1/scripts?limit=200").then((page) => page.scripts.forEach(remember), () => {});
   const list = h("ol", { class: "recorded" });
   const note = h("p", { class: "muted" }, "Record what you do on the phone as a script: each action becomes a step with the selector droidpilot would use.");
   let from = null;
@@ -235,7 +248,12 @@ function recorderPanel(base, getControl, onChange) {
     await refresh();
     if (!script) return;
     try {
-      const rec = await api("/v1/scripts", { method: "POST", body: script });
+      const id = target.value;
+      if (id && !name.value.trim()) script.name = names.get(id) || script.name;
+      const rec = id
+        ? await api(`/v1/scripts/${id}`, { method: "PUT", body: script })
+        : await api("/v1/scripts", { method: "POST", body: script });
+      remember(rec);
       fill(note, "Saved as ", h("a", { href: `#/scripts/${rec.id}` }, `${rec.name} (version ${rec.version})`), ".");
       flash(`Saved script “${rec.name}”.`, "ok");
     } catch (e) {
@@ -243,7 +261,7 @@ function recorderPanel(base, getControl, onChange) {
     }
   });
   const el = h("section", { class: "card recorder" }, h("h2", {}, "Recorder"), note,
-    h("div", { class: "inline" }, start, stopBtn, name, save), list);
+    h("div", { class: "inline" }, start, stopBtn, name, target, save), list);
   return {
     el,
     refresh,
