@@ -536,6 +536,17 @@ async function scriptsView(page) {
   await page.click("form.import button[type=submit]");
   await page.waitForURL(/#\/scripts\/[0-9a-f-]{36}$/, WAIT);
   await page.waitForSelector(".script-head p:has-text('imported from Maestro')", WAIT);
+  // Every view in a phone-sized window: nothing scrolls sideways.
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [name, hash] of [["devices", "#/devices"], ["tasks", "#/tasks"], ["scripts", "#/scripts"],
+    ["script", `#/scripts/${process.env.DROIDPILOT_HEALED_SCRIPT}`], ["phone", "#/devices/sim-1"]]) {
+    await page.goto(`${URL0}${hash}`);
+    await page.waitForSelector("main h1", WAIT);
+    await page.waitForTimeout(300);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `no sideways scrolling on ${hash} at 390 px (overflow ${overflow} px)`);
+    await shot(page, `11-${name}-390`);
+  }
   console.log("ok 11 find the script, run it, read a healed version's diff, edit, export and import");
 }
 
