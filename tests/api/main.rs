@@ -5,6 +5,7 @@
 mod common;
 
 mod actions;
+mod control;
 mod crash;
 mod dashboard;
 mod devices;

@@ -1,5 +1,5 @@
 //! The page in a real browser: `scenarios.cjs` drives the Debian Chromium with
-//! Playwright (playwright-core from npm, no bundled browser) through the seven things a
+//! Playwright (playwright-core from npm, no bundled browser) through the eleven things a
 //! person does with the dashboard, against a real server with `sim-1`. Screenshots of each
 //! view go to `target/dashboard-screens/`. Without node, Chromium or playwright-core this
 //! skips loudly; with `DROIDPILOT_REQUIRE_BROWSER=1` (CI) it fails instead.
@@ -80,6 +80,7 @@ async fn a_person_uses_the_dashboard_in_chromium() {
     let screens = target_dir().join("dashboard-screens");
     std::fs::create_dir_all(&screens).expect("screens dir");
     let profile = tempfile::tempdir().expect("a fresh browser profile");
+    let healed = seed_healed_script(&app).await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard/scenarios.cjs");
     let run = tokio::process::Command::new(&b.node)
         .arg(&script)
@@ -89,6 +90,7 @@ async fn a_person_uses_the_dashboard_in_chromium() {
         .env("DROIDPILOT_PLAYWRIGHT_CORE", &b.playwright)
         .env("DROIDPILOT_SCREENS", &screens)
         .env("DROIDPILOT_PROFILE", profile.path())
+        .env("DROIDPILOT_HEALED_SCRIPT", &healed)
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -106,11 +108,49 @@ async fn a_person_uses_the_dashboard_in_chromium() {
         "the browser scenarios failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    for n in 1..=7 {
+    for n in 1..=11 {
         assert!(
             stdout.contains(&format!("ok {n} ")),
             "scenario {n} did not report ok:\n{stdout}"
         );
     }
     app.stop().await;
+}
+
+/// A script whose version 2 was healed by a replay (a changed selector), stored as the
+/// runner stores one, for the scripts view's diff. Returns its id.
+async fn seed_healed_script(app: &crate::common::TestApp) -> String {
+    use droidpilot::domain::TaskId;
+    use droidpilot::script::{Script, ScriptSource};
+    use droidpilot::store::Store as _;
+    let doc = |sel: &str| {
+        serde_json::json!({"name": "open Bluetooth", "goal": "open the Bluetooth settings", "steps": [
+            {"action": "launch_app", "parameters": {"package": "com.android.settings"}},
+            {"action": "tap", "selector": sel},
+        ]})
+    };
+    let r = app
+        .client
+        .post(app.url("/v1/scripts"))
+        .bearer_auth(TOKEN)
+        .json(&doc("#bt_old_row"))
+        .send()
+        .await
+        .expect("POST /v1/scripts");
+    assert_eq!(r.status(), 201);
+    let id: serde_json::Value = r.json().await.expect("a script record");
+    let id = id["id"].as_str().expect("an id").to_string();
+    let store = droidpilot::store::SqliteStore::open(&app.data_dir.join("droidpilot.db"))
+        .await
+        .expect("the server's database");
+    let healed = Script::from_json(&doc(":text(\"Bluetooth\")")).expect("a valid script");
+    let source = ScriptSource::Healed {
+        task_id: TaskId::new(),
+        from_version: 1,
+    };
+    (store.add_script_version(id.parse().expect("a script id"), &healed, source))
+        .await
+        .expect("the healed version is stored");
+    store.close().await;
+    id
 }

@@ -61,6 +61,13 @@ async function main() {
   current = page;
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  const consoleErrors = [];
+  // A failed request is logged as "Failed to load resource"; those are checked by status
+  // below (a 404 is a missing file, such as a favicon), the rest are the page's own errors.
+  ctx.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource")
+    && consoleErrors.push(`${m.page() && m.page().url()}: ${m.text()}`));
+  const missing = [];
+  ctx.on("response", (r) => r.status() === 404 && missing.push(r.url()));
   page.on("dialog", (d) => d.accept());
 
   // 1. Load the page and sign in with the token.
@@ -85,6 +92,11 @@ async function main() {
   assert.match(await card.locator(".size").innerText(), /1080×2400/);
   assert.match(await card.locator(".state").innerText(), /available/);
   await page.waitForSelector("#live[data-state=live]", WAIT);
+  // "Add a phone" takes what people paste: a bare host, host:port, `adb connect …`, a serial.
+  const bodies = await page.evaluate(() => import("/assets/devices.js").then((m) =>
+    ["192.168.1.20", "192.168.1.20:5555", "adb connect 10.0.0.7:37011", "emulator-5554", "R58M12ABCDE", "pixel.lan"].map(m.addBody)));
+  assert.deepEqual(bodies, [{ address: "192.168.1.20:5555" }, { address: "192.168.1.20:5555" }, { address: "10.0.0.7:37011" },
+    { serial: "emulator-5554" }, { serial: "R58M12ABCDE" }, { address: "pixel.lan:5555" }]);
   await shot(page, "2-devices");
   console.log("ok 2 sim-1 with a screenshot");
 
@@ -96,12 +108,23 @@ async function main() {
     { action: "wait", ms: 1500 },
     { action: "back" },
   ];
+  // This server has a navigator key and no vision server: the form starts on the default
+  // (navigator) and offers no model nobody configured (the vision default at 127.0.0.1:8000).
+  await page.goto(`${URL0}#/tasks`);
+  await page.waitForSelector("#f-kind", WAIT);
+  assert.equal(await page.inputValue("#f-kind"), "");
+  assert.equal(await page.isVisible(".submit .no-model"), false);
+  const modelOptions = await page.locator("#f-model option").allInnerTexts();
+  assert.ok(modelOptions.some((o) => o.includes("openai:")), `the configured navigator model is offered: ${modelOptions}`);
+  assert.ok(!modelOptions.some((o) => /not configured|8000/.test(o)), `no unconfigured model is offered: ${modelOptions}`);
   const runId = await submitReplay(page, "turn on Bluetooth", flow);
   // Seen live: step cards while the task still runs, on a page never reloaded.
   await page.waitForFunction(() => {
     const n = document.querySelectorAll(".timeline .step").length;
     return n >= 1 && n < 5 && document.querySelector(".task-head .badge").dataset.status === "running";
   }, null, WAIT);
+  // The estimate counts to the replay's six planned steps, not to max_steps.
+  assert.match(await page.locator(".facts-line .eta").innerText(), /of 6 planned steps/);
   await statusIs(page, "succeeded");
   // The five actions, then the replay agent's own finish.
   const steps = flow.length + 1;
@@ -115,6 +138,13 @@ async function main() {
   }, null, WAIT);
   assert.equal(await tapCard.locator("svg.overlay").getAttribute("data-marks"), "1", "the tap is drawn");
   assert.equal(await tapCard.locator("svg.overlay circle.tap").count(), 1);
+  // Compact cards: each shows its action and outcome, none is tall.
+  for (const c of await page.locator(".timeline .step").all()) {
+    const box = await c.boundingBox();
+    assert.ok(box.height < 240, `a step card is ${box.height} px tall`);
+    assert.equal(await c.locator(".action").isVisible(), true);
+    assert.equal(await c.locator(".outcome").isVisible(), true);
+  }
   await shot(page, "3-task-live");
   console.log("ok 3 submit a replay task and watch its steps appear live");
 
@@ -126,6 +156,8 @@ async function main() {
   assert.equal(await page.locator(".ask button.option").count(), 2);
   assert.match(await page.locator(".ask .countdown").innerText(), /\d+ s left to answer/);
   await statusIs(page, "waiting_for_user");
+  assert.equal(await page.getByText("Which account should I use?", { exact: true }).count(), 1, "the question is shown once");
+  assert.match(await page.locator(".facts-line .eta").innerText(), /on hold/, "no estimate ticks while the agent waits");
   await shot(page, "4-ask-user");
   await page.click(".ask button.option:text('home')");
   await page.waitForSelector(".ask", { state: "hidden", ...WAIT });
@@ -140,6 +172,15 @@ async function main() {
   await submitReplay(page, "wait a long time", [
     { action: "wait", ms: 4000 }, { action: "wait", ms: 4000 }, { action: "wait", ms: 4000 },
   ]);
+  await statusIs(page, "running");
+  const waitTask = page.url().split("/").pop();
+  // Elsewhere the phone is "held by task <short id>", linked, and cannot be removed.
+  await page.goto(`${URL0}#/devices`);
+  const holder = page.locator('article.device[data-id="sim-1"] .holder a');
+  await holder.waitFor(WAIT);
+  assert.equal(await holder.innerText(), `task ${waitTask.slice(0, 8)}`);
+  assert.equal(await page.locator('article.device[data-id="sim-1"] button.remove').isDisabled(), true);
+  await page.goto(`${URL0}#/tasks/${waitTask}`);
   await statusIs(page, "running");
   await page.click("#cancel");
   await statusIs(page, "cancelled");
@@ -156,6 +197,15 @@ async function main() {
   }, null, WAIT);
   assert.match(await page.locator("table.tasks tbody tr[data-id]").innerText(), /wait a long time/);
   await shot(page, "6-tasks-cancelled");
+  // A failed step's hint is in this page's words, not a command line's.
+  await submitReplay(page, "tap what is not there", [{ action: "tap", selector: "#no_such_button" }]);
+  await statusIs(page, "failed");
+  await page.waitForSelector(".timeline .step .outcome .error", WAIT);
+  // Its step card and the task's reason both say why, with the hint.
+  const failure = await page.locator("main").innerText();
+  assert.match(failure, /no_such_button/);
+  assert.doesNotMatch(failure, /droidpilot (screen|devices|doctor)|dump\.xml/, failure);
+  console.log(`   the failed task reads: ${failure.split("\n").slice(0, 12).join(" | ")}`);
   console.log("ok 6 cancel a task");
 
   // 7. A finished run, step by step.
@@ -170,6 +220,7 @@ async function main() {
   await page.waitForFunction(() => [...document.querySelectorAll(".pair img")]
     .filter((i) => i.naturalWidth === 1080 && i.naturalHeight === 2400).length === 2, null, WAIT);
   assert.equal(await page.locator(".pair svg.overlay circle.tap").count(), 1, "the tap is drawn on the before screen");
+  await allInView(page, [".step-detail code", ".step-detail .badge", ".pair figure.shot img", "#next"], "the replay view");
   // The run as an animated GIF, 360 px wide.
   await page.click("button:text('Show as GIF')");
   await page.waitForFunction(() => {
@@ -186,8 +237,198 @@ async function main() {
   await shot(page, "7-phone-task");
   console.log("ok 7 open a finished run and step through it");
 
+  await driveByHand(page, ctx);
+  await recordScript(page);
+  await inspect(page);
+  await scriptsView(page);
+
   assert.deepEqual(errors, [], "no script errors in the page");
+  assert.deepEqual(consoleErrors, [], `no errors in the console: ${JSON.stringify(consoleErrors)}`);
+  assert.deepEqual(missing, [], `nothing the page loads is missing (the favicon included): ${JSON.stringify(missing)}`);
   await ctx.close();
+}
+
+/** The centre of the first element of sim-1's screen whose text starts with `text`, in page pixels over `img`. */
+async function centreOf(page, img, text) {
+  const screen = await apiCall(page, "/v1/devices/sim-1/screen");
+  const el = screen.body.actionable_elements.find((e) => (e.text || "").startsWith(text));
+  assert.ok(el, `the screen shows ${text}`);
+  const [l, t, r, b] = Array.isArray(el.bounds) ? el.bounds : [el.bounds.left, el.bounds.top, el.bounds.right, el.bounds.bottom];
+  const dev = await apiCall(page, "/v1/devices/sim-1");
+  const box = await page.locator(img).boundingBox();
+  return {
+    x: box.x + (((l + r) / 2) / dev.body.screen.width) * box.width,
+    y: box.y + (((t + b) / 2) / dev.body.screen.height) * box.height,
+    bounds: [l, t, r, b],
+  };
+}
+
+/** Everything in `selectors` is inside the viewport, without scrolling. */
+async function allInView(page, selectors, what) {
+  const vp = page.viewportSize();
+  for (const sel of selectors) {
+    const box = await page.locator(sel).first().boundingBox();
+    assert.ok(box, `${sel} is shown (${what})`);
+    assert.ok(box.y >= 0 && box.y + box.height <= vp.height + 1 && box.x + box.width <= vp.width + 1,
+      `${sel} is within the ${vp.width}×${vp.height} window without scrolling (${what}): ${JSON.stringify(box)}`);
+  }
+}
+
+async function launchSettings(page) {
+  const value = await page.locator("#app-pick option", { hasText: "Settings" }).first().getAttribute("value");
+  await page.selectOption("#app-pick", value);
+  await page.click("#launch");
+}
+
+/** Scenario 8: take a free phone, drive it, see another session refused, release by leaving. */
+async function driveByHand(page, ctx) {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${URL0}#/devices`);
+  await page.click('article.device[data-id="sim-1"] a.open');
+  await page.waitForURL(/#\/devices\/sim-1$/, WAIT);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await page.fill("#your-name", "alice");
+  await page.click("#take");
+  await page.waitForSelector("#release:not([hidden])", WAIT);
+  await page.waitForSelector(".phone-head .holder:has-text('held by you')", WAIT);
+  await launchSettings(page);
+  await page.waitForSelector("#last-action.ok:has-text('Step 1: done launch_app')", WAIT);
+  await page.waitForTimeout(1200); // the live frame shows Settings
+  const bt = await centreOf(page, "figure.live img", "Bluetooth");
+  await page.mouse.click(bt.x, bt.y);
+  await page.waitForSelector("#last-action.ok:has-text('Step 2: done tap')", WAIT);
+  assert.equal(await page.locator("svg.live-overlay circle.tap.landed").count(), 1, "the click's landing point is marked");
+  // The gesture tool: swipe up on the screen; a key; typed text.
+  await page.click("button.tool[data-tool=swipe]");
+  const box = await page.locator("figure.live img").boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height * 0.8);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height * 0.4, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForSelector("#last-action.ok:has-text('Step 3: done swipe')", WAIT);
+  assert.equal(await page.locator("svg.live-overlay line.swipe.landed").count(), 1, "the swipe is drawn");
+  await page.click("#key-back");
+  await page.waitForSelector("#last-action.ok:has-text('Step 4: done')", WAIT);
+  // Seen without scrolling at 1280×800: the phone, its keys, the type field, the confirmation.
+  await allInView(page, ["figure.live img", "#key-back", "#key-home", ".type-form input", "#last-action", "button.tool[data-tool=swipe]"], "phone panel");
+  await shot(page, "8-phone-1280");
+  const held = await apiCall(page, "/v1/devices/sim-1");
+  assert.equal(held.body.lease_owner, "alice in the dashboard");
+  const taskId = await page.locator("#control-task").getAttribute("href").then((hr) => hr.split("/").pop());
+  const steps = await apiCall(page, `/v1/tasks/${taskId}/steps`);
+  assert.equal(steps.body.length, 4, "each action is a recorded step");
+  assert.ok(steps.body.every((st) => st.by === "alice"), "taken by alice");
+  const [l, t, r, b] = bt.bounds;
+  const [px, py] = steps.body[1].outcome.detail.point;
+  assert.ok(px >= l && px < r && py >= t && py < b, "the tap landed on Bluetooth");
+
+  // Another browser session (a new tab signs in on its own) sees who holds it and is refused.
+  const other = await ctx.newPage();
+  await other.goto(URL0);
+  await other.fill("#token", TOKEN);
+  await other.click("form.signin button[type=submit]");
+  await other.waitForSelector('article.device[data-id="sim-1"] .holder:has-text("alice in the dashboard")', WAIT);
+  assert.equal(await other.locator('article.device[data-id="sim-1"] button.remove').isDisabled(), true, "no Remove on a held phone");
+  await other.goto(`${URL0}#/devices/sim-1`);
+  await other.waitForSelector(".phone-head .holder:has-text('held by alice in the dashboard')", WAIT);
+  assert.equal(await other.locator("#take").isDisabled(), true);
+  const refused = await apiCall(other, "/v1/devices/sim-1/control", "POST", { by: "bob" });
+  assert.equal(refused.status, 409);
+  assert.match(refused.body.error.message, /held by alice in the dashboard/);
+  await other.setViewportSize({ width: 390, height: 844 });
+  await other.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await allInView(other, ["figure.live img", "button.tool[data-tool=inspect]", "#key-back", "#key-home", ".type-form input", "#last-action"], "phone panel at 390 px");
+  await shot(other, "8-phone-390");
+  await other.close();
+
+  // Leaving the page releases the phone.
+  await page.goto(`${URL0}#/devices`);
+  await page.waitForSelector('article.device[data-id="sim-1"] .state .badge[data-status=available]', WAIT);
+  const task = await apiCall(page, `/v1/tasks/${taskId}`);
+  assert.equal(task.body.status, "succeeded");
+  console.log("ok 8 drive a free phone by hand; another session is refused; leaving releases it");
+}
+
+/** Scenario 9: record three steps on a free phone and save them as a script. */
+async function recordScript(page) {
+  await page.goto(`${URL0}#/devices/sim-1`);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await page.click("#take");
+  await page.waitForSelector("#release:not([hidden])", WAIT);
+  await page.click("#key-home");
+  await page.waitForSelector("#last-action.ok:has-text('Step 1: done')", WAIT);
+  await page.click("#record");
+  await launchSettings(page);
+  await page.waitForSelector("#last-action.ok:has-text('Step 2: done launch_app')", WAIT);
+  await page.waitForTimeout(1200);
+  const bt = await centreOf(page, "figure.live img", "Bluetooth");
+  await page.mouse.click(bt.x, bt.y);
+  await page.waitForSelector("#last-action.ok:has-text('Step 3: done tap')", WAIT);
+  await page.click("#key-back");
+  await page.waitForSelector("#last-action.ok:has-text('Step 4: done')", WAIT);
+  await page.waitForFunction(() => document.querySelectorAll("ol.recorded li.recorded-step").length === 3, null, WAIT);
+  const items = await page.locator("ol.recorded li.recorded-step").allInnerTexts();
+  assert.match(items[0], /^launch_app/);
+  // The tap is written with the selector droidpilot would use: the Bluetooth row (by
+  // its text, or by its position with the row's texts as a witness).
+  assert.match(items[1], /^tap (:text\(|#|\[)\S*.*Bluetooth/, JSON.stringify(items));
+  assert.match(items[2], /^key key=back/);
+  await page.fill("#script-name", "bluetooth by hand");
+  await page.click("#save-script");
+  await page.waitForSelector(".recorder a[href^='#/scripts/']", WAIT);
+  await shot(page, "9-recorder");
+  const list = await apiCall(page, "/v1/scripts");
+  const saved = list.body.scripts.find((r) => r.name === "bluetooth by hand");
+  assert.ok(saved, "the script is stored");
+  assert.deepEqual(saved.steps.map((st) => st.action), ["launch_app", "tap", "key"]);
+  assert.ok(saved.steps[1].selector, "the tap has a selector, not a point");
+  // The same recording saved again as the script's next version.
+  const value = await page.locator("#save-as option", { hasText: "of “bluetooth by hand”" }).getAttribute("value");
+  assert.equal(value, saved.id);
+  await page.selectOption("#save-as", value);
+  await page.click("#save-script");
+  await page.waitForSelector(".recorder a:has-text('(version 2)')", WAIT);
+  assert.equal((await apiCall(page, `/v1/scripts/${saved.id}/versions`)).body.length, 2);
+  await page.click("#release");
+  await page.waitForSelector("#take:not([hidden])", WAIT);
+  console.log("ok 9 record a three-step script on a free phone and save it");
+}
+
+/** Scenario 10: inspect an element on the live view and test its selector. */
+async function inspect(page) {
+  await page.goto(`${URL0}#/devices/sim-1`);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return !!i && i.naturalWidth > 0; }, null, WAIT);
+  await page.click("#take");
+  await launchSettings(page);
+  await page.waitForSelector("#last-action.ok", WAIT);
+  await page.click("#release");
+  await page.waitForTimeout(1200);
+  await page.click("button.tool[data-tool=inspect]");
+  await page.waitForSelector(".inspector .tree .row", WAIT);
+  const bt = await centreOf(page, "figure.live img", "Bluetooth");
+  await page.mouse.move(bt.x, bt.y);
+  await page.waitForSelector("svg.live-overlay rect.hovered", WAIT);
+  await page.mouse.click(bt.x, bt.y);
+  await page.waitForSelector(".node-info .node-title", WAIT);
+  const rec = page.locator(".selectors .selector-choice.recommended");
+  const sel = await rec.getAttribute("data-selector");
+  assert.equal(await rec.getAttribute("data-count"), "1", `the recommended selector ${sel} is unique`);
+  await rec.click();
+  await page.waitForSelector("#selector-result:has-text('1 match now')", WAIT);
+  assert.equal(await page.locator("svg.live-overlay rect.match").count(), 1, "its one match is outlined");
+  // A selector that matches several elements outlines them all.
+  await page.fill("#selector-test", "TextView");
+  await page.click(".inspector form button[type=submit]");
+  await page.waitForFunction(() => document.querySelectorAll("svg.live-overlay rect.match").length > 1, null, WAIT);
+  const n = await page.locator("svg.live-overlay rect.match").count();
+  await page.waitForSelector(`#selector-result:has-text('${n} matches now')`, WAIT);
+  await page.fill("#tree-search", "Bluetooth");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll(".inspector .tree .row")];
+    return rows.length >= 1 && rows.every((r) => r.textContent.includes("Bluetooth"));
+  }, null, WAIT);
+  await shot(page, "10-inspector");
+  console.log(`ok 10 inspect an element, read its selector (${sel}) and test it live`);
 }
 
 /** Scenario 5. Needs the API's pause/resume/actions (contract15). */
@@ -199,8 +440,10 @@ async function takeOver(page) {
   ]);
   await statusIs(page, "running");
   await page.waitForSelector(".timeline .step", WAIT); // Settings is open
+  await page.setViewportSize({ width: 1280, height: 800 });
   await page.click("#pause");
   await statusIs(page, "paused");
+  assert.match(await page.locator(".facts-line .eta").innerText(), /on hold \(paused\)/);
   const img = page.locator(".takeover img.live-shot");
   await page.waitForFunction(() => {
     const i = document.querySelector(".takeover img.live-shot");
@@ -216,9 +459,14 @@ async function takeOver(page) {
   const x = box.x + (((l + r) / 2) / dev.body.screen.width) * box.width;
   const y = box.y + (((t + b) / 2) / dev.body.screen.height) * box.height;
   await page.mouse.click(x, y);
-  await page.waitForSelector(".flash.ok:has-text('Done: tap')", WAIT);
+  await page.waitForSelector(".takeover #last-action.ok:has-text('done tap')", WAIT);
+  assert.equal(await page.locator(".takeover svg.live-overlay circle.tap.landed").count(), 1, "where the click landed is marked");
+  await allInView(page, [".takeover figure.live img", ".takeover #key-back", ".takeover #key-home", ".takeover .type-form input",
+    ".takeover #last-action", ".takeover button.tool[data-tool=swipe]"], "take-over at 1280×800");
   await page.waitForSelector(".timeline .intervention[data-kind=manual_action]:has-text('tap')", WAIT);
   await shot(page, "5-takeover");
+  await shot(page, "5-takeover-1280x800");
+  await page.setViewportSize({ width: 1280, height: 900 });
   await page.click("#resume");
   await statusIs(page, "running");
   await statusIs(page, "succeeded");
@@ -230,6 +478,76 @@ async function takeOver(page) {
   assert.equal(manual[0].by, "dashboard");
   assert.equal(await page.locator(".timeline .intervention[data-kind=manual_action]").count(), 1);
   console.log("ok 5 pause, tap Bluetooth on the live screenshot, resume, see the intervention");
+}
+
+/** Scenario 11: the scripts view: find the recorded script, run it, read a healed version's diff, edit, export. */
+async function scriptsView(page) {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${URL0}#/scripts`);
+  await page.waitForSelector("table.scripts tbody tr[data-id]", WAIT);
+  await page.fill("#script-search", "bluetooth by");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("table.scripts tbody tr[data-id]")];
+    return rows.length === 1 && rows[0].textContent.includes("bluetooth by hand");
+  }, null, WAIT);
+  await shot(page, "11-scripts");
+  await page.click("table.scripts tbody tr[data-id] a");
+  await page.waitForSelector("h1:text('bluetooth by hand')", WAIT);
+  // Run it on sim-1: a task like any other, its steps live. The phone starts where the
+  // recording did (the recorded tap switched Bluetooth off: switch it back on first).
+  for (const a of [{ action: "launch_app", package: "com.android.settings" }, { action: "tap", selector: ':text("Bluetooth")' }, { action: "home" }]) {
+    assert.equal((await apiCall(page, "/v1/devices/sim-1/actions", "POST", a)).status, 200);
+  }
+  await page.selectOption("#run-device", "sim-1");
+  await page.click("#run-script");
+  await page.waitForURL(/#\/tasks\/[0-9a-f-]{36}$/, WAIT);
+  await page.waitForSelector('.task-head .badge[data-status="succeeded"], .task-head .badge[data-status="failed"]', { timeout: 60_000 });
+  assert.ok(await page.locator(".timeline .step").count() >= 3, "the run's steps are shown");
+  const runTask = await apiCall(page, `/v1/tasks/${page.url().split("/").pop()}`);
+  assert.equal(runTask.body.status, "succeeded", `the recorded script replays: ${runTask.body.reason}`);
+
+  // A healed version's diff: the selector the heal changed, side by side.
+  await page.goto(`${URL0}#/scripts/${process.env.DROIDPILOT_HEALED_SCRIPT}`);
+  await page.waitForSelector(".versions table.diff", WAIT);
+  assert.match(await page.locator("#diff-b option:checked").innerText(), /v2 — healed by task .* from version 1/);
+  const changed = page.locator('table.diff tr.changed[data-selector-changed="yes"]');
+  assert.equal(await changed.count(), 1, "one step's selector changed");
+  assert.match(await changed.innerText(), /#bt_old_row[\s\S]*:text\("Bluetooth"\)/);
+  assert.match(await page.locator(".diff-summary").innerText(), /1 selector\(s\) changed/);
+  await allInView(page, ["table.diff tr.changed"], "the healed diff");
+  await shot(page, "11-script-diff");
+  // Editing: a mistake is shown by its path; a fix is saved as version 3.
+  const doc = JSON.parse(await page.inputValue("#script-json"));
+  doc.steps[1].selector = ":text(";
+  await page.fill("#script-json", JSON.stringify(doc, null, 2));
+  await page.click("form.edit button[type=submit]");
+  await page.waitForSelector("#script-errors li code.path", WAIT);
+  assert.equal(await page.locator("#script-errors li").getAttribute("data-path"), "steps[1].selector");
+  doc.steps[1].selector = "#bluetooth";
+  await page.fill("#script-json", JSON.stringify(doc, null, 2));
+  await page.click("form.edit button[type=submit]");
+  await page.waitForSelector(".script-head p:has-text('version 3')", WAIT);
+  // Export as Maestro YAML, and import it back as a new script.
+  const [dl] = await Promise.all([page.waitForEvent("download", WAIT), page.click("#export-maestro")]);
+  const yaml = require("fs").readFileSync(await dl.path(), "utf8");
+  assert.match(yaml, /launchApp/);
+  await page.goto(`${URL0}#/scripts`);
+  await page.fill("#import-text", yaml);
+  await page.click("form.import button[type=submit]");
+  await page.waitForURL(/#\/scripts\/[0-9a-f-]{36}$/, WAIT);
+  await page.waitForSelector(".script-head p:has-text('imported from Maestro')", WAIT);
+  // Every view in a phone-sized window: nothing scrolls sideways.
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [name, hash] of [["devices", "#/devices"], ["tasks", "#/tasks"], ["scripts", "#/scripts"],
+    ["script", `#/scripts/${process.env.DROIDPILOT_HEALED_SCRIPT}`], ["phone", "#/devices/sim-1"]]) {
+    await page.goto(`${URL0}${hash}`);
+    await page.waitForSelector("main h1", WAIT);
+    await page.waitForTimeout(300);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `no sideways scrolling on ${hash} at 390 px (overflow ${overflow} px)`);
+    await shot(page, `11-${name}-390`);
+  }
+  console.log("ok 11 find the script, run it, read a healed version's diff, edit, export and import");
 }
 
 main().catch(async (e) => {

@@ -299,6 +299,12 @@ impl Core {
         self.tracker.spawn(task)
     }
 
+    /// Cancelled when the core shuts down: a tracked loop of the caller's (a front end's
+    /// watcher) ends on it, so shutdown does not wait for it.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
     /// How many tracked tasks are still running (zero once `shutdown` returns).
     pub fn tracked(&self) -> usize {
         self.tracker.len()

@@ -30,13 +30,21 @@ function headers(json) {
   return h;
 }
 
-/** Calls the API; resolves to the JSON body (or the Response with `raw`). */
-export async function api(path, { method = "GET", body, raw = false } = {}) {
+/** Set once the server refused a request for want of a token: no socket without one. */
+let tokenNeeded = false;
+
+/**
+ * Calls the API; resolves to the JSON body (or the Response with `raw`). `body` is sent
+ * as JSON; `text` as is, with the content type `type` (a Maestro flow's YAML).
+ */
+export async function api(path, { method = "GET", body, text, type, raw = false } = {}) {
   const json = body !== undefined;
+  const hs = headers(json);
+  if (text !== undefined) hs["Content-Type"] = type || "text/plain";
   const r = await fetch(path, {
     method,
-    headers: headers(json),
-    body: json ? JSON.stringify(body) : undefined,
+    headers: hs,
+    body: json ? JSON.stringify(body) : text,
     cache: "no-store",
   });
   if (!r.ok) {
@@ -46,7 +54,10 @@ export async function api(path, { method = "GET", body, raw = false } = {}) {
     } catch {
       /* not the error shape */
     }
-    if (r.status === 401) window.dispatchEvent(new Event("droidpilot:unauthorized"));
+    if (r.status === 401) {
+      tokenNeeded = true;
+      window.dispatchEvent(new Event("droidpilot:unauthorized"));
+    }
     throw new ApiError(r.status, e.code || `http_${r.status}`, e.message || r.statusText, e.hint || "");
   }
   if (raw) return r;
@@ -92,6 +103,11 @@ export class Live {
 
   connect() {
     const t = token.get();
+    if (!t && tokenNeeded) {
+      // The sign-in form is showing; a socket without the token would only be refused.
+      this.onState("offline");
+      return;
+    }
     if (t && !TOKEN_CHARS.test(t)) {
       this.onState("token cannot be used for live updates");
       return;

@@ -3,7 +3,7 @@
 // at most one request in flight, at least a second apart, and not while the tab is hidden.
 
 import { api, blobUrl } from "./api.js";
-import { h, fill, badge, flash, sleep } from "./dom.js";
+import { h, fill, badge, flash, sleep, holderText } from "./dom.js";
 
 export const FRAME = "format=jpeg&scale=0.3&quality=60";
 const FRAME_GAP_MS = 1000;
@@ -60,15 +60,18 @@ export function pollScreen(deviceId, img, { gap = FRAME_GAP_MS, query = FRAME, o
 
 function deviceCard(d, onRemove) {
   const img = h("img", { class: "screen", alt: `${d.id} screen`, dataset: { device: d.id } });
+  const open = `#/devices/${encodeURIComponent(d.id)}`;
   const card = h("article", { class: "card device", dataset: { id: d.id } },
-    h("header", {}, h("strong", { class: "device-id" }, d.id), h("span", { class: "state" })),
-    h("div", { class: "frame" }, img),
+    h("header", {}, h("a", { class: "device-id", href: open }, h("strong", {}, d.id)), h("span", { class: "state" })),
+    h("a", { class: "frame", href: open, title: "open the phone: inspect it, drive it, record a script" }, img),
     h("dl", { class: "facts" },
       h("dt", {}, "model"), h("dd", { class: "model" }),
       h("dt", {}, "screen"), h("dd", { class: "size" }),
       h("dt", {}, "backend"), h("dd", {}, d.backend),
       h("dt", {}, "held by"), h("dd", { class: "holder" })),
-    h("button", { type: "button", class: "danger small", onclick: () => onRemove(d) }, "Remove"));
+    h("div", { class: "buttons" },
+      h("a", { class: "button small open", href: open }, "Open"),
+      h("button", { type: "button", class: "danger small remove", onclick: () => onRemove(d) }, "Remove")));
   card.img = img;
   updateCard(card, d);
   return card;
@@ -78,20 +81,36 @@ function updateCard(card, d) {
   fill(card.querySelector(".state"), badge(d.state));
   card.querySelector(".model").textContent = d.model || "–";
   card.querySelector(".size").textContent = d.screen ? `${d.screen.width}×${d.screen.height}` : "–";
-  card.querySelector(".holder").textContent = d.lease_owner || "–";
+  fill(card.querySelector(".holder"), holderText(d.lease_owner) || "–");
+  // A held phone is in use: removing it would pull it from under its holder.
+  const remove = card.querySelector("button.remove");
+  remove.disabled = d.state === "leased";
+  remove.title = remove.disabled ? "in use: release it (or cancel its task) first" : "";
   card.title = d.last_error || "";
+}
+
+/**
+ * What a person pastes to add a phone, as the body of `POST /v1/devices`: `host:port`, a
+ * bare host or IP (port 5555, as `adb tcpip 5555` sets), `adb connect …` copied whole, or a
+ * serial from `adb devices` (USB phones, emulators).
+ */
+export function addBody(pasted) {
+  const v = pasted.trim().replace(/^adb\s+connect\s+/i, "").replace(/\s+(device|offline|unauthorized)$/i, "").trim();
+  if (/^[A-Za-z0-9.-]+:\d{1,5}$/.test(v)) return { address: v };
+  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(v) || /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/.test(v)) return { address: `${v}:5555` };
+  return { serial: v };
 }
 
 function addForm(refresh) {
   const input = h("input", {
-    name: "address", placeholder: "192.168.1.20:5555", required: true, "aria-label": "phone address",
+    name: "address", placeholder: "192.168.1.20, host:5555 or a serial", required: true, "aria-label": "phone address",
   });
   const form = h("form", { class: "inline add-device" },
-    h("label", {}, "Add a network phone "), input, h("button", { type: "submit" }, "Add"));
+    h("label", {}, "Add a phone "), input, h("button", { type: "submit" }, "Add"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     try {
-      const d = await api("/v1/devices", { method: "POST", body: { address: input.value.trim() } });
+      const d = await api("/v1/devices", { method: "POST", body: addBody(input.value) });
       flash(`Added ${d.id || input.value}.`, "ok");
       input.value = "";
       refresh();

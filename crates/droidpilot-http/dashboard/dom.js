@@ -75,10 +75,33 @@ export function actionText(action) {
   return args ? `${name} ${args}` : name;
 }
 
+/**
+ * The server's hints name what a command-line or API user does; in the page, what a
+ * person does here instead. Longer phrases first: they contain shorter ones.
+ */
+const BROWSER_WORDS = [
+  ["Check the selector against the current screen (`droidpilot screen dump.xml`).",
+    "Check the selector against the current screen: open the phone (Devices) and use Inspect."],
+  ["List devices with `droidpilot devices` or GET /v1/devices.", "See the phones on the Devices page."],
+  ["add a device (POST /v1/devices), or run `droidpilot devices`.", "add a phone on the Devices page."],
+  ["`droidpilot devices`", "the Devices page"],
+  ["run `droidpilot doctor`", "check the phone on the Devices page (the server's `droidpilot doctor` says more)"],
+  ["Run `droidpilot doctor`.", "Check the phone on the Devices page (the server's `droidpilot doctor` says more)."],
+  ["GET /v1/devices/{id}/screen", "the phone's Inspect view"],
+  ["GET /v1/devices/{id}/apps", "the phone's app list"],
+  ["GET /v1/devices", "the Devices page"],
+  ["GET /v1/tasks/{id}/events", "the task's page"],
+];
+
+/** A hint or error in a person's words for this page (see `BROWSER_WORDS`). */
+export function inBrowserWords(text) {
+  return BROWSER_WORDS.reduce((t, [from, to]) => t.split(from).join(to), String(text));
+}
+
 /** Shows a message in the page's alert line (errors carry their hint). */
 export function flash(message, kind = "error") {
   const el = document.getElementById("flash");
-  el.textContent = String(message);
+  el.textContent = inBrowserWords(message);
   el.className = `flash ${kind}`;
   el.hidden = false;
   clearTimeout(flash.timer);
@@ -86,3 +109,12 @@ export function flash(message, kind = "error") {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** "task 1a2b3c4d" for a task's lease (its owner is the task id), the owner otherwise. */
+export function holderText(owner) {
+  if (!owner) return null;
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(owner)) {
+    return h("a", { href: `#/tasks/${owner}`, title: owner }, `task ${owner.slice(0, 8)}`);
+  }
+  return owner;
+}

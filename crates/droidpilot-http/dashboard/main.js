@@ -1,5 +1,5 @@
-// The page's entry: the sign-in form, the hash router (#/devices, #/tasks,
-// #/tasks/<id>, #/tasks/<id>/replay) and the live-connection indicator. Each view's
+// The page's entry: the sign-in form, the hash router (#/devices, #/devices/<id> the
+// phone panel, #/tasks, #/tasks/<id>, #/tasks/<id>/replay, #/scripts, #/scripts/<id>) and the live-connection indicator. Each view's
 // render returns a cleanup that stops its pollers and closes its socket.
 
 import { api, token, Live } from "./api.js";
@@ -8,6 +8,8 @@ import { renderDevices } from "./devices.js";
 import { renderTasks } from "./tasks.js";
 import { renderTask } from "./task.js";
 import { renderReplay } from "./replay.js";
+import { renderPhone } from "./phone.js";
+import { renderScripts, renderScript } from "./scripts.js";
 
 const main = document.getElementById("main");
 const liveEl = document.getElementById("live");
@@ -28,6 +30,9 @@ function routeOf(hash) {
   if (parts[0] === "tasks" && parts[1] && parts[2] === "replay") return ["replay", parts[1]];
   if (parts[0] === "tasks" && parts[1]) return ["task", parts[1]];
   if (parts[0] === "tasks") return ["tasks"];
+  if (parts[0] === "devices" && parts[1]) return ["phone", decodeURIComponent(parts[1])];
+  if (parts[0] === "scripts" && parts[1]) return ["script", parts[1]];
+  if (parts[0] === "scripts") return ["scripts"];
   return ["devices"];
 }
 
@@ -37,7 +42,8 @@ async function route() {
   document.getElementById("flash").hidden = true;
   const [view, id] = routeOf(location.hash);
   for (const a of document.querySelectorAll("[data-nav]")) {
-    a.classList.toggle("active", a.dataset.nav === (view === "devices" ? "devices" : "tasks"));
+    const section = { devices: "devices", phone: "devices", scripts: "scripts", script: "scripts" }[view] || "tasks";
+    a.classList.toggle("active", a.dataset.nav === section);
   }
   document.getElementById("signout").hidden = !token.get();
   const ctx = { main, newLive };
@@ -45,6 +51,9 @@ async function route() {
     if (view === "devices") cleanup = await renderDevices(ctx);
     else if (view === "tasks") cleanup = await renderTasks(ctx);
     else if (view === "task") cleanup = await renderTask(ctx, id);
+    else if (view === "phone") cleanup = await renderPhone(ctx, id);
+    else if (view === "scripts") cleanup = await renderScripts(ctx);
+    else if (view === "script") cleanup = await renderScript(ctx, id);
     else cleanup = await renderReplay(ctx, id);
   } catch (e) {
     if (e.status === 401) return; // the sign-in form is showing

@@ -3,7 +3,7 @@
 // the step's details, and the animated GIF of the whole run.
 
 import { api, blobUrl, download } from "./api.js";
-import { h, fill, flash, actionText, duration, badge } from "./dom.js";
+import { h, fill, flash, actionText, duration, badge, inBrowserWords } from "./dom.js";
 import { annotatedShot } from "./overlay.js";
 
 function shot(id, step, withMarks) {
@@ -28,15 +28,16 @@ export async function renderReplay({ main }, id) {
     const s = steps[i - 1];
     slider.value = String(i);
     label.textContent = `step ${i} of ${steps.length}`;
+    // The step's action, outcome and error first, then the screens sized to the window.
     fill(view,
-      h("div", { class: "pair" },
-        h("div", {}, h("h3", {}, "Before"), shot(id, s, true)),
-        h("div", {}, h("h3", {}, "After"), shot(id, steps[i], false))),
       h("div", { class: "card step-detail" },
         h("p", {}, h("b", {}, "action "), h("code", {}, actionText(s.action || s.rejected)), " ", badge(s.outcome.status)),
-        s.outcome.error ? h("p", { class: "error" }, s.outcome.error) : null,
-        s.thinking ? h("p", { class: "thinking" }, s.thinking) : null,
-        h("p", { class: "muted" }, `model ${duration(s.timings.inference_ms)}, action ${duration(s.timings.action_ms)}, tokens ${s.tokens_in}/${s.tokens_out}`)));
+        s.outcome.error ? h("p", { class: "error" }, inBrowserWords(s.outcome.error)) : null,
+        s.thinking ? h("details", {}, h("summary", {}, "thinking"), h("p", { class: "thinking" }, s.thinking)) : null,
+        h("p", { class: "muted" }, `model ${duration(s.timings.inference_ms)}, action ${duration(s.timings.action_ms)}, tokens ${s.tokens_in}/${s.tokens_out}`)),
+      h("div", { class: "pair" },
+        h("div", {}, h("h3", {}, "Before"), shot(id, s, true)),
+        h("div", {}, h("h3", {}, "After"), shot(id, steps[i], false))));
   }
   const step = (d) => show(Math.min(steps.length, Math.max(1, Number(slider.value) + d)));
   slider.addEventListener("input", () => show(Number(slider.value)));

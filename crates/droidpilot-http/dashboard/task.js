@@ -5,7 +5,7 @@
 // WebSocket), Cancel, Export, Save as script, and take-over (takeover.js).
 
 import { api, blobUrl, download } from "./api.js";
-import { h, fill, badge, flash, duration, when, actionText, isTerminal } from "./dom.js";
+import { h, fill, badge, flash, duration, when, actionText, isTerminal, inBrowserWords } from "./dom.js";
 import { annotatedShot } from "./overlay.js";
 import { takeover } from "./takeover.js";
 
@@ -42,18 +42,22 @@ export function stepCard(taskId, s) {
   const timing = t
     ? `${duration(stepMs(t))} (screen ${t.screenshot_ms} ms, model ${t.inference_ms} ms, action ${t.action_ms} ms, settle ${t.settle_ms} ms)`
     : "–";
+  // Compact: what the step did and how it went first, beside a small screenshot; the
+  // thinking, timings and tokens folded.
   return h("article", { class: `card step${s.by ? " manual" : ""}`, dataset: { n: s.n, at: Date.parse(s.at) || 0 } },
     h("header", {}, h("strong", {}, `Step ${s.n}`, s.by ? h("span", { class: "by" }, ` by ${s.by}`) : null), badge(o.status || "ok")),
-    shot,
-    h("div", { class: "step-body" },
-      s.thinking ? h("details", { open: true }, h("summary", {}, "thinking"), h("p", { class: "thinking" }, s.thinking)) : null,
-      h("p", { class: "action" }, h("b", {}, "action "), h("code", {}, actionText(s.action || s.rejected))),
-      h("p", { class: "outcome" }, h("b", {}, "outcome "), o.status || "–",
-        o.error ? h("span", { class: "error" }, ` — ${o.error}`) : null,
-        o.screen_changed === false ? h("span", { class: "muted" }, " (screen unchanged)") : null),
-      h("p", { class: "timings muted" }, `took ${timing}`),
-      h("p", { class: "tokens muted" }, `tokens ${s.tokens_in} in / ${s.tokens_out} out` +
-        (s.cost_usd ? `, $${s.cost_usd.toFixed(4)}` : "") + (s.model_calls ? `, ${s.model_calls} model call(s)` : ""))));
+    h("div", { class: "step-row" },
+      shot,
+      h("div", { class: "step-body" },
+        h("p", { class: "action" }, h("code", {}, actionText(s.action || s.rejected))),
+        h("p", { class: "outcome" }, o.status || "–",
+          o.error ? h("span", { class: "error" }, ` — ${inBrowserWords(o.error)}`) : null,
+          o.screen_changed === false ? h("span", { class: "muted" }, " (screen unchanged)") : null),
+        s.thinking ? h("details", {}, h("summary", {}, "thinking"), h("p", { class: "thinking" }, s.thinking)) : null,
+        h("details", { class: "more muted" }, h("summary", {}, duration(stepMs(t))),
+          h("p", { class: "timings" }, `took ${timing}`),
+          h("p", { class: "tokens" }, `tokens ${s.tokens_in} in / ${s.tokens_out} out` +
+            (s.cost_usd ? `, $${s.cost_usd.toFixed(4)}` : "") + (s.model_calls ? `, ${s.model_calls} model call(s)` : ""))))));
 }
 
 /** An intervention's card: a question and its answer, a person's action, an outside change. */
@@ -111,7 +115,30 @@ function askPanel(live, taskId) {
     timer = setInterval(tick, 1000);
     el.hidden = false;
   };
-  return { el, show, close, stop: () => clearInterval(timer) };
+  return { el, show, close, isOpen: () => open !== null, stop: () => clearInterval(timer) };
+}
+
+/** How many steps the task will take when its agent plays a fixed list (replay, script). */
+export function plannedSteps(task) {
+  const a = task.agent || (task.spec && task.spec.agent) || {};
+  if (Array.isArray(a.actions)) return a.actions.length + 1; // and the replay's own finish
+  if (a.script && Array.isArray(a.script.steps)) return a.script.steps.length;
+  return null;
+}
+
+/** The estimate of the time left: from the plan when the agent plays one, else an upper
+ * bound to the step limit; none while paused or waiting for an answer (nothing runs). */
+export function etaText(task, n, avg) {
+  if (isTerminal(task.status)) return "–";
+  if (["paused", "waiting_for_user"].includes(task.status)) return `on hold (${task.status.replaceAll("_", " ")})`;
+  if (!Number.isFinite(avg) || !n) return "–";
+  const planned = plannedSteps(task);
+  if (planned !== null) {
+    const left = Math.max(0, planned - n);
+    return `about ${duration(avg * left)} left (${left} of ${planned} planned steps)`;
+  }
+  const left = Math.max(0, task.max_steps - n);
+  return `at most ${duration(avg * left)} left (${duration(avg)} per step, ${left} steps to the limit)`;
 }
 
 function progress(task, steps) {
@@ -121,9 +148,7 @@ function progress(task, steps) {
   const elapsed = start ? end - start : NaN;
   const ats = steps.map((s) => Date.parse(s.at)).filter(Number.isFinite).sort((a, b) => a - b);
   const avg = ats.length >= 2 ? (ats[ats.length - 1] - ats[0]) / (ats.length - 1) : steps.length ? stepMs(steps[0].timings) : NaN;
-  const left = Math.max(0, task.max_steps - n);
-  const eta = !isTerminal(task.status) && Number.isFinite(avg) && n
-    ? `at most ${duration(avg * left)} left (${duration(avg)} per step, ${left} steps to the limit)` : "–";
+  const eta = etaText(task, n, avg);
   return [
     h("span", { class: "progress" }, `step ${n} of ${task.max_steps}`),
     h("span", {}, `elapsed ${duration(elapsed)}`),
@@ -148,7 +173,9 @@ export async function renderTask({ main, newLive }, id) {
   function renderHead() {
     fill(head, h("h1", {}, task.instruction), badge(task.status),
       h("span", { class: "muted" }, ` ${task.assigned_device || task.device_id || "any phone"} · ${id}`),
-      task.reason ? h("p", { class: "reason" }, task.reason) : null,
+      // While the agent waits for an answer the reason is its question, which the
+      // question panel shows: once is enough.
+      task.reason && !(task.status === "waiting_for_user" && ask.isOpen()) ? h("p", { class: "reason" }, inBrowserWords(task.reason)) : null,
       task.answer ? h("p", { class: "answer" }, `Answer: ${task.answer}`) : null);
     fill(bar, progress(task, [...steps.values()]));
     const done = isTerminal(task.status);
@@ -220,7 +247,10 @@ export async function renderTask({ main, newLive }, id) {
       return;
     }
     if (STEP_EVENTS.has(ev.type)) return;
-    if (ev.type === "task.ask_user") ask.show(p, ev.created_at);
+    if (ev.type === "task.ask_user") {
+      ask.show(p, ev.created_at);
+      renderHead();
+    }
     if (["task.answered", "task.answer_timeout", "task.question_closed"].includes(ev.type)) {
       ask.close(p.prompt_id);
       loadInterventions();

@@ -30,9 +30,14 @@ async function submitForm() {
   const defKind = (defaults.agent && defaults.agent.kind) || "";
   // A fresh install has no model configured: start on replay, which needs none.
   const noModel = defaults.agent_configured === false;
-  const kinds = [["", defKind ? `default (${defKind}${noModel ? ", no model configured" : ""})` : "default"], ...p.agent_kinds.map((k) => [k, k])];
-  const models = [["", "default"], ...(p.models || []).map((m, i) =>
-    [String(i), `${m.name} (${m.provider}:${m.model})${m.configured === false ? " — not configured" : ""}`])];
+  // Only models the server can use are offered: one nobody configured (no key, a server
+  // nobody runs) would only fail the task.
+  const usable = (p.models || []).map((m, i) => [m, i]).filter(([m]) => m.configured !== false);
+  const needsModel = (k) => !["replay", "script"].includes(k);
+  const noneUsable = noModel && !usable.length;
+  const kinds = [["", defKind ? `default (${defKind}${noModel ? ", no model configured" : ""})` : "default"],
+    ...p.agent_kinds.map((k) => [k, noneUsable && needsModel(k) ? `${k} (needs a model)` : k])];
+  const models = [["", "default"], ...usable.map(([m, i]) => [String(i), `${m.name} (${m.provider}:${m.model})`])];
   const devices = [["", "any free phone"], ...devs.devices.map((d) => [d.id, `${d.id} — ${d.model}`])];
   const [kindLabel, kind] = select("kind", "Agent", kinds, noModel ? "replay" : "");
   const actions = h("textarea", {
@@ -55,6 +60,8 @@ async function submitForm() {
       h("div", { class: "row" }, modelLabel, model),
       h("div", { class: "row" }, h("label", { for: "f-max_steps" }, "Max steps"), maxSteps)),
     actionsRow,
+    noModel ? h("p", { class: "muted no-model" }, "No model is configured on this server, so the form starts on replay (a list of actions, no model). " +
+      "For agents that read the screen, configure a model in the server's [agent] settings with its key, or list one in [[dashboard.models]] (see the server's docs/agents.md).") : null,
     h("button", { type: "submit" }, "Submit"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

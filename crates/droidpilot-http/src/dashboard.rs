@@ -48,6 +48,11 @@ const ASSETS: &[Asset] = &[
     asset!("takeover.js", JS),
     asset!("replay.js", JS),
     asset!("overlay.js", JS),
+    asset!("panel.js", JS),
+    asset!("phone.js", JS),
+    asset!("inspector.js", JS),
+    asset!("scripts.js", JS),
+    asset!("favicon.svg", "image/svg+xml"),
 ];
 
 /// The page's Content-Security-Policy: its own origin only (WebSocket included), images
@@ -122,9 +127,14 @@ fn serve(name: &str, req: &HeaderMap) -> Response {
     resp
 }
 
+/// `GET /favicon.ico`: the icon, for browsers that ask for it by that name.
+pub async fn favicon(headers: HeaderMap) -> Response {
+    serve("favicon.svg", &headers)
+}
+
 /// Whether a path is one of the dashboard's public files (the auth middleware asks).
 pub fn is_dashboard_path(path: &str) -> bool {
-    path == "/" || path.starts_with("/assets/")
+    path == "/" || path == "/favicon.ico" || path.starts_with("/assets/")
 }
 
 #[cfg(test)]

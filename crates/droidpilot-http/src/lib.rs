@@ -25,6 +25,7 @@ pub mod listen;
 pub mod middleware;
 pub mod openapi;
 pub mod presets;
+pub mod remote;
 pub mod replay_gif;
 pub mod scope;
 pub mod scripts;
@@ -153,6 +154,11 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(devices::screen))
         .routes(routes!(devices::apps))
         .routes(routes!(devices::act))
+        .routes(routes!(remote::take))
+        .routes(routes!(remote::keep_alive, remote::release))
+        .routes(routes!(remote::act))
+        .routes(routes!(remote::recording))
+        .routes(routes!(remote::inspect))
         .routes(routes!(presets::presets))
         .split_for_parts();
     openapi::finish(&mut api);
@@ -227,6 +233,7 @@ pub fn app_with(state: AppState, mounts: &[Mount]) -> Router {
     let router = router
         .route("/", axum::routing::get(dashboard::index))
         .route("/assets/{file}", axum::routing::get(dashboard::asset))
+        .route("/favicon.ico", axum::routing::get(dashboard::favicon))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(

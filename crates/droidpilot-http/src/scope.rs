@@ -80,6 +80,7 @@ pub fn required(method: &Method, path: &str) -> Scope {
             "cancel" | "answer" | "pause" | "resume" | "actions",
         ] => Scope::Operate,
         ["v1", "devices", _, "actions"] => Scope::Operate,
+        ["v1", "devices", _, "control", ..] => Scope::Operate,
         ["v1", "scripts", id, "run"] if *id != "import" => Scope::Operate,
         _ => Scope::Admin,
     }
@@ -100,6 +101,17 @@ mod tests {
             (Method::POST, "/v1/tasks/x/answer", Scope::Operate),
             (Method::POST, "/v1/tasks/x/actions", Scope::Operate),
             (Method::POST, "/v1/devices/sim-1/actions", Scope::Operate),
+            (Method::POST, "/v1/devices/sim-1/control", Scope::Operate),
+            (
+                Method::DELETE,
+                "/v1/devices/sim-1/control/c1",
+                Scope::Operate,
+            ),
+            (
+                Method::POST,
+                "/v1/devices/sim-1/control/c1/actions",
+                Scope::Operate,
+            ),
             (Method::POST, "/v1/scripts/x/run", Scope::Operate),
             (Method::POST, "/mcp", Scope::Operate),
             (Method::GET, "/mcp", Scope::Operate),

@@ -23,6 +23,8 @@ pub struct AppState {
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// Scaled JPEG screenshots for live views, one capture per device per interval.
     pub frames: Arc<super::frames::FrameCache>,
+    /// Phones people hold by hand from the dashboard's phone panel.
+    pub controls: Arc<crate::service::remote::Controls>,
 }
 
 impl AppState {
@@ -47,6 +49,7 @@ impl AppState {
                 name: t.name().map(str::to_string),
             })
             .collect();
+        let control_ttl = Duration::from_secs(core.config.dashboard.control_ttl_secs);
         let frame_interval = Duration::from_millis(core.config.dashboard.frame_interval_ms);
         Self {
             core,
@@ -56,6 +59,7 @@ impl AppState {
             metrics: super::metrics_handle(),
             started_at: Instant::now(),
             frames: Arc::new(super::frames::FrameCache::new(frame_interval)),
+            controls: crate::service::remote::Controls::new(control_ttl),
         }
     }
 }

@@ -32,7 +32,7 @@ pub struct ByRequest {
 const MAX_BY: usize = 64;
 
 /// A person's name as given: 1–64 characters, no control characters.
-fn checked_by(by: Option<String>) -> Result<Option<String>, ApiError> {
+pub(crate) fn checked_by(by: Option<String>) -> Result<Option<String>, ApiError> {
     match by {
         Some(b)
             if b.trim().is_empty()
@@ -51,7 +51,7 @@ fn checked_by(by: Option<String>) -> Result<Option<String>, ApiError> {
 }
 
 /// An optional `{"by": …}` body: none at all is fine.
-fn by_body(body: &Bytes) -> Result<Option<String>, ApiError> {
+pub(crate) fn by_body(body: &Bytes) -> Result<Option<String>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }

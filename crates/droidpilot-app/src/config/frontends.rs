@@ -18,6 +18,9 @@ pub struct DashboardConfig {
     /// Named models the submit form offers beside the configured defaults
     /// (`[[dashboard.models]]`: name, provider, model, optional base_url).
     pub models: Vec<PresetModel>,
+    /// How long a phone taken by hand in the dashboard stays held without an action or
+    /// the open page's keep-alive; then it is released.
+    pub control_ttl_secs: u64,
 }
 
 impl Default for DashboardConfig {
@@ -25,6 +28,7 @@ impl Default for DashboardConfig {
         Self {
             frame_interval_ms: 500,
             models: Vec::new(),
+            control_ttl_secs: 60,
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::device::Device;
 use crate::device::exec::{self, ExecContext, ExecError, ExecOutcome};
 use crate::device::pool::{DeviceState, DeviceSummary, PoolError};
 use crate::domain::{Action, ActionParser, LinearTransform, ScreenSize};
+use crate::screen::inspect::{Inspection, SelectorTest};
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation};
 use crate::store::cluster::FarmDevice;
 
@@ -57,6 +58,21 @@ pub async fn read_screen(
         .map_err(|e| AppError::new(ErrorKind::Unavailable, e.code(), e.to_string(), e.hint()))?;
     let repr = screen.representation(&opts);
     Ok((screen, repr, info.screen))
+}
+
+/// The screen as the inspector shows it (`screen::inspect`): every visible node with its
+/// bounds, attributes, recommended selector and alternatives with what each matches, and
+/// `selector` tested on the same screen when given.
+pub async fn inspect(
+    dev: &dyn Device,
+    selector: Option<&str>,
+) -> Result<(Inspection, Option<SelectorTest>), AppError> {
+    let (screen, _, size) = read_screen(dev).await?;
+    let mut found = crate::screen::inspect::inspect(&screen);
+    // The device's size, not the furthest window's edge, is what the bounds are in.
+    (found.width, found.height) = (size.width as i32, size.height as i32);
+    let tested = selector.map(|s| crate::screen::inspect::test_selector(&screen, s));
+    Ok((found, tested))
 }
 
 /// Parses one action a caller sends straight to a device, refusing the ones that belong

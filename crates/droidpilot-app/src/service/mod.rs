@@ -8,6 +8,7 @@ pub mod devices;
 pub mod error;
 pub mod images;
 pub mod manual;
+pub mod remote;
 pub mod scripts;
 pub mod takeover;
 pub mod tasks;

@@ -8,6 +8,7 @@
 pub mod diff;
 pub mod elements;
 pub mod hash;
+pub mod inspect;
 pub mod modal;
 pub mod parse;
 pub mod pipeline;
