@@ -75,6 +75,25 @@ def test_devices_add_act_read_and_remove(client: Client) -> None:
     assert gone.value.code == "device_not_found"
 
 
+def test_a_held_phone_is_driven_inspected_and_recorded(client: Client) -> None:
+    client.devices.add(sim="sim-hold")
+    try:
+        hold = client.devices.take_control("sim-hold", by="coordinator")
+        assert hold["holder"] and hold["control_id"]
+        with pytest.raises(droidpilot.ConflictError):
+            client.devices.take_control("sim-hold", by="someone else")
+        client.devices.control_act("sim-hold", hold["control_id"], SETTINGS)
+        assert client.devices.keep_control("sim-hold", hold["control_id"])["steps"] == 1
+        seen = client.devices.inspect("sim-hold")
+        assert seen["width"] > 0 and seen["nodes"]
+        script = client.devices.recording("sim-hold", hold["control_id"], name="open settings")
+        assert [s["action"] for s in script["steps"]] == ["launch_app"]
+        client.devices.release_control("sim-hold", hold["control_id"])
+        assert client.devices.get("sim-hold").state == "available"
+    finally:
+        client.devices.remove("sim-hold", force=True)
+
+
 def test_many_tasks_over_one_websocket_with_an_answer(client: Client) -> None:
     asking = client.submit(instruction="asks", agent=replay(ASK, HOME))
     quiet = [client.submit(instruction=f"w{i}", agent=replay(*waits(3), HOME)).id for i in range(2)]

@@ -594,3 +594,45 @@ class Devices:
 
     def apps(self, device_id: str) -> builtins.list[AppInfo]:
         return [AppInfo.from_dict(a) for a in self._c._call(r.DEVICE_APPS(id=device_id))]
+
+    def inspect(self, device_id: str, *, selector: str | None = None) -> dict[str, Any]:
+        """The screen as the dashboard's inspector shows it: every visible node with its
+        bounds, attributes, recommended selector and alternatives; with ``selector``, what
+        that selector matches now."""
+        result: dict[str, Any] = self._c._call(
+            r.DEVICE_INSPECT(id=device_id, params={"selector": selector})
+        )
+        return result
+
+    def take_control(self, device_id: str, *, by: str | None = None) -> dict[str, Any]:
+        """Holds a free phone to drive it by hand (``control_id`` names the hold); it lapses
+        unless kept alive or used."""
+        body = {"by": by} if by is not None else None
+        result: dict[str, Any] = self._c._call(r.TAKE_CONTROL(id=device_id, json=body))
+        return result
+
+    def keep_control(self, device_id: str, control_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._c._call(
+            r.KEEP_CONTROL(id=device_id, control_id=control_id)
+        )
+        return result
+
+    def release_control(self, device_id: str, control_id: str) -> None:
+        self._c._call(r.RELEASE_CONTROL(id=device_id, control_id=control_id))
+
+    def control_act(self, device_id: str, control_id: str, action: dict[str, Any]) -> dict[str, Any]:
+        """Runs one action on a phone this client holds; it is recorded as a step."""
+        result: dict[str, Any] = self._c._call(
+            r.CONTROL_ACTION(id=device_id, control_id=control_id, json=action)
+        )
+        return result
+
+    def recording(
+        self, device_id: str, control_id: str, *, from_step: int | None = None, name: str | None = None
+    ) -> dict[str, Any]:
+        """The actions taken under a hold, as a script document."""
+        params = {"from": from_step, "name": name}
+        result: dict[str, Any] = self._c._call(
+            r.CONTROL_RECORDING(id=device_id, control_id=control_id, params=params)
+        )
+        return result

@@ -116,6 +116,12 @@ DEVICE_ACTION = Route("POST", "/v1/devices/{id}/actions", ("force", "include"))
 DEVICE_APPS = Route("GET", "/v1/devices/{id}/apps")
 DEVICE_HIERARCHY = Route("GET", "/v1/devices/{id}/hierarchy", expect="text")
 DEVICE_SCREEN = Route("GET", "/v1/devices/{id}/screen")
+DEVICE_INSPECT = Route("GET", "/v1/devices/{id}/inspect", ("selector",))
+TAKE_CONTROL = Route("POST", "/v1/devices/{id}/control")
+KEEP_CONTROL = Route("POST", "/v1/devices/{id}/control/{control_id}")
+RELEASE_CONTROL = Route("DELETE", "/v1/devices/{id}/control/{control_id}", expect="none")
+CONTROL_ACTION = Route("POST", "/v1/devices/{id}/control/{control_id}/actions")
+CONTROL_RECORDING = Route("GET", "/v1/devices/{id}/control/{control_id}/recording", ("from", "name"))
 DEVICE_SCREENSHOT = Route(
     "GET", "/v1/devices/{id}/screenshot", ("format", "scale", "quality"), expect="bytes"
 )
