@@ -8,6 +8,7 @@ mod actions;
 mod crash;
 mod dashboard;
 mod devices;
+mod flows;
 mod hosts;
 mod http;
 mod lifecycle;
