@@ -361,3 +361,76 @@ async fn clear_state_resets_the_app_and_launch_app_starts_afresh() {
     let why = reasoning(&app, &done).await;
     assert!(why.contains("line 13 (launchApp"), "{why}");
 }
+
+/// A phone `p` whose lists show a "Syncing…" row above their rows for `ms` of phone time.
+async fn slow_phone(app: &TestApp, ms: u64) {
+    use droidpilot::device::sim::{SimConfig, SimDevice, SimFaults};
+    let cfg = SimConfig {
+        serial: "p".into(),
+        width: 540,
+        height: 1200,
+        faults: SimFaults {
+            delayed_elements_ms: ms,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let phone = std::sync::Arc::new(SimDevice::new(cfg).unwrap());
+    app.pool.add_device(phone, "sim").await.unwrap();
+}
+
+/// Waits re-read the screen in the phone's time: `extendedWaitUntil` gives up at its own
+/// timeout (a "Syncing…" row that goes after 5 s is still there after 1 s) and waits
+/// out a longer one, and `waitForAnimationToEnd` returns once the screen holds still.
+#[tokio::test]
+async fn waits_follow_their_timeouts_on_a_slow_page() {
+    let app = bare_app(&[]).await;
+    slow_phone(&app, 5_000).await;
+    let short = "appId: com.android.settings\n---\n- launchApp\n- extendedWaitUntil:\n    notVisible: \"Syncing.*\"\n    timeout: 1000\n";
+    let done = run_flow(&app, short, json!({})).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("line 4 (extendedWaitUntil)")
+            && reason.contains("is still visible (waited 1 s)"),
+        "{reason}"
+    );
+
+    let app = bare_app(&[]).await;
+    slow_phone(&app, 5_000).await;
+    let long = "appId: com.android.settings\n---\n- launchApp\n- waitForAnimationToEnd\n- extendedWaitUntil:\n    notVisible: \"Syncing.*\"\n    timeout: 10000\n- tapOn: \"Wi-Fi\"\n- assertNotVisible: \"HomeNet\"\n";
+    let done = run_flow(&app, long, json!({})).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let id = done["id"].as_str().unwrap();
+    let checks: Vec<Value> = steps(&app, id)
+        .await
+        .into_iter()
+        .filter(|s| s["action"]["action"] == "flow_check")
+        .collect();
+    assert!(
+        checks.iter().any(|s| s["action"]["until"] == "not_visible"),
+        "the wait was a step of its own: {checks:?}"
+    );
+}
+
+/// `retry` runs its commands again after a failure (here a condition that holds on the
+/// second try); without tries left the failure ends the flow.
+#[tokio::test]
+async fn retry_reruns_its_commands_until_they_pass() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "p", None).await;
+    let flow = |tries: u32| {
+        format!(
+            "appId: com.android.settings\n---\n- launchApp\n- evalScript: ${{output.n = 0}}\n- retry:\n    maxRetries: {tries}\n    commands:\n      - evalScript: ${{output.n = output.n + 1}}\n      - assertTrue: ${{output.n >= 3}}\n"
+        )
+    };
+    let done = run_flow(&app, &flow(2), json!({})).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let done = run_flow(&app, &flow(1), json!({})).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("line 9 (assertTrue)") && reason.contains("is false"),
+        "{reason}"
+    );
+}
