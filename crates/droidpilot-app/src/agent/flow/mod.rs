@@ -56,7 +56,7 @@ enum FrameKind {
     Repeat {
         times: Option<u64>,
         done: u64,
-        cond: Option<Condition>,
+        cond: Option<Box<Condition>>,
         checked: bool,
     },
     Retry {
@@ -414,7 +414,7 @@ impl FlowAgent {
                     kind: FrameKind::Repeat {
                         times,
                         done: 0,
-                        cond: r.while_.clone(),
+                        cond: r.while_.clone().map(Box::new),
                         checked: false,
                     },
                     restore: Vec::new(),

@@ -603,10 +603,10 @@ pub(super) fn leaf(a: &mut FlowAgent, cmd: &Command, ctx: &AgentContext) -> Resu
                 Some(t) => a.scope.amount(t).map_err(js)?.max(0.0) as u64,
                 None => LOOKUP_MS,
             };
-            if let Some(s) = visible {
-                if !present(ctx, &a.scope.selector(s).map_err(js)?)? || a.tries.waited {
-                    return assert(a, s, true, t, ctx);
-                }
+            if let Some(s) = visible
+                && (!present(ctx, &a.scope.selector(s).map_err(js)?)? || a.tries.waited)
+            {
+                return assert(a, s, true, t, ctx);
             }
             match not_visible {
                 Some(s) => assert(a, s, false, t, ctx),
