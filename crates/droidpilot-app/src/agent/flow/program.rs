@@ -259,3 +259,64 @@ pub fn key(k: KeyName) -> Option<crate::domain::Key> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Files are resolved relative to the flow that names them, only what the entry
+    /// reaches is read, and a flow that reaches itself is refused with the chain.
+    #[test]
+    fn a_workspace_loads_what_the_entry_reaches() {
+        let ws = files(&[
+            (
+                "flows/main.yaml",
+                "appId: a\n---\n- runFlow: ../common/login.yaml\n- runScript: ../js/x.js\n",
+            ),
+            ("common/login.yaml", "appId: a\n---\n- tapOn: Log in\n"),
+            ("js/x.js", "output.x = 1"),
+            ("other.yaml", "not: [a flow"),
+        ]);
+        let p = load(None, Some(&ws), Some("flows/main.yaml"), &BTreeMap::new()).unwrap();
+        assert_eq!(
+            p.flows.keys().collect::<Vec<_>>(),
+            ["common/login.yaml", "flows/main.yaml"]
+        );
+        assert!(p.scripts.contains_key("js/x.js"));
+        let looped = files(&[
+            ("a.yaml", "appId: a\n---\n- runFlow: b.yaml\n"),
+            ("b.yaml", "appId: a\n---\n- runFlow: a.yaml\n"),
+        ]);
+        let e = load(None, Some(&looped), Some("a.yaml"), &BTreeMap::new()).unwrap_err();
+        assert!(e.message.contains("a.yaml → b.yaml → a.yaml"), "{e}");
+        let e = load(None, Some(&looped), Some("c.yaml"), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.field, "entry");
+    }
+
+    /// A command no device here can do is refused naming its file and line, also inside
+    /// a sub-flow and a nested `repeat`.
+    #[test]
+    fn an_unsupported_command_is_named_by_file_and_line() {
+        let ws = files(&[
+            ("main.yaml", "appId: a\n---\n- runFlow: sub.yaml\n"),
+            (
+                "sub.yaml",
+                "appId: a\n---\n- repeat:\n    times: 2\n    commands:\n      - setOrientation: LANDSCAPE_LEFT\n",
+            ),
+        ]);
+        let e = load(None, Some(&ws), Some("main.yaml"), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.field, "files.sub.yaml");
+        assert!(
+            e.message
+                .starts_with("sub.yaml line 6: `setOrientation` cannot run here"),
+            "{e}"
+        );
+    }
+}
