@@ -434,3 +434,40 @@ async fn retry_reruns_its_commands_until_they_pass() {
         "{reason}"
     );
 }
+
+/// `copyTextFrom` reads an element's text into `maestro.copiedText`, `pasteText` types
+/// it, `inputRandomNumber` types digits, `pressKey` and `openLink` reach the phone.
+#[tokio::test]
+async fn copy_paste_random_input_keys_and_links() {
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "p", None).await;
+    let flow = r#"appId: com.android.contacts
+---
+- launchApp
+- tapOn: "Create contact"
+- tapOn:
+    id: name_edit
+- inputText: "Kim"
+- copyTextFrom:
+    id: name_edit
+- assertTrue: ${maestro.copiedText == 'Kim'}
+- tapOn:
+    id: phone_edit
+- pasteText
+- inputRandomNumber:
+    length: 4
+- assertVisible:
+    id: phone_edit
+    text: "Kim[0-9]{4}"
+- pressKey: Home
+- openLink: https://example.com/flows
+- assertVisible: ".*example.com/flows.*"
+"#;
+    let done = run_flow(&app, flow, json!({})).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(
+        phone.state().fields["contact.phone"].len(),
+        7,
+        "Kim + 4 digits"
+    );
+}
