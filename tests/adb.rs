@@ -592,3 +592,46 @@ async fn an_address_where_no_phone_answers_is_refused_not_pooled_offline() {
     let row = pool.add(&addr.to_string()).await.unwrap();
     assert_eq!(row.state, DeviceState::Available);
 }
+
+/// `clearState` and `stopApp` over real adb: `pm clear` answers `Success` and the
+/// virtual phone resets the app's data; `am force-stop` sends it away from the screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pm_clear_and_force_stop_reach_the_phone_over_adb() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dev = AdbDevice::new(serial, AdbOptions::local(server.port));
+    let contacts = "com.android.contacts";
+    dev.launch_app(&AppRef::Package(contacts.into()))
+        .await
+        .unwrap();
+    let mut st = sim.state();
+    let before = st.contacts.len();
+    st.contacts.clear();
+    sim.set_state(st);
+    dev.stop_app(contacts).await.unwrap();
+    assert_ne!(
+        dev.current_app().await.unwrap().package,
+        contacts,
+        "stopped"
+    );
+    assert!(sim.state().contacts.is_empty(), "stopping keeps the data");
+    dev.clear_app_data(contacts).await.unwrap();
+    assert_eq!(
+        sim.state().contacts.len(),
+        before,
+        "cleared: as on a new phone"
+    );
+    let ran = adbd.executed();
+    assert!(
+        ran.iter().any(|a| a[..] == ["pm", "clear", contacts]),
+        "{ran:?}"
+    );
+    assert!(
+        ran.iter().any(|a| a[..] == ["am", "force-stop", contacts]),
+        "{ran:?}"
+    );
+    adbd.shutdown();
+}

@@ -15,7 +15,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("droidpilot-maestro", &["droidpilot-core"]),
     (
         "droidpilot-app",
-        &["droidpilot-core", "droidpilot-sim", "droidpilot-store"],
+        &[
+            "droidpilot-core",
+            "droidpilot-sim",
+            "droidpilot-store",
+            "droidpilot-maestro",
+        ],
     ),
     ("droidpilot-http", &["droidpilot-app"]),
     ("droidpilot-mcp", &["droidpilot-app"]),

@@ -129,7 +129,8 @@ base_url = "http://user:pw@gpu:8000/v1?token=abc"
             "replay",
             "script",
             "planned",
-            "chain"
+            "chain",
+            "flow"
         ]),
         "every kind a task may name, in the form's order"
     );

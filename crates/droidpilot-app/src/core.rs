@@ -171,6 +171,19 @@ impl Core {
         .with_hook(Arc::new(CustomActionHook {
             name: crate::run::scroll_find::NAME.into(),
             handler: Arc::new(crate::run::scroll_find::ScrollToFindAction),
+        }))
+        // A Maestro flow's waits (`agent::flow`).
+        .with_hook(Arc::new(CustomActionHook {
+            name: crate::run::flow_check::NAME.into(),
+            handler: Arc::new(crate::run::flow_check::FlowCheckAction),
+        }))
+        .with_hook(Arc::new(CustomActionHook {
+            name: crate::run::app_control::STOP.into(),
+            handler: Arc::new(crate::run::app_control::AppControl { clear: false }),
+        }))
+        .with_hook(Arc::new(CustomActionHook {
+            name: crate::run::app_control::CLEAR.into(),
+            handler: Arc::new(crate::run::app_control::AppControl { clear: true }),
         }));
         runner.mcp = registry.clone();
         mcp.settled(Duration::from_secs(config.mcp.startup_wait_secs))

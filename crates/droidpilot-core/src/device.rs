@@ -270,6 +270,18 @@ pub trait Device: Send + Sync {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
 
+    /// Force-stops an app (`am force-stop`): its next launch starts at its first screen.
+    async fn stop_app(&self, package: &str) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported(format!("stopping {package}")))
+    }
+
+    /// Clears an app's data (`pm clear`), which stops it too: it starts as installed.
+    async fn clear_app_data(&self, package: &str) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported(format!(
+            "clearing the data of {package}"
+        )))
+    }
+
     /// The phone's locale, time zone and country; a backend that cannot tell says nothing.
     async fn locale(&self) -> Result<DeviceLocale, DeviceError> {
         Ok(DeviceLocale::default())

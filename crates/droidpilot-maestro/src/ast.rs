@@ -50,7 +50,7 @@ pub struct EnvVar {
 }
 
 /// A number, or an expression that gives one when the command runs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Amount {
     Fixed(f64),
     Expr(Text),
@@ -361,7 +361,7 @@ pub struct RunScript {
 }
 
 /// `traits:` words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Trait {
     /// Has a `text` attribute.
     Text,
@@ -371,8 +371,9 @@ pub enum Trait {
     LongText,
 }
 
-/// Maestro's element selector. Every field given must hold (see `selector`).
-#[derive(Debug, Clone, PartialEq, Default)]
+/// Maestro's element selector. Every field given must hold (see `selector`). Serde
+/// carries it into a device-side wait (`droidpilot-app`'s flow agent).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Selector {
     pub line: usize,
     /// A regular expression over the whole text, hint or content description,
@@ -399,7 +400,7 @@ pub struct Selector {
 }
 
 /// `width` / `height` in pixels, each within `tolerance` (default 0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Size {
     pub width: Option<i32>,
     pub height: Option<i32>,

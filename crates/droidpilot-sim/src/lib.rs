@@ -765,6 +765,25 @@ impl Screen {
     }
 }
 
+impl SimDevice {
+    /// `am force-stop` (`clear: false`) or `pm clear` (`clear: true`) of an app.
+    async fn app_data_op(&self, package: &str, clear: bool) -> Result<(), DeviceError> {
+        let r = match app_of(&AppRef::Package(package.to_string())) {
+            Ok(Some(app)) => {
+                let mut g = self.lock();
+                self.begin(&mut g).map(|_| match clear {
+                    true => g.st.clear_data(app),
+                    false => g.st.stop(app),
+                })
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        self.charge(DeviceOp::Am, 0).await;
+        r
+    }
+}
+
 fn app_of(app: &AppRef) -> Result<Option<AppId>, DeviceError> {
     let s = match app {
         AppRef::Package(p) => p,
@@ -1004,6 +1023,15 @@ impl Device for SimDevice {
         self.charge(DeviceOp::Am, 0).await;
         self.pace(LAUNCH_MS, true).await;
         r
+    }
+
+    async fn stop_app(&self, package: &str) -> Result<(), DeviceError> {
+        self.app_data_op(package, false).await
+    }
+
+    /// The app starts as on a new virtual phone (its data and pages reset).
+    async fn clear_app_data(&self, package: &str) -> Result<(), DeviceError> {
+        self.app_data_op(package, true).await
     }
 
     /// Waiting on the virtual phone is its clock moving; real time passes only when the

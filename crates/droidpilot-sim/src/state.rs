@@ -659,6 +659,58 @@ impl PhoneState {
         }
     }
 
+    /// Force-stops `app`: its pages are gone, so its next launch starts afresh.
+    pub fn stop(&mut self, app: AppId) {
+        self.stacks.remove(&app);
+        self.recents.retain(|a| *a != app);
+        if self.fg == Fg::App(app) {
+            self.focus = None;
+            self.keyboard = false;
+            self.home();
+        }
+    }
+
+    /// Clears `app`'s data: stopped, and its data, fields and scroll positions as on a
+    /// new phone (its first-run dialogs come again).
+    pub fn clear_data(&mut self, app: AppId) {
+        self.stop(app);
+        let fresh = PhoneState::default();
+        let prefix = match app {
+            AppId::Settings => {
+                self.settings.account = fresh.settings.account.clone();
+                "account."
+            }
+            AppId::Contacts => {
+                self.contacts = fresh.contacts.clone();
+                "contact"
+            }
+            AppId::Clock => {
+                self.alarms = fresh.alarms.clone();
+                "alarm."
+            }
+            AppId::Messages => {
+                self.threads = fresh.threads.clone();
+                "msg."
+            }
+            AppId::Notes => {
+                self.notes = fresh.notes.clone();
+                "note."
+            }
+            AppId::Browser => {
+                self.browser = fresh.browser.clone();
+                "browser."
+            }
+            AppId::Shop => {
+                self.shop = fresh.shop.clone();
+                "shop."
+            }
+        };
+        self.fields.retain(|k, _| !k.starts_with(prefix));
+        let scroll = app.label().to_lowercase();
+        self.scroll.retain(|k, _| !k.starts_with(&scroll));
+        self.introduced.remove(&app);
+    }
+
     pub fn home(&mut self) {
         self.dialog = None;
         self.fg = Fg::Home;

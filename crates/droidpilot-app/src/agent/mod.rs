@@ -7,6 +7,7 @@
 pub mod chain;
 pub mod composite;
 pub mod context;
+pub mod flow;
 pub mod grounding;
 pub mod navigator;
 pub mod parse_error;

@@ -47,6 +47,8 @@ pub enum AgentKind {
     Planned,
     /// Several agents in order at each step; the last one's action is taken (seed 000).
     Chain,
+    /// Runs a Maestro flow with Maestro's semantics, no model.
+    Flow,
 }
 
 /// Which agent runs a task. Absent fields come from the configuration. Read with
@@ -143,6 +145,26 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub agents: Option<Vec<AgentSpec>>,
+    /// Flow agents only: a Maestro flow's YAML text (one file; use `files` and `entry`
+    /// for a flow that runs other files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    /// Flow agents only: a Maestro workspace, path (relative, with `/`) → file text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<BTreeMap<String, String>>,
+    /// Flow agents only: the path in `files` of the flow to run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::spec_de::text"
+    )]
+    pub entry: Option<String>,
+    /// Flow agents only: Maestro's `-e KEY=VALUE` values, set before the flow's `env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Flow agents: rewrite a flow whose selector broke (not available yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<bool>,
 }
 
 /// A field of the `agent` object that is wrong, and why.
@@ -304,6 +326,9 @@ impl AgentSpec {
     pub fn validate(&self, defaults: &AgentDefaults) -> Result<AgentKind, SpecError> {
         let kind = self.kind.unwrap_or(defaults.kind);
         self.refuse_composite_fields(kind)?;
+        if kind != AgentKind::Flow {
+            self.refuse_flow_fields()?;
+        }
         match kind {
             AgentKind::Planned => {
                 super::composite::validate_planned(self, defaults)?;
@@ -311,6 +336,10 @@ impl AgentSpec {
             }
             AgentKind::Chain => {
                 super::composite::validate_chain(self, defaults)?;
+                return Ok(kind);
+            }
+            AgentKind::Flow => {
+                self.flow_program()?;
                 return Ok(kind);
             }
             _ => {}
@@ -387,6 +416,67 @@ impl AgentSpec {
             }
         }
         Ok(kind)
+    }
+
+    /// What a `flow` agent runs, checked whole: the flow and the files it reaches
+    /// parsed, every command one this server can do (errors name the file and line);
+    /// the fields of other kinds refused by name.
+    pub fn flow_program(&self) -> Result<super::flow::program::Program, SpecError> {
+        let others = [
+            ("format", self.format.is_some()),
+            ("provider", self.provider.is_some()),
+            ("model", self.model.is_some()),
+            ("base_url", self.base_url.is_some()),
+            ("server", self.server.is_some()),
+            ("actions", self.actions.is_some()),
+            ("on_error", self.on_error.is_some()),
+            ("script", self.script.is_some()),
+            ("script_id", self.script_id.is_some()),
+            ("script_version", self.script_version.is_some()),
+            ("inputs", self.inputs.is_some()),
+        ];
+        if let Some((f, _)) = others.iter().find(|(_, set)| *set) {
+            return Err(SpecError::new(
+                *f,
+                "is not used by flow agents (a flow runs with no model)",
+            ));
+        }
+        for (f, set) in [
+            ("recovery", self.recovery.is_some()),
+            ("heal", self.heal.is_some()),
+        ] {
+            if set {
+                return Err(SpecError {
+                    specific_hint: Some("Run the flow without it; a flow whose selector breaks fails naming the file and line.".into()),
+                    ..SpecError::new(f, "AI recovery and healing are not available for flows yet")
+                });
+            }
+        }
+        super::flow::program::load(
+            self.flow.as_deref(),
+            self.files.as_ref(),
+            self.entry.as_deref(),
+            &self.env.clone().unwrap_or_default(),
+        )
+    }
+
+    /// The flow fields on an agent of another kind.
+    fn refuse_flow_fields(&self) -> Result<(), SpecError> {
+        for (f, set) in [
+            ("flow", self.flow.is_some()),
+            ("files", self.files.is_some()),
+            ("entry", self.entry.is_some()),
+            ("env", self.env.is_some()),
+            ("heal", self.heal.is_some()),
+        ] {
+            if set {
+                return Err(SpecError::new(
+                    f,
+                    "is for flow agents only (\"kind\": \"flow\")",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The fields of planned agents and chains, on an agent of another kind (and the
@@ -619,7 +709,9 @@ impl AgentDefaults {
         if matches!(kind, AgentKind::Planned | AgentKind::Chain) {
             return super::composite::missing_key(spec, kind, self, &env);
         }
-        if kind == AgentKind::Replay || (kind == AgentKind::Script && spec.recovery != Some(true)) {
+        if matches!(kind, AgentKind::Replay | AgentKind::Flow)
+            || (kind == AgentKind::Script && spec.recovery != Some(true))
+        {
             return None;
         }
         let main = spec.model_config(kind, self);
@@ -719,6 +811,9 @@ pub fn build_recording_agent(
     }
     if kind == AgentKind::Script {
         return build_script_agent(spec, defaults);
+    }
+    if kind == AgentKind::Flow {
+        return Ok(Box::new(super::flow::FlowAgent::new(spec.flow_program()?)?));
     }
     if kind == AgentKind::Planned {
         return super::composite::build_planned(spec, defaults, record);
@@ -839,7 +934,7 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(
             err(json!({"kind": "visoin"})).to_string(),
-            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain"
+            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow"
         );
         assert_eq!(
             err(json!({"kind": "navigator", "format": "mai-ui"})).field,
@@ -857,7 +952,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),
@@ -896,7 +991,7 @@ mod tests {
         let replay = json!({"kind": "replay", "actions": []});
         assert_eq!(
             msg(json!({"kind": "chain", "agents": [replay, {"kind": "visoin"}]})),
-            "agent.agents[1].kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain"
+            "agent.agents[1].kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow"
         );
         assert_eq!(
             msg(json!({"kind": "chain", "agents": [replay, {"kind": "replay", "actions": {}}]})),
@@ -912,7 +1007,7 @@ mod tests {
         );
         assert_eq!(
             msg(json!({"kind": 3})),
-            "agent.kind: expected a string, one of navigator, vision, replay, script, planned, chain"
+            "agent.kind: expected a string, one of navigator, vision, replay, script, planned, chain, flow"
         );
         assert_eq!(msg(json!({"model": " "})), "agent.model: must not be empty");
         assert_eq!(

@@ -3,9 +3,11 @@
 //! artifacts, MCP routing, middleware, results, webhooks, trajectories, the bench), and
 //! the relay that joins this instance's bus and runners to the others on a shared database.
 
+pub mod app_control;
 pub mod artifacts;
 pub mod events;
 pub mod finish;
+pub mod flow_check;
 pub mod hooks;
 pub mod interaction;
 pub mod mcp;

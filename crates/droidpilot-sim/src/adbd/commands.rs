@@ -499,7 +499,13 @@ impl Commands {
         match args.first().map(String::as_str) {
             Some("start" | "start-activity") => self.am_start(&args[1..]).await,
             Some("broadcast") => self.am_broadcast(&args[1..]).await,
-            Some("force-stop") => CmdOutput::default(),
+            Some("force-stop") => match args.get(1) {
+                Some(pkg) => match self.device.stop_app(pkg).await {
+                    Ok(()) => CmdOutput::default(),
+                    Err(e) => device_err("am", &e),
+                },
+                None => fail(255, "Error: am force-stop needs a package\n"),
+            },
             _ => fail(
                 255,
                 "Error: unknown am command (the simulated phone supports start, broadcast, force-stop)\n",
@@ -683,9 +689,13 @@ impl Commands {
                 Ok(_) => CmdOutput::err(1, Vec::new()),
                 Err(e) => device_err("pm", &e),
             },
+            (Some("clear"), Some(pkg)) => match self.device.clear_app_data(pkg).await {
+                Ok(()) => out("Success\n".to_string()),
+                Err(e) => device_err("pm", &e),
+            },
             _ => fail(
                 255,
-                "Error: the simulated phone supports `pm list packages [FILTER]` and `pm path PKG`\n",
+                "Error: the simulated phone supports `pm list packages [FILTER]`, `pm path PKG` and `pm clear PKG`\n",
             ),
         }
     }

@@ -663,6 +663,25 @@ impl Device for AdbDevice {
         .map(|_| ())
     }
 
+    async fn stop_app(&self, package: &str) -> Result<(), DeviceError> {
+        self.shell_ok(&format!("am force-stop {}", quote(package)))
+            .await
+            .map(|_| ())
+    }
+
+    async fn clear_app_data(&self, package: &str) -> Result<(), DeviceError> {
+        let out = self.shell(&format!("pm clear {}", quote(package))).await?;
+        let all = format!("{}{}", out.stdout_str(), out.stderr_str());
+        if out.exit_code != 0 || !all.contains("Success") {
+            return Err(DeviceError::CommandFailed {
+                command: format!("pm clear {package}"),
+                exit_code: out.exit_code,
+                stderr: all,
+            });
+        }
+        Ok(())
+    }
+
     async fn screen_state(&self) -> Result<ScreenState, DeviceError> {
         let out = self
             .shell("dumpsys power | grep mWakefulness=; dumpsys window | grep -E 'mShowingLockscreen|mDreamingLockscreen'")
