@@ -1205,4 +1205,105 @@ mod agents {
             }
         }
     }
+
+    /// The three steps of one task sent through each provider's real client: the
+    /// system prompt and tool schemas are byte-identical at every step (nothing per step
+    /// inside them), Anthropic marks the end of that prefix for its cache, and each
+    /// step's text opens with the previous step's text up to the end of its history,
+    /// unchanged (the step counter, the foreground app and the screen come after).
+    #[tokio::test]
+    async fn a_tasks_steps_share_a_byte_identical_prefix_on_every_provider() {
+        for p in PROVIDERS {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                    p,
+                    "tap",
+                    json!({"element": 3}),
+                )))
+                .mount(&server)
+                .await;
+            let mut agent =
+                build_agent(&spec("navigator", p, &server, None), &defaults(&server)).unwrap();
+            let mut history = History::new(8);
+            let mut stable_ends = Vec::new();
+            for step in 1..=3u32 {
+                let mut c = ctx();
+                c.observation.step_count = step - 1;
+                c.observation.elapsed = Duration::from_secs(5 * u64::from(step));
+                c.observation
+                    .screen
+                    .elements
+                    .push_str(&format!("\n[4] TextView \"{step}\""));
+                c.device.app = Some(format!("com.example.step{step}"));
+                c.device.installed_apps =
+                    std::sync::Arc::new(vec!["Settings (com.android.settings)".into()]);
+                c.history = history.clone();
+                let d = agent.next(&c).await.unwrap();
+                let last = history.render();
+                stable_ends.push(last.trim_end().lines().last().map(str::to_string));
+                history.push_step(droidpilot::agent::StepRecord {
+                    step,
+                    thinking: String::new(),
+                    action: d.action,
+                    outcome: "screen changed".into(),
+                    failed: false,
+                });
+            }
+            let bodies: Vec<Value> = server
+                .received_requests()
+                .await
+                .unwrap()
+                .iter()
+                .map(body_of)
+                .collect();
+            assert_eq!(bodies.len(), 3, "{p}");
+            let split = |b: &Value| -> (String, String, String) {
+                match p {
+                    ProviderKind::Openai => (
+                        b["messages"][0].to_string(),
+                        b["tools"].to_string(),
+                        b["messages"][1]["content"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .into(),
+                    ),
+                    ProviderKind::Anthropic => (
+                        b["system"].to_string(),
+                        b["tools"].to_string(),
+                        b["messages"][0]["content"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .into(),
+                    ),
+                    ProviderKind::Gemini => (
+                        b["systemInstruction"].to_string(),
+                        b["tools"].to_string(),
+                        b["contents"][0]["parts"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .into(),
+                    ),
+                }
+            };
+            let parts: Vec<_> = bodies.iter().map(split).collect();
+            for (i, (s, t, u)) in parts.iter().enumerate().skip(1) {
+                assert_eq!(s, &parts[0].0, "{p}: the system prompt at step {}", i + 1);
+                assert_eq!(t, &parts[0].1, "{p}: the tools at step {}", i + 1);
+                let before = &parts[i - 1].2;
+                let end = match &stable_ends[i - 1] {
+                    Some(line) => before.find(line.as_str()).unwrap() + line.len(),
+                    None => before.find("Task: Turn on Wi-Fi").unwrap() + 19,
+                };
+                assert!(
+                    u.starts_with(&before[..end]),
+                    "{p}: step {} does not open with step {i}'s task and history:\n{before}\n---\n{u}",
+                    i + 1
+                );
+            }
+            if p == ProviderKind::Anthropic {
+                assert_eq!(bodies[0]["system"][0]["cache_control"]["type"], "ephemeral");
+            }
+        }
+    }
 }

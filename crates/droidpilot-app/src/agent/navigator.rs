@@ -341,12 +341,7 @@ impl NavigatorAgent {
 
     pub fn build_request(&self, ctx: &AgentContext) -> ChatRequest {
         let s = &ctx.observation.screen;
-        let mut text = ctx.header();
-        let h = ctx.history.render();
-        if !h.is_empty() {
-            text.push('\n');
-            text.push_str(&h);
-        }
+        let mut text = ctx.prompt_text();
         text.push_str(&format!(
             "\nCurrent screen ({}{}):\n{}",
             s.app_package.as_deref().unwrap_or("unknown app"),
