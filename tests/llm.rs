@@ -1306,4 +1306,48 @@ mod agents {
             }
         }
     }
+
+    /// Each provider reports the input it served from its prompt cache in its own field
+    /// (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`
+    /// beside `input_tokens`, Gemini `cachedContentTokenCount`): the call keeps it, and
+    /// its cost prices it at the cached rate.
+    #[tokio::test]
+    async fn cached_input_from_each_providers_reply_is_kept_and_priced_at_the_cached_rate() {
+        let usage = |p: ProviderKind| match p {
+            ProviderKind::Openai => json!({"prompt_tokens": 1000, "completion_tokens": 50,
+                "total_tokens": 1050, "prompt_tokens_details": {"cached_tokens": 768, "audio_tokens": 0}}),
+            ProviderKind::Anthropic => {
+                json!({"input_tokens": 232, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 768, "output_tokens": 50, "service_tier": "standard"})
+            }
+            ProviderKind::Gemini => json!({"promptTokenCount": 1000, "candidatesTokenCount": 50,
+                "totalTokenCount": 1050, "cachedContentTokenCount": 768}),
+        };
+        for p in PROVIDERS {
+            let server = MockServer::start().await;
+            let mut reply = tool_reply(p, "tap", json!({"element": 3}));
+            match p {
+                ProviderKind::Gemini => reply["usageMetadata"] = usage(p),
+                _ => reply["usage"] = usage(p),
+            }
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(reply))
+                .mount(&server)
+                .await;
+            let mut d = defaults(&server);
+            d.prices.0.get_mut("m").unwrap().cached_input_per_mtok = Some(0.1);
+            let mut agent = build_agent(&spec("navigator", p, &server, None), &d).unwrap();
+            let dec = agent.next(&ctx()).await.unwrap();
+            assert_eq!(dec.usage.input_tokens, 1000, "{p}");
+            assert_eq!(dec.usage.cached_input_tokens, 768, "{p}");
+            assert_eq!(dec.calls[0].tokens_cached, 768, "{p}");
+            let want = (232.0 * 1.0 + 768.0 * 0.1 + 50.0 * 4.0) / 1e6;
+            assert!(
+                (dec.cost.unwrap() - want).abs() < 1e-12,
+                "{p}: {:?}",
+                dec.cost
+            );
+            assert_eq!(dec.calls[0].cost_usd, dec.cost, "{p}");
+        }
+    }
 }
