@@ -604,10 +604,18 @@ fn context_strings(req: &ChatRequest) -> (String, String) {
         text.find("Previous steps"),
     ) {
         (Some(a), _) | (None, Some(a)) => {
-            let end = text[a..]
-                .find("\nCurrent screen")
-                .or_else(|| text[a..].find("\nStep "))
-                .map_or(text.len(), |e| a + e + 1);
+            // The history ends where the step's own lines or the screen begin.
+            let end = [
+                "\nStep ",
+                "\nNow: ",
+                "\nDevice: ",
+                "\nSince the previous",
+                "\nScreen",
+            ]
+            .iter()
+            .filter_map(|h| text[a..].find(h))
+            .min()
+            .map_or(text.len(), |e| a + e + 1);
             text[a..end].to_string()
         }
         _ => String::new(),
@@ -622,7 +630,7 @@ fn context_strings(req: &ChatRequest) -> (String, String) {
                 .map(|s| serde_json::to_string(&s).unwrap_or_default())
         }
         None => text
-            .rfind("Current screen")
+            .rfind("\nScreen")
             .and_then(|i| text[i..].find(":\n").map(|j| text[i + j + 2..].to_string())),
     };
     (history, elements.unwrap_or_default())

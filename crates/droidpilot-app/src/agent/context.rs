@@ -54,20 +54,25 @@ impl DeviceContext {
         paragraph(self.lasting_facts().collect())
     }
 
-    /// The facts of this moment (foreground app, keyboard). Empty when none is known.
-    pub fn render_current(&self) -> String {
-        paragraph(self.current_facts().collect())
+    /// The facts of this moment (foreground app, keyboard), the app left out when the
+    /// prompt names it elsewhere (`app_named`). Empty when none is known.
+    pub fn render_current(&self, app_named: bool) -> String {
+        let facts: Vec<String> = self.current_facts(app_named).collect();
+        if facts.is_empty() {
+            return String::new();
+        }
+        format!("Now: {}.", facts.join("; "))
     }
 
-    fn current_facts(&self) -> impl Iterator<Item = String> + '_ {
-        let app = self.app.as_ref().map(|a| {
-            let act = self
-                .activity
-                .as_deref()
-                .map(|a| format!(" / {a}"))
-                .unwrap_or_default();
-            format!("foreground app: {a}{act}")
-        });
+    fn current_facts(&self, app_named: bool) -> impl Iterator<Item = String> + '_ {
+        let app = match (app_named, &self.app, &self.activity) {
+            (false, Some(a), act) => Some(match act {
+                Some(act) => format!("foreground app: {a} / {act}"),
+                None => format!("foreground app: {a}"),
+            }),
+            (true, _, Some(act)) => Some(format!("activity: {act}")),
+            _ => None,
+        };
         let keyboard = self
             .keyboard_visible
             .then(|| "the soft keyboard is open".to_string());
@@ -325,12 +330,41 @@ impl History {
             }
             s.push_str(":\n");
             for r in &self.steps {
-                let action =
-                    serde_json::to_string(&r.action).unwrap_or_else(|_| r.action.name().into());
-                let _ = writeln!(s, "{}. {action} → {}", r.step, r.outcome);
+                let _ = writeln!(
+                    s,
+                    "{}. {} → {}",
+                    r.step,
+                    compact_action(&r.action),
+                    r.outcome
+                );
             }
         }
         s
+    }
+}
+
+/// An action as one short line of JSON: its coordinates to three decimals (a
+/// thousandth of the screen is finer than a finger), nothing else changed.
+fn compact_action(action: &Action) -> String {
+    fn round(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let r = (n.as_f64().unwrap_or_default() * 1000.0).round() / 1000.0;
+                if let Some(x) = serde_json::Number::from_f64(r) {
+                    *n = x;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(round),
+            serde_json::Value::Object(m) => m.values_mut().for_each(round),
+            _ => {}
+        }
+    }
+    match serde_json::to_value(action) {
+        Ok(mut v) => {
+            round(&mut v);
+            v.to_string()
+        }
+        Err(_) => action.name().into(),
     }
 }
 
@@ -361,6 +395,17 @@ impl AgentContext {
     /// step (the step counter and time, the foreground app and keyboard, the screen
     /// diff). Nothing that changes at every step comes before the history.
     pub fn prompt_text(&self) -> String {
+        self.text(false)
+    }
+
+    /// `prompt_text` for a prompt that lists the screen's elements after it: the
+    /// foreground app (the list's first line) and the elements that appeared (they are
+    /// in the list) are not said twice; the activity, the keyboard and what is gone are.
+    pub fn prompt_text_before_elements(&self) -> String {
+        self.text(true)
+    }
+
+    fn text(&self, elements_follow: bool) -> String {
         let mut s = format!("Task: {}", self.instruction);
         if let Some(g) = &self.guidance {
             let _ = write!(s, "\n\n{}", g.trim_end());
@@ -385,12 +430,21 @@ impl AgentContext {
                 o.elapsed.as_secs_f64()
             );
         }
-        let current = self.device.render_current();
+        let current = self.device.render_current(elements_follow);
         if !current.is_empty() {
             let _ = write!(s, "\n{current}");
         }
         if let Some(d) = &self.diff {
-            let _ = write!(s, "\n{}", d.render());
+            let d = match elements_follow {
+                true => ScreenDiff {
+                    appeared: Vec::new(),
+                    gone: d.gone.clone(),
+                },
+                false => d.clone(),
+            };
+            if !d.appeared.is_empty() || !d.gone.is_empty() {
+                let _ = write!(s, "\n{}", d.render());
+            }
         }
         s
     }
@@ -506,5 +560,65 @@ mod tests {
             );
             previous = (text, h.clone());
         }
+    }
+
+    /// A prompt that lists the elements after the text does not say the foreground app
+    /// or the appeared elements twice; one without the list (a vision agent's) says them.
+    /// A step's action is one short line, its coordinates to three decimals.
+    #[test]
+    fn what_the_element_list_says_is_not_said_again_and_history_lines_are_short() {
+        let mut h = History::new(8);
+        h.push_step(StepRecord {
+            step: 1,
+            thinking: "long thoughts that stay out".into(),
+            action: crate::domain::ActionParser::new()
+                .parse(
+                    &serde_json::json!({"action": "tap", "coordinate": [0.8666666666666667, 0.94]}),
+                )
+                .unwrap(),
+            outcome: "screen changed".into(),
+            failed: false,
+        });
+        let screen = crate::screen::ScreenRepresentation {
+            app_package: Some("com.android.settings".into()),
+            activity: None,
+            has_modal: false,
+            elements: "com.android.settings\n[0] Button \"OK\"".into(),
+            summary: String::new(),
+            actionable_elements: Vec::new(),
+        };
+        let obs = Observation {
+            screen,
+            tree: None,
+            screenshot: None,
+            step_count: 1,
+            max_steps: 20,
+            elapsed: Duration::from_secs(3),
+        };
+        let mut ctx = AgentContext::new("Open Wi-Fi".into(), obs, h);
+        ctx.device.app = Some("com.android.settings".into());
+        ctx.device.activity = Some(".Settings".into());
+        ctx.diff = Some(ScreenDiff {
+            appeared: vec!["Button \"OK\"".into()],
+            gone: vec!["TextView \"Home\"".into()],
+        });
+        let nav = ctx.prompt_text_before_elements();
+        assert!(!nav.contains("com.android.settings"), "{nav}");
+        assert!(
+            !nav.contains("appeared") && nav.contains("gone: TextView \"Home\""),
+            "{nav}"
+        );
+        assert!(nav.contains("activity: .Settings"), "{nav}");
+        assert!(
+            nav.contains("1. {\"action\":\"tap\",\"coordinate\":[0.867,0.94]} → screen changed"),
+            "{nav}"
+        );
+        assert!(!nav.contains("long thoughts"), "{nav}");
+        let vision = ctx.prompt_text();
+        assert!(
+            vision.contains("foreground app: com.android.settings / .Settings"),
+            "{vision}"
+        );
+        assert!(vision.contains("appeared: Button \"OK\""), "{vision}");
     }
 }
