@@ -1205,4 +1205,149 @@ mod agents {
             }
         }
     }
+
+    /// The three steps of one task sent through each provider's real client: the
+    /// system prompt and tool schemas are byte-identical at every step (nothing per step
+    /// inside them), Anthropic marks the end of that prefix for its cache, and each
+    /// step's text opens with the previous step's text up to the end of its history,
+    /// unchanged (the step counter, the foreground app and the screen come after).
+    #[tokio::test]
+    async fn a_tasks_steps_share_a_byte_identical_prefix_on_every_provider() {
+        for p in PROVIDERS {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                    p,
+                    "tap",
+                    json!({"element": 3}),
+                )))
+                .mount(&server)
+                .await;
+            let mut agent =
+                build_agent(&spec("navigator", p, &server, None), &defaults(&server)).unwrap();
+            let mut history = History::new(8);
+            let mut stable_ends = Vec::new();
+            for step in 1..=3u32 {
+                let mut c = ctx();
+                c.observation.step_count = step - 1;
+                c.observation.elapsed = Duration::from_secs(5 * u64::from(step));
+                c.observation
+                    .screen
+                    .elements
+                    .push_str(&format!("\n[4] TextView \"{step}\""));
+                c.device.app = Some(format!("com.example.step{step}"));
+                c.device.installed_apps =
+                    std::sync::Arc::new(vec!["Settings (com.android.settings)".into()]);
+                c.history = history.clone();
+                let d = agent.next(&c).await.unwrap();
+                let last = history.render();
+                stable_ends.push(last.trim_end().lines().last().map(str::to_string));
+                history.push_step(droidpilot::agent::StepRecord {
+                    step,
+                    thinking: String::new(),
+                    action: d.action,
+                    outcome: "screen changed".into(),
+                    failed: false,
+                });
+            }
+            let bodies: Vec<Value> = server
+                .received_requests()
+                .await
+                .unwrap()
+                .iter()
+                .map(body_of)
+                .collect();
+            assert_eq!(bodies.len(), 3, "{p}");
+            let split = |b: &Value| -> (String, String, String) {
+                match p {
+                    ProviderKind::Openai => (
+                        b["messages"][0].to_string(),
+                        b["tools"].to_string(),
+                        b["messages"][1]["content"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .into(),
+                    ),
+                    ProviderKind::Anthropic => (
+                        b["system"].to_string(),
+                        b["tools"].to_string(),
+                        b["messages"][0]["content"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .into(),
+                    ),
+                    ProviderKind::Gemini => (
+                        b["systemInstruction"].to_string(),
+                        b["tools"].to_string(),
+                        b["contents"][0]["parts"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .into(),
+                    ),
+                }
+            };
+            let parts: Vec<_> = bodies.iter().map(split).collect();
+            for (i, (s, t, u)) in parts.iter().enumerate().skip(1) {
+                assert_eq!(s, &parts[0].0, "{p}: the system prompt at step {}", i + 1);
+                assert_eq!(t, &parts[0].1, "{p}: the tools at step {}", i + 1);
+                let before = &parts[i - 1].2;
+                let end = match &stable_ends[i - 1] {
+                    Some(line) => before.find(line.as_str()).unwrap() + line.len(),
+                    None => before.find("Task: Turn on Wi-Fi").unwrap() + 19,
+                };
+                assert!(
+                    u.starts_with(&before[..end]),
+                    "{p}: step {} does not open with step {i}'s task and history:\n{before}\n---\n{u}",
+                    i + 1
+                );
+            }
+            if p == ProviderKind::Anthropic {
+                assert_eq!(bodies[0]["system"][0]["cache_control"]["type"], "ephemeral");
+            }
+        }
+    }
+
+    /// Each provider reports the input it served from its prompt cache in its own field
+    /// (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`
+    /// beside `input_tokens`, Gemini `cachedContentTokenCount`): the call keeps it, and
+    /// its cost prices it at the cached rate.
+    #[tokio::test]
+    async fn cached_input_from_each_providers_reply_is_kept_and_priced_at_the_cached_rate() {
+        let usage = |p: ProviderKind| match p {
+            ProviderKind::Openai => json!({"prompt_tokens": 1000, "completion_tokens": 50,
+                "total_tokens": 1050, "prompt_tokens_details": {"cached_tokens": 768, "audio_tokens": 0}}),
+            ProviderKind::Anthropic => {
+                json!({"input_tokens": 232, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 768, "output_tokens": 50, "service_tier": "standard"})
+            }
+            ProviderKind::Gemini => json!({"promptTokenCount": 1000, "candidatesTokenCount": 50,
+                "totalTokenCount": 1050, "cachedContentTokenCount": 768}),
+        };
+        for p in PROVIDERS {
+            let server = MockServer::start().await;
+            let mut reply = tool_reply(p, "tap", json!({"element": 3}));
+            match p {
+                ProviderKind::Gemini => reply["usageMetadata"] = usage(p),
+                _ => reply["usage"] = usage(p),
+            }
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(reply))
+                .mount(&server)
+                .await;
+            let mut d = defaults(&server);
+            d.prices.0.get_mut("m").unwrap().cached_input_per_mtok = Some(0.1);
+            let mut agent = build_agent(&spec("navigator", p, &server, None), &d).unwrap();
+            let dec = agent.next(&ctx()).await.unwrap();
+            assert_eq!(dec.usage.input_tokens, 1000, "{p}");
+            assert_eq!(dec.usage.cached_input_tokens, 768, "{p}");
+            assert_eq!(dec.calls[0].tokens_cached, 768, "{p}");
+            let want = (232.0 * 1.0 + 768.0 * 0.1 + 50.0 * 4.0) / 1e6;
+            assert!(
+                (dec.cost.unwrap() - want).abs() < 1e-12,
+                "{p}: {:?}",
+                dec.cost
+            );
+            assert_eq!(dec.calls[0].cost_usd, dec.cost, "{p}");
+        }
+    }
 }

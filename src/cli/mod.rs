@@ -94,6 +94,18 @@ pub enum BenchCommand {
     Replay(BenchReplayArgs),
     /// A normal authenticated GET's latency (p50/p99) while one client, or twenty, tries to exhaust the server: silent sockets, slowloris, WebSockets, SSE streams (loopback, about 2 minutes).
     Attack(BenchAttackArgs),
+    /// Tokens per model request, by agent kind and role (navigator, vision formats, planner, progress, verifier), on the eval's tasks: system prompt, tool schemas, history, screen, image, and the share a prompt cache serves.
+    Tokens(BenchTokensArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchTokensArgs {
+    /// Task id globs (`clock.*`); every task when absent.
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Vec<String>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -469,6 +481,27 @@ async fn bench_devtime(
 pub async fn bench_attack(args: BenchAttackArgs) -> anyhow::Result<()> {
     let (header, rows) = crate::bench::attack::bench_attack(args.secs).await?;
     print!("{}", crate::bench::attack::format_report(&header, &rows));
+    Ok(())
+}
+
+/// `droidpilot bench tokens`.
+pub async fn bench_tokens(args: BenchTokensArgs) -> anyhow::Result<()> {
+    use crate::bench::tokens as bench;
+    let opts = bench::TokensOptions {
+        tasks: args.tasks,
+        ..Default::default()
+    };
+    let report = bench::bench_tokens(&opts, &|_| {})
+        .await
+        .map_err(|e| match &e {
+            bench::TokensError::Tasks(t) => anyhow::anyhow!("{e}. {}", t.hint()),
+            bench::TokensError::Phone(_) => anyhow::anyhow!("{e}"),
+        })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", bench::format_report(&report));
+    }
     Ok(())
 }
 

@@ -1127,3 +1127,82 @@ async fn a_paced_virtual_phone_takes_real_time_per_action() {
         "3 actions at pace_ms={PACE_MS} took only {took:?}"
     );
 }
+
+/// A provider that serves part of each prompt from its cache says so in its usage
+/// (OpenAI: `prompt_tokens_details.cached_tokens`): each step and its call, and the task,
+/// show the cached tokens, and the cost prices them at the cached rate.
+#[tokio::test]
+async fn cached_input_tokens_are_shown_per_step_and_task_and_priced_at_the_cached_rate() {
+    struct Cached(Vec<String>, AtomicUsize);
+    impl Respond for Cached {
+        fn respond(&self, _req: &Request) -> ResponseTemplate {
+            let i = self.1.fetch_add(1, Ordering::SeqCst).min(self.0.len() - 1);
+            ResponseTemplate::new(200).set_body_json(json!({
+                "id": format!("chatcmpl-{i}"), "object": "chat.completion", "created": 1_700_000_000, "model": "ui-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": self.0[i]}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240,
+                          "prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0}}
+            }))
+        }
+    }
+    let server = MockServer::start().await;
+    let replies = replies_for("settings.bluetooth_on")
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect();
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(Cached(replies, AtomicUsize::new(0)))
+        .mount(&server)
+        .await;
+    let toml = format!(
+        "[agent]\nallowed_base_urls = [\"{}\"]\n[agent.prices.\"ui-model\"]\ninput_per_mtok = 2.0\noutput_per_mtok = 8.0\ncached_input_per_mtok = 0.5\n",
+        server.uri()
+    );
+    let app = spawn_app_with_toml(
+        &toml,
+        &[
+            ("DROIDPILOT_RUNNER__SETTLE_TIMEOUT_MS", "300"),
+            ("DROIDPILOT_RUNNER__SETTLE_POLL_MS", "10"),
+        ],
+    )
+    .await;
+    for d in app.pool.list() {
+        app.pool.remove(&d.id).await.unwrap();
+    }
+    add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
+    let id = submit(&app, json!({"instruction": "Turn on Bluetooth", "agent": agent_for(&server), "device_id": "sim-1"})).await;
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let steps: Vec<Value> = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let per_step = (176.0 * 2.0 + 1024.0 * 0.5 + 40.0 * 8.0) / 1e6;
+    for s in &steps {
+        assert_eq!(
+            (s["tokens_in"].as_u64(), s["tokens_cached"].as_u64()),
+            (Some(1200), Some(1024)),
+            "{s}"
+        );
+        assert_eq!(s["calls"][0]["tokens_cached"], 1024, "{s}");
+        assert!(
+            (s["cost_usd"].as_f64().unwrap() - per_step).abs() < 1e-12,
+            "{s}"
+        );
+    }
+    let n = steps.len() as u64;
+    assert_eq!(t["tokens_cached"].as_u64(), Some(1024 * n), "{t}");
+    assert!(
+        (t["cost_usd"].as_f64().unwrap() - per_step * n as f64).abs() < 1e-9,
+        "{t}"
+    );
+    let list: Value = app.get("/v1/tasks").await.json().await.unwrap();
+    assert_eq!(
+        list["tasks"][0]["tokens_cached"].as_u64(),
+        Some(1024 * n),
+        "{list}"
+    );
+}

@@ -64,6 +64,7 @@ async fn filled(s: &SqliteStore) -> droidpilot::domain::TaskId {
             timings: Default::default(),
             tokens_in: 10,
             tokens_out: 5,
+            tokens_cached: 4,
             cost_usd: 0.5,
             model_calls: 1,
             replay: None,

@@ -96,6 +96,7 @@ fn typed_step(task: TaskId, n: u32, action: Option<Action>) -> Step {
         timings: StepTimings::default(),
         tokens_in: 1,
         tokens_out: 2,
+        tokens_cached: 1,
         cost_usd: 0.25,
         model_calls: 1,
         replay: None,
@@ -143,8 +144,14 @@ async fn typed_steps_round_trip_with_custom_and_rejected_actions(store: S) {
     ));
     let t = store.get_task(task.id).await.unwrap();
     assert_eq!(
-        (t.steps, t.tokens_in, t.tokens_out, t.model_calls),
-        (3, 3, 6, 3)
+        (
+            t.steps,
+            t.tokens_in,
+            t.tokens_out,
+            t.tokens_cached,
+            t.model_calls
+        ),
+        (3, 3, 6, 3, 3)
     );
     assert!((t.cost_usd - 0.75).abs() < 1e-9);
 }

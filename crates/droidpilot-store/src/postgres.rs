@@ -141,10 +141,10 @@ where
 const TASK_SELECT: &str = "SELECT id, status, instruction, priority, max_steps, timeout_seconds, device_id, \
      constraints::text AS constraints, agent::text AS agent, external_id, session_id, metadata::text AS metadata, \
      assigned_device, created_at, started_at, finished_at, reason, answer, steps, tokens_in, tokens_out, cost_usd, \
-     cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd FROM tasks";
+     cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd, tokens_cached FROM tasks";
 
 const STEP_SELECT: &str = "SELECT task_id, n, started_at, thinking, action::text AS action, raw, rejected::text AS rejected, \
-     result::text AS result, screen::text AS screen, screenshot, timings::text AS timings, tokens_in, tokens_out, cost_usd, \
+     result::text AS result, screen::text AS screen, screenshot, timings::text AS timings, tokens_in, tokens_out, tokens_cached, cost_usd, \
      model_calls, replay::text AS replay, calls::text AS calls, annotations::text AS annotations, actor FROM steps";
 
 const INTERVENTION_SELECT: &str = "SELECT id, task_id, kind, question, options::text AS options, answer, answered_by, \
@@ -816,9 +816,9 @@ async fn insert_step(
     let row = StepRow::from(step);
     let inserted = sqlx::query(
         "INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, \
-         timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) \
+         timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor, tokens_cached) \
          VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10, $11::jsonb, $12, $13, $14, $15, \
-         $16::jsonb, $17::jsonb, $18::jsonb, $19) ON CONFLICT (task_id, n) DO NOTHING",
+         $16::jsonb, $17::jsonb, $18::jsonb, $19, $20) ON CONFLICT (task_id, n) DO NOTHING",
     )
     .bind(row.task_id)
     .bind(row.n)
@@ -839,6 +839,7 @@ async fn insert_step(
     .bind(row.calls)
     .bind(row.annotations)
     .bind(row.actor)
+    .bind(row.tokens_cached)
     .execute(&mut **tx)
     .await?
     .rows_affected();
@@ -847,13 +848,15 @@ async fn insert_step(
     }
     sqlx::query(
         "UPDATE tasks SET steps = steps + 1, tokens_in = tokens_in + $1, tokens_out = tokens_out + $2, \
-         cost_usd = cost_usd + $3, model_calls = model_calls + $4 WHERE id = $5",
+         cost_usd = cost_usd + $3, model_calls = model_calls + $4, tokens_cached = tokens_cached + $6 \
+         WHERE id = $5",
     )
     .bind(step.tokens_in as i64)
     .bind(step.tokens_out as i64)
     .bind(step.cost_usd)
     .bind(step.model_calls as i64)
     .bind(step.task_id.to_string())
+    .bind(step.tokens_cached as i64)
     .execute(&mut **tx)
     .await?;
     Ok(true)

@@ -226,11 +226,11 @@ fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
 
 const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, agent, \
      external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
-     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd";
+     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd, tokens_cached";
 
-const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor \
+const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, tokens_cached, cost_usd, model_calls, replay, calls, annotations, actor \
      FROM steps WHERE task_id = ? ORDER BY n";
-const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor \
+const STEP_SELECT_ONE: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, tokens_cached, cost_usd, model_calls, replay, calls, annotations, actor \
      FROM steps WHERE task_id = ? AND n = ?";
 const INTERVENTION_SELECT_ONE: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, actor, action, step, detail FROM interventions WHERE id = ?";
 const INTERVENTION_SELECT_TASK: &str = "SELECT id, task_id, kind, question, options, answer, answered_by, created_at, answered_at, actor, action, step, detail FROM interventions WHERE task_id = ? ORDER BY created_at, id";
@@ -914,6 +914,7 @@ mod tests {
             timings: Default::default(),
             tokens_in: 3,
             tokens_out: 0,
+            tokens_cached: 2,
             cost_usd: 0.0,
             model_calls: 1,
             replay: None,
@@ -944,7 +945,7 @@ mod tests {
         for r in sqlx::query(
             "SELECT task_id, n, thinking, action, raw, rejected, result, screen, screenshot, \
              timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, \
-             actor FROM steps ORDER BY task_id, n",
+             actor, tokens_cached FROM steps ORDER BY task_id, n",
         )
         .fetch_all(store.pool())
         .await
@@ -954,7 +955,7 @@ mod tests {
                 .into_iter()
                 .map(|i| r.get(i))
                 .collect();
-            let ints: Vec<i64> = [1, 10, 11, 13].into_iter().map(|i| r.get(i)).collect();
+            let ints: Vec<i64> = [1, 10, 11, 13, 18].into_iter().map(|i| r.get(i)).collect();
             let cost: f64 = r.get(12);
             out += &format!(
                 "step {} {ints:?} {:x} {texts:?}\n",
@@ -964,7 +965,13 @@ mod tests {
         }
         for id in ids {
             let t = store.get_task(*id).await.unwrap();
-            let c = (t.steps, t.tokens_in, t.tokens_out, t.model_calls);
+            let c = (
+                t.steps,
+                t.tokens_in,
+                t.tokens_out,
+                t.tokens_cached,
+                t.model_calls,
+            );
             out += &format!("task {c:?} {:x}\n", t.cost_usd.to_bits());
         }
         let arts: Vec<(String, String, i64)> =
@@ -1101,7 +1108,7 @@ mod tests {
             store.close().await;
         }
         assert_eq!(dumps[0], dumps[1], "grouped, then one by one");
-        assert!(dumps[0].contains("step t1 [2, 3, 0, 1]"), "{}", dumps[0]);
+        assert!(dumps[0].contains("step t1 [2, 3, 0, 1, 2]"), "{}", dumps[0]);
     }
 
     /// Commits that wait while the write queue is busy go in one transaction, each gets its

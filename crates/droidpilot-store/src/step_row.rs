@@ -34,6 +34,7 @@ pub struct StepRow {
     pub timings: Option<JsonText>,
     pub tokens_in: i64,
     pub tokens_out: i64,
+    pub tokens_cached: i64,
     pub cost_usd: f64,
     pub model_calls: i64,
     /// JSON `ReplayInfo`.
@@ -75,6 +76,7 @@ impl From<&Step> for StepRow {
             timings: to_json(Some(&s.timings)),
             tokens_in: s.tokens_in as i64,
             tokens_out: s.tokens_out as i64,
+            tokens_cached: s.tokens_cached as i64,
             cost_usd: s.cost_usd,
             model_calls: s.model_calls as i64,
             replay: to_json(s.replay.as_ref()),
@@ -118,6 +120,7 @@ impl StepRow {
                 .unwrap_or_default(),
             tokens_in: self.tokens_in as u64,
             tokens_out: self.tokens_out as u64,
+            tokens_cached: self.tokens_cached as u64,
             cost_usd: self.cost_usd,
             model_calls: self.model_calls as u32,
             replay: from_json(self.replay.as_deref(), "replay")?,

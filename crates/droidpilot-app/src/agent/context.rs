@@ -48,40 +48,56 @@ pub struct DeviceContext {
 }
 
 impl DeviceContext {
-    /// One paragraph for a prompt; empty when nothing is known.
-    pub fn render(&self) -> String {
-        let mut facts = Vec::new();
-        if let Some(a) = &self.app {
-            let act = self
-                .activity
-                .as_deref()
-                .map(|a| format!(" / {a}"))
-                .unwrap_or_default();
-            facts.push(format!("foreground app: {a}{act}"));
-        }
-        if self.keyboard_visible {
-            facts.push("the soft keyboard is open".into());
-        }
-        for (k, v) in [
-            ("locale", &self.locale),
-            ("time zone", &self.timezone),
-            ("country", &self.country),
-        ] {
-            if let Some(v) = v {
-                facts.push(format!("{k}: {v}"));
-            }
-        }
-        if !self.installed_apps.is_empty() {
-            facts.push(format!(
-                "installed apps: {}",
-                self.installed_apps.join(", ")
-            ));
-        }
+    /// The facts that last a whole task (locale, time zone, country, installed apps):
+    /// they belong to a prompt's stable prefix. Empty when none is known.
+    pub fn render_lasting(&self) -> String {
+        paragraph(self.lasting_facts().collect())
+    }
+
+    /// The facts of this moment (foreground app, keyboard), the app left out when the
+    /// prompt names it elsewhere (`app_named`). Empty when none is known.
+    pub fn render_current(&self, app_named: bool) -> String {
+        let facts: Vec<String> = self.current_facts(app_named).collect();
         if facts.is_empty() {
             return String::new();
         }
-        format!("Device: {}.", facts.join("; "))
+        format!("Now: {}.", facts.join("; "))
     }
+
+    fn current_facts(&self, app_named: bool) -> impl Iterator<Item = String> + '_ {
+        let app = match (app_named, &self.app, &self.activity) {
+            (false, Some(a), act) => Some(match act {
+                Some(act) => format!("foreground app: {a} / {act}"),
+                None => format!("foreground app: {a}"),
+            }),
+            (true, _, Some(act)) => Some(format!("activity: {act}")),
+            _ => None,
+        };
+        let keyboard = self
+            .keyboard_visible
+            .then(|| "the soft keyboard is open".to_string());
+        app.into_iter().chain(keyboard)
+    }
+
+    fn lasting_facts(&self) -> impl Iterator<Item = String> + '_ {
+        let place = [
+            ("locale", &self.locale),
+            ("time zone", &self.timezone),
+            ("country", &self.country),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {v}")));
+        let apps = (!self.installed_apps.is_empty())
+            .then(|| format!("installed apps: {}", self.installed_apps.join(", ")));
+        place.chain(apps)
+    }
+}
+
+fn paragraph(facts: Vec<String>) -> String {
+    if facts.is_empty() {
+        return String::new();
+    }
+    format!("Device: {}.", facts.join("; "))
 }
 
 /// Elements that appeared on and disappeared from the screen since the previous step,
@@ -314,12 +330,41 @@ impl History {
             }
             s.push_str(":\n");
             for r in &self.steps {
-                let action =
-                    serde_json::to_string(&r.action).unwrap_or_else(|_| r.action.name().into());
-                let _ = writeln!(s, "{}. {action} → {}", r.step, r.outcome);
+                let _ = writeln!(
+                    s,
+                    "{}. {} → {}",
+                    r.step,
+                    compact_action(&r.action),
+                    r.outcome
+                );
             }
         }
         s
+    }
+}
+
+/// An action as one short line of JSON: its coordinates to three decimals (a
+/// thousandth of the screen is finer than a finger), nothing else changed.
+fn compact_action(action: &Action) -> String {
+    fn round(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let r = (n.as_f64().unwrap_or_default() * 1000.0).round() / 1000.0;
+                if let Some(x) = serde_json::Number::from_f64(r) {
+                    *n = x;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(round),
+            serde_json::Value::Object(m) => m.values_mut().for_each(round),
+            _ => {}
+        }
+    }
+    match serde_json::to_value(action) {
+        Ok(mut v) => {
+            round(&mut v);
+            v.to_string()
+        }
+        Err(_) => action.name().into(),
     }
 }
 
@@ -343,15 +388,39 @@ impl AgentContext {
         }
     }
 
-    /// The header every prompt starts with: the instruction, the planner's guidance
-    /// (pinned), the step budget and time, the device and what changed on screen.
-    pub fn header(&self) -> String {
-        let o = &self.observation;
+    /// The prompt's text before the screen, in the order a provider's prompt cache
+    /// needs (it serves the longest prefix it has seen): first what stays the same for
+    /// the whole task (the instruction, the planner's guidance, the device's lasting
+    /// facts), then the history (one line more each step), then what is new at this
+    /// step (the step counter and time, the foreground app and keyboard, the screen
+    /// diff). Nothing that changes at every step comes before the history.
+    pub fn prompt_text(&self) -> String {
+        self.text(false)
+    }
+
+    /// `prompt_text` for a prompt that lists the screen's elements after it: the
+    /// foreground app (the list's first line) and the elements that appeared (they are
+    /// in the list) are not said twice; the activity, the keyboard and what is gone are.
+    pub fn prompt_text_before_elements(&self) -> String {
+        self.text(true)
+    }
+
+    fn text(&self, elements_follow: bool) -> String {
         let mut s = format!("Task: {}", self.instruction);
         if let Some(g) = &self.guidance {
             let _ = write!(s, "\n\n{}", g.trim_end());
             s.push('\n');
         }
+        let lasting = self.device.render_lasting();
+        if !lasting.is_empty() {
+            let _ = write!(s, "\n{lasting}");
+        }
+        let h = self.history.render();
+        if !h.is_empty() {
+            s.push('\n');
+            s.push_str(h.trim_end());
+        }
+        let o = &self.observation;
         if self.step_info {
             let _ = write!(
                 s,
@@ -361,12 +430,21 @@ impl AgentContext {
                 o.elapsed.as_secs_f64()
             );
         }
-        let device = self.device.render();
-        if !device.is_empty() {
-            let _ = write!(s, "\n{device}");
+        let current = self.device.render_current(elements_follow);
+        if !current.is_empty() {
+            let _ = write!(s, "\n{current}");
         }
         if let Some(d) = &self.diff {
-            let _ = write!(s, "\n{}", d.render());
+            let d = match elements_follow {
+                true => ScreenDiff {
+                    appeared: Vec::new(),
+                    gone: d.gone.clone(),
+                },
+                false => d.clone(),
+            };
+            if !d.appeared.is_empty() || !d.gone.is_empty() {
+                let _ = write!(s, "\n{}", d.render());
+            }
         }
         s
     }
@@ -411,5 +489,136 @@ mod tests {
             });
         }
         assert_eq!(h.notes().count(), MAX_NOTES);
+    }
+
+    /// A provider's prompt cache serves the longest prefix it has seen: everything up to
+    /// the end of the history of one step must open the next step's text unchanged.
+    #[test]
+    fn the_text_up_to_the_history_opens_the_next_steps_text_unchanged() {
+        let screen = crate::screen::ScreenRepresentation {
+            app_package: Some("com.android.settings".into()),
+            activity: None,
+            has_modal: false,
+            elements: "[0] Button \"OK\"".into(),
+            summary: String::new(),
+            actionable_elements: Vec::new(),
+        };
+        let at = |step: u32, history: &History, keyboard: bool| {
+            let mut ctx = AgentContext::new(
+                "Turn on Wi-Fi".into(),
+                Observation {
+                    screen: screen.clone(),
+                    tree: None,
+                    screenshot: None,
+                    step_count: step - 1,
+                    max_steps: 20,
+                    elapsed: Duration::from_secs(7 * u64::from(step)),
+                },
+                history.clone(),
+            );
+            ctx.device = DeviceContext {
+                app: Some(format!("com.example.app{step}")),
+                keyboard_visible: keyboard,
+                locale: Some("en-US".into()),
+                installed_apps: std::sync::Arc::new(vec!["Settings (com.android.settings)".into()]),
+                ..DeviceContext::default()
+            };
+            ctx.diff = Some(ScreenDiff {
+                appeared: vec![format!("Button \"Step {step}\"")],
+                gone: Vec::new(),
+            });
+            ctx.prompt_text()
+        };
+        // The stable part of a step's text: up to the end of its history (of the device's
+        // lasting facts before there is one).
+        let stable = |text: &str, h: &History| {
+            let last = h.render();
+            let last = last
+                .trim_end()
+                .lines()
+                .last()
+                .unwrap_or("Settings (com.android.settings).");
+            text.find(last).expect("the history in the text") + last.len()
+        };
+        let mut h = History::new(8);
+        let mut previous = (at(1, &h, false), h.clone());
+        for step in 2..=4 {
+            h.push_step(StepRecord {
+                step: step - 1,
+                thinking: String::new(),
+                action: Action::Key { key: Key::Back },
+                outcome: "screen changed".into(),
+                failed: false,
+            });
+            let text = at(step, &h, step % 2 == 0);
+            let (before, before_h) = &previous;
+            let end = stable(before, before_h);
+            assert!(
+                text.starts_with(&before[..end]),
+                "step {step} does not open with step {}'s stable part:\n{before}\n---\n{text}",
+                step - 1
+            );
+            previous = (text, h.clone());
+        }
+    }
+
+    /// A prompt that lists the elements after the text does not say the foreground app
+    /// or the appeared elements twice; one without the list (a vision agent's) says them.
+    /// A step's action is one short line, its coordinates to three decimals.
+    #[test]
+    fn what_the_element_list_says_is_not_said_again_and_history_lines_are_short() {
+        let mut h = History::new(8);
+        h.push_step(StepRecord {
+            step: 1,
+            thinking: "long thoughts that stay out".into(),
+            action: crate::domain::ActionParser::new()
+                .parse(
+                    &serde_json::json!({"action": "tap", "coordinate": [0.8666666666666667, 0.94]}),
+                )
+                .unwrap(),
+            outcome: "screen changed".into(),
+            failed: false,
+        });
+        let screen = crate::screen::ScreenRepresentation {
+            app_package: Some("com.android.settings".into()),
+            activity: None,
+            has_modal: false,
+            elements: "com.android.settings\n[0] Button \"OK\"".into(),
+            summary: String::new(),
+            actionable_elements: Vec::new(),
+        };
+        let obs = Observation {
+            screen,
+            tree: None,
+            screenshot: None,
+            step_count: 1,
+            max_steps: 20,
+            elapsed: Duration::from_secs(3),
+        };
+        let mut ctx = AgentContext::new("Open Wi-Fi".into(), obs, h);
+        ctx.device.app = Some("com.android.settings".into());
+        ctx.device.activity = Some(".Settings".into());
+        ctx.diff = Some(ScreenDiff {
+            appeared: vec!["Button \"OK\"".into()],
+            gone: vec!["TextView \"Home\"".into()],
+        });
+        let nav = ctx.prompt_text_before_elements();
+        assert!(!nav.contains("com.android.settings"), "{nav}");
+        assert!(
+            !nav.contains("appeared") && nav.contains("gone: TextView \"Home\""),
+            "{nav}"
+        );
+        assert!(nav.contains("activity: .Settings"), "{nav}");
+        assert!(
+            nav.contains("1. {\"action\":\"tap\",\"coordinate\":[0.867,0.94]} → screen changed"),
+            "{nav}"
+        );
+        assert!(!nav.contains("long thoughts"), "{nav}");
+        let vision = ctx.prompt_text();
+        assert!(
+            vision.contains("foreground app: com.android.settings / .Settings"),
+            "{vision}"
+        );
+        assert!(vision.contains("appeared: Button \"OK\""), "{vision}");
     }
 }

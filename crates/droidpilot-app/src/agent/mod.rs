@@ -111,7 +111,7 @@ impl CallSum {
             sum.usage += Usage {
                 input_tokens: c.tokens_in,
                 output_tokens: c.tokens_out,
-                ..Usage::default()
+                cached_input_tokens: c.tokens_cached,
             };
             add_cost(&mut sum.cost, c.cost_usd);
             sum.count += 1;
@@ -310,6 +310,7 @@ impl<'a> Meter<'a> {
             model: format!("{}:{}", cfg.provider.id(), cfg.model),
             tokens_in: 0,
             tokens_out: 0,
+            tokens_cached: 0,
             cost_usd: None,
             latency_ms: latency.as_millis() as u64,
             error: None,
@@ -319,6 +320,7 @@ impl<'a> Meter<'a> {
                 call.cost_usd = self.add(&cfg.model, &reply.usage);
                 call.tokens_in = reply.usage.input_tokens;
                 call.tokens_out = reply.usage.output_tokens;
+                call.tokens_cached = reply.usage.cached_input_tokens;
                 self.log.push(call);
                 Ok(reply)
             }

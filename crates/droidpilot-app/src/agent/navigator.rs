@@ -23,14 +23,14 @@ use crate::llm::{
     ChatModel, ChatRequest, Message, Part, PriceTable, Role, ToolCall, ToolChoice, ToolSpec,
 };
 
+// The arguments of each tool. The system prompt says once what `element`, `selector`
+// and `description` are; a field is described here only when its name does not say.
+
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct TargetArgs {
-    /// Element id from the current screen list.
     element: Option<u32>,
-    /// A selector: `#resource_id`, `:text("Send")`, `:desc("Send")`, `Button:text("Send")`.
     selector: Option<String>,
-    /// The element in words, when it has no id (a grounding model will locate it).
     description: Option<String>,
 }
 
@@ -40,7 +40,7 @@ struct LongPressArgs {
     element: Option<u32>,
     selector: Option<String>,
     description: Option<String>,
-    /// Hold time in milliseconds (default about 800).
+    /// Default 800.
     duration_ms: Option<u64>,
 }
 
@@ -48,10 +48,9 @@ struct LongPressArgs {
 #[derive(JsonSchema)]
 struct TypeArgs {
     text: String,
-    /// The field; the focused field when absent.
     element: Option<u32>,
     selector: Option<String>,
-    /// Replace the field's content instead of appending.
+    /// Replace the content.
     clear_first: Option<bool>,
 }
 
@@ -77,7 +76,6 @@ enum Dir {
 struct ScrollArgs {
     /// `down` reveals what is below.
     direction: Dir,
-    /// The scrollable container; the main one when absent.
     element: Option<u32>,
     selector: Option<String>,
 }
@@ -85,10 +83,10 @@ struct ScrollArgs {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct ScrollToFindArgs {
-    /// What to bring on screen.
     selector: String,
+    /// Default down.
     direction: Option<Dir>,
-    /// Give up after this many scrolls (default 10).
+    /// Default 10.
     max_swipes: Option<u32>,
 }
 
@@ -104,7 +102,7 @@ struct WaitForArgs {
 struct LaunchArgs {
     /// e.g. com.android.settings
     package: Option<String>,
-    /// The name under the icon, e.g. Settings.
+    /// e.g. Settings
     label: Option<String>,
 }
 
@@ -116,9 +114,7 @@ struct NoArgs {}
 #[derive(JsonSchema)]
 struct FinishArgs {
     success: bool,
-    /// Why it failed, or a summary.
     reason: Option<String>,
-    /// The information the task asked for.
     answer: Option<String>,
 }
 
@@ -154,12 +150,15 @@ pub fn builtin_tools() -> Vec<ToolSpec> {
     vec![
         ToolSpec::of::<TargetArgs>("tap", "Tap an element."),
         ToolSpec::of::<LongPressArgs>("long_press", "Long-press an element."),
-        ToolSpec::of::<TypeArgs>("type", "Type text into a field."),
+        ToolSpec::of::<TypeArgs>(
+            "type",
+            "Type text into a field (the focused one when none is named).",
+        ),
         ToolSpec::of::<FieldArgs>("clear", "Empty a text field."),
-        ToolSpec::of::<ScrollArgs>("scroll", "Scroll the screen or a container."),
+        ToolSpec::of::<ScrollArgs>("scroll", "Scroll the screen, or a container."),
         ToolSpec::of::<ScrollToFindArgs>(
             "scroll_to_find",
-            "Scroll until an element matching the selector is visible.",
+            "Scroll until an element matching the selector is on screen.",
         ),
         ToolSpec::of::<FieldArgs>(
             "read_element",
@@ -167,24 +166,15 @@ pub fn builtin_tools() -> Vec<ToolSpec> {
         ),
         ToolSpec::of::<NoArgs>(
             "read_screen",
-            "Read every element of the screen, untruncated (does not act).",
+            "Read every element, untruncated (does not act).",
         ),
-        ToolSpec::of::<WaitForArgs>(
-            "wait_for",
-            "Wait until an element matching the selector appears.",
-        ),
-        ToolSpec::of::<WaitForArgs>(
-            "wait_for_gone",
-            "Wait until no element matches the selector.",
-        ),
-        ToolSpec::of::<LaunchArgs>("launch_app", "Open an app by package or label."),
+        ToolSpec::of::<WaitForArgs>("wait_for", "Wait until the selector matches."),
+        ToolSpec::of::<WaitForArgs>("wait_for_gone", "Wait until the selector matches nothing."),
+        ToolSpec::of::<LaunchArgs>("launch_app", "Open an app."),
         ToolSpec::of::<NoArgs>("back", "Press Back."),
         ToolSpec::of::<NoArgs>("home", "Go to the home screen."),
-        ToolSpec::of::<FinishArgs>(
-            "finish",
-            "End the task: done (success true) or impossible (success false).",
-        ),
-        ToolSpec::of::<AskUserArgs>("ask_user", "Ask the user a question only they can answer."),
+        ToolSpec::of::<FinishArgs>("finish", "End the task."),
+        ToolSpec::of::<AskUserArgs>("ask_user", "Ask the user; the answer comes next turn."),
     ]
 }
 
@@ -253,16 +243,14 @@ impl NavigatorAgent {
         let mut parser = ActionParser::new();
         let _ = parser.register("scroll_to_find");
         let mut tools = builtin_tools();
-        let mut system = include_str!("../../prompts/navigator.v1.md").to_string();
+        let mut system = include_str!("../../prompts/navigator.v2.md").to_string();
         if !mcp_tools.is_empty() {
-            system.push_str("\n## MCP tools available\n");
+            // Their descriptions are in their tool schemas; said once.
+            system.push_str(
+                "- The other tools (MCP) run outside the phone; their result comes next turn.\n",
+            );
         }
         for t in mcp_tools {
-            system.push_str(&format!(
-                "- {}: {}\n",
-                function_name(&t.name),
-                t.description
-            ));
             tools.push(ToolSpec {
                 name: function_name(&t.name),
                 description: t.description.clone(),
@@ -341,22 +329,14 @@ impl NavigatorAgent {
 
     pub fn build_request(&self, ctx: &AgentContext) -> ChatRequest {
         let s = &ctx.observation.screen;
-        let mut text = ctx.header();
-        let h = ctx.history.render();
-        if !h.is_empty() {
-            text.push('\n');
-            text.push_str(&h);
-        }
-        text.push_str(&format!(
-            "\nCurrent screen ({}{}):\n{}",
-            s.app_package.as_deref().unwrap_or("unknown app"),
-            if s.has_modal {
-                ", a dialog is open"
-            } else {
-                ""
-            },
-            s.elements
-        ));
+        let mut text = ctx.prompt_text_before_elements();
+        // The element list opens with the app's package.
+        let dialog = if s.has_modal {
+            " (a dialog is open)"
+        } else {
+            ""
+        };
+        text.push_str(&format!("\nScreen{dialog}:\n{}", s.elements));
         let mut parts = vec![Part::Text(text)];
         if self.screenshot
             && let Some(img) = &ctx.observation.screenshot
@@ -389,6 +369,8 @@ impl NavigatorAgent {
                 .parse(&json!({"action": "mcp_call", "tool": tool, "args": args}))?;
             return Ok(Interpreted::Done(Outcome::Act(a)));
         }
+        // An optional argument of ours sent as `null` is one left out.
+        args.retain(|_, v| !v.is_null());
         let screen = &ctx.observation.screen;
         match name {
             "read_screen" => return Ok(Interpreted::Done(Outcome::Info(screen.elements.clone()))),
@@ -679,5 +661,30 @@ impl Agent for NavigatorAgent {
             c.provider.display_name().to_lowercase(),
             c.model
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What every navigator request repeats, the system prompt and the tool schemas,
+    /// says each thing once and stays within a budget (o200k tokens; 1,543 before the
+    /// schemas and prompt were compacted): no tool's description is repeated in the
+    /// system prompt, and no schema offers `null`.
+    #[test]
+    fn the_fixed_part_of_a_request_says_each_thing_once_within_its_budget() {
+        let system = include_str!("../../prompts/navigator.v2.md");
+        let tools = builtin_tools();
+        for t in &tools {
+            assert!(!system.contains(&t.description), "{}: said twice", t.name);
+            assert!(!t.parameters.to_string().contains("null"), "{}", t.name);
+        }
+        let schemas: Vec<Value> = (tools.iter())
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        let n = crate::screen::count_o200k(system)
+            + crate::screen::count_o200k(&Value::Array(schemas).to_string());
+        assert!(n <= 900, "{n} tokens");
     }
 }

@@ -263,10 +263,69 @@ impl ToolSpec {
             m.remove("$schema");
             m.remove("title");
         }
+        compact_schema(&mut parameters);
         Self {
             name: name.into(),
             description: description.into(),
             parameters,
+        }
+    }
+}
+
+/// A schema as a model needs it, every token of it read at every step: an optional
+/// field is one left out of `required`, so schemars' `null` alternatives (`"type":
+/// ["integer", "null"]`, a `null` in an enum, `anyOf` with `{"type": "null"}`) go, and
+/// so do the Rust integer `format`s with their `minimum: 0`. Only schema keywords are
+/// touched: a property named `format` stays.
+fn compact_schema(schema: &mut Value) {
+    let Value::Object(m) = schema else { return };
+    if let Some(Value::Array(types)) = m.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            m.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = m.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(alts)) = m.get_mut(key) {
+            alts.retain(|a| a.get("type").and_then(Value::as_str) != Some("null"));
+            if alts.len() == 1
+                && let Value::Object(only) = alts.remove(0)
+            {
+                m.remove(key);
+                for (k, v) in only {
+                    m.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    if m.get("format").and_then(Value::as_str).is_some_and(|f| {
+        f.starts_with("int") || f.starts_with("uint") || f == "float" || f == "double"
+    }) {
+        m.remove("format");
+        if m.get("minimum") == Some(&Value::from(0)) {
+            m.remove("minimum");
+        }
+    }
+    if m.get("default") == Some(&Value::Null) {
+        m.remove("default");
+    }
+    for key in ["properties", "$defs", "definitions"] {
+        if let Some(Value::Object(children)) = m.get_mut(key) {
+            children.values_mut().for_each(compact_schema);
+        }
+    }
+    for key in ["items", "additionalProperties", "not"] {
+        if let Some(child) = m.get_mut(key) {
+            compact_schema(child);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(alts)) = m.get_mut(key) {
+            alts.iter_mut().for_each(compact_schema);
         }
     }
 }
@@ -407,6 +466,39 @@ mod tests {
         assert!(t.parameters.get("$schema").is_none());
         assert_eq!(t.parameters["type"], "object");
         assert_eq!(t.parameters["required"][0], "element");
+    }
+
+    /// An optional field is left out of `required`, not offered as `null`; integer
+    /// formats go; a property that happens to be named `format` stays.
+    #[test]
+    fn tool_schemas_carry_no_null_unions_or_integer_formats() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        enum Dir {
+            Up,
+            Down,
+        }
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Args {
+            element: Option<u32>,
+            direction: Option<Dir>,
+            options: Option<Vec<String>>,
+            format: String,
+        }
+        let t = ToolSpec::of::<Args>("x", "X");
+        let text = t.parameters.to_string();
+        assert!(!text.contains("null"), "{text}");
+        assert!(
+            !text.contains("uint32") && !text.contains("minimum"),
+            "{text}"
+        );
+        let p = &t.parameters["properties"];
+        assert_eq!(p["element"], serde_json::json!({"type": "integer"}));
+        assert_eq!(p["direction"]["enum"], serde_json::json!(["Up", "Down"]));
+        assert_eq!(p["options"]["type"], "array");
+        assert_eq!(p["format"], serde_json::json!({"type": "string"}));
+        assert_eq!(t.parameters["required"], serde_json::json!(["format"]));
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub struct RoleUsage {
     pub calls: u32,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, served from the providers' prompt caches.
+    #[serde(default)]
+    pub tokens_cached: u64,
     pub cost_usd: f64,
     /// Summed over the calls.
     pub latency_ms: u64,
@@ -103,6 +106,7 @@ impl RoleUsage {
                         calls: 0,
                         tokens_in: 0,
                         tokens_out: 0,
+                        tokens_cached: 0,
                         cost_usd: 0.0,
                         latency_ms: 0,
                         errors: 0,
@@ -114,6 +118,7 @@ impl RoleUsage {
             u.calls += 1;
             u.tokens_in += c.tokens_in;
             u.tokens_out += c.tokens_out;
+            u.tokens_cached += c.tokens_cached;
             u.cost_usd += c.cost_usd.unwrap_or(0.0);
             u.latency_ms += c.latency_ms;
             u.errors += u32::from(c.error.is_some());
@@ -148,6 +153,9 @@ pub struct TrajectoryStep {
     pub timings: StepTimings,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, served from the providers' prompt caches.
+    #[serde(default)]
+    pub tokens_cached: u64,
     pub cost_usd: f64,
     /// sha256 of the screenshot (the artifact id in the store).
     pub screenshot_sha256: Option<String>,
@@ -209,6 +217,7 @@ impl TrajectoryStep {
             timings: s.timings,
             tokens_in: s.tokens_in,
             tokens_out: s.tokens_out,
+            tokens_cached: s.tokens_cached,
             cost_usd: s.cost_usd,
             screenshot: s.screenshot.as_ref().map(|_| screenshot_name(s.n)),
             screenshot_sha256: s.screenshot,
@@ -234,6 +243,7 @@ impl TrajectoryStep {
             timings: self.timings.clone(),
             tokens_in: self.tokens_in,
             tokens_out: self.tokens_out,
+            tokens_cached: self.tokens_cached,
             cost_usd: self.cost_usd,
             model_calls: self.calls.len() as u32,
             replay: None,

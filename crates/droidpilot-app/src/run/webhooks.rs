@@ -691,6 +691,7 @@ mod tests {
             steps: 3,
             tokens_in: 0,
             tokens_out: 0,
+            tokens_cached: 0,
             cost_usd: 0.0,
             cancel_requested: false,
             model_calls: 0,

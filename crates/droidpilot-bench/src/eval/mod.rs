@@ -119,6 +119,8 @@ pub struct Tokens {
     pub input: u64,
     #[serde(rename = "out")]
     pub output: u64,
+    /// Of `in`, served from the providers' prompt caches.
+    pub cached: u64,
 }
 
 /// One role's model use in a run (`actor`, `planner`, `progress`, `verifier`, …).
@@ -136,6 +138,7 @@ pub fn role_use(steps: &[Step]) -> BTreeMap<String, RoleUse> {
         e.calls += 1;
         e.tokens.input += c.tokens_in;
         e.tokens.output += c.tokens_out;
+        e.tokens.cached += c.tokens_cached;
     }
     m
 }
@@ -512,6 +515,7 @@ async fn run_one(
         tokens: Tokens {
             input: done.tokens_in,
             output: done.tokens_out,
+            cached: done.tokens_cached,
         },
         model_calls: done.model_calls,
         roles: role_use(&steps),

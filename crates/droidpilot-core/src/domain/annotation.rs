@@ -161,8 +161,13 @@ pub struct ModelCall {
     pub role: ModelRole,
     /// `provider:model`.
     pub model: String,
+    /// Input tokens, the cached ones included.
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, those the provider served from its prompt cache (priced at the
+    /// cached rate).
+    #[serde(default)]
+    pub tokens_cached: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
     pub latency_ms: u64,

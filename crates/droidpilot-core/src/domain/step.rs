@@ -201,8 +201,12 @@ pub struct Step {
     /// sha256 of the screenshot artifact, when one was taken.
     pub screenshot: Option<String>,
     pub timings: StepTimings,
+    /// Input tokens of the step's model calls, the cached ones included.
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, those the providers served from their prompt cache.
+    #[serde(default)]
+    pub tokens_cached: u64,
     pub cost_usd: f64,
     /// Model calls this step's decision made (retries and grounding included).
     #[serde(default)]

@@ -378,8 +378,12 @@ pub struct Task {
     /// The agent's answer, when it finished with one.
     pub answer: Option<String>,
     pub steps: u32,
+    /// Input tokens of the task's model calls, the cached ones included.
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, those the providers served from their prompt cache.
+    #[serde(default)]
+    pub tokens_cached: u64,
     pub cost_usd: f64,
     pub cancel_requested: bool,
     /// Model calls made so far (0 for a replay that needed no AI).
@@ -408,8 +412,11 @@ pub struct TaskSummary {
     pub reason: Option<String>,
     pub steps: u32,
     pub max_steps: u32,
+    /// Input tokens, the cached ones included.
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, those the providers served from their prompt cache.
+    pub tokens_cached: u64,
     pub cost_usd: f64,
     pub cancel_requested: bool,
 }
@@ -491,6 +498,7 @@ impl TaskSummary {
             max_steps: t.spec.max_steps,
             tokens_in: t.tokens_in,
             tokens_out: t.tokens_out,
+            tokens_cached: t.tokens_cached,
             cost_usd: t.cost_usd,
             cancel_requested: t.cancel_requested,
         }

@@ -319,6 +319,7 @@ struct StepCols<'a> {
     timings: Option<&'a str>,
     tokens_in: i64,
     tokens_out: i64,
+    tokens_cached: i64,
     cost_usd: f64,
     model_calls: i64,
     replay: Option<&'a str>,
@@ -378,6 +379,7 @@ impl<'a> StepCols<'a> {
             timings: r.timings.as_deref(),
             tokens_in: r.tokens_in,
             tokens_out: r.tokens_out,
+            tokens_cached: r.tokens_cached,
             cost_usd: r.cost_usd,
             model_calls: r.model_calls,
             replay: r.replay.as_deref(),
@@ -440,10 +442,11 @@ static TASKS_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{GROUP_PLAN} UPDATE tasks SET steps = steps + d.k, tokens_in = tokens_in + d.ti, \
            tokens_out = tokens_out + d.tout, cost_usd = cost_usd + d.cost, \
-           model_calls = model_calls + d.mc \
+           model_calls = model_calls + d.mc, tokens_cached = tokens_cached + d.tc \
          FROM (SELECT s.value->>'task_id' AS task_id, count(*) AS k, \
              sum(s.value->>'tokens_in') AS ti, sum(s.value->>'tokens_out') AS tout, \
-             total(s.value->>'cost_usd') AS cost, sum(s.value->>'model_calls') AS mc \
+             total(s.value->>'cost_usd') AS cost, sum(s.value->>'model_calls') AS mc, \
+             coalesce(sum(s.value->>'tokens_cached'), 0) AS tc \
            FROM json_each(?) s WHERE s.value->>'c' IN (SELECT c FROM fresh) GROUP BY 1) d \
          WHERE tasks.id = d.task_id"
     )
@@ -454,11 +457,12 @@ static STEPS_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{GROUP_PLAN} INSERT INTO steps (task_id, n, started_at, thinking, action, raw, \
            rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, \
-           model_calls, replay, calls, annotations, actor) \
+           model_calls, replay, calls, annotations, actor, tokens_cached) \
          SELECT v->>'task_id', v->>'n', v->>'started_at', v->>'thinking', v->>'action', \
            v->>'raw', v->>'rejected', v->>'result', v->>'screen', v->>'screenshot', \
            v->>'timings', v->>'tokens_in', v->>'tokens_out', v->>'cost_usd', \
-           v->>'model_calls', v->>'replay', v->>'calls', v->>'annotations', v->>'actor' \
+           v->>'model_calls', v->>'replay', v->>'calls', v->>'annotations', v->>'actor', \
+           coalesce(v->>'tokens_cached', 0) \
          FROM (SELECT value AS v FROM json_each(?) \
            WHERE value->>'c' IN (SELECT c FROM fresh) ORDER BY key) \
          WHERE 1 ON CONFLICT (task_id, n) DO NOTHING"
@@ -588,12 +592,14 @@ fn push_step(q: &mut sqlx::QueryBuilder<sqlx::Sqlite>, step: &PreparedStep) {
         .push_bind(step.row.cost_usd)
         .push(", model_calls = model_calls + ")
         .push_bind(step.row.model_calls)
+        .push(", tokens_cached = tokens_cached + ")
+        .push_bind(step.row.tokens_cached)
         .push(" WHERE id = ")
         .push_bind(&step.task_id);
 }
 
 fn push_step_row(q: &mut sqlx::QueryBuilder<sqlx::Sqlite>, row: &StepRow) {
-    q.push("INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor) VALUES (");
+    q.push("INSERT INTO steps (task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, cost_usd, model_calls, replay, calls, annotations, actor, tokens_cached) VALUES (");
     let mut v = q.separated(", ");
     v.push_bind(&row.task_id)
         .push_bind(row.n)
@@ -613,7 +619,8 @@ fn push_step_row(q: &mut sqlx::QueryBuilder<sqlx::Sqlite>, row: &StepRow) {
         .push_bind(&row.replay)
         .push_bind(&row.calls)
         .push_bind(&row.annotations)
-        .push_bind(&row.actor);
+        .push_bind(&row.actor)
+        .push_bind(row.tokens_cached);
     q.push(") ON CONFLICT (task_id, n) DO NOTHING; SELECT changes() AS inserted; ");
 }
 

@@ -176,19 +176,14 @@ async fn ask(
         .map_err(|e| e.to_string())
 }
 
-/// The screen as a role reads it: app, dialog, element map.
+/// The screen as a role reads it: the element map (which opens with the app's
+/// package), after a line saying so when a dialog is open.
 fn screen_text(ctx: &AgentContext) -> String {
     let s = &ctx.observation.screen;
-    format!(
-        "{}{}\n{}",
-        s.app_package.as_deref().unwrap_or("unknown app"),
-        if s.has_modal {
-            " (a dialog is open)"
-        } else {
-            ""
-        },
-        s.elements
-    )
+    match s.has_modal {
+        true => format!("A dialog is open.\n{}", s.elements),
+        false => s.elements.clone(),
+    }
 }
 
 /// The first `{` to the last `}` of a reply, as `T`.

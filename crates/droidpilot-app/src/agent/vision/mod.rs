@@ -124,12 +124,7 @@ impl VisionAgent {
             .screenshot
             .clone()
             .ok_or(AgentError::NeedsScreenshot)?;
-        let mut text = ctx.header();
-        let h = ctx.history.render();
-        if !h.is_empty() {
-            text.push('\n');
-            text.push_str(&h);
-        }
+        let text = ctx.prompt_text();
         Ok(ChatRequest::new(
             Some(self.system.clone()),
             vec![Message::user(vec![Part::Text(text), Part::Image(shot)])],

@@ -141,6 +141,7 @@ impl StepDraft {
             },
             tokens_in: 0,
             tokens_out: 0,
+            tokens_cached: 0,
             cost_usd: 0.0,
             model_calls: 0,
             replay: None,
@@ -178,6 +179,7 @@ impl StepDraft {
         self.set_action(&d.action);
         self.step.tokens_in = d.usage.input_tokens;
         self.step.tokens_out = d.usage.output_tokens;
+        self.step.tokens_cached = d.usage.cached_input_tokens;
         self.step.cost_usd = d.cost.unwrap_or(0.0);
         self.step.model_calls = d.model_calls;
         self.step.replay = d.replay.clone();
@@ -196,6 +198,7 @@ impl StepDraft {
     ) {
         self.step.tokens_in = usage.input_tokens;
         self.step.tokens_out = usage.output_tokens;
+        self.step.tokens_cached = usage.cached_input_tokens;
         self.step.cost_usd = cost.unwrap_or(0.0);
         self.step.model_calls = calls.len() as u32;
         self.step.calls = calls;
