@@ -235,6 +235,8 @@ def test_submit_takes_every_agent_kind(client: Client) -> None:
     assert client.run(instruction="replay", agent=replay(HOME)).status == "succeeded"
     script = {"name": "home", "goal": "go home", "steps": [{"action": "key", "parameters": {"key": "home"}}]}
     assert client.run(instruction="script", agent={"kind": "script", "script": script}).status == "succeeded"
+    flow = "appId: com.android.settings\n---\n- launchApp\n- pressKey: Home\n"
+    assert client.run(instruction="flow", agent={"kind": "flow", "flow": flow}).status == "succeeded"
     for agent in (
         {"kind": "navigator"},
         {"kind": "planned"},

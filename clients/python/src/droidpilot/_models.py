@@ -57,7 +57,7 @@ CompletionCode = Literal[
     "cancelled",
     "interrupted",
 ]
-AgentKind = Literal["navigator", "vision", "replay", "script", "planned", "chain"]
+AgentKind = Literal["navigator", "vision", "replay", "script", "planned", "chain", "flow"]
 InterventionKind = Literal["ask_user", "manual_action", "external_change"]
 StepStatus = Literal["ok", "failed", "skipped", "rejected"]
 
@@ -165,6 +165,7 @@ class Task(Model):
     created_at: datetime
     steps: int
     tokens_in: int
+    tokens_cached: int = 0
     tokens_out: int
     cost_usd: float
     cancel_requested: bool
@@ -214,6 +215,7 @@ class TaskSummary(Model):
     steps: int
     max_steps: int
     tokens_in: int
+    tokens_cached: int
     tokens_out: int
     cost_usd: float
     cancel_requested: bool
@@ -274,6 +276,7 @@ class ModelCall(Model):
     role: str
     model: str
     tokens_in: int
+    tokens_cached: int = 0
     tokens_out: int
     latency_ms: int
     cost_usd: float | None = None
@@ -304,6 +307,7 @@ class Step(Model):
     outcome: StepOutcome
     timings: StepTimings
     tokens_in: int
+    tokens_cached: int = 0
     tokens_out: int
     cost_usd: float
     action: JSON | None = None
@@ -325,6 +329,7 @@ class RoleUsage(Model):
     role: str
     calls: int
     tokens_in: int
+    tokens_cached: int = 0
     tokens_out: int
     cost_usd: float
     latency_ms: int
@@ -339,6 +344,7 @@ class TrajectoryStep(Model):
     outcome: StepOutcome
     timings: StepTimings
     tokens_in: int
+    tokens_cached: int = 0
     tokens_out: int
     cost_usd: float
     action: JSON | None = None
