@@ -383,3 +383,68 @@ async fn a_dialog_the_last_step_brought_up_is_never_left_open_behind_a_complete(
         "{reason}"
     );
 }
+
+/// A "what's new" dialog the app shows when it first opens (one button, nothing to
+/// choose), which the script, recorded on a phone without it, never saw: it came after
+/// the flow's own `launch_app`, which asks for no dialog, so replay closes it (Back, the
+/// way a person cancels a dialog) and the flow completes, with no model.
+#[tokio::test]
+async fn a_whats_new_dialog_after_launch_is_closed_and_the_flow_completes() {
+    const TASK: &str = "clock.disable_0815";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            whats_new_dialog: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let roles: Vec<_> = all.iter().map(|s| &s["replay"]["role"]).collect();
+    assert_eq!(done["status"], "succeeded", "{done} {roles:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{roles:?}");
+    assert!(
+        all.iter()
+            .any(|s| s["replay"]["role"] == "dismiss" && s["action"]["key"] == "back"),
+        "closed with Back: {roles:?}"
+    );
+}
+
+/// The same phone also asks before a delete ("Delete alarm?"): the "what's new" after
+/// launch is closed, but the confirmation the flow's own tap brought up is the flow's
+/// business. The recorded step's `expect` (an element every alarm row has) held before
+/// the tap, so nothing can verify a delete: the confirmation is neither cancelled nor
+/// confirmed by rule, and the run never ends "complete" with the alarm still there.
+#[tokio::test]
+async fn a_confirmation_the_flow_caused_is_never_dismissed_into_a_complete() {
+    const TASK: &str = "clock.delete_0600";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            whats_new_dialog: true,
+            confirm_destructive: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let script = json!({"name": "delete 6:00", "goal": "delete the 6:00 AM alarm",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": ":text(\"6:00 AM\") >> #delete",
+                   "expect": {"visible": ["#onoff"]}}]});
+    let done = run_inline(&app, "p", &script).await;
+    let deleted = sim_task(TASK).unwrap().check(&phone.state());
+    assert_ne!(done["status"], "succeeded", "said done: {done}");
+    assert!(!deleted, "nothing confirmed the delete: {done}");
+    let dialog = phone.state().dialog.map(|d| d.kind);
+    assert_eq!(dialog.as_deref(), Some("confirm"), "left for the flow: {done}");
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    assert!(
+        all.iter().any(|s| s["replay"]["role"] == "dismiss"),
+        "the what's new was closed: {done}"
+    );
+}

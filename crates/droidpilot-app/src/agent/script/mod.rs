@@ -93,6 +93,9 @@ struct Tries {
     /// after), so the step is unverified and a dialog after the action is never taken
     /// for one on top of the step's effect.
     expect_before: bool,
+    /// The dialog Back was pressed on (its `signature`): if it is still there, Back did
+    /// not close it.
+    backed: Option<String>,
 }
 
 /// What the last action was for, to read its outcome.
@@ -175,11 +178,19 @@ impl ScriptAgent {
         self
     }
 
+    /// Whether the current step's action can bring up a dialog that is the flow's
+    /// business (a confirmation it asked for): an action on an element, a key press or a
+    /// swipe. Starting an app or waiting cannot; what an app shows as it starts (a
+    /// "what's new", an onboarding card) is the app's, not the flow's.
+    fn can_open_dialog(&self) -> bool {
+        let step = &self.script.steps[self.at];
+        step.action.acts_on_selector() || matches!(step.action, StepAction::Key | StepAction::Swipe)
+    }
+
     /// The step is done: `verified` when its `expect` was checked and held.
     fn done(&mut self, verified: bool) {
+        let can_open_dialog = self.can_open_dialog();
         let step = &self.script.steps[self.at];
-        let can_open_dialog = step.action.acts_on_selector()
-            || matches!(step.action, StepAction::Key | StepAction::Swipe);
         let checks_itself = matches!(
             step.action,
             StepAction::Wait | StepAction::WaitFor | StepAction::WaitForGone
@@ -662,7 +673,9 @@ impl ScriptAgent {
         // behind it) came after a step that worked; one instead of it is the flow's.
         let on_top_of_effect =
             !before_action && !self.tries.expect_before && self.effect_behind_dialog(screen);
-        if !before_action
+        // A dialog after an action that cannot ask for one is not the flow's.
+        let not_asked = before_action || !self.can_open_dialog();
+        if !not_asked
             && !on_top_of_effect
             && let Some(d) = self.dialog_now.clone()
             && !self.caused.contains(&d)
@@ -672,13 +685,21 @@ impl ScriptAgent {
         if self.tries.dismissals >= MAX_DISMISSALS {
             return None;
         }
-        let app_dialogs = (before_action && self.app_dialogs) || on_top_of_effect;
-        let action = match interrupt::interruption(screen, app_dialogs, &self.caused)? {
+        let app_dialogs = (not_asked && self.app_dialogs) || on_top_of_effect;
+        let back_tried = self.tries.backed.is_some() && self.tries.backed == self.dialog_now;
+        let found = interrupt::interruption_after(screen, app_dialogs, &self.caused, back_tried)?;
+        let action = match found {
             Interruption::Tap { selector, .. } => Action::Tap {
                 target: crate::domain::action::TargetField(crate::domain::Target::Selector(
                     selector,
                 )),
             },
+            Interruption::Back { .. } => {
+                self.tries.backed = self.dialog_now.clone();
+                Action::Key {
+                    key: crate::domain::Key::Back,
+                }
+            }
             Interruption::Keyboard if before_action => Action::Key {
                 key: crate::domain::Key::Back,
             },
@@ -722,7 +743,7 @@ impl ScriptAgent {
         self.tries.absorbable = (!aimed
             && matches!(
                 interrupt::interruption(screen, self.app_dialogs, &self.caused),
-                Some(Interruption::Tap { .. })
+                Some(Interruption::Tap { .. } | Interruption::Back { .. })
             ))
         .then(|| self.dialog_now.clone())
         .flatten()
