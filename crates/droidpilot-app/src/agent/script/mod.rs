@@ -31,6 +31,7 @@
 //! A `modify_selector` that worked heals the script: the runner stores it as a new
 //! version (`take_script`), with the old selector kept as the first alternative.
 
+pub mod confirm;
 pub mod find;
 pub mod interrupt;
 pub mod recover;
@@ -96,6 +97,17 @@ struct Tries {
     /// The dialog Back was pressed on (its `signature`): if it is still there, Back did
     /// not close it.
     backed: Option<String>,
+    /// The dialog on screen when the step's action ran, and the words naming the element
+    /// it acted on (`confirm.rs`).
+    dialog_before: Option<String>,
+    acted_words: Vec<String>,
+    /// A confirmation the step's action asked for was confirmed by rule (once).
+    confirmed: bool,
+    /// The screen the step's action ran on.
+    before: Option<Screen>,
+    /// AI in the middle acted for this step (an action, or the element the step's action
+    /// ran on): only an `expect` that did not hold before can then say the step worked.
+    model_acted: bool,
 }
 
 /// What the last action was for, to read its outcome.
@@ -109,6 +121,8 @@ enum Pending {
     Expecting,
     /// An interruption was dismissed after the step's action: `expect` is checked next.
     Dismissed,
+    /// A confirmation the step's action asked for was confirmed: `expect` is checked next.
+    Confirmed,
     Recovered,
     /// A recovery action ran for a step whose own action already ran (its `expect`
     /// failed): `expect` is checked again, the step is not redone.
@@ -271,8 +285,9 @@ impl ScriptAgent {
                 Some(self.check_expect(screen))
             }
             Pending::Expecting => Some(if self.expect_holds(screen) {
-                self.done(true);
-                Ok(Pass::Again)
+                self.finish_step(true)
+            } else if let Some(pass) = self.confirm(screen) {
+                Ok(pass)
             } else if self.absorbed_by_pop_up(screen) {
                 Ok(Pass::Again)
             } else if let Some(pass) = self.dismiss(screen, false, Pending::Expecting) {
@@ -281,13 +296,13 @@ impl ScriptAgent {
                 Err(self.expect_error())
             }),
             // A pop-up came up after the action: it is gone now, check `expect` again.
-            Pending::Dismissed => Some(self.check_expect(screen)),
+            Pending::Dismissed | Pending::Confirmed => Some(self.check_expect(screen)),
             Pending::Recovered if failed == Some(true) => Some(Err(err(
                 "action_failed",
                 format!("the recovery action failed: {last}"),
                 None,
             ))),
-            Pending::Recovered if self.expect_holds(screen) && self.has_expect() => {
+            Pending::Recovered if self.expect_holds(screen) && self.verifiable() => {
                 self.done(true);
                 Some(Ok(Pass::Again))
             }
@@ -394,6 +409,62 @@ impl ScriptAgent {
         )
     }
 
+    /// Whether the step's `expect` can verify its effect: there is one, and it did not
+    /// already hold on the screen the step's action ran on.
+    fn verifiable(&self) -> bool {
+        self.has_expect() && !self.tries.expect_before
+    }
+
+    /// The step's `expect` holds: done, `verified` or not. A step AI in the middle acted
+    /// for must be verified: an `expect` that held before its action cannot tell whether
+    /// the model's action did what the step asked (cancelling a new confirmation leaves
+    /// such an `expect` holding), so the step fails instead.
+    fn finish_step(&mut self, verified: bool) -> Result<Pass, StepError> {
+        if self.tries.model_acted && !verified {
+            return Err(err(
+                "expect_failed",
+                "AI in the middle acted for this step, and no expect that was missing before the step can verify its effect",
+                self.expect_error().selector,
+            ));
+        }
+        self.done(verified);
+        Ok(Pass::Again)
+    }
+
+    /// A confirmation the step's own action asked for (`confirm.rs`): confirmed by rule,
+    /// once, when it names what the step acted on and the step's `expect` (missing before
+    /// the action and still missing) can then verify the effect.
+    fn confirm(&mut self, screen: &Screen) -> Option<Pass> {
+        let step = &self.script.steps[self.at];
+        if self.tries.confirmed
+            || !self.tries.acted
+            || !step.action.acts_on_selector()
+            || !self.verifiable()
+            || self.expect_holds(screen)
+        {
+            return None;
+        }
+        let (selector, _) = confirm::confirming_button(
+            screen,
+            &self.tries.acted_words,
+            self.tries.dialog_before.as_deref(),
+        )?;
+        self.tries.confirmed = true;
+        self.pending = Pending::Confirmed;
+        let tap = Action::Tap {
+            target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                selector.clone(),
+            )),
+        };
+        let found = Found {
+            selector,
+            node: 0,
+            fallback: Fallback::None,
+            matched: None,
+        };
+        Some(Pass::Emit(tap, ReplayRole::Action, Some(found)))
+    }
+
     /// After the action: `expect` holds (next step), or wait for it once, or fail.
     fn check_expect(&mut self, screen: &Screen) -> Result<Pass, StepError> {
         let until = self.script.steps[self.at].parameters.until.clone();
@@ -405,9 +476,10 @@ impl ScriptAgent {
             ));
         }
         if self.expect_holds(screen) {
-            let verified = self.has_expect() && !self.tries.expect_before;
-            self.done(verified);
-            return Ok(Pass::Again);
+            return self.finish_step(self.verifiable());
+        }
+        if let Some(pass) = self.confirm(screen) {
+            return Ok(pass);
         }
         if let Some(pass) = self.dismiss(screen, false, Pending::Dismissed) {
             return Ok(pass);
@@ -454,14 +526,12 @@ impl ScriptAgent {
         let retrying = self.tries.recoveries > 0 || self.tries.asked;
         if self.tries.acted {
             return Some(if self.expect_holds(screen) {
-                let verified = self.has_expect() && !self.tries.expect_before;
-                self.done(verified);
-                Ok(Pass::Again)
+                self.finish_step(self.verifiable())
             } else {
                 Err(self.expect_error())
             });
         }
-        if retrying && self.has_expect() && self.expect_holds(screen) {
+        if retrying && self.verifiable() && self.expect_holds(screen) {
             self.done(true);
             return Some(Ok(Pass::Again));
         }
@@ -714,6 +784,13 @@ impl ScriptAgent {
     /// Runs the step's action on `found` (None: an action without a target).
     fn act(&mut self, found: Option<Found>, screen: &Screen) -> Result<Pass, StepError> {
         self.tries.expect_before = self.has_expect() && self.effect_behind_dialog(screen);
+        self.tries.dialog_before = self.dialog_now.clone();
+        self.tries.before = Some(screen.clone());
+        self.tries.acted_words = found
+            .as_ref()
+            .filter(|f| f.fallback != Fallback::Coordinate)
+            .map(|f| confirm::target_words(screen, f.node))
+            .unwrap_or_default();
         let selector = found
             .as_ref()
             .filter(|f| f.fallback != Fallback::Coordinate)
@@ -738,6 +815,7 @@ impl ScriptAgent {
         {
             self.healed
                 .insert(self.at, self.tries.healed.clone().unwrap_or_default());
+            self.tries.model_acted = true;
         }
         let aimed = selector.is_some();
         self.tries.absorbable = (!aimed
@@ -797,6 +875,7 @@ impl ScriptAgent {
                     asked: true,
                     acted: self.tries.acted,
                     expect_before: self.tries.expect_before,
+                    model_acted: self.tries.model_acted,
                     ..Tries::default()
                 };
                 Ok(Pass::Again)
@@ -889,10 +968,14 @@ impl ScriptAgent {
                 let gone = self.script.steps[self.at].expect.as_ref().is_some_and(|e| {
                     e.visible.is_empty() && e.gone.iter().any(|g| Some(self.sub(g)) == old)
                 });
-                let Some(sel) = a
-                    .new_selector
-                    .filter(|s| screen.is_some_and(|sc| find::visible(sc, s) != gone))
-                else {
+                // And it must not have held before the step's action: then it cannot
+                // say the step worked.
+                let before = self.tries.before.as_ref();
+                let new_now = |s: &String| {
+                    screen.is_some_and(|sc| find::visible(sc, s) != gone)
+                        && before.is_some_and(|b| find::present(b, s) == gone)
+                };
+                let Some(sel) = a.new_selector.filter(new_now) else {
                     return Pass::Again;
                 };
                 if let Some(old) = old {
@@ -930,6 +1013,13 @@ impl ScriptAgent {
             RecoveryType::ExecuteAction => {
                 match a.action.as_ref().map(|v| ActionParser::new().parse(v)) {
                     Some(Ok(action)) if !action.is_terminal() => {
+                        self.tries.model_acted = true;
+                        if !self.tries.acted
+                            && let Some(sc) = &screen
+                        {
+                            self.tries.expect_before =
+                                self.has_expect() && self.effect_behind_dialog(sc);
+                        }
                         self.pending = Pending::Recovered;
                         Pass::Emit(action, ReplayRole::Recovery, None)
                     }
