@@ -533,3 +533,80 @@ async fn a_confirmation_naming_the_steps_own_action_is_confirmed_and_verified() 
     let reason = done["reason"].as_str().unwrap();
     assert!(reason.contains("all verified"), "{reason}");
 }
+
+/// An update moved the "add alarm" button into the toolbar's overflow menu (⋮ "More
+/// options"): the recorded flow's target is not on screen, so replay opens the overflow
+/// menu, finds it there with the same finders and completes the flow, with no model.
+#[tokio::test]
+async fn a_target_moved_into_the_overflow_menu_is_found_there() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            overflow_menu: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    assert!(
+        all.iter()
+            .any(|s| s["replay"]["role"] == "search" && s["action"]["action"] == "tap"),
+        "the overflow menu was opened: {trail:?}"
+    );
+}
+
+/// A target that is in no menu either: the overflow menu opened to look for it is closed
+/// again with Back, so the phone is left as it was, and the step fails naming it.
+#[tokio::test]
+async fn an_overflow_menu_without_the_target_is_closed_again() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            overflow_menu: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let script = json!({"name": "absent", "goal": "tap what is not there",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": "#no_such_button",
+                   "alternative_selectors": [":text(\"Stopwatch lap\")"],
+                   "parameters": {"timeout_ms": 300}}]});
+    let before = phone.state();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "failed", "{done} {trail:?}");
+    assert!(
+        done["reason"].as_str().unwrap().contains("#no_such_button"),
+        "{done}"
+    );
+    let opened = all
+        .iter()
+        .position(|s| s["replay"]["role"] == "search" && s["action"]["action"] == "tap")
+        .unwrap_or_else(|| panic!("the overflow menu was looked in: {trail:?}"));
+    assert_eq!(
+        all[opened + 1]["action"]["key"],
+        "back",
+        "and closed: {trail:?}"
+    );
+    let after = phone.state();
+    assert!(after.dialog.is_none(), "no menu left open: {trail:?}");
+    assert_eq!(after.alarms, before.alarms, "nothing changed: {trail:?}");
+}

@@ -73,7 +73,7 @@ pub(super) fn modal_root(screen: &Screen) -> Option<usize> {
 
 /// Whether a person could touch node `n`: on screen, not behind a dialog, and not under
 /// the soft keyboard (a tap there types a key; the keyboard is dismissed by rule first).
-fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
+pub(super) fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
     visible_chain(&screen.tree, n, &screen.elements.screen)
         && modal.is_none_or(|r| root_of(&screen.tree, n) == r)
         && !under_keyboard(&screen.tree, n)

@@ -11,11 +11,15 @@
 //!    says `"fuzzy": false`) the element matcher (`find.rs`, `score.rs`); a shared
 //!    locator needs its witness; while the target is missing, dismiss a known
 //!    interruption by rule (`interrupt.rs`: by Android's structure, and an app's own
-//!    dialog only when the flow did not bring it up), or wait for it once (`wait_for`);
+//!    dialog only when the flow did not bring it up), or wait for it once (`wait_for`),
+//!    then look in the toolbar's overflow menu (`overflow.rs`; closed again with Back
+//!    when the target is not there), then scroll;
 //! 3. while a progress indicator shows, wait (once) for it to go, so the tap is not
 //!    aimed at a layout still moving; act; then check `expect`, waiting for it once
 //!    (an expected app by a `wait_for` of its windows, `:package("…")`); a dialog that
-//!    comes up after the step's own action is the flow's (never dismissed by rule);
+//!    comes up after the step's own action is the flow's (never dismissed by rule; a
+//!    confirmation naming the step's own action is confirmed when the `expect` can
+//!    then verify it, `confirm.rs`);
 //! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
 //!    `max_recovery_attempts`, then the user; without a model the task fails, naming
 //!    the step. A retry never runs an action that already took effect: once the step's
@@ -34,6 +38,7 @@
 pub mod confirm;
 pub mod find;
 pub mod interrupt;
+pub mod overflow;
 pub mod recover;
 pub mod score;
 pub mod similar;
@@ -105,9 +110,23 @@ struct Tries {
     confirmed: bool,
     /// The screen the step's action ran on.
     before: Option<Screen>,
+    /// Whether the overflow menu was opened to look for the step's target.
+    overflow: Overflow,
     /// AI in the middle acted for this step (an action, or the element the step's action
     /// ran on): only an `expect` that did not hold before can then say the step worked.
     model_acted: bool,
+}
+
+/// The overflow menu, for a step whose target is not on screen (`overflow.rs`).
+#[derive(Debug, Default, Clone, PartialEq)]
+enum Overflow {
+    #[default]
+    Untried,
+    /// Opened: how many windows the screen had before, to tell that it opened (a menu
+    /// is a window of its own).
+    Opened(usize),
+    /// Closed again, or used: not opened twice for one step.
+    Done,
 }
 
 /// What the last action was for, to read its outcome.
@@ -678,6 +697,9 @@ impl ScriptAgent {
 
     /// The target is not on screen: an interruption, a wait, a skip or a failure.
     fn missing(&mut self, screen: &Screen, selectors: &[String]) -> Result<Pass, StepError> {
+        if let Some(pass) = self.close_overflow(screen) {
+            return Ok(pass);
+        }
         if let Some(pass) = self.dismiss(screen, true, Pending::Fresh) {
             return Ok(pass);
         }
@@ -697,6 +719,9 @@ impl ScriptAgent {
             self.advance();
             return Ok(Pass::Again);
         }
+        if let Some(pass) = self.open_overflow(screen) {
+            return Ok(pass);
+        }
         if let Some(pass) = self.search(screen) {
             return Ok(pass);
         }
@@ -705,6 +730,55 @@ impl ScriptAgent {
             format!("no element matches {}", selectors.join(" or ")),
             Some(selectors[0].clone()),
         ))
+    }
+
+    /// The target may have moved into the toolbar's overflow menu: open it (once per
+    /// step) and look for the target among its items with the same finders, a clear
+    /// winner only. Only a tap, long press or double tap looks there.
+    fn open_overflow(&mut self, screen: &Screen) -> Option<Pass> {
+        let taps = matches!(
+            self.script.steps[self.at].action,
+            StepAction::Tap | StepAction::LongPress | StepAction::DoubleTap
+        );
+        if !taps || self.tries.overflow != Overflow::Untried {
+            return None;
+        }
+        let n = overflow::button(screen)?;
+        let (sel, _) = crate::screen::SelectorIndex::new(&screen.tree).recommend(n);
+        let selector = sel.to_string();
+        self.tries.overflow = Overflow::Opened(screen.tree.app_windows().count());
+        self.pending = Pending::Fresh;
+        let tap = Action::Tap {
+            target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                selector.clone(),
+            )),
+        };
+        let found = Found {
+            selector,
+            node: n,
+            fallback: Fallback::None,
+            matched: None,
+        };
+        Some(Pass::Emit(tap, ReplayRole::Search, Some(found)))
+    }
+
+    /// The overflow menu opened and the target is not in it: close it with Back, so the
+    /// phone is as it was. Only a menu that did open (a new window) is closed: Back on
+    /// the app itself would leave the page.
+    fn close_overflow(&mut self, screen: &Screen) -> Option<Pass> {
+        let Overflow::Opened(before) = self.tries.overflow else {
+            return None;
+        };
+        let opened = screen.tree.app_windows().count() > before;
+        self.tries.overflow = Overflow::Done;
+        if !opened {
+            return None;
+        }
+        self.pending = Pending::Fresh;
+        let back = Action::Key {
+            key: crate::domain::Key::Back,
+        };
+        Some(Pass::Emit(back, ReplayRole::Search, None))
     }
 
     /// The target may be below the fold (the script was recorded on a taller phone, or
@@ -786,6 +860,7 @@ impl ScriptAgent {
         self.tries.expect_before = self.has_expect() && self.effect_behind_dialog(screen);
         self.tries.dialog_before = self.dialog_now.clone();
         self.tries.before = Some(screen.clone());
+        self.tries.overflow = Overflow::Done;
         self.tries.acted_words = found
             .as_ref()
             .filter(|f| f.fallback != Fallback::Coordinate)
