@@ -610,3 +610,35 @@ async fn an_overflow_menu_without_the_target_is_closed_again() {
     assert!(after.dialog.is_none(), "no menu left open: {trail:?}");
     assert_eq!(after.alarms, before.alarms, "nothing changed: {trail:?}");
 }
+
+/// The step's own tap worked (a contact's page opened), but what its `expect` names, the
+/// page's "Edit" action, moved into the overflow menu: replay opens the menu, finds it
+/// there, closes the menu again and goes on; the flow completes with no model.
+#[tokio::test]
+async fn an_expected_action_moved_into_the_overflow_menu_is_checked_there() {
+    const TASK: &str = "contacts.edit_bob";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            overflow_menu: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    let checked = all
+        .iter()
+        .position(|s| s["replay"]["role"] == "expect" && s["action"]["action"] == "tap")
+        .unwrap_or_else(|| panic!("the menu was opened for the expect: {trail:?}"));
+    assert_eq!(all[checked + 1]["action"]["key"], "back", "{trail:?}");
+}

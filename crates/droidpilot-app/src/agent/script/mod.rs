@@ -112,6 +112,8 @@ struct Tries {
     before: Option<Screen>,
     /// Whether the overflow menu was opened to look for the step's target.
     overflow: Overflow,
+    /// Whether it was opened to look for what the step's `expect` names.
+    expect_overflow: bool,
     /// AI in the middle acted for this step (an action, or the element the step's action
     /// ran on): only an `expect` that did not hold before can then say the step worked.
     model_acted: bool,
@@ -142,6 +144,11 @@ enum Pending {
     Dismissed,
     /// A confirmation the step's action asked for was confirmed: `expect` is checked next.
     Confirmed,
+    /// The overflow menu was opened to look for what the step's `expect` names (how many
+    /// windows there were before it).
+    ExpectInMenu(usize),
+    /// That menu was closed again; whether the `expect` held in it.
+    ExpectMenuClosed(bool),
     Recovered,
     /// A recovery action ran for a step whose own action already ran (its `expect`
     /// failed): `expect` is checked again, the step is not redone.
@@ -307,6 +314,8 @@ impl ScriptAgent {
                 self.finish_step(true)
             } else if let Some(pass) = self.confirm(screen) {
                 Ok(pass)
+            } else if let Some(pass) = self.expect_in_overflow(screen) {
+                Ok(pass)
             } else if self.absorbed_by_pop_up(screen) {
                 Ok(Pass::Again)
             } else if let Some(pass) = self.dismiss(screen, false, Pending::Expecting) {
@@ -316,6 +325,9 @@ impl ScriptAgent {
             }),
             // A pop-up came up after the action: it is gone now, check `expect` again.
             Pending::Dismissed | Pending::Confirmed => Some(self.check_expect(screen)),
+            Pending::ExpectInMenu(before) => Some(Ok(self.leave_menu(screen, before))),
+            Pending::ExpectMenuClosed(true) => Some(self.finish_step(self.verifiable())),
+            Pending::ExpectMenuClosed(false) => Some(Err(self.expect_error())),
             Pending::Recovered if failed == Some(true) => Some(Err(err(
                 "action_failed",
                 format!("the recovery action failed: {last}"),
@@ -760,6 +772,44 @@ impl ScriptAgent {
             matched: None,
         };
         Some(Pass::Emit(tap, ReplayRole::Search, Some(found)))
+    }
+
+    /// What the step's `expect` names may be an action an update moved into the
+    /// toolbar's overflow menu (the page the step opened is there, its "Edit" is behind
+    /// ⋮): open the menu once, check the `expect` there, and close it again.
+    fn expect_in_overflow(&mut self, screen: &Screen) -> Option<Pass> {
+        let names_elements = self.script.steps[self.at]
+            .expect
+            .as_ref()
+            .is_some_and(|e| !e.visible.is_empty());
+        if self.tries.expect_overflow || !names_elements {
+            return None;
+        }
+        let n = overflow::button(screen)?;
+        self.tries.expect_overflow = true;
+        let (sel, _) = crate::screen::SelectorIndex::new(&screen.tree).recommend(n);
+        self.pending = Pending::ExpectInMenu(screen.tree.app_windows().count());
+        let tap = Action::Tap {
+            target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                sel.to_string(),
+            )),
+        };
+        Some(Pass::Emit(tap, ReplayRole::Expect, None))
+    }
+
+    /// The overflow menu opened for the step's `expect`: note whether it holds there, and
+    /// close the menu with Back (only a menu that did open).
+    fn leave_menu(&mut self, screen: &Screen, before: usize) -> Pass {
+        let held = self.expect_holds(screen);
+        if screen.tree.app_windows().count() <= before {
+            self.pending = Pending::ExpectMenuClosed(false);
+            return Pass::Again;
+        }
+        self.pending = Pending::ExpectMenuClosed(held);
+        let back = Action::Key {
+            key: crate::domain::Key::Back,
+        };
+        Pass::Emit(back, ReplayRole::Expect, None)
     }
 
     /// The overflow menu opened and the target is not in it: close it with Back, so the
