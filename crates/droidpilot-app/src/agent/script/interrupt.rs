@@ -394,7 +394,9 @@ mod tests {
         use Kind::*;
         let b = || Some("Back".to_string());
         let l = |s: &str| Some(s.to_string());
-        let cases: [(&str, Option<Kind>, Option<String>, Option<String>); 17] = [
+        // A dump, what it is, what replay does first, and once Back has left it there.
+        type Case = (&'static str, Option<Kind>, Option<String>, Option<String>);
+        let cases: [Case; 17] = [
             // The system's own: a permission is denied, "isn't responding" waited out.
             (
                 "005__Ferruolo__chaos-monkey-ai__window_dump.xml",
