@@ -200,8 +200,8 @@ async fn unsure_recovery_is_retried_then_the_user_is_asked_and_abort_ends_it() {
 
 /// AI in the middle never makes a run worse than the script alone: when a step's action
 /// ran and only its `expect` failed, a `modify_selector` names what the expect meant
-/// and ends the step; the action is not run a second time (a second tap on the toggle
-/// would turn Bluetooth off again).
+/// (the row's new "On", missing before the tap) and ends the step; the action is not run
+/// a second time (a second tap on the toggle would turn Bluetooth off again).
 #[tokio::test]
 async fn a_recovery_after_a_failed_expect_never_runs_the_action_again() {
     const TASK: &str = "settings.bluetooth_on";
@@ -209,8 +209,8 @@ async fn a_recovery_after_a_failed_expect_never_runs_the_action_again() {
         "steps": [{"action": "launch_app", "parameters": {"package": "com.android.settings"}},
                   {"action": "tap", "selector": ":text(\"Bluetooth\")",
                    "expect": {"visible": ["#renamed_by_an_update"], "timeout_ms": 300}}]});
-    let heal = json!({"action_type": "modify_selector", "new_selector": ":text(\"Bluetooth\")",
-                      "reason": "the row is there", "confidence": "high"});
+    let heal = json!({"action_type": "modify_selector", "new_selector": ":text(\"On\")",
+                      "reason": "the row says On now", "confidence": "high"});
     let (server, _) = model(vec![(200, heal.to_string())]).await;
     let app = app_for(&[&server], &[]).await;
     let phone = add_phone(&app, "p", Some(TASK)).await;
@@ -382,4 +382,263 @@ async fn a_dialog_the_last_step_brought_up_is_never_left_open_behind_a_complete(
         reason.contains("dialog") && reason.contains("still open"),
         "{reason}"
     );
+}
+
+/// A "what's new" dialog the app shows when it first opens (one button, nothing to
+/// choose), which the script, recorded on a phone without it, never saw: it came after
+/// the flow's own `launch_app`, which asks for no dialog, so replay closes it (Back, the
+/// way a person cancels a dialog) and the flow completes, with no model.
+#[tokio::test]
+async fn a_whats_new_dialog_after_launch_is_closed_and_the_flow_completes() {
+    const TASK: &str = "clock.disable_0815";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            whats_new_dialog: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let roles: Vec<_> = all.iter().map(|s| &s["replay"]["role"]).collect();
+    assert_eq!(done["status"], "succeeded", "{done} {roles:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{roles:?}");
+    assert!(
+        all.iter()
+            .any(|s| s["replay"]["role"] == "dismiss" && s["action"]["key"] == "back"),
+        "closed with Back: {roles:?}"
+    );
+}
+
+/// The same phone also asks before a delete ("Delete alarm?"): the "what's new" after
+/// launch is closed, but the confirmation the flow's own tap brought up is the flow's
+/// business. The recorded step's `expect` (an element every alarm row has) held before
+/// the tap, so nothing can verify a delete: the confirmation is neither cancelled nor
+/// confirmed by rule, and the run never ends "complete" with the alarm still there.
+#[tokio::test]
+async fn a_confirmation_the_flow_caused_is_never_dismissed_into_a_complete() {
+    const TASK: &str = "clock.delete_0600";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            whats_new_dialog: true,
+            confirm_destructive: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let script = json!({"name": "delete 6:00", "goal": "delete the 6:00 AM alarm",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": ":text(\"6:00 AM\") >> #delete",
+                   "expect": {"visible": ["#onoff"]}}]});
+    let done = run_inline(&app, "p", &script).await;
+    let deleted = sim_task(TASK).unwrap().check(&phone.state());
+    assert_ne!(done["status"], "succeeded", "said done: {done}");
+    assert!(!deleted, "nothing confirmed the delete: {done}");
+    let dialog = phone.state().dialog.map(|d| d.kind);
+    assert_eq!(
+        dialog.as_deref(),
+        Some("confirm"),
+        "left for the flow: {done}"
+    );
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    assert!(
+        all.iter().any(|s| s["replay"]["role"] == "dismiss"),
+        "the what's new was closed: {done}"
+    );
+}
+
+/// A delete that now asks first, after a tap whose `expect` (an element every alarm row
+/// has) held before it: the model answers what the rule model does, "tap Cancel". The
+/// dialog goes, the weak `expect` holds again, but it held before the step too, so it
+/// cannot say the model's action did what the step asked: the step fails and the run
+/// never ends "complete" with the alarm still there.
+#[tokio::test]
+async fn a_step_the_model_acted_for_needs_an_expect_that_was_missing_before() {
+    const TASK: &str = "clock.delete_0600";
+    let script = json!({"name": "delete 6:00", "goal": "delete the 6:00 AM alarm",
+        "max_recovery_attempts": 1,
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": ":text(\"6:00 AM\") >> #delete",
+                   "expect": {"visible": ["#onoff"], "timeout_ms": 300}}]});
+    let cancel = json!({"action_type": "execute_action",
+                        "action": {"action": "tap", "selector": ":text(\"Cancel\")"},
+                        "reason": "a dialog is in the way", "confidence": "medium"});
+    let (server, _) = model(vec![(200, cancel.to_string())]).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            confirm_destructive: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let id = submit(
+        &app,
+        json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",
+               "script": script, "recovery": true, "provider": "openai", "model": "fixer",
+               "base_url": format!("{}/v1", server.uri())}}),
+    )
+    .await;
+    wait_status(&app, &id, "waiting_for_user").await;
+    let r = app
+        .post_json(
+            &format!("/v1/tasks/{id}/answer"),
+            &json!({"answer": "abort"}),
+        )
+        .await;
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let done = wait_done(&app, &id).await;
+    let all = steps(&app, &id).await;
+    assert_eq!(done["status"], "failed", "{done} {all:?}");
+    assert!(
+        all.iter().any(|s| s["replay"]["role"] == "recovery"),
+        "the model's tap ran: {all:?}"
+    );
+    assert!(!sim_task(TASK).unwrap().check(&phone.state()), "{all:?}");
+}
+
+/// A delete that now asks first ("Delete contact?"), replayed from the flow recorded on a
+/// phone that did not ask: the dialog came up after the step's own tap on "Delete", one of
+/// its buttons names that same action, and the step's `expect` (missing before the tap)
+/// can verify the effect, so replay confirms it and the step is verified, with no model.
+#[tokio::test]
+async fn a_confirmation_naming_the_steps_own_action_is_confirmed_and_verified() {
+    const TASK: &str = "contacts.delete_mallory";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            confirm_destructive: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(reason.contains("all verified"), "{reason}");
+}
+
+/// An update moved the "add alarm" button into the toolbar's overflow menu (⋮ "More
+/// options"): the recorded flow's target is not on screen, so replay opens the overflow
+/// menu, finds it there with the same finders and completes the flow, with no model.
+#[tokio::test]
+async fn a_target_moved_into_the_overflow_menu_is_found_there() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            overflow_menu: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    assert!(
+        all.iter()
+            .any(|s| s["replay"]["role"] == "search" && s["action"]["action"] == "tap"),
+        "the overflow menu was opened: {trail:?}"
+    );
+}
+
+/// A target that is in no menu either: the overflow menu opened to look for it is closed
+/// again with Back, so the phone is left as it was, and the step fails naming it.
+#[tokio::test]
+async fn an_overflow_menu_without_the_target_is_closed_again() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            overflow_menu: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let script = json!({"name": "absent", "goal": "tap what is not there",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": "#no_such_button",
+                   "alternative_selectors": [":text(\"Stopwatch lap\")"],
+                   "parameters": {"timeout_ms": 300}}]});
+    let before = phone.state();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "failed", "{done} {trail:?}");
+    assert!(
+        done["reason"].as_str().unwrap().contains("#no_such_button"),
+        "{done}"
+    );
+    let opened = all
+        .iter()
+        .position(|s| s["replay"]["role"] == "search" && s["action"]["action"] == "tap")
+        .unwrap_or_else(|| panic!("the overflow menu was looked in: {trail:?}"));
+    assert_eq!(
+        all[opened + 1]["action"]["key"],
+        "back",
+        "and closed: {trail:?}"
+    );
+    let after = phone.state();
+    assert!(after.dialog.is_none(), "no menu left open: {trail:?}");
+    assert_eq!(after.alarms, before.alarms, "nothing changed: {trail:?}");
+}
+
+/// The step's own tap worked (a contact's page opened), but what its `expect` names, the
+/// page's "Edit" action, moved into the overflow menu: replay opens the menu, finds it
+/// there, closes the menu again and goes on; the flow completes with no model.
+#[tokio::test]
+async fn an_expected_action_moved_into_the_overflow_menu_is_checked_there() {
+    const TASK: &str = "contacts.edit_bob";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            overflow_menu: true,
+            ..SimFaults::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    let checked = all
+        .iter()
+        .position(|s| s["replay"]["role"] == "expect" && s["action"]["action"] == "tap")
+        .unwrap_or_else(|| panic!("the menu was opened for the expect: {trail:?}"));
+    assert_eq!(all[checked + 1]["action"]["key"], "back", "{trail:?}");
 }

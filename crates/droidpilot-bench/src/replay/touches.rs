@@ -9,7 +9,8 @@
 //! own action (not a wait, a dismissal or a search scroll) is wrong when the clean run's
 //! same step touched widgets and this one is none of them. Touches that only open or
 //! close a menu or dialog (the "More options" button a redesign adds, a dialog's
-//! close) are not counted: they reach the element, they do not replace it.
+//! close) are not counted: they reach the element, they do not replace it; nor is a
+//! confirmation's button that carries out the command the clean run's widget did.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -138,6 +139,13 @@ fn neutral(key: &str) -> bool {
         || key.ends_with(r#"#{"cmd":"close_dialog"}"#)
 }
 
+/// A key's command (after the widget's id): a confirmation's button that carries out the
+/// command the clean run's widget did (`alarm_delete` of the same alarm) did that step's
+/// work, through the dialog a redesign put before it.
+fn command(key: &str) -> &str {
+    key.split_once('#').map_or(key, |(_, cmd)| cmd)
+}
+
 /// The touches of `run` that hit another widget than the clean run's same step did.
 pub fn wrong(run: &Touches, clean: &Touches) -> u32 {
     let mut n = 0;
@@ -145,9 +153,10 @@ pub fn wrong(run: &Touches, clean: &Touches) -> u32 {
         let Some(want) = clean.get(step).filter(|w| !w.is_empty()) else {
             continue;
         };
+        let same_command = |k: &str| want.iter().any(|w| command(w) == command(k));
         n += keys
             .iter()
-            .filter(|k| !neutral(k) && !want.contains(*k))
+            .filter(|k| !neutral(k) && !want.contains(*k) && !same_command(k))
             .count() as u32;
     }
     n
@@ -179,6 +188,21 @@ mod tests {
         assert_eq!(wrong(&same, &clean), 0);
         let other = touches(&[(1, &["delete#{\"cmd\":\"alarm_delete\",\"id\":3}"])]);
         assert_eq!(wrong(&other, &clean), 1);
+        // The confirmation a redesign put before the delete, carrying out the same
+        // command, is that step's work; one deleting another alarm is not.
+        let confirmed = touches(&[(
+            1,
+            &[
+                "delete#{\"cmd\":\"alarm_delete\",\"id\":2}",
+                "android:id/button1#{\"cmd\":\"alarm_delete\",\"id\":2}",
+            ],
+        )]);
+        assert_eq!(wrong(&confirmed, &clean), 0);
+        let other_confirmed = touches(&[(
+            1,
+            &["android:id/button1#{\"cmd\":\"alarm_delete\",\"id\":3}"],
+        )]);
+        assert_eq!(wrong(&other_confirmed, &clean), 1);
         // A step the clean run touched nothing for (a key press) has nothing to compare.
         let extra = touches(&[(5, &["delete#{\"cmd\":\"alarm_delete\",\"id\":3}"])]);
         assert_eq!(wrong(&extra, &clean), 0);

@@ -41,13 +41,15 @@ fn root_of(tree: &UiTree, mut n: usize) -> usize {
 }
 
 /// The window of the dialog on top, when there is one and it can be told apart: the last
-/// window holding the framework's dialog ids, or a permission controller's window.
+/// window holding the framework's dialog ids, or a permission controller's window; else
+/// the last app window that floats (inset from the screen's top-left corner, as a
+/// dialog's or a popup menu's window is; a Compose or custom dialog has no framework ids).
 pub(super) fn modal_root(screen: &Screen) -> Option<usize> {
     if !screen.has_modal {
         return None;
     }
     let tree = &screen.tree;
-    tree.roots.iter().rev().copied().find(|&r| {
+    let framework = tree.roots.iter().rev().copied().find(|&r| {
         let pkg = &tree.nodes[r].package;
         if is_keyboard(pkg) {
             return false;
@@ -59,12 +61,19 @@ pub(super) fn modal_root(screen: &Screen) -> Option<usize> {
                 ["alertTitle", "parentPanel", "buttonPanel"].contains(&node.short_id())
                     && root_of(tree, n) == r
             })
+    });
+    framework.or_else(|| {
+        let windows: Vec<usize> = tree.app_windows().collect();
+        windows.iter().rev().copied().find(|&r| {
+            let b = tree.nodes[r].bounds;
+            b.left > 0 && b.top > 0 && !is_keyboard(&tree.nodes[r].package)
+        })
     })
 }
 
 /// Whether a person could touch node `n`: on screen, not behind a dialog, and not under
 /// the soft keyboard (a tap there types a key; the keyboard is dismissed by rule first).
-fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
+pub(super) fn reachable(screen: &Screen, modal: Option<usize>, n: usize) -> bool {
     visible_chain(&screen.tree, n, &screen.elements.screen)
         && modal.is_none_or(|r| root_of(&screen.tree, n) == r)
         && !under_keyboard(&screen.tree, n)

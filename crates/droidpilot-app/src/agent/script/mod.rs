@@ -11,11 +11,15 @@
 //!    says `"fuzzy": false`) the element matcher (`find.rs`, `score.rs`); a shared
 //!    locator needs its witness; while the target is missing, dismiss a known
 //!    interruption by rule (`interrupt.rs`: by Android's structure, and an app's own
-//!    dialog only when the flow did not bring it up), or wait for it once (`wait_for`);
+//!    dialog only when the flow did not bring it up), or wait for it once (`wait_for`),
+//!    then look in the toolbar's overflow menu (`overflow.rs`; closed again with Back
+//!    when the target is not there), then scroll;
 //! 3. while a progress indicator shows, wait (once) for it to go, so the tap is not
 //!    aimed at a layout still moving; act; then check `expect`, waiting for it once
 //!    (an expected app by a `wait_for` of its windows, `:package("…")`); a dialog that
-//!    comes up after the step's own action is the flow's (never dismissed by rule);
+//!    comes up after the step's own action is the flow's (never dismissed by rule; a
+//!    confirmation naming the step's own action is confirmed when the `expect` can
+//!    then verify it, `confirm.rs`);
 //! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
 //!    `max_recovery_attempts`, then the user; without a model the task fails, naming
 //!    the step. A retry never runs an action that already took effect: once the step's
@@ -31,8 +35,10 @@
 //! A `modify_selector` that worked heals the script: the runner stores it as a new
 //! version (`take_script`), with the old selector kept as the first alternative.
 
+pub mod confirm;
 pub mod find;
 pub mod interrupt;
+pub mod overflow;
 pub mod recover;
 pub mod score;
 pub mod similar;
@@ -93,6 +99,36 @@ struct Tries {
     /// after), so the step is unverified and a dialog after the action is never taken
     /// for one on top of the step's effect.
     expect_before: bool,
+    /// The dialog Back was pressed on (its `signature`): if it is still there, Back did
+    /// not close it.
+    backed: Option<String>,
+    /// The dialog on screen when the step's action ran, and the words naming the element
+    /// it acted on (`confirm.rs`).
+    dialog_before: Option<String>,
+    acted_words: Vec<String>,
+    /// A confirmation the step's action asked for was confirmed by rule (once).
+    confirmed: bool,
+    /// The screen the step's action ran on.
+    before: Option<Screen>,
+    /// Whether the overflow menu was opened to look for the step's target.
+    overflow: Overflow,
+    /// Whether it was opened to look for what the step's `expect` names.
+    expect_overflow: bool,
+    /// AI in the middle acted for this step (an action, or the element the step's action
+    /// ran on): only an `expect` that did not hold before can then say the step worked.
+    model_acted: bool,
+}
+
+/// The overflow menu, for a step whose target is not on screen (`overflow.rs`).
+#[derive(Debug, Default, Clone, PartialEq)]
+enum Overflow {
+    #[default]
+    Untried,
+    /// Opened: how many windows the screen had before, to tell that it opened (a menu
+    /// is a window of its own).
+    Opened(usize),
+    /// Closed again, or used: not opened twice for one step.
+    Done,
 }
 
 /// What the last action was for, to read its outcome.
@@ -106,6 +142,13 @@ enum Pending {
     Expecting,
     /// An interruption was dismissed after the step's action: `expect` is checked next.
     Dismissed,
+    /// A confirmation the step's action asked for was confirmed: `expect` is checked next.
+    Confirmed,
+    /// The overflow menu was opened to look for what the step's `expect` names (how many
+    /// windows there were before it).
+    ExpectInMenu(usize),
+    /// That menu was closed again; whether the `expect` held in it.
+    ExpectMenuClosed(bool),
     Recovered,
     /// A recovery action ran for a step whose own action already ran (its `expect`
     /// failed): `expect` is checked again, the step is not redone.
@@ -175,11 +218,19 @@ impl ScriptAgent {
         self
     }
 
+    /// Whether the current step's action can bring up a dialog that is the flow's
+    /// business (a confirmation it asked for): an action on an element, a key press or a
+    /// swipe. Starting an app or waiting cannot; what an app shows as it starts (a
+    /// "what's new", an onboarding card) is the app's, not the flow's.
+    fn can_open_dialog(&self) -> bool {
+        let step = &self.script.steps[self.at];
+        step.action.acts_on_selector() || matches!(step.action, StepAction::Key | StepAction::Swipe)
+    }
+
     /// The step is done: `verified` when its `expect` was checked and held.
     fn done(&mut self, verified: bool) {
+        let can_open_dialog = self.can_open_dialog();
         let step = &self.script.steps[self.at];
-        let can_open_dialog = step.action.acts_on_selector()
-            || matches!(step.action, StepAction::Key | StepAction::Swipe);
         let checks_itself = matches!(
             step.action,
             StepAction::Wait | StepAction::WaitFor | StepAction::WaitForGone
@@ -260,8 +311,11 @@ impl ScriptAgent {
                 Some(self.check_expect(screen))
             }
             Pending::Expecting => Some(if self.expect_holds(screen) {
-                self.done(true);
-                Ok(Pass::Again)
+                self.finish_step(true)
+            } else if let Some(pass) = self.confirm(screen) {
+                Ok(pass)
+            } else if let Some(pass) = self.expect_in_overflow(screen) {
+                Ok(pass)
             } else if self.absorbed_by_pop_up(screen) {
                 Ok(Pass::Again)
             } else if let Some(pass) = self.dismiss(screen, false, Pending::Expecting) {
@@ -270,13 +324,16 @@ impl ScriptAgent {
                 Err(self.expect_error())
             }),
             // A pop-up came up after the action: it is gone now, check `expect` again.
-            Pending::Dismissed => Some(self.check_expect(screen)),
+            Pending::Dismissed | Pending::Confirmed => Some(self.check_expect(screen)),
+            Pending::ExpectInMenu(before) => Some(Ok(self.leave_menu(screen, before))),
+            Pending::ExpectMenuClosed(true) => Some(self.finish_step(self.verifiable())),
+            Pending::ExpectMenuClosed(false) => Some(Err(self.expect_error())),
             Pending::Recovered if failed == Some(true) => Some(Err(err(
                 "action_failed",
                 format!("the recovery action failed: {last}"),
                 None,
             ))),
-            Pending::Recovered if self.expect_holds(screen) && self.has_expect() => {
+            Pending::Recovered if self.expect_holds(screen) && self.verifiable() => {
                 self.done(true);
                 Some(Ok(Pass::Again))
             }
@@ -383,6 +440,62 @@ impl ScriptAgent {
         )
     }
 
+    /// Whether the step's `expect` can verify its effect: there is one, and it did not
+    /// already hold on the screen the step's action ran on.
+    fn verifiable(&self) -> bool {
+        self.has_expect() && !self.tries.expect_before
+    }
+
+    /// The step's `expect` holds: done, `verified` or not. A step AI in the middle acted
+    /// for must be verified: an `expect` that held before its action cannot tell whether
+    /// the model's action did what the step asked (cancelling a new confirmation leaves
+    /// such an `expect` holding), so the step fails instead.
+    fn finish_step(&mut self, verified: bool) -> Result<Pass, StepError> {
+        if self.tries.model_acted && !verified {
+            return Err(err(
+                "expect_failed",
+                "AI in the middle acted for this step, and no expect that was missing before the step can verify its effect",
+                self.expect_error().selector,
+            ));
+        }
+        self.done(verified);
+        Ok(Pass::Again)
+    }
+
+    /// A confirmation the step's own action asked for (`confirm.rs`): confirmed by rule,
+    /// once, when it names what the step acted on and the step's `expect` (missing before
+    /// the action and still missing) can then verify the effect.
+    fn confirm(&mut self, screen: &Screen) -> Option<Pass> {
+        let step = &self.script.steps[self.at];
+        if self.tries.confirmed
+            || !self.tries.acted
+            || !step.action.acts_on_selector()
+            || !self.verifiable()
+            || self.expect_holds(screen)
+        {
+            return None;
+        }
+        let (selector, _) = confirm::confirming_button(
+            screen,
+            &self.tries.acted_words,
+            self.tries.dialog_before.as_deref(),
+        )?;
+        self.tries.confirmed = true;
+        self.pending = Pending::Confirmed;
+        let tap = Action::Tap {
+            target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                selector.clone(),
+            )),
+        };
+        let found = Found {
+            selector,
+            node: 0,
+            fallback: Fallback::None,
+            matched: None,
+        };
+        Some(Pass::Emit(tap, ReplayRole::Action, Some(found)))
+    }
+
     /// After the action: `expect` holds (next step), or wait for it once, or fail.
     fn check_expect(&mut self, screen: &Screen) -> Result<Pass, StepError> {
         let until = self.script.steps[self.at].parameters.until.clone();
@@ -394,9 +507,10 @@ impl ScriptAgent {
             ));
         }
         if self.expect_holds(screen) {
-            let verified = self.has_expect() && !self.tries.expect_before;
-            self.done(verified);
-            return Ok(Pass::Again);
+            return self.finish_step(self.verifiable());
+        }
+        if let Some(pass) = self.confirm(screen) {
+            return Ok(pass);
         }
         if let Some(pass) = self.dismiss(screen, false, Pending::Dismissed) {
             return Ok(pass);
@@ -443,14 +557,12 @@ impl ScriptAgent {
         let retrying = self.tries.recoveries > 0 || self.tries.asked;
         if self.tries.acted {
             return Some(if self.expect_holds(screen) {
-                let verified = self.has_expect() && !self.tries.expect_before;
-                self.done(verified);
-                Ok(Pass::Again)
+                self.finish_step(self.verifiable())
             } else {
                 Err(self.expect_error())
             });
         }
-        if retrying && self.has_expect() && self.expect_holds(screen) {
+        if retrying && self.verifiable() && self.expect_holds(screen) {
             self.done(true);
             return Some(Ok(Pass::Again));
         }
@@ -597,6 +709,9 @@ impl ScriptAgent {
 
     /// The target is not on screen: an interruption, a wait, a skip or a failure.
     fn missing(&mut self, screen: &Screen, selectors: &[String]) -> Result<Pass, StepError> {
+        if let Some(pass) = self.close_overflow(screen) {
+            return Ok(pass);
+        }
         if let Some(pass) = self.dismiss(screen, true, Pending::Fresh) {
             return Ok(pass);
         }
@@ -616,6 +731,9 @@ impl ScriptAgent {
             self.advance();
             return Ok(Pass::Again);
         }
+        if let Some(pass) = self.open_overflow(screen) {
+            return Ok(pass);
+        }
         if let Some(pass) = self.search(screen) {
             return Ok(pass);
         }
@@ -624,6 +742,93 @@ impl ScriptAgent {
             format!("no element matches {}", selectors.join(" or ")),
             Some(selectors[0].clone()),
         ))
+    }
+
+    /// The target may have moved into the toolbar's overflow menu: open it (once per
+    /// step) and look for the target among its items with the same finders, a clear
+    /// winner only. Only a tap, long press or double tap looks there.
+    fn open_overflow(&mut self, screen: &Screen) -> Option<Pass> {
+        let taps = matches!(
+            self.script.steps[self.at].action,
+            StepAction::Tap | StepAction::LongPress | StepAction::DoubleTap
+        );
+        if !taps || self.tries.overflow != Overflow::Untried {
+            return None;
+        }
+        let n = overflow::button(screen)?;
+        let (sel, _) = crate::screen::SelectorIndex::new(&screen.tree).recommend(n);
+        let selector = sel.to_string();
+        self.tries.overflow = Overflow::Opened(screen.tree.app_windows().count());
+        self.pending = Pending::Fresh;
+        let tap = Action::Tap {
+            target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                selector.clone(),
+            )),
+        };
+        let found = Found {
+            selector,
+            node: n,
+            fallback: Fallback::None,
+            matched: None,
+        };
+        Some(Pass::Emit(tap, ReplayRole::Search, Some(found)))
+    }
+
+    /// What the step's `expect` names may be an action an update moved into the
+    /// toolbar's overflow menu (the page the step opened is there, its "Edit" is behind
+    /// ⋮): open the menu once, check the `expect` there, and close it again.
+    fn expect_in_overflow(&mut self, screen: &Screen) -> Option<Pass> {
+        let names_elements = self.script.steps[self.at]
+            .expect
+            .as_ref()
+            .is_some_and(|e| !e.visible.is_empty());
+        if self.tries.expect_overflow || !names_elements {
+            return None;
+        }
+        let n = overflow::button(screen)?;
+        self.tries.expect_overflow = true;
+        let (sel, _) = crate::screen::SelectorIndex::new(&screen.tree).recommend(n);
+        self.pending = Pending::ExpectInMenu(screen.tree.app_windows().count());
+        let tap = Action::Tap {
+            target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                sel.to_string(),
+            )),
+        };
+        Some(Pass::Emit(tap, ReplayRole::Expect, None))
+    }
+
+    /// The overflow menu opened for the step's `expect`: note whether it holds there, and
+    /// close the menu with Back (only a menu that did open).
+    fn leave_menu(&mut self, screen: &Screen, before: usize) -> Pass {
+        let held = self.expect_holds(screen);
+        if screen.tree.app_windows().count() <= before {
+            self.pending = Pending::ExpectMenuClosed(false);
+            return Pass::Again;
+        }
+        self.pending = Pending::ExpectMenuClosed(held);
+        let back = Action::Key {
+            key: crate::domain::Key::Back,
+        };
+        Pass::Emit(back, ReplayRole::Expect, None)
+    }
+
+    /// The overflow menu opened and the target is not in it: close it with Back, so the
+    /// phone is as it was. Only a menu that did open (a new window) is closed: Back on
+    /// the app itself would leave the page.
+    fn close_overflow(&mut self, screen: &Screen) -> Option<Pass> {
+        let Overflow::Opened(before) = self.tries.overflow else {
+            return None;
+        };
+        let opened = screen.tree.app_windows().count() > before;
+        self.tries.overflow = Overflow::Done;
+        if !opened {
+            return None;
+        }
+        self.pending = Pending::Fresh;
+        let back = Action::Key {
+            key: crate::domain::Key::Back,
+        };
+        Some(Pass::Emit(back, ReplayRole::Search, None))
     }
 
     /// The target may be below the fold (the script was recorded on a taller phone, or
@@ -662,7 +867,9 @@ impl ScriptAgent {
         // behind it) came after a step that worked; one instead of it is the flow's.
         let on_top_of_effect =
             !before_action && !self.tries.expect_before && self.effect_behind_dialog(screen);
-        if !before_action
+        // A dialog after an action that cannot ask for one is not the flow's.
+        let not_asked = before_action || !self.can_open_dialog();
+        if !not_asked
             && !on_top_of_effect
             && let Some(d) = self.dialog_now.clone()
             && !self.caused.contains(&d)
@@ -672,13 +879,21 @@ impl ScriptAgent {
         if self.tries.dismissals >= MAX_DISMISSALS {
             return None;
         }
-        let app_dialogs = (before_action && self.app_dialogs) || on_top_of_effect;
-        let action = match interrupt::interruption(screen, app_dialogs, &self.caused)? {
+        let app_dialogs = (not_asked && self.app_dialogs) || on_top_of_effect;
+        let back_tried = self.tries.backed.is_some() && self.tries.backed == self.dialog_now;
+        let found = interrupt::interruption_after(screen, app_dialogs, &self.caused, back_tried)?;
+        let action = match found {
             Interruption::Tap { selector, .. } => Action::Tap {
                 target: crate::domain::action::TargetField(crate::domain::Target::Selector(
                     selector,
                 )),
             },
+            Interruption::Back { .. } => {
+                self.tries.backed = self.dialog_now.clone();
+                Action::Key {
+                    key: crate::domain::Key::Back,
+                }
+            }
             Interruption::Keyboard if before_action => Action::Key {
                 key: crate::domain::Key::Back,
             },
@@ -693,6 +908,14 @@ impl ScriptAgent {
     /// Runs the step's action on `found` (None: an action without a target).
     fn act(&mut self, found: Option<Found>, screen: &Screen) -> Result<Pass, StepError> {
         self.tries.expect_before = self.has_expect() && self.effect_behind_dialog(screen);
+        self.tries.dialog_before = self.dialog_now.clone();
+        self.tries.before = Some(screen.clone());
+        self.tries.overflow = Overflow::Done;
+        self.tries.acted_words = found
+            .as_ref()
+            .filter(|f| f.fallback != Fallback::Coordinate)
+            .map(|f| confirm::target_words(screen, f.node))
+            .unwrap_or_default();
         let selector = found
             .as_ref()
             .filter(|f| f.fallback != Fallback::Coordinate)
@@ -717,12 +940,13 @@ impl ScriptAgent {
         {
             self.healed
                 .insert(self.at, self.tries.healed.clone().unwrap_or_default());
+            self.tries.model_acted = true;
         }
         let aimed = selector.is_some();
         self.tries.absorbable = (!aimed
             && matches!(
                 interrupt::interruption(screen, self.app_dialogs, &self.caused),
-                Some(Interruption::Tap { .. })
+                Some(Interruption::Tap { .. } | Interruption::Back { .. })
             ))
         .then(|| self.dialog_now.clone())
         .flatten()
@@ -776,6 +1000,7 @@ impl ScriptAgent {
                     asked: true,
                     acted: self.tries.acted,
                     expect_before: self.tries.expect_before,
+                    model_acted: self.tries.model_acted,
                     ..Tries::default()
                 };
                 Ok(Pass::Again)
@@ -868,10 +1093,14 @@ impl ScriptAgent {
                 let gone = self.script.steps[self.at].expect.as_ref().is_some_and(|e| {
                     e.visible.is_empty() && e.gone.iter().any(|g| Some(self.sub(g)) == old)
                 });
-                let Some(sel) = a
-                    .new_selector
-                    .filter(|s| screen.is_some_and(|sc| find::visible(sc, s) != gone))
-                else {
+                // And it must not have held before the step's action: then it cannot
+                // say the step worked.
+                let before = self.tries.before.as_ref();
+                let new_now = |s: &String| {
+                    screen.is_some_and(|sc| find::visible(sc, s) != gone)
+                        && before.is_some_and(|b| find::present(b, s) == gone)
+                };
+                let Some(sel) = a.new_selector.filter(new_now) else {
                     return Pass::Again;
                 };
                 if let Some(old) = old {
@@ -909,6 +1138,13 @@ impl ScriptAgent {
             RecoveryType::ExecuteAction => {
                 match a.action.as_ref().map(|v| ActionParser::new().parse(v)) {
                     Some(Ok(action)) if !action.is_terminal() => {
+                        self.tries.model_acted = true;
+                        if !self.tries.acted
+                            && let Some(sc) = &screen
+                        {
+                            self.tries.expect_before =
+                                self.has_expect() && self.effect_behind_dialog(sc);
+                        }
                         self.pending = Pending::Recovered;
                         Pass::Emit(action, ReplayRole::Recovery, None)
                     }
