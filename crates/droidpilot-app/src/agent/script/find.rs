@@ -81,6 +81,10 @@ fn under_keyboard(tree: &UiTree, n: usize) -> bool {
     above.any(|&r| is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c))
 }
 
+fn is_keyboard_node(tree: &UiTree, n: usize) -> bool {
+    is_keyboard(&tree.nodes[root_of(tree, n)].package)
+}
+
 fn is_keyboard(package: &str) -> bool {
     package.contains("inputmethod") || package.contains("keyboard")
 }
@@ -369,7 +373,8 @@ pub fn expected(screen: &Screen, sel: &str, fuzzy_ok: bool) -> bool {
 
 /// Whether the element matcher finds what `sel` names, look-alikes allowed: an `expect`
 /// asks whether such an element is there, not which one to touch (any product card
-/// confirms the list has loaded).
+/// confirms the list has loaded). The soft keyboard's keys count too (an expect that the
+/// keyboard came up, `:text("q")`, holds for a keyboard that writes its keys `Q`).
 fn resembles(screen: &Screen, sel: &str) -> bool {
     let Ok(parsed) = Selector::parse(sel) else {
         return false;
@@ -380,8 +385,7 @@ fn resembles(screen: &Screen, sel: &str) -> bool {
     let all: Vec<usize> = (0..tree.nodes.len())
         .filter(|&n| {
             visible_chain(tree, n, &screen.elements.screen)
-                && modal.is_none_or(|r| root_of(tree, n) == r)
-                && !is_keyboard(&tree.nodes[root_of(tree, n)].package)
+                && modal.is_none_or(|r| root_of(tree, n) == r || is_keyboard_node(tree, n))
         })
         .collect();
     score::present(tree, &all, &profile)
@@ -478,6 +482,16 @@ mod tests {
             fuzzy(&s, &["#product_card".to_string()], &Recorded::default()),
             None
         );
+    }
+
+    /// "The keyboard came up" (`:text("q")`, recorded from a keyboard's key) holds for a
+    /// keyboard that writes its keys in capitals: an expect checks, it never taps a key.
+    #[test]
+    fn an_expect_reads_the_keyboards_keys_in_other_case() {
+        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="app:id/body" class="android.widget.EditText" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,100][1080,300]"/></node><node index="1" text="" resource-id="" class="android.widget.FrameLayout" package="com.google.android.inputmethod.latin" content-desc="" bounds="[0,1400][1080,2400]"><node index="0" text="Q" resource-id="" class="android.widget.Button" package="com.google.android.inputmethod.latin" content-desc="" clickable="true" enabled="true" bounds="[0,1500][108,1700]"/></node></hierarchy>"#;
+        let s = Screen::from_xml(xml, &ReprOptions::default()).unwrap();
+        assert!(expected(&s, ":text(\"q\")", true));
+        assert!(!expected(&s, ":text(\"q\")", false), "not as written");
     }
 
     /// Text typed into a field the keyboard covers is still what the step expected:
