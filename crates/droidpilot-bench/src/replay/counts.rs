@@ -42,7 +42,7 @@ impl Effects {
             ids(&after.shop.orders, |o| o.id),
         );
         e.counts("message", sent(before), sent(after));
-        e.counts("cart unit", cart(before), cart(after));
+        e.counts("cart unit", cart(before), carted(before, after));
         e
     }
 
@@ -107,6 +107,20 @@ fn cart(st: &PhoneState) -> BTreeMap<String, u32> {
     out
 }
 
+/// Units put in the cart per product by the end of a run: those still there and those
+/// that left it in an order the run placed. A checkout empties the cart, so the cart
+/// alone would count a run that stopped before paying (one unit left) as one unit beyond
+/// a clean run that paid (none left), though nothing was added twice.
+fn carted(before: &PhoneState, after: &PhoneState) -> BTreeMap<String, u32> {
+    let old = ids(&before.shop.orders, |o| o.id);
+    let mut out = cart(after);
+    let placed = after.shop.orders.iter().filter(|o| !old.contains(&o.id));
+    for (product, qty) in placed.flat_map(|o| &o.items) {
+        *out.entry(product.to_string()).or_insert(0) += qty;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,8 +139,28 @@ mod tests {
         assert_eq!(Effects::between(&before, &before).beyond(&clean_fx), 0);
     }
 
+    /// A clean run put a unit in the cart and paid for it; a run that stopped before
+    /// paying left the unit in the cart: nothing was added twice. A unit added twice is.
     #[test]
-    fn a_message_sent_twice_and_an_extra_order_count_once_each() {
+    fn a_unit_left_in_the_cart_is_no_repeat_and_a_unit_added_twice_is() {
+        let before = PhoneState::default();
+        let mut clean = before.clone();
+        clean.shop.orders.push(crate::device::sim::state::Order {
+            id: 999,
+            items: vec![(3, 1)],
+            total_cents: 1999,
+        });
+        let clean_fx = Effects::between(&before, &clean);
+        let mut stopped = before.clone();
+        stopped.shop.cart.push((3, 1));
+        assert_eq!(Effects::between(&before, &stopped).beyond(&clean_fx), 0);
+        let mut twice = stopped.clone();
+        twice.shop.cart[0].1 = 2;
+        assert_eq!(Effects::between(&before, &twice).beyond(&clean_fx), 1);
+    }
+
+    #[test]
+    fn a_message_sent_twice_and_an_extra_order_with_its_unit_count_once_each() {
         let before = PhoneState::default();
         let mut clean = before.clone();
         let msg = crate::device::sim::state::Message {
@@ -142,6 +176,7 @@ mod tests {
             total_cents: 100,
         });
         let clean_fx = Effects::between(&before, &clean);
-        assert_eq!(Effects::between(&before, &run).beyond(&clean_fx), 2);
+        // The message, the order, and the unit the order took from the cart.
+        assert_eq!(Effects::between(&before, &run).beyond(&clean_fx), 3);
     }
 }

@@ -130,10 +130,14 @@ pub enum DriftKind {
     /// fold.
     FontScale,
     /// A redesign at once: icon buttons, grids, the overflow menu, the "what's new"
-    /// dialog and confirmations, with the larger font.
+    /// dialog and confirmations, with the larger font and the real-world renames.
     Realistic,
     /// The whole phone in German; the flows were recorded on an English one.
     German,
+    /// The ids and labels of the flow's own recorded screens renamed the way 41
+    /// open-source apps renamed theirs between releases (`real_drift::rename_map`, by
+    /// the mined kinds at their observed frequencies, seeded).
+    RealRenames,
 }
 
 impl DriftKind {
@@ -160,9 +164,16 @@ impl DriftKind {
         DriftKind::WhatsNew,
         DriftKind::ConfirmDestructive,
         DriftKind::FontScale,
+        DriftKind::RealRenames,
         DriftKind::Realistic,
         DriftKind::German,
     ];
+
+    /// Whether this drift renames the flow's ids and labels by the real-world patterns:
+    /// `real_renames` alone, and the redesign at once (`realistic`).
+    pub fn real_renames(self) -> bool {
+        matches!(self, DriftKind::RealRenames | DriftKind::Realistic)
+    }
 
     /// The phone this drift replays on, given the one the flow was recorded on.
     pub fn configure(self, cfg: &mut SimConfig) {
@@ -339,6 +350,12 @@ pub struct Flow {
     /// What the script replayed on a clean phone touched per step (the script modes'
     /// baseline of wrong-element touches).
     pub clean_script: touches::Touches,
+    /// The real-world renames of the ids and labels of the clean run's screens (the
+    /// `real_renames` drift's).
+    pub renames: crate::device::sim::RenameMap,
+    /// Each of those renames as a selector shows the old name (`#id`, `"Label"`) and
+    /// its kind (`casing`, `abbreviation`, …), for the report per kind.
+    pub rename_kinds: Vec<(String, &'static str)>,
 }
 
 /// Why the suite could not run.
@@ -512,6 +529,11 @@ pub async fn bench_replay(
         ));
         report.flows += 1;
         report.flow_names.push(flow.name.clone());
+        if opts.drifts.iter().any(|d| d.real_renames()) {
+            report
+                .rename_kinds
+                .insert(flow.name.clone(), flow.rename_kinds.clone());
+        }
         for &mode in &opts.modes {
             let completed = replay_flow(&env, opts, &flow, mode, &mut report, progress).await?;
             done += opts.drifts.len();
@@ -551,7 +573,7 @@ async fn replay_flow(
             },
         };
         let n = run::max_steps(flow);
-        let phone = run::Phone::Drifted(drift);
+        let phone = run::Phone::Drifted(drift, &flow.renames);
         let r = run::run_once(env, &flow.task, phone, agent, n, Some(baseline)).await?;
         if opts.trace && !r.outcome.completed {
             let steps = env
@@ -602,6 +624,13 @@ mod tests {
         assert_eq!((de.width, de.height), (1080, 2400));
         assert_eq!(configured(DriftKind::OtherPhone).height, 1920);
         assert_eq!(configured(DriftKind::None).locale, Locale::En);
+        // Real renames are per flow (its own screens' ids and labels), applied by the run.
+        assert!(DriftKind::RealRenames.real_renames() && DriftKind::Realistic.real_renames());
+        assert!(!DriftKind::German.real_renames() && !DriftKind::RenamedIds.real_renames());
+        assert_eq!(
+            configured(DriftKind::RealRenames).faults,
+            SimFaults::default()
+        );
         for d in DriftKind::REALISTIC_SUITE {
             assert!(!DriftKind::DRIFT_SUITE.contains(d) || *d == DriftKind::None);
         }

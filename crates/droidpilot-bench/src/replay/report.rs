@@ -159,6 +159,9 @@ pub struct ReplayReport {
     /// failed, and how), so a miss can be told from the table alone.
     pub reasons: BTreeMap<(String, Mode, DriftKind), String>,
     pub unavailable: Vec<Mode>,
+    /// Per flow, the real-world renames its `real_renames` phones had: the old name as a
+    /// selector shows it and the kind of change.
+    pub rename_kinds: BTreeMap<String, Vec<(String, &'static str)>>,
 }
 
 impl ReplayReport {
@@ -292,7 +295,56 @@ pub fn format_report(r: &ReplayReport) -> String {
     out += &format_drifts(r);
     out += &format_flows(r);
     out += &format_skipped(r);
+    out += &format_rename_kinds(r);
     out + &format_failures(r)
+}
+
+/// Per kind of real-world rename: how many ids and labels of the flows were renamed so,
+/// and how many runs under `real_renames` failed at a step naming one (the failure's
+/// reason names the step's selectors), per mode.
+fn format_rename_kinds(r: &ReplayReport) -> String {
+    if r.rename_kinds.is_empty() {
+        return String::new();
+    }
+    let mut renamed: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut failed: BTreeMap<(&str, Mode), usize> = BTreeMap::new();
+    for (flow, kinds) in &r.rename_kinds {
+        for (_, k) in kinds {
+            *renamed.entry(k).or_default() += 1;
+        }
+        for &m in &r.modes {
+            let Some(reason) = r.reasons.get(&(flow.clone(), m, DriftKind::RealRenames)) else {
+                continue;
+            };
+            let step = reason.split(" failed").next().unwrap_or(reason);
+            let mut hit: Vec<&str> = kinds
+                .iter()
+                .filter(|(old, _)| step.contains(old.as_str()))
+                .map(|(_, k)| *k)
+                .collect();
+            hit.sort();
+            hit.dedup();
+            for k in hit {
+                *failed.entry((k, m)).or_default() += 1;
+            }
+        }
+    }
+    let mut out =
+        "\nreal_renames per kind (renamed ids and labels; runs failed at a step naming one):\n"
+            .to_string();
+    out += &format!("{:<16} {:>8}", "kind", "renamed");
+    for m in &r.modes {
+        out += &format!(" {:>12}", m.name());
+    }
+    out += "\n";
+    for (k, n) in &renamed {
+        out += &format!("{k:<16} {n:>8}");
+        for &m in &r.modes {
+            out += &format!(" {:>12}", failed.get(&(*k, m)).copied().unwrap_or(0));
+        }
+        out += "\n";
+    }
+    out
 }
 
 fn format_drifts(r: &ReplayReport) -> String {

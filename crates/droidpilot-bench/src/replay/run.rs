@@ -21,7 +21,7 @@ use crate::agent::script::ScriptAgent;
 use crate::agent::script::recover::Aitm;
 use crate::config::{Config, Overrides};
 use crate::core::Core;
-use crate::device::sim::{SimConfig, SimDevice, SimTask, task};
+use crate::device::sim::{RenameMap, SimConfig, SimDevice, SimTask, task};
 use crate::domain::{Action, NewTask, ScreenSize, TaskId, TaskSpec, TaskStatus};
 use crate::run::runner::{Runner, RunnerConfig};
 use crate::run::stop::StopSignal;
@@ -105,22 +105,26 @@ pub(super) async fn env(
 
 /// Which phone a run gets.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Phone {
+pub(super) enum Phone<'a> {
     /// The phone flows are recorded on: no drift, nothing on top.
     Clean,
-    /// A replay phone: the drift, then the overlay (`--rename-map`, `--locale`, …).
-    Drifted(DriftKind),
+    /// A replay phone: the drift (with the flow's real-world renames when the drift
+    /// renames), then the overlay (`--rename-map`, `--locale`, …).
+    Drifted(DriftKind, &'a RenameMap),
 }
 
-fn phone(env: &Env, which: Phone, t: &SimTask) -> Result<Arc<SimDevice>, ReplayBenchError> {
+fn phone(env: &Env, which: Phone<'_>, t: &SimTask) -> Result<Arc<SimDevice>, ReplayBenchError> {
     let mut cfg = SimConfig {
         seed: env.seed,
         width: env.screen.width,
         height: env.screen.height,
         ..SimConfig::default()
     };
-    if let Phone::Drifted(drift) = which {
+    if let Phone::Drifted(drift, renames) = which {
         drift.configure(&mut cfg);
+        if drift.real_renames() {
+            cfg.renames = renames.clone();
+        }
         env.overlay.apply(&mut cfg);
     }
     let p = SimDevice::new(cfg).map_err(|e| setup_error(&e))?;
@@ -152,7 +156,7 @@ pub(super) struct Run {
 pub(super) async fn run_once(
     env: &Env,
     t: &SimTask,
-    which: Phone,
+    which: Phone<'_>,
     agent: Box<dyn Agent>,
     max_steps: usize,
     clean: Option<Baseline<'_>>,
@@ -233,13 +237,14 @@ pub(super) async fn record_in(env: &Env, source: &FlowSource) -> Result<Flow, Re
     if !run.outcome.completed {
         return Err(fail("the checker failed on a clean phone".into()));
     }
+    let steps = env
+        .store
+        .steps(run.id)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let (renames, rename_kinds) = real_renames(env.seed, &steps, &actions);
     let (script, inputs) = match source {
         FlowSource::Task(_) => {
-            let steps = env
-                .store
-                .steps(run.id)
-                .await
-                .map_err(|e| fail(e.to_string()))?;
             let script = crate::script::record::from_steps(t.instruction, &steps)
                 .map_err(|e| fail(e.0.clone()))?;
             let inputs = typed_inputs(&script, &actions);
@@ -256,6 +261,8 @@ pub(super) async fn record_in(env: &Env, source: &FlowSource) -> Result<Flow, Re
         clean: run.effects,
         clean_blind: run.touches,
         clean_script: Touches::new(),
+        renames,
+        rename_kinds,
     };
     if let Some(agent) = agent_for(Mode::Selectors, &flow) {
         let n = max_steps(&flow);
@@ -264,6 +271,71 @@ pub(super) async fn record_in(env: &Env, source: &FlowSource) -> Result<Flow, Re
             .touches;
     }
     Ok(flow)
+}
+
+/// The `real_renames` drift's map for a flow: the ids (`#id`) and labels (`:text`,
+/// `:desc`, anchors) of every element on the clean run's screens, renamed by
+/// `real_drift::renames` (the mined kinds of change at their observed frequencies),
+/// with each renamed item as a selector shows it (`#id`, `"Label"`) and its kind. What
+/// the flow typed is the user's, never renamed.
+fn real_renames(
+    seed: u64,
+    steps: &[crate::domain::Step],
+    typed: &[Action],
+) -> (RenameMap, Vec<(String, &'static str)>) {
+    use crate::screen::Selector;
+    fn collect(s: &Selector, ids: &mut Vec<String>, labels: &mut Vec<String>) {
+        match s {
+            Selector::Id(id) => ids.push(id.clone()),
+            Selector::Text { text, .. } => labels.push(text.clone()),
+            Selector::Desc { desc, .. } => labels.push(desc.clone()),
+            Selector::Near { anchor, target } => {
+                collect(anchor, ids, labels);
+                collect(target, ids, labels);
+            }
+            _ => {}
+        }
+    }
+    let (mut ids, mut labels) = (Vec::new(), Vec::new());
+    let elements = steps
+        .iter()
+        .filter_map(|s| s.screen.as_ref())
+        .flat_map(|s| &s.elements);
+    for e in elements {
+        for sel in std::iter::once(&e.selector).chain(&e.alternative_selectors) {
+            if let Ok(s) = Selector::parse(sel) {
+                collect(&s, &mut ids, &mut labels);
+            }
+        }
+    }
+    let user: Vec<&str> = typed
+        .iter()
+        .filter_map(|a| match a {
+            Action::Type { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    labels.retain(|l| !user.iter().any(|u| l.contains(u)) && l != crate::screen::REDACTED);
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    use crate::real_drift::{Kind, renames};
+    let mut map = RenameMap::default();
+    let mut kinds = Vec::new();
+    for r in renames(seed, Kind::Id, &ids)
+        .into_iter()
+        .chain(renames(seed, Kind::String, &labels))
+    {
+        let shown = match r.kind {
+            Kind::Id => format!("#{}", r.old),
+            Kind::String => format!("\"{}\"", r.old),
+        };
+        kinds.push((shown, r.pattern.as_str()));
+        match r.kind {
+            Kind::Id => map.ids.insert(r.old, r.new),
+            Kind::String => map.strings.insert(r.old, r.new),
+        };
+    }
+    (map, kinds)
 }
 
 /// A run's step budget: a script step may also wait, dismiss or recover.
@@ -317,5 +389,71 @@ pub(super) fn agent_for(mode: Mode, flow: &Flow) -> Option<Box<dyn Agent>> {
         Mode::AitmNoop => Some(Box::new(with(Arc::new(
             crate::noop_model::NoopModel::default(),
         ))?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `real_renames` drift renames ids and labels the clean run's screens showed,
+    /// by a real kind of change, and never what the flow typed (the user's own text).
+    #[test]
+    fn real_renames_rename_what_the_screens_showed_never_what_was_typed() {
+        let labels = [
+            "Settings",
+            "Delete",
+            "Save",
+            "Cancel",
+            "Search",
+            "Add alarm",
+            "Edit",
+            "Sign in",
+            "Send message",
+            "New note",
+            "Buy milk",
+        ];
+        let ids = [
+            "add_alarm_button",
+            "delete",
+            "search_view",
+            "save_button",
+            "sign_in",
+            "send",
+            "fab",
+            "title",
+        ];
+        let elements: Vec<serde_json::Value> = labels
+            .iter()
+            .zip(ids.iter().cycle())
+            .enumerate()
+            .map(|(i, (l, id))| {
+                serde_json::json!({"element_id": i, "selector": format!("#{id}"),
+                    "alternative_selectors": [format!(":text(\"{l}\")"), format!("[0.{i}]")],
+                    "type": "Button", "text": l, "actions": ["click"],
+                    "bounds": {"left": 0, "top": 0, "right": 10, "bottom": 10}})
+            })
+            .collect();
+        let step: crate::domain::Step = serde_json::from_value(serde_json::json!({
+            "task_id": "01900000-0000-7000-8000-000000000000", "n": 1,
+            "started_at": "2026-11-24T10:00:00Z", "thinking": null,
+            "action": {"action": "tap", "coordinate": [0.5, 0.5]}, "outcome": {"status": "ok"},
+            "screen": {"summary": "", "app": "x", "layout_hash": "a", "size": [1000, 2000],
+                       "elements": elements},
+            "screenshot": null, "timings": {"screenshot_ms": 0, "hierarchy_ms": 0,
+                "inference_ms": 0, "action_ms": 0, "settle_ms": 0, "overhead_ms": 0.0},
+            "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0
+        }))
+        .unwrap();
+        let typed: Action =
+            serde_json::from_value(serde_json::json!({"action": "type", "text": "Buy milk"}))
+                .unwrap();
+        let (map, kinds) = real_renames(SEED, &[step], &[typed]);
+        assert!(!map.is_empty(), "some real kind of change fits these");
+        assert!(map.ids.keys().all(|k| ids.contains(&k.as_str())));
+        assert!(map.strings.keys().all(|k| labels.contains(&k.as_str())));
+        assert!(!map.strings.contains_key("Buy milk"), "typed by the user");
+        assert_eq!(kinds.len(), map.ids.len() + map.strings.len());
+        assert!(map.strings.iter().all(|(old, new)| old != new));
     }
 }

@@ -163,6 +163,13 @@ pub struct ScriptStep {
     /// element's row on the screen; otherwise the step fails without acting.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub witness: Vec<String>,
+    /// The structure of the screen the step acted on, recorded with it: a hash of its
+    /// actionable elements' classes and index paths, no text (`record::layout`). A screen
+    /// with the same structure and other words (another UI language, reworded labels) is
+    /// the same screen, so when none of the step's recorded texts is on it, the element at
+    /// the recorded index path is the recorded one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
     /// Skipped when its target is absent (a pop-up that comes only sometimes).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
@@ -464,6 +471,7 @@ impl ScriptStep {
             expect: None,
             recovery_hints: Vec::new(),
             witness: Vec::new(),
+            layout: None,
             optional: false,
             description: None,
         }

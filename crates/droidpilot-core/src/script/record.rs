@@ -10,6 +10,10 @@
 //! - An element with no locator of its own (its recommended selector is an index path:
 //!   every row has the same `#title`) gets a `witness`: its row's unique texts, which a
 //!   replay must find in the row it acts on.
+//! - A step on an element keeps the structure of the screen it acted on (`layout`: each
+//!   element's class at its index path, hashed, no words), which a translated or
+//!   reworded screen keeps: replay finds the element at its index path there when none
+//!   of its recorded words is anywhere else, and checks an `expect` by the next step's.
 //! - Failed, rejected and skipped steps are left out, and so are undone pairs: a step
 //!   followed by `back` that returned to the screen it started from.
 //! - A `type` with no target after a tap on a text field types into that field (its
@@ -75,11 +79,59 @@ impl SeenScreen {
             .count()
     }
 
+    /// The screen's structure (`layout`): each element's class at its index path.
+    fn layout(&self) -> Option<String> {
+        layout_of(&self.elements)
+    }
+
     fn by_selector(&self, sel: &str) -> Option<&ActionableElement> {
         self.elements
             .iter()
             .find(|e| e.selector == sel || e.alternative_selectors.iter().any(|a| a == sel))
     }
+}
+
+/// The structure (`layout`) of a screen as a step's record keeps it: each actionable
+/// element's class at its index path (every element lists its path among its
+/// selectors). None for a screen with no elements.
+pub fn layout_of(elements: &[ActionableElement]) -> Option<String> {
+    let paths: Vec<(&str, String)> = elements
+        .iter()
+        .filter_map(|e| {
+            std::iter::once(&e.selector)
+                .chain(&e.alternative_selectors)
+                .find_map(|s| match crate::screen::Selector::parse(s) {
+                    Ok(crate::screen::Selector::Path(p)) => Some(path_string(&p)),
+                    _ => None,
+                })
+                .map(|p| (e.kind.as_str(), p))
+        })
+        .collect();
+    (!paths.is_empty()).then(|| layout(paths))
+}
+
+fn path_string(p: &[u32]) -> String {
+    p.iter().map(u32::to_string).collect::<Vec<_>>().join(".")
+}
+
+/// The structure of a screen as `ScriptStep::layout` keeps it: its actionable elements'
+/// classes at their index paths (`Switch@0.0.1.0.2`), no text, no id, no bounds, as a
+/// hex FNV-1a hash (stable across processes and Rust versions, so it can be stored). A
+/// translated or reworded screen keeps it; a row added, removed or moved, or a widget
+/// of another kind, changes it. The replay computes the same from the live screen.
+pub fn layout<K: AsRef<str>, P: AsRef<str>>(elements: impl IntoIterator<Item = (K, P)>) -> String {
+    let mut items: Vec<String> = elements
+        .into_iter()
+        .map(|(k, p)| format!("{}@{}", k.as_ref(), p.as_ref()))
+        .collect();
+    items.sort();
+    items.dedup();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in items.join("\n").bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 /// Why a task cannot be recorded.
@@ -281,6 +333,9 @@ fn target(a: &Value, seen: &SeenScreen, step: &mut ScriptStep) {
     };
     let Some(e) = element else { return };
     step.witness = witness(e, seen);
+    if step.action != StepAction::Scroll {
+        step.layout = seen.layout();
+    }
     let primary = step.selector.clone().unwrap_or_else(|| e.selector.clone());
     step.alternative_selectors = std::iter::once(&e.selector)
         .chain(&e.alternative_selectors)

@@ -433,3 +433,58 @@ fn a_list_containers_id_is_the_last_expect() {
     let e = expect(&tap, &SeenScreen::default(), &after).unwrap();
     assert_eq!(e.visible, [":text(\"Wireless Earbuds\")"]);
 }
+
+/// A step on an element records the structure of the screen it acted on (each element's
+/// class at its index path, no words): the same screen in another language gives the
+/// same structure, a screen with another row does not; a step with no element (an app
+/// launch) records none.
+#[test]
+fn a_step_records_its_screens_structure_not_its_words() {
+    let screen = |labels: &[&str]| -> Vec<Value> {
+        labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let top = 200 * i as i32;
+                let sel = format!(":text(\"{l}\")");
+                let path = format!("[0.{i}]");
+                el(i as u32, &sel, &[path.as_str()], [0, top, 1000, top + 200])
+            })
+            .collect()
+    };
+    let record = |labels: &[&str]| {
+        let steps = vec![
+            step(
+                1,
+                "ok",
+                json!({"action": "launch_app", "package": "com.android.settings"}),
+                "launcher",
+                "a",
+                vec![],
+            ),
+            step(
+                2,
+                "ok",
+                json!({"action": "tap", "element": 0}),
+                "com.android.settings",
+                "b",
+                screen(labels),
+            ),
+        ];
+        from_steps("open", &steps).unwrap()
+    };
+    let en = record(&["Accounts", "Display"]);
+    assert_eq!(en.steps[0].layout, None);
+    let layout = en.steps[1].layout.clone().expect("a tap on an element");
+    let elements: Vec<ActionableElement> =
+        serde_json::from_value(json!(screen(&["Accounts", "Display"]))).unwrap();
+    assert_eq!(Some(layout.clone()), layout_of(&elements));
+    assert_eq!(
+        record(&["Konten", "Anzeige"]).steps[1].layout,
+        Some(layout.clone())
+    );
+    assert_ne!(
+        record(&["Accounts", "Display", "Sound"]).steps[1].layout,
+        Some(layout)
+    );
+}

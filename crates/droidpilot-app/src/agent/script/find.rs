@@ -1,7 +1,9 @@
 //! Finding a script step's target on the current screen: the primary selector, then the
 //! alternatives in order, then (unless the script says `"fuzzy": false`) the element
 //! matcher (`score.rs`), which scores every element on what the step recorded and takes
-//! only a clear winner.
+//! only a clear winner, then the recorded structure (`by_structure`): on a screen with
+//! the step's recorded `layout` whose words changed (another UI language), the element
+//! at the recorded index path.
 //!
 //! Safety before reach:
 //! - a locator many elements may share (an index path, a class, or any plain selector of
@@ -88,6 +90,10 @@ fn under_keyboard(tree: &UiTree, n: usize) -> bool {
     above.any(|&r| is_keyboard(&tree.nodes[r].package) && tree.nodes[r].bounds.contains(c))
 }
 
+fn is_keyboard_node(tree: &UiTree, n: usize) -> bool {
+    is_keyboard(&tree.nodes[root_of(tree, n)].package)
+}
+
 fn is_keyboard(package: &str) -> bool {
     package.contains("inputmethod") || package.contains("keyboard")
 }
@@ -131,6 +137,8 @@ pub struct Recorded<'a> {
     pub witness: &'a [String],
     /// The recorded tap point (`parameters.coordinate`).
     pub place: Option<[f64; 2]>,
+    /// The structure of the screen the step acted on (`ScriptStep::layout`).
+    pub layout: Option<&'a str>,
 }
 
 /// Primary, then alternatives (each must match exactly one visible node). A locator
@@ -219,8 +227,102 @@ fn fits(screen: &Screen, node: usize, label: &Selector) -> bool {
 /// The element matcher (`score.rs`) over every element a person could touch, given what
 /// the step recorded about its target; None unless one clear winner stands out.
 pub fn fuzzy(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Option<Found> {
-    let found = matched(screen, selectors, recorded)?;
+    let found = matched(screen, selectors, recorded).or_else(|| by_structure(screen, recorded))?;
     (!under_keyboard(&screen.tree, found.node)).then_some(found)
+}
+
+/// The structure of the live screen, as `record::layout` computes it from a recording:
+/// each actionable element's class at its index path.
+pub fn layout(screen: &Screen) -> String {
+    crate::script::record::layout(
+        screen
+            .elements
+            .elements
+            .iter()
+            .map(|e| (e.kind.as_str(), screen.tree.nodes[e.node].path.as_str())),
+    )
+}
+
+/// Whether the screen has the structure the recording saw right after a step (`after`,
+/// the next step's `layout`), when that differs from the one the step acted on
+/// (`acted_on`): the step's effect is there, in whatever words this phone uses (an
+/// `expect` naming a label checks nothing on a phone in another language).
+pub fn shows_layout_after(screen: &Screen, acted_on: Option<&str>, after: Option<&str>) -> bool {
+    match (acted_on, after) {
+        (Some(a), Some(b)) if a != b => layout(screen) == b,
+        _ => false,
+    }
+}
+
+/// The element at the recorded index path when the screen has the recorded structure
+/// (`Recorded::layout`) and its words changed: the step's recorded texts (labels,
+/// anchors, witness) are each either in that element's row or nowhere on the screen (a
+/// UI language or wording the recording did not see). A recorded text found elsewhere
+/// means the words still work here and the rows moved (a reorder): no match. A step that
+/// recorded no text gives no sign of a changed wording and no structural match.
+fn by_structure(screen: &Screen, recorded: &Recorded<'_>) -> Option<Found> {
+    let want = recorded.layout?;
+    let parsed: Vec<Selector> = recorded
+        .selectors
+        .iter()
+        .filter_map(|s| Selector::parse(s).ok())
+        .collect();
+    let path = parsed.iter().find(|s| matches!(s, Selector::Path(_)))?;
+    let texts = recorded_texts(&parsed, recorded.witness);
+    if texts.is_empty() || layout(screen) != want {
+        return None;
+    }
+    let node = unique(screen, &path.to_string())?;
+    let tree = &screen.tree;
+    let row = score::row_texts(tree, node);
+    let elsewhere: Vec<&String> = (0..tree.nodes.len())
+        .filter(|&n| !is_keyboard(&tree.nodes[root_of(tree, n)].package))
+        .filter(|&n| visible_chain(tree, n, &screen.elements.screen))
+        .flat_map(|n| [&tree.nodes[n].text, &tree.nodes[n].content_desc])
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut agreed = vec!["layout".to_string(), "path".to_string()];
+    for t in &texts {
+        if row.iter().any(|r| super::similar::contains(r, t)) {
+            agreed.push("row".into());
+        } else if elsewhere.iter().any(|e| super::similar::contains(e, t)) {
+            return None;
+        }
+    }
+    agreed.dedup();
+    Some(Found {
+        selector: path.to_string(),
+        node,
+        fallback: Fallback::Fuzzy,
+        matched: Some(MatchInfo {
+            score: 1.0,
+            margin: 1.0,
+            agreed,
+        }),
+    })
+}
+
+/// The texts a step recorded about its target: its labels, its anchors, its witness.
+fn recorded_texts(parsed: &[Selector], witness: &[String]) -> Vec<String> {
+    fn label(s: &Selector, out: &mut Vec<String>) {
+        match s {
+            Selector::Text { text, .. } => out.push(text.clone()),
+            Selector::Desc { desc, .. } => out.push(desc.clone()),
+            Selector::Near { anchor, target } => {
+                label(anchor, out);
+                label(target, out);
+            }
+            _ => {}
+        }
+    }
+    let mut out = witness.to_vec();
+    for s in parsed {
+        label(s, &mut out);
+    }
+    out.retain(|t| !t.trim().is_empty());
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The matcher's winner, under the soft keyboard or not.
@@ -280,7 +382,8 @@ pub fn expected(screen: &Screen, sel: &str, fuzzy_ok: bool) -> bool {
 
 /// Whether the element matcher finds what `sel` names, look-alikes allowed: an `expect`
 /// asks whether such an element is there, not which one to touch (any product card
-/// confirms the list has loaded).
+/// confirms the list has loaded). The soft keyboard's keys count too (an expect that the
+/// keyboard came up, `:text("q")`, holds for a keyboard that writes its keys `Q`).
 fn resembles(screen: &Screen, sel: &str) -> bool {
     let Ok(parsed) = Selector::parse(sel) else {
         return false;
@@ -291,8 +394,7 @@ fn resembles(screen: &Screen, sel: &str) -> bool {
     let all: Vec<usize> = (0..tree.nodes.len())
         .filter(|&n| {
             visible_chain(tree, n, &screen.elements.screen)
-                && modal.is_none_or(|r| root_of(tree, n) == r)
-                && !is_keyboard(&tree.nodes[root_of(tree, n)].package)
+                && modal.is_none_or(|r| root_of(tree, n) == r || is_keyboard_node(tree, n))
         })
         .collect();
     score::present(tree, &all, &profile)
@@ -389,6 +491,16 @@ mod tests {
             fuzzy(&s, &["#product_card".to_string()], &Recorded::default()),
             None
         );
+    }
+
+    /// "The keyboard came up" (`:text("q")`, recorded from a keyboard's key) holds for a
+    /// keyboard that writes its keys in capitals: an expect checks, it never taps a key.
+    #[test]
+    fn an_expect_reads_the_keyboards_keys_in_other_case() {
+        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="app:id/body" class="android.widget.EditText" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,100][1080,300]"/></node><node index="1" text="" resource-id="" class="android.widget.FrameLayout" package="com.google.android.inputmethod.latin" content-desc="" bounds="[0,1400][1080,2400]"><node index="0" text="Q" resource-id="" class="android.widget.Button" package="com.google.android.inputmethod.latin" content-desc="" clickable="true" enabled="true" bounds="[0,1500][108,1700]"/></node></hierarchy>"#;
+        let s = Screen::from_xml(xml, &ReprOptions::default()).unwrap();
+        assert!(expected(&s, ":text(\"q\")", true));
+        assert!(!expected(&s, ":text(\"q\")", false), "not as written");
     }
 
     /// Text typed into a field the keyboard covers is still what the step expected:
@@ -604,6 +716,132 @@ mod tests {
         assert!(by_selectors(&screen(true), &sels, &Recorded::default()).is_some());
     }
 
+    /// A settings list of rows (a title, a summary, a switch with no id of its own), the
+    /// way an app lays it out whatever the language it speaks.
+    fn rows(rows: &[(&str, &str, &str)]) -> Screen {
+        let row = |i: usize, (title, summary, switch): (&str, &str, &str)| {
+            let top = 200 + 200 * i as u32;
+            format!(
+                r#"<node index="{i}" text="" resource-id="app:id/row" class="android.widget.LinearLayout" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{title}" resource-id="android:id/title" class="android.widget.TextView" package="app" content-desc="" bounds="[40,{top}][800,{m}]"/><node index="1" text="{summary}" resource-id="android:id/summary" class="android.widget.TextView" package="app" content-desc="" bounds="[40,{m}][800,{b}]"/><node index="2" text="{switch}" resource-id="" class="android.widget.Switch" package="app" content-desc="" clickable="true" enabled="true" bounds="[880,{top}][1040,{b}]"/></node>"#,
+                m = top + 100,
+                b = top + 200
+            )
+        };
+        let body: String = rows.iter().enumerate().map(|(i, r)| row(i, *r)).collect();
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="app:id/list" class="android.widget.LinearLayout" package="app" content-desc="" bounds="[0,200][1080,2400]">{body}</node></node></hierarchy>"#
+        );
+        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    const ENGLISH: [(&str, &str, &str); 3] = [
+        ("Wi-Fi", "HomeNet", "ON"),
+        ("Bluetooth", "Off", "OFF"),
+        ("Airplane mode", "", "OFF"),
+    ];
+
+    /// The Wi-Fi switch as a recording keeps it: `:text("ON")`, its index path, and the
+    /// structure of the English screen it was recorded on.
+    fn wifi_step(english: &Screen) -> (Vec<String>, String) {
+        let sels = vec![":text(\"ON\")".to_string(), "[0.0.0.2]".to_string()];
+        (sels, layout(english))
+    }
+
+    /// The replay computes a screen's structure as the recorder does from the same
+    /// screen's elements, and the words on it do not change it.
+    #[test]
+    fn the_replay_reads_a_screens_structure_as_the_recorder_wrote_it() {
+        let en = rows(&ENGLISH);
+        let repr = en.representation(&ReprOptions::default());
+        assert_eq!(
+            crate::script::record::layout_of(&repr.actionable_elements),
+            Some(layout(&en))
+        );
+        let de = rows(&[
+            ("WLAN", "HomeNet", "EIN"),
+            ("Bluetooth", "Aus", "AUS"),
+            ("Flugmodus", "", "AUS"),
+        ]);
+        assert_eq!(layout(&de), layout(&en));
+        assert_ne!(layout(&rows(&ENGLISH[..2])), layout(&en), "a row less");
+    }
+
+    /// Recorded on an English phone, replayed on one whose UI speaks another language:
+    /// no recorded word is on the screen, its structure is the recorded one, so the
+    /// switch at the recorded index path is the recorded switch, and the match says so.
+    #[test]
+    fn a_translated_screen_is_matched_by_its_structure() {
+        let (sels, recorded_layout) = wifi_step(&rows(&ENGLISH));
+        let de = rows(&[
+            ("WLAN", "HomeNet", "EIN"),
+            ("Bluetooth", "Aus", "AUS"),
+            ("Flugmodus", "", "AUS"),
+        ]);
+        let recorded = Recorded {
+            selectors: &sels,
+            layout: Some(&recorded_layout),
+            ..Default::default()
+        };
+        assert_eq!(by_selectors(&de, &sels, &recorded), None);
+        let f = fuzzy(&de, &sels, &recorded).expect("the switch at the recorded place");
+        assert_eq!(de.tree.nodes[f.node].text, "EIN");
+        assert_eq!(f.fallback, Fallback::Fuzzy);
+        let agreed = f.matched.unwrap().agreed;
+        assert!(agreed.contains(&"layout".to_string()), "{agreed:?}");
+        // Without the recorded structure (a script written by hand), no guess.
+        let bare = Recorded {
+            selectors: &sels,
+            ..Default::default()
+        };
+        assert_eq!(fuzzy(&de, &sels, &bare), None);
+    }
+
+    /// The structure alone never decides where the recorded words are still on the
+    /// screen in another row (a reordered list), nor where the structure changed (a row
+    /// removed, so another switch slid into the recorded place).
+    #[test]
+    fn structure_never_overrides_words_that_moved_or_a_changed_layout() {
+        let en = rows(&ENGLISH);
+        let sels = vec!["[0.0.0.2]".to_string()];
+        let witness = ["Wi-Fi".to_string()];
+        let recorded_layout = layout(&en);
+        let recorded = Recorded {
+            selectors: &sels,
+            witness: &witness,
+            layout: Some(&recorded_layout),
+            ..Default::default()
+        };
+        let reordered = rows(&[ENGLISH[1], ENGLISH[0], ENGLISH[2]]);
+        assert_eq!(layout(&reordered), recorded_layout);
+        assert_eq!(
+            by_structure(&reordered, &recorded),
+            None,
+            "Wi-Fi is in row 2"
+        );
+        let removed = rows(&[("Bluetooth", "Aus", "AUS"), ("Flugmodus", "", "AUS")]);
+        assert_eq!(by_structure(&removed, &recorded), None, "a row less");
+    }
+
+    /// An `expect` naming a label checks nothing on a phone that words it otherwise; the
+    /// structure the recording saw after the step does, when the step changed it.
+    #[test]
+    fn the_screen_after_a_step_is_known_by_its_structure() {
+        let before = layout(&rows(&ENGLISH));
+        let after = layout(&rows(&ENGLISH[..1]));
+        let shown = rows(&[("WLAN", "HomeNet", "EIN")]);
+        assert!(shows_layout_after(&shown, Some(&before), Some(&after)));
+        assert!(
+            !shows_layout_after(&shown, Some(&after), Some(&after)),
+            "no change"
+        );
+        assert!(!shows_layout_after(
+            &rows(&ENGLISH),
+            Some(&before),
+            Some(&after)
+        ));
+        assert!(!shows_layout_after(&shown, None, Some(&after)));
+    }
+
     fn settings(edit: impl Fn(String) -> String) -> Screen {
         let xml = include_str!(
             "../../../../../tests/fixtures/uiautomator/real/002__zytzjx__anthenacmc__dump1.xml"
@@ -633,6 +871,7 @@ mod tests {
             selectors: &sels,
             witness: &witness,
             place: None,
+            layout: None,
         };
         let f = by_selectors(&ok, &sels, &recorded).expect("the row as recorded");
         assert_eq!(f.selector, sels[0]);

@@ -417,10 +417,19 @@ impl ScriptAgent {
             .app
             .as_ref()
             .is_none_or(|a| screen.tree.nodes.iter().any(|n| &n.package == a));
+        let next = self.script.steps.get(self.at + 1);
         app_ok
-            && e.visible
+            && (e
+                .visible
                 .iter()
                 .all(|s| find::expected(screen, &self.sub(s), self.script.fuzzy))
+                // The screen the recording saw after this step, in other words.
+                || (self.script.fuzzy
+                    && find::shows_layout_after(
+                        screen,
+                        self.script.steps[self.at].layout.as_deref(),
+                        next.and_then(|n| n.layout.as_deref()),
+                    )))
             && e.gone.iter().all(|s| !find::present(screen, &self.sub(s)))
     }
 
@@ -638,6 +647,7 @@ impl ScriptAgent {
             selectors: &written,
             witness: &step.witness,
             place: step.parameters.coordinate,
+            layout: step.layout.as_deref(),
         };
         let found = find::by_selectors(screen, &selectors, &recorded)
             .map(|mut f| {

@@ -76,9 +76,18 @@ impl Profile {
         for s in selectors {
             p.add(s);
         }
-        // Several labels cannot all be the element's own: they are a row's title and
-        // summary, so they describe its row.
-        if p.labels.len() > 1 {
+        // Several texts (or several descriptions) cannot all be the element's own: they
+        // are a row's title and summary, so they describe its row. One text and one
+        // description can be (a switch's "ON" and its "8:15 AM" description).
+        let (texts, descs) = selectors.iter().fold((0, 0), |(t, d), s| match s {
+            Selector::Text { .. } => (t + 1, d),
+            Selector::Desc { .. } => (t, d + 1),
+            _ => (t, d),
+        });
+        let mut distinct = p.labels.clone();
+        distinct.sort();
+        distinct.dedup();
+        if distinct.len() > 1 && (texts > 1 || descs > 1) {
             p.row.append(&mut p.labels);
         }
         for v in [&mut p.ids, &mut p.labels, &mut p.row, &mut p.classes] {
@@ -335,6 +344,36 @@ mod tests {
         let won = best_for(&s, &["#switch_widget"], &["Automatic Restore"]).unwrap();
         assert_eq!(s.tree.nodes[won.node].bounds.top, 792);
         assert!(won.agreed.contains(&"row".to_string()), "{:?}", won.agreed);
+    }
+
+    /// A switch recorded by its own text and its own description ("ON", "8:15 AM"),
+    /// after an update recased its text: never the row around it (tapping the row
+    /// opens the alarm instead of switching it). The row's "8:15 AM" label ties with the
+    /// switch's description, so there is no clear winner either: the step fails rather
+    /// than guess.
+    #[test]
+    fn an_elements_own_text_and_description_stay_its_own() {
+        let row = |time: &str, on: &str, top: u32| {
+            format!(
+                r#"<node index="0" text="" resource-id="" class="android.widget.LinearLayout" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{time}" resource-id="" class="android.widget.TextView" package="app" content-desc="" bounds="[40,{top}][600,{b}]"/><node index="1" text="{on}" resource-id="" class="android.widget.Switch" package="app" content-desc="{time}" clickable="true" enabled="true" bounds="[880,{top}][1040,{b}]"/></node>"#,
+                b = top + 200
+            )
+        };
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{}{}</node></hierarchy>"#,
+            row("6:00 AM", "Off", 0),
+            row("8:15 AM", "On", 200)
+        );
+        let s = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
+        let won = best_for(&s, &[":text(\"ON\")", ":desc(\"8:15 AM\")"], &[]);
+        assert!(
+            won.as_ref()
+                .is_none_or(|w| s.tree.nodes[w.node].short_class() == "Switch"),
+            "{won:?}"
+        );
+        // Its own text alone still finds it.
+        let won = best_for(&s, &[":text(\"ON\")"], &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].text, "On");
     }
 
     /// A class and a place alone never identify an element.

@@ -2,7 +2,8 @@
 //!
 //! Both are cut into words: an id on `_`, `-`, `.`, case changes and digits
 //! (`btnAddToCart2` → `btn add to cart 2`), a label on anything not a letter or digit,
-//! all lower case. Two words agree when they are equal (1), one starts with the other
+//! all lower case; a time of day is one word on the 24-hour clock (`8:15 AM` and `08:15`
+//! are `08h15`), as phones in other regions and languages write it. Two words agree when they are equal (1), one starts with the other
 //! (`del` / `delete`, 0.8) or one is an abbreviation of the other (same first letter, its
 //! letters in order: `msg` / `message`, 0.7), or when both name the same common UI verb
 //! (`remove` / `delete`, 0.7). Words that say little (`btn`, `view`, `text`, a version
@@ -92,13 +93,83 @@ pub fn id_words(id: &str) -> Vec<String> {
     words
 }
 
-/// The words of a label, lower case, letters and digits only.
+/// The words of a label, lower case, letters and digits only; a time of day is one
+/// word on the 24-hour clock (`times`).
 pub fn label_words(label: &str) -> Vec<String> {
-    label
+    times(label)
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect()
+}
+
+/// A label with each time of day written one way, `HHhMM` on the 24-hour clock: a
+/// phone in another language or region writes the same time otherwise (`8:15 AM`,
+/// `08:15`, `8:15 am`, `20:15` for `8:15 PM`), and a row's time is what tells alarm or
+/// message rows apart. Only `H:MM`/`HH:MM` with an optional AM/PM after it is read.
+pub fn times(label: &str) -> String {
+    let chars: Vec<char> = label.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if let Some((t, used)) = time_at(&chars, i) {
+            out.push_str(&t);
+            i += used;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A time of day starting at `chars[i]` (not inside a longer number): its 24-hour form
+/// and how many characters it took.
+fn time_at(chars: &[char], i: usize) -> Option<(String, usize)> {
+    let digit = |k: usize| chars.get(k).filter(|c| c.is_ascii_digit()).copied();
+    if i > 0 && chars[i - 1].is_ascii_digit() {
+        return None;
+    }
+    let (hours, mut k) = match (digit(i), digit(i + 1)) {
+        (Some(a), Some(b)) => (format!("{a}{b}"), i + 2),
+        (Some(a), None) => (a.to_string(), i + 1),
+        _ => return None,
+    };
+    let (Some(':'), Some(m1), Some(m2)) = (chars.get(k).copied(), digit(k + 1), digit(k + 2))
+    else {
+        return None;
+    };
+    if digit(k + 3).is_some() {
+        return None;
+    }
+    k += 3;
+    let mut h: u32 = hours.parse().ok()?;
+    let mut j = k;
+    while chars.get(j) == Some(&' ') || chars.get(j) == Some(&'\u{202f}') {
+        j += 1;
+    }
+    let word: String = chars[j..]
+        .iter()
+        .take_while(|c| c.is_alphabetic() || **c == '.')
+        .filter(|c| c.is_alphabetic())
+        .collect::<String>()
+        .to_lowercase();
+    let taken = chars[j..]
+        .iter()
+        .take_while(|c| c.is_alphabetic() || **c == '.')
+        .count();
+    match word.as_str() {
+        "am" if h <= 12 => {
+            h %= 12;
+            k = j + taken;
+        }
+        "pm" if h <= 12 => {
+            h = h % 12 + 12;
+            k = j + taken;
+        }
+        _ => {}
+    }
+    (h < 24).then(|| (format!("{h:02}h{m1}{m2}"), k - i))
 }
 
 fn flush(cur: &mut String, words: &mut Vec<String>) {
@@ -237,5 +308,20 @@ mod tests {
         assert_eq!(labels("Pixel 8", "Pixel 7"), 0.0, "numbers tell rows apart");
         assert!(contains("Buy Pixel 8 now", "pixel 8"));
         assert!(!contains("Pixel 80", "Pixel 8"));
+    }
+
+    /// A phone set to another language or region writes times its own way; the same
+    /// time is the same word, another time is not.
+    #[test]
+    fn a_time_is_the_same_on_the_24_hour_clock() {
+        assert_eq!(labels("8:15 AM", "08:15"), 1.0);
+        assert_eq!(labels("8:15 PM", "20:15"), 1.0);
+        assert_eq!(labels("12:30 AM", "00:30"), 1.0);
+        assert!(labels("6:00 AM", "06:00 Uhr") > 0.6);
+        assert_eq!(labels("8:15 AM", "20:15"), 0.0, "numbers tell rows apart");
+        assert!(contains("Wecker 06:00", "6:00 AM"));
+        assert!(!contains("Wecker 06:00", "6:00 PM"));
+        assert_eq!(times("Build 12:345"), "Build 12:345", "not a time");
+        assert_eq!(times("Mon 7:05 a.m. alarm"), "Mon 07h05 alarm");
     }
 }
