@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::observe::Observed;
 use super::record::{StepDraft, Then};
+use super::stale::Checked;
 use super::state::RunState;
 use super::{Break, End, Phase, Runner};
 use crate::agent::Decision;
@@ -187,7 +188,15 @@ impl Runner {
                 return Ok(Continue(Acted::Told(format!("skipped: {reason}"))));
             }
         };
-        let executed = self.execute(st, device, action, obs.clone(), draft).await;
+        let checking = self.stale_check(device, action.clone(), obs, st.size(), draft);
+        let (action, obs) = match unless_cancelled(st.stop(), checking).await {
+            None => return Ok(Stop(Break::Redo)),
+            Some(Checked::Act(a, o)) => (a, o),
+            Some(Checked::Vanished(fresh)) => {
+                return Ok(Continue(vanished(st, action, fresh, draft)));
+            }
+        };
+        let executed = self.execute(st, device, action, obs, draft).await;
         let Some((action, result, latest)) = executed else {
             return Ok(Stop(Break::Redo));
         };
@@ -345,6 +354,22 @@ impl Runner {
             }
         }
     }
+}
+
+/// A target the stale-screen check found gone: the action is recorded as not run, and
+/// the next step decides on the fresh screen.
+fn vanished(
+    st: &mut RunState<'_>,
+    action: Action,
+    fresh: Observed,
+    draft: &mut StepDraft,
+) -> Acted {
+    draft.set_action(&action);
+    draft.skipped(
+        "the screen changed while the action was decided and its target is gone; the next step decides on the fresh screen",
+    );
+    st.reuse_screen(fresh);
+    Acted::Told("not done: the screen changed before acting and the target is gone".into())
 }
 
 fn is_disconnect(e: &ExecError) -> bool {
