@@ -2215,3 +2215,70 @@ async fn an_unchanged_screen_costs_the_check_a_screenshot_not_a_dump() {
         "one screenshot for the check"
     );
 }
+
+/// A failed device action keeps its context: the screen after the failure is captured,
+/// stored and named in the step's error and the task's reason, and each retry is on the
+/// step (attempt, error) and an `action.retry` event.
+#[tokio::test]
+async fn a_failed_action_records_its_retries_and_the_screen_after_it() {
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "tap a ghost", 10, "sim-1").await;
+    let tap = Action::Tap {
+        target: droidpilot::domain::action::TargetField(droidpilot::domain::Target::Selector(
+            "#no_such_button".into(),
+        )),
+    };
+    let done = e
+        .runner
+        .run(
+            task,
+            phone,
+            Box::new(ReplayAgent::new(vec![tap])),
+            no_stop(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Failed);
+    let s = &e.store.steps(done.id).await.unwrap()[0];
+    let detail = s.outcome.detail.as_ref().unwrap();
+    let sha = detail["after_failure"]["screenshot"]
+        .as_str()
+        .expect("captured");
+    assert!(e.store.artifact(sha).await.unwrap().is_some(), "stored");
+    let named = format!("the screen after the failure: screenshot {sha}");
+    assert!(
+        s.outcome.error.as_deref().unwrap().contains(&named),
+        "{:?}",
+        s.outcome
+    );
+    assert!(
+        done.reason.as_deref().unwrap().contains(&named),
+        "{:?}",
+        done.reason
+    );
+    // max_retries = 2: three attempts, two retried.
+    assert_eq!(detail["attempts"], 3, "{detail}");
+    let retries = detail["retries"].as_array().unwrap();
+    assert_eq!(retries.len(), 2);
+    for (i, r) in retries.iter().enumerate() {
+        assert_eq!(r["attempt"], i as u64 + 1);
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("element_not_found"),
+            "{r}"
+        );
+    }
+    let events = e
+        .store
+        .events_since(&done.id.to_string(), 0, 100)
+        .await
+        .unwrap();
+    let retried: Vec<_> = events
+        .iter()
+        .filter(|ev| ev.kind() == "action.retry")
+        .collect();
+    assert_eq!(retried.len(), 2, "one event per retry");
+}
