@@ -19,6 +19,7 @@ pub mod stop;
 pub mod stuck;
 pub mod takeover;
 
+pub mod metrics;
 pub mod result;
 pub mod retention;
 pub mod trajectory;
