@@ -236,6 +236,7 @@ impl Runner {
     /// What an executed action's result means for the step: settle after success (the
     /// settle phase keeps a replaced action in the detail it records), wait for a
     /// dropped device, or report the failure.
+    #[allow(clippy::too_many_arguments)]
     fn acted(
         &self,
         st: &mut RunState<'_>,
