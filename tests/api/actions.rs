@@ -408,3 +408,40 @@ async fn empty_typed_text_and_zero_ms_swipes_are_refused_with_a_hint() {
     )
     .await;
 }
+
+/// The screen in seed 001's tree format over REST: text, one line per node with its
+/// index path, class, label, id and flags; an unknown format is refused by name.
+#[tokio::test]
+async fn the_screen_comes_as_the_tree_format_on_request() {
+    let (app, _phone) = app_with_phone().await;
+    let r = app.get("/v1/devices/sim-1/screen?format=tree").await;
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = r.text().await.unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("{clickable"))
+        .unwrap_or_else(|| panic!("a clickable node: {text}"));
+    assert!(
+        line.trim_start().starts_with("[0"),
+        "index path first: {line}"
+    );
+    let json: Value = app
+        .get("/v1/devices/sim-1/screen?format=json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        json["actionable_elements"].is_array(),
+        "json stays the default shape"
+    );
+    let (status, _, msg, _) = error_of(app.get("/v1/devices/sim-1/screen?format=xml").await).await;
+    assert_eq!(status, 400, "{msg}");
+    assert!(msg.contains("xml") || msg.contains("format"), "{msg}");
+}
