@@ -117,7 +117,7 @@ REMOVE_DEVICE = Route("DELETE", "/v1/devices/{id}", ("force",), expect="none")
 DEVICE_ACTION = Route("POST", "/v1/devices/{id}/actions", ("force", "include"))
 DEVICE_APPS = Route("GET", "/v1/devices/{id}/apps")
 DEVICE_HIERARCHY = Route("GET", "/v1/devices/{id}/hierarchy", expect="text")
-DEVICE_SCREEN = Route("GET", "/v1/devices/{id}/screen")
+DEVICE_SCREEN = Route("GET", "/v1/devices/{id}/screen", ("format",))
 DEVICE_SCREENSHOT = Route(
     "GET", "/v1/devices/{id}/screenshot", ("format", "scale", "quality"), expect="bytes"
 )
