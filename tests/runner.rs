@@ -2072,3 +2072,213 @@ async fn a_secret_an_agent_types_is_recorded_masked_everywhere() {
     );
     assert!(!history.contains(&secret), "{history}");
 }
+
+/// A slow decision: while the "model" thinks, the phone's clock runs `think_ms` (a
+/// contacts list that was syncing finishes and its rows move up one row). It then taps
+/// the contact `name` by the element id it read, and finishes at the next step.
+struct SlowPicker {
+    phone: Arc<SimDevice>,
+    name: &'static str,
+    think_ms: u64,
+    tapped: bool,
+}
+#[async_trait]
+impl Agent for SlowPicker {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        if self.tapped {
+            return Ok(Decision::local(Action::Finish {
+                success: true,
+                reason: None,
+                answer: None,
+            }));
+        }
+        self.tapped = true;
+        let el = ctx.observation.screen.actionable_elements.iter();
+        let id = el
+            .clone()
+            .find(|e| e.text.contains(self.name))
+            .unwrap_or_else(|| panic!("{} on screen", self.name))
+            .element_id;
+        self.phone.advance_clock(self.think_ms);
+        let target = droidpilot::domain::action::TargetField(
+            droidpilot::domain::action::Target::Element(id),
+        );
+        Ok(Decision::local(Action::Tap { target }))
+    }
+    fn describe(&self) -> String {
+        "slow picker".into()
+    }
+}
+
+/// The contacts list open on a phone whose lists sync for `delay_ms` after opening.
+async fn syncing_contacts(delay_ms: u64) -> Arc<SimDevice> {
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    phone
+        .set_faults(droidpilot::device::sim::SimFaults {
+            delayed_elements_ms: delay_ms,
+            ..Default::default()
+        })
+        .unwrap();
+    let contacts = droidpilot::domain::AppRef::Label("Contacts".into());
+    phone.launch_app(&contacts).await.unwrap();
+    phone
+}
+
+async fn pick(e: &Env, phone: &Arc<SimDevice>, think_ms: u64) -> Task {
+    let task = start(&e.store, "open Alice Martin's contact", 5, "sim-1").await;
+    let agent = SlowPicker {
+        phone: phone.clone(),
+        name: "Alice Martin",
+        think_ms,
+        tapped: false,
+    };
+    e.runner
+        .run(task, phone.clone(), Box::new(agent), no_stop())
+        .await
+        .unwrap()
+}
+
+/// A screen that moves between observing and acting (the list finishes syncing while
+/// the model decides, its rows move up) makes the step find its target again: the tap
+/// lands on the contact the agent chose, not on the row now where it was, and the step
+/// says so (a `stale_screen` annotation, and its event).
+#[tokio::test]
+async fn a_target_that_moved_while_the_model_decided_is_re_resolved() {
+    let e = env(RunnerConfig {
+        stale_check_after_ms: 0,
+        ..quick()
+    })
+    .await;
+    let phone = syncing_contacts(3_000).await;
+    assert!(phone.hierarchy_now().contains("Syncing"), "the list syncs");
+    let done = pick(&e, &phone, 5_000).await;
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    let now = phone.hierarchy_now();
+    assert!(now.contains("+1 555 0101"), "Alice's contact is open");
+    assert!(
+        !now.contains("Bob Smith"),
+        "not the row that moved under the tap"
+    );
+    let steps = e.store.steps(done.id).await.unwrap();
+    let stale = steps[0].annotations.iter().find_map(|a| match a {
+        droidpilot::domain::Annotation::StaleScreen {
+            outcome,
+            before,
+            after,
+            ..
+        } => Some((*outcome, *before, *after)),
+        _ => None,
+    });
+    let (outcome, before, after) = stale.expect("the step records the stale screen");
+    assert_eq!(outcome, droidpilot::domain::StaleOutcome::Moved);
+    assert!(after.unwrap().top < before.top, "found one row up");
+    let events = e
+        .store
+        .events_since(&done.id.to_string(), 0, 100)
+        .await
+        .unwrap();
+    assert!(events.iter().any(|ev| ev.kind() == "step.annotated"));
+}
+
+/// When nothing moved, the check costs one screenshot and no dump: the slow decision
+/// acts as decided and the step carries no annotation.
+#[tokio::test]
+async fn an_unchanged_screen_costs_the_check_a_screenshot_not_a_dump() {
+    let count = |cfg: RunnerConfig| async move {
+        let e = env(cfg).await;
+        let phone = syncing_contacts(0).await;
+        let done = pick(&e, &phone, 0).await;
+        assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+        assert!(phone.hierarchy_now().contains("+1 555 0101"));
+        let steps = e.store.steps(done.id).await.unwrap();
+        assert!(
+            steps[0].annotations.is_empty(),
+            "{:?}",
+            steps[0].annotations
+        );
+        phone.counts()
+    };
+    let off = count(RunnerConfig {
+        stale_check: false,
+        ..quick()
+    })
+    .await;
+    let on = count(RunnerConfig {
+        stale_check_after_ms: 0,
+        ..quick()
+    })
+    .await;
+    assert_eq!(on.dumps, off.dumps, "no dump added when nothing changed");
+    assert_eq!(
+        on.screencaps,
+        off.screencaps + 1,
+        "one screenshot for the check"
+    );
+}
+
+/// A failed device action keeps its context: the screen after the failure is captured,
+/// stored and named in the step's error and the task's reason, and each retry is on the
+/// step (attempt, error) and an `action.retry` event.
+#[tokio::test]
+async fn a_failed_action_records_its_retries_and_the_screen_after_it() {
+    let e = env(quick()).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let task = start(&e.store, "tap a ghost", 10, "sim-1").await;
+    let tap = Action::Tap {
+        target: droidpilot::domain::action::TargetField(droidpilot::domain::Target::Selector(
+            "#no_such_button".into(),
+        )),
+    };
+    let done = e
+        .runner
+        .run(
+            task,
+            phone,
+            Box::new(ReplayAgent::new(vec![tap])),
+            no_stop(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Failed);
+    let s = &e.store.steps(done.id).await.unwrap()[0];
+    let detail = s.outcome.detail.as_ref().unwrap();
+    let sha = detail["after_failure"]["screenshot"]
+        .as_str()
+        .expect("captured");
+    assert!(e.store.artifact(sha).await.unwrap().is_some(), "stored");
+    let named = format!("the screen after the failure: screenshot {sha}");
+    assert!(
+        s.outcome.error.as_deref().unwrap().contains(&named),
+        "{:?}",
+        s.outcome
+    );
+    assert!(
+        done.reason.as_deref().unwrap().contains(&named),
+        "{:?}",
+        done.reason
+    );
+    // max_retries = 2: three attempts, two retried.
+    assert_eq!(detail["attempts"], 3, "{detail}");
+    let retries = detail["retries"].as_array().unwrap();
+    assert_eq!(retries.len(), 2);
+    for (i, r) in retries.iter().enumerate() {
+        assert_eq!(r["attempt"], i as u64 + 1);
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("element_not_found"),
+            "{r}"
+        );
+    }
+    let events = e
+        .store
+        .events_since(&done.id.to_string(), 0, 100)
+        .await
+        .unwrap();
+    let retried: Vec<_> = events
+        .iter()
+        .filter(|ev| ev.kind() == "action.retry")
+        .collect();
+    assert_eq!(retried.len(), 2, "one event per retry");
+}

@@ -137,6 +137,11 @@ pub struct BenchRunnerArgs {
     /// With `--profile`: stop after the task that reaches this many steps.
     #[arg(long, default_value_t = 24, requires = "profile")]
     pub steps: usize,
+    /// With `--profile`: run the stale-screen check before every targeted action whose
+    /// decision took at least this long (0: every one, as with a slow model; the replay
+    /// agent decides at once, so by default it never runs), to measure its cost.
+    #[arg(long, value_name = "MS", requires = "profile")]
+    pub stale_check_after_ms: Option<u64>,
     /// Measure on this store: `postgres://USER:PASSWORD@HOST:PORT/DATABASE` runs in a
     /// scratch database the bench creates on that server and drops afterwards (the named
     /// database is not touched; the role needs CREATEDB), with each concurrency level over
@@ -421,7 +426,11 @@ pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
 pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
     use crate::bench::runner as bench;
     if let Some(profile) = args.profile {
-        return bench_devtime(profile, args.steps, args.json).await;
+        let mut runner = crate::run::runner::RunnerConfig::default();
+        if let Some(ms) = args.stale_check_after_ms {
+            runner.stale_check_after_ms = ms;
+        }
+        return bench_devtime(profile, args.steps, runner, args.json).await;
     }
     let explain = |e: bench::RunnerBenchError| anyhow::anyhow!("{e}. {}", e.hint());
     let (store, data_dir) = match &args.store {
@@ -452,6 +461,7 @@ pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
 async fn bench_devtime(
     profile: crate::device::sim::LatencyProfile,
     steps: usize,
+    runner: crate::run::runner::RunnerConfig,
     json: bool,
 ) -> anyhow::Result<()> {
     use crate::bench::devtime as bench;
@@ -464,7 +474,7 @@ async fn bench_devtime(
     let opts = bench::DevtimeOptions {
         profile,
         steps,
-        ..Default::default()
+        runner,
     };
     let report = bench::bench_devtime(opts, &dir).await;
     let _ = std::fs::remove_dir_all(&dir);

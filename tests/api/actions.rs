@@ -364,3 +364,84 @@ async fn screen_state_comes_only_when_asked_for() {
     assert_eq!(status, 400, "{msg}");
     assert!(msg.contains("includes"), "{msg}");
 }
+
+/// Typing nothing and a swipe of 0 ms are refused where actions are read: on the device
+/// endpoint and in a task's replay list, 422 in the one error shape, the hint saying
+/// what to send instead.
+#[tokio::test]
+async fn empty_typed_text_and_zero_ms_swipes_are_refused_with_a_hint() {
+    let (app, _phone) = app_with_phone().await;
+    for (action, field, hint) in [
+        (json!({"action": "type", "text": ""}), "text", "clear"),
+        (
+            json!({"action": "swipe", "direction": "up", "duration_ms": 0}),
+            "duration_ms",
+            "at least 1",
+        ),
+        (
+            json!({"action": "swipe", "start": [0.5, 0.8], "end": [0.5, 0.2], "duration": 0}),
+            "duration",
+            "at least 1",
+        ),
+    ] {
+        let (status, code, msg, h) = error_of(app.post_json(ACT, &action).await).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (422, "invalid_action"),
+            "{action}: {msg}"
+        );
+        assert!(
+            msg.contains(&format!("field `{field}` is invalid")),
+            "{msg}"
+        );
+        assert!(h.contains(hint), "{action}: {h}");
+        let task = json!({"instruction": "x", "agent": {"kind": "replay", "actions": [action]}});
+        let (status, _, msg, _) = error_of(app.post_json("/v1/tasks", &task).await).await;
+        assert_eq!(status, 422, "{msg}");
+        assert!(msg.contains(&format!("`{field}`")), "{msg}");
+    }
+    // A space is text, and a swipe of 1 ms is a gesture.
+    act_ok(&app, json!({"action": "type", "text": " "})).await;
+    act_ok(
+        &app,
+        json!({"action": "swipe", "direction": "up", "duration_ms": 1}),
+    )
+    .await;
+}
+
+/// The screen in seed 001's tree format over REST: text, one line per node with its
+/// index path, class, label, id and flags; an unknown format is refused by name.
+#[tokio::test]
+async fn the_screen_comes_as_the_tree_format_on_request() {
+    let (app, _phone) = app_with_phone().await;
+    let r = app.get("/v1/devices/sim-1/screen?format=tree").await;
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = r.text().await.unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("{clickable"))
+        .unwrap_or_else(|| panic!("a clickable node: {text}"));
+    assert!(
+        line.trim_start().starts_with("[0"),
+        "index path first: {line}"
+    );
+    let json: Value = app
+        .get("/v1/devices/sim-1/screen?format=json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        json["actionable_elements"].is_array(),
+        "json stays the default shape"
+    );
+    let (status, _, msg, _) = error_of(app.get("/v1/devices/sim-1/screen?format=xml").await).await;
+    assert_eq!(status, 400, "{msg}");
+    assert!(msg.contains("xml") || msg.contains("format"), "{msg}");
+}

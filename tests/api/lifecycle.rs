@@ -594,3 +594,100 @@ async fn agent_errors_name_the_nested_field_and_the_task_stores_the_checked_spec
         json!({"kind": "replay", "actions": [{"action": "home"}]})
     );
 }
+
+/// Where a task's time went: the phase summary in the trajectory and at `/metrics`
+/// agrees with its steps' timings, and `/steps.csv` has a row per step with the same
+/// figures.
+#[tokio::test]
+async fn the_phase_summary_and_the_steps_csv_agree_with_the_steps() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let actions = json!([{"action": "home"}, {"action": "launch_app", "label": "Settings"}, {"action": "back"}]);
+    let r = app
+        .post_json(
+            "/v1/tasks",
+            &json!({"instruction": "wander", "agent": {"kind": "replay", "actions": actions}}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+    let steps: Value = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let steps = steps["steps"]
+        .as_array()
+        .or(steps.as_array())
+        .unwrap()
+        .clone();
+    let metrics: Value = app
+        .get(&format!("/v1/tasks/{id}/metrics"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let tr: Value = app
+        .get(&format!("/v1/tasks/{id}/trajectory"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        tr["phases"], metrics,
+        "the trajectory carries the same summary"
+    );
+    assert_eq!(metrics["steps"], steps.len());
+    let action_ms: Vec<f64> = steps
+        .iter()
+        .map(|s| s["timings"]["action_ms"].as_f64().unwrap())
+        .collect();
+    let sum: f64 = action_ms.iter().sum();
+    assert_eq!(metrics["action"]["sum_ms"].as_f64().unwrap(), sum);
+    assert_eq!(
+        metrics["action"]["max_ms"].as_f64().unwrap(),
+        action_ms.iter().cloned().fold(0.0, f64::max)
+    );
+    assert_eq!(
+        metrics["action"]["mean_ms"].as_f64().unwrap(),
+        sum / steps.len() as f64
+    );
+    for phase in ["screen", "model", "settle", "overhead"] {
+        assert!(metrics[phase]["sum_ms"].is_number(), "{phase}: {metrics}");
+    }
+
+    let csv = app.get(&format!("/v1/tasks/{id}/steps.csv")).await;
+    assert_eq!(csv.status(), 200);
+    assert!(
+        csv.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    let text = csv.text().await.unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert!(
+        rows[0].starts_with("step,started_at,action,status,"),
+        "{}",
+        rows[0]
+    );
+    assert_eq!(rows.len(), steps.len() + 1, "{text}");
+    let second: Vec<&str> = rows[2].split(',').collect();
+    assert_eq!((second[0], second[2], second[3]), ("2", "launch_app", "ok"));
+    assert_eq!(
+        second[8].parse::<f64>().unwrap(),
+        action_ms[1],
+        "action_ms column"
+    );
+    let (status, code, _, _) = error_of(
+        app.get("/v1/tasks/00000000-0000-0000-0000-000000000000/steps.csv")
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (404, "task_not_found"));
+}

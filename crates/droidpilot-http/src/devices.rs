@@ -410,14 +410,48 @@ async fn read_screen(
     Ok(service::devices::read_screen(dev).await?)
 }
 
-/// The screen as agents see it: the compact text, actionable elements with selectors.
-#[utoipa::path(get, path = "/v1/devices/{id}/screen", tag = "devices", params(("id" = String, Path)),
-    responses((status = 200, body = ScreenRepresentation), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
+/// How `GET /v1/devices/{id}/screen` answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScreenFormat {
+    /// The JSON document (compact text, actionable elements with selectors).
+    #[default]
+    Json,
+    /// The indented tree as text, one line per node:
+    /// `[0.0.1] Button "Continue" @btn_continue {clickable}`.
+    Tree,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenParams {
+    /// `json` (default) or `tree` (text/plain, the tree format).
+    #[serde(default)]
+    #[param(value_type = Option<ScreenFormat>)]
+    format: ScreenFormat,
+}
+
+/// The screen as agents see it: the compact text, actionable elements with selectors; with
+/// `?format=tree`, the whole tree as text (`text/plain`), one line per node.
+#[utoipa::path(get, path = "/v1/devices/{id}/screen", tag = "devices", params(("id" = String, Path), ScreenParams),
+    responses(
+        (status = 200, body = ScreenRepresentation, description = "`format=json`"),
+        (status = 200, content_type = "text/plain", body = String, description = "`format=tree`"),
+        (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
 pub async fn screen(
     State(s): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<ScreenRepresentation>, ApiError> {
-    Ok(Json(read_screen(device(&s, &id)?.as_ref()).await?.1))
+    Query(p): Query<ScreenParams>,
+) -> Result<Response, ApiError> {
+    let (screen, repr, _) = read_screen(device(&s, &id)?.as_ref()).await?;
+    Ok(match p.format {
+        ScreenFormat::Json => Json(repr).into_response(),
+        ScreenFormat::Tree => (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            screen.tree_text(repr.activity.as_deref()),
+        )
+            .into_response(),
+    })
 }
 
 /// Installed apps.

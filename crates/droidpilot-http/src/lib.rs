@@ -135,6 +135,8 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::step_screenshot))
         .routes(routes!(tasks::trajectory))
         .routes(routes!(tasks::export))
+        .routes(routes!(tasks::metrics))
+        .routes(routes!(tasks::steps_csv))
         .routes(routes!(tasks::replay_gif))
         .routes(routes!(tasks::result))
         .routes(routes!(scripts::create_script, scripts::list_scripts))

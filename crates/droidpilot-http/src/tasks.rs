@@ -300,6 +300,45 @@ pub async fn trajectory(
     ))
 }
 
+/// Where the task's time went: per phase (screen, model, action, settle, overhead) the
+/// sum, mean and max over its steps, in ms.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/metrics", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, body = crate::run::metrics::PhaseSummary), (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse))
+)]
+pub async fn metrics(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<Json<crate::run::metrics::PhaseSummary>, ApiError> {
+    s.store.get_task(id).await?;
+    let steps = s.store.steps(id).await?;
+    Ok(Json(crate::run::metrics::PhaseSummary::of(&steps)))
+}
+
+/// The task's steps as CSV, one row per step: number, start, action, status, error, the
+/// timings (ms), tokens, cost and screenshot name.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/steps.csv", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, content_type = "text/csv", body = String), (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse))
+)]
+pub async fn steps_csv(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    s.store.get_task(id).await?;
+    let steps = s.store.steps(id).await?;
+    let disposition = format!("attachment; filename=\"{id}-steps.csv\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        crate::run::metrics::steps_csv(&steps),
+    )
+        .into_response())
+}
+
 /// The run as a `.tar.gz` holding `{id}/trajectory.json` and `{id}/screenshots/NNNN.png`
 /// (what `droidpilot export` writes into a directory).
 #[utoipa::path(

@@ -40,6 +40,7 @@ from ._models import (
     ManualActionResult,
     MobileTaskRequest,
     MobileTaskResult,
+    PhaseSummary,
     Presets,
     Question,
     Screen,
@@ -184,6 +185,15 @@ class AsyncClient:
 
     async def trajectory(self, task_id: str) -> Trajectory:
         return Trajectory.from_dict(await self._call(r.TRAJECTORY(id=task_id)))
+
+    async def task_metrics(self, task_id: str) -> PhaseSummary:
+        """Where the task's time went: per phase the sum, mean and max over its steps (ms)."""
+        return PhaseSummary.from_dict(await self._call(r.TASK_METRICS(id=task_id)))
+
+    async def steps_csv(self, task_id: str) -> str:
+        """The task's steps as CSV, one row each."""
+        text: str = await self._call(r.STEPS_CSV(id=task_id))
+        return text
 
     async def export(self, task_id: str) -> bytes:
         data: bytes = await self._call(r.EXPORT(id=task_id))

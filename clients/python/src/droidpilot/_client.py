@@ -38,6 +38,7 @@ from ._models import (
     ManualActionResult,
     MobileTaskRequest,
     MobileTaskResult,
+    PhaseSummary,
     Presets,
     Question,
     Screen,
@@ -205,6 +206,15 @@ class Client:
 
     def trajectory(self, task_id: str) -> Trajectory:
         return Trajectory.from_dict(self._call(r.TRAJECTORY(id=task_id)))
+
+    def task_metrics(self, task_id: str) -> PhaseSummary:
+        """Where the task's time went: per phase the sum, mean and max over its steps (ms)."""
+        return PhaseSummary.from_dict(self._call(r.TASK_METRICS(id=task_id)))
+
+    def steps_csv(self, task_id: str) -> str:
+        """The task's steps as CSV, one row each."""
+        text: str = self._call(r.STEPS_CSV(id=task_id))
+        return text
 
     def export(self, task_id: str) -> bytes:
         """The run as ``.tar.gz``: ``ID/trajectory.json`` and ``ID/screenshots/NNNN.png``."""

@@ -84,6 +84,7 @@ EventType = Literal[
     "step.annotated",
     "step.stuck",
     "model.retry",
+    "action.retry",
     "device.online",
     "device.offline",
     "device.quarantined",
@@ -337,6 +338,27 @@ class RoleUsage(Model):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class PhaseStats(Model):
+    __schema__ = "PhaseStats"
+    sum_ms: float
+    mean_ms: float
+    max_ms: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PhaseSummary(Model):
+    """Where a task's time went, per phase (``GET /v1/tasks/{id}/metrics``)."""
+
+    __schema__ = "PhaseSummary"
+    steps: int
+    screen: PhaseStats
+    model: PhaseStats
+    action: PhaseStats
+    settle: PhaseStats
+    overhead: PhaseStats
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class TrajectoryStep(Model):
     __schema__ = "TrajectoryStep"
     n: int
@@ -421,6 +443,7 @@ class Trajectory(Model):
     interventions: list[Intervention] | None = None
     result: MobileTaskResult | None = None
     roles: list[RoleUsage] | None = None
+    phases: PhaseSummary | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

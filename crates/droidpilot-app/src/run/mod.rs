@@ -21,6 +21,7 @@ pub mod stop;
 pub mod stuck;
 pub mod takeover;
 
+pub mod metrics;
 pub mod result;
 pub mod retention;
 pub mod trajectory;

@@ -68,6 +68,10 @@ pub struct Trajectory {
     /// Model calls summed per role (actor, planner, progress, verifier…), from the steps.
     #[serde(default)]
     pub roles: Vec<RoleUsage>,
+    /// Where the time went, per phase (sum, mean, max over the steps). Absent in
+    /// trajectories written before it was kept.
+    #[serde(default)]
+    pub phases: crate::run::metrics::PhaseSummary,
     pub steps: Vec<TrajectoryStep>,
     /// What people did (questions answered, manual actions during a take-over) and screen
     /// changes nobody in droidpilot caused, in order. Absent in trajectories written
@@ -274,6 +278,7 @@ impl Trajectory {
             task,
             result,
             roles: RoleUsage::of(&steps),
+            phases: crate::run::metrics::PhaseSummary::of(&steps),
             steps: steps.into_iter().map(TrajectoryStep::from_step).collect(),
             interventions: store.interventions(id).await?,
         })

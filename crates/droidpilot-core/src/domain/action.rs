@@ -305,6 +305,14 @@ impl ActionError {
             ActionError::InvalidCoordinate { .. } => {
                 "Send normalized coordinates: [x, y] with 0 ≤ x, y ≤ 1 (0.5 is the middle of the screen); for pixels send `pixel`: [x, y] instead of `coordinate`.".into()
             }
+            ActionError::InvalidField { action, field, .. } if action == "type" && field == "text" => {
+                "Send the text to type; to empty a field send {\"action\": \"clear\"}.".into()
+            }
+            ActionError::InvalidField { action, field, .. }
+                if action == "swipe" && field.starts_with("duration") =>
+            {
+                "Give `duration_ms` of at least 1, or leave it out for the default 300 ms.".into()
+            }
             _ => "See the action reference, docs/api.md \"Actions\", for every action and its fields.".into(),
         }
     }
@@ -488,7 +496,11 @@ impl ActionParser {
                 allowed,
             });
         };
-        let fields = Fields { action: name, obj };
+        let fields = Fields {
+            action: name,
+            obj,
+            recorded: self.any_custom,
+        };
         fields.check_unknown()?;
         fields.build()
     }
@@ -658,6 +670,9 @@ pub fn closest<'a>(given: &str, candidates: impl Iterator<Item = &'a str>) -> Op
 struct Fields<'a> {
     action: &'static str,
     obj: &'a Map<String, Value>,
+    /// Read back from a record (`ActionParser::lenient`): what an older version stored is
+    /// read as it is, not refused by a rule added since.
+    recorded: bool,
 }
 
 impl Fields<'_> {
@@ -693,7 +708,7 @@ impl Fields<'_> {
                 };
                 Action::Swipe {
                     path,
-                    duration_ms: self.duration(&["duration_ms", "duration"])?,
+                    duration_ms: self.swipe_duration()?,
                 }
             }
             "scroll" => Action::Scroll {
@@ -705,7 +720,7 @@ impl Fields<'_> {
                 .map(TargetField),
             },
             "type" => Action::Type {
-                text: self.string_allow_empty("text")?,
+                text: self.typed_text()?,
                 target: self.target_optional()?.map(TargetField),
                 clear_first: self.bool_or("clear_first", false)?,
             },
@@ -931,6 +946,33 @@ impl Fields<'_> {
             });
         }
         Ok(())
+    }
+
+    /// A `type`'s text: any string but the empty one, which types nothing (`clear`
+    /// empties a field).
+    fn typed_text(&self) -> Result<String, ActionError> {
+        let text = self.string_allow_empty("text")?;
+        if text.is_empty() && !self.recorded {
+            return Err(self.invalid(
+                "text",
+                "must not be empty: typing \"\" does nothing; to empty a field use {\"action\": \"clear\"}".into(),
+            ));
+        }
+        Ok(text)
+    }
+
+    /// A swipe's duration: a swipe of 0 ms is no gesture Android can perform.
+    fn swipe_duration(&self) -> Result<Option<u64>, ActionError> {
+        let names = ["duration_ms", "duration"];
+        let ms = self.duration(&names)?;
+        if ms == Some(0) && !self.recorded {
+            let f = names.iter().find(|f| self.has(f)).unwrap_or(&names[0]);
+            return Err(self.invalid(
+                f,
+                "must be at least 1 ms: a swipe of 0 ms is not a gesture; leave it out for the default (300 ms)".into(),
+            ));
+        }
+        Ok(ms)
     }
 
     fn string_allow_empty(&self, f: &str) -> Result<String, ActionError> {

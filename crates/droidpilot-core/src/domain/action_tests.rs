@@ -375,6 +375,7 @@ fn every_targeted_action_knows_every_target_field() {
         let known = Fields {
             action,
             obj: &Map::new(),
+            recorded: false,
         }
         .known_fields();
         for f in TARGET_FIELDS {
@@ -721,7 +722,7 @@ fn round_trip_every_kind() {
         json!({"action": "scroll", "direction": "down", "container": "#list"}),
         json!({"action": "scroll", "direction": "up", "element": 7}),
         json!({"action": "type", "text": "héllo 世界 🎉", "element": 2, "clear_first": true}),
-        json!({"action": "type", "text": ""}),
+        json!({"action": "type", "text": " "}),
         json!({"action": "clear"}),
         json!({"action": "key", "key": "power"}),
         json!({"action": "launch_app", "label": "Clock"}),
@@ -839,5 +840,49 @@ mod fuzz {
         fn no_text_panics(s in ".{0,64}") {
             let _ = ActionParser::new().parse_str(&s);
         }
+    }
+}
+
+/// `type` with "" types nothing and a swipe of 0 ms is no gesture: both refused by
+/// name, the message saying what to send instead; a record holding one still reads.
+#[test]
+fn empty_text_and_zero_ms_swipes_are_refused_but_records_still_read() {
+    for (v, field, says) in [
+        (json!({"action": "type", "text": ""}), "text", "clear"),
+        (
+            json!({"action": "type", "text": "", "clear_first": true}),
+            "text",
+            "clear",
+        ),
+        (
+            json!({"action": "swipe", "direction": "up", "duration_ms": 0}),
+            "duration_ms",
+            "at least 1 ms",
+        ),
+        (
+            json!({"action": "swipe", "start": [0.1, 0.1], "end": [0.2, 0.2], "duration": 0}),
+            "duration",
+            "at least 1 ms",
+        ),
+    ] {
+        match parse(v.clone()) {
+            Err(e @ ActionError::InvalidField { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains(&format!("field `{field}`")) && msg.contains(says),
+                    "{msg}"
+                );
+                assert!(
+                    !e.hint().contains("action reference"),
+                    "a specific hint: {}",
+                    e.hint()
+                );
+            }
+            other => panic!("{v}: {other:?}"),
+        }
+        assert!(
+            ActionParser::lenient().parse(&v).is_ok(),
+            "a stored {v} reads back"
+        );
     }
 }

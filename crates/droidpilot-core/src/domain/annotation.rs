@@ -121,6 +121,25 @@ pub enum Annotation {
     },
     /// A failure the planned agent counted (toward re-planning).
     Failure { description: String, count: u32 },
+    /// The stale-screen check before acting found that the screen had changed since it
+    /// was read and the action's target with it: `moved` (found again by its selector
+    /// and acted on where it is now, as element `now`) or `vanished` (not acted on; the
+    /// next step decides on the fresh screen).
+    StaleScreen {
+        outcome: StaleOutcome,
+        /// The target as decided (`element 3`, `selector #send`).
+        target: String,
+        /// Its bounds on the screen the decision was made on.
+        before: crate::domain::Bounds,
+        /// Its bounds on the fresh screen (absent when it vanished).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<crate::domain::Bounds>,
+        /// The element id it has on the fresh screen, when it was an element target.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        now: Option<u32>,
+        /// How long the decision had taken (ms from the observation to the check).
+        age_ms: u64,
+    },
     /// A chain passed the step from one agent to the next.
     Switch {
         from: String,
@@ -129,6 +148,16 @@ pub enum Annotation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         proposed: Option<String>,
     },
+}
+
+/// What the stale-screen check did with a target that changed under the decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StaleOutcome {
+    /// Re-resolved: the action ran on the target where it is now.
+    Moved,
+    /// Gone from the fresh screen: the action did not run; the agent decides again.
+    Vanished,
 }
 
 /// Who made a model call.

@@ -236,6 +236,17 @@ pub enum TaskEvent {
         delay_ms: u64,
         cause: String,
     },
+    /// A device action failed transiently and is tried again after `delay_ms` (on a
+    /// fresh observation, so a target that moved is found again).
+    #[serde(rename = "action.retry")]
+    ActionRetry {
+        task_id: TaskId,
+        step: u32,
+        /// The attempt that failed, from 1.
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
     /// A pool event (on the `devices` stream).
     #[serde(rename = "device.online")]
     DeviceOnline { id: String },
@@ -327,6 +338,7 @@ impl TaskEvent {
             StepAnnotated { .. } => "step.annotated",
             StepStuck { .. } => "step.stuck",
             ModelRetry { .. } => "model.retry",
+            ActionRetry { .. } => "action.retry",
             DeviceOnline { .. } => "device.online",
             DeviceOffline { .. } => "device.offline",
             DeviceQuarantined { .. } => "device.quarantined",

@@ -3,7 +3,7 @@
 
 pub mod action;
 pub mod annotation;
-pub use annotation::{Annotation, Approach, ModelCall, ModelRole, Plan, PlanTrigger};
+pub use annotation::{Annotation, Approach, ModelCall, ModelRole, Plan, PlanTrigger, StaleOutcome};
 pub mod element;
 pub mod geometry;
 pub mod shell;

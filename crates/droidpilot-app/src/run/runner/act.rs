@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::observe::Observed;
 use super::record::{StepDraft, Then};
+use super::stale::Checked;
 use super::state::RunState;
 use super::{Break, End, Phase, Runner};
 use crate::agent::Decision;
@@ -187,7 +188,15 @@ impl Runner {
                 return Ok(Continue(Acted::Told(format!("skipped: {reason}"))));
             }
         };
-        let executed = self.execute(st, device, action, obs.clone(), draft).await;
+        let checking = self.stale_check(device, action.clone(), obs, st.size(), draft);
+        let (action, obs) = match unless_cancelled(st.stop(), checking).await {
+            None => return Ok(Stop(Break::Redo)),
+            Some(Checked::Act(a, o)) => (a, o),
+            Some(Checked::Vanished(fresh)) => {
+                return Ok(Continue(vanished(st, action, fresh, draft)));
+            }
+        };
+        let executed = self.execute(st, device, action, obs, draft).await;
         let Some((action, result, latest)) = executed else {
             return Ok(Stop(Break::Redo));
         };
@@ -216,13 +225,18 @@ impl Runner {
             },
             r => (action, r, latest),
         };
-        let acted = self.acted(st, device, decision, executed, replaced, draft);
+        let after = match &executed.1 {
+            Err(e) if !is_disconnect(e) => self.observe(device, st.size()).await.ok(),
+            _ => None,
+        };
+        let acted = self.acted(st, device, decision, executed, replaced, after, draft);
         Ok(acted)
     }
 
     /// What an executed action's result means for the step: settle after success (the
     /// settle phase keeps a replaced action in the detail it records), wait for a
     /// dropped device, or report the failure.
+    #[allow(clippy::too_many_arguments)]
     fn acted(
         &self,
         st: &mut RunState<'_>,
@@ -230,6 +244,7 @@ impl Runner {
         decision: &Decision,
         (action, result, before): Executed,
         replaced: Option<(Action, String)>,
+        after: Option<Observed>,
         draft: &mut StepDraft,
     ) -> std::ops::ControlFlow<Break, Acted> {
         let failed = match result {
@@ -250,7 +265,7 @@ impl Runner {
                 let lost = DeviceError::Disconnected { serial };
                 Stop(Break::Commit(Then::Reconnect(lost)))
             }
-            Err(e) => self.action_failed(st, &action, e, before, draft),
+            Err(e) => self.action_failed(st, &action, e, before, after, draft),
         };
         if let Some((original, error)) = replaced {
             draft.replaced(&original, &error);
@@ -271,8 +286,15 @@ impl Runner {
         draft.set_action(&action);
         let started = Instant::now();
         let acting = self.act(device, &action, obs, st.size());
-        let (result, latest) = unless_cancelled(st.stop(), acting).await?;
+        let (mut result, latest, retries) = unless_cancelled(st.stop(), acting).await?;
         draft.step.timings.action_ms += started.elapsed().as_millis() as u64;
+        if !retries.is_empty() {
+            self.publish_retries(st, &retries).await;
+            if let Ok(Value::Object(detail)) = &mut result {
+                detail.insert("retries".into(), json!(retries));
+            }
+            draft.retries.extend(retries);
+        }
         if !self.hooks.is_empty() {
             let outcome = result.clone().map_err(|e| e.to_string());
             self.hooks.after_act(st.at(), &action, &outcome).await;
@@ -280,21 +302,43 @@ impl Runner {
         Some((action, result, latest))
     }
 
-    /// A failed action the agent hears about; a replay ends at it.
+    /// A failed action the agent hears about; a replay ends at it. The screen captured
+    /// after the failure (`after`) is named in the reason (its screenshot, stored as an
+    /// artifact) and described in the detail, with the attempts and their errors.
+    #[allow(clippy::too_many_arguments)]
     fn action_failed(
         &self,
         st: &mut RunState<'_>,
         action: &Action,
         e: ExecError,
         latest: Observed,
+        after: Option<Observed>,
         draft: &mut StepDraft,
     ) -> std::ops::ControlFlow<Break, Acted> {
-        let detail = json!({"hint": e.hint(), "selector": e.selector()});
-        draft.failed(format!("{}: {e}", e.error_type()), Some(detail));
+        let shot = after.as_ref().and_then(|o| o.screenshot_sha.clone());
+        let seen = shot
+            .as_ref()
+            .map(|sha| format!(" (the screen after the failure: screenshot {sha})"))
+            .unwrap_or_default();
+        let detail = json!({
+            "hint": e.hint(),
+            "selector": e.selector(),
+            "attempts": draft.retries.len() + 1,
+            "retries": draft.retries,
+            "after_failure": after.as_ref().map(|o| json!({
+                "screenshot": o.screenshot_sha,
+                "summary": o.repr.summary,
+                "app": o.repr.app_package,
+                "layout_hash": o.layout.map(|h| format!("{h:016x}")),
+            })),
+        });
+        draft.failed(format!("{}: {e}{seen}", e.error_type()), Some(detail));
         if st.ends_on_failed_action() {
-            let end = failed_step_end(st.step(), action, &e);
+            let mut end = failed_step_end(st.step(), action, &e);
+            end.reason.push_str(&seen);
             return Stop(Break::Commit(Then::End(end)));
         }
+        let latest = after.unwrap_or(latest);
         // The retries re-observed; the next decision reuses that screen.
         st.reuse_screen(latest);
         Continue(Acted::Told(format!("failed: {e}. {}", e.hint())))
@@ -309,7 +353,7 @@ impl Runner {
         action: &Action,
         mut obs: Observed,
         size: ScreenSize,
-    ) -> (Result<Value, ExecError>, Observed) {
+    ) -> (Result<Value, ExecError>, Observed, Vec<Retry>) {
         if let Action::Custom(c) = action {
             let r = match self.hooks.run_action(device, &c.name, &c.args).await {
                 Some(r) => r.map_err(|e| {
@@ -321,9 +365,10 @@ impl Runner {
                 }),
                 None => Err(ExecError::NotADeviceAction(c.name.clone())),
             };
-            return (r, obs);
+            return (r, obs, Vec::new());
         }
         let mut delays = self.cfg.action_retries().build();
+        let mut retries = Vec::new();
         loop {
             let ctx = ExecContext {
                 screen: obs.screen.as_deref(),
@@ -331,17 +376,67 @@ impl Runner {
                 transform: self.transform.as_ref(),
             };
             let e = match exec::execute(device, action, &ctx).await {
-                Ok(o) => return (Ok(o.detail), obs),
+                Ok(o) => return (Ok(o.detail), obs, retries),
                 Err(e) if e.is_retryable() && !is_disconnect(&e) => e,
-                Err(e) => return (Err(e), obs),
+                Err(e) => return (Err(e), obs, retries),
             };
             let Some(delay) = delays.next() else {
-                return (Err(e), obs);
+                return (Err(e), obs, retries);
             };
+            retries.push(Retry {
+                attempt: retries.len() as u32 + 1,
+                delay_ms: delay.as_millis() as u64,
+                error: format!("{}: {e}", e.error_type()),
+            });
             tokio::time::sleep(delay).await;
             match self.observe(device, size).await {
                 Ok(o) => obs = o,
-                Err(_) => return (Err(e), obs),
+                Err(_) => return (Err(e), obs, retries),
+            }
+        }
+    }
+}
+
+/// A target the stale-screen check found gone: the action is recorded as not run, and
+/// the next step decides on the fresh screen.
+fn vanished(
+    st: &mut RunState<'_>,
+    action: Action,
+    fresh: Observed,
+    draft: &mut StepDraft,
+) -> Acted {
+    draft.set_action(&action);
+    draft.skipped(
+        "the screen changed while the action was decided and its target is gone; the next step decides on the fresh screen",
+    );
+    st.reuse_screen(fresh);
+    Acted::Told("not done: the screen changed before acting and the target is gone".into())
+}
+
+/// One failed attempt at a device action that was tried again: on the step (the
+/// outcome's `detail.retries`) and as an `action.retry` event.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct Retry {
+    pub attempt: u32,
+    pub delay_ms: u64,
+    pub error: String,
+}
+
+impl Runner {
+    /// Publishes a step's action retries (after the action, in order); a failed write
+    /// is logged: the step's record keeps them too.
+    async fn publish_retries(&self, st: &RunState<'_>, retries: &[Retry]) {
+        let task_id = st.task().id;
+        for r in retries {
+            let ev = crate::domain::TaskEvent::ActionRetry {
+                task_id,
+                step: st.step(),
+                attempt: r.attempt,
+                delay_ms: r.delay_ms,
+                error: r.error.clone(),
+            };
+            if let Err(e) = self.bus.publish(&task_id.to_string(), ev).await {
+                tracing::warn!(task = %task_id, error = %e, "an action.retry event was not stored");
             }
         }
     }

@@ -64,6 +64,12 @@ pub struct RunnerConfig {
     /// USD a task's model calls may cost, for tasks that set no `max_cost_usd`; 0: no
     /// limit.
     pub max_cost_usd: f64,
+    /// Before a targeted action runs, re-read the screen when the decision took at
+    /// least `stale_check_after_ms`: a target that moved is re-resolved, one that
+    /// vanished is decided again (`runner::stale`).
+    pub stale_check: bool,
+    /// Decisions faster than this act on the screen they read without a re-read.
+    pub stale_check_after_ms: u64,
 }
 
 impl Default for RunnerConfig {
@@ -89,6 +95,8 @@ impl Default for RunnerConfig {
             detect_external_changes: false,
             max_tokens: 0,
             max_cost_usd: 0.0,
+            stale_check: true,
+            stale_check_after_ms: 1000,
         }
     }
 }

@@ -27,6 +27,7 @@ mod reconnect;
 mod record;
 mod remember;
 mod settle;
+mod stale;
 mod state;
 mod verify;
 

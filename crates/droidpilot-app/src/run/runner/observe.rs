@@ -38,6 +38,9 @@ pub(crate) struct Observed {
     pub content: Option<u64>,
     pub screenshot_ms: u64,
     pub hierarchy_ms: u64,
+    /// When the captures were done: the stale-screen check (`stale.rs`) measures the
+    /// decision's age from here.
+    pub taken: Instant,
 }
 
 /// How an observation's two captures are timed.
@@ -214,6 +217,7 @@ impl Runner {
             content,
             screenshot_ms,
             hierarchy_ms,
+            taken: Instant::now(),
         })
     }
 }

@@ -66,6 +66,8 @@ pub(super) struct StepDraft {
     pub fixed_index: Option<usize>,
     /// The text the action typed into a password field (the guard masked it).
     typed_password: Option<String>,
+    /// The device action's failed attempts that were tried again (`act.rs`).
+    pub retries: Vec<super::act::Retry>,
 }
 
 /// The screen a step acts on, to recognise a `type` into a password field: such text is
@@ -158,6 +160,7 @@ impl StepDraft {
             secrets: Vec::new(),
             fixed_index: None,
             typed_password: None,
+            retries: Vec::new(),
         }
     }
 
