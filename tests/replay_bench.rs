@@ -67,7 +67,7 @@ fn a_subset_is_chosen_by_flow_pattern_and_drift_list() {
          delayed_elements, moved_elements, changed_label, \
          renamed_ids+reorder_lists+moved_elements, app_update, other_phone, all, \
          icon_buttons, list_to_grid, overflow_menu, whats_new, confirm_destructive, \
-         font_scale, realistic, german, combo"
+         font_scale, realistic, german, real_renames, combo"
     );
     assert_eq!(
         DriftKind::parse_list(" renamed_ids+reorder_lists+moved_elements ,all").unwrap(),

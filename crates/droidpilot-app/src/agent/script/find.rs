@@ -254,12 +254,34 @@ pub fn shows_layout_after(screen: &Screen, acted_on: Option<&str>, after: Option
     }
 }
 
+/// The node's id agrees with the step's recorded ones: none recorded and none there, or
+/// the node's among them (a row id every row shares included).
+fn same_id(recorded: &[Selector], own: &str) -> bool {
+    let short = |id: &str| id.rsplit_once(":id/").map_or(id, |(_, s)| s).to_string();
+    let ids: Vec<String> = recorded
+        .iter()
+        .filter_map(|s| match s {
+            Selector::Id(id) => Some(short(id)),
+            _ => None,
+        })
+        .collect();
+    if own.is_empty() {
+        ids.is_empty()
+    } else {
+        ids.contains(&short(own))
+    }
+}
+
 /// The element at the recorded index path when the screen has the recorded structure
 /// (`Recorded::layout`) and its words changed: the step's recorded texts (labels,
 /// anchors, witness) are each either in that element's row or nowhere on the screen (a
 /// UI language or wording the recording did not see). A recorded text found elsewhere
 /// means the words still work here and the rows moved (a reorder): no match. A step that
 /// recorded no text gives no sign of a changed wording and no structural match.
+///
+/// Ids outlive a translation, so they decide (`same_id`): an app update that swaps a
+/// widget for another of the same class at the same place (an Edit icon for the
+/// overflow button) keeps the structure but not the id.
 fn by_structure(screen: &Screen, recorded: &Recorded<'_>) -> Option<Found> {
     let want = recorded.layout?;
     let parsed: Vec<Selector> = recorded
@@ -274,6 +296,9 @@ fn by_structure(screen: &Screen, recorded: &Recorded<'_>) -> Option<Found> {
     }
     let node = unique(screen, &path.to_string())?;
     let tree = &screen.tree;
+    if !same_id(&parsed, tree.nodes[node].short_id()) {
+        return None;
+    }
     let row = score::row_texts(tree, node);
     let elsewhere: Vec<&String> = (0..tree.nodes.len())
         .filter(|&n| !is_keyboard(&tree.nodes[root_of(tree, n)].package))
@@ -745,6 +770,42 @@ mod tests {
     fn wifi_step(english: &Screen) -> (Vec<String>, String) {
         let sels = vec![":text(\"ON\")".to_string(), "[0.0.0.2]".to_string()];
         (sels, layout(english))
+    }
+
+    /// An update that puts another widget of the same class where the recorded one was
+    /// (the overflow button where the Edit icon was) keeps the structure but not the id:
+    /// never a structural match, whatever the words.
+    #[test]
+    fn a_widget_with_another_id_in_the_recorded_place_is_not_the_recorded_one() {
+        let en = rows(&ENGLISH);
+        let sels = vec![
+            "#edit".to_string(),
+            ":text(\"ON\")".to_string(),
+            "[0.0.0.2]".to_string(),
+        ];
+        let de = rows(&[
+            ("WLAN", "HomeNet", "EIN"),
+            ("Bluetooth", "Aus", "AUS"),
+            ("Flugmodus", "", "AUS"),
+        ]);
+        let recorded_layout = layout(&en);
+        let recorded = Recorded {
+            selectors: &sels,
+            layout: Some(&recorded_layout),
+            ..Default::default()
+        };
+        assert_eq!(
+            by_structure(&de, &recorded),
+            None,
+            "the recorded id is not there"
+        );
+        assert!(same_id(&[], ""));
+        assert!(same_id(&[Selector::Id("app:id/row".into())], "row"));
+        assert!(!same_id(&[], "overflow_menu"));
+        assert!(!same_id(
+            &[Selector::Id("menu_edit".into())],
+            "overflow_menu"
+        ));
     }
 
     /// The replay computes a screen's structure as the recorder does from the same
