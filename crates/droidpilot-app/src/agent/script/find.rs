@@ -254,8 +254,10 @@ pub fn shows_layout_after(screen: &Screen, acted_on: Option<&str>, after: Option
     }
 }
 
-/// The node's id agrees with the step's recorded ones: none recorded and none there, or
-/// the node's among them (a row id every row shares included).
+/// The node's id agrees with the step's recorded ones: when the step recorded an id, the
+/// node carries one of them (a row id every row shares included). A step that recorded
+/// none says nothing by id (a launcher icon or a switch whose id many share is recorded
+/// by its words and place).
 fn same_id(recorded: &[Selector], own: &str) -> bool {
     let short = |id: &str| id.rsplit_once(":id/").map_or(id, |(_, s)| s).to_string();
     let ids: Vec<String> = recorded
@@ -265,11 +267,7 @@ fn same_id(recorded: &[Selector], own: &str) -> bool {
             _ => None,
         })
         .collect();
-    if own.is_empty() {
-        ids.is_empty()
-    } else {
-        ids.contains(&short(own))
-    }
+    ids.is_empty() || ids.contains(&short(own))
 }
 
 /// The element at the recorded index path when the screen has the recorded structure
@@ -801,7 +799,11 @@ mod tests {
         );
         assert!(same_id(&[], ""));
         assert!(same_id(&[Selector::Id("app:id/row".into())], "row"));
-        assert!(!same_id(&[], "overflow_menu"));
+        assert!(
+            same_id(&[], "app_icon"),
+            "no id recorded: words and place decide"
+        );
+        assert!(!same_id(&[Selector::Id("menu_edit".into())], ""));
         assert!(!same_id(
             &[Selector::Id("menu_edit".into())],
             "overflow_menu"
