@@ -206,6 +206,14 @@ impl SpecError {
     }
 }
 
+/// Refuses the first of `fields` that is set, naming it, with `message`.
+fn refuse_set(fields: &[(&str, bool)], message: &str) -> Result<(), SpecError> {
+    match fields.iter().find(|(_, set)| *set) {
+        Some((f, _)) => Err(SpecError::new(*f, message)),
+        None => Ok(()),
+    }
+}
+
 impl AgentSpec {
     /// Reads the `agent` object (serde, `agent::spec_de`): errors name the field by its
     /// path, unknown fields and values get "did you mean". Cross-field rules are
@@ -243,14 +251,13 @@ impl AgentSpec {
     }
 
     fn validate_script(&self, defaults: &AgentDefaults) -> Result<(), SpecError> {
-        for (f, set) in [
-            ("actions", self.actions.is_some()),
-            ("format", self.format.is_some()),
-        ] {
-            if set {
-                return Err(SpecError::new(f, "is not used by script agents"));
-            }
-        }
+        refuse_set(
+            &[
+                ("actions", self.actions.is_some()),
+                ("format", self.format.is_some()),
+            ],
+            "is not used by script agents",
+        )?;
         if self.on_error.is_some() {
             return Err(SpecError::new(
                 "on_error",
@@ -258,19 +265,15 @@ impl AgentSpec {
             ));
         }
         if self.recovery != Some(true) {
-            for (f, set) in [
-                ("provider", self.provider.is_some()),
-                ("model", self.model.is_some()),
-                ("base_url", self.base_url.is_some()),
-                ("server", self.server.is_some()),
-            ] {
-                if set {
-                    return Err(SpecError::new(
-                        f,
-                        "names the recovery model; set \"recovery\": true to use one",
-                    ));
-                }
-            }
+            refuse_set(
+                &[
+                    ("provider", self.provider.is_some()),
+                    ("model", self.model.is_some()),
+                    ("base_url", self.base_url.is_some()),
+                    ("server", self.server.is_some()),
+                ],
+                "names the recovery model; set \"recovery\": true to use one",
+            )?;
         } else {
             self.check_model_choice(AgentKind::Navigator, defaults)?;
         }
@@ -385,17 +388,16 @@ impl AgentSpec {
                 if self.actions.is_some() {
                     return Err(SpecError::new("actions", "is for replay agents only"));
                 }
-                for (f, set) in [
-                    ("script", self.script.is_some()),
-                    ("script_id", self.script_id.is_some()),
-                    ("script_version", self.script_version.is_some()),
-                    ("inputs", self.inputs.is_some()),
-                    ("recovery", self.recovery.is_some()),
-                ] {
-                    if set {
-                        return Err(SpecError::new(f, "is for script agents only"));
-                    }
-                }
+                refuse_set(
+                    &[
+                        ("script", self.script.is_some()),
+                        ("script_id", self.script_id.is_some()),
+                        ("script_version", self.script_version.is_some()),
+                        ("inputs", self.inputs.is_some()),
+                        ("recovery", self.recovery.is_some()),
+                    ],
+                    "is for script agents only",
+                )?;
                 if self.on_error.is_some() {
                     return Err(SpecError::new(
                         "on_error",
@@ -462,20 +464,16 @@ impl AgentSpec {
 
     /// The flow fields on an agent of another kind.
     fn refuse_flow_fields(&self) -> Result<(), SpecError> {
-        for (f, set) in [
-            ("flow", self.flow.is_some()),
-            ("files", self.files.is_some()),
-            ("entry", self.entry.is_some()),
-            ("env", self.env.is_some()),
-            ("heal", self.heal.is_some()),
-        ] {
-            if set {
-                return Err(SpecError::new(
-                    f,
-                    "is for flow agents only (\"kind\": \"flow\")",
-                ));
-            }
-        }
+        refuse_set(
+            &[
+                ("flow", self.flow.is_some()),
+                ("files", self.files.is_some()),
+                ("entry", self.entry.is_some()),
+                ("env", self.env.is_some()),
+                ("heal", self.heal.is_some()),
+            ],
+            "is for flow agents only (\"kind\": \"flow\")",
+        )?;
         Ok(())
     }
 
@@ -527,19 +525,15 @@ impl AgentSpec {
             }
         }
         if kind == AgentKind::Chain {
-            for (f, set) in [
-                ("provider", self.provider.is_some()),
-                ("model", self.model.is_some()),
-                ("base_url", self.base_url.is_some()),
-                ("server", self.server.is_some()),
-            ] {
-                if set {
-                    return Err(SpecError::new(
-                        f,
-                        "a chain has no model of its own: set it in one of `agents`",
-                    ));
-                }
-            }
+            refuse_set(
+                &[
+                    ("provider", self.provider.is_some()),
+                    ("model", self.model.is_some()),
+                    ("base_url", self.base_url.is_some()),
+                    ("server", self.server.is_some()),
+                ],
+                "a chain has no model of its own: set it in one of `agents`",
+            )?;
         }
         Ok(())
     }
