@@ -435,8 +435,8 @@ pub struct ScreenParams {
 /// `?format=tree`, the whole tree as text (`text/plain`), one line per node.
 #[utoipa::path(get, path = "/v1/devices/{id}/screen", tag = "devices", params(("id" = String, Path), ScreenParams),
     responses(
-        (status = 200, body = ScreenRepresentation, description = "`format=json`"),
-        (status = 200, content_type = "text/plain", body = String, description = "`format=tree`"),
+        (status = 200, description = "The JSON document (`format=json`), or the tree as text (`format=tree`)",
+         content((ScreenRepresentation = "application/json"), (String = "text/plain"))),
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
 pub async fn screen(
     State(s): State<AppState>,

@@ -33,7 +33,8 @@ use crate::store::StoredEvent;
         StoredEvent,
         TaskEvent,
         crate::script::ScriptId,
-        super::scripts::ExportFormat
+        super::scripts::ExportFormat,
+        super::devices::ScreenFormat
     )),
     modifiers(&BearerAuth),
 )]

@@ -148,6 +148,7 @@ pub struct RecordingParams {
     get, path = "/v1/devices/{id}/control/{control_id}/recording", tag = "devices",
     params(("id" = String, Path), ("control_id" = String, Path), RecordingParams),
     responses((status = 200, body = Script),
+              (status = 400, description = "`from` = 0 or a name over 200 characters (`invalid_query`)", body = ErrorResponse),
               (status = 409, description = "This hold is gone (`device_not_held`)", body = ErrorResponse),
               (status = 422, description = "Nothing recorded yet (`nothing_to_record`)", body = ErrorResponse)))]
 pub async fn recording(
@@ -155,7 +156,22 @@ pub async fn recording(
     Path((id, control_id)): Path<(String, String)>,
     Query(q): Query<RecordingParams>,
 ) -> Result<Json<Script>, ApiError> {
-    let from = q.from.unwrap_or(1).max(1);
+    if q.from == Some(0) {
+        return Err(query_error(
+            "from=0: steps are numbered from 1",
+            "Use from=1 (the default) or the first step you want recorded.",
+        ));
+    }
+    if let Some(name) = q.name.as_deref().filter(|n| n.chars().count() > 200) {
+        return Err(query_error(
+            format!(
+                "name is {} characters long; at most 200",
+                name.chars().count()
+            ),
+            "Give the script a shorter name.",
+        ));
+    }
+    let from = q.from.unwrap_or(1);
     let script = (s.controls)
         .recording(&s, &id, &control_id, from, q.name)
         .await?;
@@ -185,13 +201,27 @@ pub struct InspectResult {
 #[utoipa::path(
     get, path = "/v1/devices/{id}/inspect", tag = "devices",
     params(("id" = String, Path), InspectParams),
-    responses((status = 200, body = InspectResult), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
+    responses((status = 200, body = InspectResult), (status = 400, description = "An empty selector or one over 500 characters (`invalid_query`)", body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
 pub async fn inspect(
     State(s): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<InspectParams>,
 ) -> Result<Json<InspectResult>, ApiError> {
+    if let Some(sel) = q.selector.as_deref() {
+        let len = sel.chars().count();
+        if !(1..=500).contains(&len) {
+            return Err(query_error(
+                format!("selector is {len} characters long; 1 to 500"),
+                "Pass a selector such as `#btn_send` or `text=\"Send\"`, or leave `selector` out.",
+            ));
+        }
+    }
     let dev = service::devices::device(&s, &id)?;
     let (screen, tested) = service::devices::inspect(dev.as_ref(), q.selector.as_deref()).await?;
     Ok(Json(InspectResult { screen, tested }))
+}
+
+/// A query parameter outside what the OpenAPI document allows: 400 `invalid_query`.
+fn query_error(message: impl Into<String>, hint: &str) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message, hint)
 }
