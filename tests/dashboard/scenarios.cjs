@@ -204,8 +204,24 @@ async function main() {
   // Its step card and the task's reason both say why, with the hint.
   const failure = await page.locator("main").innerText();
   assert.match(failure, /no_such_button/);
+  // The device action's retries are on the step card: how many attempts, each one's error.
+  const tried = (await page.locator(".timeline .step details.retries summary").innerText()).match(/^tried (\d+) times$/);
+  assert.ok(tried && +tried[1] >= 2, "the retries are shown");
+  assert.equal(await page.locator(".timeline .step details.retries li").count(), +tried[1] - 1);
+  assert.match(await page.locator(".timeline .step details.retries li").first().textContent(), /^attempt 1: .*no_such_button/);
   assert.doesNotMatch(failure, /droidpilot (screen|devices|doctor)|dump\.xml/, failure);
   console.log(`   the failed task reads: ${failure.split("\n").slice(0, 12).join(" | ")}`);
+  // A Maestro flow from the form: no model; its commands are the task's steps.
+  await page.goto(`${URL0}#/tasks`);
+  assert.equal(await page.isVisible("#f-flow"), false, "the flow field is for flow tasks only");
+  await page.fill("#f-instruction", "check Settings with a flow");
+  await page.selectOption("#f-device", "sim-1");
+  await page.selectOption("#f-kind", "flow");
+  await page.fill("#f-flow", "appId: com.android.settings\n---\n- launchApp\n- assertVisible: Bluetooth\n- pressKey: Home\n");
+  await page.click("form.submit button[type=submit]");
+  await page.waitForURL(/#\/tasks\/[0-9a-f-]{36}$/, WAIT);
+  await statusIs(page, "succeeded");
+  assert.ok(await page.locator(".timeline .step").count() >= 2, "the flow's commands are steps");
   console.log("ok 6 cancel a task");
 
   // 7. A finished run, step by step.
@@ -389,6 +405,43 @@ async function recordScript(page) {
   await page.click("#save-script");
   await page.waitForSelector(".recorder a:has-text('(version 2)')", WAIT);
   assert.equal((await apiCall(page, `/v1/scripts/${saved.id}/versions`)).body.length, 2);
+
+  // Before saving, the steps are the page's: move, run again from a step, edit, delete.
+  await page.click("#record-stop");
+  const rows = page.locator("ol.recorded li.recorded-step");
+  await rows.nth(2).locator(".step-up").click();
+  let texts = await rows.allInnerTexts();
+  assert.match(texts[1], /^key/, JSON.stringify(texts));
+  assert.match(texts[2], /^tap/, JSON.stringify(texts));
+  await rows.nth(1).locator(".step-down").click();
+  texts = await rows.allInnerTexts();
+  assert.deepEqual(texts.map((t) => t.split(" ")[0]), ["launch_app", "tap", "key"]);
+  // Run from step 1, twice: each run performs the three steps on the phone (Settings,
+  // the Bluetooth row, back), as steps of the hold's task, so Bluetooth ends as it was.
+  for (const last of [7, 10]) {
+    await rows.nth(0).locator(".step-run").click();
+    await page.waitForSelector(`#last-action.ok:has-text('Step ${last}: done')`, WAIT);
+  }
+  const holdTask = (await page.getAttribute("#control-task", "href")).split("/").pop();
+  const held = await apiCall(page, `/v1/tasks/${holdTask}/steps`);
+  assert.deepEqual(held.body.slice(4).map((st) => st.action.action), ["launch_app", "tap", "key", "launch_app", "tap", "key"], "each run's steps are steps of the hold's task");
+  assert.equal(await rows.count(), 3, "running steps again records nothing new");
+  // Edit the tap's selector as JSON, delete the last step, save as a new script.
+  await rows.nth(1).locator(".step-edit").click();
+  const step = JSON.parse(await page.inputValue("ol.recorded textarea.step-json"));
+  step.selector = ':text("Bluetooth")';
+  step.alternative_selectors = [];
+  await page.fill("ol.recorded textarea.step-json", JSON.stringify(step));
+  await page.click("ol.recorded .step-ok");
+  await rows.nth(2).locator(".step-del").click();
+  assert.equal(await rows.count(), 2);
+  await page.selectOption("#save-as", "");
+  await page.fill("#script-name", "bluetooth edited");
+  await page.click("#save-script");
+  await page.waitForSelector(".recorder a:has-text('bluetooth edited (version 1)')", WAIT);
+  const edited = (await apiCall(page, "/v1/scripts")).body.scripts.find((r) => r.name === "bluetooth edited");
+  assert.deepEqual(edited.steps.map((st) => st.action), ["launch_app", "tap"]);
+  assert.equal(edited.steps[1].selector, ':text("Bluetooth")');
   await page.click("#release");
   await page.waitForSelector("#take:not([hidden])", WAIT);
   console.log("ok 9 record a three-step script on a free phone and save it");

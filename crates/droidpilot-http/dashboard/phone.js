@@ -111,7 +111,7 @@ export async function renderPhone({ main }, id) {
   releaseBtn.addEventListener("click", release);
 
   const apps = appsPanel(base, (a) => screen.perform(a));
-  const recorder = recorderPanel(base, () => control, (r) => (recording = r));
+  const recorder = recorderPanel(base, () => control, (r) => (recording = r), (a) => screen.perform(a));
 
   fill(main,
     h("section", { class: "phone-head" },
@@ -181,8 +181,12 @@ function appsPanel(base, perform) {
 }
 
 /** The recorder: the steps since "Record" as script steps, saved with the scripts API
- * as a new script or the next version of a stored one. */
-function recorderPanel(base, getControl, onChange) {
+ * as a new script or the next version of a stored one. The list is the page's own:
+ * `kept` (steps already edited, moved or deleted here) then `live` (what the server
+ * recorded since `from`). Editing folds `live` into `kept` and moves `from` past it, so
+ * the server's recording never overwrites an edit. "Run from here" performs the steps
+ * again on the held phone (each one a step of the hold's task) without recording them. */
+function recorderPanel(base, getControl, onChange, perform) {
   const start = h("button", { type: "button", id: "record" }, "● Record");
   const stopBtn = h("button", { type: "button", id: "record-stop", hidden: true }, "Stop");
   const name = h("input", { id: "script-name", name: "script-name", placeholder: "script name", "aria-label": "script name" });
@@ -200,56 +204,136 @@ function recorderPanel(base, getControl, onChange) {
   };
   api("/v1/scripts?limit=200").then((page) => page.scripts.forEach(remember), () => {});
   const list = h("ol", { class: "recorded" });
-  const note = h("p", { class: "muted" }, "Record what you do on the phone as a script: each action becomes a step with the selector droidpilot would use.");
-  let from = null;
-  let script = null;
+  const note = h("p", { class: "muted" }, "Record what you do on the phone as a script: each action becomes a step with the selector droidpilot would use. Edit, move, delete or run steps again before saving.");
+  let from = null; // the first hold step of `live`, while recording
+  let meta = null; // the recording's name, goal and settings
+  let kept = [];
+  let live = [];
+  let running = false;
+  const steps = () => kept.concat(live);
+
+  function show() {
+    const all = steps();
+    save.disabled = all.length === 0;
+    fill(list, all.length ? all.map(stepItem) : h("li", { class: "muted" }, from === null ? "Nothing recorded." : "Recording: act on the phone."));
+  }
 
   async function refresh() {
     const c = getControl();
-    if (!c || from === null) return;
+    if (!c || from === null || running) return;
     const q = new URLSearchParams({ from: String(from) });
-    if (name.value.trim()) q.set("name", name.value.trim());
     try {
-      script = await api(`${base}/control/${c.control_id}/recording?${q}`);
+      const script = await api(`${base}/control/${c.control_id}/recording?${q}`);
+      meta = { ...script, steps: undefined };
+      live = script.steps;
     } catch (e) {
-      script = null;
+      live = [];
       if (e.code !== "nothing_to_record") flash(e);
     }
-    save.disabled = !script;
-    fill(list, script ? script.steps.map(stepItem) : h("li", { class: "muted" }, "No steps yet: act on the phone."));
+    show();
   }
 
-  function stepItem(s) {
+  /** Makes every step the page's own before an edit; recording goes on after them. */
+  function fold() {
+    kept = steps();
+    live = [];
+    const c = getControl();
+    if (from !== null && c) from = (c.steps || 0) + 1;
+  }
+
+  function edit(i, change) {
+    fold();
+    change(i);
+    show();
+  }
+
+  function stepItem(s, i) {
     const target = s.selector ? h("code", { class: "selector" }, s.selector) : null;
     const params = Object.entries(s.parameters || {}).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ");
     const alts = s.alternative_selectors || [];
     const more = alts.length ? h("span", { class: "muted", title: alts.join("\n") }, ` (+${alts.length} alternative${alts.length > 1 ? "s" : ""})`) : null;
     const witness = s.witness && s.witness.length ? h("span", { class: "witness" }, ` in the row of “${s.witness.join("”, “")}”`) : null;
     const expect = s.expect ? h("span", { class: "muted expect" }, ` expect ${JSON.stringify(s.expect)}`) : null;
-    return h("li", { class: "recorded-step" }, h("b", {}, s.action), " ", target, more, witness, params ? ` ${params}` : "", expect);
+    const n = steps().length;
+    const tool = (cls, label, title, on, disabled = false) =>
+      h("button", { type: "button", class: `small ${cls}`, title, "aria-label": `${title} (step ${i + 1})`, disabled, onclick: on }, label);
+    const tools = h("span", { class: "step-tools" },
+      tool("step-up", "↑", "move up", () => edit(i, () => kept.splice(i - 1, 0, kept.splice(i, 1)[0])), i === 0),
+      tool("step-down", "↓", "move down", () => edit(i, () => kept.splice(i + 1, 0, kept.splice(i, 1)[0])), i === n - 1),
+      tool("step-edit", "✎", "edit", () => editor(li, i)),
+      tool("step-del", "✕", "delete", () => edit(i, () => kept.splice(i, 1))),
+      tool("step-run", "▶", "run from here", () => runFrom(i), !getControl()));
+    const li = h("li", { class: "recorded-step" }, h("div", { class: "step-row" },
+      h("span", { class: "step-text" }, h("b", {}, s.action), " ", target, more, witness, params ? ` ${params}` : "", expect), tools));
+    return li;
+  }
+
+  /** The step as JSON in place; the scripts API checks it when the script is saved. */
+  function editor(li, i) {
+    fold();
+    const text = h("textarea", { class: "step-json", rows: 6, "aria-label": `step ${i + 1} as JSON` }, JSON.stringify(kept[i], null, 2));
+    const ok = h("button", { type: "button", class: "small step-ok" }, "OK");
+    const cancel = h("button", { type: "button", class: "small" }, "Cancel");
+    ok.addEventListener("click", () => {
+      try {
+        const step = JSON.parse(text.value);
+        if (!step || typeof step !== "object" || typeof step.action !== "string") throw new Error("a step is an object with an \"action\"");
+        kept[i] = step;
+        show();
+      } catch (e) {
+        flash(`Step ${i + 1} is not a step: ${e.message}`);
+      }
+    });
+    cancel.addEventListener("click", show);
+    li.replaceChildren(text, h("div", { class: "inline" }, ok, cancel));
+    text.focus();
+  }
+
+  /** Performs steps i.. again on the held phone, by their selectors; stops at a failure. */
+  async function runFrom(i) {
+    if (!getControl() || running) return;
+    fold();
+    running = true;
+    try {
+      for (const [k, s] of kept.slice(i).entries()) {
+        if (!(await perform(stepAction(s)))) {
+          flash(`Step ${i + k + 1} (${s.action}) did not run; edit it or record it again.`);
+          break;
+        }
+      }
+    } finally {
+      running = false;
+      fold();
+      show();
+    }
   }
 
   start.addEventListener("click", () => {
     const c = getControl();
     if (!c) return;
     from = (c.steps || 0) + 1;
-    script = null;
     start.hidden = true;
     stopBtn.hidden = false;
     onChange({ from });
-    fill(list, h("li", { class: "muted" }, "Recording: act on the phone."));
+    show();
   });
   stopBtn.addEventListener("click", () => {
+    fold();
+    from = null;
     start.hidden = false;
     stopBtn.hidden = true;
     onChange(null);
+    show();
   });
   save.addEventListener("click", async () => {
     await refresh();
-    if (!script) return;
+    const all = steps();
+    if (!all.length) return;
+    const script = { ...(meta || { goal: "recorded in the dashboard" }), steps: all };
+    delete script.name;
+    const id = target.value;
+    script.name = name.value.trim() || (id && names.get(id)) || (meta && meta.name) || "recorded in the dashboard";
     try {
-      const id = target.value;
-      if (id && !name.value.trim()) script.name = names.get(id) || script.name;
       const rec = id
         ? await api(`/v1/scripts/${id}`, { method: "PUT", body: script })
         : await api("/v1/scripts", { method: "POST", body: script });
@@ -273,8 +357,18 @@ function recorderPanel(base, getControl, onChange) {
     },
     setEnabled(on) {
       start.disabled = !on;
-      if (!on) save.disabled = true;
+      for (const b of list.querySelectorAll(".step-run")) b.disabled = !on;
     },
   };
 }
 
+/** A script step as the action the phone's control route takes: by its selector when it
+ * has one (the recorded point is only where it was, so it is left out). */
+function stepAction(s) {
+  const a = { action: s.action, ...(s.parameters || {}) };
+  if (s.selector) {
+    for (const k of ["coordinate", "pixel", "element", "element_id"]) delete a[k];
+    a.selector = s.selector;
+  }
+  return a;
+}

@@ -9,7 +9,7 @@ import { h, fill, badge, flash, duration, when, actionText, isTerminal, inBrowse
 import { annotatedShot } from "./overlay.js";
 import { takeover } from "./takeover.js";
 
-const STEP_EVENTS = new Set(["step.observed", "step.decided", "step.executed", "step.annotated", "step.stuck", "model.retry"]);
+const STEP_EVENTS = new Set(["step.observed", "step.decided", "step.executed", "step.annotated", "step.stuck", "model.retry", "action.retry"]);
 
 function stepMs(t) {
   if (!t) return 0;
@@ -53,11 +53,22 @@ export function stepCard(taskId, s) {
         h("p", { class: "outcome" }, o.status || "–",
           o.error ? h("span", { class: "error" }, ` — ${inBrowserWords(o.error)}`) : null,
           o.screen_changed === false ? h("span", { class: "muted" }, " (screen unchanged)") : null),
+        retriesLine(o.detail && o.detail.retries),
         s.thinking ? h("details", {}, h("summary", {}, "thinking"), h("p", { class: "thinking" }, s.thinking)) : null,
         h("details", { class: "more muted" }, h("summary", {}, duration(stepMs(t))),
           h("p", { class: "timings" }, `took ${timing}`),
           h("p", { class: "tokens" }, `tokens ${s.tokens_in} in / ${s.tokens_out} out` +
+            (s.tokens_cached ? ` (${s.tokens_cached} of them cached)` : "") +
             (s.cost_usd ? `, $${s.cost_usd.toFixed(4)}` : "") + (s.model_calls ? `, ${s.model_calls} model call(s)` : ""))))));
+}
+
+/** The device action's failed attempts before the last (`action.retry` events, kept on
+ * the step as `detail.retries`): each attempt's error, in the page's words. */
+function retriesLine(retries) {
+  if (!Array.isArray(retries) || !retries.length) return null;
+  return h("details", { class: "retries" },
+    h("summary", {}, `tried ${retries.length + 1} times`),
+    h("ol", {}, retries.map((r) => h("li", {}, `attempt ${r.attempt}: ${inBrowserWords(r.error || "")}` + (r.delay_ms ? `, then waited ${r.delay_ms} ms` : "")))));
 }
 
 /** An intervention's card: a question and its answer, a person's action, an outside change. */

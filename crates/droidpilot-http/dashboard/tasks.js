@@ -7,7 +7,7 @@ import { h, fill, badge, flash, when, TERMINAL } from "./dom.js";
 
 const STATUSES = ["queued", "running", "paused", "waiting_for_user", ...TERMINAL];
 /** The agent kinds of docs/agents.md "The agent object", for a server without `/v1/presets`. */
-const FALLBACK_KINDS = ["navigator", "vision", "planned", "chain", "replay", "script"];
+const FALLBACK_KINDS = ["navigator", "vision", "planned", "chain", "replay", "script", "flow"];
 
 async function presets() {
   try {
@@ -33,7 +33,7 @@ async function submitForm() {
   // Only models the server can use are offered: one nobody configured (no key, a server
   // nobody runs) would only fail the task.
   const usable = (p.models || []).map((m, i) => [m, i]).filter(([m]) => m.configured !== false);
-  const needsModel = (k) => !["replay", "script"].includes(k);
+  const needsModel = (k) => !["replay", "script", "flow"].includes(k);
   const noneUsable = noModel && !usable.length;
   const kinds = [["", defKind ? `default (${defKind}${noModel ? ", no model configured" : ""})` : "default"],
     ...p.agent_kinds.map((k) => [k, noneUsable && needsModel(k) ? `${k} (needs a model)` : k])];
@@ -46,7 +46,16 @@ async function submitForm() {
   });
   const actionsRow = h("div", { class: "row", hidden: kind.value !== "replay" },
     h("label", { for: "f-actions" }, "Actions (replay: a JSON list)"), actions);
-  kind.addEventListener("change", () => (actionsRow.hidden = kind.value !== "replay"));
+  const flow = h("textarea", {
+    name: "flow", id: "f-flow", rows: 6, spellcheck: false,
+    placeholder: "appId: com.android.settings\n---\n- launchApp\n- tapOn: Bluetooth",
+  });
+  const flowRow = h("div", { class: "row", hidden: kind.value !== "flow" },
+    h("label", { for: "f-flow" }, "Flow (Maestro YAML, runs with no model)"), flow);
+  kind.addEventListener("change", () => {
+    actionsRow.hidden = kind.value !== "replay";
+    flowRow.hidden = kind.value !== "flow";
+  });
   const instruction = h("textarea", { name: "instruction", id: "f-instruction", rows: 2, required: true, placeholder: "open Clock and set an alarm for 7:30" });
   const maxSteps = h("input", { type: "number", name: "max_steps", id: "f-max_steps", min: 1, max: 1000, placeholder: String(defaults.max_steps || 50) });
   const [modelLabel, model] = select("model", "Model", models, "");
@@ -60,6 +69,7 @@ async function submitForm() {
       h("div", { class: "row" }, modelLabel, model),
       h("div", { class: "row" }, h("label", { for: "f-max_steps" }, "Max steps"), maxSteps)),
     actionsRow,
+    flowRow,
     noModel ? h("p", { class: "muted no-model" }, "No model is configured on this server, so the form starts on replay (a list of actions, no model). " +
       "For agents that read the screen, configure a model in the server's [agent] settings with its key, or list one in [[dashboard.models]] (see the server's docs/agents.md).") : null,
     h("button", { type: "submit" }, "Submit"));
@@ -88,6 +98,7 @@ async function submitForm() {
         return;
       }
     }
+    if (kind.value === "flow") agent.flow = flow.value;
     if (Object.keys(agent).length) body.agent = agent;
     try {
       const task = await api("/v1/tasks", { method: "POST", body });
