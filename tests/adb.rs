@@ -14,7 +14,7 @@ use droidpilot::device::adb::{AdbDevice, AdbHost, AdbOptions, ScreenshotMethod};
 use droidpilot::device::pool::{DeviceMatcher, DevicePool, DeviceState, PoolOptions};
 use droidpilot::device::sim::{SimConfig, SimDevice};
 use droidpilot::device::{Device, DeviceError};
-use droidpilot::domain::{AppRef, PixelPoint};
+use droidpilot::domain::{AppRef, Orientation, PixelPoint};
 
 fn adb_available() -> bool {
     let found = Command::new("adb")
@@ -633,5 +633,59 @@ async fn pm_clear_and_force_stop_reach_the_phone_over_adb() {
         ran.iter().any(|a| a[..] == ["am", "force-stop", contacts]),
         "{ran:?}"
     );
+    adbd.shutdown();
+}
+
+/// Rotating over real adb: auto-rotation off, `user_rotation` set; the phone's screen,
+/// screenshots and hierarchy are the turned size, `wm size` stays the panel's, and a tap
+/// by selector lands on the landscape layout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotating_over_adb_turns_the_screen_and_what_is_read_from_it() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dev = AdbDevice::new(serial, AdbOptions::local(server.port));
+    let portrait = dev.info().await.unwrap().screen;
+    assert!(portrait.height > portrait.width);
+    dev.rotate(Orientation::Landscape).await.unwrap();
+    let info = dev.info().await.unwrap();
+    assert_eq!(info.rotation, 1);
+    assert_eq!(
+        (info.screen.width, info.screen.height),
+        (portrait.height, portrait.width),
+        "the screen is the turned size"
+    );
+    let shot = dev.screenshot().await.unwrap();
+    assert_eq!((shot.width, shot.height), (portrait.height, portrait.width));
+    let wm = server.adb(&["-s", dev.serial(), "shell", "wm", "size"]);
+    assert!(
+        String::from_utf8_lossy(&wm.stdout).contains(&format!(
+            "Physical size: {}x{}",
+            portrait.width, portrait.height
+        )),
+        "the panel does not turn: {wm:?}"
+    );
+    // The hierarchy is laid out for the landscape screen: no node reaches below it.
+    let xml = dev.hierarchy().await.unwrap();
+    let tree = droidpilot::screen::parse::parse(&xml).unwrap();
+    assert_eq!(tree.rotation, Some(1), "uiautomator's rotation attribute");
+    assert!(
+        tree.nodes
+            .iter()
+            .all(|n| n.bounds.bottom <= info.screen.height as i32),
+        "every node fits the landscape height"
+    );
+    assert_eq!(sim.orientation(), Orientation::Landscape);
+    dev.rotate(Orientation::Portrait).await.unwrap();
+    assert_eq!(dev.info().await.unwrap().screen, portrait);
+    let ran = adbd.executed();
+    for cmd in [
+        &["settings", "put", "system", "accelerometer_rotation", "0"][..],
+        &["settings", "put", "system", "user_rotation", "1"][..],
+    ] {
+        assert!(ran.iter().any(|a| a[..] == *cmd), "{cmd:?} in {ran:?}");
+    }
     adbd.shutdown();
 }

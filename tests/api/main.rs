@@ -18,6 +18,7 @@ mod limits;
 mod model_keys;
 mod planned;
 mod retention;
+mod rotate;
 mod run;
 mod scopes;
 mod script_replay;

@@ -337,6 +337,17 @@ async function driveByHand(page, ctx) {
   const [l, t, r, b] = bt.bounds;
   const [px, py] = steps.body[1].outcome.detail.point;
   assert.ok(px >= l && px < r && py >= t && py < b, "the tap landed on Bluetooth");
+  // Rotate: the phone turns, the live view follows, and turning again restores portrait.
+  await page.click("#rotate");
+  await page.waitForSelector("#last-action.ok:has-text('Step 5: done rotate')", WAIT);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return i.naturalWidth > i.naturalHeight; }, null, WAIT);
+  assert.ok(await page.locator("figure.live.landscape").count(), "the live view is landscape");
+  const turned = (await apiCall(page, "/v1/devices/sim-1")).body.screen;
+  assert.ok(turned.width > turned.height, JSON.stringify(turned));
+  await shot(page, "8-phone-landscape");
+  await page.click("#rotate");
+  await page.waitForSelector("#last-action.ok:has-text('Step 6: done rotate')", WAIT);
+  await page.waitForFunction(() => { const i = document.querySelector("figure.live img"); return i.naturalWidth < i.naturalHeight; }, null, WAIT);
 
   // Another browser session (a new tab signs in on its own) sees who holds it and is refused.
   const other = await ctx.newPage();

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::{AppRef, Key, PixelPoint, ScreenSize};
+use crate::domain::{AppRef, Key, Orientation, PixelPoint, ScreenSize};
 
 /// What a device is, as far as callers care.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -279,6 +279,15 @@ pub trait Device: Send + Sync {
     async fn clear_app_data(&self, package: &str) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported(format!(
             "clearing the data of {package}"
+        )))
+    }
+
+    /// Turns the screen to `o` and keeps it there (auto-rotation off); `info().screen`
+    /// reports the turned size afterwards.
+    async fn rotate(&self, o: Orientation) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported(format!(
+            "rotating to {}",
+            o.name()
         )))
     }
 

@@ -33,6 +33,7 @@ export function phoneScreen({ deviceId, size, act, tools = TOOLS.map((t) => t[0]
   const setSize = (s) => {
     size = s;
     if (s) layer.setAttribute("viewBox", `0 0 ${s.width} ${s.height}`);
+    figure.classList.toggle("landscape", !!s && s.width > s.height);
   };
   setSize(size);
 
@@ -155,7 +156,16 @@ export function phoneScreen({ deviceId, size, act, tools = TOOLS.map((t) => t[0]
   });
   const keys = h("div", { class: "keys" },
     [["back", "Back"], ["home", "Home"], ["recents", "Recents"], ["enter", "Enter"]].map(([k, label]) =>
-      h("button", { type: "button", id: `key-${k}`, onclick: () => perform({ action: k }) }, label)));
+      h("button", { type: "button", id: `key-${k}`, onclick: () => perform({ action: k }) }, label)),
+    h("button", { type: "button", id: "rotate", title: "turn the screen a quarter", onclick: rotate }, "Rotate"));
+
+  /** Portrait ⇄ landscape; the live view takes the turned size the server answers. */
+  async function rotate() {
+    const orientation = size && size.width > size.height ? "portrait" : "landscape";
+    const r = await perform({ action: "rotate", orientation });
+    const sc = r && r.detail && r.detail.screen;
+    if (Array.isArray(sc)) setSize({ width: sc[0], height: sc[1] });
+  }
 
   const controls = h("div", { class: "phone-controls" }, toolBar, swipes, keys, typeForm, done);
   const el = h("div", { class: "phone-screen" }, h("div", { class: "screen-box" }, figure), controls);

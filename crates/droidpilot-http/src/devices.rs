@@ -536,7 +536,7 @@ pub async fn act(
     let dev = device(&s, &id).map_err(err)?;
     busy_check(&s, &id, q.force).map_err(err)?;
     let action = device_action(&body).map_err(err)?;
-    let acted = service::devices::act_on_device(dev.as_ref(), &action)
+    let acted = service::devices::act_on_device(&s, dev.as_ref(), &action)
         .await
         .map_err(|e| err(e.into()))?;
     match acted.result {

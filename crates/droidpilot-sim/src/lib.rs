@@ -46,7 +46,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use droidpilot_core::domain::{AppRef, Key, PixelPoint, ScreenSize};
+use droidpilot_core::domain::{AppRef, Key, Orientation, PixelPoint, ScreenSize};
 
 use droidpilot_core::device::ScreenshotData;
 use droidpilot_core::device::{
@@ -218,6 +218,8 @@ pub struct SimDevice {
     png_frames: bool,
     /// `cfg.renames`, shared with every screen built.
     renames: std::sync::Arc<RenameMap>,
+    /// The screen's orientation (`user_rotation`, 0–3); the configured size is portrait.
+    rotation: std::sync::atomic::AtomicU8,
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -257,6 +259,7 @@ impl SimDevice {
             renames: std::sync::Arc::new(cfg.renames.clone()),
             cfg,
             png_frames: false,
+            rotation: Default::default(),
         })
     }
 
@@ -270,6 +273,34 @@ impl SimDevice {
 
     pub fn config(&self) -> &SimConfig {
         &self.cfg
+    }
+
+    /// The orientation the screen is turned to now.
+    pub fn orientation(&self) -> Orientation {
+        let r = self.rotation.load(std::sync::atomic::Ordering::Relaxed);
+        Orientation::from_rotation(r).unwrap_or(Orientation::Portrait)
+    }
+
+    /// A dump's `<hierarchy rotation>` set to the screen's, as uiautomator writes it.
+    fn turned(&self, xml: String) -> String {
+        match self.orientation().rotation() {
+            0 => xml,
+            r => xml.replacen(
+                "<hierarchy rotation=\"0\">",
+                &format!("<hierarchy rotation=\"{r}\">"),
+                1,
+            ),
+        }
+    }
+
+    /// The screen's width and height now: the configured size, turned with the phone.
+    pub fn size(&self) -> (u32, u32) {
+        let (w, h) = (self.cfg.width, self.cfg.height);
+        if self.orientation().is_landscape() {
+            (w.max(h), w.min(h))
+        } else {
+            (w, h)
+        }
     }
 
     /// The commands served so far, by kind (never reset: benches take differences).
@@ -301,7 +332,8 @@ impl SimDevice {
     }
 
     fn ctx(&self, faults: &SimFaults) -> ui::Ctx {
-        let mut cx = ui::Ctx::new(self.cfg.width, self.cfg.height);
+        let (w, h) = self.size();
+        let mut cx = ui::Ctx::new(w, h);
         cx.reorder = faults.reorder_lists.then_some(self.cfg.seed);
         cx.extra_delay_ms = faults.delayed_elements_ms;
         cx.moved = faults.moved_elements.then_some(self.cfg.seed);
@@ -408,12 +440,13 @@ impl SimDevice {
         } else {
             IdStyle::AsIs
         };
-        widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids)
+        self.turned(widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids))
     }
     /// The screenshot pixels now, without faults or clock movement.
     pub fn render_now(&self) -> Vec<u8> {
         let screen = self.screen();
-        render::render(&screen, self.cfg.width, self.cfg.height, false)
+        let (w, h) = self.size();
+        render::render(&screen, w, h, false)
     }
     /// Runs a command as if a widget that holds it were tapped (tests, tools).
     pub fn apply(&self, cmd: Cmd) {
@@ -494,7 +527,7 @@ impl SimDevice {
             return Ok(());
         }
         if g.st.locked {
-            if dy < -(self.cfg.height as i32 / 5) {
+            if dy < -(self.size().1 as i32 / 5) {
                 g.st.locked = false;
             }
             return Ok(());
@@ -540,16 +573,16 @@ impl SimDevice {
                 }
             }
             Hit::Blocked => {
-                let from_lower = from.y > self.cfg.height as i32 / 2;
+                let from_lower = from.y > self.size().1 as i32 / 2;
                 match g.st.fg {
                     Fg::Home
-                        if dy < -(self.cfg.height as i32 / 8)
+                        if dy < -(self.size().1 as i32 / 8)
                             && from_lower
                             && g.st.dialog.is_none() =>
                     {
                         g.st.apply(Cmd::OpenDrawer)
                     }
-                    Fg::Drawer if dy > self.cfg.height as i32 / 8 => g.st.home(),
+                    Fg::Drawer if dy > self.size().1 as i32 / 8 => g.st.home(),
                     _ => {}
                 }
             }
@@ -827,11 +860,11 @@ impl Device for SimDevice {
             backend: "sim".into(),
             model: self.cfg.model.clone(),
             screen: ScreenSize {
-                width: self.cfg.width,
-                height: self.cfg.height,
+                width: self.size().0,
+                height: self.size().1,
             },
             density: self.cfg.density,
-            rotation: 0,
+            rotation: self.orientation().rotation(),
         })
     }
 
@@ -851,7 +884,7 @@ impl Device for SimDevice {
         }
         self.charge(DeviceOp::Screencap, 0).await;
         self.pace(OBSERVE_MS, false).await;
-        let (width, height, png) = (self.cfg.width, self.cfg.height, self.png_frames);
+        let ((width, height), png) = (self.size(), self.png_frames);
         // Rendering and encoding are one job, so a raw frame never waits in a queue.
         let (shot, cpu) = cpu::off_runtime(move || {
             let px = render::render(&screen, width, height, black);
@@ -893,8 +926,9 @@ impl Device for SimDevice {
                 } else {
                     IdStyle::AsIs
                 };
-                let (xml, cpu) =
-                    cpu::on_cpu(|| widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids));
+                let (xml, cpu) = cpu::on_cpu(|| {
+                    self.turned(widget::to_xml(&ui::build(&g.st, &self.ctx(&g.faults)), ids))
+                });
                 self.counters.spent(cpu);
                 Ok(xml)
             };
@@ -1027,6 +1061,21 @@ impl Device for SimDevice {
 
     async fn stop_app(&self, package: &str) -> Result<(), DeviceError> {
         self.app_data_op(package, false).await
+    }
+
+    /// The screen turns: every screen after it is laid out for the turned size (the
+    /// layout scales by the shorter side, so rows stretch across a landscape screen).
+    async fn rotate(&self, o: Orientation) -> Result<(), DeviceError> {
+        {
+            let mut g = self.lock();
+            self.begin(&mut g)?;
+            self.rotation
+                .store(o.rotation(), std::sync::atomic::Ordering::Relaxed);
+            Self::after_input(&mut g);
+        }
+        self.charge(DeviceOp::Am, 0).await;
+        self.pace(LAUNCH_MS, true).await;
+        Ok(())
     }
 
     /// The app starts as on a new virtual phone (its data and pages reset).

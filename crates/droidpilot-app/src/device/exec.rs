@@ -397,6 +397,11 @@ pub async fn execute(
             device.open_url(url).await?;
             json!({"url": url})
         }
+        Action::Rotate { orientation } => {
+            device.rotate(*orientation).await?;
+            let screen = device.info().await?.screen;
+            json!({"orientation": orientation, "screen": [screen.width, screen.height]})
+        }
         Action::Wait { ms } => {
             device.wait(*ms).await;
             json!({"waited_ms": ms})

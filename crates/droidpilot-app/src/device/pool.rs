@@ -617,6 +617,16 @@ impl DevicePool {
         self.lock().get(id).map(Entry::summary)
     }
 
+    /// Reads `dev`'s screen size again (after it turned) for the pool's view of it.
+    pub async fn refresh_screen(&self, dev: &dyn Device) {
+        let Ok(info) = dev.info().await else { return };
+        for e in self.lock().values_mut() {
+            if e.device.serial() == dev.serial() {
+                e.screen = Some(info.screen);
+            }
+        }
+    }
+
     /// Leases the first available device matching `matcher` for `ttl`.
     pub fn lease(
         &self,

@@ -105,9 +105,13 @@ pub struct DeviceActed {
     pub duration_ms: u64,
 }
 
-/// Runs one action on `dev` against its current screen. Fails when the screen cannot be
-/// read; a failed action is returned in `result`.
-pub async fn act_on_device(dev: &dyn Device, action: &Action) -> Result<DeviceActed, AppError> {
+/// Runs one action on `dev` (of `core`'s pool) against its current screen. Fails when
+/// the screen cannot be read; a failed action is returned in `result`.
+pub async fn act_on_device(
+    core: &Core,
+    dev: &dyn Device,
+    action: &Action,
+) -> Result<DeviceActed, AppError> {
     let start = Instant::now();
     let (screen, _, size) = read_screen(dev).await?;
     let ctx = ExecContext {
@@ -116,6 +120,9 @@ pub async fn act_on_device(dev: &dyn Device, action: &Action) -> Result<DeviceAc
         transform: &LinearTransform,
     };
     let result = exec::execute(dev, action, &ctx).await;
+    if matches!(action, Action::Rotate { .. }) && result.is_ok() {
+        core.pool.refresh_screen(dev).await;
+    }
     // Text typed into a password field is not echoed (nor logged, nor stored).
     let shown = screen.mask_typed(action, size, &LinearTransform);
     Ok(DeviceActed {

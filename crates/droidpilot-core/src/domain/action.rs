@@ -90,6 +90,59 @@ impl Key {
     }
 }
 
+/// A screen orientation, as Android's `user_rotation` numbers it (0–3, a quarter turn
+/// each, counter-clockwise).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Orientation {
+    Portrait,
+    #[strum(to_string = "landscape", serialize = "landscape_left")]
+    Landscape,
+    #[strum(to_string = "reverse_portrait", serialize = "upside_down")]
+    ReversePortrait,
+    #[strum(to_string = "reverse_landscape", serialize = "landscape_right")]
+    ReverseLandscape,
+}
+
+impl Orientation {
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// Parses an orientation in any case; Maestro's names (`LANDSCAPE_LEFT`,
+    /// `LANDSCAPE_RIGHT`, `UPSIDE_DOWN`) too.
+    pub fn parse(s: &str) -> Option<Orientation> {
+        normalize_name(s).parse().ok()
+    }
+
+    /// Android's `user_rotation` value.
+    pub fn rotation(self) -> u8 {
+        self as u8
+    }
+
+    /// The orientation of a `user_rotation` value (0–3).
+    pub fn from_rotation(r: u8) -> Option<Orientation> {
+        Orientation::VARIANTS.get(r as usize).copied()
+    }
+
+    /// Whether the screen is wider than tall in this orientation (on a phone).
+    pub fn is_landscape(self) -> bool {
+        matches!(self, Orientation::Landscape | Orientation::ReverseLandscape)
+    }
+}
+
 /// An app to launch: a package name (`com.android.settings`) or the label a person sees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -150,6 +203,11 @@ pub enum Action {
     },
     OpenUrl {
         url: String,
+    },
+    /// Turn the screen to an orientation (devices that can: real phones over ADB, the
+    /// virtual phone).
+    Rotate {
+        orientation: Orientation,
     },
     Wait {
         ms: u64,
@@ -361,6 +419,7 @@ pub const BUILTIN_ACTIONS: &[&str] = &[
     "global_action",
     "launch_app",
     "open_url",
+    "rotate",
     "wait",
     "wait_for",
     "wait_for_gone",
@@ -585,6 +644,7 @@ impl Action {
             Action::Key { .. } => "key",
             Action::LaunchApp { .. } => "launch_app",
             Action::OpenUrl { .. } => "open_url",
+            Action::Rotate { .. } => "rotate",
             Action::Wait { .. } => "wait",
             Action::WaitFor { .. } => "wait_for",
             Action::WaitForGone { .. } => "wait_for_gone",
@@ -764,6 +824,9 @@ impl Fields<'_> {
                 Action::LaunchApp { app }
             }
             "open_url" => Action::OpenUrl { url: self.url()? },
+            "rotate" => Action::Rotate {
+                orientation: self.orientation()?,
+            },
             "wait" => Action::Wait {
                 ms: self
                     .duration(&["ms", "duration_ms", "duration"])?
@@ -873,6 +936,7 @@ impl Fields<'_> {
             "global_action" => &["global_action"],
             "launch_app" => &["package", "label", "app"],
             "open_url" => &["url"],
+            "rotate" => &["orientation"],
             "wait" => &["ms", "duration_ms", "duration"],
             "wait_for" | "wait_for_gone" => &["selector", "timeout_ms", "idle_ms"],
             "finish" => &["success", "reason", "answer", "status"],
@@ -1140,6 +1204,18 @@ impl Fields<'_> {
             f,
             format!("expected [x, y] in whole pixels ≥ 0 (e.g. [540, 1200]), got {v}"),
         ))
+    }
+
+    fn orientation(&self) -> Result<Orientation, ActionError> {
+        let raw = self.string("orientation")?;
+        Orientation::parse(&raw).ok_or_else(|| {
+            self.invalid(
+                "orientation",
+                format!(
+                    "`{raw}` is not one of portrait, landscape, reverse_portrait, reverse_landscape"
+                ),
+            )
+        })
     }
 
     fn key(&self, f: &str) -> Result<Key, ActionError> {

@@ -886,3 +886,25 @@ fn empty_text_and_zero_ms_swipes_are_refused_but_records_still_read() {
         );
     }
 }
+
+/// `rotate` takes Android's four orientations by our names and Maestro's, in any case,
+/// and writes the canonical name back.
+#[test]
+fn rotate_reads_orientations_by_any_common_name() {
+    for (given, want, rotation) in [
+        ("portrait", Orientation::Portrait, 0),
+        ("LANDSCAPE_LEFT", Orientation::Landscape, 1),
+        ("Upside-Down", Orientation::ReversePortrait, 2),
+        ("landscape_right", Orientation::ReverseLandscape, 3),
+    ] {
+        let a = parse(json!({"action": "rotate", "orientation": given})).unwrap();
+        assert_eq!(a, Action::Rotate { orientation: want }, "{given}");
+        assert_eq!(want.rotation(), rotation);
+        assert_eq!(Orientation::from_rotation(rotation), Some(want));
+        let back = serde_json::to_value(&a).unwrap();
+        assert_eq!(back["orientation"], want.name());
+        assert_eq!(parse(back).unwrap(), a, "round trip");
+    }
+    let e = parse(json!({"action": "rotate"})).unwrap_err();
+    assert!(e.to_string().contains("orientation"), "{e}");
+}

@@ -8,7 +8,7 @@ pub mod element;
 pub mod geometry;
 pub mod shell;
 
-pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Target};
+pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Orientation, Target};
 pub use element::{ActionableElement, ElementAction};
 pub use geometry::{
     Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,

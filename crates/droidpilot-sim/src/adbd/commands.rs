@@ -17,7 +17,7 @@ use base64::Engine as _;
 
 use super::cmdline::{Builtins, CmdOutput};
 use droidpilot_core::device::{Device, DeviceError};
-use droidpilot_core::domain::{AppRef, Key, PixelPoint, ScreenSize};
+use droidpilot_core::domain::{AppRef, Key, Orientation, PixelPoint, ScreenSize};
 
 /// The ADB Keyboard IME id (`com.android.adbkeyboard/.AdbIME`).
 pub const ADB_KEYBOARD_IME: &str = "com.android.adbkeyboard/.AdbIME";
@@ -184,7 +184,7 @@ impl Commands {
             "pm" => self.pm(args).await,
             "dumpsys" => self.dumpsys(args).await,
             "getprop" => self.getprop(args).await,
-            "settings" => self.settings(args),
+            "settings" => self.settings(args).await,
             "ime" => self.ime(args),
             _ => fail(127, format!("/system/bin/sh: {name}: not found\n")),
         }
@@ -219,10 +219,14 @@ impl Commands {
         match args.first().map(String::as_str) {
             Some("size") => match args.get(1).map(String::as_str) {
                 None => {
-                    let mut s = format!(
-                        "Physical size: {}x{}\n",
-                        info.screen.width, info.screen.height
-                    );
+                    // The physical size is the panel's: it does not turn with the screen.
+                    let (w, h) = (info.screen.width, info.screen.height);
+                    let (w, h) = if info.rotation % 2 == 1 {
+                        (h, w)
+                    } else {
+                        (w, h)
+                    };
+                    let mut s = format!("Physical size: {w}x{h}\n");
                     if let Some(o) = self.st().size_override {
                         s.push_str(&format!("Override size: {}x{}\n", o.width, o.height));
                     }
@@ -272,9 +276,16 @@ impl Commands {
     /// The screen as the logical display shows it: resized when `wm size` is overridden.
     async fn capture(&self) -> Result<droidpilot_core::device::Screenshot, DeviceError> {
         let shot = self.device.screenshot().await?;
-        let Some(o) = self.st().size_override else {
+        let Some(mut o) = self.st().size_override else {
             return Ok(shot);
         };
+        // An override is in the panel's (portrait) terms; a turned screen turns it too.
+        if (shot.width > shot.height) != (o.width > o.height) {
+            o = ScreenSize {
+                width: o.height,
+                height: o.width,
+            };
+        }
         if o.width == shot.width && o.height == shot.height {
             return Ok(shot);
         }
@@ -795,7 +806,7 @@ impl Commands {
         }
     }
 
-    fn settings(&self, args: &[String]) -> CmdOutput {
+    async fn settings(&self, args: &[String]) -> CmdOutput {
         let usage = || {
             fail(
                 255,
@@ -807,6 +818,18 @@ impl Commands {
         };
         if !matches!(ns.as_str(), "system" | "secure" | "global") {
             return fail(255, format!("Invalid namespace '{ns}'\n"));
+        }
+        if let ("put", Some("user_rotation"), Some(v)) =
+            (verb.as_str(), args.get(2).map(String::as_str), args.get(3))
+            && ns == "system"
+        {
+            // The screen turns, as Android's window manager turns it.
+            let Some(o) = v.parse().ok().and_then(Orientation::from_rotation) else {
+                return fail(255, format!("Invalid rotation '{v}'\n"));
+            };
+            if let Err(e) = self.device.rotate(o).await {
+                return device_err("settings", &e);
+            }
         }
         let mut st = self.st();
         match (verb.as_str(), args.get(2), args.get(3)) {

@@ -203,7 +203,6 @@ fn refuse_unsupported(c: &Command) -> Result<(), ParseError> {
             "setLocation / travel",
             "droidpilot's devices (the virtual phone, ADB) have no mock-location control",
         ),
-        CommandKind::SetOrientation(_) => no("setOrientation", "devices here cannot be rotated"),
         CommandKind::SetAirplaneMode(_) | CommandKind::ToggleAirplaneMode => {
             no("setAirplaneMode", "devices here have no radio control")
         }

@@ -12,7 +12,7 @@ use rand::Rng;
 use super::{ANIMATION_MS, FlowAgent, LOOKUP_MS, OPTIONAL_LOOKUP_MS, Run, check_action, program};
 use crate::agent::AgentContext;
 use crate::domain::action::{SwipePath, TargetField};
-use crate::domain::{Action, AppRef, Bounds, Direction, Key, NormPoint, Target};
+use crate::domain::{Action, AppRef, Bounds, Direction, Key, NormPoint, Orientation, Target};
 use crate::run::app_control::{CLEAR, STOP};
 use crate::run::flow_check::Until;
 use crate::screen::UiTree;
@@ -647,6 +647,13 @@ pub(super) fn leaf(a: &mut FlowAgent, cmd: &Command, ctx: &AgentContext) -> Resu
         CommandKind::OpenLink { link, .. } => {
             let url = a.scope.interpolate(link).map_err(js)?;
             once(a, ctx, || Action::OpenUrl { url })
+        }
+        CommandKind::SetOrientation(o) => {
+            let name = a.scope.interpolate(o).map_err(js)?;
+            let orientation = Orientation::parse(&name).ok_or_else(|| {
+                format!("`setOrientation` has no orientation `{name}` (PORTRAIT, LANDSCAPE_LEFT, LANDSCAPE_RIGHT, UPSIDE_DOWN)")
+            })?;
+            once(a, ctx, || Action::Rotate { orientation })
         }
         // The step's screenshot (every step keeps one) is the screenshot.
         CommandKind::TakeScreenshot(_) => once(a, ctx, || Action::Wait { ms: 0 }),

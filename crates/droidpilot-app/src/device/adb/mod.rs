@@ -27,7 +27,7 @@ use crate::device::{
     AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot, ScreenshotData,
 };
 use crate::domain::shell::quote;
-use crate::domain::{AppRef, Key, PixelPoint, ScreenSize};
+use crate::domain::{AppRef, Key, Orientation, PixelPoint, ScreenSize};
 use worker::Worker;
 
 pub const ADB_KEYBOARD_IME: &str = "com.android.adbkeyboard/.AdbIME";
@@ -452,6 +452,15 @@ impl Device for AdbDevice {
             .and_then(|l| l.trim().parse::<u8>().ok())
             .filter(|r| *r < 4)
             .unwrap_or(0);
+        // `wm size` is the panel's size; a quarter turn swaps it.
+        let screen = if rotation % 2 == 1 {
+            ScreenSize {
+                width: screen.height,
+                height: screen.width,
+            }
+        } else {
+            screen
+        };
         Ok(DeviceInfo {
             serial: self.serial.clone(),
             backend: "adb".into(),
@@ -658,6 +667,17 @@ impl Device for AdbDevice {
         self.shell_ok(&format!(
             "am start -a android.intent.action.VIEW -d {}",
             quote(url)
+        ))
+        .await
+        .map(|_| ())
+    }
+
+    /// Auto-rotation off, then the rotation set (Android 4.0 and later; the window
+    /// manager turns the screen within a frame or two).
+    async fn rotate(&self, o: Orientation) -> Result<(), DeviceError> {
+        self.shell_ok(&format!(
+            "settings put system accelerometer_rotation 0 && settings put system user_rotation {}",
+            o.rotation()
         ))
         .await
         .map(|_| ())

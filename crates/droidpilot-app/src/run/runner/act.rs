@@ -295,6 +295,12 @@ impl Runner {
             }
             draft.retries.extend(retries);
         }
+        if matches!(action, Action::Rotate { .. }) && result.is_ok() {
+            self.turned(device).await;
+            if let Ok(size) = self.screen_size(device).await {
+                st.set_size(size);
+            }
+        }
         if !self.hooks.is_empty() {
             let outcome = result.clone().map_err(|e| e.to_string());
             self.hooks.after_act(st.at(), &action, &outcome).await;
@@ -411,6 +417,15 @@ fn vanished(
     );
     st.reuse_screen(fresh);
     Acted::Told("not done: the screen changed before acting and the target is gone".into())
+}
+
+impl Runner {
+    /// The pool's view of a phone that turned: its new screen size.
+    pub(super) async fn turned(&self, device: &dyn Device) {
+        if let Some(pool) = &self.pool {
+            pool.refresh_screen(device).await;
+        }
+    }
 }
 
 /// One failed attempt at a device action that was tried again: on the step (the

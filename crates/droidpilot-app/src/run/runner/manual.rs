@@ -69,6 +69,9 @@ impl Runner {
         }
         .unwrap_or_else(|| action.clone());
         let result = exec::execute(device, action, &ctx).await;
+        if matches!(action, Action::Rotate { .. }) && result.is_ok() {
+            self.turned(device).await;
+        }
         let outcome: ManualOutcome = match &result {
             Ok(o) => Ok(o.detail.clone()),
             Err(e) => Err((

@@ -101,6 +101,11 @@ impl<'t> RunState<'t> {
         self.size
     }
 
+    /// The screen's size after the phone turned (a `rotate` step).
+    pub(super) fn set_size(&mut self, size: ScreenSize) {
+        self.size = size;
+    }
+
     /// Time since this run of the task started.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
