@@ -689,3 +689,57 @@ async fn rotating_over_adb_turns_the_screen_and_what_is_read_from_it() {
     }
     adbd.shutdown();
 }
+
+/// The phone's context over ADB as a real phone gives it: `getprop` for the locale,
+/// `dumpsys input_method`'s `mInputShown` for the keyboard and `dumpsys window windows`
+/// for the visible windows, read by the real `adb` and by the backend alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyboard_windows_and_locale_are_read_over_adb() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dev = AdbDevice::new(serial.clone(), AdbOptions::local(server.port));
+    let shell = |cmd: &str| {
+        let o = server.adb(&["-s", &serial, "shell", cmd]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(
+        shell("dumpsys input_method").contains("mInputShown=false"),
+        "keyboard hidden at first"
+    );
+    focus_url_bar(&dev).await;
+    assert!(shell("dumpsys input_method | grep mInputShown").contains("mInputShown=true"));
+    let dump = shell("dumpsys window windows");
+    let ime = dump.find("u0 InputMethod}:").expect(&dump);
+    let app = dump.find("u0 com.android.chrome/").expect(&dump);
+    assert!(ime < app, "top first:\n{dump}");
+    assert!(
+        dump.contains("package=com.google.android.inputmethod.latin"),
+        "{dump}"
+    );
+    assert!(dump.contains("ty=INPUT_METHOD"), "{dump}");
+
+    let got = dev.window_state().await.unwrap();
+    assert_eq!(
+        got,
+        sim.window_state().await.unwrap(),
+        "the backend reads what the phone has"
+    );
+    assert_eq!(got.keyboard_shown, Some(true));
+    let focused: Vec<_> = got.windows.iter().filter(|w| w.focused).collect();
+    assert_eq!(focused.len(), 1, "{got:?}");
+    assert_eq!(focused[0].package, "com.android.chrome");
+    assert_eq!(
+        dev.current_app().await.unwrap().package,
+        "com.android.chrome"
+    );
+    let l = dev.locale().await.unwrap();
+    assert_eq!(l, sim.locale().await.unwrap());
+    assert!(
+        l.locale.is_some() && l.timezone.is_some() && l.country.is_some(),
+        "{l:?}"
+    );
+    adbd.shutdown();
+}

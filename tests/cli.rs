@@ -805,3 +805,51 @@ fn screen_refuses_a_dump_with_no_views() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// Ctrl+C on `droidpilot run` cancels the task at once (a device wait in flight is cut
+/// short), says so, and still prints the summary and saves the trajectory.
+#[test]
+fn ctrl_c_cancels_a_running_task_and_keeps_its_record() {
+    use std::io::{BufRead, BufReader};
+    let dir = workdir(
+        "[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\npacing = \"realistic\"\n\
+         [devices.adb]\nenabled = false\n[runner]\nsettle_timeout_ms = 200\n",
+    );
+    let mut cmd = droidpilot(dir.path());
+    cmd.args(["run", "wait a long time", "--agent", "replay", "--actions"])
+        .arg(r#"[{"action": "wait", "ms": 120000}]"#)
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    // The step line comes from inside the loop that listens for Ctrl+C; the wait it
+    // started lasts two minutes.
+    while !seen.contains("[step 1/") {
+        let mut line = String::new();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "no step line: {seen}"
+        );
+        seen.push_str(&line);
+    }
+    assert!(seen.contains("on sim-1 with replay"), "{seen}");
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        rest.contains("cancelling the task (Ctrl+C again to quit now)"),
+        "{seen}{rest}"
+    );
+    assert!(rest.contains("cancelled after"), "the summary: {rest}");
+    assert!(rest.contains("trajectory: "), "{rest}");
+    assert!(!status.success(), "a cancelled task is no success");
+}

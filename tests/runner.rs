@@ -2282,3 +2282,212 @@ async fn a_failed_action_records_its_retries_and_the_screen_after_it() {
         .collect();
     assert_eq!(retried.len(), 2, "one event per retry");
 }
+
+/// Plays `actions` as a model would (its device context read; watched by the stuck
+/// detector), then finishes; keeps every prompt it was given.
+struct Prompted {
+    actions: std::collections::VecDeque<Action>,
+    prompts: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl Agent for Prompted {
+    async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        self.prompts.lock().unwrap().push(ctx.prompt_text());
+        let a = self.actions.pop_front().unwrap_or(Action::Finish {
+            success: true,
+            reason: None,
+            answer: None,
+        });
+        Ok(Decision::local(a))
+    }
+    fn describe(&self) -> String {
+        "prompted".into()
+    }
+    fn wants_device_context(&self) -> bool {
+        true
+    }
+}
+
+/// The phone's keyboard "corrects" whatever is typed into the focused field.
+struct Autocorrect(Arc<SimDevice>);
+
+#[async_trait]
+impl droidpilot::run::hooks::RunHook for Autocorrect {
+    async fn after_act(
+        &self,
+        _at: droidpilot::run::hooks::StepRef,
+        action: &Action,
+        _outcome: &Result<serde_json::Value, String>,
+    ) {
+        if let Action::Type { .. } = action {
+            let mut st = self.0.state();
+            if let Some(f) = st.focus.clone() {
+                st.fields.insert(f, "hellp wrld".into());
+            }
+            self.0.set_state(st);
+        }
+    }
+}
+
+fn browse_and_type() -> std::collections::VecDeque<Action> {
+    let p = droidpilot::domain::ActionParser::new();
+    [
+        json!({"action": "launch_app", "package": "com.android.chrome"}),
+        json!({"action": "tap", "selector": "#url_bar"}),
+        json!({"action": "type", "text": "hello world"}),
+        json!({"action": "wait", "ms": 10}),
+    ]
+    .iter()
+    .map(|a| p.parse(a).unwrap())
+    .collect()
+}
+
+/// Runs `browse_and_type` on a fresh phone with `cfg`; the prompts, the task's steps and
+/// the device queries (`pm`, `dumpsys`) the phone answered.
+async fn prompted_run(
+    cfg: RunnerConfig,
+    autocorrect: bool,
+) -> (Vec<String>, Vec<droidpilot::domain::Step>, u64) {
+    prompted_run_of(cfg, autocorrect, browse_and_type()).await
+}
+
+async fn prompted_run_of(
+    cfg: RunnerConfig,
+    autocorrect: bool,
+    actions: std::collections::VecDeque<Action>,
+) -> (Vec<String>, Vec<droidpilot::domain::Step>, u64) {
+    let e = env(cfg).await;
+    let phone = Arc::new(SimDevice::new(small()).unwrap());
+    let runner = match autocorrect {
+        true => e
+            .runner
+            .clone()
+            .with_hook(Arc::new(Autocorrect(phone.clone()))),
+        false => e.runner.clone(),
+    };
+    let prompts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let agent = Prompted {
+        actions,
+        prompts: prompts.clone(),
+    };
+    let task = start(&e.store, "search the web", 20, "sim-1").await;
+    let done = runner
+        .run(task.clone(), phone.clone(), Box::new(agent), no_stop())
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.reason);
+    let steps = e.store.steps(task.id).await.unwrap();
+    let p = prompts.lock().unwrap().clone();
+    (p, steps, phone.counts().queries)
+}
+
+/// What a model agent is told beside the screen, step by step: the step counter with the
+/// time elapsed, the keyboard once it is open (with the windows: the navigation handle, the keyboard, the app),
+/// and, after a `type` the field does not show as typed, the mismatch (also an
+/// annotation on the step that sees it).
+#[tokio::test]
+async fn the_step_header_keyboard_line_and_typed_text_check_reach_the_prompt() {
+    let (prompts, steps, _) = prompted_run(
+        RunnerConfig {
+            stuck_threshold: 100,
+            ..quick()
+        },
+        true,
+    )
+    .await;
+    assert_eq!(prompts.len(), 5, "{prompts:#?}");
+    for (i, p) in prompts.iter().enumerate() {
+        let header = format!("Step {} of 20 (", i + 1);
+        assert!(p.contains(&header) && p.contains("s elapsed)."), "{p}");
+    }
+    assert!(
+        !prompts[1].contains("the soft keyboard is open"),
+        "{}",
+        prompts[1]
+    );
+    assert!(
+        prompts[2].contains("the soft keyboard is open"),
+        "{}",
+        prompts[2]
+    );
+    assert!(
+        prompts[2].contains(
+            "windows (top first): com.android.systemui, com.google.android.inputmethod.latin, com.android.chrome."
+        ),
+        "{}",
+        prompts[2]
+    );
+    let told = "you typed \"hello world\" but the field shows \"hellp wrld\"";
+    assert!(!prompts[2].contains(told));
+    assert!(prompts[3].contains(told), "{}", prompts[3]);
+    let mismatch = serde_json::to_value(&steps[3].annotations).unwrap();
+    assert_eq!(mismatch[0]["kind"], "typed_text_mismatch", "{mismatch}");
+    assert_eq!(mismatch[0]["actual"], "hellp wrld");
+
+    // Typed as it shows: no mismatch.
+    let (prompts, steps, _) = prompted_run(
+        RunnerConfig {
+            stuck_threshold: 100,
+            ..quick()
+        },
+        false,
+    )
+    .await;
+    assert!(!prompts[3].contains("you typed"), "{}", prompts[3]);
+    assert!(
+        steps[3].annotations.is_empty(),
+        "{:?}",
+        steps[3].annotations
+    );
+}
+
+/// The installed apps are read once per `installed_apps_ttl_secs`: with the default
+/// (300 s) once for the whole task, with 0 at every step.
+#[tokio::test]
+async fn the_installed_apps_are_read_again_only_after_their_ttl() {
+    let cfg = |ttl| RunnerConfig {
+        stuck_threshold: 100,
+        installed_apps_ttl_secs: ttl,
+        ..quick()
+    };
+    let (cached, steps, q_cached) = prompted_run(cfg(300), false).await;
+    let (_, _, q_every) = prompted_run(cfg(0), false).await;
+    assert_eq!(
+        q_every - q_cached,
+        steps.len() as u64 - 1,
+        "one more `pm list` per step after the first"
+    );
+    assert!(
+        cached
+            .iter()
+            .all(|p| p.contains("Chrome (com.android.chrome)")),
+        "{cached:#?}"
+    );
+}
+
+/// A screen that needs care gets its safety directive in the next prompt, after the
+/// screen's lines, and the step records it: Shop's first open asks for a permission.
+#[tokio::test]
+async fn a_permission_dialog_brings_its_safety_directive_and_the_step_records_it() {
+    let open_shop = droidpilot::domain::ActionParser::new()
+        .parse(&json!({"action": "launch_app", "package": "com.droidpilot.shop"}))
+        .unwrap();
+    let (prompts, steps, _) = prompted_run_of(quick(), false, [open_shop].into()).await;
+    assert!(!prompts[0].contains("Careful:"), "{}", prompts[0]);
+    let (_, careful) = prompts[1]
+        .split_once("Careful: A permission dialog is open.")
+        .unwrap_or_else(|| panic!("no directive in {}", prompts[1]));
+    assert!(
+        !careful.contains("Step 2 of"),
+        "said after the per-step lines: {}",
+        prompts[1]
+    );
+    let notes = serde_json::to_value(&steps[1].annotations).unwrap();
+    assert_eq!(
+        (&notes[0]["kind"], &notes[0]["name"]),
+        (&json!("safety_directive"), &json!("permission")),
+        "{notes}"
+    );
+    assert!(steps[0].annotations.is_empty());
+}

@@ -171,3 +171,132 @@ async fn a_serial_is_pooled_only_if_the_adb_server_lists_it() {
         (Some("adb"), Some("available"))
     );
 }
+
+/// `GET /v1/devices/{id}/context`: the phone's locale, language, country and time zone,
+/// the keyboard, and its visible windows top first with their packages, the activity's
+/// window focused; after tapping a text field the keyboard's window is on top.
+#[tokio::test]
+async fn a_phones_context_names_its_place_keyboard_and_windows() {
+    let app = spawn_app_with_toml("", &[]).await;
+    let c: Value = app
+        .get("/v1/devices/sim-1/context")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&c["locale"], &c["language"], &c["country"], &c["timezone"]),
+        (
+            &json!("en-US"),
+            &json!("en"),
+            &json!("us"),
+            &json!("America/Los_Angeles")
+        ),
+        "{c}"
+    );
+    assert_eq!(c["keyboard_visible"], false, "{c}");
+    let focused: Vec<&Value> = c["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["focused"] == true)
+        .collect();
+    assert_eq!(focused.len(), 1, "{c}");
+    assert_eq!(
+        (&focused[0]["package"], &focused[0]["type"]),
+        (
+            &json!("com.google.android.apps.nexuslauncher"),
+            &json!("BASE_APPLICATION")
+        )
+    );
+    let r = app
+        .post_json(
+            "/v1/devices/sim-1/actions",
+            &json!({"action": "launch_app", "package": "com.android.chrome"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = app
+        .post_json(
+            "/v1/devices/sim-1/actions",
+            &json!({"action": "tap", "selector": "#url_bar"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let c: Value = app
+        .get("/v1/devices/sim-1/context")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(c["keyboard_visible"], true, "{c}");
+    let kinds: Vec<&str> = c["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["type"].as_str().unwrap())
+        .collect();
+    let ime = kinds
+        .iter()
+        .position(|k| *k == "INPUT_METHOD")
+        .expect("the keyboard's window");
+    let app_at = kinds.iter().position(|k| *k == "BASE_APPLICATION").unwrap();
+    assert!(ime < app_at, "top first: {kinds:?}");
+    assert_eq!(
+        c["windows"][ime]["package"],
+        "com.google.android.inputmethod.latin"
+    );
+
+    let (status, code, _, _) = error_of(app.get("/v1/devices/nope/context").await).await;
+    assert_eq!((status, code.as_str()), (404, "device_not_found"));
+}
+
+/// The screen document carries seed 004's `SemanticUITree` identity: `screen_id` (the
+/// same for the same screen, another for another), `device_id` and `app_name`, the
+/// foreground app's label.
+#[tokio::test]
+async fn the_screen_document_names_its_screen_device_and_app() {
+    let app = spawn_app_with_toml("", &[]).await;
+    let r = app
+        .post_json(
+            "/v1/devices/sim-1/actions",
+            &json!({"action": "launch_app", "package": "com.android.settings"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let a: Value = app
+        .get("/v1/devices/sim-1/screen")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&a["device_id"], &a["app_name"]),
+        (&json!("sim-1"), &json!("Settings")),
+        "{a}"
+    );
+    assert_eq!(a["app_package"], "com.android.settings");
+    let id = a["screen_id"].as_str().unwrap();
+    assert!(
+        id.len() == 16 && id.chars().all(|c| c.is_ascii_hexdigit()),
+        "{id}"
+    );
+    let again: Value = app
+        .get("/v1/devices/sim-1/screen")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["screen_id"], a["screen_id"], "the same screen");
+    let r = app
+        .post_json("/v1/devices/sim-1/actions", &json!({"action": "home"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let home: Value = app
+        .get("/v1/devices/sim-1/screen")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_ne!(home["screen_id"], a["screen_id"], "another screen");
+}

@@ -366,7 +366,7 @@ fn the_spec_states_the_limits_the_server_enforces() {
         (Some(0.0), Some(1.0))
     );
     assert!(spec["paths"][shot]["get"]["responses"]["200"]["content"]["image/jpeg"].is_object());
-    for op in ["screenshot", "hierarchy", "screen", "apps"] {
+    for op in ["screenshot", "hierarchy", "screen", "apps", "context"] {
         let r = &spec["paths"][format!("/v1/devices/{{id}}/{op}")]["get"]["responses"];
         for status in ["502", "503", "504"] {
             assert!(r[status].is_object(), "{op} documents {status}");

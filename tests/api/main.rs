@@ -5,6 +5,7 @@
 mod common;
 
 mod actions;
+mod apps;
 mod control;
 mod crash;
 mod dashboard;

@@ -323,6 +323,14 @@ async fn a_late_plan_becomes_guidance_without_holding_the_acting_agent() {
         assert!(first.contains(fact), "{fact} missing from {first}");
     }
     assert!(r.acting_prompts[1].contains("Since the previous step: appeared:"));
+    // This step's windows come after the history, with the keyboard: not in the prefix
+    // a provider caches.
+    let windows =
+        "windows (top first): com.android.systemui, com.google.android.apps.nexuslauncher";
+    let at = first
+        .find(windows)
+        .unwrap_or_else(|| panic!("windows missing from {first}"));
+    assert!(at > first.find("country: us").unwrap(), "{first}");
     // The planner saw the task, the screen and the installed apps.
     let input = r.roles.planner_inputs.lock().unwrap()[0].clone();
     assert_eq!(input["task"], "Set an alarm for 07:30");
@@ -447,6 +455,17 @@ async fn the_verifier_rejects_a_wrong_finish_and_accepts_the_right_one() {
             .contains("wrong app")
     );
     assert!(r.acting_prompts[2].contains("NOT done: It opened the wrong app"));
+    // The failure is shown to the acting agent under its own heading, from then on.
+    assert!(!r.acting_prompts[1].contains("CONTEXT - Previous issues:"));
+    let issues = r.acting_prompts[2]
+        .split_once("CONTEXT - Previous issues:\\n- ")
+        .unwrap_or_else(|| panic!("no previous issues in {}", r.acting_prompts[2]))
+        .1;
+    assert!(
+        issues.split("\\n").next().unwrap().contains("wrong app"),
+        "{}",
+        r.acting_prompts[2]
+    );
     let verdict = r.steps[1]["annotations"]
         .as_array()
         .unwrap()

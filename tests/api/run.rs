@@ -1206,3 +1206,107 @@ async fn cached_input_tokens_are_shown_per_step_and_task_and_priced_at_the_cache
         "{list}"
     );
 }
+
+/// A device action's result, as recorded on its step (what the agent's tool returned),
+/// says how long the device took to do it.
+#[tokio::test]
+async fn a_device_actions_result_carries_its_duration() {
+    let app = spawn_app_with_toml("", &[]).await;
+    let r = app
+        .post_json(
+            "/v1/tasks",
+            &json!({"instruction": "open Settings", "agent": {"kind": "replay", "actions": [
+                {"action": "launch_app", "package": "com.android.settings"},
+                {"action": "tap", "selector": ":text(\"About phone\")"}]}}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let t = wait_done(&app, &id).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let steps: Value = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    for s in steps.as_array().unwrap().iter().take(2) {
+        let d = &s["outcome"]["detail"];
+        assert!(d["duration_ms"].is_u64(), "{s:#}");
+        assert_eq!(d["duration_ms"], s["timings"]["action_ms"], "{s:#}");
+    }
+    assert!(
+        steps[1]["outcome"]["detail"]["point"].is_array(),
+        "the tap's own detail kept"
+    );
+}
+
+/// The time left is the server's: each `step.executed` carries `eta` (the median step
+/// time × the steps still expected: what is left of the replay's list, its finish
+/// included), and `GET /v1/tasks/{id}/estimate` gives none once the task has ended.
+#[tokio::test]
+async fn each_step_says_how_long_the_task_has_left() {
+    let app = spawn_app_with_toml("", &[]).await;
+    let r = app
+        .post_json(
+            "/v1/tasks",
+            &json!({"instruction": "three steps", "max_steps": 50, "agent": {"kind": "replay", "actions": [
+                {"action": "home"}, {"action": "wait", "ms": 10}, {"action": "home"}]}}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let events = app
+        .get(&format!("/v1/tasks/{id}/events"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let etas: Vec<Value> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|e| e["type"] == "step.executed")
+        .map(|e| e["payload"]["eta"].clone())
+        .collect();
+    assert_eq!(etas.len(), 4, "{events}");
+    for (i, eta) in etas.iter().enumerate() {
+        assert_eq!(eta["basis"], "planned", "{eta}");
+        assert_eq!(
+            eta["remaining_steps"],
+            3 - i as u64,
+            "counts to the list, not to max_steps: {eta}"
+        );
+        assert_eq!(
+            eta["remaining_ms"].as_u64().unwrap(),
+            eta["step_ms"].as_u64().unwrap() * (3 - i as u64)
+        );
+    }
+    let e: Value = app
+        .get(&format!("/v1/tasks/{id}/estimate"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&e["status"], &e["on_hold"]),
+        (&json!("succeeded"), &json!(false)),
+        "{e}"
+    );
+    assert!(
+        e["estimate"].is_null(),
+        "an ended task has no time left: {e}"
+    );
+    let (status, code, _, _) = error_of(
+        app.get("/v1/tasks/0193a4b2-0000-7000-8000-000000000000/estimate")
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (404, "task_not_found"));
+}

@@ -126,7 +126,11 @@ fn assert_main(report: &Value) {
         before["text"].as_str().unwrap().contains("Settings"),
         "{before:#}"
     );
-    ok(report, "tap");
+    let tap = &ok(report, "tap")["structured"];
+    assert!(
+        tap["duration_ms"].is_u64(),
+        "an action tool's result says how long it took: {tap:#}"
+    );
     let after = &ok(report, "screen_after")["structured"];
     assert_eq!(
         after["app_package"], "com.android.settings",

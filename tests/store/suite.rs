@@ -1136,3 +1136,39 @@ async fn an_ended_task_is_deleted_whole_and_shared_screenshots_stay(s: S) {
     assert_eq!(s.steps(two.id).await.unwrap()[0].screenshot, None);
     assert_eq!(s.artifact(&live.sha256).await.unwrap(), Some(live));
 }
+
+both!(app_descriptions_are_kept_per_package_and_version);
+async fn app_descriptions_are_kept_per_package_and_version(s: S) {
+    let pkg = "com.google.android.deskclock";
+    assert_eq!(s.app_description(pkg, "1").await.unwrap(), None);
+    s.put_app_description(pkg, "1", "Alarms, timers and a stopwatch.", "openai:gpt-4o")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.app_description(pkg, "1").await.unwrap().as_deref(),
+        Some("Alarms, timers and a stopwatch.")
+    );
+    assert_eq!(
+        s.app_description(pkg, "2").await.unwrap(),
+        None,
+        "another version is described again"
+    );
+    s.put_app_description(pkg, "1", "Alarms and timers.", "openai:gpt-4o")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.app_description(pkg, "1").await.unwrap().as_deref(),
+        Some("Alarms and timers."),
+        "written again: replaced"
+    );
+    s.put_app_description("com.example.nul", "", "a\u{0}b", "m")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.app_description("com.example.nul", "")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("a\u{0}b")
+    );
+}

@@ -106,6 +106,8 @@ pub struct Core {
     pub membership: Option<Arc<Membership>>,
     /// Secrets of accepted tasks, held in memory until their agent is built.
     pub secrets: Arc<SecretVault>,
+    /// What the installed apps can do (`GET /v1/devices/{id}/apps`, the agents' prompts).
+    pub apps: crate::apps::AppKnowledge,
     /// Taken by `start_scheduler`.
     scheduler: Mutex<Option<Scheduler>>,
     /// The running scheduler (which joins its runners before it returns).
@@ -160,6 +162,7 @@ impl Core {
             store.clone(),
             crate::store::PatientStore::default_policy(),
         ));
+        let apps = crate::apps::AppKnowledge::new(store.clone(), config.agent.app_describer());
         let mut runner = Runner::new(
             bus.with_store(patient.clone()),
             prompts.clone(),
@@ -167,6 +170,7 @@ impl Core {
             config.runner.clone(),
         )
         .with_pool(pool.clone())
+        .with_apps(apps.clone())
         // The navigator offers `scroll_to_find`; every runner can do it.
         .with_hook(Arc::new(CustomActionHook {
             name: crate::run::scroll_find::NAME.into(),
@@ -221,6 +225,7 @@ impl Core {
             mcp,
             membership,
             secrets,
+            apps,
             scheduler: Mutex::new(Some(scheduler)),
             scheduler_task: Mutex::new(None),
             stopping: watch::channel(false).0,

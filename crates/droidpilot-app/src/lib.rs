@@ -19,6 +19,7 @@ pub use droidpilot_sim::adbd;
 pub use droidpilot_store as store;
 
 pub mod agent;
+pub mod apps;
 pub mod cluster;
 pub mod config;
 pub mod core;

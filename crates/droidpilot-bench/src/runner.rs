@@ -786,6 +786,31 @@ impl Store for TimedStore {
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
         store_call!(self, "delete_script", self.inner.delete_script(id))
     }
+    async fn app_description(
+        &self,
+        package: &str,
+        version: &str,
+    ) -> Result<Option<String>, StoreError> {
+        store_call!(
+            self,
+            "app_description",
+            self.inner.app_description(package, version)
+        )
+    }
+    async fn put_app_description(
+        &self,
+        package: &str,
+        version: &str,
+        description: &str,
+        model: &str,
+    ) -> Result<(), StoreError> {
+        store_call!(
+            self,
+            "put_app_description",
+            self.inner
+                .put_app_description(package, version, description, model)
+        )
+    }
     async fn delete_task(&self, id: TaskId) -> Result<Vec<Artifact>, StoreError> {
         store_call!(self, "delete_task", self.inner.delete_task(id))
     }

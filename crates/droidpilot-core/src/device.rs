@@ -149,12 +149,43 @@ pub struct DeviceLocale {
     pub country: Option<String>,
 }
 
+/// A window the window manager shows now (`dumpsys window windows`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ActiveWindow {
+    /// The package that owns it (the entry's `package=`).
+    pub package: String,
+    /// Its title: `package/activity` for an app's window, `InputMethod`, `StatusBar`…
+    pub title: String,
+    /// Android's window type (the entry's `ty=`): `BASE_APPLICATION` (an activity),
+    /// `APPLICATION` (an app's dialog), `INPUT_METHOD`, `STATUS_BAR`, `NAVIGATION_BAR`,
+    /// `TOAST`, `SYSTEM_ALERT`…; empty when the device does not say.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `[left, top, right, bottom]` in pixels (`mFrame`), when known.
+    pub bounds: Option<[i32; 4]>,
+    /// It has the input focus (`mCurrentFocus`).
+    pub focused: bool,
+}
+
+/// What the window manager and the input method say now: whether the soft keyboard is
+/// shown and which windows are visible.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WindowState {
+    /// `dumpsys input_method`'s `mInputShown`; None when the device does not say.
+    pub keyboard_shown: Option<bool>,
+    /// The visible windows, top first.
+    pub windows: Vec<ActiveWindow>,
+}
+
 /// An installed app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AppInfo {
     pub package: String,
     /// The label a person sees in the launcher, when known.
     pub label: Option<String>,
+    /// The installed version (`versionCode`), when known.
+    #[serde(default)]
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -294,6 +325,26 @@ pub trait Device: Send + Sync {
     /// The phone's locale, time zone and country; a backend that cannot tell says nothing.
     async fn locale(&self) -> Result<DeviceLocale, DeviceError> {
         Ok(DeviceLocale::default())
+    }
+
+    /// The keyboard and the visible windows. A backend that cannot list windows names
+    /// the foreground app's as the only one, the keyboard unknown.
+    async fn window_state(&self) -> Result<WindowState, DeviceError> {
+        let app = self.current_app().await?;
+        let title = match &app.activity {
+            Some(a) => format!("{}/{a}", app.package),
+            None => app.package.clone(),
+        };
+        Ok(WindowState {
+            keyboard_shown: None,
+            windows: vec![ActiveWindow {
+                package: app.package,
+                title,
+                kind: "BASE_APPLICATION".into(),
+                bounds: None,
+                focused: true,
+            }],
+        })
     }
 
     /// A cheap liveness probe for the pool's health checks (an `echo` over adb).

@@ -1,7 +1,6 @@
 // A task's page, streamed over the WebSocket: a card per step (screenshot with the tap or
 // swipe drawn, thinking, action, outcome, timings, tokens), interventions in the same
-// timeline, progress (step n of max, elapsed, an estimate of the time left from the
-// average step), the agent's question with its options and countdown (answered over the
+// timeline, progress (step n of max, elapsed, the server's estimate of the time left), the agent's question with its options and countdown (answered over the
 // WebSocket), Cancel, Export, Save as script, and take-over (takeover.js).
 
 import { api, blobUrl, download } from "./api.js";
@@ -129,37 +128,26 @@ function askPanel(live, taskId) {
   return { el, show, close, isOpen: () => open !== null, stop: () => clearInterval(timer) };
 }
 
-/** How many steps the task will take when its agent plays a fixed list (replay, script). */
-export function plannedSteps(task) {
-  const a = task.agent || (task.spec && task.spec.agent) || {};
-  if (Array.isArray(a.actions)) return a.actions.length + 1; // and the replay's own finish
-  if (a.script && Array.isArray(a.script.steps)) return a.script.steps.length;
-  return null;
-}
-
-/** The estimate of the time left: from the plan when the agent plays one, else an upper
- * bound to the step limit; none while paused or waiting for an answer (nothing runs). */
-export function etaText(task, n, avg) {
+/** The estimate of the time left, as the server computes it (`GET /v1/tasks/{id}/estimate`,
+ * and each `step.executed` event's `eta`): the median step time times the steps still
+ * expected; none while paused or waiting for an answer (nothing runs). */
+export function etaText(task, n, est) {
   if (isTerminal(task.status)) return "–";
   if (["paused", "waiting_for_user"].includes(task.status)) return `on hold (${task.status.replaceAll("_", " ")})`;
-  if (!Number.isFinite(avg) || !n) return "–";
-  const planned = plannedSteps(task);
-  if (planned !== null) {
-    const left = Math.max(0, planned - n);
-    return `about ${duration(avg * left)} left (${left} of ${planned} planned steps)`;
+  if (!est) return "–";
+  const left = est.remaining_steps;
+  if (est.basis === "planned") {
+    return `about ${duration(est.remaining_ms)} left (${left} of ${n + left} planned steps)`;
   }
-  const left = Math.max(0, task.max_steps - n);
-  return `at most ${duration(avg * left)} left (${duration(avg)} per step, ${left} steps to the limit)`;
+  return `about ${duration(est.remaining_ms)} left (${duration(est.step_ms)} per step, about ${left} more steps)`;
 }
 
-function progress(task, steps) {
+function progress(task, steps, est) {
   const n = steps.length ? Math.max(...steps.map((s) => s.n)) : 0;
   const start = Date.parse(task.started_at);
   const end = task.finished_at ? Date.parse(task.finished_at) : Date.now();
   const elapsed = start ? end - start : NaN;
-  const ats = steps.map((s) => Date.parse(s.at)).filter(Number.isFinite).sort((a, b) => a - b);
-  const avg = ats.length >= 2 ? (ats[ats.length - 1] - ats[0]) / (ats.length - 1) : steps.length ? stepMs(steps[0].timings) : NaN;
-  const eta = etaText(task, n, avg);
+  const eta = etaText(task, n, est);
   return [
     h("span", { class: "progress" }, `step ${n} of ${task.max_steps}`),
     h("span", {}, `elapsed ${duration(elapsed)}`),
@@ -175,6 +163,7 @@ export async function renderTask({ main, newLive }, id) {
   const thinking = new Map();
   const head = h("section", { class: "task-head" });
   const bar = h("div", { class: "facts-line" });
+  let est = null;
   const buttons = h("div", { class: "buttons" });
   const timeline = h("section", { class: "timeline" });
   const live = newLive();
@@ -188,7 +177,7 @@ export async function renderTask({ main, newLive }, id) {
       // question panel shows: once is enough.
       task.reason && !(task.status === "waiting_for_user" && ask.isOpen()) ? h("p", { class: "reason" }, inBrowserWords(task.reason)) : null,
       task.answer ? h("p", { class: "answer" }, `Answer: ${task.answer}`) : null);
-    fill(bar, progress(task, [...steps.values()]));
+    fill(bar, progress(task, [...steps.values()], est));
     const done = isTerminal(task.status);
     fill(buttons,
       done ? null : h("button", { type: "button", class: "danger", id: "cancel", onclick: cancel }, "Cancel"),
@@ -253,6 +242,7 @@ export async function renderTask({ main, newLive }, id) {
     const p = ev.payload || {};
     if (ev.type === "step.decided") thinking.set(p.step, p.thinking);
     if (ev.type === "step.executed") {
+      if (p.eta) est = p.eta;
       addStep({ ...p, n: p.step, thinking: thinking.get(p.step), at: ev.created_at });
       renderHead();
       return;
@@ -272,6 +262,7 @@ export async function renderTask({ main, newLive }, id) {
   }
 
   fill(main, head, bar, buttons, ask.el, take.el, h("h2", {}, "Trajectory"), timeline);
+  est = (await api(`/v1/tasks/${id}/estimate`).catch(() => null))?.estimate || null;
   renderHead();
   for (const s of await api(`/v1/tasks/${id}/steps`)) addStep({ ...s, at: s.started_at });
   await loadInterventions();
@@ -281,7 +272,7 @@ export async function renderTask({ main, newLive }, id) {
     else if (m.type === "error") flash(`${m.error.message} — ${m.error.hint}`);
   });
   live.subscribe({ tasks: [id] });
-  const tick = setInterval(() => isTerminal(task.status) || fill(bar, progress(task, [...steps.values()])), 1000);
+  const tick = setInterval(() => isTerminal(task.status) || fill(bar, progress(task, [...steps.values()], est)), 1000);
   return () => {
     clearInterval(tick);
     ask.stop();

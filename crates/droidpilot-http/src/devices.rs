@@ -16,7 +16,7 @@ use super::state::AppState;
 use crate::device::exec::ExecError;
 use crate::device::pool::{DeviceSummary, PoolError};
 use crate::device::sim::{SimConfig, SimDevice};
-use crate::device::{AppInfo, Device, DeviceError};
+use crate::device::{Device, DeviceError};
 use crate::domain::Action;
 use crate::screen::{Screen, ScreenRepresentation};
 use crate::service;
@@ -436,32 +436,48 @@ pub struct ScreenParams {
 #[utoipa::path(get, path = "/v1/devices/{id}/screen", tag = "devices", params(("id" = String, Path), ScreenParams),
     responses(
         (status = 200, description = "The JSON document (`format=json`), or the tree as text (`format=tree`)",
-         content((ScreenRepresentation = "application/json"), (String = "text/plain"))),
+         content((service::devices::ScreenDocument = "application/json"), (String = "text/plain"))),
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
 pub async fn screen(
     State(s): State<AppState>,
     Path(id): Path<String>,
     Query(p): Query<ScreenParams>,
 ) -> Result<Response, ApiError> {
-    let (screen, repr, _) = read_screen(device(&s, &id)?.as_ref()).await?;
+    let (screen, doc) = service::devices::screen_document(&id, device(&s, &id)?.as_ref()).await?;
     Ok(match p.format {
-        ScreenFormat::Json => Json(repr).into_response(),
+        ScreenFormat::Json => Json(doc).into_response(),
         ScreenFormat::Tree => (
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            screen.tree_text(repr.activity.as_deref()),
+            screen.tree_text(doc.screen.activity.as_deref()),
         )
             .into_response(),
     })
 }
 
-/// Installed apps.
+/// Installed apps, each with what it can do: written once per app version by the
+/// configured model (`description_source: model`), else the app's label (`label`).
 #[utoipa::path(get, path = "/v1/devices/{id}/apps", tag = "devices", params(("id" = String, Path)),
-    responses((status = 200, body = Vec<AppInfo>), (status = 404, body = ErrorResponse)))]
+    responses((status = 200, body = Vec<crate::apps::DescribedApp>), (status = 404, body = ErrorResponse)))]
 pub async fn apps(
     State(s): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Vec<AppInfo>>, ApiError> {
-    Ok(Json(device(&s, &id)?.installed_apps().await?))
+) -> Result<Json<Vec<crate::apps::DescribedApp>>, ApiError> {
+    let apps = device(&s, &id)?.installed_apps().await?;
+    Ok(Json(s.apps.describe(apps).await))
+}
+
+/// Where the phone is and what it shows besides the tree: locale, language, country,
+/// time zone, whether the soft keyboard is shown, and the visible windows (top first,
+/// each with its package, type and bounds).
+#[utoipa::path(get, path = "/v1/devices/{id}/context", tag = "devices", params(("id" = String, Path)),
+    responses((status = 200, body = service::devices::PhoneContext), (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
+pub async fn context(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<service::devices::PhoneContext>, ApiError> {
+    Ok(Json(
+        service::devices::phone_context(device(&s, &id)?.as_ref()).await?,
+    ))
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

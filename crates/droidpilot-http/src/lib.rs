@@ -9,7 +9,9 @@
 
 // The application's modules under their usual names, so paths read `crate::core::Core`
 // here as in the application itself.
-use droidpilot_app::{agent, config, core, device, domain, run, screen, script, service, store};
+use droidpilot_app::{
+    agent, apps, config, core, device, domain, run, screen, script, service, store,
+};
 
 pub mod cluster;
 pub mod conns;
@@ -136,6 +138,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::trajectory))
         .routes(routes!(tasks::export))
         .routes(routes!(tasks::metrics))
+        .routes(routes!(tasks::estimate))
         .routes(routes!(tasks::steps_csv))
         .routes(routes!(tasks::replay_gif))
         .routes(routes!(tasks::result))
@@ -155,6 +158,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(devices::hierarchy))
         .routes(routes!(devices::screen))
         .routes(routes!(devices::apps))
+        .routes(routes!(devices::context))
         .routes(routes!(devices::act))
         .routes(routes!(remote::take))
         .routes(routes!(remote::keep_alive, remote::release))

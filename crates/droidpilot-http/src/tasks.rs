@@ -300,6 +300,24 @@ pub async fn trajectory(
     ))
 }
 
+/// The time the task has left, about: the median duration of its agent's steps so far
+/// (paused time is in none) times the steps still expected (what is left of a replay's
+/// or script's list; for a model agent as many again as so far, never past `max_steps`).
+/// `estimate` is null once the task has ended and before its first step; `on_hold` while
+/// it is paused or waits for an answer. Each `step.executed` event carries the same as `eta`.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/estimate", tag = "tasks", params(("id" = String, Path, description = "Task id (UUID)")),
+    responses((status = 200, body = crate::domain::TaskEstimate), (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse))
+)]
+pub async fn estimate(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+) -> Result<Json<crate::domain::TaskEstimate>, ApiError> {
+    let task = s.store.get_task(id).await?;
+    let steps = s.store.steps(id).await?;
+    Ok(Json(crate::domain::TaskEstimate::of(&task, &steps)))
+}
+
 /// Where the task's time went: per phase (screen, model, action, settle, overhead) the
 /// sum, mean and max over its steps, in ms.
 #[utoipa::path(

@@ -108,12 +108,14 @@ impl McpServer {
         let device_id = take_device_id(name, &mut args)?;
         args.insert("action".into(), Value::String(name.to_string()));
         let action = device_action(&Value::Object(args))?;
+        let started = std::time::Instant::now();
         let (detail, step, task, shown) = self.act_recorded(&device_id, &action).await?;
         json_result(&json!({
             "ok": true,
             "device_id": device_id,
             "action": shown,
             "detail": detail,
+            "duration_ms": started.elapsed().as_millis() as u64,
             "session_task": task,
             "step": step,
         }))

@@ -35,6 +35,7 @@ pub mod state;
 pub mod tasks;
 pub mod ui;
 pub mod widget;
+pub mod windows;
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -77,6 +78,8 @@ pub const TOUCH_SLOP: i32 = 24;
 pub const SIM_LOCALE: &str = "en-US";
 pub const SIM_TIMEZONE: &str = "America/Los_Angeles";
 pub const SIM_COUNTRY: &str = "us";
+/// The `versionCode` every app of the virtual phone reports.
+pub const SIM_APP_VERSION: &str = "1";
 
 /// One virtual phone's configuration (`[[devices.sim]]` in the config file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -1029,6 +1032,16 @@ impl Device for SimDevice {
         })
     }
 
+    /// The built screen's windows (`windows::state`), charged as one `dumpsys`.
+    async fn window_state(&self) -> Result<droidpilot_core::device::WindowState, DeviceError> {
+        let app = self.current_app().await?;
+        let screen = {
+            let g = self.lock();
+            ui::build(&g.st, &self.ctx(&g.faults))
+        };
+        Ok(windows::state(&screen, &app))
+    }
+
     async fn locale(&self) -> Result<droidpilot_core::device::DeviceLocale, DeviceError> {
         let mut g = self.lock();
         self.begin(&mut g)?;
@@ -1048,6 +1061,7 @@ impl Device for SimDevice {
             .map(|a| AppInfo {
                 package: a.package().into(),
                 label: Some(self.label_of(*a)),
+                version: Some(SIM_APP_VERSION.into()),
             })
             .collect())
     }

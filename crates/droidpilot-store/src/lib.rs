@@ -290,6 +290,24 @@ pub trait Store: Send + Sync + 'static {
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
 
+    // ---- App knowledge (`apps`) ----
+    /// The description stored for `package` at `version` (`""` when the phone gives
+    /// none), None when there is none.
+    async fn app_description(
+        &self,
+        package: &str,
+        version: &str,
+    ) -> Result<Option<String>, StoreError>;
+    /// Stores the description `model` wrote for `package` at `version`, replacing one
+    /// stored before for the same pair.
+    async fn put_app_description(
+        &self,
+        package: &str,
+        version: &str,
+        description: &str,
+        model: &str,
+    ) -> Result<(), StoreError>;
+
     // ---- Several instances on one database (issue 16) ----
     /// The instance rows, cross-instance claims and farm-wide devices of a shared
     /// database; None on a store only one host uses (SQLite). A wrapper returns its inner

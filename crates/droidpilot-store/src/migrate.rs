@@ -150,6 +150,16 @@ const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "app_knowledge",
+        cols: &[
+            ("package", Text),
+            ("version", Text),
+            ("description", Text),
+            ("model", Text),
+            ("created_at", Time),
+        ],
+    },
+    Table {
         name: "devices",
         cols: &[
             ("id", Text),

@@ -209,6 +209,22 @@ impl Store for PatientStore {
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
         self.inner.delete_script(id).await
     }
+    async fn app_description(
+        &self,
+        package: &str,
+        version: &str,
+    ) -> Result<Option<String>, StoreError> {
+        patient!(self.app_description(package, version))
+    }
+    async fn put_app_description(
+        &self,
+        package: &str,
+        version: &str,
+        description: &str,
+        model: &str,
+    ) -> Result<(), StoreError> {
+        patient!(self.put_app_description(package, version, description, model))
+    }
     async fn delete_task(&self, id: TaskId) -> Result<Vec<Artifact>, StoreError> {
         self.inner.delete_task(id).await
     }

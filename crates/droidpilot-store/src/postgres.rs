@@ -791,6 +791,41 @@ impl Store for PostgresStore {
         rows.iter().map(read::<ArtifactRow, _>).collect()
     }
 
+    async fn app_description(
+        &self,
+        package: &str,
+        version: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let d: Option<String> = sqlx::query_scalar(
+            "SELECT description FROM app_knowledge WHERE package = $1 AND version = $2",
+        )
+        .bind(enc(package))
+        .bind(enc(version))
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(d.map(super::pg_text::dec))
+    }
+
+    async fn put_app_description(
+        &self,
+        package: &str,
+        version: &str,
+        description: &str,
+        model: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO app_knowledge (package, version, description, model, created_at) VALUES ($1, $2, $3, $4, now()) \
+             ON CONFLICT (package, version) DO UPDATE SET description = EXCLUDED.description, model = EXCLUDED.model, created_at = EXCLUDED.created_at",
+        )
+        .bind(enc(package))
+        .bind(enc(version))
+        .bind(enc(description))
+        .bind(enc(model))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     async fn close(&self) {
         self.pool.close().await;
     }

@@ -865,6 +865,41 @@ impl Store for SqliteStore {
         Ok(gone)
     }
 
+    async fn app_description(
+        &self,
+        package: &str,
+        version: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT description FROM app_knowledge WHERE package = ? AND version = ?",
+        )
+        .bind(package)
+        .bind(version)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    async fn put_app_description(
+        &self,
+        package: &str,
+        version: &str,
+        description: &str,
+        model: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO app_knowledge (package, version, description, model, created_at) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (package, version) DO UPDATE SET description = excluded.description, model = excluded.model, created_at = excluded.created_at",
+        )
+        .bind(package)
+        .bind(version)
+        .bind(description)
+        .bind(model)
+        .bind(ts(chrono::Utc::now()))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     async fn close(&self) {
         self.commits.stop().await;
         if let Some(c) = &self.checkpoints {

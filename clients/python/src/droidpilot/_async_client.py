@@ -31,8 +31,8 @@ from ._common import (
 from ._common import base_url as base_url_of
 from ._models import (
     ActionResult,
-    AppInfo,
     CancelResult,
+    DescribedApp,
     Device,
     Event,
     Health,
@@ -41,6 +41,7 @@ from ._models import (
     MobileTaskRequest,
     MobileTaskResult,
     PhaseSummary,
+    PhoneContext,
     Presets,
     Question,
     Screen,
@@ -49,6 +50,7 @@ from ._models import (
     ScriptRecord,
     Step,
     Task,
+    TaskEstimate,
     TaskPage,
     TaskSummary,
     Trajectory,
@@ -189,6 +191,10 @@ class AsyncClient:
     async def task_metrics(self, task_id: str) -> PhaseSummary:
         """Where the task's time went: per phase the sum, mean and max over its steps (ms)."""
         return PhaseSummary.from_dict(await self._call(r.TASK_METRICS(id=task_id)))
+
+    async def estimate(self, task_id: str) -> TaskEstimate:
+        """The time the task has left, about (null ``estimate`` once it has ended)."""
+        return TaskEstimate.from_dict(await self._call(r.TASK_ESTIMATE(id=task_id)))
 
     async def steps_csv(self, task_id: str) -> str:
         """The task's steps as CSV, one row each."""
@@ -546,8 +552,12 @@ class AsyncDevices:
         text: str = await self._c._call(r.DEVICE_HIERARCHY(id=device_id))
         return text
 
-    async def apps(self, device_id: str) -> builtins.list[AppInfo]:
-        return [AppInfo.from_dict(a) for a in await self._c._call(r.DEVICE_APPS(id=device_id))]
+    async def apps(self, device_id: str) -> builtins.list[DescribedApp]:
+        return [DescribedApp.from_dict(a) for a in await self._c._call(r.DEVICE_APPS(id=device_id))]
+
+    async def context(self, device_id: str) -> PhoneContext:
+        """The phone's locale, language, country, time zone, keyboard and visible windows."""
+        return PhoneContext.from_dict(await self._c._call(r.DEVICE_CONTEXT(id=device_id)))
 
     async def inspect(self, device_id: str, *, selector: str | None = None) -> dict[str, Any]:
         """The screen as the dashboard's inspector shows it: every visible node with its

@@ -346,6 +346,28 @@ class PhaseStats(Model):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Estimate(Model):
+    """The time a task has left: ``step_ms`` (median) × ``remaining_steps``."""
+
+    __schema__ = "Estimate"
+    remaining_ms: int
+    remaining_steps: int
+    step_ms: int
+    basis: Literal["planned", "so_far"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaskEstimate(Model):
+    """``GET /v1/tasks/{id}/estimate``."""
+
+    __schema__ = "TaskEstimate"
+    task_id: str
+    status: TaskStatus
+    on_hold: bool
+    estimate: Estimate | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PhaseSummary(Model):
     """Where a task's time went, per phase (``GET /v1/tasks/{id}/metrics``)."""
 
@@ -590,7 +612,10 @@ class Element(Model):
 class Screen(Model):
     """What an agent sees of a device's screen."""
 
-    __schema__ = "ScreenRepresentation"
+    __schema__ = "ScreenDocument"
+    screen_id: str
+    device_id: str
+    app_name: str | None = None
     summary: str
     elements: str
     has_modal: bool
@@ -600,10 +625,44 @@ class Screen(Model):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class AppInfo(Model):
-    __schema__ = "AppInfo"
+class DescribedApp(Model):
+    """An installed app with what it can do (``description_source``: model or label)."""
+
+    __schema__ = "DescribedApp"
     package: str
     label: str | None = None
+    version: str | None = None
+    description: str
+    description_source: Literal["model", "label"]
+
+
+AppInfo = DescribedApp
+"""The former name of ``DescribedApp``."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ActiveWindow(Model):
+    """A visible window: its package, title, Android window type, bounds, focus."""
+
+    __schema__ = "ActiveWindow"
+    package: str
+    title: str
+    type: str
+    bounds: list[int] | None = None
+    focused: bool
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PhoneContext(Model):
+    """Where a phone is and what it shows besides the tree (``GET …/context``)."""
+
+    __schema__ = "PhoneContext"
+    locale: str | None = None
+    language: str | None = None
+    country: str | None = None
+    timezone: str | None = None
+    keyboard_visible: bool | None = None
+    windows: list[ActiveWindow]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

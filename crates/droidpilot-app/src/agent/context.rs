@@ -28,6 +28,8 @@ pub struct AgentContext {
     pub diff: Option<ScreenDiff>,
     /// Show "Step n of max (t elapsed)" in the prompt (seeds 000 and 003).
     pub step_info: bool,
+    /// Safety directives this screen calls for (`agent::safety`), said after the diff.
+    pub safety: Vec<String>,
 }
 
 /// Facts about the phone the agent cannot read off the element map, gathered by the
@@ -45,6 +47,8 @@ pub struct DeviceContext {
     pub country: Option<String>,
     /// `label (package)` for each launchable app; empty when unknown.
     pub installed_apps: std::sync::Arc<Vec<String>>,
+    /// The packages of the screen's windows, top first (this step's, like the keyboard).
+    pub windows: Vec<String>,
 }
 
 impl DeviceContext {
@@ -76,7 +80,9 @@ impl DeviceContext {
         let keyboard = self
             .keyboard_visible
             .then(|| "the soft keyboard is open".to_string());
-        app.into_iter().chain(keyboard)
+        let windows = (self.windows.len() > 1)
+            .then(|| format!("windows (top first): {}", self.windows.join(", ")));
+        app.into_iter().chain(keyboard).chain(windows)
     }
 
     fn lasting_facts(&self) -> impl Iterator<Item = String> + '_ {
@@ -385,6 +391,7 @@ impl AgentContext {
             device: DeviceContext::default(),
             diff: None,
             step_info: true,
+            safety: Vec::new(),
         }
     }
 
@@ -445,6 +452,9 @@ impl AgentContext {
             if !d.appeared.is_empty() || !d.gone.is_empty() {
                 let _ = write!(s, "\n{}", d.render());
             }
+        }
+        for say in &self.safety {
+            let _ = write!(s, "\nCareful: {say}");
         }
         s
     }

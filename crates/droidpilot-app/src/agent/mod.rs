@@ -14,6 +14,7 @@ pub mod parse_error;
 pub mod planned;
 pub mod recording;
 pub mod replay;
+pub mod safety;
 pub mod script;
 pub mod secrets;
 pub mod servers;

@@ -658,6 +658,14 @@ pub struct AgentDefaults {
     /// `droidpilot run --base-url`), with their provider: configured, like the above.
     #[serde(skip)]
     pub operator_urls: Vec<(ProviderKind, String)>,
+    /// Installed apps are described by the navigator model when it is configured
+    /// (`apps::AppKnowledge`), once per app version; off: by their labels.
+    #[serde(default = "default_true")]
+    pub app_descriptions: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Default for AgentDefaults {
@@ -678,6 +686,7 @@ impl Default for AgentDefaults {
             servers: BTreeMap::new(),
             allowed_base_urls: Vec::new(),
             operator_urls: Vec::new(),
+            app_descriptions: true,
         }
     }
 }
@@ -736,6 +745,21 @@ impl AgentDefaults {
 
     /// The key requests to `cfg` carry: only at a base URL it was configured for
     /// (`agent::servers`); none elsewhere, whatever the configuration holds.
+    /// The model that describes installed apps (`apps`): the navigator's, when
+    /// descriptions are on and its key (if it needs one) is at hand.
+    pub fn app_describer(&self) -> Option<std::sync::Arc<dyn crate::llm::ChatModel>> {
+        if !self.app_descriptions {
+            return None;
+        }
+        let cfg = &self.navigator;
+        let key = self.key_for(cfg).ok()?;
+        // The provider's hosted API without a key: not configured.
+        if key.is_none() && cfg.base_url.is_none() {
+            return None;
+        }
+        crate::llm::build_model_with_key(cfg, key).ok()
+    }
+
     pub(crate) fn key_for(&self, cfg: &ModelConfig) -> Result<Option<ApiKey>, AgentError> {
         if !self.reach(cfg.provider, cfg.base_url()).keyed() {
             return Ok(None);

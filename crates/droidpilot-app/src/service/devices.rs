@@ -60,6 +60,84 @@ pub async fn read_screen(
     Ok((screen, repr, info.screen))
 }
 
+/// The screen document of `GET /v1/devices/{id}/screen`: what an agent sees, with seed
+/// 004's `SemanticUITree` identity beside it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ScreenDocument {
+    /// This screen's id: its content hash (the tree's layout with its texts' digits),
+    /// 16 hex digits; the same screen read again has the same id.
+    pub screen_id: String,
+    /// The device it was read from.
+    pub device_id: String,
+    /// The foreground app's label (`Settings`), when the phone names its apps' labels.
+    pub app_name: Option<String>,
+    #[serde(flatten)]
+    pub screen: ScreenRepresentation,
+}
+
+/// Reads `dev`'s screen as a `ScreenDocument` (the apps' labels read beside it).
+pub async fn screen_document(
+    id: &str,
+    dev: &dyn Device,
+) -> Result<(Screen, ScreenDocument), AppError> {
+    let (read, apps) = tokio::join!(read_screen(dev), dev.installed_apps());
+    let (screen, repr, _) = read?;
+    let app_name = repr.app_package.as_ref().and_then(|pkg| {
+        apps.ok()?
+            .into_iter()
+            .find(|a| &a.package == pkg)?
+            .label
+            .filter(|l| !l.is_empty())
+    });
+    let doc = ScreenDocument {
+        screen_id: format!("{:016x}", crate::screen::content_hash(&screen.tree).0),
+        device_id: id.to_string(),
+        app_name,
+        screen: repr,
+    };
+    Ok((screen, doc))
+}
+
+/// Where the phone is and what it shows besides the screen's tree: what an agent is told
+/// beside its screen (`GET /v1/devices/{id}/context`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct PhoneContext {
+    /// BCP 47 (`en-US`), from `persist.sys.locale`.
+    pub locale: Option<String>,
+    /// The locale's language (`en`).
+    pub language: Option<String>,
+    /// ISO 3166 alpha-2, lower case (`us`), from the SIM.
+    pub country: Option<String>,
+    /// IANA (`Europe/Berlin`), from `persist.sys.timezone`.
+    pub timezone: Option<String>,
+    /// Whether the soft keyboard is shown (`dumpsys input_method`); None when the phone
+    /// does not say.
+    pub keyboard_visible: Option<bool>,
+    /// The visible windows, top first, each with its package (`dumpsys window windows`).
+    pub windows: Vec<crate::device::ActiveWindow>,
+}
+
+/// Reads the phone's context: its locale, time zone and country, the keyboard and the
+/// visible windows.
+pub async fn phone_context(dev: &dyn Device) -> Result<PhoneContext, AppError> {
+    let (locale, windows) = tokio::join!(dev.locale(), dev.window_state());
+    let (l, w) = (locale?, windows?);
+    let language = l
+        .locale
+        .as_deref()
+        .and_then(|t| t.split(['-', '_']).next())
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase);
+    Ok(PhoneContext {
+        locale: l.locale,
+        language,
+        country: l.country,
+        timezone: l.timezone,
+        keyboard_visible: w.keyboard_shown,
+        windows: w.windows,
+    })
+}
+
 /// The screen as the inspector shows it (`screen::inspect`): every visible node with its
 /// bounds, attributes, recommended selector and alternatives with what each matches, and
 /// `selector` tested on the same screen when given.

@@ -140,6 +140,14 @@ pub enum Annotation {
         /// How long the decision had taken (ms from the observation to the check).
         age_ms: u64,
     },
+    /// A safety directive (`[[runner.safety_directives]]`) was added to the agent's
+    /// prompt because the screen called for it.
+    SafetyDirective {
+        /// The directive's name (`payment`, `permission`, `delete`, `password`…).
+        name: String,
+        /// What the agent was told.
+        directive: String,
+    },
     /// A chain passed the step from one agent to the next.
     Switch {
         from: String,

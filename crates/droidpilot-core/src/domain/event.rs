@@ -207,6 +207,10 @@ pub enum TaskEvent {
         /// The person who took the step during a take-over; absent for the agent's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
+        /// The time the task has left, about, after this step (`domain::eta`); absent
+        /// before an agent step has a duration.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        eta: Option<super::Estimate>,
     },
     /// A role beside the agent said something about a step: a plan arrived, the progress
     /// checker answered, the completion verifier judged a finish… Published before the
@@ -425,6 +429,7 @@ mod tests {
             model_calls: 0,
             replay: None,
             by: None,
+            eta: None,
         }
     }
 

@@ -17,6 +17,8 @@ pub mod task;
 pub use task::{
     AgentSummary, NewTask, ScriptId, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
 };
+pub mod eta;
+pub use eta::{Estimate, EtaBasis, TaskEstimate};
 pub mod event;
 pub use event::{ResumeCause, StuckResponse, TaskEvent, TaskFinished};
 pub mod retry;

@@ -9,6 +9,7 @@
 //! Android's misspelling).
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -684,11 +685,16 @@ impl Commands {
         ) {
             (Some("list"), Some("packages")) => {
                 let filter = args[2..].iter().find(|a| !a.starts_with('-'));
+                // `--show-versioncode` (Android 9+): `package:NAME versionCode:N`.
+                let versions = args[2..].iter().any(|a| a == "--show-versioncode");
                 match self.packages().await {
                     Ok(p) => out(p
                         .into_iter()
                         .filter(|p| filter.is_none_or(|f| p.contains(f.as_str())))
-                        .map(|p| format!("package:{p}\n"))
+                        .map(|p| match versions {
+                            true => format!("package:{p} versionCode:{}\n", crate::SIM_APP_VERSION),
+                            false => format!("package:{p}\n"),
+                        })
                         .collect::<String>()),
                     Err(e) => device_err("pm", &e),
                 }
@@ -720,9 +726,21 @@ impl Commands {
         };
         match args.first().map(String::as_str) {
             Some("window") => {
-                let comp = match focus().await {
-                    Ok(c) => c,
+                // One device call (the activity is the app window's title), as before.
+                let ws = match self.device.window_state().await {
+                    Ok(w) => w,
                     Err(e) => return device_err("dumpsys", &e),
+                };
+                let app = ws
+                    .windows
+                    .iter()
+                    .find(|w| w.kind == "BASE_APPLICATION" && w.title.contains('/'));
+                let comp = match app {
+                    Some(w) => w.title.clone(),
+                    None => match focus().await {
+                        Ok(c) => c,
+                        Err(e) => return device_err("dumpsys", &e),
+                    },
                 };
                 let locked = self
                     .device
@@ -730,9 +748,7 @@ impl Commands {
                     .await
                     .map(|s| s.locked)
                     .unwrap_or(false);
-                out(format!(
-                    "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5e1c2a0 u0 {comp}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{9f1 4242:u0a10123}} mClient=android.os.BinderProxy@1c2\n\n  mCurrentFocus=Window{{5e1c2a0 u0 {comp}}}\n  mFocusedApp=ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n  mShowingLockscreen={locked} mShowingDream=false mDreamingLockscreen={locked}\n"
-                ))
+                out(window_dump(&comp, &ws, locked))
             }
             Some("activity") => {
                 let comp = match focus().await {
@@ -754,7 +770,13 @@ impl Commands {
             },
             Some("input_method") => {
                 let cur = self.st().current_ime.clone();
-                out(format!("  mCurMethodId={cur}\n"))
+                let shown = match self.device.window_state().await {
+                    Ok(w) => w.keyboard_shown.unwrap_or(false),
+                    Err(e) => return device_err("dumpsys", &e),
+                };
+                out(format!(
+                    "  mCurMethodId={cur}\n  mShowRequested={shown} mShowExplicitlyRequested=false mShowForced=false mInputShown={shown}\n"
+                ))
             }
             Some(other) => fail(1, format!("Can't find service: {other}\n")),
             None => fail(
@@ -1101,6 +1123,34 @@ impl Builtins for Commands {
             .cloned()
             .ok_or_else(|| "No such file or directory".into())
     }
+}
+
+/// `dumpsys window windows` as Android 14 writes it, trimmed to the lines readers use:
+/// each window top first (`Window #n Window{hash u0 TITLE}:`, its owner's `package=`,
+/// `ty=` in `mAttrs`, `mFrame`, `isOnScreen`, `isVisible`), then the focus and the
+/// lock screen.
+fn window_dump(comp: &str, ws: &droidpilot_core::device::WindowState, locked: bool) -> String {
+    let mut s = String::from("WINDOW MANAGER WINDOWS (dumpsys window windows)\n");
+    let hash = |i: usize| format!("{:07x}", 0x5e1_c2a0 + i * 0x1_0f3);
+    let mut focus = format!("Window{{{} u0 {comp}}}", hash(99));
+    for (i, w) in ws.windows.iter().enumerate() {
+        let name = format!("Window{{{} u0 {}}}", hash(i), w.title);
+        if w.focused {
+            focus = name.clone();
+        }
+        let [l, t, r, b] = w.bounds.unwrap_or([0, 0, 0, 0]);
+        let _ = write!(
+            s,
+            "  Window #{i} {name}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{9f1 4242:u0a10123}} mClient=android.os.BinderProxy@1c{i}\n    mOwnerUid=10123 showForAllUsers=false package={pkg} appop=NONE\n    mAttrs={{(0,0)(fillxfill) sim={{adjust=pan}} ty={ty} fmt=TRANSLUCENT}}\n    mViewVisibility=0x0 mHaveFrame=true mObscured=false\n    mFrame=[{l},{t}][{r},{b}] last=[{l},{t}][{r},{b}]\n    isOnScreen=true\n    isVisible=true\n",
+            pkg = w.package,
+            ty = w.kind,
+        );
+    }
+    let _ = write!(
+        s,
+        "\n  mCurrentFocus={focus}\n  mFocusedApp=ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n  mShowingLockscreen={locked} mShowingDream=false mDreamingLockscreen={locked}\n"
+    );
+    s
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 pub mod gaps;
 pub mod host;
+mod windows;
 mod worker;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -412,6 +413,26 @@ impl AdbDevice {
     }
 }
 
+/// `pm list packages --show-versioncode`: `package:NAME versionCode:N` a line (the
+/// version left out by an Android that does not know the flag).
+fn parse_packages(out: &str) -> Vec<AppInfo> {
+    out.lines()
+        .filter_map(|l| l.trim().strip_prefix("package:"))
+        .filter_map(|rest| {
+            let mut words = rest.split_whitespace();
+            let package = words.next()?.to_string();
+            let version = words
+                .find_map(|w| w.strip_prefix("versionCode:"))
+                .map(str::to_owned);
+            Some(AppInfo {
+                package,
+                label: None,
+                version,
+            })
+        })
+        .collect()
+}
+
 /// Width and height of a complete PNG (signature, IHDR first, IEND last), else `None`.
 fn png_size(png: &[u8]) -> Option<(u32, u32)> {
     const SIG: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -639,6 +660,10 @@ impl Device for AdbDevice {
             .ok_or_else(|| DeviceError::Protocol("dumpsys shows no focused app".into()))
     }
 
+    async fn window_state(&self) -> Result<crate::device::WindowState, DeviceError> {
+        Ok(windows::parse(&self.shell_ok(windows::COMMAND).await?))
+    }
+
     async fn locale(&self) -> Result<crate::device::DeviceLocale, DeviceError> {
         let out = self
             .shell_ok(
@@ -649,15 +674,8 @@ impl Device for AdbDevice {
     }
 
     async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError> {
-        Ok(self
-            .packages()
-            .await?
-            .into_iter()
-            .map(|package| AppInfo {
-                package,
-                label: None,
-            })
-            .collect())
+        let out = self.shell_ok("pm list packages --show-versioncode").await?;
+        Ok(parse_packages(&out))
     }
 
     async fn open_url(&self, url: &str) -> Result<(), DeviceError> {

@@ -70,6 +70,8 @@ pub struct RunnerConfig {
     pub stale_check: bool,
     /// Decisions faster than this act on the screen they read without a re-read.
     pub stale_check_after_ms: u64,
+    /// Told to the agent when the screen needs care (`agent::safety`); `[[runner.safety_directives]]`.
+    pub safety_directives: Vec<crate::agent::safety::SafetyDirective>,
 }
 
 impl Default for RunnerConfig {
@@ -97,6 +99,7 @@ impl Default for RunnerConfig {
             max_cost_usd: 0.0,
             stale_check: true,
             stale_check_after_ms: 1000,
+            safety_directives: crate::agent::safety::defaults(),
         }
     }
 }

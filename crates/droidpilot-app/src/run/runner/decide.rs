@@ -32,6 +32,7 @@ impl Runner {
         let n = st.step();
         self.check_typed(st, obs, draft);
         let mut ctx = self.context(st, obs);
+        self.safety(obs, &mut ctx, draft);
         st.saw(obs.repr.actionable_elements.clone());
         self.hooks.before_decide(st.at(), &mut ctx).await;
         let (stream, stop) = st.stream_and_stop();
@@ -98,6 +99,7 @@ impl Runner {
         device.app = obs.repr.app_package.clone();
         device.activity = obs.repr.activity.clone();
         device.keyboard_visible = obs.screen.as_ref().is_some_and(|s| s.keyboard_visible());
+        device.windows = obs.screen.as_deref().map(windows_in).unwrap_or_default();
         let diff = st
             .previous()
             .and_then(|before| ScreenDiff::between(before, &obs.repr.actionable_elements));
@@ -122,6 +124,25 @@ impl Runner {
         ctx
     }
 
+    /// The safety directives this screen calls for: into the agent's context (after the
+    /// screen's other per-step lines) and onto the step as annotations.
+    fn safety(&self, obs: &Observed, ctx: &mut AgentContext, draft: &mut StepDraft) {
+        let Some(screen) = &obs.screen else {
+            return;
+        };
+        let table = &self.cfg.safety_directives;
+        for d in crate::agent::safety::matching(table, screen, &obs.repr.actionable_elements) {
+            ctx.safety.push(d.say.clone());
+            draft
+                .step
+                .annotations
+                .push(crate::domain::Annotation::SafetyDirective {
+                    name: d.name.clone(),
+                    directive: d.say.clone(),
+                });
+        }
+    }
+
     /// Reads the installed apps and the locale for the agent's device context when the
     /// cached ones are older than `installed_apps_ttl_secs` (only for agents that read
     /// them). A device that cannot say leaves what was known.
@@ -132,13 +153,21 @@ impl Runner {
         }
         match device.installed_apps().await {
             Ok(apps) => {
-                let list = apps
-                    .into_iter()
-                    .map(|a| match a.label {
-                        Some(l) if !l.is_empty() => format!("{l} ({})", a.package),
-                        _ => a.package,
-                    })
-                    .collect();
+                let list = match &self.apps {
+                    Some(k) => k
+                        .describe(apps)
+                        .await
+                        .iter()
+                        .map(crate::apps::DescribedApp::prompt_line)
+                        .collect(),
+                    None => apps
+                        .into_iter()
+                        .map(|a| match a.label {
+                            Some(l) if !l.is_empty() => format!("{l} ({})", a.package),
+                            _ => a.package,
+                        })
+                        .collect(),
+                };
                 st.learn_apps(list);
             }
             Err(e) => tracing::debug!(error = %e, "could not list the installed apps"),
@@ -224,4 +253,18 @@ impl Runner {
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// The packages of the dump's windows (its top-level nodes), top first, each once.
+fn windows_in(screen: &crate::screen::Screen) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for &r in screen.tree.roots.iter().rev() {
+        let Some(n) = screen.tree.nodes.get(r) else {
+            continue;
+        };
+        if !n.package.is_empty() && !out.contains(&n.package) {
+            out.push(n.package.clone());
+        }
+    }
+    out
 }

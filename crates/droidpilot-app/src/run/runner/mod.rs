@@ -85,6 +85,9 @@ pub struct Runner {
     /// Pause / manual actions / resume of the tasks this runner runs (`run::takeover`):
     /// the take-over hook the boundary asks after `hooks`.
     pub takeovers: Arc<TakeOvers>,
+    /// Describes the installed apps in the agents' device context (`with_apps`); without
+    /// it they are listed by label.
+    pub apps: Option<crate::apps::AppKnowledge>,
 }
 
 /// How the loop ended.
@@ -171,7 +174,14 @@ impl Runner {
             repr: ReprOptions::default(),
             pool: None,
             takeovers: Arc::new(TakeOvers::default()),
+            apps: None,
         }
+    }
+
+    /// Lists the installed apps to agents with what each can do (`apps`).
+    pub fn with_apps(mut self, apps: crate::apps::AppKnowledge) -> Self {
+        self.apps = Some(apps);
+        self
     }
 
     /// Waits on `pool` for a dropped device instead of reconnecting it itself.

@@ -421,6 +421,10 @@ impl Runner {
             fixed_index,
             typed_password,
         } = r;
+        let mut events = events;
+        if let Some(TaskEvent::StepExecuted { eta, .. }) = events.last_mut() {
+            *eta = st.estimate_with(&step);
+        }
         self.write(st.stream(), &step, events).await?;
         if let (Some(i), Some(text)) = (fixed_index, typed_password) {
             self.mask_stored_action(st.task(), i, &text).await?;
@@ -564,5 +568,6 @@ fn executed_event(step: &Step) -> TaskEvent {
         model_calls: step.model_calls,
         replay: step.replay.clone(),
         by: step.by.clone(),
+        eta: None,
     }
 }

@@ -88,7 +88,16 @@ impl Runner {
         // next step tries afresh rather than act blind).
         let next = obs.filter(|o| self.cfg.step_delay_ms == 0 && o.screen.is_some());
         st.settled(idle, next);
-        draft.ok(changed, Some(ran.detail));
+        // The tool's result carries how long the device took to do it.
+        let mut detail = ran.detail;
+        let ms = serde_json::Value::from(draft.step.timings.action_ms);
+        match &mut detail {
+            serde_json::Value::Object(m) => {
+                m.entry("duration_ms").or_insert(ms);
+            }
+            d => *d = serde_json::json!({"duration_ms": ms, "detail": d.take()}),
+        }
+        draft.ok(changed, Some(detail));
         if let Some((original, error)) = ran.replaced {
             draft.replaced(&original, &error);
         }

@@ -77,6 +77,8 @@ pub(super) struct RunState<'t> {
     replanned_when_stuck: bool,
     /// Text the last step typed, to check against the field on the next screen.
     typed: Option<(u32, String)>,
+    /// The agent's steps' durations so far (ms), for the time-left estimate.
+    durations: Vec<u64>,
     /// When the store's cancel flag was read last (`cancel_poll_due`).
     cancel_polled: Instant,
     /// The layout hash the last step's action settled at, to notice a change nobody in
@@ -226,6 +228,18 @@ impl RunState<'_> {
         self.device_ctx.country = l.country;
     }
 
+    /// The time the task has left once `step` is recorded (`domain::eta`): the agent's
+    /// steps' median duration, `step` counted, times the steps still expected.
+    pub fn estimate_with(&self, step: &Step) -> Option<crate::domain::Estimate> {
+        let mut d = self.durations.clone();
+        if step.by.is_none() {
+            d.push(crate::domain::eta::step_ms(&step.timings));
+        }
+        let spec = &self.task.spec;
+        let planned = crate::domain::eta::planned_steps(spec.agent.as_ref());
+        crate::domain::eta::estimate(&d, planned, spec.max_steps)
+    }
+
     /// Verify: the stuck detector's word on this step's screen and action.
     pub fn check_stuck(&mut self, content: Option<u64>, action: &Action) -> Stuck {
         self.stuck.observe(content, action)
@@ -269,6 +283,10 @@ impl RunState<'_> {
     /// and `notes`.
     pub fn step_published(&mut self, step: &Step, memory: Option<StepRecord>, notes: Vec<Note>) {
         self.counter.recorded += 1;
+        if step.by.is_none() {
+            self.durations
+                .push(crate::domain::eta::step_ms(&step.timings));
+        }
         self.spent.add(step);
         if let Some(mut m) = memory {
             m.failed = step.outcome.status != StepStatus::Ok;
@@ -374,6 +392,7 @@ impl<'t> RunState<'t> {
             previous: None,
             replanned_when_stuck: false,
             typed: None,
+            durations: Vec::new(),
             cancel_polled: started,
             settled: None,
             spent: Spent::of(task),
@@ -437,6 +456,7 @@ mod tests {
             previous: None,
             replanned_when_stuck: false,
             typed: None,
+            durations: Vec::new(),
             cancel_polled: started,
             settled: Some(7),
             spent: Spent::default(),
