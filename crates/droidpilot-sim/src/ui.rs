@@ -51,6 +51,9 @@ pub struct Ctx {
     pub overflow: Option<u64>,
     /// Seed of the `confirm_destructive` drift: destructive actions ask first.
     pub confirm: Option<u64>,
+    /// Where the keyboard's top lies in this layout's coordinates, when it is not the
+    /// screen's (a split-screen window: `split`); `i32::MAX` for a window it never covers.
+    pub ime_top: Option<i32>,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -76,6 +79,7 @@ impl Ctx {
             grid: None,
             overflow: None,
             confirm: None,
+            ime_top: None,
         }
     }
     /// Design pixels → device pixels.
@@ -94,7 +98,7 @@ impl Ctx {
         self.d(STATUS_BAR + TOOLBAR)
     }
     pub fn keyboard_top(&self) -> i32 {
-        self.h - self.keyboard_height()
+        self.ime_top.unwrap_or(self.h - self.keyboard_height())
     }
     /// The keyboard's height: its design height, at most half the screen (landscape).
     pub fn keyboard_height(&self) -> i32 {
@@ -104,7 +108,7 @@ impl Ctx {
     /// it is shown (adjustResize), the screen bottom otherwise.
     pub fn bottom(&self, st: &PhoneState) -> i32 {
         if st.keyboard {
-            self.keyboard_top()
+            self.keyboard_top().min(self.h)
         } else {
             self.h
         }
@@ -957,6 +961,12 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         }
         Fg::Drawer => windows.push(launcher(st, cx, true)),
         Fg::Recents => windows.push(recents(st, cx)),
+        Fg::App(_) if st.split.is_some() => {
+            let s = st.split.expect("checked");
+            windows.extend(super::split::windows(&s, st, cx, &|app, c| {
+                app_window(app, st, c, stamp)
+            }));
+        }
         Fg::App(app) => windows.push(app_window(app, st, cx, stamp)),
     }
     windows.push(status_bar(st, cx));
