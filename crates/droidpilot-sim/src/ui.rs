@@ -826,7 +826,7 @@ fn lock_screen(st: &PhoneState, cx: &Ctx) -> Window {
     Window::new(SYSTEMUI, root)
 }
 
-/// In landscape and on tablets (a shorter side over 1080 px), a page taller than the app's area (a form, the alarm editor, a product
+/// In landscape, on tablets (a shorter side over 1080 px) and in a split-screen window, a page taller than the app's area (a form, the alarm editor, a product
 /// page) scrolls as one, as a ScrollView does, and a focused field is scrolled above the
 /// keyboard (adjustResize) until the user scrolls it. Pages with a list already scroll; bars anchored to the
 /// bottom stay. The offset is `st.scroll["page:…"]`.
@@ -902,7 +902,8 @@ fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
     if stamp {
         super::identity::stamp(&mut root);
     }
-    if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
+    // A split-screen window (its own keyboard line) is as short as a landscape phone.
+    if cx.w > cx.h || cx.w.min(cx.h) > 1080 || cx.ime_top.is_some() {
         scroll_page(&mut root, cx, st, app);
     }
     if let Some(seed) = cx.moved {

@@ -140,6 +140,19 @@ pub enum Annotation {
         /// How long the decision had taken (ms from the observation to the check).
         age_ms: u64,
     },
+    /// A split-screen task (the `split` agent): which window this step was for, and
+    /// what happened there (`acted`, `focused`: a tap that gave the window the focus
+    /// before its key or typing, `finished`, `refused`: its action left the window).
+    Window {
+        /// `top` or `bottom`.
+        window: String,
+        /// The window's app, as the task named it.
+        app: String,
+        event: String,
+        /// What the window's agent answered (`finished`), or why its action was refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
     /// A chain passed the step from one agent to the next.
     Switch {
         from: String,
