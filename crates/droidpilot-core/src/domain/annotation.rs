@@ -171,15 +171,17 @@ pub enum Annotation {
         age_ms: u64,
     },
     /// A split-screen task (the `split` agent): which window this step was for, and
-    /// what happened there (`acted`, `focused`: a tap that gave the window the focus
-    /// before its key or typing, `finished`, `refused`: its action left the window).
+    /// what happened there: `split` (the first step, both apps put on screen), `acted`,
+    /// `focused` (a tap that gave the window the focus before its key or typing),
+    /// `finished`. An action outside its window is a rejected step instead.
     Window {
-        /// `top` or `bottom`.
+        /// `top`, `bottom`, or `both` (the `split` step).
         window: String,
         /// The window's app, as the task named it.
         app: String,
         event: String,
-        /// What the window's agent answered (`finished`), or why its action was refused.
+        /// What the window's agent answered (`finished`), or how its action was fitted
+        /// to the window.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
