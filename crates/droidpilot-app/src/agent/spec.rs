@@ -968,7 +968,7 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(
             err(json!({"kind": "visoin"})).to_string(),
-            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow"
+            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow, split"
         );
         assert_eq!(
             err(json!({"kind": "navigator", "format": "mai-ui"})).field,
@@ -986,7 +986,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal, windows"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),
@@ -1025,7 +1025,7 @@ mod tests {
         let replay = json!({"kind": "replay", "actions": []});
         assert_eq!(
             msg(json!({"kind": "chain", "agents": [replay, {"kind": "visoin"}]})),
-            "agent.agents[1].kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow"
+            "agent.agents[1].kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow, split"
         );
         assert_eq!(
             msg(json!({"kind": "chain", "agents": [replay, {"kind": "replay", "actions": {}}]})),
@@ -1041,7 +1041,7 @@ mod tests {
         );
         assert_eq!(
             msg(json!({"kind": 3})),
-            "agent.kind: expected a string, one of navigator, vision, replay, script, planned, chain, flow"
+            "agent.kind: expected a string, one of navigator, vision, replay, script, planned, chain, flow, split"
         );
         assert_eq!(msg(json!({"model": " "})), "agent.model: must not be empty");
         assert_eq!(
