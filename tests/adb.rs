@@ -743,3 +743,109 @@ async fn keyboard_windows_and_locale_are_read_over_adb() {
     );
     adbd.shutdown();
 }
+
+/// Split-screen over ADB, by the phone's Android version: WM Shell's `moveToSideStage`
+/// on Android 13+, `am start --windowingMode 3/4` on 9–12, refused on 12L and before 9;
+/// the dump read back through the real `adb` shows both apps and the divider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_screen_over_adb_follows_the_android_version() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dev = AdbDevice::new(serial.clone(), AdbOptions::local(server.port));
+    let app = |s: &str| {
+        AppRef::Package(
+            match s {
+                "Messages" => "com.google.android.apps.messaging",
+                "Notes" => "com.google.android.keep",
+                _ => "com.droidpilot.shop",
+            }
+            .into(),
+        )
+    };
+    let set_sdk = |sdk: &str| {
+        adbd.state()
+            .lock()
+            .unwrap()
+            .props
+            .insert("ro.build.version.sdk".into(), sdk.into());
+    };
+    let packages = |sim: &SimDevice| -> Vec<String> {
+        sim.app_windows()
+            .iter()
+            .map(|w| w.app.package().to_string())
+            .collect()
+    };
+    let ran = |adbd: &Adbd, needle: &str| {
+        adbd.executed()
+            .iter()
+            .any(|argv| argv.join(" ").contains(needle))
+    };
+
+    // Android 14 (the sim's default): both started, then the side stage.
+    dev.split_screen(&app("Messages"), &app("Notes"))
+        .await
+        .unwrap();
+    assert_eq!(
+        packages(&sim),
+        [
+            "com.google.android.apps.messaging",
+            "com.google.android.keep"
+        ]
+    );
+    assert!(ran(&adbd, "WMShell splitscreen moveToSideStage"));
+    let o = server.adb(&["-s", &serial, "shell", "uiautomator", "dump", "/dev/tty"]);
+    let dump = String::from_utf8_lossy(&o.stdout);
+    assert!(dump.contains("com.android.systemui:id/docked_divider_handle"));
+    assert!(dump.contains("package=\"com.google.android.keep\""));
+    let windows = dev.windows().await.unwrap();
+    assert_eq!(windows[0].package, "com.google.android.apps.messaging");
+
+    // Android 11: the windowing modes, typed by hand with the real adb too.
+    sim.reset();
+    set_sdk("30");
+    dev.split_screen(&app("Shop"), &app("Notes")).await.unwrap();
+    assert_eq!(
+        packages(&sim),
+        ["com.droidpilot.shop", "com.google.android.keep"]
+    );
+    assert!(ran(&adbd, "am start --windowingMode 4"));
+    sim.reset();
+    for (mode, c) in [
+        ("3", "com.google.android.keep/.MainActivity"),
+        ("4", "com.android.chrome/.MainActivity"),
+    ] {
+        let o = server.adb(&[
+            "-s",
+            &serial,
+            "shell",
+            "am",
+            "start",
+            "--windowingMode",
+            mode,
+            "-n",
+            c,
+        ]);
+        assert!(o.status.success(), "{o:?}");
+    }
+    assert_eq!(
+        packages(&sim),
+        ["com.google.android.keep", "com.android.chrome"]
+    );
+
+    // Android 12L and Android 8.1: refused, saying why; nothing changes on the phone.
+    for (sdk, says) in [("32", "12L"), ("27", "API 28")] {
+        sim.reset();
+        set_sdk(sdk);
+        let err = dev
+            .split_screen(&app("Messages"), &app("Notes"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, DeviceError::Unsupported(_)), "{err:?}");
+        assert!(err.to_string().contains(says), "{err}");
+        assert!(sim.state().split.is_none());
+    }
+    adbd.shutdown();
+}

@@ -130,7 +130,8 @@ base_url = "http://user:pw@gpu:8000/v1?token=abc"
             "script",
             "planned",
             "chain",
-            "flow"
+            "flow",
+            "split"
         ]),
         "every kind a task may name, in the form's order"
     );

@@ -353,6 +353,63 @@ async fn a_late_plan_becomes_guidance_without_holding_the_acting_agent() {
     );
 }
 
+/// A plan that recommends split-screen (seed 002's `splitScreen`) puts the two apps side
+/// by side at the next step, once, and the acting agent reads it in its guidance.
+#[tokio::test]
+async fn a_split_screen_recommendation_puts_both_apps_on_screen() {
+    let mut p: Value = serde_json::from_str(
+        plan_json("Two apps", None)
+            .trim_start_matches("Here is the plan:\n```json\n")
+            .trim_end_matches("\n```"),
+    )
+    .unwrap();
+    p["splitScreen"] =
+        json!({"top": "Clock", "bottom": "Notes", "reason": "read one, write the other"});
+    let roles = Roles {
+        plans: vec![PlanReply {
+            delay_ms: 0,
+            status: 200,
+            text: p.to_string(),
+        }],
+        verdicts: vec![r#"{"done": true, "reason": "done"}"#.into()],
+        ..Default::default()
+    };
+    let acting = [CLOCK, NOTES, CONTACTS, SETTINGS, DONE];
+    let r = run_paced(
+        &acting,
+        Duration::from_millis(100),
+        roles,
+        no_progress_checks(),
+        20,
+    )
+    .await;
+    assert_eq!(r.task["status"], "succeeded", "{:?}", r.task);
+    let names: Vec<&str> = r
+        .steps
+        .iter()
+        .map(|s| s["action"]["action"].as_str().unwrap_or(""))
+        .collect();
+    let split: Vec<usize> = (0..names.len())
+        .filter(|&i| names[i] == "split_screen")
+        .collect();
+    assert_eq!(split.len(), 1, "{names:?}");
+    let at = split[0];
+    assert_eq!(r.steps[at]["outcome"]["status"], "ok", "{:?}", r.steps[at]);
+    assert_eq!(r.steps[at]["action"]["top"], "Clock");
+    let windows = r.steps[at]["outcome"]["detail"]["windows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(windows.len(), 2, "{windows:?}");
+    // The acting agent's later prompts carry the recommendation.
+    assert!(
+        r.acting_prompts
+            .last()
+            .unwrap()
+            .contains("Split-screen: Clock above Notes")
+    );
+}
+
 #[tokio::test]
 async fn a_failing_planner_never_fails_the_task() {
     let roles = Roles {

@@ -188,6 +188,11 @@ impl Core {
         .with_hook(Arc::new(CustomActionHook {
             name: crate::run::app_control::CLEAR.into(),
             handler: Arc::new(crate::run::app_control::AppControl { clear: true }),
+        }))
+        // The `split` agent's first step (`agent::split`).
+        .with_hook(Arc::new(CustomActionHook {
+            name: crate::run::split_screen::NAME.into(),
+            handler: Arc::new(crate::run::split_screen::SplitScreenAction),
         }));
         runner.mcp = registry.clone();
         mcp.settled(Duration::from_secs(config.mcp.startup_wait_secs))

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::{AppRef, Key, Orientation, PixelPoint, ScreenSize};
+use crate::domain::{AppRef, Bounds, Key, Orientation, PixelPoint, ScreenSize};
 
 /// What a device is, as far as callers care.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -188,6 +188,16 @@ pub struct AppInfo {
     pub version: Option<String>,
 }
 
+/// An app window on screen: one full-screen window usually, two in split-screen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AppWindow {
+    pub package: String,
+    /// Where the window lies, in pixels.
+    pub bounds: Bounds,
+    /// The window that has the input focus (the one `current_app` names).
+    pub focused: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ScreenState {
     pub awake: bool,
@@ -345,6 +355,29 @@ pub trait Device: Send + Sync {
                 focused: true,
             }],
         })
+    }
+
+    /// Puts two apps on screen at once in split-screen, `top` above `bottom` (left and
+    /// right in landscape), the top one focused. A backend or Android version that cannot
+    /// is refused with `Unsupported`, saying why.
+    async fn split_screen(&self, top: &AppRef, bottom: &AppRef) -> Result<(), DeviceError> {
+        let _ = (top, bottom);
+        Err(DeviceError::Unsupported(
+            "split-screen on this backend".into(),
+        ))
+    }
+
+    /// The app windows on screen, with their packages and bounds: two in split-screen.
+    /// The default is the focused app over the whole screen (none on the launcher is not
+    /// told apart), from `current_app` and `info`.
+    async fn windows(&self) -> Result<Vec<AppWindow>, DeviceError> {
+        let app = self.current_app().await?;
+        let size = self.info().await?.screen;
+        Ok(vec![AppWindow {
+            package: app.package,
+            bounds: Bounds::new(0, 0, size.width as i32, size.height as i32),
+            focused: true,
+        }])
     }
 
     /// A cheap liveness probe for the pool's health checks (an `echo` over adb).

@@ -18,7 +18,7 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `split` (two apps in split-screen windows), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod adbd;
 pub mod apps;
@@ -31,6 +31,7 @@ pub mod locale;
 pub mod redesign;
 pub mod renames;
 pub mod render;
+pub mod split;
 pub mod state;
 pub mod tasks;
 pub mod ui;
@@ -51,7 +52,7 @@ use droidpilot_core::domain::{AppRef, Key, Orientation, PixelPoint, ScreenSize};
 
 use droidpilot_core::device::ScreenshotData;
 use droidpilot_core::device::{
-    AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot,
+    AppInfo, AppWindow, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot,
 };
 
 pub use faults::{IDLE_STATE_ERROR, NULL_ROOT_ERROR, SimFaults};
@@ -455,6 +456,12 @@ impl SimDevice {
     pub fn apply(&self, cmd: Cmd) {
         self.lock().st.apply(cmd);
     }
+    /// The app windows on screen now (both halves in split-screen), with their bounds
+    /// and which has the focus; no clock movement.
+    pub fn app_windows(&self) -> Vec<split::AppWindow> {
+        let g = self.lock();
+        split::active_windows(&g.st, &self.ctx(&g.faults))
+    }
 
     /// The real time a command takes: its virtual duration when pacing is realistic, plus
     /// `pace_ms` after an action. Never holds the state lock.
@@ -536,9 +543,14 @@ impl SimDevice {
             return Ok(());
         }
         let cx = self.ctx(&g.faults);
+        if split::on_divider(&g.st, &cx, from.y) {
+            g.st.drag_divider(to.y, &cx);
+            return Ok(());
+        }
         let screen = ui::build(&g.st, &cx);
-        let (_, hit) =
+        let (win, hit) =
             screen.hit_window(from, &|w: &Widget| w.scroll.is_some() || w.slider.is_some());
+        Self::focus_touched(&mut g.st, &screen, win);
         match hit {
             Hit::Widget(w) if w.slider.is_some() => {
                 let touched = Touched {
@@ -628,6 +640,7 @@ impl SimDevice {
             }
             Key::Recents => {
                 g.st.dialog = None;
+                g.st.split = None;
                 g.st.fg = Fg::Recents;
                 g.st.focus = None;
                 g.st.keyboard = false;
@@ -649,6 +662,28 @@ impl SimDevice {
             None => g.st.home(),
         }
         Self::introduce(&mut g);
+        Ok(())
+    }
+
+    fn split_now(&self, top: &AppRef, bottom: &AppRef) -> Result<(), DeviceError> {
+        let app = |r: &AppRef| {
+            app_of(r)?.ok_or_else(|| {
+                DeviceError::InvalidInput(
+                    "the launcher cannot be put in a split-screen window; name an app".into(),
+                )
+            })
+        };
+        let (t, b) = (app(top)?, app(bottom)?);
+        if t == b {
+            return Err(DeviceError::InvalidInput(format!(
+                "{} cannot be in both split-screen windows; name two different apps",
+                t.label()
+            )));
+        }
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        g.st.advance(LAUNCH_MS);
+        g.st.start_split(t, b);
         Ok(())
     }
 
@@ -735,6 +770,7 @@ impl SimDevice {
                 || w.slider.is_some()
         };
         let (win, hit) = screen.hit_window(p, &want);
+        Self::focus_touched(&mut g.st, &screen, win);
         if let Hit::Widget(w) = hit {
             let in_dialog = win.is_some_and(|i| screen.windows[i].modal);
             let kind = match (long && w.on_long.is_some(), w.slider.is_some()) {
@@ -770,6 +806,16 @@ impl SimDevice {
         }
         Self::after_input(&mut g);
         Ok(())
+    }
+
+    /// In split-screen, the window a touch landed in takes the focus first.
+    fn focus_touched(st: &mut PhoneState, screen: &Screen, win: Option<usize>) {
+        let touched = win
+            .and_then(|i| screen.windows.get(i))
+            .and_then(|w| AppId::find(&w.package));
+        if let Some(app) = touched {
+            st.focus_window(app);
+        }
     }
 
     fn set_awake(st: &mut PhoneState, awake: bool) {
@@ -1095,6 +1141,29 @@ impl Device for SimDevice {
     /// The app starts as on a new virtual phone (its data and pages reset).
     async fn clear_app_data(&self, package: &str) -> Result<(), DeviceError> {
         self.app_data_op(package, true).await
+    }
+
+    /// Both apps launched (their pages kept), side by side, the top one focused.
+    async fn split_screen(&self, top: &AppRef, bottom: &AppRef) -> Result<(), DeviceError> {
+        let r = self.split_now(top, bottom);
+        self.charge(DeviceOp::Am, 0).await;
+        self.pace(LAUNCH_MS, true).await;
+        r
+    }
+
+    async fn windows(&self) -> Result<Vec<AppWindow>, DeviceError> {
+        self.charge(DeviceOp::Dumpsys, 0).await;
+        let mut g = self.lock();
+        self.begin(&mut g)?;
+        let cx = self.ctx(&g.faults);
+        Ok(split::active_windows(&g.st, &cx)
+            .into_iter()
+            .map(|w| AppWindow {
+                package: w.app.package().into(),
+                bounds: w.bounds,
+                focused: w.focused,
+            })
+            .collect())
     }
 
     /// Waiting on the virtual phone is its clock moving; real time passes only when the

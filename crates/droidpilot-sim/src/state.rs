@@ -465,6 +465,10 @@ pub struct PhoneState {
     /// The apps that showed their "what's new" dialog (the `whats_new_dialog` drift).
     #[serde(default)]
     pub introduced: std::collections::BTreeSet<AppId>,
+    /// Two apps side by side (`split`); the focused one is `fg`. None: one app (or the
+    /// launcher) fills the screen.
+    #[serde(default)]
+    pub split: Option<super::split::Split>,
 }
 
 pub const HOUR_MS: u64 = 3_600_000;
@@ -574,6 +578,7 @@ impl Default for PhoneState {
             browser: Browser::default(),
             shop: Shop::default(),
             introduced: Default::default(),
+            split: None,
         }
     }
 }
@@ -645,6 +650,10 @@ impl PhoneState {
         self.opened();
     }
     pub fn launch(&mut self, app: AppId) {
+        // Another app than the two of a split opens full screen, ending split-screen.
+        if self.split.is_some_and(|s| s.half_of(app).is_none()) {
+            self.split = None;
+        }
         self.dialog = None;
         let fresh = !self.stacks.contains_key(&app);
         if fresh {
@@ -661,6 +670,9 @@ impl PhoneState {
 
     /// Force-stops `app`: its pages are gone, so its next launch starts afresh.
     pub fn stop(&mut self, app: AppId) {
+        if let Some(other) = self.split_partner(app) {
+            self.end_split(other);
+        }
         self.stacks.remove(&app);
         self.recents.retain(|a| *a != app);
         if self.fg == Fg::App(app) {
@@ -713,6 +725,7 @@ impl PhoneState {
 
     pub fn home(&mut self) {
         self.dialog = None;
+        self.split = None;
         self.fg = Fg::Home;
         self.opened();
     }
@@ -745,6 +758,10 @@ impl PhoneState {
                 if stack.len() > 1 {
                     stack.pop();
                     self.opened();
+                } else if let Some(other) = self.split_partner(app) {
+                    // In split-screen the window goes to the background and the other
+                    // app fills the screen.
+                    self.end_split(other);
                 } else {
                     // Since Android 12 back on a root activity moves the task to the
                     // background instead of finishing it: the app keeps its state.

@@ -51,6 +51,9 @@ pub struct Ctx {
     pub overflow: Option<u64>,
     /// Seed of the `confirm_destructive` drift: destructive actions ask first.
     pub confirm: Option<u64>,
+    /// Where the keyboard's top lies in this layout's coordinates, when it is not the
+    /// screen's (a split-screen window: `split`); `i32::MAX` for a window it never covers.
+    pub ime_top: Option<i32>,
 }
 
 pub const STATUS_BAR: i32 = 84;
@@ -76,6 +79,7 @@ impl Ctx {
             grid: None,
             overflow: None,
             confirm: None,
+            ime_top: None,
         }
     }
     /// Design pixels → device pixels.
@@ -94,7 +98,7 @@ impl Ctx {
         self.d(STATUS_BAR + TOOLBAR)
     }
     pub fn keyboard_top(&self) -> i32 {
-        self.h - self.keyboard_height()
+        self.ime_top.unwrap_or(self.h - self.keyboard_height())
     }
     /// The keyboard's height: its design height, at most half the screen (landscape).
     pub fn keyboard_height(&self) -> i32 {
@@ -104,7 +108,7 @@ impl Ctx {
     /// it is shown (adjustResize), the screen bottom otherwise.
     pub fn bottom(&self, st: &PhoneState) -> i32 {
         if st.keyboard {
-            self.keyboard_top()
+            self.keyboard_top().min(self.h)
         } else {
             self.h
         }
@@ -822,7 +826,7 @@ fn lock_screen(st: &PhoneState, cx: &Ctx) -> Window {
     Window::new(SYSTEMUI, root)
 }
 
-/// In landscape and on tablets (a shorter side over 1080 px), a page taller than the app's area (a form, the alarm editor, a product
+/// In landscape, on tablets (a shorter side over 1080 px) and in a split-screen window, a page taller than the app's area (a form, the alarm editor, a product
 /// page) scrolls as one, as a ScrollView does, and a focused field is scrolled above the
 /// keyboard (adjustResize) until the user scrolls it. Pages with a list already scroll; bars anchored to the
 /// bottom stay. The offset is `st.scroll["page:…"]`.
@@ -898,7 +902,8 @@ fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
     if stamp {
         super::identity::stamp(&mut root);
     }
-    if cx.w > cx.h || cx.w.min(cx.h) > 1080 {
+    // A split-screen window (its own keyboard line) is as short as a landscape phone.
+    if cx.w > cx.h || cx.w.min(cx.h) > 1080 || cx.ime_top.is_some() {
         scroll_page(&mut root, cx, st, app);
     }
     if let Some(seed) = cx.moved {
@@ -957,6 +962,12 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
         }
         Fg::Drawer => windows.push(launcher(st, cx, true)),
         Fg::Recents => windows.push(recents(st, cx)),
+        Fg::App(_) if st.split.is_some() => {
+            let s = st.split.expect("checked");
+            windows.extend(super::split::windows(&s, st, cx, &|app, c| {
+                app_window(app, st, c, stamp)
+            }));
+        }
         Fg::App(app) => windows.push(app_window(app, st, cx, stamp)),
     }
     windows.push(status_bar(st, cx));

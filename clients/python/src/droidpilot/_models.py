@@ -57,7 +57,7 @@ CompletionCode = Literal[
     "cancelled",
     "interrupted",
 ]
-AgentKind = Literal["navigator", "vision", "replay", "script", "planned", "chain", "flow"]
+AgentKind = Literal["navigator", "vision", "replay", "script", "planned", "chain", "flow", "split"]
 InterventionKind = Literal["ask_user", "manual_action", "external_change"]
 StepStatus = Literal["ok", "failed", "skipped", "rejected"]
 

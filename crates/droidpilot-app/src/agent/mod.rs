@@ -20,6 +20,7 @@ pub mod secrets;
 pub mod servers;
 pub mod spec;
 mod spec_de;
+pub mod split;
 pub mod vision;
 
 use std::time::{Duration, Instant};

@@ -49,6 +49,8 @@ pub enum AgentKind {
     Chain,
     /// Runs a Maestro flow with Maestro's semantics, no model.
     Flow,
+    /// Two apps in split-screen, an agent loop per window (seed 002).
+    Split,
 }
 
 /// Which agent runs a task. Absent fields come from the configuration. Read with
@@ -165,6 +167,11 @@ pub struct AgentSpec {
     /// Flow agents: rewrite a flow whose selector broke (not available yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
+    /// Split agents only: the top and the bottom window, each an app, a goal and
+    /// optionally its own agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub windows: Option<Vec<super::split::WindowSpec>>,
 }
 
 /// A field of the `agent` object that is wrong, and why.
@@ -345,6 +352,10 @@ impl AgentSpec {
                 self.flow_program()?;
                 return Ok(kind);
             }
+            AgentKind::Split => {
+                super::split::validate_split(self, defaults)?;
+                return Ok(kind);
+            }
             _ => {}
         }
         if self.format.is_some() && kind != AgentKind::Vision {
@@ -493,6 +504,29 @@ impl AgentSpec {
                     "is for planned agents only (\"kind\": \"planned\")",
                 ));
             }
+        }
+        if self.windows.is_some() && kind != AgentKind::Split {
+            return Err(SpecError::new(
+                "windows",
+                "is for split agents only (\"kind\": \"split\")",
+            ));
+        }
+        if kind == AgentKind::Split {
+            refuse_set(
+                &[
+                    ("format", self.format.is_some()),
+                    ("provider", self.provider.is_some()),
+                    ("model", self.model.is_some()),
+                    ("base_url", self.base_url.is_some()),
+                    ("server", self.server.is_some()),
+                    ("actions", self.actions.is_some()),
+                    ("on_error", self.on_error.is_some()),
+                    ("script", self.script.is_some()),
+                    ("inputs", self.inputs.is_some()),
+                    ("recovery", self.recovery.is_some()),
+                ],
+                "belongs to a window's agent: set it in `windows[i].agent`",
+            )?;
         }
         if self.agents.is_some() && kind != AgentKind::Chain {
             return Err(SpecError::new(
@@ -712,6 +746,9 @@ impl AgentDefaults {
         if matches!(kind, AgentKind::Planned | AgentKind::Chain) {
             return super::composite::missing_key(spec, kind, self, &env);
         }
+        if kind == AgentKind::Split {
+            return super::split::missing_key(spec, self, &env);
+        }
         if matches!(kind, AgentKind::Replay | AgentKind::Flow)
             || (kind == AgentKind::Script && spec.recovery != Some(true))
         {
@@ -839,6 +876,9 @@ pub fn build_recording_agent(
     if kind == AgentKind::Chain {
         return super::composite::build_chain(spec, defaults);
     }
+    if kind == AgentKind::Split {
+        return super::split::build_split(spec, defaults);
+    }
     let cfg = spec.model_config(kind, defaults);
     cfg.validate()
         .map_err(|e| SpecError::new("base_url", e.to_string()))?;
@@ -952,7 +992,7 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(
             err(json!({"kind": "visoin"})).to_string(),
-            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow"
+            "agent.kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow, split"
         );
         assert_eq!(
             err(json!({"kind": "navigator", "format": "mai-ui"})).field,
@@ -970,7 +1010,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal, windows"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),
@@ -1009,7 +1049,7 @@ mod tests {
         let replay = json!({"kind": "replay", "actions": []});
         assert_eq!(
             msg(json!({"kind": "chain", "agents": [replay, {"kind": "visoin"}]})),
-            "agent.agents[1].kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow"
+            "agent.agents[1].kind: unknown value `visoin` (did you mean `vision`?); allowed: navigator, vision, replay, script, planned, chain, flow, split"
         );
         assert_eq!(
             msg(json!({"kind": "chain", "agents": [replay, {"kind": "replay", "actions": {}}]})),
@@ -1025,7 +1065,7 @@ mod tests {
         );
         assert_eq!(
             msg(json!({"kind": 3})),
-            "agent.kind: expected a string, one of navigator, vision, replay, script, planned, chain, flow"
+            "agent.kind: expected a string, one of navigator, vision, replay, script, planned, chain, flow, split"
         );
         assert_eq!(msg(json!({"model": " "})), "agent.model: must not be empty");
         assert_eq!(

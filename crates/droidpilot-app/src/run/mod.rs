@@ -17,6 +17,7 @@ pub mod relay;
 pub mod runner;
 pub mod scheduler;
 pub mod scroll_find;
+pub mod split_screen;
 pub mod stop;
 pub mod stuck;
 pub mod takeover;

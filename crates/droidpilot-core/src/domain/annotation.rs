@@ -49,6 +49,23 @@ pub struct Plan {
     pub recommended: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<String>,
+    /// Seed 002's `splitScreen` recommendation: the task is best done with two apps on
+    /// screen at once (`split_screen`, or `splitScreen` as the seed names it).
+    #[serde(
+        default,
+        alias = "splitScreen",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub split_screen: Option<SplitRecommendation>,
+}
+
+/// Two apps the planner would have side by side, `top` above `bottom`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SplitRecommendation {
+    pub top: String,
+    pub bottom: String,
+    #[serde(default)]
+    pub reason: String,
 }
 
 impl Plan {
@@ -86,6 +103,19 @@ impl Plan {
         }
         if let Some(d) = &self.diagnosis {
             let _ = writeln!(s, "\nDiagnosis: {d}");
+        }
+        if let Some(r) = &self.split_screen {
+            let _ = writeln!(
+                s,
+                "\nSplit-screen: {} above {}{}. The phone shows both; act in the window of the app each step needs.",
+                r.top,
+                r.bottom,
+                if r.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", r.reason)
+                }
+            );
         }
         s
     }
@@ -147,6 +177,21 @@ pub enum Annotation {
         name: String,
         /// What the agent was told.
         directive: String,
+    },
+    /// A split-screen task (the `split` agent): which window this step was for, and
+    /// what happened there: `split` (the first step, both apps put on screen), `acted`,
+    /// `focused` (a tap that gave the window the focus before its key or typing),
+    /// `finished`. An action outside its window is a rejected step instead.
+    Window {
+        /// `top`, `bottom`, or `both` (the `split` step).
+        window: String,
+        /// The window's app, as the task named it.
+        app: String,
+        event: String,
+        /// What the window's agent answered (`finished`), or how its action was fitted
+        /// to the window.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
     },
     /// A chain passed the step from one agent to the next.
     Switch {
@@ -235,7 +280,25 @@ mod tests {
             ],
             recommended: 0,
             diagnosis: Some("tapped the wrong tab".into()),
+            split_screen: None,
         }
+    }
+
+    /// The planner may recommend split-screen, under the seed's name too.
+    #[test]
+    fn a_split_screen_recommendation_is_read_and_shown() {
+        let p: Plan = serde_json::from_str(
+            r#"{"approaches": [], "splitScreen": {"top": "Messages", "bottom": "Notes", "reason": "copy across"}}"#,
+        )
+        .unwrap();
+        let r = p.split_screen.clone().unwrap();
+        assert_eq!((r.top.as_str(), r.bottom.as_str()), ("Messages", "Notes"));
+        assert!(
+            p.guidance_text()
+                .contains("Split-screen: Messages above Notes (copy across)")
+        );
+        assert!(plan().split_screen.is_none());
+        assert!(!plan().guidance_text().contains("Split-screen"));
     }
 
     #[test]

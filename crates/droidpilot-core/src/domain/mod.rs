@@ -3,7 +3,10 @@
 
 pub mod action;
 pub mod annotation;
-pub use annotation::{Annotation, Approach, ModelCall, ModelRole, Plan, PlanTrigger, StaleOutcome};
+pub use annotation::{
+    Annotation, Approach, ModelCall, ModelRole, Plan, PlanTrigger, SplitRecommendation,
+    StaleOutcome,
+};
 pub mod element;
 pub mod geometry;
 pub mod shell;

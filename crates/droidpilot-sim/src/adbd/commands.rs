@@ -41,6 +41,9 @@ pub struct PhoneState {
     pub density_override: Option<u32>,
     /// Every simple command dispatched, in order (argv).
     pub executed: Vec<Vec<String>>,
+    /// The app `am start --windowingMode 3` put in split-screen's primary window, until
+    /// `--windowingMode 4` names the secondary.
+    pub split_primary: Option<String>,
 }
 
 impl PhoneState {
@@ -68,6 +71,7 @@ impl PhoneState {
             size_override: None,
             density_override: None,
             executed: Vec::new(),
+            split_primary: None,
         }
     }
 
@@ -133,6 +137,11 @@ fn keycode(arg: &str) -> Option<u32> {
     })
 }
 
+/// The task id the simulated phone gives the `i`-th installed app.
+fn task_id(i: usize) -> usize {
+    20 + i
+}
+
 fn parse_i32(s: &str) -> Option<i32> {
     s.parse::<f64>()
         .ok()
@@ -187,6 +196,7 @@ impl Commands {
             "getprop" => self.getprop(args).await,
             "settings" => self.settings(args).await,
             "ime" => self.ime(args),
+            "cmd" => self.cmd(args).await,
             _ => fail(127, format!("/system/bin/sh: {name}: not found\n")),
         }
     }
@@ -527,11 +537,13 @@ impl Commands {
 
     async fn am_start(&self, args: &[String]) -> CmdOutput {
         let (mut component, mut action, mut data) = (None, None, None);
+        let mut mode = None;
         let mut i = 0;
         while i < args.len() {
             let next = args.get(i + 1).cloned();
             match args[i].as_str() {
                 "-n" => component = next,
+                "--windowingMode" => mode = next,
                 "-a" => action = next,
                 "-d" => data = next,
                 "-W" | "-S" | "-R" | "--activity-clear-task" | "--activity-new-task" => {
@@ -553,6 +565,9 @@ impl Commands {
         }
         if let Some(c) = component {
             let pkg = c.split('/').next().unwrap_or("").to_string();
+            if let Some(m) = mode {
+                return self.start_in_split(&c, &pkg, &m).await;
+            }
             return match self.device.launch_app(&AppRef::Package(pkg)).await {
                 Ok(()) => out(format!("Starting: Intent {{ cmp={c} }}\n")),
                 Err(DeviceError::AppNotFound(_)) => fail(
@@ -577,6 +592,114 @@ impl Commands {
                 1,
                 "Error: the simulated phone starts activities by -n COMPONENT or -a android.intent.action.VIEW -d URL\n",
             ),
+        }
+    }
+
+    /// `am start --windowingMode 3|4 -n COMPONENT` (Android 9–12): the primary is
+    /// launched and remembered; the secondary puts both in split-screen.
+    async fn start_in_split(&self, component: &str, pkg: &str, mode: &str) -> CmdOutput {
+        let app = AppRef::Package(pkg.to_string());
+        let primary = self.st().split_primary.take();
+        let r = match (mode, primary) {
+            ("3", _) => {
+                self.st().split_primary = Some(pkg.to_string());
+                self.device.launch_app(&app).await
+            }
+            ("4", Some(top)) => self.device.split_screen(&AppRef::Package(top), &app).await,
+            ("1" | "4", None) => self.device.launch_app(&app).await,
+            (m, _) => {
+                return fail(
+                    255,
+                    format!(
+                        "Error: the simulated phone knows windowing modes 1, 3 and 4, not {m}\n"
+                    ),
+                );
+            }
+        };
+        match r {
+            Ok(()) => out(format!("Starting: Intent {{ cmp={component} }}\n")),
+            Err(e) => device_err("am", &e),
+        }
+    }
+
+    /// `cmd package resolve-activity --brief [-c CATEGORY] PACKAGE`: the launcher
+    /// activity, as `pkg/.MainActivity` (the phone launches by package).
+    async fn cmd(&self, args: &[String]) -> CmdOutput {
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        if words.get(..2) != Some(&["package", "resolve-activity"]) {
+            return fail(
+                255,
+                "cmd: the simulated phone knows `cmd package resolve-activity --brief PACKAGE`\n",
+            );
+        }
+        let pkg = args.last().cloned().unwrap_or_default();
+        match self.packages().await {
+            Ok(all) if all.contains(&pkg) => out(format!(
+                "priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false\n{pkg}/.MainActivity\n"
+            )),
+            Ok(_) => out("No activity found\n"),
+            Err(e) => device_err("cmd", &e),
+        }
+    }
+
+    /// The tasks `dumpsys activity activities` lists: every app, its task id its place in
+    /// the installed list (stable for a phone), the foreground first.
+    async fn task_lines(&self, focused: &str) -> Result<String, DeviceError> {
+        let apps = self.device.installed_apps().await?;
+        let mut lines: Vec<(bool, String)> = apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let line = format!(
+                    "  * Task{{{:x} #{} type=standard A=10{:03}:{} U=0}}\n",
+                    0x4b20 + i,
+                    task_id(i),
+                    100 + i,
+                    a.package
+                );
+                (a.package != focused, line)
+            })
+            .collect();
+        lines.sort_by_key(|(other, _)| *other);
+        Ok(lines.into_iter().map(|(_, l)| l).collect())
+    }
+
+    /// WM Shell's commands through SystemUI (Android 13+): `splitscreen moveToSideStage
+    /// TASK_ID POSITION` puts that task's app beside the foreground one (position 0 top,
+    /// 1 bottom).
+    async fn wm_shell(&self, args: &[String]) -> CmdOutput {
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (Some(&"splitscreen"), Some(&"moveToSideStage")) = (words.first(), words.get(1)) else {
+            return out(format!("Invalid command: {}\n", words.join(" ")));
+        };
+        let (Some(id), pos) = (
+            words.get(2).and_then(|w| w.parse::<usize>().ok()),
+            words.get(3),
+        ) else {
+            return out("Error: task id should be provided as arguments\n");
+        };
+        let apps = match self.device.installed_apps().await {
+            Ok(a) => a,
+            Err(e) => return device_err("dumpsys", &e),
+        };
+        let Some(side) = (0..apps.len())
+            .find(|i| task_id(*i) == id)
+            .map(|i| &apps[i])
+        else {
+            return out(format!("Error: no task {id}\n"));
+        };
+        let main = match self.device.current_app().await {
+            Ok(a) => AppRef::Package(a.package),
+            Err(e) => return device_err("dumpsys", &e),
+        };
+        let side = AppRef::Package(side.package.clone());
+        let r = match pos.copied() {
+            Some("0") => self.device.split_screen(&side, &main).await,
+            _ => self.device.split_screen(&main, &side).await,
+        };
+        match r {
+            Ok(()) => CmdOutput::default(),
+            Err(e) => device_err("dumpsys", &e),
         }
     }
 
@@ -750,14 +873,25 @@ impl Commands {
                     .unwrap_or(false);
                 out(window_dump(&comp, &ws, locked))
             }
+            Some("activity")
+                if args.get(1..4).is_some_and(|a| {
+                    a[0] == "service" && a[1] == "SystemUIService" && a[2] == "WMShell"
+                }) =>
+            {
+                self.wm_shell(&args[4..]).await
+            }
             Some("activity") => {
                 let comp = match focus().await {
                     Ok(c) => c,
                     Err(e) => return device_err("dumpsys", &e),
                 };
+                let pkg = comp.split('/').next().unwrap_or("").to_string();
+                let tasks = match self.task_lines(&pkg).await {
+                    Ok(t) => t,
+                    Err(e) => return device_err("dumpsys", &e),
+                };
                 out(format!(
-                    "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{4b2f u0 #12 type=standard A=10123:{pkg}}}\n    * Hist #0: ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n\n  ResumedActivity: ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n    mResumedActivity: ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n",
-                    pkg = comp.split('/').next().unwrap_or("")
+                    "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n{tasks}    * Hist #0: ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n\n  ResumedActivity: ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n    mResumedActivity: ActivityRecord{{8d3b7e1 u0 {comp} t12}}\n"
                 ))
             }
             Some("power") => match self.device.screen_state().await {

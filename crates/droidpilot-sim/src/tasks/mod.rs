@@ -20,6 +20,7 @@ use super::SimDevice;
 mod more;
 #[cfg(test)]
 pub(crate) mod solvable;
+pub mod split;
 use super::state::{AppId, PhoneState};
 
 /// How many steps a person needs: 1–3, 4–10, more than 10.

@@ -15,7 +15,9 @@
 //!    failures since the last plan, once, *blocking*;
 //! 4. **check progress** every `progress_every` steps (the acting model, asked "is this
 //!    getting anywhere?");
-//! 5. **act**: the acting agent decides with the guidance and the last failures;
+//! 5. **act**: the acting agent decides with the guidance and the last failures (the
+//!    first step after a plan that recommends split-screen, seed 002's `splitScreen`,
+//!    puts its two apps side by side instead: the `split_screen` action, once);
 //! 6. **verify**: a claimed success is checked against the screen by the verifier; a
 //!    rejection goes back as "NOT done: <reason>" (the runner records the rejected
 //!    finish) and the task goes on.
@@ -102,6 +104,8 @@ pub struct PlannedAgent {
     last_resort_done: bool,
     /// The stuck detector escalated; re-plan at the next decision.
     stuck: Option<String>,
+    /// The plan's split-screen recommendation was acted on (once per task).
+    split_started: bool,
     /// History steps and notes already learned from.
     learned_step: u32,
     learned_stuck: u32,
@@ -114,6 +118,7 @@ impl PlannedAgent {
             roles,
             opts,
             plan: None,
+            split_started: false,
             pending: None,
             failures: Vec::new(),
             failures_since_plan: 0,
@@ -382,6 +387,23 @@ impl PlannedAgent {
     }
 }
 
+impl PlannedAgent {
+    /// The plan recommends split-screen (seed 002's `splitScreen`): the next step puts
+    /// the two apps side by side (the `split_screen` action), once per task.
+    fn start_split(&mut self) -> Option<Decision> {
+        let rec = self.plan.as_ref()?.split_screen.as_ref()?;
+        if self.split_started {
+            return None;
+        }
+        self.split_started = true;
+        let name = crate::run::split_screen::NAME.to_string();
+        let args = crate::run::split_screen::args(&rec.top, &rec.bottom);
+        Some(Decision::local(Action::Custom(
+            crate::domain::action::CustomAction { name, args },
+        )))
+    }
+}
+
 #[async_trait]
 impl Agent for PlannedAgent {
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
@@ -390,6 +412,11 @@ impl Agent for PlannedAgent {
         self.collect(&mut notes, &mut calls);
         self.check_progress(ctx, &mut notes, &mut calls).await;
         self.plan_if_due(ctx, &mut notes, &mut calls).await;
+        if let Some(mut d) = self.start_split() {
+            d.absorb(&calls);
+            d.annotations = notes;
+            return Ok(d);
+        }
         let mut d = self.fast.next(&self.guided(ctx)).await?;
         self.verify(ctx, &d, &mut notes, &mut calls).await;
         d.absorb(&calls);

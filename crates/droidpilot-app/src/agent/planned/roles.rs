@@ -20,7 +20,9 @@ and, when re-planning, what went wrong and the previous plan, propose 2 or 3 dif
 Answer with one JSON object and nothing else: \
 {\"approaches\": [{\"name\": \"short name\", \"description\": \"one or two sentences\", \
 \"steps_summary\": [\"step\", \"step\"], \"confidence\": 0.0-1.0}], \"recommended\": <index of the approach to try first>, \
-\"diagnosis\": \"when re-planning: what went wrong, in one sentence\"}";
+\"diagnosis\": \"when re-planning: what went wrong, in one sentence\", \
+\"split_screen\": {\"top\": \"app\", \"bottom\": \"app\", \"reason\": \"one sentence\"}}. \
+Add split_screen only when the task is best done with two apps on screen at once (reading in one while writing in the other); the phone is then put in split-screen.";
 
 const PROGRESS_SYSTEM: &str = "You check whether an agent operating an Android phone is making meaningful progress on its task. \
 Given the task, the current screen and its last actions, answer with one JSON object and nothing else: \

@@ -4,13 +4,15 @@
 //! Owns `AdbDevice` (the `Device` implementation: a blocking worker thread per device for
 //! commands and a second one for screenshots, so a screencap runs beside a 2 s
 //! `uiautomator dump` on its own stream over the same transport; a deadline on every
-//! call), `AdbHost` (the server: discovery, `adb connect`), and, in
+//! call), `AdbHost` (the server: discovery, `adb connect`), `split.rs` (split-screen by the
+//! phone's Android version), and, in
 //! `gaps.rs`, every workaround for the crate's gaps. Every piece of model or user text that
 //! goes onto a device command line is quoted with `domain::shell::quote`.
 
 pub mod gaps;
 pub mod host;
 mod windows;
+pub mod split;
 mod worker;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -644,6 +646,16 @@ impl Device for AdbDevice {
             });
         }
         Ok(())
+    }
+
+    async fn split_screen(&self, top: &AppRef, bottom: &AppRef) -> Result<(), DeviceError> {
+        let package = |app: &AppRef, all: &[String]| match app {
+            AppRef::Package(p) => Ok(p.clone()),
+            AppRef::Label(l) => match_label(l, all),
+        };
+        let all = self.packages().await?;
+        let (top, bottom) = (package(top, &all)?, package(bottom, &all)?);
+        self.split(&top, &bottom).await
     }
 
     async fn current_app(&self) -> Result<CurrentApp, DeviceError> {
