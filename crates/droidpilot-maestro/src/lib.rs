@@ -7,6 +7,7 @@
 //! - `selector`: which element of a `screen::UiTree` a Maestro selector picks.
 //! - `expr`: `${…}`, `env`, `output`, `maestro`, `evalScript` / `runScript` /
 //!   `assertTrue` on an embedded JavaScript engine.
+//! - `heal`: a healed selector written back into a flow file, as Maestro YAML.
 //! - `workspace`: a folder as `maestro test` takes it (`config.yaml`, `runFlow` files,
 //!   tags, `-e`), over an in-memory file map.
 //!
@@ -40,6 +41,7 @@
 pub mod ast;
 pub mod error;
 pub mod expr;
+pub mod heal;
 pub mod parse;
 pub mod selector;
 pub mod workspace;

@@ -122,8 +122,8 @@ pub struct AgentSpec {
     /// Script agents only: values for the script's `${inputs}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<BTreeMap<String, String>>,
-    /// Script agents only: recover failed steps with a model (AI in the middle), chosen
-    /// by `provider`, `model` and `base_url` like a navigator's.
+    /// Script and flow agents: recover failed steps with a model (AI in the middle),
+    /// chosen by `provider`, `model` and `base_url` like a navigator's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<bool>,
     /// Planned agents only: the planner's model (the acting agent's when absent).
@@ -162,7 +162,8 @@ pub struct AgentSpec {
     /// Flow agents only: Maestro's `-e KEY=VALUE` values, set before the flow's `env`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,
-    /// Flow agents: rewrite a flow whose selector broke (not available yet).
+    /// Flow agents with `recovery`: write the flow back with the selectors AI in the
+    /// middle found (the old one kept as an alternative), in the task's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
 }
@@ -342,7 +343,7 @@ impl AgentSpec {
                 return Ok(kind);
             }
             AgentKind::Flow => {
-                self.flow_program()?;
+                self.validate_flow(defaults)?;
                 return Ok(kind);
             }
             _ => {}
@@ -394,9 +395,12 @@ impl AgentSpec {
                         ("script_id", self.script_id.is_some()),
                         ("script_version", self.script_version.is_some()),
                         ("inputs", self.inputs.is_some()),
-                        ("recovery", self.recovery.is_some()),
                     ],
                     "is for script agents only",
+                )?;
+                refuse_set(
+                    &[("recovery", self.recovery.is_some())],
+                    "is for script and flow agents only",
                 )?;
                 if self.on_error.is_some() {
                     return Err(SpecError::new(
@@ -420,16 +424,36 @@ impl AgentSpec {
         Ok(kind)
     }
 
+    /// A flow agent's model fields (its recovery model) and the flow.
+    fn validate_flow(&self, defaults: &AgentDefaults) -> Result<(), SpecError> {
+        if self.recovery == Some(true) {
+            self.check_model_choice(AgentKind::Navigator, defaults)?;
+        } else {
+            refuse_set(
+                &[
+                    ("provider", self.provider.is_some()),
+                    ("model", self.model.is_some()),
+                    ("base_url", self.base_url.is_some()),
+                    ("server", self.server.is_some()),
+                ],
+                "names the recovery model; set \"recovery\": true to use one",
+            )?;
+            if self.heal == Some(true) {
+                return Err(SpecError {
+                    specific_hint: Some("Add \"recovery\": true (and the model): a flow is healed with the selectors AI in the middle found.".into()),
+                    ..SpecError::new("heal", "needs \"recovery\": true")
+                });
+            }
+        }
+        self.flow_program().map(drop)
+    }
+
     /// What a `flow` agent runs, checked whole: the flow and the files it reaches
     /// parsed, every command one this server can do (errors name the file and line);
     /// the fields of other kinds refused by name.
     pub fn flow_program(&self) -> Result<super::flow::program::Program, SpecError> {
         let others = [
             ("format", self.format.is_some()),
-            ("provider", self.provider.is_some()),
-            ("model", self.model.is_some()),
-            ("base_url", self.base_url.is_some()),
-            ("server", self.server.is_some()),
             ("actions", self.actions.is_some()),
             ("on_error", self.on_error.is_some()),
             ("script", self.script.is_some()),
@@ -438,21 +462,7 @@ impl AgentSpec {
             ("inputs", self.inputs.is_some()),
         ];
         if let Some((f, _)) = others.iter().find(|(_, set)| *set) {
-            return Err(SpecError::new(
-                *f,
-                "is not used by flow agents (a flow runs with no model)",
-            ));
-        }
-        for (f, set) in [
-            ("recovery", self.recovery.is_some()),
-            ("heal", self.heal.is_some()),
-        ] {
-            if set {
-                return Err(SpecError {
-                    specific_hint: Some("Run the flow without it; a flow whose selector breaks fails naming the file and line.".into()),
-                    ..SpecError::new(f, "AI recovery and healing are not available for flows yet")
-                });
-            }
+            return Err(SpecError::new(*f, "is not used by flow agents"));
         }
         super::flow::program::load(
             self.flow.as_deref(),
@@ -703,8 +713,8 @@ impl AgentDefaults {
         if matches!(kind, AgentKind::Planned | AgentKind::Chain) {
             return super::composite::missing_key(spec, kind, self, &env);
         }
-        if matches!(kind, AgentKind::Replay | AgentKind::Flow)
-            || (kind == AgentKind::Script && spec.recovery != Some(true))
+        if kind == AgentKind::Replay
+            || (matches!(kind, AgentKind::Script | AgentKind::Flow) && spec.recovery != Some(true))
         {
             return None;
         }
@@ -807,7 +817,7 @@ pub fn build_recording_agent(
         return build_script_agent(spec, defaults);
     }
     if kind == AgentKind::Flow {
-        return Ok(Box::new(super::flow::FlowAgent::new(spec.flow_program()?)?));
+        return build_flow_agent(spec, defaults);
     }
     if kind == AgentKind::Planned {
         return super::composite::build_planned(spec, defaults, record);
@@ -852,6 +862,27 @@ pub fn build_recording_agent(
     })
 }
 
+/// The flow agent, with AI in the middle when the spec asks for it.
+fn build_flow_agent(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+) -> Result<Box<dyn Agent>, AgentError> {
+    let mut agent = super::flow::FlowAgent::new(spec.flow_program()?)?;
+    if spec.recovery == Some(true) {
+        agent = agent.with_recovery(recovery_model(spec, defaults)?, defaults.prices.clone());
+    }
+    Ok(Box::new(agent.healing(spec.heal == Some(true))))
+}
+
+/// The recovery model a script or flow spec names (a navigator's choice).
+fn recovery_model(spec: &AgentSpec, defaults: &AgentDefaults) -> Result<Aitm, AgentError> {
+    let cfg = spec.model_config(AgentKind::Navigator, defaults);
+    cfg.validate()
+        .map_err(|e| SpecError::new("base_url", e.to_string()))?;
+    let model = build_model_with_key(&cfg, defaults.key_for(&cfg)?)?;
+    Ok(Aitm { model })
+}
+
 /// The script agent, with AI in the middle when the spec asks for it.
 fn build_script_agent(
     spec: &AgentSpec,
@@ -863,11 +894,7 @@ fn build_script_agent(
         .map(|id| (id, spec.script_version.unwrap_or(1)));
     let mut agent = ScriptAgent::new(script, origin, vars);
     if spec.recovery == Some(true) {
-        let cfg = spec.model_config(AgentKind::Navigator, defaults);
-        cfg.validate()
-            .map_err(|e| SpecError::new("base_url", e.to_string()))?;
-        let model = build_model_with_key(&cfg, defaults.key_for(&cfg)?)?;
-        agent = agent.with_recovery(Aitm { model }, defaults.prices.clone());
+        agent = agent.with_recovery(recovery_model(spec, defaults)?, defaults.prices.clone());
     }
     Ok(Box::new(agent))
 }

@@ -29,6 +29,9 @@ pub struct Program {
     pub flows: BTreeMap<String, Flow>,
     /// `runScript` files, by path.
     pub scripts: BTreeMap<String, String>,
+    /// Every flow file's text as given, by path (AI in the middle shows the failed
+    /// command as written; healing rewrites it).
+    pub sources: BTreeMap<String, String>,
     /// `-e KEY=VALUE` values, set before the flow's own `env`.
     pub env: Vec<(String, String)>,
 }
@@ -85,6 +88,7 @@ pub fn load(
         entry: entry.clone(),
         flows: BTreeMap::new(),
         scripts: BTreeMap::new(),
+        sources: BTreeMap::new(),
         env,
     };
     visit(&files, &mut p, &entry, &mut Vec::new()).map_err(|e| spec_error(&e))?;
@@ -127,6 +131,7 @@ fn visit(
     if !p.flows.contains_key(path) {
         let flow = parse_flow(&files[path]).map_err(|e| e.in_file(path))?;
         p.flows.insert(path.to_string(), flow);
+        p.sources.insert(path.to_string(), files[path].clone());
     }
     let flow = p.flows[path].clone();
     stack.push(path.to_string());
