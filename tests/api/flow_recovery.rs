@@ -142,3 +142,83 @@ async fn heal_and_a_model_need_recovery() {
         assert!(msg.starts_with(field), "{msg}");
     }
 }
+
+/// The AI commands go to the task's model (recorded replies from a stand-in provider):
+/// `assertWithAI` passes on the model's word, `extractTextWithAI` stores its text for
+/// `${…}`, and `assertNoDefectsWithAI` (optional, as in Maestro) that finds a defect is
+/// a warning in the reason; a failed `optional: false` assertion fails the flow at its
+/// line.
+#[tokio::test]
+async fn ai_commands_ask_the_model_and_use_its_answers() {
+    let flow = r#"appId: com.android.settings
+---
+- launchApp
+- assertWithAI:
+    assertion: The Bluetooth row is shown
+    optional: false
+- extractTextWithAI:
+    query: the label of the row under Wi-Fi
+    outputVariable: row
+- assertTrue: ${row == 'Bluetooth'}
+- assertNoDefectsWithAI
+"#;
+    let replies = vec![
+        (
+            200,
+            json!({"passed": true, "reason": "it is there"}).to_string(),
+        ),
+        (200, json!({"text": "Bluetooth"}).to_string()),
+        (
+            200,
+            json!({"defects": [{"category": "layout", "reasoning": "a label is cut off"}]})
+                .to_string(),
+        ),
+        (
+            200,
+            json!({"passed": false, "reason": "no such row"}).to_string(),
+        ),
+    ];
+    let (server, _) = model(replies).await;
+    let app = app_for(&[&server], &[]).await;
+    add_phone(&app, "p", None).await;
+    let agent = json!({"kind": "flow", "flow": flow, "provider": "openai", "model": "judge",
+                       "base_url": format!("{}/v1", server.uri())});
+    let done = run(&app, agent.clone()).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["model_calls"], 3, "{done}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("flow.yaml line 11 (assertNoDefectsWithAI): the model found defects: layout: a label is cut off"),
+        "{reason}"
+    );
+    let failed = run(&app, agent).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let reason = failed["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("flow.yaml line 4") && reason.contains("does not hold: no such row"),
+        "{reason}"
+    );
+}
+
+/// A flow with an AI command whose model cannot be called (no key for its provider) is
+/// refused at submission, naming the command's line.
+#[tokio::test]
+async fn an_ai_command_without_a_usable_model_is_refused_naming_the_line() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "p", None).await;
+    let flow =
+        "appId: com.android.settings\n---\n- launchApp\n- assertWithAI: a list of settings\n";
+    let r = app
+        .post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "device_id": "p", "agent": {"kind": "flow", "flow": flow,
+                    "provider": "anthropic", "model": "claude"}}),
+        )
+        .await;
+    let (status, code, msg, _) = crate::common::error_of(r).await;
+    assert_eq!((status, code.as_str()), (422, "missing_model_key"), "{msg}");
+    assert!(
+        msg.contains("flow.yaml line 4 (assertWithAI) needs it"),
+        "{msg}"
+    );
+}

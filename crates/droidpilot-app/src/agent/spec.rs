@@ -426,7 +426,8 @@ impl AgentSpec {
 
     /// A flow agent's model fields (its recovery model) and the flow.
     fn validate_flow(&self, defaults: &AgentDefaults) -> Result<(), SpecError> {
-        if self.recovery == Some(true) {
+        let program = self.flow_program()?;
+        if self.recovery == Some(true) || program.ai_command().is_some() {
             self.check_model_choice(AgentKind::Navigator, defaults)?;
         } else {
             refuse_set(
@@ -436,16 +437,26 @@ impl AgentSpec {
                     ("base_url", self.base_url.is_some()),
                     ("server", self.server.is_some()),
                 ],
-                "names the recovery model; set \"recovery\": true to use one",
+                "names the recovery model; set \"recovery\": true to use one (or use an AI command)",
             )?;
-            if self.heal == Some(true) {
-                return Err(SpecError {
-                    specific_hint: Some("Add \"recovery\": true (and the model): a flow is healed with the selectors AI in the middle found.".into()),
-                    ..SpecError::new("heal", "needs \"recovery\": true")
-                });
-            }
         }
-        self.flow_program().map(drop)
+        if self.heal == Some(true) && self.recovery != Some(true) {
+            return Err(SpecError {
+                specific_hint: Some("Add \"recovery\": true (and the model): a flow is healed with the selectors AI in the middle found.".into()),
+                ..SpecError::new("heal", "needs \"recovery\": true")
+            });
+        }
+        Ok(())
+    }
+
+    /// Why this agent needs a model besides being a model agent: a flow's AI command,
+    /// named by file and line (refusals at submission say so).
+    pub fn model_needed_by(&self) -> Option<String> {
+        if self.kind != Some(AgentKind::Flow) {
+            return None;
+        }
+        let at = self.flow_program().ok()?.ai_command()?;
+        Some(format!("{at} needs it"))
     }
 
     /// What a `flow` agent runs, checked whole: the flow and the files it reaches
@@ -714,7 +725,10 @@ impl AgentDefaults {
             return super::composite::missing_key(spec, kind, self, &env);
         }
         if kind == AgentKind::Replay
-            || (matches!(kind, AgentKind::Script | AgentKind::Flow) && spec.recovery != Some(true))
+            || (kind == AgentKind::Script && spec.recovery != Some(true))
+            || (kind == AgentKind::Flow
+                && spec.recovery != Some(true)
+                && spec.model_needed_by().is_none())
         {
             return None;
         }
@@ -867,9 +881,16 @@ fn build_flow_agent(
     spec: &AgentSpec,
     defaults: &AgentDefaults,
 ) -> Result<Box<dyn Agent>, AgentError> {
-    let mut agent = super::flow::FlowAgent::new(spec.flow_program()?)?;
+    let program = spec.flow_program()?;
+    let ai = program.ai_command().is_some();
+    let mut agent = super::flow::FlowAgent::new(program)?;
     if spec.recovery == Some(true) {
         agent = agent.with_recovery(recovery_model(spec, defaults)?, defaults.prices.clone());
+    }
+    if ai {
+        let vision = spec.model_config(AgentKind::Navigator, defaults).vision;
+        let model = recovery_model(spec, defaults)?.model;
+        agent = agent.with_model(super::flow::ai::AiModel { model, vision });
     }
     Ok(Box::new(agent.healing(spec.heal == Some(true))))
 }

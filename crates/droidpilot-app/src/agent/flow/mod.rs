@@ -21,6 +21,7 @@
 //! `retry` reruns its commands, and `onFlowComplete` runs after a failure too. The task
 //! finishes successfully only when the flow ran to its end.
 
+pub mod ai;
 pub mod program;
 pub mod recover;
 mod step;
@@ -136,6 +137,10 @@ pub struct FlowAgent {
     replay_next: Option<ReplayInfo>,
     /// Write healed selectors back into the flow, in the task's result (`heal`).
     heal: bool,
+    /// The model of the AI commands, when the flow has any.
+    ai: Option<ai::AiModel>,
+    /// An AI command waiting for its model call.
+    ai_pending: Option<ai::AiAsk>,
 }
 
 impl FlowAgent {
@@ -159,6 +164,8 @@ impl FlowAgent {
             recovered: Vec::new(),
             replay_next: None,
             heal: false,
+            ai: None,
+            ai_pending: None,
         })
     }
 
@@ -167,6 +174,25 @@ impl FlowAgent {
         self.aitm = Some(aitm);
         self.prices = prices;
         self
+    }
+
+    /// The model `assertWithAI` & co ask.
+    pub fn with_model(mut self, ai: ai::AiModel) -> Self {
+        self.ai = Some(ai);
+        self
+    }
+
+    /// A command failed: a warning when it is `optional` (the flow goes on), else the
+    /// flow's failure (`fail`).
+    fn command_failed(&mut self, cmd: &Command, at: String, e: String) {
+        if cmd.optional {
+            self.warnings.push(format!("{at}: {e}"));
+            self.notes
+                .push(format!("optional {at} failed, going on: {e}"));
+            self.advance();
+        } else {
+            self.fail(format!("{at}: {e}"));
+        }
     }
 
     /// With `heal`, a flow that ran to its end with selectors AI in the middle found
@@ -614,15 +640,8 @@ impl FlowAgent {
             Ok(Run::Again) => Ok(None),
             // AI in the middle answers first (`next`).
             Err(_) if self.stuck.is_some() => Ok(None),
-            Err(e) if cmd.optional => {
-                self.warnings.push(format!("{at}: {e}"));
-                self.notes
-                    .push(format!("optional {at} failed, going on: {e}"));
-                self.advance();
-                Ok(None)
-            }
             Err(e) => {
-                self.fail(format!("{at}: {e}"));
+                self.command_failed(&cmd, at, e);
                 Ok(None)
             }
         }
@@ -704,6 +723,10 @@ impl Agent for FlowAgent {
                     self.replay_next = Some(info);
                     return Ok(self.decide(meter, action, None));
                 }
+                continue;
+            }
+            if let Some(ask) = self.ai_pending.take() {
+                ai::run(self, &mut meter, ctx, ask).await?;
                 continue;
             }
             match self.pass(ctx) {

@@ -36,6 +36,24 @@ pub struct Program {
     pub env: Vec<(String, String)>,
 }
 
+impl Program {
+    /// The first AI command (`assertWithAI` & co), as `flow.yaml line 7
+    /// (assertWithAI)`: the flow needs a model.
+    pub fn ai_command(&self) -> Option<String> {
+        self.flows.iter().find_map(|(path, flow)| {
+            let c = all_commands(flow)
+                .into_iter()
+                .find(|c| super::ai::is_ai(c))?;
+            let name = match c.kind {
+                CommandKind::AssertWithAi(_) => "assertWithAI",
+                CommandKind::AssertNoDefectsWithAi => "assertNoDefectsWithAI",
+                _ => "extractTextWithAI",
+            };
+            Some(format!("{path} line {} ({name})", c.line))
+        })
+    }
+}
+
 /// Reads a task's flow: `text` alone, or `files` with `entry`.
 pub fn load(
     text: Option<&str>,
@@ -227,12 +245,6 @@ fn refuse_unsupported(c: &Command) -> Result<(), ParseError> {
         CommandKind::LaunchApp(l) if !l.permissions.is_empty() || !l.arguments.is_empty() => no(
             "launchApp permissions / arguments",
             "launch arguments and permission grants cannot be passed to an app here",
-        ),
-        CommandKind::AssertWithAi(_)
-        | CommandKind::AssertNoDefectsWithAi
-        | CommandKind::ExtractTextWithAi { .. } => no(
-            "assertWithAI / extractTextWithAI",
-            "flows run without a model for now",
         ),
         CommandKind::PressKey(k) if key(*k).is_none() => no(
             &format!("pressKey {k:?}"),

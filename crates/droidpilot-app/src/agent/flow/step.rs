@@ -121,6 +121,9 @@ pub(super) fn describe(cmd: &Command) -> String {
         CommandKind::InputText(t) => format!("inputText \"{t}\""),
         CommandKind::LaunchApp(l) => format!("launchApp {}", l.app_id.clone().unwrap_or_default()),
         CommandKind::TakeScreenshot(n) => format!("takeScreenshot {n}"),
+        CommandKind::AssertWithAi(t) => format!("assertWithAI \"{t}\""),
+        CommandKind::AssertNoDefectsWithAi => "assertNoDefectsWithAI".into(),
+        CommandKind::ExtractTextWithAi { query, .. } => format!("extractTextWithAI \"{query}\""),
         CommandKind::RunFlow(_) => "runFlow".into(),
         CommandKind::Repeat(_) => "repeat".into(),
         CommandKind::Retry(_) => "retry".into(),
@@ -680,6 +683,16 @@ pub(super) fn leaf(a: &mut FlowAgent, cmd: &Command, ctx: &AgentContext) -> Resu
         CommandKind::TakeScreenshot(_) => once(a, ctx, || Action::Wait { ms: 0 }),
         CommandKind::EvalScript(t) => a.scope.eval_script(t).map(|_| Run::Done).map_err(js),
         CommandKind::RunScript(r) => run_script(a, r, ctx),
+        CommandKind::AssertWithAi(_)
+        | CommandKind::AssertNoDefectsWithAi
+        | CommandKind::ExtractTextWithAi { .. } => {
+            let file = a.stack.last().map(|f| f.file.clone()).unwrap_or_default();
+            a.ai_pending = Some(super::ai::AiAsk {
+                file,
+                cmd: cmd.clone(),
+            });
+            Ok(Run::Again)
+        }
         other => Err(format!("{} cannot run here", describe_kind(other))),
     }
 }
