@@ -31,7 +31,7 @@
 use std::collections::BTreeMap;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
+use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use super::model::{RecoveryHint, Script, ScriptStep, StepAction};
 use crate::domain::action::{Direction, Key};
@@ -67,6 +67,9 @@ const RETRY_PREFIX: &str = "maestro retry ";
 #[derive(Debug, Clone)]
 enum Node {
     Scalar(String, usize),
+    /// A plain `null` or `~`: no value (an `env` input with no default), never the
+    /// text "null".
+    Null(usize),
     Seq(Vec<Node>, usize),
     Map(Vec<(String, usize, Node)>, usize),
 }
@@ -74,7 +77,7 @@ enum Node {
 impl Node {
     fn line(&self) -> usize {
         match self {
-            Node::Scalar(_, l) | Node::Seq(_, l) | Node::Map(_, l) => *l,
+            Node::Scalar(_, l) | Node::Null(l) | Node::Seq(_, l) | Node::Map(_, l) => *l,
         }
     }
     fn get(&self, key: &str) -> Option<&Node> {
@@ -120,7 +123,7 @@ impl Builder {
                     }
                 },
             },
-            Node::Scalar(..) => {}
+            Node::Scalar(..) | Node::Null(_) => {}
         }
     }
 }
@@ -129,6 +132,11 @@ impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         let line = mark.line().max(1);
         match ev {
+            Event::Scalar(s, TScalarStyle::Plain, ..)
+                if matches!(s.as_str(), "null" | "Null" | "NULL" | "~") =>
+            {
+                self.push(Node::Null(line))
+            }
             Event::Scalar(s, ..) => self.push(Node::Scalar(s, line)),
             Event::SequenceStart(..) => self.stack.push((Node::Seq(Vec::new(), line), None)),
             Event::MappingStart(..) => self.stack.push((Node::Map(Vec::new(), line), None)),

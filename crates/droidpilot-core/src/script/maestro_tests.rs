@@ -68,6 +68,19 @@ fn import_export_import_is_the_same_script() {
     assert!(yaml.contains("- retry:\n    maxRetries: 3\n"), "{yaml}");
 }
 
+/// An `env` input written as `null` (or `~`) has no default, and comes back as `null`
+/// through export and import, never as the text "null"; a quoted "null" is that text.
+#[test]
+fn an_input_with_no_default_stays_without_one_through_a_round_trip() {
+    let yaml = "appId: a.b\nenv:\n  who: null\n  other: ~\n  word: \"null\"\n---\n- launchApp\n";
+    let first = import(yaml).unwrap();
+    assert_eq!(first.inputs["who"].default, None);
+    assert_eq!(first.inputs["other"].default, None);
+    assert_eq!(first.inputs["word"].default.as_deref(), Some("null"));
+    let again = import(&export(&first).unwrap()).unwrap();
+    assert_eq!(first.inputs, again.inputs);
+}
+
 #[test]
 fn refused_commands_name_their_line() {
     let yaml = "appId: a.b\n---\n- launchApp\n- evalScript: ${1+1}\n";
