@@ -210,6 +210,7 @@ pub fn import(yaml: &str) -> Result<Script, MaestroError> {
         message: e.message,
         hint: e.hint,
     })?;
+    script.maestro = Some(yaml.to_string());
     Ok(script)
 }
 
@@ -224,6 +225,7 @@ fn header_script(header: Option<&Node>) -> Result<Script, MaestroError> {
         summary: None,
         fuzzy: true,
         max_recovery_attempts: super::model::DEFAULT_MAX_RECOVERY_ATTEMPTS,
+        maestro: None,
     };
     let Some(Node::Map(kv, _)) = header else {
         return Ok(script);
@@ -575,11 +577,19 @@ fn scroll_until(arg: Option<&Node>, line: usize) -> Result<ScriptStep, MaestroEr
     Ok(s)
 }
 
-/// Writes `script` as a Maestro flow that `import` reads back. A step's
+/// Writes `script` as a Maestro flow that `import` reads back: the flow it was imported
+/// from (`maestro`) when its steps are unchanged, so comments, tags and `eraseText`
+/// counts survive, else one written from the steps. A step's
 /// `wait_condition` becomes an `assertVisible` before it and its `expect` becomes
 /// `assertVisible` / `assertNotVisible` after it; alternative selectors, descriptions
 /// and recovery hints other than retry blocks have no Maestro form and are left out.
 pub fn export(script: &Script) -> Result<String, MaestroError> {
+    // The flow it was imported from, while it still says what the steps do.
+    if let Some(src) = &script.maestro
+        && import(src).is_ok_and(|s| s == *script)
+    {
+        return Ok(src.clone());
+    }
     let mut out = String::new();
     if let Some(app) = &script.app {
         out.push_str(&format!("appId: {}\n", q(app)));
