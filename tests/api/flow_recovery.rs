@@ -222,3 +222,56 @@ async fn an_ai_command_without_a_usable_model_is_refused_naming_the_line() {
         "{msg}"
     );
 }
+
+/// A flow stored as a script (imported from Maestro) and run with `heal` comes back as
+/// that script's next version: its source says healed, and its Maestro export is the
+/// healed YAML with the flow's comment kept.
+#[tokio::test]
+async fn a_healed_flow_imported_as_a_script_is_stored_as_its_next_version() {
+    let flow = "appId: com.android.settings\n---\n- launchApp\n# the row we switch\n- tapOn: \"Bluetooth radio\"\n";
+    let answer = json!({"action_type": "modify_selector", "new_selector": ":text(\"Bluetooth\")",
+                        "reason": "the row is called Bluetooth now", "confidence": "high"});
+    let (server, _) = model(vec![(200, answer.to_string())]).await;
+    let app = app_for(&[&server], &[]).await;
+    add_phone(&app, "p", None).await;
+    let r = app
+        .client
+        .post(app.url("/v1/scripts/import"))
+        .header("content-type", "application/yaml")
+        .body(flow)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let rec: Value = r.json().await.unwrap();
+    let id = rec["id"].as_str().unwrap();
+    assert_eq!(rec["maestro"], flow);
+    let done = run(
+        &app,
+        json!({"kind": "flow", "flow": rec["maestro"], "script_id": id, "script_version": 1,
+               "recovery": true, "heal": true, "provider": "openai", "model": "fixer",
+               "base_url": format!("{}/v1", server.uri())}),
+    )
+    .await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let versions: Vec<Value> = app
+        .get(&format!("/v1/scripts/{id}/versions"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(versions.len(), 2, "{versions:?}");
+    assert_eq!(versions[1]["source"]["kind"], "healed");
+    assert_eq!(versions[1]["source"]["from_version"], 1);
+    let exported = app
+        .get(&format!("/v1/scripts/{id}/export?format=maestro"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        exported.contains("- tapOn: 'Bluetooth|Bluetooth radio'\n"),
+        "{exported}"
+    );
+    assert!(exported.contains("# the row we switch\n"), "{exported}");
+}

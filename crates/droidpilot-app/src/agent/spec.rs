@@ -104,8 +104,8 @@ pub struct AgentSpec {
     )]
     #[schema(value_type = Option<Object>)]
     pub script: Option<Value>,
-    /// Script agents only: the stored script and version it came from (a healed script
-    /// becomes that script's next version).
+    /// Script and flow agents: the stored script and version it came from (a healed
+    /// script, or a healed flow imported as one, becomes that script's next version).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -468,12 +468,13 @@ impl AgentSpec {
             ("actions", self.actions.is_some()),
             ("on_error", self.on_error.is_some()),
             ("script", self.script.is_some()),
-            ("script_id", self.script_id.is_some()),
-            ("script_version", self.script_version.is_some()),
             ("inputs", self.inputs.is_some()),
         ];
         if let Some((f, _)) = others.iter().find(|(_, set)| *set) {
             return Err(SpecError::new(*f, "is not used by flow agents"));
+        }
+        if self.script_version.is_some() && self.script_id.is_none() {
+            return Err(SpecError::new("script_version", "needs script_id"));
         }
         super::flow::program::load(
             self.flow.as_deref(),
@@ -883,7 +884,10 @@ fn build_flow_agent(
 ) -> Result<Box<dyn Agent>, AgentError> {
     let program = spec.flow_program()?;
     let ai = program.ai_command().is_some();
-    let mut agent = super::flow::FlowAgent::new(program)?;
+    let origin = spec
+        .script_id
+        .map(|id| (id, spec.script_version.unwrap_or(1)));
+    let mut agent = super::flow::FlowAgent::new(program)?.from_script(origin);
     if spec.recovery == Some(true) {
         agent = agent.with_recovery(recovery_model(spec, defaults)?, defaults.prices.clone());
     }

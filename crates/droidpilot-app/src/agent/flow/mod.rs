@@ -141,6 +141,10 @@ pub struct FlowAgent {
     ai: Option<ai::AiModel>,
     /// An AI command waiting for its model call.
     ai_pending: Option<ai::AiAsk>,
+    /// The stored script (imported from this flow) and version the task runs.
+    origin: Option<(crate::script::ScriptId, u32)>,
+    /// The healed flow as that script's next version, for the runner to store.
+    produced: Option<super::ProducedScript>,
 }
 
 impl FlowAgent {
@@ -166,6 +170,8 @@ impl FlowAgent {
             heal: false,
             ai: None,
             ai_pending: None,
+            origin: None,
+            produced: None,
         })
     }
 
@@ -173,6 +179,13 @@ impl FlowAgent {
     pub fn with_recovery(mut self, aitm: Aitm, prices: PriceTable) -> Self {
         self.aitm = Some(aitm);
         self.prices = prices;
+        self
+    }
+
+    /// The stored script this flow was imported as (id, version): a healed flow is
+    /// stored as its next version.
+    pub fn from_script(mut self, origin: Option<(crate::script::ScriptId, u32)>) -> Self {
+        self.origin = origin;
         self
     }
 
@@ -204,11 +217,12 @@ impl FlowAgent {
 
     /// The task's answer when healing: `{"healed": {path: YAML}}`, and the commands
     /// that could not be written back, for the reason.
-    fn healed_answer(&self) -> (Option<String>, String) {
+    fn healed_answer(&mut self) -> (Option<String>, String) {
         if !self.heal || self.healed.is_empty() {
             return (None, String::new());
         }
         let (files, missed) = recover::healed_files(self);
+        let stored = self.store_healed(&files);
         let note = if missed.is_empty() {
             format!(
                 "; healed flow files in the result: {}",
@@ -221,7 +235,25 @@ impl FlowAgent {
             )
         };
         let answer = (!files.is_empty()).then(|| serde_json::json!({"healed": files}).to_string());
-        (answer, note)
+        (answer, format!("{note}{stored}"))
+    }
+
+    /// The healed entry flow as the next version of the script it came from (imported
+    /// as a script again, its text kept); what happened, for the reason.
+    fn store_healed(&mut self, files: &BTreeMap<String, String>) -> String {
+        let (Some(origin), Some(text)) = (self.origin, files.get(&self.program.entry)) else {
+            return String::new();
+        };
+        match crate::script::maestro::import(text) {
+            Ok(script) => {
+                self.produced = Some(super::ProducedScript {
+                    script,
+                    healed_from: Some(origin),
+                });
+                format!("; stored as the next version of script {}", origin.0)
+            }
+            Err(e) => format!("; not stored as script {}: {e}", origin.0),
+        }
     }
 
     /// A command's element is missing after its wait: AI in the middle gets it next,
@@ -756,6 +788,14 @@ impl Agent for FlowAgent {
     /// A flow bounds its own waits; the stuck detector is for model agents.
     fn plays_fixed_actions(&self) -> bool {
         true
+    }
+
+    fn take_script(
+        &mut self,
+        finished_ok: bool,
+        _reason: Option<&str>,
+    ) -> Option<super::ProducedScript> {
+        self.produced.take().filter(|_| finished_ok)
     }
 
     fn required_app(&self) -> Option<&str> {
