@@ -158,7 +158,7 @@ async fn repeat_while_and_run_flow_when_follow_the_screen_and_output() {
 }
 
 /// A command that cannot run here is refused at submission with its line, never
-/// skipped at run time; so are AI recovery and healing, for now.
+/// skipped at run time.
 #[tokio::test]
 async fn unsupported_commands_are_refused_at_submission_naming_the_line() {
     let app = bare_app(&[]).await;
@@ -180,14 +180,6 @@ async fn unsupported_commands_are_refused_at_submission_naming_the_line() {
         "{msg}"
     );
     assert!(hint.contains("nothing is skipped silently"), "{hint}");
-    let (status, _, msg, _) =
-        post(json!({"kind": "flow", "flow": "appId: a\n---\n- launchApp\n", "recovery": true}))
-            .await;
-    assert_eq!(status, 422);
-    assert!(
-        msg.contains("agent.recovery: AI recovery and healing are not available for flows yet"),
-        "{msg}"
-    );
     let (status, _, msg, hint) =
         post(json!({"kind": "flow", "flow": "appId: a\n---\n- runFlow: other.yaml\n"})).await;
     assert_eq!(status, 422);

@@ -10,6 +10,7 @@ mod control;
 mod crash;
 mod dashboard;
 mod devices;
+mod flow_recovery;
 mod flows;
 mod handwritten;
 mod hosts;

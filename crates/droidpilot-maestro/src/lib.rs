@@ -7,6 +7,8 @@
 //! - `selector`: which element of a `screen::UiTree` a Maestro selector picks.
 //! - `expr`: `${…}`, `env`, `output`, `maestro`, `evalScript` / `runScript` /
 //!   `assertTrue` on an embedded JavaScript engine.
+//! - `print`: a flow written back as Maestro YAML (`parse_flow(print(f))` is `f`).
+//! - `heal`: a healed selector written back into a flow file, as Maestro YAML.
 //! - `workspace`: a folder as `maestro test` takes it (`config.yaml`, `runFlow` files,
 //!   tags, `-e`), over an in-memory file map.
 //!
@@ -40,7 +42,9 @@
 pub mod ast;
 pub mod error;
 pub mod expr;
+pub mod heal;
 pub mod parse;
+pub mod print;
 pub mod selector;
 pub mod workspace;
 pub mod yaml;

@@ -400,6 +400,12 @@ fn intersect(parts: Vec<Vec<usize>>, nodes: &[usize]) -> Vec<usize> {
     acc
 }
 
+/// `text` as a pattern that matches exactly it (a label holding `(`, `.` or `?`), for a
+/// selector written from what is on the screen.
+pub fn literal(text: &str) -> String {
+    fancy_regex::escape(text).into_owned()
+}
+
 /// The pattern as Maestro compiles it: case-insensitive, dot-all, multi-line, matched
 /// against the whole value; `None` when it does not compile (then only literal
 /// equality matches, as Maestro falls back to the escaped text).

@@ -514,6 +514,7 @@ class Script(Model):
     app: str | None = None
     fuzzy: bool | None = None
     inputs: JSON | None = None
+    maestro: str | None = None
     max_recovery_attempts: int | None = None
     outputs: list[str] | None = None
     summary: str | None = None
@@ -543,6 +544,7 @@ class ScriptRecord(Model):
     app: str | None = None
     fuzzy: bool | None = None
     inputs: JSON | None = None
+    maestro: str | None = None
     max_recovery_attempts: int | None = None
     outputs: list[str] | None = None
     summary: str | None = None

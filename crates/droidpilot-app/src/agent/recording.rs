@@ -144,6 +144,7 @@ impl Recording {
             summary,
             fuzzy: true,
             max_recovery_attempts: crate::script::model::DEFAULT_MAX_RECOVERY_ATTEMPTS,
+            maestro: None,
         }
     }
 

@@ -106,8 +106,8 @@ pub struct AgentSpec {
     )]
     #[schema(value_type = Option<Object>)]
     pub script: Option<Value>,
-    /// Script agents only: the stored script and version it came from (a healed script
-    /// becomes that script's next version).
+    /// Script and flow agents: the stored script and version it came from (a healed
+    /// script, or a healed flow imported as one, becomes that script's next version).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -124,8 +124,8 @@ pub struct AgentSpec {
     /// Script agents only: values for the script's `${inputs}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<BTreeMap<String, String>>,
-    /// Script agents only: recover failed steps with a model (AI in the middle), chosen
-    /// by `provider`, `model` and `base_url` like a navigator's.
+    /// Script and flow agents: recover failed steps with a model (AI in the middle),
+    /// chosen by `provider`, `model` and `base_url` like a navigator's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<bool>,
     /// Planned agents only: the planner's model (the acting agent's when absent).
@@ -164,7 +164,8 @@ pub struct AgentSpec {
     /// Flow agents only: Maestro's `-e KEY=VALUE` values, set before the flow's `env`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,
-    /// Flow agents: rewrite a flow whose selector broke (not available yet).
+    /// Flow agents with `recovery`: write the flow back with the selectors AI in the
+    /// middle found (the old one kept as an alternative), in the task's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
     /// Split agents only: the top and the bottom window, each an app, a goal and
@@ -349,7 +350,7 @@ impl AgentSpec {
                 return Ok(kind);
             }
             AgentKind::Flow => {
-                self.flow_program()?;
+                self.validate_flow(defaults)?;
                 return Ok(kind);
             }
             AgentKind::Split => {
@@ -405,9 +406,12 @@ impl AgentSpec {
                         ("script_id", self.script_id.is_some()),
                         ("script_version", self.script_version.is_some()),
                         ("inputs", self.inputs.is_some()),
-                        ("recovery", self.recovery.is_some()),
                     ],
                     "is for script agents only",
+                )?;
+                refuse_set(
+                    &[("recovery", self.recovery.is_some())],
+                    "is for script and flow agents only",
                 )?;
                 if self.on_error.is_some() {
                     return Err(SpecError::new(
@@ -431,39 +435,57 @@ impl AgentSpec {
         Ok(kind)
     }
 
+    /// A flow agent's model fields (its recovery model) and the flow.
+    fn validate_flow(&self, defaults: &AgentDefaults) -> Result<(), SpecError> {
+        let program = self.flow_program()?;
+        if self.recovery == Some(true) || program.ai_command().is_some() {
+            self.check_model_choice(AgentKind::Navigator, defaults)?;
+        } else {
+            refuse_set(
+                &[
+                    ("provider", self.provider.is_some()),
+                    ("model", self.model.is_some()),
+                    ("base_url", self.base_url.is_some()),
+                    ("server", self.server.is_some()),
+                ],
+                "names the recovery model; set \"recovery\": true to use one (or use an AI command)",
+            )?;
+        }
+        if self.heal == Some(true) && self.recovery != Some(true) {
+            return Err(SpecError {
+                specific_hint: Some("Add \"recovery\": true (and the model): a flow is healed with the selectors AI in the middle found.".into()),
+                ..SpecError::new("heal", "needs \"recovery\": true")
+            });
+        }
+        Ok(())
+    }
+
+    /// Why this agent needs a model besides being a model agent: a flow's AI command,
+    /// named by file and line (refusals at submission say so).
+    pub fn model_needed_by(&self) -> Option<String> {
+        if self.kind != Some(AgentKind::Flow) {
+            return None;
+        }
+        let at = self.flow_program().ok()?.ai_command()?;
+        Some(format!("{at} needs it"))
+    }
+
     /// What a `flow` agent runs, checked whole: the flow and the files it reaches
     /// parsed, every command one this server can do (errors name the file and line);
     /// the fields of other kinds refused by name.
     pub fn flow_program(&self) -> Result<super::flow::program::Program, SpecError> {
         let others = [
             ("format", self.format.is_some()),
-            ("provider", self.provider.is_some()),
-            ("model", self.model.is_some()),
-            ("base_url", self.base_url.is_some()),
-            ("server", self.server.is_some()),
             ("actions", self.actions.is_some()),
             ("on_error", self.on_error.is_some()),
             ("script", self.script.is_some()),
-            ("script_id", self.script_id.is_some()),
-            ("script_version", self.script_version.is_some()),
             ("inputs", self.inputs.is_some()),
         ];
         if let Some((f, _)) = others.iter().find(|(_, set)| *set) {
-            return Err(SpecError::new(
-                *f,
-                "is not used by flow agents (a flow runs with no model)",
-            ));
+            return Err(SpecError::new(*f, "is not used by flow agents"));
         }
-        for (f, set) in [
-            ("recovery", self.recovery.is_some()),
-            ("heal", self.heal.is_some()),
-        ] {
-            if set {
-                return Err(SpecError {
-                    specific_hint: Some("Run the flow without it; a flow whose selector breaks fails naming the file and line.".into()),
-                    ..SpecError::new(f, "AI recovery and healing are not available for flows yet")
-                });
-            }
+        if self.script_version.is_some() && self.script_id.is_none() {
+            return Err(SpecError::new("script_version", "needs script_id"));
         }
         super::flow::program::load(
             self.flow.as_deref(),
@@ -749,8 +771,11 @@ impl AgentDefaults {
         if kind == AgentKind::Split {
             return super::split::missing_key(spec, self, &env);
         }
-        if matches!(kind, AgentKind::Replay | AgentKind::Flow)
+        if kind == AgentKind::Replay
             || (kind == AgentKind::Script && spec.recovery != Some(true))
+            || (kind == AgentKind::Flow
+                && spec.recovery != Some(true)
+                && spec.model_needed_by().is_none())
         {
             return None;
         }
@@ -868,7 +893,7 @@ pub fn build_recording_agent(
         return build_script_agent(spec, defaults);
     }
     if kind == AgentKind::Flow {
-        return Ok(Box::new(super::flow::FlowAgent::new(spec.flow_program()?)?));
+        return build_flow_agent(spec, defaults);
     }
     if kind == AgentKind::Planned {
         return super::composite::build_planned(spec, defaults, record);
@@ -916,6 +941,37 @@ pub fn build_recording_agent(
     })
 }
 
+/// The flow agent, with AI in the middle when the spec asks for it.
+fn build_flow_agent(
+    spec: &AgentSpec,
+    defaults: &AgentDefaults,
+) -> Result<Box<dyn Agent>, AgentError> {
+    let program = spec.flow_program()?;
+    let ai = program.ai_command().is_some();
+    let origin = spec
+        .script_id
+        .map(|id| (id, spec.script_version.unwrap_or(1)));
+    let mut agent = super::flow::FlowAgent::new(program)?.from_script(origin);
+    if spec.recovery == Some(true) {
+        agent = agent.with_recovery(recovery_model(spec, defaults)?, defaults.prices.clone());
+    }
+    if ai {
+        let vision = spec.model_config(AgentKind::Navigator, defaults).vision;
+        let model = recovery_model(spec, defaults)?.model;
+        agent = agent.with_model(super::flow::ai::AiModel { model, vision });
+    }
+    Ok(Box::new(agent.healing(spec.heal == Some(true))))
+}
+
+/// The recovery model a script or flow spec names (a navigator's choice).
+fn recovery_model(spec: &AgentSpec, defaults: &AgentDefaults) -> Result<Aitm, AgentError> {
+    let cfg = spec.model_config(AgentKind::Navigator, defaults);
+    cfg.validate()
+        .map_err(|e| SpecError::new("base_url", e.to_string()))?;
+    let model = build_model_with_key(&cfg, defaults.key_for(&cfg)?)?;
+    Ok(Aitm { model })
+}
+
 /// The script agent, with AI in the middle when the spec asks for it.
 fn build_script_agent(
     spec: &AgentSpec,
@@ -927,11 +983,7 @@ fn build_script_agent(
         .map(|id| (id, spec.script_version.unwrap_or(1)));
     let mut agent = ScriptAgent::new(script, origin, vars);
     if spec.recovery == Some(true) {
-        let cfg = spec.model_config(AgentKind::Navigator, defaults);
-        cfg.validate()
-            .map_err(|e| SpecError::new("base_url", e.to_string()))?;
-        let model = build_model_with_key(&cfg, defaults.key_for(&cfg)?)?;
-        agent = agent.with_recovery(Aitm { model }, defaults.prices.clone());
+        agent = agent.with_recovery(recovery_model(spec, defaults)?, defaults.prices.clone());
     }
     Ok(Box::new(agent))
 }

@@ -100,7 +100,10 @@ async fn check_runnable(s: &Core, spec: &TaskSpec, agent: &AgentSpec) -> Result<
         };
         return Err(AppError::invalid(
             "missing_model_key",
-            format!("the task's agent cannot call its model: {e}"),
+            match agent.model_needed_by() {
+                Some(why) => format!("the task's agent cannot call its model ({why}): {e}"),
+                None => format!("the task's agent cannot call its model: {e}"),
+            },
             format!(
                 "Set {var} in the server's environment (keys belong to the server, never to a task) and restart it{local} or use agent.kind replay."
             ),

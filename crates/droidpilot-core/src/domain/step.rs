@@ -95,7 +95,7 @@ pub struct StepOutcome {
 /// selector matched and whether a fallback was needed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ReplayInfo {
-    /// The script step (0-based) this task step serves.
+    /// The script step (0-based) this task step serves; for a flow, the command's line.
     pub index: u32,
     pub role: ReplayRole,
     /// The selector the action used, when it had one.

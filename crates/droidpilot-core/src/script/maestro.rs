@@ -31,7 +31,7 @@
 use std::collections::BTreeMap;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
+use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use super::model::{RecoveryHint, Script, ScriptStep, StepAction};
 use crate::domain::action::{Direction, Key};
@@ -67,6 +67,9 @@ const RETRY_PREFIX: &str = "maestro retry ";
 #[derive(Debug, Clone)]
 enum Node {
     Scalar(String, usize),
+    /// A plain `null` or `~`: no value (an `env` input with no default), never the
+    /// text "null".
+    Null(usize),
     Seq(Vec<Node>, usize),
     Map(Vec<(String, usize, Node)>, usize),
 }
@@ -74,7 +77,7 @@ enum Node {
 impl Node {
     fn line(&self) -> usize {
         match self {
-            Node::Scalar(_, l) | Node::Seq(_, l) | Node::Map(_, l) => *l,
+            Node::Scalar(_, l) | Node::Null(l) | Node::Seq(_, l) | Node::Map(_, l) => *l,
         }
     }
     fn get(&self, key: &str) -> Option<&Node> {
@@ -120,7 +123,7 @@ impl Builder {
                     }
                 },
             },
-            Node::Scalar(..) => {}
+            Node::Scalar(..) | Node::Null(_) => {}
         }
     }
 }
@@ -129,6 +132,11 @@ impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         let line = mark.line().max(1);
         match ev {
+            Event::Scalar(s, TScalarStyle::Plain, ..)
+                if matches!(s.as_str(), "null" | "Null" | "NULL" | "~") =>
+            {
+                self.push(Node::Null(line))
+            }
             Event::Scalar(s, ..) => self.push(Node::Scalar(s, line)),
             Event::SequenceStart(..) => self.stack.push((Node::Seq(Vec::new(), line), None)),
             Event::MappingStart(..) => self.stack.push((Node::Map(Vec::new(), line), None)),
@@ -202,6 +210,7 @@ pub fn import(yaml: &str) -> Result<Script, MaestroError> {
         message: e.message,
         hint: e.hint,
     })?;
+    script.maestro = Some(yaml.to_string());
     Ok(script)
 }
 
@@ -216,6 +225,7 @@ fn header_script(header: Option<&Node>) -> Result<Script, MaestroError> {
         summary: None,
         fuzzy: true,
         max_recovery_attempts: super::model::DEFAULT_MAX_RECOVERY_ATTEMPTS,
+        maestro: None,
     };
     let Some(Node::Map(kv, _)) = header else {
         return Ok(script);
@@ -567,11 +577,19 @@ fn scroll_until(arg: Option<&Node>, line: usize) -> Result<ScriptStep, MaestroEr
     Ok(s)
 }
 
-/// Writes `script` as a Maestro flow that `import` reads back. A step's
+/// Writes `script` as a Maestro flow that `import` reads back: the flow it was imported
+/// from (`maestro`) when its steps are unchanged, so comments, tags and `eraseText`
+/// counts survive, else one written from the steps. A step's
 /// `wait_condition` becomes an `assertVisible` before it and its `expect` becomes
 /// `assertVisible` / `assertNotVisible` after it; alternative selectors, descriptions
 /// and recovery hints other than retry blocks have no Maestro form and are left out.
 pub fn export(script: &Script) -> Result<String, MaestroError> {
+    // The flow it was imported from, while it still says what the steps do.
+    if let Some(src) = &script.maestro
+        && import(src).is_ok_and(|s| s == *script)
+    {
+        return Ok(src.clone());
+    }
     let mut out = String::new();
     if let Some(app) = &script.app {
         out.push_str(&format!("appId: {}\n", q(app)));

@@ -56,6 +56,11 @@ pub struct Script {
     /// Model attempts per failed step before the user is asked (default 3).
     #[serde(default = "default_recovery_attempts")]
     pub max_recovery_attempts: u32,
+    /// The Maestro flow this script was imported from, as written. Export as Maestro
+    /// gives it back (its comments, tags and layout kept) while the steps are still the
+    /// ones it imports to; an edited or healed script is exported from its steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maestro: Option<String>,
 }
 
 /// One declared input: its default, or none; a secret input has no default (it would be

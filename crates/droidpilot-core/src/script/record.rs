@@ -199,6 +199,7 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
         summary: None,
         fuzzy: true,
         max_recovery_attempts: super::model::DEFAULT_MAX_RECOVERY_ATTEMPTS,
+        maestro: None,
     };
     script
         .validate()

@@ -21,15 +21,21 @@
 //! `retry` reruns its commands, and `onFlowComplete` runs after a failure too. The task
 //! finishes successfully only when the flow ran to its end.
 
+pub mod ai;
 pub mod program;
+pub mod recover;
 mod step;
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use droidpilot_maestro::ast::{Command, CommandKind, Condition, EnvVar, FlowSource, Platform};
 use droidpilot_maestro::expr::Scope;
 
-use super::{Agent, AgentContext, AgentError, Decision};
-use crate::domain::Action;
+use super::script::recover::Aitm;
+use super::{Agent, AgentContext, AgentError, Decision, Meter};
+use crate::domain::{Action, ReplayInfo};
+use crate::llm::PriceTable;
 use crate::run::flow_check::{self, Until};
 use program::Program;
 
@@ -91,6 +97,8 @@ struct Tries {
     scrolls: u32,
     /// Scrolls in a row that changed nothing (the end of the list).
     stale: u32,
+    /// Questions AI in the middle was asked about this command.
+    recoveries: u32,
 }
 
 /// One pass of the interpreter.
@@ -116,6 +124,27 @@ pub struct FlowAgent {
     warnings: Vec<String>,
     commands_done: u32,
     started: bool,
+    /// AI in the middle, when the task asked for it (`recovery: true`).
+    aitm: Option<Aitm>,
+    prices: PriceTable,
+    /// A command whose element is missing, for AI in the middle (`recover.rs`).
+    stuck: Option<recover::Stuck>,
+    /// Commands AI in the middle gave a new selector, by (file, line).
+    healed: BTreeMap<(String, usize), recover::Healed>,
+    /// What AI in the middle did, for the finish reason.
+    recovered: Vec<String>,
+    /// The record of the step being returned, when AI in the middle played a part.
+    replay_next: Option<ReplayInfo>,
+    /// Write healed selectors back into the flow, in the task's result (`heal`).
+    heal: bool,
+    /// The model of the AI commands, when the flow has any.
+    ai: Option<ai::AiModel>,
+    /// An AI command waiting for its model call.
+    ai_pending: Option<ai::AiAsk>,
+    /// The stored script (imported from this flow) and version the task runs.
+    origin: Option<(crate::script::ScriptId, u32)>,
+    /// The healed flow as that script's next version, for the runner to store.
+    produced: Option<super::ProducedScript>,
 }
 
 impl FlowAgent {
@@ -132,7 +161,130 @@ impl FlowAgent {
             warnings: Vec::new(),
             commands_done: 0,
             started: false,
+            aitm: None,
+            prices: PriceTable::default(),
+            stuck: None,
+            healed: BTreeMap::new(),
+            recovered: Vec::new(),
+            replay_next: None,
+            heal: false,
+            ai: None,
+            ai_pending: None,
+            origin: None,
+            produced: None,
         })
+    }
+
+    /// AI in the middle for commands whose element is missing.
+    pub fn with_recovery(mut self, aitm: Aitm, prices: PriceTable) -> Self {
+        self.aitm = Some(aitm);
+        self.prices = prices;
+        self
+    }
+
+    /// The stored script this flow was imported as (id, version): a healed flow is
+    /// stored as its next version.
+    pub fn from_script(mut self, origin: Option<(crate::script::ScriptId, u32)>) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// The model `assertWithAI` & co ask.
+    pub fn with_model(mut self, ai: ai::AiModel) -> Self {
+        self.ai = Some(ai);
+        self
+    }
+
+    /// A command failed: a warning when it is `optional` (the flow goes on), else the
+    /// flow's failure (`fail`).
+    fn command_failed(&mut self, cmd: &Command, at: String, e: String) {
+        if cmd.optional {
+            self.warnings.push(format!("{at}: {e}"));
+            self.notes
+                .push(format!("optional {at} failed, going on: {e}"));
+            self.advance();
+        } else {
+            self.fail(format!("{at}: {e}"));
+        }
+    }
+
+    /// With `heal`, a flow that ran to its end with selectors AI in the middle found
+    /// is written back with them (`heal.rs`), in the task's result.
+    pub fn healing(mut self, heal: bool) -> Self {
+        self.heal = heal;
+        self
+    }
+
+    /// The task's answer when healing: `{"healed": {path: YAML}}`, and the commands
+    /// that could not be written back, for the reason.
+    fn healed_answer(&mut self) -> (Option<String>, String) {
+        if !self.heal || self.healed.is_empty() {
+            return (None, String::new());
+        }
+        let (files, missed) = recover::healed_files(self);
+        let stored = self.store_healed(&files);
+        let note = if missed.is_empty() {
+            format!(
+                "; healed flow files in the result: {}",
+                files.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        } else {
+            format!(
+                "; not written back (the selector is not a plain text or id): {}",
+                missed.join(", ")
+            )
+        };
+        let answer = (!files.is_empty()).then(|| serde_json::json!({"healed": files}).to_string());
+        (answer, format!("{note}{stored}"))
+    }
+
+    /// The healed entry flow as the next version of the script it came from (imported
+    /// as a script again, its text kept); what happened, for the reason.
+    fn store_healed(&mut self, files: &BTreeMap<String, String>) -> String {
+        let (Some(origin), Some(text)) = (self.origin, files.get(&self.program.entry)) else {
+            return String::new();
+        };
+        match crate::script::maestro::import(text) {
+            Ok(script) => {
+                self.produced = Some(super::ProducedScript {
+                    script,
+                    healed_from: Some(origin),
+                });
+                format!("; stored as the next version of script {}", origin.0)
+            }
+            Err(e) => format!("; not stored as script {}: {e}", origin.0),
+        }
+    }
+
+    /// A command's element is missing after its wait: AI in the middle gets it next,
+    /// when the task has a model and the command attempts left (never an `optional`
+    /// one).
+    fn stuck(
+        &mut self,
+        cmd: &Command,
+        selector: &droidpilot_maestro::ast::Selector,
+        message: &str,
+    ) {
+        if self.aitm.is_none() || cmd.optional || self.tries.recoveries >= recover::MAX_ATTEMPTS {
+            return;
+        }
+        let file = self
+            .stack
+            .last()
+            .map(|f| f.file.clone())
+            .unwrap_or_default();
+        self.stuck = Some(recover::Stuck {
+            file,
+            cmd: cmd.clone(),
+            selector: selector.clone(),
+            message: message.to_string(),
+        });
+    }
+
+    /// The healed selector of the command at `line` of the current file, if any.
+    fn healed_selector(&self, line: usize) -> Option<droidpilot_maestro::ast::Selector> {
+        let file = self.stack.last()?.file.clone();
+        self.healed.get(&(file, line)).map(|h| h.new.clone())
     }
 
     /// `-e` values, the entry flow's `env`, then its frame.
@@ -518,15 +670,10 @@ impl FlowAgent {
                 Ok(None)
             }
             Ok(Run::Again) => Ok(None),
-            Err(e) if cmd.optional => {
-                self.warnings.push(format!("{at}: {e}"));
-                self.notes
-                    .push(format!("optional {at} failed, going on: {e}"));
-                self.advance();
-                Ok(None)
-            }
+            // AI in the middle answers first (`next`).
+            Err(_) if self.stuck.is_some() => Ok(None),
             Err(e) => {
-                self.fail(format!("{at}: {e}"));
+                self.command_failed(&cmd, at, e);
                 Ok(None)
             }
         }
@@ -540,6 +687,17 @@ impl FlowAgent {
         format!("{file} ({what})")
     }
 
+    /// The step: its reasoning (the notes, then where the flow is), its model calls and
+    /// its record of AI in the middle.
+    fn decide(&mut self, meter: Meter<'_>, action: Action, at: Option<String>) -> Decision {
+        let mut thinking: Vec<String> = self.notes.drain(..).collect();
+        thinking.extend(at);
+        let raw = serde_json::to_string(&action).unwrap_or_default();
+        let mut d = meter.decision(thinking.join("\n"), action, raw, 0);
+        d.replay = self.replay_next.take();
+        d
+    }
+
     fn finish(&mut self) -> Action {
         match self.ended.clone() {
             Some(Ok(summary)) => {
@@ -551,10 +709,16 @@ impl FlowAgent {
                         self.warnings.join("; ")
                     )
                 };
+                let ai = if self.recovered.is_empty() {
+                    String::new()
+                } else {
+                    format!("; AI recovery: {}", self.recovered.join("; "))
+                };
+                let (answer, healed) = self.healed_answer();
                 Action::Finish {
                     success: true,
-                    reason: Some(format!("{summary}{warn}")),
-                    answer: None,
+                    reason: Some(format!("{summary}{warn}{ai}{healed}")),
+                    answer,
                 }
             }
             Some(Err(e)) => Action::Finish {
@@ -579,22 +743,27 @@ impl Agent for FlowAgent {
         {
             self.finish_failed(e);
         }
+        let prices = self.prices.clone();
+        // A flow's only model calls are AI-in-the-middle recoveries.
+        let mut meter = Meter::for_role(&prices, crate::domain::ModelRole::Recovery);
         // Control flow, scripts and checks that need no device go round here; a flow
         // that loops without touching the device is stopped.
         for _ in 0..10_000 {
+            if let Some(stuck) = self.stuck.take() {
+                if let Some((action, info)) = recover::recover(self, &mut meter, ctx, stuck).await?
+                {
+                    self.replay_next = Some(info);
+                    return Ok(self.decide(meter, action, None));
+                }
+                continue;
+            }
+            if let Some(ask) = self.ai_pending.take() {
+                ai::run(self, &mut meter, ctx, ask).await?;
+                continue;
+            }
             match self.pass(ctx) {
                 Ok(None) => continue,
-                Ok(Some((action, at))) => {
-                    let mut thinking = String::new();
-                    for n in self.notes.drain(..) {
-                        thinking.push_str(&n);
-                        thinking.push('\n');
-                    }
-                    thinking.push_str(&at);
-                    let mut d = Decision::local(action);
-                    d.thinking = thinking;
-                    return Ok(d);
-                }
+                Ok(Some((action, at))) => return Ok(self.decide(meter, action, Some(at))),
                 Err(()) => break,
             }
         }
@@ -604,9 +773,8 @@ impl Agent for FlowAgent {
                     .into(),
             );
         }
-        let mut d = Decision::local(self.finish());
-        d.thinking = self.notes.drain(..).collect::<Vec<_>>().join("\n");
-        Ok(d)
+        let action = self.finish();
+        Ok(self.decide(meter, action, None))
     }
 
     fn describe(&self) -> String {
@@ -620,6 +788,14 @@ impl Agent for FlowAgent {
     /// A flow bounds its own waits; the stuck detector is for model agents.
     fn plays_fixed_actions(&self) -> bool {
         true
+    }
+
+    fn take_script(
+        &mut self,
+        finished_ok: bool,
+        _reason: Option<&str>,
+    ) -> Option<super::ProducedScript> {
+        self.produced.take().filter(|_| finished_ok)
     }
 
     fn required_app(&self) -> Option<&str> {

@@ -29,8 +29,29 @@ pub struct Program {
     pub flows: BTreeMap<String, Flow>,
     /// `runScript` files, by path.
     pub scripts: BTreeMap<String, String>,
+    /// Every flow file's text as given, by path (AI in the middle shows the failed
+    /// command as written; healing rewrites it).
+    pub sources: BTreeMap<String, String>,
     /// `-e KEY=VALUE` values, set before the flow's own `env`.
     pub env: Vec<(String, String)>,
+}
+
+impl Program {
+    /// The first AI command (`assertWithAI` & co), as `flow.yaml line 7
+    /// (assertWithAI)`: the flow needs a model.
+    pub fn ai_command(&self) -> Option<String> {
+        self.flows.iter().find_map(|(path, flow)| {
+            let c = all_commands(flow)
+                .into_iter()
+                .find(|c| super::ai::is_ai(c))?;
+            let name = match c.kind {
+                CommandKind::AssertWithAi(_) => "assertWithAI",
+                CommandKind::AssertNoDefectsWithAi => "assertNoDefectsWithAI",
+                _ => "extractTextWithAI",
+            };
+            Some(format!("{path} line {} ({name})", c.line))
+        })
+    }
 }
 
 /// Reads a task's flow: `text` alone, or `files` with `entry`.
@@ -85,6 +106,7 @@ pub fn load(
         entry: entry.clone(),
         flows: BTreeMap::new(),
         scripts: BTreeMap::new(),
+        sources: BTreeMap::new(),
         env,
     };
     visit(&files, &mut p, &entry, &mut Vec::new()).map_err(|e| spec_error(&e))?;
@@ -127,6 +149,7 @@ fn visit(
     if !p.flows.contains_key(path) {
         let flow = parse_flow(&files[path]).map_err(|e| e.in_file(path))?;
         p.flows.insert(path.to_string(), flow);
+        p.sources.insert(path.to_string(), files[path].clone());
     }
     let flow = p.flows[path].clone();
     stack.push(path.to_string());
@@ -221,12 +244,6 @@ fn refuse_unsupported(c: &Command) -> Result<(), ParseError> {
         CommandKind::LaunchApp(l) if !l.permissions.is_empty() || !l.arguments.is_empty() => no(
             "launchApp permissions / arguments",
             "launch arguments and permission grants cannot be passed to an app here",
-        ),
-        CommandKind::AssertWithAi(_)
-        | CommandKind::AssertNoDefectsWithAi
-        | CommandKind::ExtractTextWithAi { .. } => no(
-            "assertWithAI / extractTextWithAI",
-            "flows run without a model for now",
         ),
         CommandKind::PressKey(k) if key(*k).is_none() => no(
             &format!("pressKey {k:?}"),

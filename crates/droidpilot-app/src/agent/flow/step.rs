@@ -55,7 +55,7 @@ fn screen_key(ctx: &AgentContext) -> Option<u64> {
 }
 
 /// `text "Save", index 1`: a selector in a failure message.
-fn describe_sel(s: &Selector) -> String {
+pub(super) fn describe_sel(s: &Selector) -> String {
     let mut parts = Vec::new();
     if let Some(t) = &s.text {
         parts.push(format!("text \"{t}\""));
@@ -121,6 +121,9 @@ pub(super) fn describe(cmd: &Command) -> String {
         CommandKind::InputText(t) => format!("inputText \"{t}\""),
         CommandKind::LaunchApp(l) => format!("launchApp {}", l.app_id.clone().unwrap_or_default()),
         CommandKind::TakeScreenshot(n) => format!("takeScreenshot {n}"),
+        CommandKind::AssertWithAi(t) => format!("assertWithAI \"{t}\""),
+        CommandKind::AssertNoDefectsWithAi => "assertNoDefectsWithAI".into(),
+        CommandKind::ExtractTextWithAi { query, .. } => format!("extractTextWithAI \"{query}\""),
         CommandKind::RunFlow(_) => "runFlow".into(),
         CommandKind::Repeat(_) => "repeat".into(),
         CommandKind::Retry(_) => "retry".into(),
@@ -190,6 +193,12 @@ fn locate(
     sel: &Selector,
     ctx: &AgentContext,
 ) -> Result<Result<usize, Action>, String> {
+    if let Some(h) = a.healed_selector(cmd.line)
+        && let Some(n) = find(ctx, &h)?
+    {
+        a.replay_next = Some(super::recover::healed_info(cmd.line, &h));
+        return Ok(Ok(n));
+    }
     let sel = a.scope.selector(sel).map_err(js)?;
     if let Some(n) = find(ctx, &sel)? {
         return Ok(Ok(n));
@@ -199,11 +208,13 @@ fn locate(
         a.tries.waited = true;
         return Ok(Err(check_action(Until::Visible, Some(&sel), t, true)));
     }
-    Err(format!(
+    let msg = format!(
         "no element matches {} (waited {} s)",
         describe_sel(&sel),
         t / 1000
-    ))
+    );
+    a.stuck(cmd, &sel, &msg);
+    Err(msg)
 }
 
 /// `assertVisible` / `assertNotVisible` / `extendedWaitUntil`: holds now, or after one
@@ -238,6 +249,26 @@ fn assert(
         describe_sel(&sel),
         t / 1000
     ))
+}
+
+/// `assertVisible`: as `assert`, and a missing element goes to AI in the middle, whose
+/// new selector is then checked instead.
+fn assert_visible(
+    a: &mut FlowAgent,
+    cmd: &Command,
+    sel: &Selector,
+    ctx: &AgentContext,
+) -> Result<Run, String> {
+    if let Some(h) = a.healed_selector(cmd.line)
+        && present(ctx, &h)?
+    {
+        return Ok(Run::Done);
+    }
+    assert(a, sel, true, timeout(cmd), ctx).inspect_err(|msg| {
+        if let Ok(s) = a.scope.selector(sel) {
+            a.stuck(cmd, &s, msg);
+        }
+    })
 }
 
 /// The pixel a tap on node `n` aims at: the centre of its part on screen.
@@ -588,7 +619,7 @@ pub(super) fn leaf(a: &mut FlowAgent, cmd: &Command, ctx: &AgentContext) -> Resu
             }
             once(a, ctx, || Action::Key { key: Key::Back })
         }
-        CommandKind::AssertVisible(s) => assert(a, s, true, timeout(cmd), ctx),
+        CommandKind::AssertVisible(s) => assert_visible(a, cmd, s, ctx),
         CommandKind::AssertNotVisible(s) => assert(a, s, false, timeout(cmd), ctx),
         CommandKind::AssertTrue(t) => match a.scope.condition(t).map_err(js)? {
             true => Ok(Run::Done),
@@ -659,6 +690,16 @@ pub(super) fn leaf(a: &mut FlowAgent, cmd: &Command, ctx: &AgentContext) -> Resu
         CommandKind::TakeScreenshot(_) => once(a, ctx, || Action::Wait { ms: 0 }),
         CommandKind::EvalScript(t) => a.scope.eval_script(t).map(|_| Run::Done).map_err(js),
         CommandKind::RunScript(r) => run_script(a, r, ctx),
+        CommandKind::AssertWithAi(_)
+        | CommandKind::AssertNoDefectsWithAi
+        | CommandKind::ExtractTextWithAi { .. } => {
+            let file = a.stack.last().map(|f| f.file.clone()).unwrap_or_default();
+            a.ai_pending = Some(super::ai::AiAsk {
+                file,
+                cmd: cmd.clone(),
+            });
+            Ok(Run::Again)
+        }
         other => Err(format!("{} cannot run here", describe_kind(other))),
     }
 }

@@ -77,6 +77,20 @@ pub struct StepError {
     pub selector: Option<String>,
 }
 
+/// A failed step as AI in the middle sees it, whatever ran it: a script step, or a
+/// flow command (`agent::flow`). The script's builds it from the step; the rest of the
+/// recovery context (the screen, its elements, the history) is the same for both.
+#[derive(Debug, Clone)]
+pub struct FailedStep {
+    /// `failed_step`: the step as its author wrote it.
+    pub step: Value,
+    /// The author's recovery hints that match the failure.
+    pub hints: Vec<String>,
+    pub goal: String,
+    /// `step 3 of 7`.
+    pub progress: String,
+}
+
 impl Aitm {
     /// One recovery question. An answer that is not a RecoveryAction is an error the
     /// caller counts as a failed attempt.
@@ -88,7 +102,19 @@ impl Aitm {
         index: usize,
         err: &StepError,
     ) -> Result<RecoveryAction, AgentError> {
-        let context = recovery_context(ctx, script, index, err);
+        self.ask_about(meter, ctx, &script_step(ctx, script, index, err), err)
+            .await
+    }
+
+    /// `ask`, for any failed step.
+    pub(crate) async fn ask_about(
+        &self,
+        meter: &mut Meter<'_>,
+        ctx: &AgentContext,
+        failed: &FailedStep,
+        err: &StepError,
+    ) -> Result<RecoveryAction, AgentError> {
+        let context = context(ctx, failed, err);
         let req = ChatRequest::new(
             Some(SYSTEM.to_string()),
             vec![Message::user(vec![Part::Text(context.to_string())])],
@@ -107,6 +133,11 @@ pub fn recovery_context(
     index: usize,
     err: &StepError,
 ) -> Value {
+    context(ctx, &script_step(ctx, script, index, err), err)
+}
+
+/// A script step as the recovery context shows it, with its matching hints.
+fn script_step(ctx: &AgentContext, script: &Script, index: usize, err: &StepError) -> FailedStep {
     let step: &ScriptStep = &script.steps[index];
     let screen = &ctx.observation.screen;
     let failure = Failure {
@@ -120,23 +151,32 @@ pub fn recovery_context(
                 .any(|n| n.package.contains("inputmethod"))
         }),
     };
-    let hints: Vec<&str> = matching(&step.recovery_hints, &failure)
-        .iter()
-        .map(|h| h.hint.as_str())
-        .collect();
+    FailedStep {
+        step: json!(step),
+        hints: matching(&step.recovery_hints, &failure)
+            .iter()
+            .map(|h| h.hint.clone())
+            .collect(),
+        goal: script.goal.clone(),
+        progress: format!("step {} of {}", index + 1, script.steps.len()),
+    }
+}
+
+fn context(ctx: &AgentContext, failed: &FailedStep, err: &StepError) -> Value {
+    let screen = &ctx.observation.screen;
     let all: Vec<_> = ctx.history.steps().collect();
     let history: Vec<Value> = all[all.len().saturating_sub(5)..]
         .iter()
         .map(|r| json!({"step": r.step, "action": r.action, "outcome": r.outcome}))
         .collect();
     json!({
-        "failed_step": step,
+        "failed_step": failed.step,
         "error": {"error_type": err.error_type, "message": err.message, "selector": err.selector,
                   "screen_state": {"app": screen.app_package, "has_modal": screen.has_modal, "summary": screen.summary}},
         "current_screen": screen.elements,
         "elements": selectors_of(screen),
-        "recovery_hints": hints,
-        "goal_context": {"goal": script.goal, "progress": format!("step {} of {}", index + 1, script.steps.len())},
+        "recovery_hints": failed.hints,
+        "goal_context": {"goal": failed.goal, "progress": failed.progress},
         "history": history,
     })
 }
