@@ -13,24 +13,22 @@ use crate::agent::context::{AgentContext, StepRecord};
 use crate::domain::{ModelCall, ModelRole, Plan};
 use crate::llm::{ChatModel, ChatRequest, ImageData, Message, Part, PriceTable};
 
-const PLANNER_SYSTEM: &str = "You are the planning agent of an assistant that operates an Android phone for a person. \
-You do not act on the phone; a fast agent does, one step at a time, and reads your plan as guidance. \
-Given the task, the current screen (its element map, and a screenshot when attached), the installed apps, \
-and, when re-planning, what went wrong and the previous plan, propose 2 or 3 different approaches. \
-Answer with one JSON object and nothing else: \
-{\"approaches\": [{\"name\": \"short name\", \"description\": \"one or two sentences\", \
-\"steps_summary\": [\"step\", \"step\"], \"confidence\": 0.0-1.0}], \"recommended\": <index of the approach to try first>, \
-\"diagnosis\": \"when re-planning: what went wrong, in one sentence\"}";
+// Each says once what the role gets and what it answers; the document's field names
+// say the rest.
+const PLANNER_SYSTEM: &str = "You are the planning agent of an assistant that operates an Android phone one step at a time; \
+you do not act, it reads your plan as guidance. From the task, the screen (and a screenshot when attached), \
+the installed apps and, when re-planning, what went wrong and the previous plan, propose 2 or 3 different approaches. \
+Answer with one JSON object only: {\"approaches\": [{\"name\": \"short\", \"description\": \"one or two sentences\", \
+\"steps_summary\": [\"step\"], \"confidence\": 0.0-1.0}], \"recommended\": <index>, \"diagnosis\": \"re-planning: what went wrong\"}";
 
-const PROGRESS_SYSTEM: &str = "You check whether an agent operating an Android phone is making meaningful progress on its task. \
-Given the task, the current screen and its last actions, answer with one JSON object and nothing else: \
-{\"progressing\": true|false, \"reason\": \"one sentence\"}. \
-Repeating the same action, going back and forth between screens, or working in an app unrelated to the task is not progress.";
+const PROGRESS_SYSTEM: &str = "Is the agent operating an Android phone making meaningful progress on its task? \
+Repeating an action, going back and forth between screens, or working in an unrelated app is not progress. \
+Answer with one JSON object only: {\"progressing\": true|false, \"reason\": \"one sentence\"}";
 
-const VERIFIER_SYSTEM: &str = "You verify an agent that operates an Android phone. It claims its task is done. \
-Judge the claim against the current screen (and the screenshot when attached) and the task. \
-Answer with one JSON object and nothing else: {\"done\": true|false, \"reason\": \"one sentence\"}. \
-When it did something other than the task, say so plainly: what it did instead, and that it is the wrong thing.";
+const VERIFIER_SYSTEM: &str = "You verify an agent that operates an Android phone and claims its task is done: \
+judge the claim against the task and the current screen (and the screenshot when attached). \
+Answer with one JSON object only: {\"done\": true|false, \"reason\": \"one sentence\"}. \
+If it did something other than the task, say so plainly: what it did instead, and that it is the wrong thing.";
 
 /// What the planner is given (seed 002's `planInitial` / `planRecovery` inputs). The
 /// planner sees failure summaries, not the fast agent's conversation.
@@ -120,9 +118,10 @@ pub async fn check_progress(
     ctx: &AgentContext,
 ) -> RoleResult<Progress> {
     let all: Vec<&StepRecord> = ctx.history.steps().collect();
-    let last: Vec<_> = all[all.len().saturating_sub(5)..]
+    // The history's own lines: one short line a step, as the acting agent reads them.
+    let last: Vec<String> = all[all.len().saturating_sub(5)..]
         .iter()
-        .map(|r| json!({"step": r.step, "action": r.action, "outcome": r.outcome}))
+        .map(|r| r.line())
         .collect();
     let doc =
         json!({"task": ctx.instruction, "current_screen": screen_text(ctx), "last_actions": last});
