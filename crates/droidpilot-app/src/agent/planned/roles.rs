@@ -117,17 +117,21 @@ pub async fn check_progress(
     prices: &PriceTable,
     ctx: &AgentContext,
 ) -> RoleResult<Progress> {
+    let mut meter = Meter::for_role(prices, ModelRole::Progress);
+    let answer = ask(&mut meter, model, PROGRESS_SYSTEM, progress_doc(ctx), None).await;
+    (answer.and_then(|t| json_object(&t)), meter.log)
+}
+
+/// The progress checker's document: the task, the screen and the last five steps as the
+/// history's own lines (one short line a step, as the acting agent reads them).
+fn progress_doc(ctx: &AgentContext) -> String {
     let all: Vec<&StepRecord> = ctx.history.steps().collect();
-    // The history's own lines: one short line a step, as the acting agent reads them.
     let last: Vec<String> = all[all.len().saturating_sub(5)..]
         .iter()
         .map(|r| r.line())
         .collect();
-    let doc =
-        json!({"task": ctx.instruction, "current_screen": screen_text(ctx), "last_actions": last});
-    let mut meter = Meter::for_role(prices, ModelRole::Progress);
-    let answer = ask(&mut meter, model, PROGRESS_SYSTEM, doc.to_string(), None).await;
-    (answer.and_then(|t| json_object(&t)), meter.log)
+    json!({"task": ctx.instruction, "current_screen": screen_text(ctx), "last_actions": last})
+        .to_string()
 }
 
 /// Asks the verifier whether a claimed finish holds on the current screen.
@@ -217,6 +221,49 @@ mod tests {
             json_object::<Verdict>("no idea")
                 .unwrap_err()
                 .contains("no JSON object")
+        );
+    }
+
+    /// Each role's fixed prompt stays small (o200k; 170, 80 and 85 before they were
+    /// compacted, the planner's said the answer's shape twice) and the progress checker
+    /// reads the steps as the history's one-line form, not a JSON object a step.
+    #[test]
+    fn role_prompts_are_small_and_progress_reads_history_lines() {
+        let n = crate::screen::count_o200k;
+        assert!(n(PLANNER_SYSTEM) <= 140, "{}", n(PLANNER_SYSTEM));
+        assert!(n(PROGRESS_SYSTEM) <= 60, "{}", n(PROGRESS_SYSTEM));
+        assert!(n(VERIFIER_SYSTEM) <= 85, "{}", n(VERIFIER_SYSTEM));
+        let screen = crate::screen::ScreenRepresentation {
+            app_package: None,
+            activity: None,
+            has_modal: false,
+            elements: "[0] Button \"OK\"".into(),
+            summary: String::new(),
+            actionable_elements: Vec::new(),
+        };
+        let obs = crate::agent::Observation {
+            screen,
+            tree: None,
+            screenshot: None,
+            step_count: 1,
+            max_steps: 20,
+            elapsed: std::time::Duration::ZERO,
+        };
+        let mut history = crate::agent::History::new(8);
+        history.push_step(StepRecord {
+            step: 1,
+            thinking: String::new(),
+            action: crate::domain::Action::Key {
+                key: crate::domain::Key::Back,
+            },
+            outcome: "no visible change".into(),
+            failed: false,
+        });
+        let ctx = AgentContext::new("Open Clock".into(), obs, history);
+        let doc: serde_json::Value = serde_json::from_str(&progress_doc(&ctx)).unwrap();
+        assert_eq!(
+            doc["last_actions"],
+            json!(["1. key key=\"back\" → no visible change"])
         );
     }
 
