@@ -783,6 +783,17 @@ mod agents {
                 },
             ),
             (
+                "scroll",
+                json!({"direction": "down", "until": ":text(\"About phone\")"}),
+                Action::Custom(droidpilot::domain::action::CustomAction {
+                    name: "scroll_to_find".into(),
+                    args: json!({"direction": "down", "max_swipes": 10, "selector": ":text(\"About phone\")"})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                }),
+            ),
+            (
                 "key",
                 json!({"key": "enter"}),
                 Action::Key { key: Key::Enter },
