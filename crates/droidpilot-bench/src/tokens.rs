@@ -5,10 +5,11 @@
 //! the screen is observed as the runner observes it (the dump through the screen
 //! pipeline, the screenshot, the installed apps and locale, the diff against the previous
 //! screen, the history window of the steps before), and each agent's own request builder
-//! makes the request it would send: the navigator, the four vision formats, and the
+//! makes the request it would send: the navigator, the four vision formats, the
 //! planned agent's roles (the planner at the first step, the progress checker at every
 //! step, the verifier at the finish), these through a recording model that answers
-//! nothing. No model is called; the reference solution stands in for the model's answers
+//! nothing, and a script replay's recovery (AI in the middle) at every tap, as if the
+//! tapped element's selector had not been found. No model is called; the reference solution stands in for the model's answers
 //! (a recorded-response model), so the figures depend on the prompts, not on a model.
 //!
 //! A request's text is counted with o200k_base (tiktoken-rs, OpenAI's tokenizer of the
@@ -387,6 +388,34 @@ impl Walk<'_> {
     }
 }
 
+/// The request AI in the middle would send if a replay of this step's tap did not find
+/// its element on this screen: a one-step script tapping the element's selector.
+fn recovery(ctx: &AgentContext, action: &Action, size: ScreenSize) -> Option<ChatRequest> {
+    use crate::agent::script::recover::{StepError, recovery_request};
+    use crate::domain::{CoordinateTransform, Target};
+    let Action::Tap { target } = action else {
+        return None;
+    };
+    let Target::Coordinate(p) = &target.0 else {
+        return None;
+    };
+    let px = LinearTransform.to_pixel(*p, size);
+    let el = (ctx.observation.screen.actionable_elements.iter())
+        .filter(|e| e.bounds.contains(px))
+        .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()))?;
+    let script = crate::script::Script::from_json(&serde_json::json!({
+        "name": "bench", "goal": ctx.instruction,
+        "steps": [{"action": "tap", "selector": el.selector}],
+    }))
+    .ok()?;
+    let err = StepError {
+        error_type: "element_not_found",
+        message: format!("no element matches {}", el.selector),
+        selector: Some(el.selector.clone()),
+    };
+    Some(recovery_request(ctx, &script, 0, &err))
+}
+
 /// The requests of one task, in order, by role.
 async fn task_requests(
     agents: &Agents,
@@ -429,6 +458,9 @@ async fn task_requests(
         let step = i as u32 + 1;
         let seen = walk.observe(step).await?;
         out.extend(agents.requests(&seen.ctx, i == 0).await);
+        if let Some(r) = recovery(&seen.ctx, action, size) {
+            out.push(("recovery".into(), r));
+        }
         walk.act(step, action, &seen).await;
     }
     // The finish: the acting agents decide it, the verifier checks it.

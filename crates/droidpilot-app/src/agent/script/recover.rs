@@ -88,16 +88,27 @@ impl Aitm {
         index: usize,
         err: &StepError,
     ) -> Result<RecoveryAction, AgentError> {
-        let context = recovery_context(ctx, script, index, err);
-        let req = ChatRequest::new(
-            Some(SYSTEM.to_string()),
-            vec![Message::user(vec![Part::Text(context.to_string())])],
-        );
+        let req = recovery_request(ctx, script, index, err);
         let reply = meter.call(self.model.as_ref(), &req).await?;
         parse(&reply.text).map_err(|m| {
             AgentError::Recovery(format!("{m}; the model said: {}", clip(&reply.text)))
         })
     }
+}
+
+/// The request AI in the middle sends for a failed step (`droidpilot bench tokens`
+/// measures it).
+pub fn recovery_request(
+    ctx: &AgentContext,
+    script: &Script,
+    index: usize,
+    err: &StepError,
+) -> ChatRequest {
+    let context = recovery_context(ctx, script, index, err);
+    ChatRequest::new(
+        Some(SYSTEM.to_string()),
+        vec![Message::user(vec![Part::Text(context.to_string())])],
+    )
 }
 
 /// The seed's recovery context as one JSON document.
