@@ -577,7 +577,7 @@ mod agents {
         AgentContext, AgentDefaults, AgentSpec, History, Observation, build_agent,
     };
     use droidpilot::domain::action::TargetField;
-    use droidpilot::domain::{Action, Bounds, Key, NormPoint, Target};
+    use droidpilot::domain::{Action, AppRef, Bounds, Key, NormPoint, Target};
     use droidpilot::llm::{ModelPrice, PriceTable};
     use droidpilot::screen::{ActionableElement, ElementAction, ScreenRepresentation};
 
@@ -744,9 +744,86 @@ mod agents {
             );
             assert!(sent.contains("Task: Turn on Wi-Fi"), "{p}");
             assert!(
-                sent.contains("scroll_to_find") && sent.contains("wait_for_gone"),
+                sent.contains("\"until\"") && sent.contains("\"gone\""),
                 "{p}: tools"
             );
+        }
+    }
+
+    /// The navigator offers one tool per job: a held tap is a long press, "" typed over
+    /// a field empties it, a wait for absence is `wait_for_gone`, Back, Home and Enter
+    /// are keys, an app is named by label or package; the names it offered before still
+    /// work. Each reply comes from every provider's wire format.
+    #[tokio::test]
+    async fn navigator_merged_tools_become_the_actions_they_stand_for() {
+        let el3 = || TargetField(Target::Element(3));
+        let cases = [
+            (
+                "tap",
+                json!({"element": 3, "long_ms": 900}),
+                Action::LongPress {
+                    target: el3(),
+                    duration_ms: Some(900),
+                },
+            ),
+            (
+                "type",
+                json!({"text": "", "element": 3, "clear_first": true}),
+                Action::Clear {
+                    target: Some(el3()),
+                },
+            ),
+            (
+                "wait_for",
+                json!({"selector": "#wifi", "gone": true}),
+                Action::WaitForGone {
+                    selector: "#wifi".into(),
+                    timeout_ms: 10_000,
+                    idle_ms: None,
+                },
+            ),
+            (
+                "scroll",
+                json!({"direction": "down", "until": ":text(\"About phone\")"}),
+                Action::Custom(droidpilot::domain::action::CustomAction {
+                    name: "scroll_to_find".into(),
+                    args: json!({"direction": "down", "max_swipes": 10, "selector": ":text(\"About phone\")"})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                }),
+            ),
+            (
+                "key",
+                json!({"key": "enter"}),
+                Action::Key { key: Key::Enter },
+            ),
+            ("back", json!({}), Action::Key { key: Key::Back }),
+            (
+                "launch_app",
+                json!({"app": "Settings"}),
+                Action::LaunchApp {
+                    app: AppRef::Label("Settings".into()),
+                },
+            ),
+        ];
+        for p in PROVIDERS {
+            for (name, args, want) in &cases {
+                let server = MockServer::start().await;
+                Mock::given(method("POST"))
+                    .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(
+                        p,
+                        name,
+                        args.clone(),
+                    )))
+                    .mount(&server)
+                    .await;
+                let mut agent =
+                    build_agent(&spec("navigator", p, &server, None), &defaults(&server)).unwrap();
+                let d = agent.next(&ctx()).await.unwrap();
+                assert_eq!(&d.action, want, "{p}: {name}({args})");
+                assert_eq!(d.retries, 0, "{p}: {name}");
+            }
         }
     }
 

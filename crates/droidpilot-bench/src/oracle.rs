@@ -300,8 +300,8 @@ struct Done {
     finish_rejected: bool,
 }
 
-/// Reads "Previous steps (last n; m earlier omitted):" and its `k. {action} → outcome`
-/// lines. A finish in the history was refused (the task went on); a failed step did
+/// Reads "Previous steps (last n; m earlier omitted):" and its `k. name key=value…`
+/// lines (` → outcome` after them when the screen did not simply change). A finish in the history was refused (the task went on); a failed step did
 /// nothing. Omitted steps are counted as done.
 fn done_so_far(text: &str) -> Done {
     let mut done = Done {
@@ -327,12 +327,10 @@ fn done_so_far(text: &str) -> Done {
         if n.parse::<u32>().is_err() {
             continue;
         }
-        let mut de = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
-        let Some(Ok(action)) = de.next() else {
-            continue;
-        };
-        let outcome = rest[de.byte_offset()..].trim_start_matches([' ', '→']);
-        if action["action"] == "finish" {
+        // `name key=value…`, then ` → outcome` unless the screen simply changed.
+        let (action, outcome) = rest.split_once(" → ").unwrap_or((rest, ""));
+        let name = action.split_whitespace().next().unwrap_or_default();
+        if name == "finish" {
             done.finish_rejected = true;
         } else if !outcome.starts_with("failed") {
             done.actions += 1;
@@ -383,9 +381,9 @@ mod tests {
     #[test]
     fn the_history_counts_committed_actions_not_refused_finishes_or_failures() {
         let text = "Task: x\nStep 6 of 20 (1s elapsed).\nPrevious steps (last 3; 2 earlier omitted):\n\
-            3. {\"action\":\"tap\",\"coordinate\":[0.5,0.5]} → screen changed\n\
-            4. {\"action\":\"finish\",\"success\":true} → NOT done: the checker does not pass\n\
-            5. {\"action\":\"key\",\"key\":\"back\"} → failed: device gone\n";
+            3. tap coordinate=[0.5,0.5]\n\
+            4. finish success=true → NOT done: the checker does not pass\n\
+            5. key key=\"back\" → failed: device gone\n";
         assert_eq!(
             done_so_far(text),
             Done {
@@ -405,16 +403,29 @@ mod tests {
             .find(|t| t.difficulty == Difficulty::Hard)
             .unwrap();
         let r = hard.reference();
+        // The history as the agents' prompts write it.
+        let line = |step: usize, action: &Action, outcome: &str| {
+            let r = crate::agent::StepRecord {
+                step: step as u32,
+                thinking: String::new(),
+                action: action.clone(),
+                outcome: outcome.into(),
+                failed: false,
+            };
+            format!("{}\n", r.line())
+        };
         let history = |n: usize, refused: bool| {
             let mut s = String::from("Task: t\nPrevious steps:\n");
             for (i, a) in r.iter().take(n).enumerate() {
-                s += &format!("{}. {} → screen changed\n", i + 1, json!(a));
+                s += &line(i + 1, a, "screen changed");
             }
             if refused {
-                s += &format!(
-                    "{}. {{\"action\":\"finish\",\"success\":true}} → NOT done: no\n",
-                    n + 1
-                );
+                let finish = Action::Finish {
+                    success: true,
+                    reason: None,
+                    answer: None,
+                };
+                s += &line(n + 1, &finish, "NOT done: no");
             }
             s
         };
@@ -439,7 +450,7 @@ mod tests {
         let text = format!(
             "Task: t\nPrevious steps:\n{}",
             (1..k)
-                .map(|i| format!("{i}. {{\"action\":\"wait\",\"ms\":1}} → ok\n"))
+                .map(|i| line(i, &Action::Wait { ms: 1 }, "ok"))
                 .collect::<String>()
         );
         assert_ne!(act(&easy, &text, OracleMode::Flawed).1["action"], "finish");

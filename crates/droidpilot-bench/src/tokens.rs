@@ -5,10 +5,11 @@
 //! the screen is observed as the runner observes it (the dump through the screen
 //! pipeline, the screenshot, the installed apps and locale, the diff against the previous
 //! screen, the history window of the steps before), and each agent's own request builder
-//! makes the request it would send: the navigator, the four vision formats, and the
+//! makes the request it would send: the navigator, the four vision formats, the
 //! planned agent's roles (the planner at the first step, the progress checker at every
 //! step, the verifier at the finish), these through a recording model that answers
-//! nothing. No model is called; the reference solution stands in for the model's answers
+//! nothing, and a script replay's recovery (AI in the middle) at every tap, as if the
+//! tapped element's selector had not been found. No model is called; the reference solution stands in for the model's answers
 //! (a recorded-response model), so the figures depend on the prompts, not on a model.
 //!
 //! A request's text is counted with o200k_base (tiktoken-rs, OpenAI's tokenizer of the
@@ -16,9 +17,11 @@
 //! estimate), split into the system prompt, the tool schemas (as the Chat Completions body
 //! writes them), the history, the screen's element list, and the rest (task, step, device
 //! facts); a screenshot by each provider's published rule (`image_tokens`). The
-//! *prefix* is the part of a call byte-identical to the task's previous call of the same
-//! role (what a provider can serve from its cache); *cached* is what OpenAI serves of it
-//! (nothing under 1,024 tokens, then in steps of 128).
+//! *prefix* is the part of a call byte-identical to the previous call of the same role
+//! (what a provider can serve from its cache; a task's first call is compared with the
+//! previous task's last, as a server runs task after task); *new* is the text after it;
+//! *cached* is what OpenAI serves of the prefix (nothing under 1,024 tokens, then in
+//! steps of 128).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -74,10 +77,15 @@ pub struct Split {
     pub rest: f64,
     /// The screenshot, by OpenAI's rule (`image_tokens`).
     pub image: f64,
-    /// Byte-identical to the start of the task's previous call of this role.
+    /// Byte-identical to the start of the previous call of this role.
     pub prefix: f64,
     /// What OpenAI's cache serves of the prefix (≥ 1,024 tokens, steps of 128).
     pub cached: f64,
+    /// The text after the prefix: what a call costs at full price once a cache serves
+    /// its whole prefix (a self-hosted server's prefix cache, or a provider's once the
+    /// prefix passes its minimum). The screenshot is left out (its own column: it
+    /// changes at every step, so it is never cached).
+    pub new: f64,
 }
 
 impl Split {
@@ -94,7 +102,7 @@ impl Split {
             *a *= k;
         }
     }
-    fn fields(&self) -> [f64; 9] {
+    fn fields(&self) -> [f64; 10] {
         [
             self.total,
             self.system,
@@ -105,9 +113,10 @@ impl Split {
             self.image,
             self.prefix,
             self.cached,
+            self.new,
         ]
     }
-    fn fields_mut(&mut self) -> [&mut f64; 9] {
+    fn fields_mut(&mut self) -> [&mut f64; 10] {
         [
             &mut self.total,
             &mut self.system,
@@ -118,6 +127,7 @@ impl Split {
             &mut self.image,
             &mut self.prefix,
             &mut self.cached,
+            &mut self.new,
         ]
     }
 }
@@ -378,6 +388,34 @@ impl Walk<'_> {
     }
 }
 
+/// The request AI in the middle would send if a replay of this step's tap did not find
+/// its element on this screen: a one-step script tapping the element's selector.
+fn recovery(ctx: &AgentContext, action: &Action, size: ScreenSize) -> Option<ChatRequest> {
+    use crate::agent::script::recover::{StepError, recovery_request};
+    use crate::domain::{CoordinateTransform, Target};
+    let Action::Tap { target } = action else {
+        return None;
+    };
+    let Target::Coordinate(p) = &target.0 else {
+        return None;
+    };
+    let px = LinearTransform.to_pixel(*p, size);
+    let el = (ctx.observation.screen.actionable_elements.iter())
+        .filter(|e| e.bounds.contains(px))
+        .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()))?;
+    let script = crate::script::Script::from_json(&serde_json::json!({
+        "name": "bench", "goal": ctx.instruction,
+        "steps": [{"action": "tap", "selector": el.selector}],
+    }))
+    .ok()?;
+    let err = StepError {
+        error_type: "element_not_found",
+        message: format!("no element matches {}", el.selector),
+        selector: Some(el.selector.clone()),
+    };
+    Some(recovery_request(ctx, &script, 0, &err))
+}
+
 /// The requests of one task, in order, by role.
 async fn task_requests(
     agents: &Agents,
@@ -420,6 +458,9 @@ async fn task_requests(
         let step = i as u32 + 1;
         let seen = walk.observe(step).await?;
         out.extend(agents.requests(&seen.ctx, i == 0).await);
+        if let Some(r) = recovery(&seen.ctx, action, size) {
+            out.push(("recovery".into(), r));
+        }
         walk.act(step, action, &seen).await;
     }
     // The finish: the acting agents decide it, the verifier checks it.
@@ -482,7 +523,7 @@ pub fn openai_cached(prefix: u64) -> u64 {
     1024 + (prefix - 1024) / 128 * 128
 }
 
-/// One request's split; `previous` is the task's previous call of this role.
+/// One request's split; `previous` is the previous call of this role.
 fn split(req: &ChatRequest, history: &str, elements: &str, previous: Option<&str>) -> Split {
     let tok = |s: &str| count_o200k(s) as f64;
     let text = user_text(req);
@@ -522,6 +563,7 @@ fn split(req: &ChatRequest, history: &str, elements: &str, previous: Option<&str
         image,
         prefix,
         cached: openai_cached(prefix as u64) as f64,
+        new: (system + tools + all_text - prefix).max(0.0),
     }
 }
 
@@ -560,10 +602,13 @@ pub async fn bench_tokens(
     let tasks = crate::eval::select(&opts.tasks)?;
     let agents = Agents::new();
     let mut by_role: ByRole = BTreeMap::new();
+    // A role's previous call, across tasks: a server runs task after task, and a
+    // provider's cache serves a task's first call the prefix it shares with the last
+    // task's (the system prompt and the tools).
+    let mut last: BTreeMap<String, String> = BTreeMap::new();
     for t in &tasks {
         progress(t.id);
         let reqs = task_requests(&agents, t, opts.screen).await?;
-        let mut last: BTreeMap<String, String> = BTreeMap::new();
         let mut this_task: BTreeMap<String, Vec<Split>> = BTreeMap::new();
         for (role, req) in reqs {
             let (history, elements) = context_strings(&req);
@@ -657,6 +702,7 @@ fn summarise(role: String, tasks: Vec<Vec<Split>>) -> RoleTokens {
         image: col(|s| s.image),
         prefix: col(|s| s.prefix),
         cached: col(|s| s.cached),
+        new: col(|s| s.new),
     };
     let all = tasks.iter().flatten();
     let (total, cached) = all.fold((0.0, 0.0), |(t, c), s| (t + s.total, c + s.cached));
@@ -676,7 +722,7 @@ pub fn format_report(r: &TokensReport) -> String {
         r.tokenizer, r.tasks
     );
     s += &format!(
-        "{:<18} {:>5} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5} {:>5} {:>6} {:>6} {:>8} {:>6}\n",
+        "{:<18} {:>5} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5} {:>5} {:>6} {:>5} {:>6} {:>8} {:>6}\n",
         "role",
         "calls",
         "total",
@@ -687,6 +733,7 @@ pub fn format_report(r: &TokensReport) -> String {
         "rest",
         "image",
         "prefix",
+        "new",
         "cached",
         "uncached",
         "cached%"
@@ -694,7 +741,7 @@ pub fn format_report(r: &TokensReport) -> String {
     for x in &r.roles {
         let p = &x.per_call;
         s += &format!(
-            "{:<18} {:>5} {:>6.0} {:>6.0} {:>6.0} {:>7.0} {:>6.0} {:>5.0} {:>5.0} {:>6.0} {:>6.0} {:>8.0} {:>6.0}%\n",
+            "{:<18} {:>5} {:>6.0} {:>6.0} {:>6.0} {:>7.0} {:>6.0} {:>5.0} {:>5.0} {:>6.0} {:>5.0} {:>6.0} {:>8.0} {:>6.0}%\n",
             x.role,
             x.calls,
             p.total,
@@ -705,6 +752,7 @@ pub fn format_report(r: &TokensReport) -> String {
             p.rest,
             p.image,
             p.prefix,
+            p.new,
             p.cached,
             x.uncached_per_call,
             x.cached_share * 100.0
@@ -762,5 +810,22 @@ mod tests {
         assert!(role("vision/generic").per_call.image > 0.0);
         let table = format_report(&r);
         assert!(table.contains("navigator"), "{table}");
+    }
+
+    /// The navigator's targets: at most 1,000 tokens a step in total, and at most 300
+    /// after the prefix a cache serves, the median over the tasks (over the Settings and
+    /// Clock tasks here, 20 of the eval's 64; `droidpilot bench tokens` has all of them).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_navigator_stays_within_its_token_targets() {
+        let opts = TokensOptions {
+            tasks: vec!["settings.*".into(), "clock.*".into()],
+            ..TokensOptions::default()
+        };
+        let r = bench_tokens(&opts, &|_| {}).await.unwrap();
+        let nav = r.roles.iter().find(|x| x.role == "navigator").unwrap();
+        let p = nav.per_call;
+        assert!(p.total <= 1000.0, "{p:?}");
+        assert!(p.new <= 300.0, "{p:?}");
+        assert!(p.new > 0.0 && p.prefix > p.system + p.tools, "{p:?}");
     }
 }

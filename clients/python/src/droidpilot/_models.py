@@ -442,6 +442,7 @@ class MobileTaskResult(Model):
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    tokens_cached: int = 0
     answer: str | None = None
     device_id: str | None = None
     session_id: str | None = None

@@ -74,7 +74,7 @@ impl DeviceContext {
                 Some(act) => format!("foreground app: {a} / {act}"),
                 None => format!("foreground app: {a}"),
             }),
-            (true, _, Some(act)) => Some(format!("activity: {act}")),
+            (true, app, Some(act)) => Some(format!("activity: {}", relative(app, act))),
             _ => None,
         };
         let keyboard = self
@@ -99,6 +99,18 @@ impl DeviceContext {
     }
 }
 
+/// An activity as `dumpsys` writes it after its package: `.BrowseActivity` for
+/// `com.example.BrowseActivity` in `com.example`.
+fn relative<'a>(app: &Option<String>, activity: &'a str) -> &'a str {
+    match app {
+        Some(p) => match activity.strip_prefix(p.as_str()) {
+            Some(rest) if rest.starts_with('.') => rest,
+            _ => activity,
+        },
+        None => activity,
+    }
+}
+
 fn paragraph(facts: Vec<String>) -> String {
     if facts.is_empty() {
         return String::new();
@@ -119,7 +131,8 @@ const DIFF_LIMIT: usize = 12;
 
 impl ScreenDiff {
     /// The diff between two screens' actionable elements (by type and label); None when
-    /// nothing changed.
+    /// nothing changed. What is gone is listed only when something stayed (a dialog
+    /// closed, a row deleted), not when a new screen replaced the old one.
     pub fn between(
         before: &[crate::domain::ActionableElement],
         after: &[crate::domain::ActionableElement],
@@ -134,7 +147,11 @@ impl ScreenDiff {
         let a: Vec<String> = before.iter().map(key).collect();
         let b: Vec<String> = after.iter().map(key).collect();
         let appeared: Vec<String> = b.iter().filter(|k| !a.contains(k)).cloned().collect();
-        let gone: Vec<String> = a.iter().filter(|k| !b.contains(k)).cloned().collect();
+        let mut gone: Vec<String> = a.iter().filter(|k| !b.contains(k)).cloned().collect();
+        if gone.len() == a.len() {
+            // A new screen: listing all the old one's elements as gone says nothing.
+            gone.clear();
+        }
         (!appeared.is_empty() || !gone.is_empty()).then_some(Self { appeared, gone })
     }
 
@@ -188,6 +205,22 @@ pub struct StepRecord {
     /// rejected).
     pub failed: bool,
 }
+
+impl StepRecord {
+    /// The step as one short line, `3. key key="back"`: how every prompt lists the
+    /// steps so far. The outcome follows an arrow when it is not the ordinary one (the
+    /// screen changed): `4. tap element=2 → no visible change`.
+    pub fn line(&self) -> String {
+        let action = compact_action(&self.action);
+        match self.outcome.as_str() {
+            ORDINARY_OUTCOME => format!("{}. {action}", self.step),
+            o => format!("{}. {action} → {o}", self.step),
+        }
+    }
+}
+
+/// The outcome of most steps, left out of their history line.
+pub const ORDINARY_OUTCOME: &str = "screen changed";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Note {
@@ -336,21 +369,16 @@ impl History {
             }
             s.push_str(":\n");
             for r in &self.steps {
-                let _ = writeln!(
-                    s,
-                    "{}. {} → {}",
-                    r.step,
-                    compact_action(&r.action),
-                    r.outcome
-                );
+                let _ = writeln!(s, "{}", r.line());
             }
         }
         s
     }
 }
 
-/// An action as one short line of JSON: its coordinates to three decimals (a
-/// thousandth of the screen is finer than a finger), nothing else changed.
+/// An action as one short line, its name then its fields as `key=value` (values as
+/// JSON): `tap coordinate=[0.867,0.94]`, `launch_app package="com.android.settings"`.
+/// Coordinates to three decimals (a thousandth of the screen is finer than a finger).
 fn compact_action(action: &Action) -> String {
     fn round(v: &mut serde_json::Value) {
         match v {
@@ -365,13 +393,19 @@ fn compact_action(action: &Action) -> String {
             _ => {}
         }
     }
-    match serde_json::to_value(action) {
-        Ok(mut v) => {
-            round(&mut v);
-            v.to_string()
-        }
-        Err(_) => action.name().into(),
+    let Ok(serde_json::Value::Object(mut fields)) = serde_json::to_value(action) else {
+        return action.name().into();
+    };
+    let name = match fields.remove("action") {
+        Some(serde_json::Value::String(n)) => n,
+        _ => action.name().into(),
+    };
+    let mut line = name;
+    for (k, mut v) in fields {
+        round(&mut v);
+        let _ = write!(line, " {k}={v}");
     }
+    line
 }
 
 impl Default for History {
@@ -484,10 +518,7 @@ mod tests {
         });
         let r = h.render();
         assert!(!r.contains("outcome 2"), "{r}");
-        assert!(
-            r.contains("3. {\"action\":\"key\",\"key\":\"back\"} → outcome 3"),
-            "{r}"
-        );
+        assert!(r.contains("3. key key=\"back\" → outcome 3"), "{r}");
         assert!(r.contains("last 2; 2 earlier omitted"), "{r}");
         assert!(r.contains("the user answered \"work\""), "{r}");
         for i in 0..40 {
@@ -619,10 +650,7 @@ mod tests {
             "{nav}"
         );
         assert!(nav.contains("activity: .Settings"), "{nav}");
-        assert!(
-            nav.contains("1. {\"action\":\"tap\",\"coordinate\":[0.867,0.94]} → screen changed"),
-            "{nav}"
-        );
+        assert!(nav.contains("1. tap coordinate=[0.867,0.94]\n"), "{nav}");
         assert!(!nav.contains("long thoughts"), "{nav}");
         let vision = ctx.prompt_text();
         assert!(
@@ -630,5 +658,38 @@ mod tests {
             "{vision}"
         );
         assert!(vision.contains("appeared: Button \"OK\""), "{vision}");
+    }
+
+    /// What is gone is said when part of the screen stayed (a dialog closed over a
+    /// page), not when a new screen replaced the old one (every label of it gone says
+    /// nothing the new screen does not); the activity is written after its package.
+    #[test]
+    fn gone_is_listed_only_when_part_of_the_screen_stayed() {
+        let el = |kind: &str, text: &str| crate::domain::ActionableElement {
+            element_id: 0,
+            selector: String::new(),
+            alternative_selectors: Vec::new(),
+            kind: kind.into(),
+            text: text.into(),
+            actions: Vec::new(),
+            bounds: crate::domain::Bounds::new(0, 0, 10, 10),
+        };
+        let page = vec![el("Button", "Save"), el("Text", "Title")];
+        let with_dialog = [page.clone(), vec![el("Button", "OK")]].concat();
+        let closed = ScreenDiff::between(&with_dialog, &page).unwrap();
+        assert_eq!(closed.gone, vec!["Button \"OK\"".to_string()]);
+        let other = vec![el("Button", "Send")];
+        let replaced = ScreenDiff::between(&page, &other).unwrap();
+        assert!(replaced.gone.is_empty(), "{replaced:?}");
+        assert_eq!(replaced.appeared, vec!["Button \"Send\"".to_string()]);
+        let device = DeviceContext {
+            app: Some("com.google.android.keep".into()),
+            activity: Some("com.google.android.keep.activities.BrowseActivity".into()),
+            ..DeviceContext::default()
+        };
+        assert_eq!(
+            device.render_current(true),
+            "Now: activity: .activities.BrowseActivity."
+        );
     }
 }

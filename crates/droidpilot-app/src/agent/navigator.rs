@@ -1,11 +1,11 @@
-//! The navigator: reads the screen's element list and acts through native tool calls
-//! (tap/long_press by element or selector, type, clear, scroll, scroll_to_find,
-//! read_element, read_screen, wait_for, wait_for_gone, launch_app, back, home, finish,
+//! The navigator: reads the screen's element list and acts through native tool calls,
+//! one tool per job (tap, type, scroll, read, wait_for, launch_app, key, finish,
 //! ask_user, plus the registered MCP tools). Tool arguments are described by schemars
-//! structs; each call becomes canonical action JSON validated by `ActionParser`.
+//! structs; each call becomes canonical action JSON validated by `ActionParser`
+//! (`canonical` maps a merged tool's call to the action it stands for).
 //!
-//! `read_element` and `read_screen` are answered here from the observation (they do
-//! not touch the phone), within the same decision. `scroll_to_find` is a custom action
+//! `read` is answered here from the observation (it does not touch the phone), within
+//! the same decision. A scroll `until` a selector is the `scroll_to_find` custom action
 //! (`Action::Custom`) that the runner executes.
 
 use std::sync::Arc;
@@ -23,25 +23,24 @@ use crate::llm::{
     ChatModel, ChatRequest, Message, Part, PriceTable, Role, ToolCall, ToolChoice, ToolSpec,
 };
 
-// The arguments of each tool. The system prompt says once what `element`, `selector`
-// and `description` are; a field is described here only when its name does not say.
+// The arguments of each tool. The system prompt says once what `element` and
+// `selector` are; a field is described here only when its name does not say. An element
+// on the screen is named by its id; a selector is offered only where the element may
+// not be on this screen yet (`scroll`'s `until`, `wait_for`); one sent for an element
+// on screen is still understood. Nine
+// tools, one per job: a long press is a tap held (`long_ms`), emptying a field is typing
+// "" over it, a scroll `until` a selector searches, `read` without a target reads the
+// whole screen, `wait_for` waits for a match or its absence, Back and Home are keys.
+// The names the navigator offered before (`long_press`, `clear`, `scroll_to_find`,
+// `read_element`, `read_screen`, `wait_for_gone`, `back`, `home`) are still understood
+// (`BUILTIN_TOOLS`).
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
-struct TargetArgs {
+struct TapArgs {
     element: Option<u32>,
-    selector: Option<String>,
-    description: Option<String>,
-}
-
-#[allow(dead_code)]
-#[derive(JsonSchema)]
-struct LongPressArgs {
-    element: Option<u32>,
-    selector: Option<String>,
-    description: Option<String>,
-    /// Default 800.
-    duration_ms: Option<u64>,
+    /// Hold ms (long press).
+    long_ms: Option<u64>,
 }
 
 #[allow(dead_code)]
@@ -49,16 +48,14 @@ struct LongPressArgs {
 struct TypeArgs {
     text: String,
     element: Option<u32>,
-    selector: Option<String>,
-    /// Replace the content.
+    /// Replace the content ("" empties it).
     clear_first: Option<bool>,
 }
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
-struct FieldArgs {
+struct ReadArgs {
     element: Option<u32>,
-    selector: Option<String>,
 }
 
 #[allow(dead_code)]
@@ -74,48 +71,51 @@ enum Dir {
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct ScrollArgs {
-    /// `down` reveals what is below.
+    /// `down` shows what is below.
     direction: Dir,
     element: Option<u32>,
-    selector: Option<String>,
-}
-
-#[allow(dead_code)]
-#[derive(JsonSchema)]
-struct ScrollToFindArgs {
-    selector: String,
-    /// Default down.
-    direction: Option<Dir>,
-    /// Default 10.
-    max_swipes: Option<u32>,
+    /// Until this selector is shown.
+    until: Option<String>,
 }
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct WaitForArgs {
     selector: String,
-    timeout_ms: Option<u64>,
+    /// Until it matches nothing.
+    gone: Option<bool>,
 }
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct LaunchArgs {
-    /// e.g. com.android.settings
-    package: Option<String>,
-    /// e.g. Settings
-    label: Option<String>,
+    /// Label or package.
+    app: String,
 }
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
-struct NoArgs {}
+#[schemars(rename_all = "lowercase")]
+enum KeyName {
+    Back,
+    Home,
+    Enter,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct KeyArgs {
+    key: KeyName,
+}
 
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 struct FinishArgs {
+    /// False when impossible.
     success: bool,
-    reason: Option<String>,
+    /// When the task asks for information.
     answer: Option<String>,
+    reason: Option<String>,
 }
 
 #[allow(dead_code)]
@@ -125,56 +125,45 @@ struct AskUserArgs {
     options: Option<Vec<String>>,
 }
 
+/// Every name the navigator answers (an MCP tool may take none of them): those
+/// `builtin_tools` offers, then those it offered before.
 pub const BUILTIN_TOOLS: &[&str] = &[
     "tap",
-    "long_press",
     "type",
-    "clear",
     "scroll",
+    "read",
+    "wait_for",
+    "launch_app",
+    "key",
+    "finish",
+    "ask_user",
+    "long_press",
+    "clear",
     "scroll_to_find",
     "read_element",
     "read_screen",
-    "wait_for",
     "wait_for_gone",
-    "launch_app",
     "back",
     "home",
-    "finish",
-    "ask_user",
 ];
 
-/// Information rounds (read_element/read_screen) allowed before an action is required.
+/// Information rounds (read) allowed before an action is required.
 const MAX_INFO_ROUNDS: u32 = 2;
 
 pub fn builtin_tools() -> Vec<ToolSpec> {
     vec![
-        ToolSpec::of::<TargetArgs>("tap", "Tap an element."),
-        ToolSpec::of::<LongPressArgs>("long_press", "Long-press an element."),
-        ToolSpec::of::<TypeArgs>(
-            "type",
-            "Type text into a field (the focused one when none is named).",
-        ),
-        ToolSpec::of::<FieldArgs>("clear", "Empty a text field."),
-        ToolSpec::of::<ScrollArgs>("scroll", "Scroll the screen, or a container."),
-        ToolSpec::of::<ScrollToFindArgs>(
-            "scroll_to_find",
-            "Scroll until an element matching the selector is on screen.",
-        ),
-        ToolSpec::of::<FieldArgs>(
-            "read_element",
-            "Read one element's full text and properties (does not act).",
-        ),
-        ToolSpec::of::<NoArgs>(
-            "read_screen",
-            "Read every element, untruncated (does not act).",
+        ToolSpec::of::<TapArgs>("tap", "Tap an element."),
+        ToolSpec::of::<TypeArgs>("type", "Type into a field (the focused one by default)."),
+        ToolSpec::of::<ScrollArgs>("scroll", "Scroll the screen or a container."),
+        ToolSpec::of::<ReadArgs>(
+            "read",
+            "Read an element, or the whole screen, in full. Does not act.",
         ),
         ToolSpec::of::<WaitForArgs>("wait_for", "Wait until the selector matches."),
-        ToolSpec::of::<WaitForArgs>("wait_for_gone", "Wait until the selector matches nothing."),
         ToolSpec::of::<LaunchArgs>("launch_app", "Open an app."),
-        ToolSpec::of::<NoArgs>("back", "Press Back."),
-        ToolSpec::of::<NoArgs>("home", "Go to the home screen."),
+        ToolSpec::of::<KeyArgs>("key", "Press a key."),
         ToolSpec::of::<FinishArgs>("finish", "End the task."),
-        ToolSpec::of::<AskUserArgs>("ask_user", "Ask the user; the answer comes next turn."),
+        ToolSpec::of::<AskUserArgs>("ask_user", "Ask the user."),
     ]
 }
 
@@ -322,8 +311,17 @@ impl NavigatorAgent {
         )
     }
 
+    /// Locates described targets: `tap` takes a `description` of an element without an
+    /// id, and the prompt says so (both only with a grounder, which acts on them).
     pub fn with_grounder(mut self, g: Arc<dyn Grounder>) -> Self {
         self.grounder = Some(g);
+        if let Some(tap) = self.tools.iter_mut().find(|t| t.name == "tap")
+            && let Some(Value::Object(props)) = tap.parameters.get_mut("properties")
+        {
+            props.insert("description".into(), json!({"type": "string"}));
+        }
+        self.system
+            .push_str("- For an element without an id, describe it in `description`.\n");
         self
     }
 
@@ -372,9 +370,13 @@ impl NavigatorAgent {
         // An optional argument of ours sent as `null` is one left out.
         args.retain(|_, v| !v.is_null());
         let screen = &ctx.observation.screen;
+        let untargeted = !args.contains_key("element") && !args.contains_key("selector");
         match name {
             "read_screen" => return Ok(Interpreted::Done(Outcome::Info(screen.elements.clone()))),
-            "read_element" => {
+            "read" if untargeted => {
+                return Ok(Interpreted::Done(Outcome::Info(screen.elements.clone())));
+            }
+            "read" | "read_element" => {
                 let el = self.find_element(&args, screen, name)?;
                 return Ok(Interpreted::Done(Outcome::Info(
                     serde_json::to_string_pretty(el).unwrap_or_default(),
@@ -383,7 +385,10 @@ impl NavigatorAgent {
             _ => {}
         }
         if !BUILTIN_TOOLS.contains(&name) {
-            let mut allowed: Vec<&str> = BUILTIN_TOOLS.to_vec();
+            let mut allowed: Vec<&str> = (self.tools.iter())
+                .filter(|t| BUILTIN_TOOLS.contains(&t.name.as_str()))
+                .map(|t| t.name.as_str())
+                .collect();
             allowed.extend(self.mcp_names.iter().map(|(f, _)| f.as_str()));
             return Err(ParseError::unknown(name, &allowed));
         }
@@ -441,6 +446,7 @@ impl NavigatorAgent {
         name: &str,
         mut args: Map<String, Value>,
     ) -> Result<crate::domain::Action, ParseError> {
+        let name = canonical(name, &mut args);
         if name == "scroll_to_find" {
             args.entry("direction").or_insert(json!("down"));
             args.entry("max_swipes").or_insert(json!(10));
@@ -477,6 +483,43 @@ impl NavigatorAgent {
             field: "element".into(),
             reason: format!("no such element on this screen; {}", id_range(screen)),
         })
+    }
+}
+
+/// A call of one of the merged tools as the action it stands for: a held tap is a
+/// long press, "" typed over a field empties it, a scroll `until` a selector is
+/// `scroll_to_find`, a wait for absence is `wait_for_gone`.
+fn canonical<'n>(name: &'n str, args: &mut Map<String, Value>) -> &'n str {
+    match name {
+        "tap" => match args.remove("long_ms") {
+            Some(ms) => {
+                args.insert("duration_ms".into(), ms);
+                "long_press"
+            }
+            None => name,
+        },
+        "type"
+            if args.get("text") == Some(&json!(""))
+                && args.get("clear_first") == Some(&json!(true)) =>
+        {
+            args.remove("text");
+            args.remove("clear_first");
+            "clear"
+        }
+        "scroll" => match args.remove("until") {
+            Some(sel) => {
+                args.remove("element");
+                args.remove("selector");
+                args.insert("selector".into(), sel);
+                "scroll_to_find"
+            }
+            None => name,
+        },
+        "wait_for" => match args.remove("gone") {
+            Some(Value::Bool(true)) => "wait_for_gone",
+            _ => name,
+        },
+        _ => name,
     }
 }
 
@@ -670,8 +713,9 @@ mod tests {
 
     /// What every navigator request repeats, the system prompt and the tool schemas,
     /// says each thing once and stays within a budget (o200k tokens; 1,543 before the
-    /// schemas and prompt were compacted): no tool's description is repeated in the
-    /// system prompt, and no schema offers `null`.
+    /// schemas and prompt were first compacted, 880 with fifteen tools): no tool's
+    /// description is repeated in the system prompt, no schema offers `null`, and every
+    /// offered tool is one the navigator answers.
     #[test]
     fn the_fixed_part_of_a_request_says_each_thing_once_within_its_budget() {
         let system = include_str!("../../prompts/navigator.v2.md");
@@ -685,6 +729,10 @@ mod tests {
             .collect();
         let n = crate::screen::count_o200k(system)
             + crate::screen::count_o200k(&Value::Array(schemas).to_string());
-        assert!(n <= 900, "{n} tokens");
+        assert!(n <= 600, "{n} tokens");
+        for t in &tools {
+            assert!(BUILTIN_TOOLS.contains(&t.name.as_str()), "{}", t.name);
+        }
+        assert_eq!(tools.len(), 9);
     }
 }

@@ -475,6 +475,7 @@ mod tests {
             steps: 0,
             tokens_in: 0,
             tokens_out: 0,
+            tokens_cached: 0,
             cost_usd: 0.0,
         })
     }

@@ -171,6 +171,8 @@ pub struct CoordinatorResult {
     pub device_id: Option<String>,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, what the providers served from their prompt cache.
+    pub tokens_cached: u64,
     pub cost_usd: f64,
     pub started_at: Option<chrono::DateTime<chrono::Utc>>,
     pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -242,6 +244,7 @@ impl CoordinatorResult {
             device_id: task.assigned_device.clone(),
             tokens_in: task.tokens_in,
             tokens_out: task.tokens_out,
+            tokens_cached: task.tokens_cached,
             cost_usd: task.cost_usd,
             started_at: task.started_at,
             finished_at: task.finished_at,
@@ -276,7 +279,7 @@ mod tests {
             steps: 4,
             tokens_in: 100,
             tokens_out: 20,
-            tokens_cached: 0,
+            tokens_cached: 64,
             cost_usd: 0.5,
             cancel_requested: false,
             model_calls: 0,
@@ -345,6 +348,11 @@ mod tests {
         assert_eq!(r.completion_reason, "done");
         assert_eq!(r.reason, CompletionCode::Completed);
         let v = serde_json::to_value(&r).unwrap();
+        // The webhook's payload: the tokens and what a prompt cache served of them.
+        assert_eq!(
+            (&v["tokens_in"], &v["tokens_cached"]),
+            (&json!(100), &json!(64))
+        );
         for k in [
             "task_id",
             "status",

@@ -197,6 +197,10 @@ pub enum TaskEvent {
         timings: StepTimings,
         tokens_in: u64,
         tokens_out: u64,
+        /// Of `tokens_in`, what the providers served from their prompt cache (priced
+        /// at the cached rate in `cost_usd`).
+        #[serde(default)]
+        tokens_cached: u64,
         cost_usd: f64,
         screenshot: Option<String>,
         #[serde(default)]
@@ -287,6 +291,9 @@ pub struct TaskFinished {
     pub tokens_in: u64,
     #[serde(default)]
     pub tokens_out: u64,
+    /// Of `tokens_in`, what the providers served from their prompt cache.
+    #[serde(default)]
+    pub tokens_cached: u64,
     #[serde(default)]
     pub cost_usd: f64,
 }
@@ -302,6 +309,7 @@ impl TaskFinished {
             steps: task.steps,
             tokens_in: task.tokens_in,
             tokens_out: task.tokens_out,
+            tokens_cached: task.tokens_cached,
             cost_usd: task.cost_usd,
         }
     }
@@ -424,6 +432,7 @@ mod tests {
             timings: StepTimings::default(),
             tokens_in: 0,
             tokens_out: 0,
+            tokens_cached: 0,
             cost_usd: 0.0,
             screenshot: None,
             model_calls: 0,
@@ -431,6 +440,43 @@ mod tests {
             by: None,
             eta: None,
         }
+    }
+
+    /// `step.executed` and `task.finished` carry what a prompt cache served of the
+    /// input tokens; a payload stored before they did reads as none.
+    #[test]
+    fn token_events_carry_the_cached_input() {
+        let mut ev = executed(
+            json!({"action": "back"}),
+            crate::domain::StepStatus::Ok,
+            json!({}),
+        );
+        if let TaskEvent::StepExecuted {
+            tokens_in,
+            tokens_cached,
+            ..
+        } = &mut ev
+        {
+            (*tokens_in, *tokens_cached) = (1000, 768);
+        }
+        let p = ev.payload();
+        assert_eq!(
+            (&p["tokens_in"], &p["tokens_cached"]),
+            (&json!(1000), &json!(768))
+        );
+        let mut old = p.clone();
+        old.as_object_mut().unwrap().remove("tokens_cached");
+        match TaskEvent::from_parts("step.executed", old) {
+            TaskEvent::StepExecuted { tokens_cached, .. } => assert_eq!(tokens_cached, 0),
+            other => panic!("{other:?}"),
+        }
+        let finished: TaskFinished = serde_json::from_value(json!({
+            "task_id": TaskId::new(), "status": "succeeded", "reason": null,
+            "tokens_in": 1000, "tokens_cached": 768}))
+        .unwrap();
+        assert_eq!(finished.tokens_cached, 768);
+        let p = TaskEvent::Finished(finished).payload();
+        assert_eq!(p["tokens_cached"], 768);
     }
 
     #[test]

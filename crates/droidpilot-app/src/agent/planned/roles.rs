@@ -13,26 +13,24 @@ use crate::agent::context::{AgentContext, StepRecord};
 use crate::domain::{ModelCall, ModelRole, Plan};
 use crate::llm::{ChatModel, ChatRequest, ImageData, Message, Part, PriceTable};
 
-const PLANNER_SYSTEM: &str = "You are the planning agent of an assistant that operates an Android phone for a person. \
-You do not act on the phone; a fast agent does, one step at a time, and reads your plan as guidance. \
-Given the task, the current screen (its element map, and a screenshot when attached), the installed apps, \
-and, when re-planning, what went wrong and the previous plan, propose 2 or 3 different approaches. \
-Answer with one JSON object and nothing else: \
-{\"approaches\": [{\"name\": \"short name\", \"description\": \"one or two sentences\", \
-\"steps_summary\": [\"step\", \"step\"], \"confidence\": 0.0-1.0}], \"recommended\": <index of the approach to try first>, \
-\"diagnosis\": \"when re-planning: what went wrong, in one sentence\", \
-\"split_screen\": {\"top\": \"app\", \"bottom\": \"app\", \"reason\": \"one sentence\"}}. \
-Add split_screen only when the task is best done with two apps on screen at once (reading in one while writing in the other); the phone is then put in split-screen.";
+// Each says once what the role gets and what it answers; the document's field names
+// say the rest.
+const PLANNER_SYSTEM: &str = "You are the planning agent of an assistant that operates an Android phone one step at a time; \
+you do not act, it reads your plan as guidance. From the task, the screen (and a screenshot when attached), \
+the installed apps and, when re-planning, what went wrong and the previous plan, propose 2 or 3 different approaches. \
+Answer with one JSON object only: {\"approaches\": [{\"name\": \"short\", \"description\": \"one or two sentences\", \
+\"steps_summary\": [\"step\"], \"confidence\": 0.0-1.0}], \"recommended\": <index>, \"diagnosis\": \"re-planning: what went wrong\", \
+\"split_screen\": {\"top\": \"app\", \"bottom\": \"app\", \"reason\": \"one sentence\"}}; split_screen only when the task is best done \
+with two apps on screen at once (reading one while writing in the other).";
 
-const PROGRESS_SYSTEM: &str = "You check whether an agent operating an Android phone is making meaningful progress on its task. \
-Given the task, the current screen and its last actions, answer with one JSON object and nothing else: \
-{\"progressing\": true|false, \"reason\": \"one sentence\"}. \
-Repeating the same action, going back and forth between screens, or working in an app unrelated to the task is not progress.";
+const PROGRESS_SYSTEM: &str = "Is the agent operating an Android phone making meaningful progress on its task? \
+Repeating an action, going back and forth between screens, or working in an unrelated app is not progress. \
+Answer with one JSON object only: {\"progressing\": true|false, \"reason\": \"one sentence\"}";
 
-const VERIFIER_SYSTEM: &str = "You verify an agent that operates an Android phone. It claims its task is done. \
-Judge the claim against the current screen (and the screenshot when attached) and the task. \
-Answer with one JSON object and nothing else: {\"done\": true|false, \"reason\": \"one sentence\"}. \
-When it did something other than the task, say so plainly: what it did instead, and that it is the wrong thing.";
+const VERIFIER_SYSTEM: &str = "You verify an agent that operates an Android phone and claims its task is done: \
+judge the claim against the task and the current screen (and the screenshot when attached). \
+Answer with one JSON object only: {\"done\": true|false, \"reason\": \"one sentence\"}. \
+If it did something other than the task, say so plainly: what it did instead, and that it is the wrong thing.";
 
 /// What the planner is given (seed 002's `planInitial` / `planRecovery` inputs). The
 /// planner sees failure summaries, not the fast agent's conversation.
@@ -121,16 +119,21 @@ pub async fn check_progress(
     prices: &PriceTable,
     ctx: &AgentContext,
 ) -> RoleResult<Progress> {
-    let all: Vec<&StepRecord> = ctx.history.steps().collect();
-    let last: Vec<_> = all[all.len().saturating_sub(5)..]
-        .iter()
-        .map(|r| json!({"step": r.step, "action": r.action, "outcome": r.outcome}))
-        .collect();
-    let doc =
-        json!({"task": ctx.instruction, "current_screen": screen_text(ctx), "last_actions": last});
     let mut meter = Meter::for_role(prices, ModelRole::Progress);
-    let answer = ask(&mut meter, model, PROGRESS_SYSTEM, doc.to_string(), None).await;
+    let answer = ask(&mut meter, model, PROGRESS_SYSTEM, progress_doc(ctx), None).await;
     (answer.and_then(|t| json_object(&t)), meter.log)
+}
+
+/// The progress checker's document: the task, the screen and the last five steps as the
+/// history's own lines (one short line a step, as the acting agent reads them).
+fn progress_doc(ctx: &AgentContext) -> String {
+    let all: Vec<&StepRecord> = ctx.history.steps().collect();
+    let last: Vec<String> = all[all.len().saturating_sub(5)..]
+        .iter()
+        .map(|r| r.line())
+        .collect();
+    json!({"task": ctx.instruction, "current_screen": screen_text(ctx), "last_actions": last})
+        .to_string()
 }
 
 /// Asks the verifier whether a claimed finish holds on the current screen.
@@ -220,6 +223,49 @@ mod tests {
             json_object::<Verdict>("no idea")
                 .unwrap_err()
                 .contains("no JSON object")
+        );
+    }
+
+    /// Each role's fixed prompt stays small (o200k; 170, 80 and 85 before they were
+    /// compacted, the planner's said the answer's shape twice) and the progress checker
+    /// reads the steps as the history's one-line form, not a JSON object a step.
+    #[test]
+    fn role_prompts_are_small_and_progress_reads_history_lines() {
+        let n = crate::screen::count_o200k;
+        assert!(n(PLANNER_SYSTEM) <= 140, "{}", n(PLANNER_SYSTEM));
+        assert!(n(PROGRESS_SYSTEM) <= 60, "{}", n(PROGRESS_SYSTEM));
+        assert!(n(VERIFIER_SYSTEM) <= 85, "{}", n(VERIFIER_SYSTEM));
+        let screen = crate::screen::ScreenRepresentation {
+            app_package: None,
+            activity: None,
+            has_modal: false,
+            elements: "[0] Button \"OK\"".into(),
+            summary: String::new(),
+            actionable_elements: Vec::new(),
+        };
+        let obs = crate::agent::Observation {
+            screen,
+            tree: None,
+            screenshot: None,
+            step_count: 1,
+            max_steps: 20,
+            elapsed: std::time::Duration::ZERO,
+        };
+        let mut history = crate::agent::History::new(8);
+        history.push_step(StepRecord {
+            step: 1,
+            thinking: String::new(),
+            action: crate::domain::Action::Key {
+                key: crate::domain::Key::Back,
+            },
+            outcome: "no visible change".into(),
+            failed: false,
+        });
+        let ctx = AgentContext::new("Open Clock".into(), obs, history);
+        let doc: serde_json::Value = serde_json::from_str(&progress_doc(&ctx)).unwrap();
+        assert_eq!(
+            doc["last_actions"],
+            json!(["1. key key=\"back\" → no visible change"])
         );
     }
 

@@ -114,16 +114,33 @@ impl Aitm {
         failed: &FailedStep,
         err: &StepError,
     ) -> Result<RecoveryAction, AgentError> {
-        let context = context(ctx, failed, err);
-        let req = ChatRequest::new(
-            Some(SYSTEM.to_string()),
-            vec![Message::user(vec![Part::Text(context.to_string())])],
-        );
+        let req = request(ctx, failed, err);
         let reply = meter.call(self.model.as_ref(), &req).await?;
         parse(&reply.text).map_err(|m| {
             AgentError::Recovery(format!("{m}; the model said: {}", clip(&reply.text)))
         })
     }
+}
+
+/// The request AI in the middle sends for a failed step (`droidpilot bench tokens`
+/// measures it).
+pub fn recovery_request(
+    ctx: &AgentContext,
+    script: &Script,
+    index: usize,
+    err: &StepError,
+) -> ChatRequest {
+    request(ctx, &script_step(ctx, script, index, err), err)
+}
+
+/// The recovery question about `failed`, as sent.
+fn request(ctx: &AgentContext, failed: &FailedStep, err: &StepError) -> ChatRequest {
+    ChatRequest::new(
+        Some(SYSTEM.to_string()),
+        vec![Message::user(vec![Part::Text(
+            context(ctx, failed, err).to_string(),
+        )])],
+    )
 }
 
 /// The seed's recovery context as one JSON document.

@@ -11,8 +11,8 @@
 
 pub mod gaps;
 pub mod host;
-mod windows;
 pub mod split;
+mod windows;
 mod worker;
 
 use std::net::{Ipv4Addr, SocketAddrV4};

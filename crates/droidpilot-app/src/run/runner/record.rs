@@ -563,6 +563,7 @@ fn executed_event(step: &Step) -> TaskEvent {
         timings: step.timings.clone(),
         tokens_in: step.tokens_in,
         tokens_out: step.tokens_out,
+        tokens_cached: step.tokens_cached,
         cost_usd: step.cost_usd,
         screenshot: step.screenshot.clone(),
         model_calls: step.model_calls,

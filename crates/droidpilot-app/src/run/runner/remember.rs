@@ -112,7 +112,7 @@ fn told(s: &Step, action: &Action) -> String {
         },
         _ => match o.status {
             StepStatus::Ok => match o.screen_changed {
-                Some(true) => "screen changed",
+                Some(true) => crate::agent::context::ORDINARY_OUTCOME,
                 Some(false) => "no visible change",
                 None => "done",
             }

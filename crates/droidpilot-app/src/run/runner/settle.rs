@@ -112,7 +112,7 @@ impl Runner {
         }
         Ok(Continue(
             match changed {
-                Some(true) => "screen changed",
+                Some(true) => crate::agent::context::ORDINARY_OUTCOME,
                 Some(false) => "no visible change",
                 None => "done",
             }
