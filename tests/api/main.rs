@@ -9,6 +9,7 @@ mod control;
 mod crash;
 mod dashboard;
 mod devices;
+mod flow_runs;
 mod flows;
 mod handwritten;
 mod hosts;

@@ -18,7 +18,12 @@ pub use task::{
     AgentSummary, NewTask, ScriptId, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
 };
 pub mod event;
+pub mod flow_run;
 pub use event::{ResumeCause, StuckResponse, TaskEvent, TaskFinished};
+pub use flow_run::{
+    FlowAttempt, FlowFailure, FlowResult, FlowRun, FlowRunId, FlowRunPage, FlowRunStatus,
+    FlowStatus,
+};
 pub mod retry;
 pub use retry::RetryPolicy;
 pub mod intervention;
