@@ -26,6 +26,7 @@ use crate::service::flow_runs::{NewFlowRun, ReportFormat};
 
 /// The options of a `.zip` upload (a JSON body carries them as fields instead).
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[allow(dead_code)] // documentation only: the handler reads the pairs itself
 pub struct ZipParams {
     /// How many flows run at once (1–64; default 1). Not with `devices`.
