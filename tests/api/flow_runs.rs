@@ -418,3 +418,32 @@ async fn a_cancelled_run_cancels_its_tasks_and_flows() {
         "{kinds:?}"
     );
 }
+
+/// The bench's suite (`droidpilot bench flows`): its 40 flows, written for the virtual
+/// phone's apps, all pass when sharded over four phones, and every phone runs some.
+#[tokio::test]
+async fn the_bench_suite_of_forty_flows_passes_sharded_over_four_phones() {
+    let app = bare_app(&[]).await;
+    for p in ["p1", "p2", "p3", "p4"] {
+        add_phone(&app, p, None).await;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/flows/suite40");
+    let files = droidpilot::cli::flow::read_dir(&dir).unwrap();
+    let run = start(&app, json!({"files": files, "shards": 4})).await;
+    assert_eq!(run["flows"].as_array().unwrap().len(), 40);
+    let done = wait_run(&app, run["id"].as_str().unwrap()).await;
+    let failed: Vec<&Value> = done["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] != "passed")
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    let phones: std::collections::BTreeSet<&str> = done["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["device"].as_str())
+        .collect();
+    assert_eq!(phones.len(), 4, "{phones:?}");
+}
