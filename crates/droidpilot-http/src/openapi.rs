@@ -36,6 +36,7 @@ use crate::store::StoredEvent;
         crate::script::ScriptId,
         crate::domain::FlowRunId,
         super::scripts::ExportFormat,
+        crate::service::flow_runs::ReportFormat,
         super::devices::ScreenFormat
     )),
     modifiers(&BearerAuth),
