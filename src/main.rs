@@ -48,6 +48,9 @@ fn main() -> std::process::ExitCode {
             Command::Bench(droidpilot::cli::BenchCommand::Attack(args)) => {
                 droidpilot::cli::bench_attack(args).await
             }
+            Command::Bench(droidpilot::cli::BenchCommand::Flows(args)) => {
+                droidpilot::cli::bench_flows(args).await
+            }
             Command::Bench(droidpilot::cli::BenchCommand::Tokens(args)) => {
                 droidpilot::cli::bench_tokens(args).await
             }
@@ -58,6 +61,11 @@ fn main() -> std::process::ExitCode {
             Command::Script(cmd) => match droidpilot::cli::script::script(cmd).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(anyhow::anyhow!("the script did not succeed")),
+                Err(e) => Err(e),
+            },
+            Command::Flow(cmd) => match droidpilot::cli::flow::flow(cmd).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(anyhow::anyhow!("a flow did not pass")),
                 Err(e) => Err(e),
             },
             Command::Run(args) => match droidpilot::cli::run::run(args).await {

@@ -853,3 +853,68 @@ fn ctrl_c_cancels_a_running_task_and_keeps_its_record() {
     assert!(rest.contains("trajectory: "), "{rest}");
     assert!(!status.success(), "a cancelled task is no success");
 }
+
+/// `droidpilot flow test DIR` runs a folder of flows on the configured phones in this
+/// process: each flow printed as it ends, a JUnit report written, and the exit code
+/// non-zero when a flow failed (zero when, with `--exclude-tags`, only passing flows run).
+#[test]
+fn flow_test_runs_a_folder_writes_junit_and_fails_when_a_flow_fails() {
+    let dir = workdir(
+        "[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n\
+         [[devices.sim]]\nserial = \"sim-2\"\nwidth = 540\nheight = 1200\n\
+         [devices.adb]\nenabled = false\n[runner]\nsettle_timeout_ms = 200\n",
+    );
+    let flows = dir.path().join("flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    std::fs::write(
+        flows.join("ok.yaml"),
+        "appId: com.android.settings\n---\n- launchApp\n- assertVisible: \"${WHAT}\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        flows.join("broken.yaml"),
+        "appId: com.android.settings\ntags: [wip]\n---\n- launchApp\n- assertVisible: \"Nowhere\"\n",
+    )
+    .unwrap();
+    let report = dir.path().join("report.xml");
+    let mut cmd = droidpilot(dir.path());
+    cmd.args([
+        "flow",
+        "test",
+        "flows",
+        "--devices",
+        "sim-1,sim-2",
+        "-e",
+        "WHAT=Wi-Fi",
+    ])
+    .args(["--format", "junit", "--output"])
+    .arg(&report);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("passed   ok.yaml"), "{stdout}");
+    assert!(
+        stdout.contains("failed   broken.yaml") && stdout.contains("broken.yaml line 5"),
+        "{stdout}"
+    );
+    let xml = std::fs::read_to_string(&report).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(
+        doc.descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .count(),
+        2
+    );
+    let mut cmd = droidpilot(dir.path());
+    cmd.args([
+        "flow",
+        "test",
+        "flows",
+        "-e",
+        "WHAT=Wi-Fi",
+        "--exclude-tags",
+        "wip",
+    ]);
+    let stdout = ok(cmd);
+    assert!(stdout.contains("passed: 1 passed, 0 failed"), "{stdout}");
+}

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 pub mod devices;
 pub mod doctor;
 pub mod eval;
+pub mod flow;
 pub mod mcp;
 pub mod migrate_store;
 pub mod run;
@@ -76,6 +77,9 @@ pub enum Command {
     /// Scripts: record a finished task, run one without a model, import and export.
     #[command(subcommand)]
     Script(script::ScriptCommand),
+    /// Maestro flows: run a workspace folder across the phones (`flow test DIR`).
+    #[command(subcommand)]
+    Flow(flow::FlowCommand),
     /// Serve droidpilot as an MCP server over stdio (for Claude Code, Claude Desktop, Cursor): the same core as `serve`.
     Mcp(mcp::McpArgs),
     /// Copy a SQLite database into an empty PostgreSQL one, verified by counting rows.
@@ -86,6 +90,8 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// A suite of Maestro flows (40 for the virtual phone's apps) on one phone and sharded over several, each phone charging a real phone's time: the sharded share of the time and the server's overhead per device command.
+    Flows(BenchFlowsArgs),
     /// Latency of the ADB backend through the real adb server, against the adb CLI doing the same.
     Adb(BenchAdbArgs),
     /// Server overhead per step (replay agent, virtual phone, SQLite) and throughput with N phones.
@@ -423,6 +429,46 @@ pub async fn bench_adb(args: BenchAdbArgs) -> anyhow::Result<()> {
 }
 
 /// `droidpilot bench runner`.
+#[derive(Debug, clap::Args)]
+pub struct BenchFlowsArgs {
+    /// The workspace folder.
+    #[arg(long, default_value = "tests/fixtures/flows/suite40")]
+    pub dir: PathBuf,
+    /// Phones of the sharded run.
+    #[arg(long, default_value_t = 4)]
+    pub phones: usize,
+    /// The virtual phones' latency profile (`fast`, `pixel-8`, `budget`).
+    #[arg(long, default_value = "pixel-8")]
+    pub profile: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `droidpilot bench flows`.
+pub async fn bench_flows(args: BenchFlowsArgs) -> anyhow::Result<()> {
+    let profile: crate::device::sim::LatencyProfile =
+        serde_json::from_value(serde_json::json!(args.profile)).map_err(|_| {
+            anyhow::anyhow!(
+                "unknown profile `{}`: fast, pixel-8 or budget",
+                args.profile
+            )
+        })?;
+    let report = crate::bench::flows::bench_flows(&crate::bench::flows::FlowsBenchOptions {
+        dir: args.dir,
+        phones: args.phones.max(1),
+        profile,
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!(e))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", crate::bench::flows::format_report(&report));
+    }
+    Ok(())
+}
+
 pub async fn bench_runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
     use crate::bench::runner as bench;
     if let Some(profile) = args.profile {

@@ -11,6 +11,7 @@ mod crash;
 mod dashboard;
 mod devices;
 mod flow_recovery;
+mod flow_runs;
 mod flows;
 mod handwritten;
 mod hosts;

@@ -1172,3 +1172,61 @@ async fn app_descriptions_are_kept_per_package_and_version(s: S) {
         Some("a\u{0}b")
     );
 }
+
+both!(flow_runs_are_saved_replaced_listed_and_found_running);
+/// A flow run is one row rewritten as its flows end: saving again replaces it, the list
+/// is newest first by pages, and start-up finds the ones left `running`.
+async fn flow_runs_are_saved_replaced_listed_and_found_running(s: Arc<dyn Store>) {
+    use droidpilot::domain::{
+        FlowFailure, FlowResult, FlowRun, FlowRunId, FlowRunStatus, FlowStatus,
+    };
+    let run = |status| FlowRun {
+        id: FlowRunId::new(),
+        status,
+        reason: None,
+        shards: 2,
+        devices: vec!["p1".into()],
+        retries: 1,
+        include_tags: vec!["smoke".into()],
+        exclude_tags: vec![],
+        env: vec!["USER".into()],
+        continue_on_failure: true,
+        flows: vec![FlowResult::pending(
+            "a.yaml",
+            "a",
+            vec!["smoke".into()],
+            true,
+        )],
+        created_at: chrono::Utc::now(),
+        finished_at: None,
+        duration_ms: None,
+    };
+    let mut first = run(FlowRunStatus::Running);
+    let second = run(FlowRunStatus::Running);
+    s.save_flow_run(&first).await.unwrap();
+    s.save_flow_run(&second).await.unwrap();
+    first.flows[0].status = FlowStatus::Failed;
+    first.flows[0].failure = Some(FlowFailure {
+        message: "a.yaml line 3 (tapOn text \"Save\"): no element matches\u{0}".into(),
+        step: Some(2),
+        screenshot: None,
+    });
+    first.status = FlowRunStatus::Failed;
+    s.save_flow_run(&first).await.unwrap();
+    assert_eq!(s.flow_run(first.id).await.unwrap(), first, "replaced whole");
+    let running = s.running_flow_runs().await.unwrap();
+    assert_eq!(running, vec![second.clone()]);
+    let p1 = s.list_flow_runs(None, 1).await.unwrap();
+    assert_eq!(p1.runs, vec![second.clone()], "newest first");
+    let p2 = s
+        .list_flow_runs(p1.next_cursor.as_deref(), 1)
+        .await
+        .unwrap();
+    assert_eq!(p2.runs, vec![first.clone()]);
+    assert_eq!(p2.next_cursor, None);
+    let missing = FlowRunId::new();
+    assert!(matches!(
+        s.flow_run(missing).await,
+        Err(StoreError::FlowRunNotFound(id)) if id == missing
+    ));
+}

@@ -108,6 +108,8 @@ pub struct Core {
     pub secrets: Arc<SecretVault>,
     /// What the installed apps can do (`GET /v1/devices/{id}/apps`, the agents' prompts).
     pub apps: crate::apps::AppKnowledge,
+    /// The flow runs this process drives (`service::flow_runs`), for cancels.
+    pub flow_runs: Arc<crate::service::flow_runs::ActiveRuns>,
     /// Taken by `start_scheduler`.
     scheduler: Mutex<Option<Scheduler>>,
     /// The running scheduler (which joins its runners before it returns).
@@ -231,6 +233,7 @@ impl Core {
             membership,
             secrets,
             apps,
+            flow_runs: Arc::default(),
             scheduler: Mutex::new(Some(scheduler)),
             scheduler_task: Mutex::new(None),
             stopping: watch::channel(false).0,
@@ -269,7 +272,13 @@ impl Core {
         };
         let result = scheduler.recover().await;
         *self.scheduler.lock().expect("scheduler lock") = Some(scheduler);
-        result
+        result?;
+        // Flow runs are driven by the process that accepted them; on a shared database
+        // another instance may still be driving its own.
+        if self.membership.is_none() {
+            crate::service::flow_runs::recover(self).await?;
+        }
+        Ok(())
     }
 
     /// Starts the scheduler (queue → leased device → runner) on the tracker. Once.

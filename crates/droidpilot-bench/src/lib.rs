@@ -17,12 +17,15 @@
 //! CI to build and lint. It may use every product layer, and none uses it.
 
 // The application's modules under their usual names (`crate::core::Core`).
-use droidpilot_app::{agent, config, core, device, domain, llm, run, screen, script, store};
+use droidpilot_app::{
+    agent, config, core, device, domain, llm, run, screen, script, service, store,
+};
 
 pub mod adb;
 pub mod attack;
 pub mod devtime;
 pub mod eval;
+pub mod flows;
 pub mod noop_model;
 pub mod oracle;
 pub mod real_drift;

@@ -783,6 +783,29 @@ impl Store for TimedStore {
     async fn script_versions(&self, id: ScriptId) -> Result<Vec<ScriptRecord>, StoreError> {
         store_call!(self, "script_versions", self.inner.script_versions(id))
     }
+    async fn save_flow_run(&self, run: &crate::domain::FlowRun) -> Result<(), StoreError> {
+        store_call!(self, "save_flow_run", self.inner.save_flow_run(run))
+    }
+    async fn flow_run(
+        &self,
+        id: crate::domain::FlowRunId,
+    ) -> Result<crate::domain::FlowRun, StoreError> {
+        store_call!(self, "flow_run", self.inner.flow_run(id))
+    }
+    async fn list_flow_runs(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<crate::domain::FlowRunPage, StoreError> {
+        store_call!(
+            self,
+            "list_flow_runs",
+            self.inner.list_flow_runs(cursor, limit)
+        )
+    }
+    async fn running_flow_runs(&self) -> Result<Vec<crate::domain::FlowRun>, StoreError> {
+        store_call!(self, "running_flow_runs", self.inner.running_flow_runs())
+    }
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
         store_call!(self, "delete_script", self.inner.delete_script(id))
     }

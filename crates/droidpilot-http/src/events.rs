@@ -29,7 +29,7 @@ use crate::store::StoredEvent;
 #[serde(deny_unknown_fields)]
 pub struct SinceParams {
     /// Deliver events with `seq` greater than this (0 = from the start).
-    since: Option<i64>,
+    pub(crate) since: Option<i64>,
 }
 
 /// One Server-Sent Event of a task's stream (`text/event-stream`: `id:`, `event:` and
@@ -118,7 +118,7 @@ pub async fn task_events(
 }
 
 /// `Last-Event-ID` as a seq; a value that is not one is the client's mistake, said so.
-fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
     let Some(v) = headers.get("last-event-id") else {
         return Ok(None);
     };
@@ -166,6 +166,9 @@ enum ClientMessage {
         all: bool,
         #[serde(default)]
         devices: bool,
+        /// Flow runs' streams (`flow_run.*` events).
+        #[serde(default)]
+        flow_runs: Vec<crate::domain::FlowRunId>,
         #[serde(default)]
         since: std::collections::HashMap<String, i64>,
     },
@@ -181,7 +184,7 @@ enum ClientMessage {
 }
 
 /// One WebSocket for dashboards and coordinators. Protocol (JSON text frames):
-/// client → `{"type":"subscribe","tasks":[id…]|"all":true,"since":{id:seq}}`,
+/// client → `{"type":"subscribe","tasks":[id…]|"all":true,"flow_runs":[id…],"since":{id:seq}}`,
 /// `{"type":"answer","task_id","prompt_id"?,"answer"}`, `{"type":"cancel","task_id"}`,
 /// `{"type":"ping"}`; server → `{"type":"event","event":{…}}`, `{"type":"lagged","missed":n}`,
 /// `{"type":"subscribed"|"answered"|"cancelled"|"pong",…}`, `{"type":"error","error":{code,message,hint}}`.
@@ -360,7 +363,7 @@ fn close_for(e: &axum::Error) -> Option<CloseFrame> {
 }
 
 /// Resolves once the server starts shutting down (or its state is gone).
-async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
+pub(crate) async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
     // The guard `wait_for` returns is not Send; drop it here rather than hold it in a
     // caller's select! arm.
     let _ = rx.wait_for(|stopping| *stopping).await.map(|_| ());
@@ -402,6 +405,7 @@ async fn handle_client(
             tasks,
             all,
             devices,
+            flow_runs,
             since,
         } => {
             if all {
@@ -410,6 +414,13 @@ async fn handle_client(
             let mut streams: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
             if devices {
                 streams.push(DEVICES_STREAM.to_string());
+            }
+            for r in &flow_runs {
+                if let Err(e) = s.store.flow_run(*r).await {
+                    let e = ApiError::from(e);
+                    return error_json(e.code, &e.message, &e.hint);
+                }
+                streams.push(r.to_string());
             }
             // Finished tasks send nothing live: saying so spares a client that resumed at
             // their end from waiting for a `task.finished` it already has.
@@ -431,7 +442,7 @@ async fn handle_client(
                     return error_json("internal_error", &e.to_string(), "Retry the subscription.");
                 }
             }
-            json!({"type": "subscribed", "tasks": tasks, "finished": finished, "all": all, "devices": devices})
+            json!({"type": "subscribed", "tasks": tasks, "finished": finished, "all": all, "devices": devices, "flow_runs": flow_runs})
         }
         ClientMessage::Answer {
             task_id,

@@ -20,6 +20,7 @@ pub mod devices;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod flow_runs;
 pub mod frames;
 pub mod health;
 pub mod hosts;
@@ -166,6 +167,14 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(remote::recording))
         .routes(routes!(remote::inspect))
         .routes(routes!(presets::presets))
+        .routes(routes!(
+            flow_runs::create_flow_run,
+            flow_runs::list_flow_runs
+        ))
+        .routes(routes!(flow_runs::get_flow_run))
+        .routes(routes!(flow_runs::cancel_flow_run))
+        .routes(routes!(flow_runs::flow_run_report))
+        .routes(routes!(flow_runs::flow_run_events))
         .split_for_parts();
     openapi::finish(&mut api);
     (router, api)

@@ -24,6 +24,7 @@ use crate::store::StoredEvent;
         (name = "events", description = "Live progress: SSE per task, one WebSocket for many"),
         (name = "health", description = "Probes and metrics"),
         (name = "dashboard", description = "What the dashboard's forms offer"),
+        (name = "flows", description = "Maestro workspaces run across the pool: flow runs, their reports and events"),
     ),
     // Events travel on SSE and the WebSocket, not as a JSON body: listed here so a
     // dashboard or a coordinator can generate a client for them.
@@ -33,7 +34,9 @@ use crate::store::StoredEvent;
         StoredEvent,
         TaskEvent,
         crate::script::ScriptId,
+        crate::domain::FlowRunId,
         super::scripts::ExportFormat,
+        crate::service::flow_runs::ReportFormat,
         super::devices::ScreenFormat
     )),
     modifiers(&BearerAuth),
@@ -102,7 +105,7 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
                     "The Host header names a host this server is not known as (server.allowed_hosts)",
                 );
             }
-            if path == "/v1/ws" || path == "/v1/tasks/{id}/events" {
+            if path == "/v1/ws" || path.ends_with("/{id}/events") {
                 add_error(
                     op,
                     "429",
@@ -137,6 +140,9 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
             }
             if path.starts_with("/v1/scripts/{id}") {
                 id_is_a_uuid(op, "ScriptId");
+            }
+            if path.starts_with("/v1/flow-runs/{id}") {
+                id_is_a_uuid(op, "FlowRunId");
             }
             if path.starts_with("/v1/devices/{id}/") {
                 add_error(op, "502", "The device or its adb server failed the command");

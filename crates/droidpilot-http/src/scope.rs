@@ -82,6 +82,7 @@ pub fn required(method: &Method, path: &str) -> Scope {
         ["v1", "devices", _, "actions"] => Scope::Operate,
         ["v1", "devices", _, "control", ..] => Scope::Operate,
         ["v1", "scripts", id, "run"] if *id != "import" => Scope::Operate,
+        ["v1", "flow-runs"] | ["v1", "flow-runs", _, "cancel"] => Scope::Operate,
         _ => Scope::Admin,
     }
 }
@@ -113,6 +114,9 @@ mod tests {
                 Scope::Operate,
             ),
             (Method::POST, "/v1/scripts/x/run", Scope::Operate),
+            (Method::POST, "/v1/flow-runs", Scope::Operate),
+            (Method::POST, "/v1/flow-runs/x/cancel", Scope::Operate),
+            (Method::GET, "/v1/flow-runs/x/report", Scope::Read),
             (Method::POST, "/mcp", Scope::Operate),
             (Method::GET, "/mcp", Scope::Operate),
             (Method::DELETE, "/v1/tasks/x", Scope::Admin),

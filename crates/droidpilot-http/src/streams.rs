@@ -22,7 +22,11 @@ use super::conns::{ConnState, Guarded};
 use super::error::ApiError;
 
 /// The routes whose responses are streams.
-const STREAM_ROUTES: &[&str] = &["/v1/tasks/{id}/events", "/v1/ws"];
+const STREAM_ROUTES: &[&str] = &[
+    "/v1/tasks/{id}/events",
+    "/v1/flow-runs/{id}/events",
+    "/v1/ws",
+];
 
 /// Open streams per token digest.
 #[derive(Debug)]

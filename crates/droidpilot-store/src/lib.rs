@@ -22,7 +22,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use droidpilot_core::domain::{Intervention, Step, Task, TaskId, TaskSpec, TaskStatus};
+use droidpilot_core::domain::{
+    FlowRun, FlowRunId, FlowRunPage, Intervention, Step, Task, TaskId, TaskSpec, TaskStatus,
+};
 use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 pub use commit::{EventSeqs, StepCommit};
@@ -68,6 +70,8 @@ pub enum StoreError {
         id: droidpilot_core::script::ScriptId,
         version: u32,
     },
+    #[error("flow run {0} not found")]
+    FlowRunNotFound(droidpilot_core::domain::FlowRunId),
     #[error("invalid cursor: {0}")]
     InvalidCursor(String),
     #[error("stored data is corrupt: {0}")]
@@ -287,6 +291,18 @@ pub trait Store: Send + Sync + 'static {
         before: chrono::DateTime<chrono::Utc>,
         limit: u32,
     ) -> Result<Vec<Artifact>, StoreError>;
+    /// Stores a flow run, or replaces the stored one with the same id (its results as
+    /// they stand).
+    async fn save_flow_run(&self, run: &FlowRun) -> Result<(), StoreError>;
+    async fn flow_run(&self, id: FlowRunId) -> Result<FlowRun, StoreError>;
+    /// Flow runs, newest first, one page at a time.
+    async fn list_flow_runs(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<FlowRunPage, StoreError>;
+    /// Runs stored as `running`, oldest first (at start-up, those a stopped process left).
+    async fn running_flow_runs(&self) -> Result<Vec<FlowRun>, StoreError>;
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
 

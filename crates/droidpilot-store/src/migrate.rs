@@ -160,6 +160,15 @@ const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "flow_runs",
+        cols: &[
+            ("id", Text),
+            ("status", Text),
+            ("body", Json),
+            ("created_at", Time),
+        ],
+    },
+    Table {
         name: "devices",
         cols: &[
             ("id", Text),

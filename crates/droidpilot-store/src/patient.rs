@@ -22,7 +22,8 @@ use super::{
     TaskPage,
 };
 use droidpilot_core::domain::{
-    Intervention, RetryPolicy, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus,
+    FlowRun, FlowRunId, FlowRunPage, Intervention, RetryPolicy, Step, Task, TaskEvent, TaskId,
+    TaskSpec, TaskStatus,
 };
 use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
@@ -241,6 +242,22 @@ impl Store for PatientStore {
         limit: u32,
     ) -> Result<Vec<Artifact>, StoreError> {
         self.inner.delete_artifacts_before(before, limit).await
+    }
+    async fn save_flow_run(&self, run: &FlowRun) -> Result<(), StoreError> {
+        patient!(self.save_flow_run(run))
+    }
+    async fn flow_run(&self, id: FlowRunId) -> Result<FlowRun, StoreError> {
+        patient!(self.flow_run(id))
+    }
+    async fn list_flow_runs(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<FlowRunPage, StoreError> {
+        self.inner.list_flow_runs(cursor, limit).await
+    }
+    async fn running_flow_runs(&self) -> Result<Vec<FlowRun>, StoreError> {
+        patient!(self.running_flow_runs())
     }
     async fn close(&self) {
         self.inner.close().await

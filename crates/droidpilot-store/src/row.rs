@@ -376,3 +376,16 @@ impl IntoDomain for EventRow {
         })
     }
 }
+
+/// One row of `flow_runs`: the run is its `body`; `status` is a copy for lookups.
+#[derive(FromRow)]
+pub struct FlowRunRow {
+    body: Json<droidpilot_core::domain::FlowRun>,
+}
+
+impl IntoDomain for FlowRunRow {
+    type Domain = droidpilot_core::domain::FlowRun;
+    fn into_domain(self) -> Result<droidpilot_core::domain::FlowRun, StoreError> {
+        Ok(self.body.0)
+    }
+}

@@ -19,12 +19,15 @@ use sqlx::sqlite::{
 };
 
 use super::cursor::{decode_cursor, next_page};
-use super::row::{ArtifactRow, EventRow, InterventionRow, ScriptRow, TaskRow, read};
+use super::row::{ArtifactRow, EventRow, FlowRunRow, InterventionRow, ScriptRow, TaskRow, read};
 use super::{
     Artifact, CancelOutcome, EventSeqs, StepCommit, StepRow, Store, StoreError, StoredEvent,
     TaskFilter, TaskPage,
 };
-use droidpilot_core::domain::{Intervention, Step, Task, TaskEvent, TaskId, TaskSpec, TaskStatus};
+use droidpilot_core::domain::{
+    FlowRun, FlowRunId, FlowRunPage, Intervention, Step, Task, TaskEvent, TaskId, TaskSpec,
+    TaskStatus,
+};
 use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 mod group_commit;
@@ -898,6 +901,58 @@ impl Store for SqliteStore {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    async fn save_flow_run(&self, run: &FlowRun) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO flow_runs (id, status, body, created_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, body = excluded.body",
+        )
+        .bind(run.id.to_string())
+        .bind(run.status.as_str())
+        .bind(to_json(&Some(run)))
+        .bind(run.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn flow_run(&self, id: FlowRunId) -> Result<FlowRun, StoreError> {
+        let row = sqlx::query("SELECT body FROM flow_runs WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::FlowRunNotFound(id))?;
+        read::<FlowRunRow, _>(&row)
+    }
+
+    async fn list_flow_runs(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<FlowRunPage, StoreError> {
+        let limit = limit.clamp(1, 500);
+        let before = cursor.map(decode_cursor::<FlowRunId>).transpose()?;
+        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new("SELECT body FROM flow_runs");
+        if let Some(b) = before {
+            q.push(" WHERE id < ").push_bind(b.to_string());
+        }
+        q.push(" ORDER BY id DESC LIMIT ")
+            .push_bind(limit as i64 + 1);
+        let rows = q.build().fetch_all(&self.pool).await?;
+        let mut runs = rows
+            .iter()
+            .map(read::<FlowRunRow, _>)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = next_page(&mut runs, limit, |r| r.id);
+        Ok(FlowRunPage { runs, next_cursor })
+    }
+
+    async fn running_flow_runs(&self) -> Result<Vec<FlowRun>, StoreError> {
+        let rows = sqlx::query("SELECT body FROM flow_runs WHERE status = 'running' ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(read::<FlowRunRow, _>).collect()
     }
 
     async fn close(&self) {

@@ -35,6 +35,8 @@ from ._models import (
     DescribedApp,
     Device,
     Event,
+    FlowRun,
+    FlowRunPage,
     Health,
     Intervention,
     ManualActionResult,
@@ -79,6 +81,7 @@ class AsyncClient:
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=timeout)
         self.scripts = AsyncScripts(self)
         self.devices = AsyncDevices(self)
+        self.flow_runs = AsyncFlowRuns(self)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -497,6 +500,58 @@ class AsyncScripts:
     async def run(self, script_id: str, inputs: dict[str, Any] | None = None, **options: Any) -> Task:
         body = {**options, **({"inputs": inputs} if inputs is not None else {})}
         return Task.from_dict(await self._c._call(r.RUN_SCRIPT(id=script_id, json=body)))
+
+
+class AsyncFlowRuns:
+    """Flow runs: a Maestro workspace run across the pool, its results, reports and
+    events."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._c = client
+
+    async def start(self, files: dict[str, str], **options: Any) -> FlowRun:
+        """Runs a workspace given as files (path → text); ``env``, ``include_tags``,
+        ``exclude_tags``, ``shards`` or ``devices``, ``retries``… as ``POST /v1/flow-runs``
+        takes them."""
+        return FlowRun.from_dict(await self._c._call(r.START_FLOW_RUN(json={"files": files, **options})))
+
+    async def start_zip(self, archive: bytes, **options: Any) -> FlowRun:
+        """Runs a zipped workspace folder; the options go in the query (``env`` as a list
+        of ``KEY=VALUE``, tags and devices comma-separated)."""
+        call = r.START_FLOW_RUN(
+            content=archive, headers={"content-type": "application/zip"}, params=options
+        )
+        return FlowRun.from_dict(await self._c._call(call))
+
+    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> FlowRunPage:
+        return FlowRunPage.from_dict(await self._c._call(r.FLOW_RUNS(params={"limit": limit, "cursor": cursor})))
+
+    async def get(self, run_id: str) -> FlowRun:
+        return FlowRun.from_dict(await self._c._call(r.FLOW_RUN(id=run_id)))
+
+    async def cancel(self, run_id: str) -> FlowRun:
+        return FlowRun.from_dict(await self._c._call(r.CANCEL_FLOW_RUN(id=run_id)))
+
+    async def report(self, run_id: str, format: str = "junit") -> str:
+        """JUnit XML (``junit``) or a self-contained HTML page (``html``)."""
+        text: str = await self._c._call(r.FLOW_RUN_REPORT(id=run_id, params={"format": format}))
+        return text
+
+    async def events(self, run_id: str, since: int = 0) -> AsyncIterator[Event]:
+        """The run's events, from ``since``, until ``flow_run.finished``."""
+        call = r.FLOW_RUN_EVENTS(id=run_id, params={"since": since})
+        async with self._c._http.stream(
+            "GET", call.path, params=call.params, headers={"accept": "text/event-stream"}
+        ) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise _errors.from_response(response)
+            parser = SseParser()
+            async for line in response.aiter_lines():
+                msg = parser.feed(line)
+                event = sse_event(msg) if msg is not None else None
+                if event is not None:
+                    yield event
 
 
 class AsyncDevices:

@@ -33,6 +33,8 @@ from ._models import (
     DescribedApp,
     Device,
     Event,
+    FlowRun,
+    FlowRunPage,
     Health,
     Intervention,
     ManualActionResult,
@@ -82,6 +84,7 @@ class Client:
         self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=timeout)
         self.scripts = Scripts(self)
         self.devices = Devices(self)
+        self.flow_runs = FlowRuns(self)
 
     def close(self) -> None:
         self._http.close()
@@ -552,6 +555,58 @@ class Scripts:
         ``model``… as ``POST /v1/scripts/{id}/run`` takes them)."""
         body = {**options, **({"inputs": inputs} if inputs is not None else {})}
         return Task.from_dict(self._c._call(r.RUN_SCRIPT(id=script_id, json=body)))
+
+
+class FlowRuns:
+    """Flow runs: a Maestro workspace run across the pool, its results, reports and
+    events."""
+
+    def __init__(self, client: Client) -> None:
+        self._c = client
+
+    def start(self, files: dict[str, str], **options: Any) -> FlowRun:
+        """Runs a workspace given as files (path → text); ``env``, ``include_tags``,
+        ``exclude_tags``, ``shards`` or ``devices``, ``retries``… as ``POST /v1/flow-runs``
+        takes them."""
+        return FlowRun.from_dict(self._c._call(r.START_FLOW_RUN(json={"files": files, **options})))
+
+    def start_zip(self, archive: bytes, **options: Any) -> FlowRun:
+        """Runs a zipped workspace folder; the options go in the query (``env`` as a list
+        of ``KEY=VALUE``, tags and devices comma-separated)."""
+        call = r.START_FLOW_RUN(
+            content=archive, headers={"content-type": "application/zip"}, params=options
+        )
+        return FlowRun.from_dict(self._c._call(call))
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> FlowRunPage:
+        return FlowRunPage.from_dict(self._c._call(r.FLOW_RUNS(params={"limit": limit, "cursor": cursor})))
+
+    def get(self, run_id: str) -> FlowRun:
+        return FlowRun.from_dict(self._c._call(r.FLOW_RUN(id=run_id)))
+
+    def cancel(self, run_id: str) -> FlowRun:
+        return FlowRun.from_dict(self._c._call(r.CANCEL_FLOW_RUN(id=run_id)))
+
+    def report(self, run_id: str, format: str = "junit") -> str:
+        """JUnit XML (``junit``) or a self-contained HTML page (``html``)."""
+        text: str = self._c._call(r.FLOW_RUN_REPORT(id=run_id, params={"format": format}))
+        return text
+
+    def events(self, run_id: str, since: int = 0) -> Iterator[Event]:
+        """The run's events, from ``since``, until ``flow_run.finished``."""
+        call = r.FLOW_RUN_EVENTS(id=run_id, params={"since": since})
+        with self._c._http.stream(
+            "GET", call.path, params=call.params, headers={"accept": "text/event-stream"}
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise _errors.from_response(response)
+            parser = SseParser()
+            for line in response.iter_lines():
+                msg = parser.feed(line)
+                event = sse_event(msg) if msg is not None else None
+                if event is not None:
+                    yield event
 
 
 class Devices:

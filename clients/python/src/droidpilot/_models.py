@@ -89,6 +89,9 @@ EventType = Literal[
     "device.offline",
     "device.quarantined",
     "device.removed",
+    "flow_run.started",
+    "flow_run.flow_finished",
+    "flow_run.finished",
 ]
 """Every event type the server publishes (schema ``TaskEvent``). A newer server may add
 types: ``Event.type`` is a plain string, so skip the ones you do not know.
@@ -561,6 +564,73 @@ class ScriptRecord(Model):
 class ScriptPage(Model):
     __schema__ = "ScriptPage"
     scripts: list[ScriptRecord]
+    next_cursor: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlowAttempt(Model):
+    """One try at a flow: the task that ran it."""
+
+    __schema__ = "FlowAttempt"
+    task_id: str
+    status: str
+    duration_ms: int
+    device: str | None = None
+    reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlowFailure(Model):
+    """Why a flow failed: the failing command with its file and line, its step and
+    screenshot link."""
+
+    __schema__ = "FlowFailure"
+    message: str
+    step: int | None = None
+    screenshot: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlowResult(Model):
+    """One flow of a flow run."""
+
+    __schema__ = "FlowResult"
+    path: str
+    name: str
+    status: str
+    tags: list[str] = dataclasses.field(default_factory=list)
+    ordered: bool = False
+    device: str | None = None
+    attempts: list[FlowAttempt] = dataclasses.field(default_factory=list)
+    failure: FlowFailure | None = None
+    duration_ms: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlowRun(Model):
+    """A Maestro workspace run across the pool: options, status and each flow's result."""
+
+    __schema__ = "FlowRun"
+    id: str
+    status: str
+    shards: int
+    retries: int
+    continue_on_failure: bool
+    flows: list[FlowResult]
+    created_at: datetime
+    reason: str | None = None
+    devices: list[str] = dataclasses.field(default_factory=list)
+    include_tags: list[str] = dataclasses.field(default_factory=list)
+    exclude_tags: list[str] = dataclasses.field(default_factory=list)
+    env: list[str] = dataclasses.field(default_factory=list)
+    finished_at: datetime | None = None
+    duration_ms: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlowRunPage(Model):
+    __schema__ = "FlowRunPage"
+    runs: list[FlowRun]
     next_cursor: str | None = None
 
 

@@ -111,6 +111,17 @@ EXPORT_SCRIPT = Route("GET", "/v1/scripts/{id}/export", ("format", "version"), e
 RUN_SCRIPT = Route("POST", "/v1/scripts/{id}/run")
 SCRIPT_VERSIONS = Route("GET", "/v1/scripts/{id}/versions")
 
+FLOW_RUNS = Route("GET", "/v1/flow-runs", ("limit", "cursor"))
+START_FLOW_RUN = Route(
+    "POST",
+    "/v1/flow-runs",
+    ("shards", "devices", "retries", "include_tags", "exclude_tags", "env", "max_steps", "timeout_seconds"),
+)
+FLOW_RUN = Route("GET", "/v1/flow-runs/{id}")
+CANCEL_FLOW_RUN = Route("POST", "/v1/flow-runs/{id}/cancel")
+FLOW_RUN_REPORT = Route("GET", "/v1/flow-runs/{id}/report", ("format",), expect="text")
+FLOW_RUN_EVENTS = Route("GET", "/v1/flow-runs/{id}/events", ("since",))
+
 DEVICES = Route("GET", "/v1/devices")
 ADD_DEVICE = Route("POST", "/v1/devices")
 DEVICE = Route("GET", "/v1/devices/{id}")

@@ -155,6 +155,12 @@ impl From<StoreError> for AppError {
                 format!("script {id} not found"),
                 "List scripts with GET /v1/scripts; ids are returned by POST /v1/scripts.",
             ),
+            StoreError::FlowRunNotFound(id) => Self::new(
+                NotFound,
+                "flow_run_not_found",
+                format!("flow run {id} not found"),
+                "List flow runs with GET /v1/flow-runs; ids are returned by POST /v1/flow-runs.",
+            ),
             StoreError::ScriptVersionNotFound { id, version } => Self::new(
                 NotFound,
                 "script_version_not_found",

@@ -6,6 +6,7 @@
 
 pub mod devices;
 pub mod error;
+pub mod flow_runs;
 pub mod images;
 pub mod manual;
 pub mod remote;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::flow_run::{FlowResult, FlowRunId, FlowRunStatus};
 use super::{StepOutcome, StepTimings, Task, TaskId, TaskStatus};
 
 /// What the runner did when its stuck detector fired.
@@ -264,6 +265,26 @@ pub enum TaskEvent {
     DeviceQuarantined { id: String, reason: String },
     #[serde(rename = "device.removed")]
     DeviceRemoved { id: String },
+    /// A flow run selected its flows and starts them (on the run's own stream, its id).
+    #[serde(rename = "flow_run.started")]
+    FlowRunStarted {
+        run_id: FlowRunId,
+        flows: u32,
+        shards: u32,
+    },
+    /// One flow of a run passed, failed (after its retries), was skipped or cancelled.
+    #[serde(rename = "flow_run.flow_finished")]
+    FlowFinished { run_id: FlowRunId, flow: FlowResult },
+    /// The run ended: the last event of its stream.
+    #[serde(rename = "flow_run.finished")]
+    FlowRunFinished {
+        run_id: FlowRunId,
+        status: FlowRunStatus,
+        passed: u32,
+        failed: u32,
+        skipped: u32,
+        duration_ms: u64,
+    },
     /// An event this build does not know (written by another version), kept as stored.
     /// Only `from_parts` makes one (so it is not in the schema: clients should skip types
     /// they do not know, as this server does).
@@ -355,6 +376,9 @@ impl TaskEvent {
             DeviceOffline { .. } => "device.offline",
             DeviceQuarantined { .. } => "device.quarantined",
             DeviceRemoved { .. } => "device.removed",
+            FlowRunStarted { .. } => "flow_run.started",
+            FlowFinished { .. } => "flow_run.flow_finished",
+            FlowRunFinished { .. } => "flow_run.finished",
             Other { kind, .. } => kind,
         }
     }

@@ -23,7 +23,12 @@ pub use task::{
 pub mod eta;
 pub use eta::{Estimate, EtaBasis, TaskEstimate};
 pub mod event;
+pub mod flow_run;
 pub use event::{ResumeCause, StuckResponse, TaskEvent, TaskFinished};
+pub use flow_run::{
+    FlowAttempt, FlowFailure, FlowResult, FlowRun, FlowRunId, FlowRunPage, FlowRunStatus,
+    FlowStatus,
+};
 pub mod retry;
 pub use retry::RetryPolicy;
 pub mod intervention;

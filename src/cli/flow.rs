@@ -1,0 +1,284 @@
+//! `droidpilot flow test DIR`: run a Maestro workspace across the phones as `maestro test`
+//! would, as a flow run (`service::flow_runs`): in this process with the configured
+//! devices (like `droidpilot run`), or on a running server with `--server URL`
+//! (`POST /v1/flow-runs`, the token from `DROIDPILOT_TOKEN`). Prints each flow as it ends
+//! and a summary, writes a JUnit or HTML report with `--format … --output FILE`, and exits
+//! non-zero when a flow did not pass.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::config::{Config, Overrides};
+use crate::core::Core;
+use crate::domain::{FlowResult, FlowRun, FlowRunStatus, FlowStatus, TaskEvent};
+use crate::run::events::{FeedItem, Filter};
+use crate::service::flow_runs::{NewFlowRun, ReportFormat};
+
+#[derive(Debug, Subcommand)]
+pub enum FlowCommand {
+    /// Run a folder of Maestro flows (with its config.yaml) across the phones; exits non-zero when a flow failed.
+    Test(TestArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Junit,
+    Html,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    /// The workspace folder (flows and config.yaml).
+    pub dir: PathBuf,
+    /// Run this many flows at once, each on a free phone.
+    #[arg(long, conflicts_with = "devices")]
+    pub shards: Option<u32>,
+    /// Run on these phones (comma-separated), one shard each.
+    #[arg(long, value_delimiter = ',')]
+    pub devices: Vec<String>,
+    /// `KEY=VALUE`, set before each flow's `env` (repeat for more).
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Run only flows with one of these tags (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub include_tags: Vec<String>,
+    /// Leave out flows with any of these tags (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub exclude_tags: Vec<String>,
+    /// Run a failed flow again up to this many times.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// The report's format (with --output).
+    #[arg(long, value_enum, requires = "output")]
+    pub format: Option<Format>,
+    /// Where to write the report.
+    #[arg(long, value_name = "FILE", requires = "format")]
+    pub output: Option<PathBuf>,
+    /// A running droidpilot server (http://host:port); else the flows run in this process.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// A TOML file layered over the defaults (this process's devices and database).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// The data directory (default ./data).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Runs the command; whether every flow passed.
+pub async fn flow(cmd: FlowCommand) -> anyhow::Result<bool> {
+    let FlowCommand::Test(args) = cmd;
+    let request = request(&args)?;
+    let run = match &args.server {
+        Some(url) => remote(url, &args, request).await?,
+        None => local(&args, request).await?,
+    };
+    println!(
+        "{}: {}",
+        run.status.as_str(),
+        run.reason.as_deref().unwrap_or("")
+    );
+    Ok(run.status == FlowRunStatus::Passed)
+}
+
+/// The request: the folder's files and the options.
+fn request(args: &TestArgs) -> anyhow::Result<NewFlowRun> {
+    let mut env = BTreeMap::new();
+    for e in &args.env {
+        let (k, v) = crate::maestro::workspace::parse_env_arg(e)
+            .map_err(|err| anyhow::anyhow!("{}", err.message))?;
+        env.insert(k, v);
+    }
+    Ok(NewFlowRun {
+        files: read_dir(&args.dir)?,
+        env,
+        include_tags: args.include_tags.clone(),
+        exclude_tags: args.exclude_tags.clone(),
+        shards: args.shards,
+        devices: args.devices.clone(),
+        retries: args.retries,
+        ..Default::default()
+    })
+}
+
+/// Every UTF-8 file under `dir` (hidden folders such as `.git` skipped), by path
+/// relative to it.
+pub fn read_dir(dir: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    fn walk(root: &Path, at: &Path, out: &mut BTreeMap<String, String>) -> anyhow::Result<()> {
+        let entries = std::fs::read_dir(at)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", at.display()))?;
+        for entry in entries {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                if !name.starts_with('.') {
+                    walk(root, &path, out)?;
+                }
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                let rel: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                out.insert(rel.join("/"), text);
+            }
+        }
+        Ok(())
+    }
+    let mut files = BTreeMap::new();
+    walk(dir, dir, &mut files)?;
+    Ok(files)
+}
+
+fn print_flow(f: &FlowResult) {
+    let secs = f.duration_ms.unwrap_or(0) as f64 / 1000.0;
+    let on = f.device.as_deref().unwrap_or("-");
+    match f.status {
+        FlowStatus::Passed => println!("  passed   {} ({on}, {secs:.1} s)", f.path),
+        status => println!(
+            "  {:<8} {} ({on}, {secs:.1} s): {}",
+            status.as_str(),
+            f.path,
+            f.failure.as_ref().map_or("", |m| m.message.as_str())
+        ),
+    }
+}
+
+/// In this process: the configured devices, the scheduler, the run's events.
+async fn local(args: &TestArgs, req: NewFlowRun) -> anyhow::Result<FlowRun> {
+    let mut config = Config::load(
+        Path::new("config"),
+        &Overrides {
+            config_file: args.config.clone(),
+            data_dir: args.data_dir.clone(),
+            ..Default::default()
+        },
+    )?;
+    config.cluster = config.cluster.for_command("flow");
+    let core = Arc::new(Core::build(&config).await?);
+    core.start_scheduler();
+    let result = follow(&core, req).await;
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => {
+            core.shutdown(Duration::from_secs(5)).await;
+            return Err(e);
+        }
+    };
+    if let (Some(format), Some(out)) = (args.format, &args.output) {
+        let format = match format {
+            Format::Junit => ReportFormat::Junit,
+            Format::Html => ReportFormat::Html,
+        };
+        let (_, text) = crate::service::flow_runs::report(&core, run.id, format).await?;
+        std::fs::write(out, text)?;
+        println!("report: {}", out.display());
+    }
+    core.shutdown(Duration::from_secs(5)).await;
+    Ok(run)
+}
+
+/// Submits the run and prints each flow as it ends; the run as it ended.
+async fn follow(core: &Arc<Core>, req: NewFlowRun) -> anyhow::Result<FlowRun> {
+    let run = crate::service::flow_runs::submit(core, req)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}\nhint: {}", e.message, e.hint))?;
+    println!(
+        "flow run {}: {} flows, {} shard(s)",
+        run.id,
+        run.flows.len(),
+        run.shards
+    );
+    let stream = run.id.to_string();
+    let mut feed = core
+        .bus
+        .feed(Filter::Streams(HashSet::from([stream.clone()])));
+    feed.resume(&stream, 0).await?;
+    while let Some(item) = feed.next().await? {
+        let FeedItem::Event(ev) = item else { continue };
+        match &ev.event {
+            TaskEvent::FlowFinished { flow, .. } => print_flow(flow),
+            TaskEvent::FlowRunFinished { .. } => break,
+            _ => {}
+        }
+    }
+    Ok(core.store.flow_run(run.id).await?)
+}
+
+/// On a server: `POST /v1/flow-runs`, then its state every second until it ends.
+async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<FlowRun> {
+    let base = url.trim_end_matches('/');
+    let http = reqwest::Client::new();
+    let auth = |r: reqwest::RequestBuilder| match std::env::var("DROIDPILOT_TOKEN") {
+        Ok(t) if !t.is_empty() => r.bearer_auth(t),
+        _ => r,
+    };
+    let mut body = json!({"files": req.files, "env": req.env, "include_tags": req.include_tags,
+        "exclude_tags": req.exclude_tags, "retries": req.retries});
+    if let Some(n) = req.shards {
+        body["shards"] = json!(n);
+    }
+    if !req.devices.is_empty() {
+        body["devices"] = json!(req.devices);
+    }
+    let resp = auth(http.post(format!("{base}/v1/flow-runs")).json(&body))
+        .send()
+        .await?;
+    let created: Value = checked(resp).await?;
+    let id = created["id"].as_str().unwrap_or_default().to_string();
+    println!("flow run {id} on {base}");
+    let mut printed = HashSet::new();
+    let run: FlowRun = loop {
+        let resp = auth(http.get(format!("{base}/v1/flow-runs/{id}")))
+            .send()
+            .await?;
+        let run: FlowRun = serde_json::from_value(checked(resp).await?)?;
+        for f in run.flows.iter().filter(|f| f.status.is_done()) {
+            if printed.insert(f.path.clone()) {
+                print_flow(f);
+            }
+        }
+        if run.status.is_terminal() {
+            break run;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    if let (Some(format), Some(out)) = (args.format, &args.output) {
+        let f = match format {
+            Format::Junit => "junit",
+            Format::Html => "html",
+        };
+        let resp = auth(http.get(format!("{base}/v1/flow-runs/{id}/report?format={f}")))
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            let _: Value = checked(resp).await?;
+        } else {
+            std::fs::write(out, resp.bytes().await?)?;
+            println!("report: {}", out.display());
+        }
+    }
+    Ok(run)
+}
+
+/// The body of a 2xx, or the server's error shape as the error.
+async fn checked(resp: reqwest::Response) -> anyhow::Result<Value> {
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    if status.is_success() {
+        return Ok(body);
+    }
+    let e = &body["error"];
+    anyhow::bail!(
+        "{status}: {}\nhint: {}",
+        e["message"]
+            .as_str()
+            .unwrap_or("the server refused the request"),
+        e["hint"].as_str().unwrap_or("")
+    )
+}
