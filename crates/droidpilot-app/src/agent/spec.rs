@@ -165,6 +165,19 @@ pub struct AgentSpec {
     /// Flow agents: rewrite a flow whose selector broke (not available yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
+    /// Any kind (the task's own agent object): read every screen with OCR too, so text
+    /// that is only pixels (a canvas, an image, a page without nodes) becomes elements
+    /// (`source: "ocr"`), selectable as `:ocr("…")` (`droidpilot_app::ocr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ocr: Option<bool>,
+}
+
+/// Whether a task's agent object asks for OCR (`"ocr": true`).
+pub fn asks_ocr(agent: Option<&Value>) -> bool {
+    agent
+        .and_then(|a| a.get("ocr"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// A field of the `agent` object that is wrong, and why.

@@ -60,6 +60,41 @@ pub async fn read_screen(
     Ok((screen, repr, info.screen))
 }
 
+/// `read_screen` with OCR's words merged in (`ocr`, `screen::ocr`): text the tree lacks
+/// becomes elements with `source: "ocr"`. OCR that cannot run is a 503 with how to
+/// install it; a black (secure) screenshot has nothing to read, so the tree's screen.
+pub async fn read_screen_ocr(
+    dev: &dyn Device,
+    ocr: &crate::ocr::Ocr,
+) -> Result<(Screen, ScreenRepresentation, ScreenSize), AppError> {
+    let (read, shot) = tokio::join!(read_screen(dev), dev.screenshot());
+    let (screen, repr, size) = read?;
+    let shot = shot?;
+    if shot.is_black() {
+        return Ok((screen, repr, size));
+    }
+    let png = shot.png()?;
+    let boxes = ocr
+        .read(&png, &crate::ocr::screenshot_key(&png))
+        .await
+        .map_err(|e| {
+            AppError::new(
+                ErrorKind::Unavailable,
+                "ocr_unavailable",
+                e.to_string(),
+                e.hint(),
+            )
+        })?;
+    let (screen, _) = screen.with_ocr(&boxes.boxes);
+    let opts = ReprOptions {
+        activity: repr.activity.clone(),
+        screen: Some(size),
+        ..Default::default()
+    };
+    let repr = screen.representation(&opts);
+    Ok((screen, repr, size))
+}
+
 /// The screen as the inspector shows it (`screen::inspect`): every visible node with its
 /// bounds, attributes, recommended selector and alternatives with what each matches, and
 /// `selector` tested on the same screen when given.

@@ -9,7 +9,7 @@ pub mod geometry;
 pub mod shell;
 
 pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Target};
-pub use element::{ActionableElement, ElementAction};
+pub use element::{ActionableElement, ElementAction, ElementSource};
 pub use geometry::{
     Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,
 };

@@ -85,6 +85,8 @@ pub struct Runner {
     /// Pause / manual actions / resume of the tasks this runner runs (`run::takeover`):
     /// the take-over hook the boundary asks after `hooks`.
     pub takeovers: Arc<TakeOvers>,
+    /// OCR merged into observations of the devices that want it (`ocr`, `observe`).
+    pub ocr: Arc<crate::ocr::Ocr>,
 }
 
 /// How the loop ended.
@@ -171,6 +173,7 @@ impl Runner {
             repr: ReprOptions::default(),
             pool: None,
             takeovers: Arc::new(TakeOvers::default()),
+            ocr: Arc::new(crate::ocr::Ocr::new(Default::default())),
         }
     }
 
@@ -228,6 +231,9 @@ impl Runner {
         };
         self.bus
             .commit_soon(&id.to_string(), async { Ok(Vec::new()) }, vec![started]);
+        // A task that asked for OCR has it on its device's observations while it runs.
+        let _ocr = crate::agent::spec::asks_ocr(task.spec.agent.as_ref())
+            .then(|| self.ocr.ask(device.serial()));
         let max_pause = std::time::Duration::from_secs(self.cfg.max_pause_secs);
         self.takeovers.register(id, self.bus.clone(), max_pause);
         // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
