@@ -5,7 +5,9 @@
 //! downloaded at run time.
 //!
 //! Tesseract runs as the `tesseract` command (`stdin stdout --psm 11 tsv`, sparse text:
-//! a screen is scattered labels, not a page), not through a Rust binding. The bindings
+//! a screen is scattered labels, not a page; `thresholding_method=2`, Sauvola: dark
+//! text on a coloured image survives; light text on a saturated fill, a filled button's
+//! label, is still not found), not through a Rust binding. The bindings
 //! (`leptess`, `tesseract`) need libtesseract's and leptonica's headers and libclang at
 //! build time (bindgen), which neither this machine nor CI has; and out of process, a
 //! screenshot that hangs or crashes the engine is killed at `timeout_ms` instead of
