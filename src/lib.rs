@@ -13,7 +13,7 @@
 //! `droidpilot::run::queue` read as one tree. See ARCHITECTURE.md for the map.
 
 pub use droidpilot_app::{
-    adbd, agent, cluster, config, core, device, domain, fuzzing, llm, outbound, run, screen,
+    adbd, agent, cluster, config, core, device, domain, fuzzing, llm, ocr, outbound, run, screen,
     script, service, store,
 };
 

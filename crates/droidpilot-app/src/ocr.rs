@@ -171,18 +171,13 @@ impl Ocr {
         })
     }
 
-    /// `tesseract stdin stdout -l LANG --psm 11 tsv`, the PNG on stdin, killed at the timeout.
+    /// `tesseract stdin stdout -l LANG --psm 11 -c thresholding_method=2 tsv`, the PNG on stdin, killed at the timeout.
     async fn run(&self, png: &[u8]) -> Result<String, OcrError> {
         let mut child = tokio::process::Command::new(&self.cfg.binary)
-            .args([
-                "stdin",
-                "stdout",
-                "-l",
-                &self.cfg.language,
-                "--psm",
-                "11",
-                "tsv",
-            ])
+            .args(["stdin", "stdout", "-l", &self.cfg.language, "--psm", "11"])
+            // Sauvola's local thresholds: text on a coloured banner survives, which the
+            // default global (Otsu) threshold loses.
+            .args(["-c", "thresholding_method=2", "tsv"])
             .env("OMP_THREAD_LIMIT", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

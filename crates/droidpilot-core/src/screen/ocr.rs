@@ -177,6 +177,28 @@ pub fn ocr_matches(read: &str, wanted: &str) -> bool {
     !w.is_empty() && r.contains(&w)
 }
 
+/// What `:ocr("…")` finds: the nodes whose OCR text is `wanted` (case and spacing
+/// aside), or when none is, those whose OCR text contains it: `:ocr("PLAY")` is the
+/// PLAY button, not also the "Tap PLAY to start" under it.
+pub fn find(tree: &UiTree, wanted: &str) -> Vec<usize> {
+    let norm = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let all: Vec<usize> = (0..tree.nodes.len())
+        .filter(|&i| ocr_matches(&tree.nodes[i].ocr_text, wanted))
+        .collect();
+    let w = norm(wanted);
+    let exact: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|&i| norm(&tree.nodes[i].ocr_text) == w)
+        .collect();
+    if exact.is_empty() { all } else { exact }
+}
+
 /// Merges `boxes` into `tree` (see the module doc). `screen` is what visible means.
 pub fn merge(tree: &mut UiTree, screen: &Bounds, boxes: &[OcrBox]) -> MergeStats {
     let visible: Vec<usize> = (0..tree.nodes.len())

@@ -10,7 +10,7 @@
 //! | `Button:text("Send")`, `ImageButton:desc("Back")` | class (short or full) and text/desc |
 //! | `Button` | every node of that class (only useful as a fallback) |
 //! | `:package("com.app")` | every node of that app's windows (waits: "the app is up") |
-//! | `:ocr("Sign in")` | a node whose text OCR read contains this, case and spacing aside (only on a screen read with OCR, `screen::ocr`) |
+//! | `:ocr("Sign in")` | a node whose text OCR read is this, case and spacing aside, else that contains it (only on a screen read with OCR, `screen::ocr`) |
 //! | `[0.1.2]` | index path |
 //! | `:text("6:00 AM") >> #delete` | the `#delete` nearest to the anchor: inside it, else inside its nearest ancestor that holds one (the same list row) |
 //!
@@ -319,6 +319,7 @@ impl Selector {
                 tree.node_by_path(&s.join(".")).into_iter().collect()
             }
             Selector::Near { anchor, target } => near(tree, anchor, target),
+            Selector::Ocr(t) => super::ocr::find(tree, t),
             _ => (0..tree.nodes.len())
                 .filter(|&i| self.matches_node(&tree.nodes[i]))
                 .collect(),

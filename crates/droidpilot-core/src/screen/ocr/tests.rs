@@ -177,3 +177,23 @@ fn ocr_selector_parses_prints_and_matches_case_and_spacing_aside() {
     let sel = Selector::parse(":ocr(\"Wi-Fi\")").unwrap();
     assert!(plain.find(&sel).is_empty());
 }
+
+#[test]
+fn ocr_selector_prefers_the_box_that_says_exactly_that() {
+    let (s, _) = screen().with_ocr(&[
+        b("PLAY", 440, 800, 640, 860),
+        b("Tap PLAY to start", 80, 1300, 500, 1340),
+    ]);
+    let play = s
+        .elements
+        .elements
+        .iter()
+        .find(|e| e.label == "PLAY")
+        .unwrap();
+    let m = s.find(&Selector::parse(":ocr(\"play\")").unwrap());
+    assert_eq!(m.nodes, vec![play.node]);
+    // No box says exactly this: every box that contains it.
+    let m = s.find(&Selector::parse(":ocr(\"to start\")").unwrap());
+    assert_eq!(m.nodes.len(), 1);
+    assert_eq!(s.tree.nodes[m.nodes[0]].text, "Tap PLAY to start");
+}
