@@ -16,8 +16,8 @@
 //!      same thing drawn) → that node is enriched: `source = merged`, `ocr_text` set
 //!      (an unlabelled node, an image button with text on it, gets it as its label);
 //!   2. else the smallest visible node holding most of the box (`CONTAINED`, 80% of the
-//!      box's area) whose own text or content-desc already says the box's words (half of
-//!      them or more) → merged too: the tree had the text (a row's `TextView` is wider
+//!      box's area) whose own text or content-desc already says every word of the box
+//!      → merged too: the tree had the text (a row's `TextView` is wider
 //!      than its words, so the IoU is small);
 //!   3. else a node of its own (`source = ocr`, class `OCR_CLASS`, `text` and `ocr_text`
 //!      the words, clickable), the last child of the deepest visible node under the box's
@@ -153,15 +153,13 @@ fn words(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether `said` (a node's text) already says at least half of `read`'s words.
+/// Whether `said` (a node's text) already says every word of `read`. A box that says
+/// more (a page's heading over a WebView named after the site) is kept as its own
+/// element, so no word OCR read is lost to a node that holds only some of them.
 fn says(said: &str, read: &str) -> bool {
     let have = words(said);
     let want = words(read);
-    if want.is_empty() || have.is_empty() {
-        return false;
-    }
-    let found = want.iter().filter(|w| have.contains(w)).count();
-    found * 2 >= want.len()
+    !want.is_empty() && want.iter().all(|w| have.contains(w))
 }
 
 /// Whether OCR's text `read` contains `wanted`, case and spacing aside: what

@@ -117,6 +117,15 @@ fn text_the_tree_already_has_is_merged_not_duplicated() {
             .iter()
             .all(|e| e.source != ElementSource::Ocr)
     );
+    // Saying more than the node does: its own element, so no word is lost.
+    let (s, stats) = screen().with_ocr(&[b("Wi-Fi calling", 50, 1910, 300, 1960)]);
+    assert_eq!((stats.merged, stats.added), (0, 1));
+    assert!(
+        s.elements
+            .elements
+            .iter()
+            .any(|e| e.label == "Wi-Fi calling")
+    );
     // Below the threshold and saying something else: its own element.
     let (s, stats) = screen().with_ocr(&[b("Connected", 50, 1910, 240, 1960)]);
     assert_eq!((stats.merged, stats.added), (0, 1));
