@@ -53,6 +53,7 @@ fn median_screen() -> ScreenRepresentation {
             text,
             actions: vec![ElementAction::Click],
             bounds: Bounds::new(0, 200 + 50 * i as i32, 1080, 250 + 50 * i as i32),
+            source: Default::default(),
         });
     }
     ScreenRepresentation {

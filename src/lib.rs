@@ -13,8 +13,8 @@
 //! `droidpilot::run::queue` read as one tree. See ARCHITECTURE.md for the map.
 
 pub use droidpilot_app::{
-    adbd, agent, apps, cluster, config, core, device, domain, fuzzing, llm, outbound, run, screen,
-    script, service, store,
+    adbd, agent, apps, cluster, config, core, device, domain, fuzzing, llm, ocr, outbound, run,
+    screen, script, service, store,
 };
 
 pub use droidpilot_bench as bench;

@@ -590,6 +590,7 @@ mod agents {
             text: text.into(),
             actions: vec![ElementAction::Click],
             bounds: Bounds::new(0, top, 1080, top + 160),
+            source: Default::default(),
         };
         ScreenRepresentation {
             app_package: Some("com.android.settings".into()),

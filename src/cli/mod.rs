@@ -102,6 +102,18 @@ pub enum BenchCommand {
     Attack(BenchAttackArgs),
     /// Tokens per model request, by agent kind and role (navigator, vision formats, planner, progress, verifier), on the eval's tasks: system prompt, tool schemas, history, screen, image, and the share a prompt cache serves.
     Tokens(BenchTokensArgs),
+    /// OCR on the virtual phone's pixel-only pages (a canvas game, an image banner, a page without nodes): the share of the words a person sees that the element map holds, without and with OCR, and the ms OCR adds per new screen (needs Debian's tesseract-ocr).
+    Ocr(BenchOcrArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchOcrArgs {
+    /// Cold OCR reads per page (each a new Tesseract run).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub runs: u64,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -553,6 +565,20 @@ pub async fn bench_tokens(args: BenchTokensArgs) -> anyhow::Result<()> {
             bench::TokensError::Tasks(t) => anyhow::anyhow!("{e}. {}", t.hint()),
             bench::TokensError::Phone(_) => anyhow::anyhow!("{e}"),
         })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", bench::format_report(&report));
+    }
+    Ok(())
+}
+
+/// `droidpilot bench ocr`.
+pub async fn bench_ocr(args: BenchOcrArgs) -> anyhow::Result<()> {
+    use crate::bench::ocr as bench;
+    let report = bench::bench_ocr(args.runs as usize)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

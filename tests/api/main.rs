@@ -19,6 +19,7 @@ mod http;
 mod lifecycle;
 mod limits;
 mod model_keys;
+mod ocr;
 mod planned;
 mod retention;
 mod rotate;

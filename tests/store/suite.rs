@@ -89,6 +89,7 @@ fn typed_step(task: TaskId, n: u32, action: Option<Action>) -> Step {
                 text: "OK".into(),
                 actions: vec![ElementAction::Click],
                 bounds: Bounds::new(0, 0, 100, 50),
+                source: Default::default(),
             }],
             ..Default::default()
         }),

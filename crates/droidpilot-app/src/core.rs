@@ -197,6 +197,7 @@ impl Core {
             handler: Arc::new(crate::run::split_screen::SplitScreenAction),
         }));
         runner.mcp = registry.clone();
+        runner.ocr = Arc::new(crate::ocr::Ocr::new(config.ocr.clone()));
         mcp.settled(Duration::from_secs(config.mcp.startup_wait_secs))
             .await;
         let runner = Arc::new(runner);

@@ -27,6 +27,7 @@ pub mod device;
 pub mod fuzzing;
 pub mod llm;
 pub mod mcp;
+pub mod ocr;
 pub mod outbound;
 pub mod run;
 pub mod service;

@@ -7,7 +7,9 @@
 //! GET's latency while one client tries to exhaust the server), and `droidpilot eval` (`eval/`, agents scored on
 //! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
 //! runs), `tokens.rs` (`droidpilot bench tokens`:
-//! tokens per model request by agent kind and role, on the eval's tasks), `rule_model.rs` (the replay bench's rule-driven recovery model) and `noop_model.rs`
+//! tokens per model request by agent kind and role, on the eval's tasks), `ocr.rs`
+//! (`droidpilot bench ocr`: words the element map holds with and without OCR on the
+//! virtual phone's pixel-only pages, and OCR's time per screen), `rule_model.rs` (the replay bench's rule-driven recovery model) and `noop_model.rs`
 //! (its recovery model that answers nothing usable). `benches/` runs the
 //! same code under criterion.
 //!
@@ -27,6 +29,7 @@ pub mod devtime;
 pub mod eval;
 pub mod flows;
 pub mod noop_model;
+pub mod ocr;
 pub mod oracle;
 pub mod real_drift;
 pub mod replay;

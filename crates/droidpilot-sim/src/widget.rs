@@ -146,6 +146,10 @@ pub struct Widget {
     /// What the widget is before any drift (`identity`): never in the dump or the
     /// screenshot; read by `SimDevice::touched`.
     pub key: String,
+    /// Painted by the app itself (a canvas game, an image of text, a web page that
+    /// exposes no nodes): in the screenshot and touchable, never in the dump, with its
+    /// subtree (`apps::pixels`).
+    pub drawn_only: bool,
 }
 
 pub const TEXT: [u8; 3] = [32, 33, 36];
@@ -180,6 +184,7 @@ impl Widget {
             scroll: None,
             children: Vec::new(),
             key: String::new(),
+            drawn_only: false,
         }
     }
     pub fn frame_layout(b: Bounds) -> Self {
@@ -584,11 +589,12 @@ fn write_node(out: &mut String, w: &Widget, index: usize, pkg: &str, ids: IdStyl
         b(Flags::SELECTED),
         w.bounds
     );
-    if w.children.is_empty() {
+    let mut dumped = w.children.iter().filter(|c| !c.drawn_only).peekable();
+    if dumped.peek().is_none() {
         out.push_str(" />");
     } else {
         out.push('>');
-        for (i, c) in w.children.iter().enumerate() {
+        for (i, c) in dumped.enumerate() {
             write_node(out, c, i, pkg, ids);
         }
         out.push_str("</node>");

@@ -588,8 +588,10 @@ class AsyncDevices:
             await self._c._call(r.DEVICE_ACTION(id=device_id, json=action, params=params))
         )
 
-    async def screen(self, device_id: str) -> Screen:
-        return Screen.from_dict(await self._c._call(r.DEVICE_SCREEN(id=device_id)))
+    async def screen(self, device_id: str, *, ocr: bool = False) -> Screen:
+        """What an agent sees; ``ocr=True`` merges in the text OCR reads off the screenshot."""
+        params = {"ocr": ocr or None}
+        return Screen.from_dict(await self._c._call(r.DEVICE_SCREEN(id=device_id, params=params)))
 
     async def screenshot(
         self,

@@ -644,8 +644,10 @@ class Devices:
             self._c._call(r.DEVICE_ACTION(id=device_id, json=action, params=params))
         )
 
-    def screen(self, device_id: str) -> Screen:
-        return Screen.from_dict(self._c._call(r.DEVICE_SCREEN(id=device_id)))
+    def screen(self, device_id: str, *, ocr: bool = False) -> Screen:
+        """What an agent sees; ``ocr=True`` merges in the text OCR reads off the screenshot."""
+        params = {"ocr": ocr or None}
+        return Screen.from_dict(self._c._call(r.DEVICE_SCREEN(id=device_id, params=params)))
 
     def screenshot(
         self,

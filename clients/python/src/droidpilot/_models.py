@@ -679,6 +679,8 @@ class Element(Model):
     text: str
     actions: list[str]
     bounds: Bounds
+    source: str = "tree"
+    """``tree`` (the UI dump), ``ocr`` (read off the screenshot only) or ``merged``."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

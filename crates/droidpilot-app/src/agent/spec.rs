@@ -173,6 +173,19 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub windows: Option<Vec<super::split::WindowSpec>>,
+    /// Any kind (the task's own agent object): read every screen with OCR too, so text
+    /// that is only pixels (a canvas, an image, a page without nodes) becomes elements
+    /// (`source: "ocr"`), selectable as `:ocr("…")` (`droidpilot_app::ocr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ocr: Option<bool>,
+}
+
+/// Whether a task's agent object asks for OCR (`"ocr": true`).
+pub fn asks_ocr(agent: Option<&Value>) -> bool {
+    agent
+        .and_then(|a| a.get("ocr"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// A field of the `agent` object that is wrong, and why.
@@ -1062,7 +1075,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal, windows"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal, windows, ocr"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),

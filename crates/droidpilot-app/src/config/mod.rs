@@ -42,6 +42,10 @@ pub struct Config {
     /// Several instances on one PostgreSQL database: identity, heartbeats, dead instances.
     #[serde(default)]
     pub cluster: crate::cluster::ClusterConfig,
+    /// OCR of screenshots merged into the element map (`ocr`): the engine, its cache,
+    /// and the devices that always use it.
+    #[serde(default)]
+    pub ocr: crate::ocr::OcrConfig,
     /// Which models the user's own layers name (`local.toml`, `--config`, `DROIDPILOT_*`):
     /// the defaults' models are examples until chosen (or given a key).
     #[serde(skip)]

@@ -75,12 +75,20 @@ pub struct ScreenDocument {
     pub screen: ScreenRepresentation,
 }
 
-/// Reads `dev`'s screen as a `ScreenDocument` (the apps' labels read beside it).
+/// Reads `dev`'s screen as a `ScreenDocument` (the apps' labels read beside it), with
+/// OCR's words merged in when given an engine (`read_screen_ocr`).
 pub async fn screen_document(
     id: &str,
     dev: &dyn Device,
+    ocr: Option<&crate::ocr::Ocr>,
 ) -> Result<(Screen, ScreenDocument), AppError> {
-    let (read, apps) = tokio::join!(read_screen(dev), dev.installed_apps());
+    let read = async {
+        match ocr {
+            Some(o) => read_screen_ocr(dev, o).await,
+            None => read_screen(dev).await,
+        }
+    };
+    let (read, apps) = tokio::join!(read, dev.installed_apps());
     let (screen, repr, _) = read?;
     let app_name = repr.app_package.as_ref().and_then(|pkg| {
         apps.ok()?
@@ -136,6 +144,41 @@ pub async fn phone_context(dev: &dyn Device) -> Result<PhoneContext, AppError> {
         keyboard_visible: w.keyboard_shown,
         windows: w.windows,
     })
+}
+
+/// `read_screen` with OCR's words merged in (`ocr`, `screen::ocr`): text the tree lacks
+/// becomes elements with `source: "ocr"`. OCR that cannot run is a 503 with how to
+/// install it; a black (secure) screenshot has nothing to read, so the tree's screen.
+pub async fn read_screen_ocr(
+    dev: &dyn Device,
+    ocr: &crate::ocr::Ocr,
+) -> Result<(Screen, ScreenRepresentation, ScreenSize), AppError> {
+    let (read, shot) = tokio::join!(read_screen(dev), dev.screenshot());
+    let (screen, repr, size) = read?;
+    let shot = shot?;
+    if shot.is_black() {
+        return Ok((screen, repr, size));
+    }
+    let png = shot.png()?;
+    let boxes = ocr
+        .read(&png, &crate::ocr::screenshot_key(&png))
+        .await
+        .map_err(|e| {
+            AppError::new(
+                ErrorKind::Unavailable,
+                "ocr_unavailable",
+                e.to_string(),
+                e.hint(),
+            )
+        })?;
+    let (screen, _) = screen.with_ocr(&boxes.boxes);
+    let opts = ReprOptions {
+        activity: repr.activity.clone(),
+        screen: Some(size),
+        ..Default::default()
+    };
+    let repr = screen.representation(&opts);
+    Ok((screen, repr, size))
 }
 
 /// The screen as the inspector shows it (`screen::inspect`): every visible node with its

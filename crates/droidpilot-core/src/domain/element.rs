@@ -23,6 +23,10 @@ pub struct ActionableElement {
     pub text: String,
     pub actions: Vec<ElementAction>,
     pub bounds: Bounds,
+    /// `tree` (the UI dump), `ocr` (read off the screenshot only; asked with `ocr`) or
+    /// `merged` (a tree node OCR read text on).
+    #[serde(default)]
+    pub source: ElementSource,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -32,4 +36,15 @@ pub enum ElementAction {
     LongClick,
     SetText,
     Scroll,
+}
+
+/// Where an element came from: the UI tree, OCR of the screenshot alone, or a tree node
+/// OCR read text on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementSource {
+    #[default]
+    Tree,
+    Ocr,
+    Merged,
 }

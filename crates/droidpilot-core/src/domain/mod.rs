@@ -12,7 +12,7 @@ pub mod geometry;
 pub mod shell;
 
 pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Orientation, Target};
-pub use element::{ActionableElement, ElementAction};
+pub use element::{ActionableElement, ElementAction, ElementSource};
 pub use geometry::{
     Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,
 };

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::domain::Bounds;
+use crate::domain::{Bounds, ElementSource};
 
 use super::representation::ElementAction;
 use super::tree::UiTree;
@@ -48,6 +48,8 @@ pub struct Element {
     pub bounds: Bounds,
     /// The nearest enclosing element (for nesting in the compact format).
     pub display_parent: Option<u32>,
+    /// The tree, OCR, or a tree node OCR read text on (`screen::ocr`).
+    pub source: ElementSource,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,6 +57,8 @@ pub struct Element {
 pub enum LabelSource {
     Text,
     Desc,
+    /// What OCR read on a node that has no text or content-desc.
+    Ocr,
     Children,
     Hint,
     ResourceId,
@@ -229,6 +233,7 @@ pub fn element_map(tree: &UiTree, screen: Bounds) -> ElementMap {
                 actions: actions_of(node),
                 bounds: clipped,
                 display_parent: inherited_shown,
+                source: node.source,
             });
             merged.push(String::new());
             shown_anc[i] = Some(id);
@@ -237,8 +242,10 @@ pub fn element_map(tree: &UiTree, screen: Bounds) -> ElementMap {
         }
         let own = if !node.text.trim().is_empty() {
             node.text.as_str()
-        } else {
+        } else if !node.content_desc.trim().is_empty() {
             node.content_desc.as_str()
+        } else {
+            node.ocr_text.as_str()
         };
         if own.trim().is_empty() {
             continue; // a wrapper: collapsed
@@ -296,6 +303,11 @@ fn own_label(node: &super::tree::UiNode) -> (String, LabelSource) {
         (
             clip(&one_line_cow(&node.content_desc), MAX_LABEL_CHARS),
             LabelSource::Desc,
+        )
+    } else if !node.ocr_text.trim().is_empty() {
+        (
+            clip(&one_line_cow(&node.ocr_text), MAX_LABEL_CHARS),
+            LabelSource::Ocr,
         )
     } else if !node.hint.trim().is_empty() {
         (

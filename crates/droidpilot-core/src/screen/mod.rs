@@ -10,6 +10,7 @@ pub mod elements;
 pub mod hash;
 pub mod inspect;
 pub mod modal;
+pub mod ocr;
 pub mod parse;
 pub mod pipeline;
 pub mod redact;
@@ -21,6 +22,7 @@ pub mod text;
 pub mod tokens;
 pub mod tree;
 
+pub use crate::domain::ElementSource;
 pub use diff::{TreeDiff, diff};
 pub use elements::{Element, ElementMap, REDACTED, TextItem, element_map};
 pub use hash::{LayoutHash, content_hash, layout_hash};

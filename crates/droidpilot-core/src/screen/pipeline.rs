@@ -8,6 +8,7 @@ use crate::domain::{Action, Bounds, CoordinateTransform, PixelPoint, ScreenSize,
 
 use super::elements::{ElementMap, element_map};
 use super::modal::has_modal;
+use super::ocr::{MergeStats, OcrBox, merge};
 use super::parse::{ParseError, parse};
 use super::redact::{RedactionPattern, redact};
 use super::representation::{ActionableElement, ScreenRepresentation};
@@ -73,6 +74,17 @@ impl Screen {
             elements,
             has_modal,
         }
+    }
+
+    /// The screen with OCR's boxes merged in (`screen::ocr::merge`): nodes OCR read text
+    /// on are enriched, text the tree lacks becomes nodes of its own, and the element
+    /// map is built again over them.
+    pub fn with_ocr(mut self, boxes: &[OcrBox]) -> (Screen, MergeStats) {
+        let screen = self.elements.screen;
+        let stats = merge(&mut self.tree, &screen, boxes);
+        self.elements = element_map(&self.tree, screen);
+        self.has_modal = has_modal(&self.tree);
+        (self, stats)
     }
 
     /// Parses a dump (junk cleaned) into a `Screen`.
@@ -179,6 +191,7 @@ impl Screen {
                     text: e.label.clone(),
                     actions: e.actions.clone(),
                     bounds: e.bounds,
+                    source: e.source,
                 }
             })
             .collect();

@@ -10,6 +10,7 @@
 //! | `Button:text("Send")`, `ImageButton:desc("Back")` | class (short or full) and text/desc |
 //! | `Button` | every node of that class (only useful as a fallback) |
 //! | `:package("com.app")` | every node of that app's windows (waits: "the app is up") |
+//! | `:ocr("Sign in")` | a node whose text OCR read is this, case and spacing aside, else that contains it (only on a screen read with OCR, `screen::ocr`) |
 //! | `[0.1.2]` | index path |
 //! | `:text("6:00 AM") >> #delete` | the `#delete` nearest to the anchor: inside it, else inside its nearest ancestor that holds one (the same list row) |
 //!
@@ -40,6 +41,8 @@ pub enum Selector {
     Class(String),
     /// Every node of an app's windows: what a wait for an app to come up waits for.
     Package(String),
+    /// A node whose OCR text contains this (`screen::ocr::ocr_matches`).
+    Ocr(String),
     Path(Vec<u32>),
     /// `anchor >> target`: the target nodes nearest to an anchor node (see the module doc).
     Near {
@@ -70,7 +73,7 @@ impl SelectorError {
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
         format!(
-            "{line}\n{}^ {}\nValid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2], :text(\"…\") >> #resource_id, :package(\"com.app\").",
+            "{line}\n{}^ {}\nValid forms: #resource_id, :text(\"…\"), :desc(\"…\"), Button:text(\"…\"), [0.1.2], :text(\"…\") >> #resource_id, :package(\"com.app\"), :ocr(\"…\").",
             " ".repeat(self.column.saturating_sub(1)),
             self.message
         )
@@ -250,13 +253,18 @@ impl Selector {
                         c.expect(")", "`)` after the string")?;
                         return Ok(Selector::Package(s));
                     }
+                    if class.is_none() && c.eat("ocr(") {
+                        let s = c.string()?;
+                        c.expect(")", "`)` after the string")?;
+                        return Ok(Selector::Ocr(s));
+                    }
                     let is_text = if c.eat("text(") {
                         true
                     } else if c.eat("desc(") {
                         false
                     } else {
                         let what = if class.is_none() {
-                            "expected `text(`, `desc(` or `package(` after `:`"
+                            "expected `text(`, `desc(`, `package(` or `ocr(` after `:`"
                         } else {
                             "expected `text(` or `desc(` after `:`"
                         };
@@ -296,6 +304,7 @@ impl Selector {
             Selector::Desc { class, desc } => n.content_desc == *desc && class_ok(class),
             Selector::Class(c) => n.class == *c || n.short_class() == c,
             Selector::Package(p) => n.package == *p,
+            Selector::Ocr(t) => super::ocr::ocr_matches(&n.ocr_text, t),
             Selector::Path(_) => false,
             // Alone, a node can only be checked against the target; `find` adds the anchor.
             Selector::Near { target, .. } => target.matches_node(n),
@@ -310,6 +319,7 @@ impl Selector {
                 tree.node_by_path(&s.join(".")).into_iter().collect()
             }
             Selector::Near { anchor, target } => near(tree, anchor, target),
+            Selector::Ocr(t) => super::ocr::find(tree, t),
             _ => (0..tree.nodes.len())
                 .filter(|&i| self.matches_node(&tree.nodes[i]))
                 .collect(),
@@ -374,6 +384,7 @@ impl fmt::Display for Selector {
             }
             Selector::Class(c) => write!(f, "{c}"),
             Selector::Package(p) => write!(f, ":package({})", quoted(p)),
+            Selector::Ocr(t) => write!(f, ":ocr({})", quoted(t)),
             Selector::Path(p) => {
                 let s: Vec<String> = p.iter().map(u32::to_string).collect();
                 write!(f, "[{}]", s.join("."))

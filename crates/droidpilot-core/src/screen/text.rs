@@ -208,6 +208,10 @@ pub fn compact_text(
                     out.push('"');
                 }
             }
+            if n.source == crate::domain::ElementSource::Ocr || e.label_source == LabelSource::Ocr {
+                // Read off the screenshot: the words may be misread.
+                out.push_str(" ocr");
+            }
             if n.is_editable() && e.label_source != LabelSource::Text {
                 // An empty field: say so, or a model takes a merged label for its value.
                 out.push_str(" empty");

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::domain::Bounds;
+use crate::domain::{Bounds, ElementSource};
 
 /// A parsed hierarchy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +54,10 @@ pub struct UiNode {
     pub naf: bool,
     pub drawing_order: Option<i32>,
     pub display_id: Option<i32>,
+    /// Where the node came from: the dump, or OCR of the screenshot (`screen::ocr`).
+    pub source: ElementSource,
+    /// What OCR read on the node (empty when OCR did not run or read nothing there).
+    pub ocr_text: String,
 }
 
 /// Classes that take typed text even when the dump does not say `focusable`.

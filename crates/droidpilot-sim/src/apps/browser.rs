@@ -234,6 +234,8 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
             .look(Look::Progress)
             .bg(ACCENT),
         );
+    } else if let Some(page) = super::pixels::page(cx, url, area) {
+        content.push(page);
     } else {
         let mut nodes = vec![web_text(cx, cx.d(140), &page_title(url), TextSize::Title)];
         if let Some(q) = url.strip_prefix(SEARCH_PREFIX) {

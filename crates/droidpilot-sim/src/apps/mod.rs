@@ -6,6 +6,7 @@ pub mod clock;
 pub mod contacts;
 pub mod messages;
 pub mod notes;
+pub mod pixels;
 pub mod settings;
 pub mod shop;
 

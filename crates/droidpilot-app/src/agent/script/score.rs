@@ -111,6 +111,8 @@ impl Profile {
             Selector::Class(c) => self.classes.push(c.clone()),
             Selector::Path(p) => self.path = Some(p.clone()),
             Selector::Package(_) => {}
+            // Words read off the screenshot name the element like its label does.
+            Selector::Ocr(t) => self.labels.push(t.clone()),
             Selector::Near { anchor, target } => {
                 match anchor.as_ref() {
                     Selector::Text { text, .. } => self.row.push(text.clone()),

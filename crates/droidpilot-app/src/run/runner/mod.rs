@@ -88,6 +88,8 @@ pub struct Runner {
     /// Describes the installed apps in the agents' device context (`with_apps`); without
     /// it they are listed by label.
     pub apps: Option<crate::apps::AppKnowledge>,
+    /// OCR merged into observations of the devices that want it (`ocr`, `observe`).
+    pub ocr: Arc<crate::ocr::Ocr>,
 }
 
 /// How the loop ended.
@@ -175,6 +177,7 @@ impl Runner {
             pool: None,
             takeovers: Arc::new(TakeOvers::default()),
             apps: None,
+            ocr: Arc::new(crate::ocr::Ocr::new(Default::default())),
         }
     }
 
@@ -238,6 +241,9 @@ impl Runner {
         };
         self.bus
             .commit_soon(&id.to_string(), async { Ok(Vec::new()) }, vec![started]);
+        // A task that asked for OCR has it on its device's observations while it runs.
+        let _ocr = crate::agent::spec::asks_ocr(task.spec.agent.as_ref())
+            .then(|| self.ocr.ask(device.serial()));
         let max_pause = std::time::Duration::from_secs(self.cfg.max_pause_secs);
         self.takeovers.register(id, self.bus.clone(), max_pause);
         // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the

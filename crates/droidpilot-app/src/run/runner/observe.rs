@@ -203,8 +203,16 @@ impl Runner {
             self.artifacts
                 .stage("screenshot", "image/png", "png", p.clone())
         });
+        // Hashed before OCR's nodes join the tree: OCR's variance is never a change.
         let layout = screen.as_ref().map(|s| layout_hash(&s.tree).0);
         let content = screen.as_ref().map(|s| content_hash(&s.tree).0);
+        let sha = unrecorded.as_ref().map(|a| a.row.sha256.as_str());
+        let (repr, screen) = match (screen, png.as_deref(), sha) {
+            (Some(s), Some(p), Some(sha)) if self.ocr.wanted(device.serial()) => {
+                self.with_ocr(s, p, sha, &opts).await
+            }
+            (screen, ..) => (repr, screen),
+        };
         Ok(Observed {
             repr,
             screen,
@@ -219,6 +227,38 @@ impl Runner {
             hierarchy_ms,
             taken: Instant::now(),
         })
+    }
+}
+
+impl Runner {
+    /// The screen with OCR's words merged in (`screen::ocr`), and its representation
+    /// again. OCR that fails leaves the screen as the tree has it (logged): the task
+    /// goes on with what the tree says.
+    async fn with_ocr(
+        &self,
+        screen: Arc<Screen>,
+        png: &[u8],
+        sha: &str,
+        opts: &ReprOptions,
+    ) -> (ScreenRepresentation, Option<Arc<Screen>>) {
+        match self.ocr.read(png, sha).await {
+            Ok(read) => {
+                let (merged, stats) = Screen::clone(&screen).with_ocr(&read.boxes);
+                tracing::debug!(
+                    boxes = stats.boxes,
+                    merged = stats.merged,
+                    added = stats.added,
+                    ms = read.ms,
+                    cached = read.cached,
+                    "ocr"
+                );
+                (merged.representation(opts), Some(Arc::new(merged)))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, hint = e.hint(), "OCR failed; the screen is used without it");
+                (screen.representation(opts), Some(screen))
+            }
+        }
     }
 }
 
