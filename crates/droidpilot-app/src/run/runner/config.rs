@@ -70,6 +70,9 @@ pub struct RunnerConfig {
     pub stale_check: bool,
     /// Decisions faster than this act on the screen they read without a re-read.
     pub stale_check_after_ms: u64,
+    /// Debug mode: keep each step's UI hierarchy XML as an artifact
+    /// (`GET /v1/tasks/{id}/steps/{n}/hierarchy`).
+    pub debug_artifacts: bool,
 }
 
 impl Default for RunnerConfig {
@@ -97,6 +100,7 @@ impl Default for RunnerConfig {
             max_cost_usd: 0.0,
             stale_check: true,
             stale_check_after_ms: 1000,
+            debug_artifacts: false,
         }
     }
 }
