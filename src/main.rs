@@ -57,6 +57,9 @@ fn main() -> std::process::ExitCode {
             Command::Bench(droidpilot::cli::BenchCommand::Ocr(args)) => {
                 droidpilot::cli::bench_ocr(args).await
             }
+            Command::Bench(droidpilot::cli::BenchCommand::Screenshots(args)) => {
+                droidpilot::cli::bench_screenshots(args).await
+            }
             Command::Export(args) => droidpilot::cli::export(args).await,
             Command::MigrateStore(args) => droidpilot::cli::migrate_store::run(args).await,
             Command::Eval(args) => droidpilot::cli::eval::run(args).await,

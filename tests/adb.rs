@@ -849,3 +849,63 @@ async fn split_screen_over_adb_follows_the_android_version() {
     }
     adbd.shutdown();
 }
+
+/// Log lines written while the guard lives, at every level (the thread's subscriber: a
+/// current-thread runtime keeps the test's tasks on it).
+fn capture_logs() -> (
+    Arc<std::sync::Mutex<Vec<u8>>>,
+    tracing::subscriber::DefaultGuard,
+) {
+    let buf = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = buf.clone();
+    let sub = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
+    (buf, tracing::subscriber::set_default(sub))
+}
+
+/// Debug mode logs every ADB command droidpilot sends, with its exit code; what is typed
+/// (a password, through `input text` or the ADB keyboard) never reaches the log.
+#[tokio::test]
+async fn debug_mode_logs_each_adb_command_with_typed_text_masked() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let sim = Arc::new(SimDevice::new(SimConfig::default()).unwrap());
+    let adbd = Adbd::new(sim.clone(), AdbdOptions::default());
+    let addr: SocketAddr = adbd.spawn("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let opts = AdbOptions::local(server.port);
+    AdbHost::new(opts.clone())
+        .connect(&addr.to_string())
+        .await
+        .unwrap();
+    let (logs, _guard) = capture_logs();
+    let dev = AdbDevice::new(addr.to_string(), opts.clone());
+    focus_url_bar(&dev).await;
+    dev.type_text("Hunter2-pass").await.unwrap();
+    assert_eq!(focused_field_text(&dev).await, "Hunter2-pass");
+    adbd.state()
+        .lock()
+        .unwrap()
+        .imes
+        .retain(|i| !i.contains("adbkeyboard"));
+    let plain = AdbDevice::new(addr.to_string(), opts);
+    plain.clear_text().await.unwrap();
+    plain.type_text("Hunter2-pass").await.unwrap();
+    let log = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains("adb shell") && log.contains("input tap"),
+        "{log}"
+    );
+    assert!(
+        log.contains("input text ••••") && log.contains("--es msg ••••"),
+        "{log}"
+    );
+    assert!(log.contains("exit_code=0"), "{log}");
+    assert!(!log.contains("Hunter2"), "typed text in the log:\n{log}");
+    // base64 of the text, as the ADB keyboard is sent it
+    assert!(!log.contains("SHVudGVy"), "{log}");
+}

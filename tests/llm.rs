@@ -568,6 +568,82 @@ async fn gemini_text_reply_with_thought_parts() {
     assert_eq!(r.stop_reason, StopReason::EndTurn);
 }
 
+/// Log lines written while the guard lives, at every level (the thread's subscriber).
+fn capture_logs() -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    tracing::subscriber::DefaultGuard,
+) {
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = buf.clone();
+    let sub = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
+    (buf, tracing::subscriber::set_default(sub))
+}
+
+struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Debug mode: at trace, each request body and raw reply is logged, in every provider's
+/// wire format; the key, the task's secrets (a password it types) and the screenshot's
+/// bytes never are.
+#[tokio::test]
+async fn trace_logs_requests_and_raw_replies_without_keys_secrets_or_images() {
+    let replies = [
+        (ProviderKind::Openai, openai_tool_reply()),
+        (ProviderKind::Anthropic, anthropic_tool_reply()),
+        (ProviderKind::Gemini, gemini_function_reply()),
+    ];
+    for (p, reply) in replies {
+        let server = MockServer::start().await;
+        // The model types the password (a tool call's argument, in each provider's JSON).
+        let reply = reply
+            .to_string()
+            .replace(r#"\"element\":3"#, r#"\"text\":\"Hunter2-pass\""#)
+            .replace(r#""element":3"#, r#""text":"Hunter2-pass""#);
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_string(reply.clone()))
+            .mount(&server)
+            .await;
+        let (logs, guard) = capture_logs();
+        let mut req = request_with_image_and_tool();
+        req.messages
+            .push(Message::user_text("The password is Hunter2-pass."));
+        let m = model(p, "m", &server, "sk-live-SECRETKEY0042");
+        droidpilot::llm::debug_log::masking(vec!["Hunter2-pass".into()], m.chat(&req))
+            .await
+            .unwrap();
+        drop(guard);
+        let log = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+        for want in [
+            "model request",
+            "model request body",
+            "model raw reply",
+            "The password is ••••",
+        ] {
+            assert!(log.contains(want), "{p}: {want} missing in\n{log}");
+        }
+        assert!(
+            reply.contains("Hunter2-pass"),
+            "{p}: the reply carries the secret"
+        );
+        for never in ["Hunter2", "SECRETKEY", "iVBORw0KGgo"] {
+            assert!(!log.contains(never), "{p}: {never} in\n{log}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------- agents
 
 mod agents {
@@ -886,10 +962,146 @@ mod agents {
             let sent = String::from_utf8(server.received_requests().await.unwrap()[0].body.clone())
                 .unwrap();
             assert!(
-                sent.contains("iVBORw0KGgo"),
-                "{p} {format}: the screenshot must be sent"
+                sent.contains("/9j/"),
+                "{p} {format}: the screenshot must be sent (as JPEG)"
             );
         }
+    }
+
+    /// The virtual phone's home screen as its screenshot pipeline gives it: a
+    /// 1080×2400 PNG.
+    async fn phone_png() -> ImageData {
+        use droidpilot::device::Device as _;
+        use droidpilot::device::sim::{SimConfig, SimDevice};
+        let phone = SimDevice::new(SimConfig::default()).unwrap();
+        let png = phone.screenshot().await.unwrap().png().unwrap();
+        ImageData::from_bytes(png).unwrap()
+    }
+
+    /// The one image in a request body, in any provider's wire format: (media type,
+    /// decoded bytes).
+    fn sent_image(body: &Value) -> (String, Vec<u8>) {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut found = Vec::new();
+        let mut stack = vec![body];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Object(o) => {
+                    let mime = o.get("media_type").or_else(|| o.get("mime_type"));
+                    if let (Some(m), Some(d)) = (mime, o.get("data")) {
+                        found.push((m.as_str().unwrap().to_string(), d.as_str().unwrap()));
+                    }
+                    if let Some(u) = o.get("url").and_then(Value::as_str)
+                        && let Some(rest) = u.strip_prefix("data:")
+                    {
+                        let (m, d) = rest.split_once(";base64,").unwrap();
+                        found.push((m.to_string(), d));
+                    }
+                    stack.extend(o.values());
+                }
+                Value::Array(a) => stack.extend(a),
+                _ => {}
+            }
+        }
+        assert_eq!(found.len(), 1, "one image per request: {found:?}");
+        let (m, d) = found.pop().unwrap();
+        (m, b64.decode(d).unwrap())
+    }
+
+    /// A phone's full-size PNG reaches every provider as a scaled JPEG (long side 1280,
+    /// adaptive quality), from the navigator and from a vision agent; an agent spec's
+    /// `screenshot` changes it for that agent's model; a UI-TARS point, in the pixels of
+    /// the image the model saw, lands where it pointed.
+    #[tokio::test]
+    async fn screenshots_reach_every_provider_as_scaled_jpeg() {
+        let mut c = ctx();
+        c.observation.screenshot = Some(phone_png().await);
+        let png_bytes = c.observation.screenshot.as_ref().unwrap().bytes().len();
+        for p in PROVIDERS {
+            for (kind, format, extra, size) in [
+                ("navigator", None, None, (576, 1280)),
+                ("vision", Some("mai-ui"), None, (576, 1280)),
+                (
+                    "vision",
+                    Some("generic"),
+                    Some(json!({"max_side": 640})),
+                    (288, 640),
+                ),
+            ] {
+                let server = MockServer::start().await;
+                let reply = match kind {
+                    "navigator" => tool_reply(p, "tap", json!({"element": 3})),
+                    _ => text_reply(
+                        p,
+                        "<tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": \"click\", \"coordinate\": [500, 500]}}</tool_call>",
+                    ),
+                };
+                let reply = match format {
+                    Some("generic") => text_reply(
+                        p,
+                        "<tool_call>{\"action\": \"tap\", \"coordinate\": [0.5, 0.5]}</tool_call>",
+                    ),
+                    _ => reply,
+                };
+                Mock::given(method("POST"))
+                    .respond_with(ResponseTemplate::new(200).set_body_json(reply))
+                    .mount(&server)
+                    .await;
+                let mut d = defaults(&server);
+                d.navigator_screenshot = true;
+                d.navigator.vision = true;
+                let mut s = spec(kind, p, &server, format).to_json();
+                if let Some(e) = &extra {
+                    s["screenshot"] = e.clone();
+                }
+                let mut agent = build_agent(&AgentSpec::from_json(&s).unwrap(), &d).unwrap();
+                agent.next(&c).await.unwrap();
+                let body = body_of(&server.received_requests().await.unwrap()[0]);
+                let (mime, bytes) = sent_image(&body);
+                let at = format!("{p} {kind} {format:?}");
+                assert_eq!(mime, "image/jpeg", "{at}");
+                let jpeg = ImageData::from_bytes(bytes.clone()).unwrap();
+                assert_eq!(jpeg.dimensions(), Some(size), "{at}");
+                assert!(bytes.len() <= 60_000, "{at}: {} bytes", bytes.len());
+                assert!(
+                    bytes.len() * 2 < png_bytes,
+                    "{at}: {} vs {png_bytes}",
+                    bytes.len()
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_ui_tars_point_is_read_against_the_image_the_model_saw() {
+        let server = MockServer::start().await;
+        // The scaled image is 576×1280; UI-TARS-1.5 sees it as 588×1288 (smart_resize):
+        // its centre is (294, 644).
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(
+                ProviderKind::Openai,
+                "Thought: centre.\nAction: click(point='<point>294 644</point>')",
+            )))
+            .mount(&server)
+            .await;
+        let mut d = defaults(&server);
+        d.ui_tars_coords = droidpilot::agent::vision::UiTarsCoords::SmartResize;
+        let s = spec("vision", ProviderKind::Openai, &server, Some("ui-tars"));
+        let mut agent = build_agent(&s, &d).unwrap();
+        let mut c = ctx();
+        c.observation.screenshot = Some(phone_png().await);
+        let dec = agent.next(&c).await.unwrap();
+        let Action::Tap {
+            target: TargetField(Target::Coordinate(pt)),
+        } = dec.action
+        else {
+            panic!("{:?}", dec.action)
+        };
+        assert!(
+            (pt.x() - 0.5).abs() < 0.01 && (pt.y() - 0.5).abs() < 0.01,
+            "{pt:?}"
+        );
     }
 
     #[tokio::test]
@@ -964,7 +1176,7 @@ mod agents {
             user[1]["image_url"]["url"]
                 .as_str()
                 .unwrap()
-                .starts_with("data:image/png;base64,")
+                .starts_with("data:image/jpeg;base64,")
         );
         assert!(
             body.get("tools").is_none(),

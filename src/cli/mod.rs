@@ -102,6 +102,8 @@ pub enum BenchCommand {
     Attack(BenchAttackArgs),
     /// Tokens per model request, by agent kind and role (navigator, vision formats, planner, progress, verifier), on the eval's tasks: system prompt, tool schemas, history, screen, image, and the share a prompt cache serves.
     Tokens(BenchTokensArgs),
+    /// The screenshot a model receives per step on the eval's tasks, before (the phone's full-size PNG) and after its encoding (scaled JPEG, adaptive quality): bytes, each provider's image tokens, encoding time.
+    Screenshots(BenchTokensArgs),
     /// OCR on the virtual phone's pixel-only pages (a canvas game, an image banner, a page without nodes): the share of the words a person sees that the element map holds, without and with OCR, and the ms OCR adds per new screen (needs Debian's tesseract-ocr).
     Ocr(BenchOcrArgs),
 }
@@ -579,6 +581,27 @@ pub async fn bench_ocr(args: BenchOcrArgs) -> anyhow::Result<()> {
     let report = bench::bench_ocr(args.runs as usize)
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", bench::format_report(&report));
+    }
+    Ok(())
+}
+
+/// `droidpilot bench screenshots`.
+pub async fn bench_screenshots(args: BenchTokensArgs) -> anyhow::Result<()> {
+    use crate::bench::screenshots as bench;
+    let size = crate::domain::ScreenSize {
+        width: 1080,
+        height: 2400,
+    };
+    let report = bench::bench_screenshots(&args.tasks, size, Default::default())
+        .await
+        .map_err(|e| match &e {
+            crate::bench::tokens::TokensError::Tasks(t) => anyhow::anyhow!("{e}. {}", t.hint()),
+            crate::bench::tokens::TokensError::Phone(_) => anyhow::anyhow!("{e}"),
+        })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

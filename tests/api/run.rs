@@ -204,6 +204,44 @@ fn replies_for(task: &str) -> Vec<(u16, String)> {
     v
 }
 
+/// Debug mode: with `debug_artifacts` each step's UI hierarchy is kept and served beside
+/// its screenshot; without it there is none, and the 404 says how to get one.
+#[tokio::test]
+async fn debug_artifacts_keep_each_steps_hierarchy_xml() {
+    for debug in [true, false] {
+        let (server, _) = model(replies_for("settings.bluetooth_on")).await;
+        let flag = debug.to_string();
+        let app = app_for(&[&server], &[("DROIDPILOT_RUNNER__DEBUG_ARTIFACTS", &flag)]).await;
+        add_phone(&app, "sim-1", Some("settings.bluetooth_on")).await;
+        let id = submit(&app, json!({"instruction": "Turn on Bluetooth", "agent": agent_for(&server), "device_id": "sim-1"})).await;
+        assert_eq!(wait_done(&app, &id).await["status"], "succeeded");
+        let r = app.get(&format!("/v1/tasks/{id}/steps/1/hierarchy")).await;
+        if !debug {
+            let (status, code, _, hint) = error_of(r).await;
+            assert_eq!((status, code.as_str()), (404, "no_hierarchy"));
+            assert!(hint.contains("debug_artifacts"), "{hint}");
+            continue;
+        }
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-type"], "application/xml");
+        let xml = r.text().await.unwrap();
+        assert!(
+            xml.contains("<hierarchy") && xml.contains("Settings"),
+            "{xml}"
+        );
+        let steps: Vec<Value> = app
+            .get(&format!("/v1/tasks/{id}/steps"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            steps.iter().all(|s| s["screen"]["hierarchy"].is_string()),
+            "every step keeps one"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_task_completes_on_the_virtual_phone_with_a_real_model_protocol() {
     let (server, _) = model(replies_for("settings.bluetooth_on")).await;
@@ -235,12 +273,13 @@ async fn a_task_completes_on_the_virtual_phone_with_a_real_model_protocol() {
     let shot = app.get(&format!("/v1/tasks/{id}/steps/1/screenshot")).await;
     assert_eq!(shot.headers()["content-type"], "image/png");
     assert_eq!(&shot.bytes().await.unwrap()[..4], b"\x89PNG");
-    // The model saw the screenshot: every request carried an image part.
+    // The model saw the screenshot: every request carried an image part, a scaled JPEG
+    // (the step's artifact stays the phone's PNG).
     let reqs = server.received_requests().await.unwrap();
     let body: Value = serde_json::from_slice(&reqs[0].body).unwrap();
     assert!(
-        body.to_string().contains("data:image/png;base64,"),
-        "screenshot sent as an image part"
+        body.to_string().contains("data:image/jpeg;base64,"),
+        "screenshot sent as a JPEG image part"
     );
     // The device is free again.
     let d: Value = app.get("/v1/devices/sim-1").await.json().await.unwrap();

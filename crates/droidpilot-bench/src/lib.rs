@@ -6,7 +6,8 @@
 //! the script drift suite), `droidpilot bench attack` (`attack.rs`, a normal
 //! GET's latency while one client tries to exhaust the server), and `droidpilot eval` (`eval/`, agents scored on
 //! the sim tasks; `oracle.rs` its rule-driven model server for keyless planned-agent
-//! runs), `tokens.rs` (`droidpilot bench tokens`:
+//! runs), `screenshots.rs` (`droidpilot bench screenshots`: the bytes and image tokens of
+//! a step's screenshot before and after its encoding for models), `tokens.rs` (`droidpilot bench tokens`:
 //! tokens per model request by agent kind and role, on the eval's tasks), `ocr.rs`
 //! (`droidpilot bench ocr`: words the element map holds with and without OCR on the
 //! virtual phone's pixel-only pages, and OCR's time per screen), `rule_model.rs` (the replay bench's rule-driven recovery model) and `noop_model.rs`
@@ -36,5 +37,6 @@ pub mod replay;
 pub mod rss;
 pub mod rule_model;
 pub mod runner;
+pub mod screenshots;
 pub mod subscribers;
 pub mod tokens;

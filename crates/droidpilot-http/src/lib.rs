@@ -136,6 +136,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(events::task_events))
         .routes(routes!(events::websocket))
         .routes(routes!(tasks::step_screenshot))
+        .routes(routes!(tasks::step_hierarchy))
         .routes(routes!(tasks::trajectory))
         .routes(routes!(tasks::export))
         .routes(routes!(tasks::metrics))

@@ -275,6 +275,37 @@ pub async fn step_screenshot(
     Ok(([(header::CONTENT_TYPE, art.media_type)], bytes).into_response())
 }
 
+/// Debug mode: the UI hierarchy XML a step was decided on, kept when the server runs with
+/// `[runner] debug_artifacts = true`.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/steps/{n}/hierarchy", tag = "tasks",
+    params(("id" = String, Path, description = "Task id (UUID)"), ("n" = u32, Path, description = "Step number, from 1")),
+    responses((status = 200, content_type = "application/xml", body = String), (status = 404, body = ErrorResponse))
+)]
+pub async fn step_hierarchy(
+    State(s): State<AppState>,
+    Path((id, n)): Path<(TaskId, u32)>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let step = s.store.step(id, n).await?;
+    let none = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_hierarchy",
+            format!("step {n} of task {id} kept no hierarchy"),
+            "Hierarchies are kept only while the server runs with `[runner] debug_artifacts = true` (or the tree could not be read at that step).",
+        )
+    };
+    let sha = step.screen.and_then(|sc| sc.hierarchy).ok_or_else(none)?;
+    let (art, bytes) = s
+        .artifacts
+        .get(&sha)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .ok_or_else(none)?;
+    Ok(([(header::CONTENT_TYPE, art.media_type)], bytes).into_response())
+}
+
 impl From<crate::run::trajectory::TrajectoryError> for ApiError {
     fn from(e: crate::run::trajectory::TrajectoryError) -> Self {
         use crate::run::trajectory::TrajectoryError as T;

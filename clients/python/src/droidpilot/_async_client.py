@@ -188,6 +188,11 @@ class AsyncClient:
         png: bytes = await self._call(r.STEP_SCREENSHOT(id=task_id, n=step))
         return png
 
+    async def step_hierarchy(self, task_id: str, step: int) -> str:
+        """The UI hierarchy XML a step was decided on (servers with `debug_artifacts`)."""
+        xml: str = await self._call(r.STEP_HIERARCHY(id=task_id, n=step))
+        return xml
+
     async def trajectory(self, task_id: str) -> Trajectory:
         return Trajectory.from_dict(await self._call(r.TRAJECTORY(id=task_id)))
 

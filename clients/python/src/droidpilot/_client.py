@@ -209,6 +209,11 @@ class Client:
         png: bytes = self._call(r.STEP_SCREENSHOT(id=task_id, n=step))
         return png
 
+    def step_hierarchy(self, task_id: str, step: int) -> str:
+        """The UI hierarchy XML a step was decided on (servers with `debug_artifacts`)."""
+        xml: str = self._call(r.STEP_HIERARCHY(id=task_id, n=step))
+        return xml
+
     def trajectory(self, task_id: str) -> Trajectory:
         return Trajectory.from_dict(self._call(r.TRAJECTORY(id=task_id)))
 

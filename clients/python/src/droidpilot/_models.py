@@ -296,6 +296,7 @@ class StepScreen(Model):
     has_modal: bool | None = None
     sensitive: bool | None = None
     layout_hash: str | None = None
+    hierarchy: str | None = None
     size: list[int] | None = None
     elements: list[JSON] | None = None
 

@@ -54,6 +54,8 @@ impl ModelGrounder {
 impl Grounder for ModelGrounder {
     async fn ground(&self, req: &GroundingRequest<'_>) -> Result<Grounded, AgentError> {
         let mut meter = Meter::for_role(&self.prices, crate::domain::ModelRole::Grounder);
+        // The point is read against the image the model saw.
+        let shot = self.model.config().screenshot.apply(req.screenshot);
         let chat = ChatRequest::new(
             Some(self.format.system_prompt(&[])),
             vec![Message::user(vec![
@@ -61,7 +63,7 @@ impl Grounder for ModelGrounder {
                     "Task: tap {}. Output only the tap on that element.",
                     req.description
                 )),
-                Part::Image(req.screenshot.clone()),
+                Part::Image(shot.clone()),
             ])],
         );
         let reply = meter.call(self.model.as_ref(), &chat).await?;
@@ -72,7 +74,7 @@ impl Grounder for ModelGrounder {
                 &ActionParser::new(),
                 &[],
                 UiTarsCoords::default(),
-                req.screenshot.dimensions(),
+                shot.dimensions(),
             )
             .map_err(|e| {
                 AgentError::Grounding(format!("the grounding model's answer did not parse: {e}"))

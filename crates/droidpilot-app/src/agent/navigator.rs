@@ -339,7 +339,7 @@ impl NavigatorAgent {
         if self.screenshot
             && let Some(img) = &ctx.observation.screenshot
         {
-            parts.push(Part::Image(img.clone()));
+            parts.push(Part::Image(self.model.config().screenshot.apply(img)));
         }
         let mut req = ChatRequest::new(Some(self.system.clone()), vec![Message::user(parts)]);
         req.tools = self.tools.clone();

@@ -178,6 +178,10 @@ pub struct AgentSpec {
     /// (`source: "ocr"`), selectable as `:ocr("…")` (`droidpilot_app::ocr`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ocr: Option<bool>,
+    /// Navigator and vision agents: how screenshots are encoded for this agent's model
+    /// (its configured model's settings when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<crate::llm::ScreenshotEncoding>,
 }
 
 /// Whether a task's agent object asks for OCR (`"ocr": true`).
@@ -350,6 +354,7 @@ impl AgentSpec {
     pub fn validate(&self, defaults: &AgentDefaults) -> Result<AgentKind, SpecError> {
         let kind = self.kind.unwrap_or(defaults.kind);
         self.refuse_composite_fields(kind)?;
+        self.check_screenshot(kind)?;
         if kind != AgentKind::Flow {
             self.refuse_flow_fields()?;
         }
@@ -508,6 +513,23 @@ impl AgentSpec {
         )
     }
 
+    /// `screenshot` only on the agents that send one, with settings that make sense.
+    fn check_screenshot(&self, kind: AgentKind) -> Result<(), SpecError> {
+        let Some(enc) = &self.screenshot else {
+            return Ok(());
+        };
+        if !matches!(kind, AgentKind::Navigator | AgentKind::Vision) {
+            return Err(SpecError::new(
+                "screenshot",
+                "is for navigator and vision agents only (set it in `fast` or in one of `agents`)",
+            ));
+        }
+        match enc.problem() {
+            Some(p) => Err(SpecError::new("screenshot", p)),
+            None => Ok(()),
+        }
+    }
+
     /// The flow fields on an agent of another kind.
     fn refuse_flow_fields(&self) -> Result<(), SpecError> {
         refuse_set(
@@ -638,11 +660,15 @@ impl AgentSpec {
     /// (the default's key and base URL belong to the default provider).
     pub fn model_config(&self, kind: AgentKind, defaults: &AgentDefaults) -> ModelConfig {
         let named = self.server.as_deref().and_then(|n| defaults.servers.get(n));
-        named.unwrap_or(defaults.model_for(kind)).clone().overlay(
+        let mut c = named.unwrap_or(defaults.model_for(kind)).clone().overlay(
             self.provider,
             self.model.as_deref(),
             self.base_url.as_deref(),
-        )
+        );
+        if let Some(s) = self.screenshot {
+            c.screenshot = s;
+        }
+        c
     }
 }
 
@@ -761,6 +787,22 @@ impl Default for AgentDefaults {
 }
 
 impl AgentDefaults {
+    /// Every configured model's `screenshot` settings make sense (names the section).
+    pub fn check_screenshot_encodings(&self) -> Result<(), String> {
+        let named = [("navigator", &self.navigator), ("vision", &self.vision)];
+        let grounding = self.grounding.iter().map(|g| ("grounding".to_string(), g));
+        let servers = (self.servers.iter()).map(|(n, c)| (format!("servers.{n}"), c));
+        let all = (named.into_iter().map(|(n, c)| (n.to_string(), c)))
+            .chain(grounding)
+            .chain(servers);
+        for (name, c) in all {
+            if let Some(p) = c.screenshot.problem() {
+                return Err(format!("agent.{name}.screenshot: {p}"));
+            }
+        }
+        Ok(())
+    }
+
     pub fn model_for(&self, kind: AgentKind) -> &ModelConfig {
         match kind {
             AgentKind::Vision => &self.vision,
@@ -1160,6 +1202,52 @@ mod tests {
         assert_eq!(stored["fast"], json!({"kind": "vision", "model": "ui"}));
         assert_eq!(stored["planning"]["progress_every"], 2);
         assert_eq!(AgentSpec::from_json(&stored).unwrap(), s);
+    }
+
+    /// A navigator or vision agent may set its model's screenshot encoding; other kinds
+    /// and settings that make no sense are refused by field.
+    #[test]
+    fn screenshot_encoding_is_per_agent_and_checked() {
+        let d = AgentDefaults::default();
+        let s = AgentSpec::from_json(
+            &json!({"kind": "navigator", "screenshot": {"max_side": 720, "max_quality": 40}}),
+        )
+        .unwrap();
+        let c = s.model_config(s.validate(&d).unwrap(), &d);
+        assert_eq!(
+            (
+                c.screenshot.max_side,
+                c.screenshot.max_quality,
+                c.screenshot.min_quality
+            ),
+            (720, 40, 15)
+        );
+        let plain = AgentSpec::from_json(&json!({"kind": "navigator"})).unwrap();
+        assert_eq!(
+            plain.model_config(AgentKind::Navigator, &d).screenshot,
+            d.navigator.screenshot
+        );
+        let e = err(json!({"kind": "replay", "actions": [{"action": "back"}], "screenshot": {}}));
+        assert_eq!(e.field, "screenshot");
+        let e = err(json!({"kind": "vision", "screenshot": {"min_quality": 90}}));
+        assert!(e.to_string().contains("min_quality"), "{e}");
+        let e = err(json!({"kind": "vision", "screenshot": {"quality": 90}}));
+        assert!(e.to_string().contains("quality"), "{e}");
+        let bad = AgentDefaults {
+            vision: ModelConfig {
+                screenshot: crate::llm::ScreenshotEncoding {
+                    max_side: 5,
+                    ..Default::default()
+                },
+                ..default_vision_model()
+            },
+            ..AgentDefaults::default()
+        };
+        assert!(
+            bad.check_screenshot_encodings()
+                .unwrap_err()
+                .starts_with("agent.vision.screenshot")
+        );
     }
 
     #[test]

@@ -514,6 +514,9 @@ impl Config {
                 "server.request_timeout_secs must be at least 1".into(),
             ));
         }
+        self.agent
+            .check_screenshot_encodings()
+            .map_err(ConfigError::Value)?;
         for u in &self.agent.allowed_base_urls {
             crate::agent::servers::check_allowed_entry(u).map_err(ConfigError::Value)?;
         }

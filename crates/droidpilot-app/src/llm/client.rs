@@ -121,10 +121,13 @@ impl<W: WireFormat> ChatModel for HttpChatClient<W> {
             message: format!("request body does not serialize: {e}"),
         })?;
         let headers = W::headers(self.key.as_ref())?;
+        super::debug_log::request(W::PROVIDER, &self.url, &body, self.key.as_ref());
         let r = self
             .http
             .post_json(&self.url, headers, body, self.key.as_ref())
             .await?;
+        let ms = r.latency.as_millis();
+        super::debug_log::reply(W::PROVIDER, &r.text, ms, self.key.as_ref());
         let reply = parse_text::<W>(&r.text, self.key.as_ref())?;
         Ok(W::decode(reply)?.into_reply(&self.cfg.model, r.latency, r.attempts))
     }

@@ -145,6 +145,9 @@ pub struct ModelConfig {
     /// Whether the model reads images (navigator adds a screenshot when true).
     #[serde(default)]
     pub vision: bool,
+    /// How screenshots are encoded for this model (scaled JPEG by default).
+    #[serde(default)]
+    pub screenshot: super::image::ScreenshotEncoding,
 }
 
 impl ModelConfig {
@@ -192,6 +195,7 @@ impl ModelConfig {
             max_tokens: default_max_tokens(),
             temperature: None,
             vision: false,
+            screenshot: Default::default(),
         }
     }
 
@@ -256,6 +260,11 @@ impl ModelConfig {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(LlmError::Config {
                 message: format!("`base_url` must start with http:// or https://, got `{url}`"),
+            });
+        }
+        if let Some(p) = self.screenshot.problem() {
+            return Err(LlmError::Config {
+                message: format!("screenshot: {p}"),
             });
         }
         Ok(())

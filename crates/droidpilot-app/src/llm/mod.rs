@@ -13,11 +13,13 @@
 pub mod anthropic;
 pub mod client;
 pub mod config;
+pub mod debug_log;
 pub mod error;
 #[cfg(test)]
 mod fixtures;
 pub mod gemini;
 pub mod http;
+pub mod image;
 pub mod openai;
 pub mod retry;
 pub mod types;
@@ -29,6 +31,7 @@ use async_trait::async_trait;
 pub use client::{HttpChatClient, WireFormat};
 pub use config::{ApiKey, ModelConfig, ModelPrice, PriceTable, ProviderKind};
 pub use error::LlmError;
+pub use image::{ImageFormat, ScreenshotEncoding};
 pub use types::{
     ChatReply, ChatRequest, ImageData, ImageMime, Message, Part, Role, StopReason, ToolCall,
     ToolChoice, ToolSpec, Usage,

@@ -3,8 +3,6 @@
 //! than image's resize for the 10-megapixel frames phones produce) and encode JPEG with
 //! jpeg-encoder or PNG with image.
 
-use fast_image_resize as fr;
-
 /// Scales RGBA pixels by `scale` and encodes them. Returns the bytes and the media type.
 pub fn encode(
     rgba: &[u8],
@@ -36,21 +34,5 @@ pub fn encode(
     }
 }
 
-/// RGBA pixels of `width`×`height` resized to `w`×`h` (bilinear; a copy when equal).
-pub fn resize(rgba: &[u8], width: u32, height: u32, w: u32, h: u32) -> Result<Vec<u8>, String> {
-    if (w, h) == (width, height) {
-        return Ok(rgba.to_vec());
-    }
-    let src = fr::images::ImageRef::new(width, height, rgba, fr::PixelType::U8x4)
-        .map_err(|e| format!("bad frame: {e}"))?;
-    let mut dst = fr::images::Image::new(w, h, fr::PixelType::U8x4);
-    fr::Resizer::new()
-        .resize(
-            &src,
-            &mut dst,
-            &fr::ResizeOptions::new()
-                .resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Bilinear)),
-        )
-        .map_err(|e| format!("resize failed: {e}"))?;
-    Ok(dst.into_vec())
-}
+/// RGBA pixels resized (bilinear; a copy when equal): the one resize models' screenshots use too.
+pub use crate::llm::image::resize;

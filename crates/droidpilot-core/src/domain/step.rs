@@ -250,6 +250,10 @@ pub struct StepScreen {
     /// Hash of the screen's layout (16 hex digits), when one was computed.
     #[serde(default)]
     pub layout_hash: Option<String>,
+    /// Debug mode (`[runner] debug_artifacts`): sha256 of the UI hierarchy XML kept for
+    /// this step (`GET /v1/tasks/{id}/steps/{n}/hierarchy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hierarchy: Option<String>,
     /// The screen size in pixels, `[width, height]` (absent in steps recorded before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<[u32; 2]>,

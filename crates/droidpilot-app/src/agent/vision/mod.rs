@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::parse_error::ParseError;
 use super::{Agent, AgentContext, AgentError, Decision, McpTool, Meter, correction};
 use crate::domain::{Action, ActionParser};
-use crate::llm::{ChatModel, ChatRequest, Message, Part, PriceTable};
+use crate::llm::{ChatModel, ChatRequest, ImageData, Message, Part, PriceTable};
 pub use ui_tars::UiTarsCoords;
 
 // A vision model family's output format. Its name (`name`) and the lists (`VARIANTS`
@@ -119,16 +119,23 @@ impl VisionAgent {
     /// The request for this step: the format's system prompt, then one user message
     /// with the task, the history and the screenshot.
     pub fn build_request(&self, ctx: &AgentContext) -> Result<ChatRequest, AgentError> {
-        let shot = ctx
-            .observation
-            .screenshot
-            .clone()
-            .ok_or(AgentError::NeedsScreenshot)?;
+        Ok(self.request_with(ctx, self.screenshot(ctx)?))
+    }
+
+    /// The observation's screenshot encoded for this agent's model
+    /// (`ScreenshotEncoding`): what the model sees, and what its points are read against.
+    pub fn screenshot(&self, ctx: &AgentContext) -> Result<ImageData, AgentError> {
+        let shot = ctx.observation.screenshot.as_ref();
+        let shot = shot.ok_or(AgentError::NeedsScreenshot)?;
+        Ok(self.model.config().screenshot.apply(shot))
+    }
+
+    fn request_with(&self, ctx: &AgentContext, shot: ImageData) -> ChatRequest {
         let text = ctx.prompt_text();
-        Ok(ChatRequest::new(
+        ChatRequest::new(
             Some(self.system.clone()),
             vec![Message::user(vec![Part::Text(text), Part::Image(shot)])],
-        ))
+        )
     }
 
     pub fn parse(&self, text: &str, image: Option<(u32, u32)>) -> Result<Parsed, ParseError> {
@@ -141,12 +148,9 @@ impl VisionAgent {
 impl Agent for VisionAgent {
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
         let mut meter = Meter::new(&self.prices);
-        let mut req = self.build_request(ctx)?;
-        let size = ctx
-            .observation
-            .screenshot
-            .as_ref()
-            .and_then(|s| s.dimensions());
+        let shot = self.screenshot(ctx)?;
+        let size = shot.dimensions();
+        let mut req = self.request_with(ctx, shot);
         let mut retries = 0;
         loop {
             let reply = meter.call(self.model.as_ref(), &req).await?;

@@ -122,6 +122,24 @@ fn keycode(key: Key) -> u32 {
     }
 }
 
+/// A command line as debug mode logs it: what `input text` types and what the ADB
+/// keyboard is sent are masked (it may be a password), the rest as it ran.
+pub fn loggable(command: &str) -> String {
+    command
+        .split(" && ")
+        .map(|part| {
+            if let Some(i) = part.find("input text ") {
+                format!("{}input text ••••", &part[..i])
+            } else if let Some(i) = part.find("--es msg ") {
+                format!("{}--es msg ••••", &part[..i])
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" && ")
+}
+
 /// `input text` takes one argument; these many characters per call keep each call quick.
 const INPUT_TEXT_CHUNK: usize = 80;
 
@@ -260,14 +278,25 @@ impl AdbDevice {
     }
 
     /// Runs a shell command line and returns stdout, stderr and the real exit code.
+    /// Debug mode logs each command (typed text masked, `loggable`) with its exit code.
     pub async fn shell(&self, command: &str) -> Result<ShellOutput, DeviceError> {
         let serial = self.serial.clone();
         let cmd = command.to_string();
-        self.worker
+        let started = std::time::Instant::now();
+        let out = self
+            .worker
             .call(command, self.opts.timeout, move |dev| {
                 gaps::shell(dev, &serial, &cmd)
             })
-            .await
+            .await;
+        tracing::debug!(
+            serial = %self.serial,
+            command = %loggable(command),
+            exit_code = out.as_ref().ok().map(|o| o.exit_code),
+            ms = started.elapsed().as_millis() as u64,
+            "adb shell"
+        );
+        out
     }
 
     /// Like [`shell`](Self::shell) but a non-zero exit is an error.
@@ -275,7 +304,7 @@ impl AdbDevice {
         let out = self.shell(command).await?;
         if out.exit_code != 0 {
             return Err(DeviceError::CommandFailed {
-                command: command.to_string(),
+                command: loggable(command),
                 exit_code: out.exit_code,
                 stderr: out.stderr_str().trim().to_string(),
             });
@@ -288,11 +317,21 @@ impl AdbDevice {
         let serial = self.serial.clone();
         let cmd = command.to_string();
         let deadline = self.opts.slow_timeout;
-        self.worker
+        let started = std::time::Instant::now();
+        let out = self
+            .worker
             .call(command, deadline, move |dev| {
                 gaps::exec_out(dev, &serial, &cmd, deadline)
             })
-            .await
+            .await;
+        tracing::debug!(
+            serial = %self.serial,
+            command = %loggable(command),
+            bytes = out.as_ref().ok().map(Vec::len),
+            ms = started.elapsed().as_millis() as u64,
+            "adb exec-out"
+        );
+        out
     }
 
     /// A screenshot by a given method (the bench compares them).

@@ -72,6 +72,9 @@ pub struct RunnerConfig {
     pub stale_check_after_ms: u64,
     /// Told to the agent when the screen needs care (`agent::safety`); `[[runner.safety_directives]]`.
     pub safety_directives: Vec<crate::agent::safety::SafetyDirective>,
+    /// Debug mode: keep each step's UI hierarchy XML as an artifact
+    /// (`GET /v1/tasks/{id}/steps/{n}/hierarchy`).
+    pub debug_artifacts: bool,
 }
 
 impl Default for RunnerConfig {
@@ -100,6 +103,7 @@ impl Default for RunnerConfig {
             stale_check: true,
             stale_check_after_ms: 1000,
             safety_directives: crate::agent::safety::defaults(),
+            debug_artifacts: false,
         }
     }
 }

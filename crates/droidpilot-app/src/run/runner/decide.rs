@@ -188,7 +188,10 @@ impl Runner {
         ctx: &AgentContext,
     ) -> Result<Result<Decision, AgentError>, StoreError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        // Debug mode's model log masks the task's secrets (`llm::debug_log`).
+        let secrets = agent.secrets();
         let deciding = crate::llm::retry::with_retry_sink(tx, self.decide(agent, ctx));
+        let deciding = crate::llm::debug_log::masking(secrets, deciding);
         tokio::pin!(deciding);
         loop {
             tokio::select! {

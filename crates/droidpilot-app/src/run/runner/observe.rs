@@ -38,6 +38,8 @@ pub(crate) struct Observed {
     pub content: Option<u64>,
     pub screenshot_ms: u64,
     pub hierarchy_ms: u64,
+    /// Debug mode (`debug_artifacts`): the sha256 of the hierarchy XML's artifact.
+    pub hierarchy_sha: Option<String>,
     /// When the captures were done: the stale-screen check (`stale.rs`) measures the
     /// decision's age from here.
     pub taken: Instant,
@@ -178,6 +180,10 @@ impl Runner {
         let mut opts = self.repr.clone();
         opts.screen = Some(size);
         opts.activity = current.ok().and_then(|c| c.activity);
+        let hierarchy_sha = match (&xml, self.cfg.debug_artifacts) {
+            (Ok(x), true) => self.keep_hierarchy(x).await,
+            _ => None,
+        };
         let (repr, screen, tree_err) = match xml.map(|x| Screen::from_xml(&x, &opts)) {
             Ok(Ok(screen)) => (screen.representation(&opts), Some(Arc::new(screen)), None),
             Ok(Err(parse)) => (
@@ -225,8 +231,23 @@ impl Runner {
             content,
             screenshot_ms,
             hierarchy_ms,
+            hierarchy_sha,
             taken: Instant::now(),
         })
+    }
+
+    /// Debug mode: stores the hierarchy XML as an artifact (a failure is logged, never
+    /// the step's).
+    async fn keep_hierarchy(&self, xml: &str) -> Option<String> {
+        let bytes = bytes::Bytes::copy_from_slice(xml.as_bytes());
+        let staged = (self.artifacts).stage("hierarchy", "application/xml", "xml", bytes);
+        match self.artifacts.record(staged).await {
+            Ok(a) => Some(a.sha256),
+            Err(e) => {
+                tracing::warn!(error = %e, "the hierarchy artifact could not be kept");
+                None
+            }
+        }
     }
 }
 

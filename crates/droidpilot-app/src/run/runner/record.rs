@@ -132,6 +132,7 @@ impl StepDraft {
                 has_modal: r.has_modal,
                 sensitive: obs.sensitive,
                 layout_hash: obs.layout.map(|h| format!("{h:016x}")),
+                hierarchy: obs.hierarchy_sha.clone(),
                 size: Some([size.width, size.height]),
                 elements: r.actionable_elements.clone(),
             }),
