@@ -642,3 +642,98 @@ async fn an_expected_action_moved_into_the_overflow_menu_is_checked_there() {
         .unwrap_or_else(|| panic!("the menu was opened for the expect: {trail:?}"));
     assert_eq!(all[checked + 1]["action"]["key"], "back", "{trail:?}");
 }
+
+/// The hand-written "happy birthday Carol" script (`tests/fixtures/scripts-handwritten`),
+/// split: the steps up to the typed message, and the send step, whose `expect` (the
+/// message's text) the compose box already meets before the tap.
+fn carol_script() -> (Value, Value) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scripts-handwritten/messages.new_chat_carol.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut steps = doc["steps"].as_array().unwrap().clone();
+    let send = steps.pop().unwrap();
+    let mut typed = doc.clone();
+    typed["steps"] = json!(steps);
+    let mut last = doc;
+    last["steps"] = json!([send]);
+    (typed, last)
+}
+
+/// A phone with Carol's conversation open and the message typed, not sent.
+async fn typed_phone(app: &TestApp, task: &str) -> Arc<SimDevice> {
+    let phone = seeded_phone(app, "p", task, 7).await;
+    let done = run_inline(app, "p", &carol_script().0).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(
+        !sim_task(task).unwrap().check(&phone.state()),
+        "not sent yet"
+    );
+    phone
+}
+
+/// A pop-up came up over the send button (after the typing): the send step's `expect`
+/// (the message's text) already held in the compose box before the tap, so it cannot
+/// tell whether the tap sent anything. The pop-up is the obstacle: it is dismissed first
+/// and the tap goes to the send button (never to a look-alike inside the pop-up), and
+/// the step is verified by the message that appeared, not by the compose box.
+#[tokio::test]
+async fn a_pop_up_over_a_send_whose_expect_held_before_never_ends_in_a_false_complete() {
+    const TASK: &str = "messages.new_chat_carol";
+    let app = bare_app(&[]).await;
+    let phone = typed_phone(&app, TASK).await;
+    phone
+        .set_faults(SimFaults {
+            popup_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+    phone.tap(PixelPoint { x: 270, y: 10 }).await.unwrap();
+    phone.set_faults(SimFaults::default()).unwrap();
+    assert!(phone.state().dialog.is_some(), "a pop-up is up");
+
+    let done = run_inline(&app, "p", &carol_script().1).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    let sent = sim_task(TASK).unwrap().check(&phone.state());
+    assert!(
+        done["status"] != "succeeded" || sent,
+        "said done, nothing sent: {done} {trail:?}"
+    );
+    assert!(sent, "{done} {trail:?}");
+    assert_eq!(all[0]["replay"]["role"], "dismiss", "{trail:?}");
+    assert!(
+        done["reason"].as_str().unwrap().contains("all verified"),
+        "{done}"
+    );
+}
+
+/// The send tap never reaches the app (every tap is lost) and the step's `expect` held
+/// before it: the app shows what it showed, so the tap is run once more, and when that
+/// one is lost too the step fails rather than ending "complete" on an effect nothing
+/// verified.
+#[tokio::test]
+async fn a_tap_that_changed_nothing_under_an_expect_that_held_before_fails_the_step() {
+    const TASK: &str = "messages.new_chat_carol";
+    let app = bare_app(&[]).await;
+    let phone = typed_phone(&app, TASK).await;
+    phone
+        .set_faults(SimFaults {
+            dropped_tap_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &carol_script().1).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let taps = all
+        .iter()
+        .filter(|s| s["replay"]["role"] == "action" && s["action"]["action"] == "tap")
+        .count();
+    assert!(!sim_task(TASK).unwrap().check(&phone.state()));
+    assert_eq!(done["status"], "failed", "said done, nothing sent: {done}");
+    assert_eq!(taps, 2, "tried once more, then stopped: {all:?}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(reason.contains("changed nothing"), "{reason}");
+}

@@ -67,6 +67,20 @@ pub fn confirming_button(
     Some((sel.to_string(), label_of(tree, *one)))
 }
 
+/// Whether the dialog on `screen` speaks of the acted element (`acted`: its
+/// `target_words`): one of its buttons or texts names it ("Delete alarm?" after a tap on
+/// "Delete alarm"). Such a dialog is the step's own business; one that says nothing of
+/// it (a rating prompt, a promo) came up by itself.
+pub fn names_action(screen: &Screen, acted: &[String]) -> bool {
+    let Some(d) = interrupt::dialog(screen) else {
+        return false;
+    };
+    let tree = &screen.tree;
+    let buttons = d.buttons.iter().map(|&b| label_of(tree, b));
+    let texts = tree.subtree(d.root).map(|i| tree.nodes[i].text.clone());
+    buttons.chain(texts).any(|l| names(&l, acted))
+}
+
 /// A button's label: its own text or description, else its first child's text.
 fn label_of(tree: &UiTree, b: usize) -> String {
     let n = &tree.nodes[b];

@@ -93,7 +93,12 @@ struct Tries {
     /// its signature. When the interruption is gone and the step's effect is not there,
     /// the pop-up took the action, which is then run once more (`absorbed`).
     absorbable: Option<(String, String)>,
+    /// The step's action was run once more because the first never reached the app
+    /// (`absorbed_by_pop_up`, `unreached`): never a third time.
     absorbed: bool,
+    /// The dialog on screen right after the step's action (before anything dismissed
+    /// it): whether the action closed the one it ran on.
+    dialog_after: Option<String>,
     /// The step's `expect` already held on the screen its action ran on: it cannot
     /// witness this step's effect (every alarm row has `#onoff`, before a delete as
     /// after), so the step is unverified and a dialog after the action is never taken
@@ -308,10 +313,11 @@ impl ScriptAgent {
                     return Some(Ok(Pass::Again));
                 }
                 self.tries.acted = true;
+                self.tries.dialog_after = self.dialog_now.clone();
                 Some(self.check_expect(screen))
             }
             Pending::Expecting => Some(if self.expect_holds(screen) {
-                self.finish_step(true)
+                self.expect_met(screen)
             } else if let Some(pass) = self.confirm(screen) {
                 Ok(pass)
             } else if let Some(pass) = self.expect_in_overflow(screen) {
@@ -471,6 +477,96 @@ impl ScriptAgent {
         Ok(Pass::Again)
     }
 
+    /// The step's `expect` holds after its action. One that already held before the
+    /// action proves nothing by itself: it verifies the step only when an element it
+    /// names is new (the sent message, where before only the compose box held its text).
+    /// When nothing is new and the app shows what it showed before, the action never
+    /// reached the app (`unreached`).
+    fn expect_met(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        if self.tries.expect_before && self.tries.acted {
+            if self.renewed(screen) {
+                return self.finish_step(true);
+            }
+            if let Some(r) = self.unreached(screen) {
+                return r;
+            }
+        }
+        self.finish_step(self.verifiable())
+    }
+
+    /// Whether an element the step's `expect` names is on screen now that was not on
+    /// the screen its action ran on (more elements alike than before count).
+    fn renewed(&self, screen: &Screen) -> bool {
+        let (Some(before), Some(e)) = (&self.tries.before, &self.script.steps[self.at].expect)
+        else {
+            return false;
+        };
+        e.visible.iter().any(|sel| {
+            let sel = self.sub(sel);
+            let (was, now) = (find::named(before, &sel), find::named(screen, &sel));
+            now.iter().any(|k| {
+                now.iter().filter(|x| *x == k).count() > was.iter().filter(|x| *x == k).count()
+            })
+        })
+    }
+
+    /// The step's action changed nothing in the app (what it shows beneath any dialog is
+    /// what it showed before, nothing is loading, and the action closed no dialog), and
+    /// its `expect` held before: its effect cannot be verified. Either a pop-up that came
+    /// up took the tap (a new dialog that says nothing of the step's action: a dialog
+    /// naming it is the step's own, a confirmation, and stays the flow's business), or
+    /// the input was lost. The pop-up is dismissed by rule and the action run once more;
+    /// a second time, the step fails: a failure beats a success nobody verified.
+    fn unreached(&mut self, screen: &Screen) -> Option<Result<Pass, StepError>> {
+        let before = self.tries.before.as_ref()?;
+        let closed_one = self.tries.dialog_before.is_some()
+            && self.tries.dialog_after != self.tries.dialog_before;
+        if closed_one
+            || screen.tree.shows_progress()
+            || interrupt::beneath(screen) != interrupt::beneath(before)
+        {
+            return None;
+        }
+        let new_dialog = self.dialog_now.is_some() && self.dialog_now != self.tries.dialog_before;
+        if new_dialog && confirm::names_action(screen, &self.tries.acted_words) {
+            return None;
+        }
+        if self.tries.absorbed {
+            return Some(Err(err(
+                "expect_failed",
+                "the step's action changed nothing in the app, twice (a pop-up took it, or it was lost), and its expect already held before it, so nothing verifies its effect",
+                self.expect_error().selector,
+            )));
+        }
+        self.tries.absorbed = true;
+        self.tries.acted = false;
+        self.tries.waited_expect = false;
+        self.tries.confirmed = false;
+        if !new_dialog {
+            return Some(Ok(Pass::Again));
+        }
+        let back_tried = self.tries.backed.is_some() && self.tries.backed == self.dialog_now;
+        let action = match interrupt::interruption_after(screen, true, &self.caused, back_tried) {
+            Some(Interruption::Tap { selector, .. }) => Action::Tap {
+                target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                    selector,
+                )),
+            },
+            Some(Interruption::Back { .. }) => {
+                self.tries.backed = self.dialog_now.clone();
+                Action::Key {
+                    key: crate::domain::Key::Back,
+                }
+            }
+            // A form, or a dialog that cannot be closed by rule: the retry finds it.
+            _ => return Some(Ok(Pass::Again)),
+        };
+        self.tries.dismissals += 1;
+        self.dismissed += 1;
+        self.pending = Pending::Fresh;
+        Some(Ok(Pass::Emit(action, ReplayRole::Dismiss, None)))
+    }
+
     /// A confirmation the step's own action asked for (`confirm.rs`): confirmed by rule,
     /// once, when it names what the step acted on and the step's `expect` (missing before
     /// the action and still missing) can then verify the effect.
@@ -516,7 +612,7 @@ impl ScriptAgent {
             ));
         }
         if self.expect_holds(screen) {
-            return self.finish_step(self.verifiable());
+            return self.expect_met(screen);
         }
         if let Some(pass) = self.confirm(screen) {
             return Ok(pass);
@@ -659,8 +755,10 @@ impl ScriptAgent {
                 f
             })
             .or_else(|| {
-                self.script
-                    .fuzzy
+                // The target is there, behind a dialog: that dialog is the obstacle, not
+                // a renamed target (the matcher would pick a look-alike inside it).
+                let covered = find::covered(screen, &selectors) || self.interrupted(screen);
+                (self.script.fuzzy && !covered)
                     .then(|| find::fuzzy(screen, &selectors, &recorded))
                     .flatten()
             });
@@ -690,6 +788,16 @@ impl ScriptAgent {
             (Some(f), _) => self.act(Some(f), screen),
             (None, _) => self.missing(screen, &selectors),
         }
+    }
+
+    /// Whether a dialog the flow did not bring up, one replay may dismiss by rule, is on
+    /// top: the step's target is not in it (the step was recorded or written without
+    /// it), so the matcher never looks there; the dialog is dismissed first.
+    fn interrupted(&self, screen: &Screen) -> bool {
+        matches!(
+            interrupt::interruption(screen, self.app_dialogs, &self.caused),
+            Some(Interruption::Tap { .. } | Interruption::Back { .. })
+        )
     }
 
     /// While the screen shows a progress indicator, its layout may still move (a list
