@@ -737,3 +737,58 @@ async fn a_tap_that_changed_nothing_under_an_expect_that_held_before_fails_the_s
     let reason = done["reason"].as_str().unwrap();
     assert!(reason.contains("changed nothing"), "{reason}");
 }
+
+/// An update reworded the step's target, and its `expect` (that label gone) therefore held
+/// before anything was tried. AI in the middle names another element: the retry must not
+/// take the `expect` that held from the start for the step's effect, so the run never
+/// ends "complete" with the alarm still on.
+#[tokio::test]
+async fn an_expect_that_held_before_the_step_never_completes_a_retried_step() {
+    const TASK: &str = "clock.disable_0815";
+    let script = json!({"name": "8:15 off", "goal": "turn the 8:15 AM alarm off",
+        "max_recovery_attempts": 1,
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": ":text(\"Turn off 8:15 AM\")",
+                   "expect": {"gone": [":text(\"Turn off 8:15 AM\")"], "timeout_ms": 300}}]});
+    let rename = json!({"action_type": "modify_selector", "new_selector": ":text(\"8:15 AM\")",
+                        "reason": "the alarm's label", "confidence": "high"});
+    let (server, _) = model(vec![(200, rename.to_string())]).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",
+               "script": script, "recovery": true, "provider": "openai", "model": "fixer",
+               "base_url": format!("{}/v1", server.uri())}}),
+    )
+    .await;
+    let mut polls = 0;
+    let done = loop {
+        polls += 1;
+        assert!(polls < 1_000, "the task never ended");
+        let t: Value = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if t["status"] == "waiting_for_user" {
+            let r = app
+                .post_json(
+                    &format!("/v1/tasks/{id}/answer"),
+                    &json!({"answer": "abort"}),
+                )
+                .await;
+            assert!(r.status().is_success());
+            break wait_done(&app, &id).await;
+        }
+        if ["succeeded", "failed", "cancelled"].contains(&t["status"].as_str().unwrap_or("")) {
+            break t;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let all = steps(&app, &id).await;
+    assert!(!sim_task(TASK).unwrap().check(&phone.state()), "{all:?}");
+    assert_eq!(done["status"], "failed", "said done: {done} {all:?}");
+}

@@ -104,6 +104,9 @@ struct Tries {
     /// after), so the step is unverified and a dialog after the action is never taken
     /// for one on top of the step's effect.
     expect_before: bool,
+    /// Whether the step's `expect` already held on the first screen the step saw, before
+    /// anything was tried for it: then it holding on a retry says nothing of the step.
+    held_at_start: Option<bool>,
     /// The dialog Back was pressed on (its `signature`): if it is still there, Back did
     /// not close it.
     backed: Option<String>,
@@ -667,7 +670,8 @@ impl ScriptAgent {
                 Err(self.expect_error())
             });
         }
-        if retrying && self.verifiable() && self.expect_holds(screen) {
+        let fresh = self.tries.held_at_start == Some(false);
+        if retrying && fresh && self.verifiable() && self.expect_holds(screen) {
             self.done(true);
             return Some(Ok(Pass::Again));
         }
@@ -676,6 +680,9 @@ impl ScriptAgent {
 
     /// The step's own turn: wait condition, target, interruptions, act.
     fn attempt(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        if self.tries.held_at_start.is_none() {
+            self.tries.held_at_start = Some(self.has_expect() && self.effect_behind_dialog(screen));
+        }
         if let Some(r) = self.retry_check(screen) {
             return r;
         }
@@ -1118,6 +1125,7 @@ impl ScriptAgent {
                     asked: true,
                     acted: self.tries.acted,
                     expect_before: self.tries.expect_before,
+                    held_at_start: self.tries.held_at_start,
                     model_acted: self.tries.model_acted,
                     ..Tries::default()
                 };
