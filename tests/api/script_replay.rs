@@ -792,3 +792,47 @@ async fn an_expect_that_held_before_the_step_never_completes_a_retried_step() {
     assert!(!sim_task(TASK).unwrap().check(&phone.state()), "{all:?}");
     assert_eq!(done["status"], "failed", "said done: {done} {all:?}");
 }
+
+/// The shop's promo comes up at the moment of the "Add to cart" tap and takes it: the
+/// cart stays empty and the promo is on top. The step's `expect` (the empty cart gone) is
+/// missing, the app shows what it showed before, and the promo says nothing of adding to
+/// a cart, so it is a pop-up that took the tap, not the flow's dialog: replay closes it
+/// and taps once more, and the step is verified, with no model.
+#[tokio::test]
+async fn a_pop_up_that_took_a_tap_is_closed_and_the_tap_runs_once_more() {
+    const TASK: &str = "shop.cart_earbuds";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let open = json!({"name": "earbuds", "goal": "open the earbuds",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.droidpilot.shop"}},
+                  {"action": "tap", "selector": "#permission_deny_button",
+                   "wait_condition": {"selector": "#permission_deny_button", "timeout_ms": 5000}},
+                  {"action": "tap", "selector": ":text(\"Wireless Earbuds\")",
+                   "expect": {"visible": ["#add_to_cart"]}}]});
+    assert_eq!(run_inline(&app, "p", &open).await["status"], "succeeded");
+    // The promo falls due between the screen replay reads before the tap and the tap
+    // itself (a read takes the phone 250 ms, a tap 400), so it comes up over the button
+    // as it is tapped.
+    let mut st = phone.state();
+    st.dialog = None;
+    st.shop.promo_shown = false;
+    st.shop.promo_due_ms = Some(st.clock_ms + 600);
+    phone.set_state(st);
+    let add = json!({"name": "add", "goal": "add the earbuds to the cart",
+        "steps": [{"action": "tap", "selector": "#add_to_cart",
+                   "expect": {"gone": [":desc(\"Cart, 0 items\")"]}}]});
+    let done = run_inline(&app, "p", &add).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let roles: Vec<_> = all
+        .iter()
+        .map(|s| s["replay"]["role"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {roles:?}");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{roles:?}");
+    assert_eq!(roles, ["action", "dismiss", "action", ""], "{all:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(
+        done["reason"].as_str().unwrap().contains("all verified"),
+        "{done}"
+    );
+}

@@ -16,7 +16,7 @@
 //! to AI in the middle) and never reports success.
 
 use super::interrupt::{self, Kind};
-use super::similar::{id_words, label_words, word};
+use super::similar::{id_words, label_words, says_little, word};
 use crate::screen::{Screen, SelectorIndex, UiTree};
 
 /// How alike two words must be to name the same thing (a synonym, `remove` for `delete`,
@@ -75,6 +75,13 @@ pub fn names_action(screen: &Screen, acted: &[String]) -> bool {
     let Some(d) = interrupt::dialog(screen) else {
         return false;
     };
+    // Words that say little ("to", "button") name nothing.
+    let acted: Vec<String> = acted
+        .iter()
+        .filter(|w| w.chars().count() >= 3 && !says_little(w))
+        .cloned()
+        .collect();
+    let acted = acted.as_slice();
     let tree = &screen.tree;
     let buttons = d.buttons.iter().map(|&b| label_of(tree, b));
     let texts = tree.subtree(d.root).map(|i| tree.nodes[i].text.clone());

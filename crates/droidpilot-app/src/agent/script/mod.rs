@@ -323,6 +323,8 @@ impl ScriptAgent {
                 self.expect_met(screen)
             } else if let Some(pass) = self.confirm(screen) {
                 Ok(pass)
+            } else if let Some(r) = self.pop_up_took_it(screen) {
+                r
             } else if let Some(pass) = self.expect_in_overflow(screen) {
                 Ok(pass)
             } else if self.absorbed_by_pop_up(screen) {
@@ -490,7 +492,7 @@ impl ScriptAgent {
             if self.renewed(screen) {
                 return self.finish_step(true);
             }
-            if let Some(r) = self.unreached(screen) {
+            if let Some(r) = self.unreached(screen, false) {
                 return r;
             }
         }
@@ -520,7 +522,9 @@ impl ScriptAgent {
     /// naming it is the step's own, a confirmation, and stays the flow's business), or
     /// the input was lost. The pop-up is dismissed by rule and the action run once more;
     /// a second time, the step fails: a failure beats a success nobody verified.
-    fn unreached(&mut self, screen: &Screen) -> Option<Result<Pass, StepError>> {
+    /// `pop_up_only`: for a step whose `expect` is still missing, only a pop-up that came
+    /// up counts (an effect that is merely slow is waited for, never acted twice for).
+    fn unreached(&mut self, screen: &Screen, pop_up_only: bool) -> Option<Result<Pass, StepError>> {
         let before = self.tries.before.as_ref()?;
         let closed_one = self.tries.dialog_before.is_some()
             && self.tries.dialog_after != self.tries.dialog_before;
@@ -531,13 +535,22 @@ impl ScriptAgent {
             return None;
         }
         let new_dialog = self.dialog_now.is_some() && self.dialog_now != self.tries.dialog_before;
-        if new_dialog && confirm::names_action(screen, &self.tries.acted_words) {
+        if (pop_up_only && !new_dialog)
+            || (new_dialog && confirm::names_action(screen, &self.tries.acted_words))
+        {
             return None;
         }
         if self.tries.absorbed {
+            let why = if pop_up_only {
+                "a pop-up came up instead of its effect, twice, and its expect is missing"
+            } else {
+                "its expect already held before it, so nothing verifies its effect"
+            };
             return Some(Err(err(
                 "expect_failed",
-                "the step's action changed nothing in the app, twice (a pop-up took it, or it was lost), and its expect already held before it, so nothing verifies its effect",
+                format!(
+                    "the step's action changed nothing in the app, twice (a pop-up took it, or it was lost); {why}"
+                ),
                 self.expect_error().selector,
             )));
         }
@@ -568,6 +581,18 @@ impl ScriptAgent {
         self.dismissed += 1;
         self.pending = Pending::Fresh;
         Some(Ok(Pass::Emit(action, ReplayRole::Dismiss, None)))
+    }
+
+    /// The step's `expect` is missing after its action, the app shows what it showed
+    /// before, and a pop-up that says nothing of the action came up (a promo over "Add to
+    /// cart"): it took the tap (`unreached`). Only for an action on an element that an
+    /// `expect` can verify.
+    fn pop_up_took_it(&mut self, screen: &Screen) -> Option<Result<Pass, StepError>> {
+        let aimed = self.script.steps[self.at].action.acts_on_selector();
+        if !(aimed && self.tries.acted && self.verifiable()) {
+            return None;
+        }
+        self.unreached(screen, true)
     }
 
     /// A confirmation the step's own action asked for (`confirm.rs`): confirmed by rule,
@@ -619,6 +644,9 @@ impl ScriptAgent {
         }
         if let Some(pass) = self.confirm(screen) {
             return Ok(pass);
+        }
+        if let Some(r) = self.pop_up_took_it(screen) {
+            return r;
         }
         if let Some(pass) = self.dismiss(screen, false, Pending::Dismissed) {
             return Ok(pass);

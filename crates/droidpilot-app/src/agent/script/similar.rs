@@ -178,6 +178,11 @@ fn flush(cur: &mut String, words: &mut Vec<String>) {
     }
 }
 
+/// Whether a word describes a widget's kind or a version rather than what it is for.
+pub fn says_little(w: &str) -> bool {
+    FILLER.contains(&w) || w.chars().all(|c| c.is_ascii_digit())
+}
+
 /// An id word's weight: a quarter for filler and version numbers.
 fn id_weight(w: &str) -> f32 {
     if FILLER.contains(&w) || w.chars().all(|c| c.is_ascii_digit()) {
