@@ -836,3 +836,45 @@ async fn a_pop_up_that_took_a_tap_is_closed_and_the_tap_runs_once_more() {
         "{done}"
     );
 }
+
+/// The hand-written "alarm at 7:30" script (`tests/fixtures/scripts-handwritten`).
+fn alarm_script() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scripts-handwritten/clock.alarm_0730.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A system pop-up comes up over the time picker just before its OK (`#button1`) is
+/// tapped, and the pop-up has a `#button1` of its own ("Turn on"): the selector names a
+/// button in the pop-up and one behind it. The pop-up is closed first, then OK is tapped,
+/// never the pop-up's button and never a refusal to choose.
+#[tokio::test]
+async fn a_pop_up_sharing_the_targets_id_is_closed_before_the_tap() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let mut script = alarm_script();
+    let mut all_steps = script["steps"].as_array().unwrap().clone();
+    let ok = all_steps.pop().unwrap();
+    script["steps"] = json!(all_steps);
+    assert_eq!(run_inline(&app, "p", &script).await["status"], "succeeded");
+    phone
+        .set_faults(SimFaults {
+            popup_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+    phone.tap(PixelPoint { x: 270, y: 10 }).await.unwrap();
+    phone.set_faults(SimFaults::default()).unwrap();
+    assert!(phone.state().dialog.is_some(), "a pop-up is up");
+    script["steps"] = json!([ok]);
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    assert_eq!(all[0]["replay"]["role"], "dismiss", "{trail:?}");
+}

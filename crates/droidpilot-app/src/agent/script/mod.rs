@@ -774,6 +774,11 @@ impl ScriptAgent {
             .cloned()
             .chain(step.alternative_selectors.iter().map(|s| self.sub(s)))
             .collect();
+        // A pop-up the flow did not bring up covers the target, and the selector names an
+        // element in the pop-up too (a dialog's `#button1`): close it before choosing.
+        if self.interrupted(screen) && find::covered(screen, &selectors) {
+            return self.missing(screen, &selectors);
+        }
         let recorded = Recorded {
             selectors: &written,
             witness: &step.witness,
