@@ -878,3 +878,31 @@ async fn a_pop_up_sharing_the_targets_id_is_closed_before_the_tap() {
     assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
     assert_eq!(all[0]["replay"]["role"], "dismiss", "{trail:?}");
 }
+
+/// An update renamed the clock's floating action button's id (`fab` → `fab_v2`, as the
+/// framework-style ids that name only a widget's kind get renamed): the hand-written
+/// script's `#fab` has nothing but that kind word to go on, and it still finds the one
+/// element whose id says the same, with no model.
+#[tokio::test]
+async fn an_id_that_names_only_a_widgets_kind_survives_a_rename() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            renamed_ids: true,
+            ..Default::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &alarm_script()).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all.iter().map(|s| (&s["action"], &s["replay"])).collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()));
+    let fab = all
+        .iter()
+        .find(|s| s["replay"]["index"] == 1 && s["replay"]["role"] == "action")
+        .unwrap();
+    assert_eq!(fab["replay"]["fallback"], "fuzzy", "{trail:?}");
+}
