@@ -19,7 +19,11 @@
 //!    (an expected app by a `wait_for` of its windows, `:package("…")`); a dialog that
 //!    comes up after the step's own action is the flow's (never dismissed by rule; a
 //!    confirmation naming the step's own action is confirmed when the `expect` can
-//!    then verify it, `confirm.rs`);
+//!    then verify it, `confirm.rs`); an `expect` that held before the action verifies
+//!    it only through an element that is new after it; an action that changed nothing
+//!    in the app (a pop-up that says nothing of it came up and took it, or it was lost
+//!    under such an `expect`) runs once more after the pop-up is closed, then the step
+//!    fails (`unreached`);
 //! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
 //!    `max_recovery_attempts`, then the user; without a model the task fails, naming
 //!    the step. A retry never runs an action that already took effect: once the step's
