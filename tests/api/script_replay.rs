@@ -642,3 +642,267 @@ async fn an_expected_action_moved_into_the_overflow_menu_is_checked_there() {
         .unwrap_or_else(|| panic!("the menu was opened for the expect: {trail:?}"));
     assert_eq!(all[checked + 1]["action"]["key"], "back", "{trail:?}");
 }
+
+/// The hand-written "happy birthday Carol" script (`tests/fixtures/scripts-handwritten`),
+/// split: the steps up to the typed message, and the send step, whose `expect` (the
+/// message's text) the compose box already meets before the tap.
+fn carol_script() -> (Value, Value) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scripts-handwritten/messages.new_chat_carol.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut steps = doc["steps"].as_array().unwrap().clone();
+    let send = steps.pop().unwrap();
+    let mut typed = doc.clone();
+    typed["steps"] = json!(steps);
+    let mut last = doc;
+    last["steps"] = json!([send]);
+    (typed, last)
+}
+
+/// A phone with Carol's conversation open and the message typed, not sent.
+async fn typed_phone(app: &TestApp, task: &str) -> Arc<SimDevice> {
+    let phone = seeded_phone(app, "p", task, 7).await;
+    let done = run_inline(app, "p", &carol_script().0).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(
+        !sim_task(task).unwrap().check(&phone.state()),
+        "not sent yet"
+    );
+    phone
+}
+
+/// A pop-up came up over the send button (after the typing): the send step's `expect`
+/// (the message's text) already held in the compose box before the tap, so it cannot
+/// tell whether the tap sent anything. The pop-up is the obstacle: it is dismissed first
+/// and the tap goes to the send button (never to a look-alike inside the pop-up), and
+/// the step is verified by the message that appeared, not by the compose box.
+#[tokio::test]
+async fn a_pop_up_over_a_send_whose_expect_held_before_never_ends_in_a_false_complete() {
+    const TASK: &str = "messages.new_chat_carol";
+    let app = bare_app(&[]).await;
+    let phone = typed_phone(&app, TASK).await;
+    phone
+        .set_faults(SimFaults {
+            popup_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+    phone.tap(PixelPoint { x: 270, y: 10 }).await.unwrap();
+    phone.set_faults(SimFaults::default()).unwrap();
+    assert!(phone.state().dialog.is_some(), "a pop-up is up");
+
+    let done = run_inline(&app, "p", &carol_script().1).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    let sent = sim_task(TASK).unwrap().check(&phone.state());
+    assert!(
+        done["status"] != "succeeded" || sent,
+        "said done, nothing sent: {done} {trail:?}"
+    );
+    assert!(sent, "{done} {trail:?}");
+    assert_eq!(all[0]["replay"]["role"], "dismiss", "{trail:?}");
+    assert!(
+        done["reason"].as_str().unwrap().contains("all verified"),
+        "{done}"
+    );
+}
+
+/// The send tap never reaches the app (every tap is lost) and the step's `expect` held
+/// before it: the app shows what it showed, so the tap is run once more, and when that
+/// one is lost too the step fails rather than ending "complete" on an effect nothing
+/// verified.
+#[tokio::test]
+async fn a_tap_that_changed_nothing_under_an_expect_that_held_before_fails_the_step() {
+    const TASK: &str = "messages.new_chat_carol";
+    let app = bare_app(&[]).await;
+    let phone = typed_phone(&app, TASK).await;
+    phone
+        .set_faults(SimFaults {
+            dropped_tap_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &carol_script().1).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let taps = all
+        .iter()
+        .filter(|s| s["replay"]["role"] == "action" && s["action"]["action"] == "tap")
+        .count();
+    assert!(!sim_task(TASK).unwrap().check(&phone.state()));
+    assert_eq!(done["status"], "failed", "said done, nothing sent: {done}");
+    assert_eq!(taps, 2, "tried once more, then stopped: {all:?}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(reason.contains("changed nothing"), "{reason}");
+}
+
+/// An update reworded the step's target, and its `expect` (that label gone) therefore held
+/// before anything was tried. AI in the middle names another element: the retry must not
+/// take the `expect` that held from the start for the step's effect, so the run never
+/// ends "complete" with the alarm still on.
+#[tokio::test]
+async fn an_expect_that_held_before_the_step_never_completes_a_retried_step() {
+    const TASK: &str = "clock.disable_0815";
+    let script = json!({"name": "8:15 off", "goal": "turn the 8:15 AM alarm off",
+        "max_recovery_attempts": 1,
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.google.android.deskclock"},
+                   "expect": {"app": "com.google.android.deskclock"}},
+                  {"action": "tap", "selector": ":text(\"Turn off 8:15 AM\")",
+                   "expect": {"gone": [":text(\"Turn off 8:15 AM\")"], "timeout_ms": 300}}]});
+    let rename = json!({"action_type": "modify_selector", "new_selector": ":text(\"8:15 AM\")",
+                        "reason": "the alarm's label", "confidence": "high"});
+    let (server, _) = model(vec![(200, rename.to_string())]).await;
+    let app = app_for(&[&server], &[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let id = submit(
+        &app,
+        json!({"instruction": "replay", "device_id": "p", "agent": {"kind": "script",
+               "script": script, "recovery": true, "provider": "openai", "model": "fixer",
+               "base_url": format!("{}/v1", server.uri())}}),
+    )
+    .await;
+    let mut polls = 0;
+    let done = loop {
+        polls += 1;
+        assert!(polls < 1_000, "the task never ended");
+        let t: Value = app
+            .get(&format!("/v1/tasks/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if t["status"] == "waiting_for_user" {
+            let r = app
+                .post_json(
+                    &format!("/v1/tasks/{id}/answer"),
+                    &json!({"answer": "abort"}),
+                )
+                .await;
+            assert!(r.status().is_success());
+            break wait_done(&app, &id).await;
+        }
+        if ["succeeded", "failed", "cancelled"].contains(&t["status"].as_str().unwrap_or("")) {
+            break t;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let all = steps(&app, &id).await;
+    assert!(!sim_task(TASK).unwrap().check(&phone.state()), "{all:?}");
+    assert_eq!(done["status"], "failed", "said done: {done} {all:?}");
+}
+
+/// The shop's promo comes up at the moment of the "Add to cart" tap and takes it: the
+/// cart stays empty and the promo is on top. The step's `expect` (the empty cart gone) is
+/// missing, the app shows what it showed before, and the promo says nothing of adding to
+/// a cart, so it is a pop-up that took the tap, not the flow's dialog: replay closes it
+/// and taps once more, and the step is verified, with no model.
+#[tokio::test]
+async fn a_pop_up_that_took_a_tap_is_closed_and_the_tap_runs_once_more() {
+    const TASK: &str = "shop.cart_earbuds";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let open = json!({"name": "earbuds", "goal": "open the earbuds",
+        "steps": [{"action": "launch_app", "parameters": {"package": "com.droidpilot.shop"}},
+                  {"action": "tap", "selector": "#permission_deny_button",
+                   "wait_condition": {"selector": "#permission_deny_button", "timeout_ms": 5000}},
+                  {"action": "tap", "selector": ":text(\"Wireless Earbuds\")",
+                   "expect": {"visible": ["#add_to_cart"]}}]});
+    assert_eq!(run_inline(&app, "p", &open).await["status"], "succeeded");
+    // The promo falls due between the screen replay reads before the tap and the tap
+    // itself (a read takes the phone 250 ms, a tap 400), so it comes up over the button
+    // as it is tapped.
+    let mut st = phone.state();
+    st.dialog = None;
+    st.shop.promo_shown = false;
+    st.shop.promo_due_ms = Some(st.clock_ms + 600);
+    phone.set_state(st);
+    let add = json!({"name": "add", "goal": "add the earbuds to the cart",
+        "steps": [{"action": "tap", "selector": "#add_to_cart",
+                   "expect": {"gone": [":desc(\"Cart, 0 items\")"]}}]});
+    let done = run_inline(&app, "p", &add).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let roles: Vec<_> = all
+        .iter()
+        .map(|s| s["replay"]["role"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {roles:?}");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{roles:?}");
+    assert_eq!(roles, ["action", "dismiss", "action", ""], "{all:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(
+        done["reason"].as_str().unwrap().contains("all verified"),
+        "{done}"
+    );
+}
+
+/// The hand-written "alarm at 7:30" script (`tests/fixtures/scripts-handwritten`).
+fn alarm_script() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scripts-handwritten/clock.alarm_0730.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A system pop-up comes up over the time picker just before its OK (`#button1`) is
+/// tapped, and the pop-up has a `#button1` of its own ("Turn on"): the selector names a
+/// button in the pop-up and one behind it. The pop-up is closed first, then OK is tapped,
+/// never the pop-up's button and never a refusal to choose.
+#[tokio::test]
+async fn a_pop_up_sharing_the_targets_id_is_closed_before_the_tap() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let mut script = alarm_script();
+    let mut all_steps = script["steps"].as_array().unwrap().clone();
+    let ok = all_steps.pop().unwrap();
+    script["steps"] = json!(all_steps);
+    assert_eq!(run_inline(&app, "p", &script).await["status"], "succeeded");
+    phone
+        .set_faults(SimFaults {
+            popup_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+    phone.tap(PixelPoint { x: 270, y: 10 }).await.unwrap();
+    phone.set_faults(SimFaults::default()).unwrap();
+    assert!(phone.state().dialog.is_some(), "a pop-up is up");
+    script["steps"] = json!([ok]);
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all
+        .iter()
+        .map(|s| (&s["action"], &s["replay"]["role"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert!(sim_task(TASK).unwrap().check(&phone.state()), "{trail:?}");
+    assert_eq!(all[0]["replay"]["role"], "dismiss", "{trail:?}");
+}
+
+/// An update renamed the clock's floating action button's id (`fab` → `fab_v2`, as the
+/// framework-style ids that name only a widget's kind get renamed): the hand-written
+/// script's `#fab` has nothing but that kind word to go on, and it still finds the one
+/// element whose id says the same, with no model.
+#[tokio::test]
+async fn an_id_that_names_only_a_widgets_kind_survives_a_rename() {
+    const TASK: &str = "clock.alarm_0730";
+    let app = bare_app(&[]).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    phone
+        .set_faults(SimFaults {
+            renamed_ids: true,
+            ..Default::default()
+        })
+        .unwrap();
+    let done = run_inline(&app, "p", &alarm_script()).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let trail: Vec<_> = all.iter().map(|s| (&s["action"], &s["replay"])).collect();
+    assert_eq!(done["status"], "succeeded", "{done} {trail:?}");
+    assert_eq!(done["model_calls"], 0);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()));
+    let fab = all
+        .iter()
+        .find(|s| s["replay"]["index"] == 1 && s["replay"]["role"] == "action")
+        .unwrap();
+    assert_eq!(fab["replay"]["fallback"], "fuzzy", "{trail:?}");
+}

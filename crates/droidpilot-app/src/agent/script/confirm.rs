@@ -16,7 +16,7 @@
 //! to AI in the middle) and never reports success.
 
 use super::interrupt::{self, Kind};
-use super::similar::{id_words, label_words, word};
+use super::similar::{id_words, label_words, says_little, word};
 use crate::screen::{Screen, SelectorIndex, UiTree};
 
 /// How alike two words must be to name the same thing (a synonym, `remove` for `delete`,
@@ -65,6 +65,27 @@ pub fn confirming_button(
     }
     let (sel, _) = SelectorIndex::new(tree).recommend(*one);
     Some((sel.to_string(), label_of(tree, *one)))
+}
+
+/// Whether the dialog on `screen` speaks of the acted element (`acted`: its
+/// `target_words`): one of its buttons or texts names it ("Delete alarm?" after a tap on
+/// "Delete alarm"). Such a dialog is the step's own business; one that says nothing of
+/// it (a rating prompt, a promo) came up by itself.
+pub fn names_action(screen: &Screen, acted: &[String]) -> bool {
+    let Some(d) = interrupt::dialog(screen) else {
+        return false;
+    };
+    // Words that say little ("to", "button") name nothing.
+    let acted: Vec<String> = acted
+        .iter()
+        .filter(|w| w.chars().count() >= 3 && !says_little(w))
+        .cloned()
+        .collect();
+    let acted = acted.as_slice();
+    let tree = &screen.tree;
+    let buttons = d.buttons.iter().map(|&b| label_of(tree, b));
+    let texts = tree.subtree(d.root).map(|i| tree.nodes[i].text.clone());
+    buttons.chain(texts).any(|l| names(&l, acted))
 }
 
 /// A button's label: its own text or description, else its first child's text.

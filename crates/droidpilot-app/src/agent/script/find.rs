@@ -436,6 +436,46 @@ pub fn present(screen: &Screen, sel: &str) -> bool {
         .any(|n| visible_chain(&screen.tree, n, &screen.elements.screen))
 }
 
+/// Whether a dialog is on top and one of `selectors` names an element behind it.
+pub fn covered(screen: &Screen, selectors: &[String]) -> bool {
+    let Some(modal) = modal_root(screen) else {
+        return false;
+    };
+    let tree = &screen.tree;
+    selectors.iter().any(|sel| {
+        Selector::parse(sel).is_ok_and(|p| {
+            p.find(tree).nodes.into_iter().any(|n| {
+                root_of(tree, n) != modal && visible_chain(tree, n, &screen.elements.screen)
+            })
+        })
+    })
+}
+
+/// What tells apart the elements `sel` names on screen (behind a dialog or not): each
+/// one's id, class, text and description. The same selector naming an element with
+/// another identity after an action (the sent message, not the compose box that held
+/// its text) shows the action's effect.
+pub fn named(screen: &Screen, sel: &str) -> Vec<String> {
+    let Ok(parsed) = Selector::parse(sel) else {
+        return Vec::new();
+    };
+    let tree = &screen.tree;
+    parsed
+        .find(tree)
+        .nodes
+        .into_iter()
+        .filter(|&n| visible_chain(tree, n, &screen.elements.screen))
+        .map(|n| {
+            let node = &tree.nodes[n];
+            let class = node.short_class();
+            format!(
+                "{}|{class}|{}|{}",
+                node.resource_id, node.text, node.content_desc
+            )
+        })
+        .collect()
+}
+
 /// The text a `store_as` reads from a node: its text, else its description.
 pub fn text_of(screen: &Screen, node: usize) -> String {
     let n = &screen.tree.nodes[node];

@@ -19,7 +19,11 @@
 //!    (an expected app by a `wait_for` of its windows, `:package("…")`); a dialog that
 //!    comes up after the step's own action is the flow's (never dismissed by rule; a
 //!    confirmation naming the step's own action is confirmed when the `expect` can
-//!    then verify it, `confirm.rs`);
+//!    then verify it, `confirm.rs`); an `expect` that held before the action verifies
+//!    it only through an element that is new after it; an action that changed nothing
+//!    in the app (a pop-up that says nothing of it came up and took it, or it was lost
+//!    under such an `expect`) runs once more after the pop-up is closed, then the step
+//!    fails (`unreached`);
 //! 4. on a failure: AI in the middle (`recover.rs`) when configured, up to
 //!    `max_recovery_attempts`, then the user; without a model the task fails, naming
 //!    the step. A retry never runs an action that already took effect: once the step's
@@ -93,12 +97,20 @@ struct Tries {
     /// its signature. When the interruption is gone and the step's effect is not there,
     /// the pop-up took the action, which is then run once more (`absorbed`).
     absorbable: Option<(String, String)>,
+    /// The step's action was run once more because the first never reached the app
+    /// (`absorbed_by_pop_up`, `unreached`): never a third time.
     absorbed: bool,
+    /// The dialog on screen right after the step's action (before anything dismissed
+    /// it): whether the action closed the one it ran on.
+    dialog_after: Option<String>,
     /// The step's `expect` already held on the screen its action ran on: it cannot
     /// witness this step's effect (every alarm row has `#onoff`, before a delete as
     /// after), so the step is unverified and a dialog after the action is never taken
     /// for one on top of the step's effect.
     expect_before: bool,
+    /// Whether the step's `expect` already held on the first screen the step saw, before
+    /// anything was tried for it: then it holding on a retry says nothing of the step.
+    held_at_start: Option<bool>,
     /// The dialog Back was pressed on (its `signature`): if it is still there, Back did
     /// not close it.
     backed: Option<String>,
@@ -308,12 +320,15 @@ impl ScriptAgent {
                     return Some(Ok(Pass::Again));
                 }
                 self.tries.acted = true;
+                self.tries.dialog_after = self.dialog_now.clone();
                 Some(self.check_expect(screen))
             }
             Pending::Expecting => Some(if self.expect_holds(screen) {
-                self.finish_step(true)
+                self.expect_met(screen)
             } else if let Some(pass) = self.confirm(screen) {
                 Ok(pass)
+            } else if let Some(r) = self.pop_up_took_it(screen) {
+                r
             } else if let Some(pass) = self.expect_in_overflow(screen) {
                 Ok(pass)
             } else if self.absorbed_by_pop_up(screen) {
@@ -471,6 +486,119 @@ impl ScriptAgent {
         Ok(Pass::Again)
     }
 
+    /// The step's `expect` holds after its action. One that already held before the
+    /// action proves nothing by itself: it verifies the step only when an element it
+    /// names is new (the sent message, where before only the compose box held its text).
+    /// When nothing is new and the app shows what it showed before, the action never
+    /// reached the app (`unreached`).
+    fn expect_met(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        if self.tries.expect_before && self.tries.acted {
+            if self.renewed(screen) {
+                return self.finish_step(true);
+            }
+            if let Some(r) = self.unreached(screen, false) {
+                return r;
+            }
+        }
+        self.finish_step(self.verifiable())
+    }
+
+    /// Whether an element the step's `expect` names is on screen now that was not on
+    /// the screen its action ran on (more elements alike than before count).
+    fn renewed(&self, screen: &Screen) -> bool {
+        let (Some(before), Some(e)) = (&self.tries.before, &self.script.steps[self.at].expect)
+        else {
+            return false;
+        };
+        e.visible.iter().any(|sel| {
+            let sel = self.sub(sel);
+            let (was, now) = (find::named(before, &sel), find::named(screen, &sel));
+            now.iter().any(|k| {
+                now.iter().filter(|x| *x == k).count() > was.iter().filter(|x| *x == k).count()
+            })
+        })
+    }
+
+    /// The step's action changed nothing in the app (what it shows beneath any dialog is
+    /// what it showed before, nothing is loading, and the action closed no dialog), and
+    /// its `expect` held before: its effect cannot be verified. Either a pop-up that came
+    /// up took the tap (a new dialog that says nothing of the step's action: a dialog
+    /// naming it is the step's own, a confirmation, and stays the flow's business), or
+    /// the input was lost. The pop-up is dismissed by rule and the action run once more;
+    /// a second time, the step fails: a failure beats a success nobody verified.
+    /// `pop_up_only`: for a step whose `expect` is still missing, only a pop-up that came
+    /// up counts (an effect that is merely slow is waited for, never acted twice for).
+    fn unreached(&mut self, screen: &Screen, pop_up_only: bool) -> Option<Result<Pass, StepError>> {
+        let before = self.tries.before.as_ref()?;
+        let closed_one = self.tries.dialog_before.is_some()
+            && self.tries.dialog_after != self.tries.dialog_before;
+        if closed_one
+            || screen.tree.shows_progress()
+            || interrupt::beneath(screen) != interrupt::beneath(before)
+        {
+            return None;
+        }
+        let new_dialog = self.dialog_now.is_some() && self.dialog_now != self.tries.dialog_before;
+        if (pop_up_only && !new_dialog)
+            || (new_dialog && confirm::names_action(screen, &self.tries.acted_words))
+        {
+            return None;
+        }
+        if self.tries.absorbed {
+            let why = if pop_up_only {
+                "a pop-up came up instead of its effect, twice, and its expect is missing"
+            } else {
+                "its expect already held before it, so nothing verifies its effect"
+            };
+            return Some(Err(err(
+                "expect_failed",
+                format!(
+                    "the step's action changed nothing in the app, twice (a pop-up took it, or it was lost); {why}"
+                ),
+                self.expect_error().selector,
+            )));
+        }
+        self.tries.absorbed = true;
+        self.tries.acted = false;
+        self.tries.waited_expect = false;
+        self.tries.confirmed = false;
+        if !new_dialog {
+            return Some(Ok(Pass::Again));
+        }
+        let back_tried = self.tries.backed.is_some() && self.tries.backed == self.dialog_now;
+        let action = match interrupt::interruption_after(screen, true, &self.caused, back_tried) {
+            Some(Interruption::Tap { selector, .. }) => Action::Tap {
+                target: crate::domain::action::TargetField(crate::domain::Target::Selector(
+                    selector,
+                )),
+            },
+            Some(Interruption::Back { .. }) => {
+                self.tries.backed = self.dialog_now.clone();
+                Action::Key {
+                    key: crate::domain::Key::Back,
+                }
+            }
+            // A form, or a dialog that cannot be closed by rule: the retry finds it.
+            _ => return Some(Ok(Pass::Again)),
+        };
+        self.tries.dismissals += 1;
+        self.dismissed += 1;
+        self.pending = Pending::Fresh;
+        Some(Ok(Pass::Emit(action, ReplayRole::Dismiss, None)))
+    }
+
+    /// The step's `expect` is missing after its action, the app shows what it showed
+    /// before, and a pop-up that says nothing of the action came up (a promo over "Add to
+    /// cart"): it took the tap (`unreached`). Only for an action on an element that an
+    /// `expect` can verify.
+    fn pop_up_took_it(&mut self, screen: &Screen) -> Option<Result<Pass, StepError>> {
+        let aimed = self.script.steps[self.at].action.acts_on_selector();
+        if !(aimed && self.tries.acted && self.verifiable()) {
+            return None;
+        }
+        self.unreached(screen, true)
+    }
+
     /// A confirmation the step's own action asked for (`confirm.rs`): confirmed by rule,
     /// once, when it names what the step acted on and the step's `expect` (missing before
     /// the action and still missing) can then verify the effect.
@@ -516,10 +644,13 @@ impl ScriptAgent {
             ));
         }
         if self.expect_holds(screen) {
-            return self.finish_step(self.verifiable());
+            return self.expect_met(screen);
         }
         if let Some(pass) = self.confirm(screen) {
             return Ok(pass);
+        }
+        if let Some(r) = self.pop_up_took_it(screen) {
+            return r;
         }
         if let Some(pass) = self.dismiss(screen, false, Pending::Dismissed) {
             return Ok(pass);
@@ -571,7 +702,8 @@ impl ScriptAgent {
                 Err(self.expect_error())
             });
         }
-        if retrying && self.verifiable() && self.expect_holds(screen) {
+        let fresh = self.tries.held_at_start == Some(false);
+        if retrying && fresh && self.verifiable() && self.expect_holds(screen) {
             self.done(true);
             return Some(Ok(Pass::Again));
         }
@@ -580,6 +712,9 @@ impl ScriptAgent {
 
     /// The step's own turn: wait condition, target, interruptions, act.
     fn attempt(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        if self.tries.held_at_start.is_none() {
+            self.tries.held_at_start = Some(self.has_expect() && self.effect_behind_dialog(screen));
+        }
         if let Some(r) = self.retry_check(screen) {
             return r;
         }
@@ -643,6 +778,11 @@ impl ScriptAgent {
             .cloned()
             .chain(step.alternative_selectors.iter().map(|s| self.sub(s)))
             .collect();
+        // A pop-up the flow did not bring up covers the target, and the selector names an
+        // element in the pop-up too (a dialog's `#button1`): close it before choosing.
+        if self.interrupted(screen) && find::covered(screen, &selectors) {
+            return self.missing(screen, &selectors);
+        }
         let recorded = Recorded {
             selectors: &written,
             witness: &step.witness,
@@ -659,8 +799,10 @@ impl ScriptAgent {
                 f
             })
             .or_else(|| {
-                self.script
-                    .fuzzy
+                // The target is there, behind a dialog: that dialog is the obstacle, not
+                // a renamed target (the matcher would pick a look-alike inside it).
+                let covered = find::covered(screen, &selectors) || self.interrupted(screen);
+                (self.script.fuzzy && !covered)
                     .then(|| find::fuzzy(screen, &selectors, &recorded))
                     .flatten()
             });
@@ -690,6 +832,16 @@ impl ScriptAgent {
             (Some(f), _) => self.act(Some(f), screen),
             (None, _) => self.missing(screen, &selectors),
         }
+    }
+
+    /// Whether a dialog the flow did not bring up, one replay may dismiss by rule, is on
+    /// top: the step's target is not in it (the step was recorded or written without
+    /// it), so the matcher never looks there; the dialog is dismissed first.
+    fn interrupted(&self, screen: &Screen) -> bool {
+        matches!(
+            interrupt::interruption(screen, self.app_dialogs, &self.caused),
+            Some(Interruption::Tap { .. } | Interruption::Back { .. })
+        )
     }
 
     /// While the screen shows a progress indicator, its layout may still move (a list
@@ -1010,6 +1162,7 @@ impl ScriptAgent {
                     asked: true,
                     acted: self.tries.acted,
                     expect_before: self.tries.expect_before,
+                    held_at_start: self.tries.held_at_start,
                     model_acted: self.tries.model_acted,
                     ..Tries::default()
                 };

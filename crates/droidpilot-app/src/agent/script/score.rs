@@ -14,6 +14,7 @@
 //! | `id` | `#id` | id words (`similar::ids`) | 1.5 |
 //! | `label` | `:text`, `:desc` | label words against the node's text, description or hint (an icon-only button keeps its old text as description) | 1.5 |
 //! | `row` | the anchor of `a >> b`, the step's `witness`, a row's several labels | share of them found among the texts of the node's row | 1.5 |
+//! | `row` | an id anchor, `#hour >> #input` | id words (`similar::ids`) against the ids of the node's ancestors and siblings | 1.5 |
 //! | `class` | a selector's class | same class 1, same family (`…Button`) 0.5 | 0.5 |
 //! | `path` | an index path | equal 1, a sibling 0.5 | 0.5 |
 //! | `place` | the recorded tap point | distance to the node's centre | 0.5 |
@@ -49,6 +50,8 @@ pub struct Profile {
     ids: Vec<String>,
     labels: Vec<String>,
     row: Vec<String>,
+    /// The ids of `#anchor >> target` anchors: the group the element sits in.
+    anchor_ids: Vec<String>,
     witness: Vec<String>,
     classes: Vec<String>,
     path: Option<Vec<u32>>,
@@ -117,6 +120,7 @@ impl Profile {
                 match anchor.as_ref() {
                     Selector::Text { text, .. } => self.row.push(text.clone()),
                     Selector::Desc { desc, .. } => self.row.push(desc.clone()),
+                    Selector::Id(id) => self.anchor_ids.push(id.clone()),
                     _ => {}
                 }
                 self.add(target);
@@ -126,7 +130,10 @@ impl Profile {
 
     /// Whether there is anything that could identify an element.
     pub fn identifies(&self) -> bool {
-        !(self.ids.is_empty() && self.labels.is_empty() && self.row.is_empty())
+        !(self.ids.is_empty()
+            && self.labels.is_empty()
+            && self.row.is_empty()
+            && self.anchor_ids.is_empty())
     }
 }
 
@@ -137,7 +144,7 @@ pub fn best(tree: &UiTree, candidates: &[usize], p: &Profile) -> Option<Scored> 
     }
     // Only row texts recorded (a row's title and summary): the element is the row
     // itself, not one of the labels or widgets inside it.
-    let row_only = p.ids.is_empty() && p.labels.is_empty();
+    let row_only = p.ids.is_empty() && p.labels.is_empty() && p.anchor_ids.is_empty();
     let mut all: Vec<(usize, f32, Vec<String>, bool)> = candidates
         .iter()
         .filter(|&&n| !row_only || (tree.nodes[n].is_actionable() && row_of(tree, n) == n))
@@ -195,6 +202,15 @@ fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
         let texts = row_texts(tree, n);
         let found = p.row.iter().filter(|r| has(&texts, r)).count();
         parts.push(("row", W_ROW, found as f32 / p.row.len() as f32));
+    }
+    if !p.anchor_ids.is_empty() {
+        let group = group_ids(tree, n);
+        let s = p
+            .anchor_ids
+            .iter()
+            .flat_map(|a| group.iter().map(move |g| similar::ids(a, g)))
+            .fold(0.0, f32::max);
+        parts.push(("row", W_ROW, s));
     }
     if !p.classes.is_empty() {
         let c = node.short_class();
@@ -287,6 +303,22 @@ pub fn row_of(tree: &UiTree, n: usize) -> usize {
         row = p;
     }
     row
+}
+
+/// The ids of the groups a node sits in (its ancestors) and of its siblings: where an
+/// anchor id of `#hour >> #input` is, around the element it anchors.
+fn group_ids(tree: &UiTree, n: usize) -> Vec<&str> {
+    let siblings = tree.nodes[n].parent.into_iter().flat_map(|p| {
+        tree.subtree(p)
+            .skip(1)
+            .filter(move |&i| tree.nodes[i].parent == Some(p))
+    });
+    tree.ancestors(n)
+        .chain(siblings)
+        .filter(|&i| i != n)
+        .map(|i| tree.nodes[i].resource_id.as_str())
+        .filter(|id| !id.is_empty())
+        .collect()
 }
 
 /// The texts and descriptions in a node's row.

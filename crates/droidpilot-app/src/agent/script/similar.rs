@@ -178,6 +178,11 @@ fn flush(cur: &mut String, words: &mut Vec<String>) {
     }
 }
 
+/// Whether a word describes a widget's kind or a version rather than what it is for.
+pub fn says_little(w: &str) -> bool {
+    FILLER.contains(&w) || w.chars().all(|c| c.is_ascii_digit())
+}
+
 /// An id word's weight: a quarter for filler and version numbers.
 fn id_weight(w: &str) -> f32 {
     if FILLER.contains(&w) || w.chars().all(|c| c.is_ascii_digit()) {
@@ -224,26 +229,70 @@ fn abbreviates(short: &str, long: &str) -> bool {
 
 /// Soft Dice over weighted words: each word's best match on the other side.
 pub fn words(a: &[String], b: &[String], weight: fn(&str) -> f32) -> f32 {
+    let wa: Vec<f32> = a.iter().map(|w| weight(w)).collect();
+    let wb: Vec<f32> = b.iter().map(|w| weight(w)).collect();
+    weighted(a, &wa, b, &wb)
+}
+
+/// `words`, each word with its own weight (`wa`, `wb`).
+fn weighted(a: &[String], wa: &[f32], b: &[String], wb: &[f32]) -> f32 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
     if a == b {
         return 1.0;
     }
-    let side = |x: &[String], y: &[String]| -> (f32, f32) {
-        x.iter().fold((0.0, 0.0), |(got, all), w| {
+    let side = |x: &[String], wx: &[f32], y: &[String]| -> (f32, f32) {
+        x.iter().zip(wx).fold((0.0, 0.0), |(got, all), (w, k)| {
             let best = y.iter().map(|v| word(w, v)).fold(0.0, f32::max);
-            (got + best * weight(w), all + weight(w))
+            (got + best * k, all + k)
         })
     };
-    let (ga, wa) = side(a, b);
-    let (gb, wb) = side(b, a);
-    (ga + gb) / (wa + wb)
+    let (ga, na) = side(a, wa, b);
+    let (gb, nb) = side(b, wb, a);
+    (ga + gb) / (na + nb)
 }
 
-/// How alike two ids are.
+/// How alike two ids are. An id made only of words that say little (`fab`, `button1`)
+/// has nothing else to say what it is: its kind words then weigh fully, and its numbers
+/// (not a version's, `v2`) must agree, as `button1` (OK) is not `button2` (Cancel).
 pub fn ids(a: &str, b: &str) -> f32 {
-    words(&id_words(a), &id_words(b), id_weight)
+    let (a, b) = (id_words(a), id_words(b));
+    let (ka, kb) = (kind_only(&a), kind_only(&b));
+    if (ka || kb) && numbers(&a) != numbers(&b) {
+        return 0.0;
+    }
+    let weights = |w: &[String], kind: bool| -> Vec<f32> {
+        w.iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let version = i > 0 && w[i - 1] == "v" || x == "v";
+                if kind && !version && !x.chars().all(|c| c.is_ascii_digit()) {
+                    1.0
+                } else {
+                    id_weight(x)
+                }
+            })
+            .collect()
+    };
+    weighted(&a, &weights(&a, ka), &b, &weights(&b, kb))
+}
+
+/// Whether every word of an id says little (`fab`, `button`, `1`).
+fn kind_only(words: &[String]) -> bool {
+    !words.is_empty() && words.iter().all(|w| says_little(w))
+}
+
+/// An id's numbers, but a version's (`v2`).
+fn numbers(words: &[String]) -> Vec<&str> {
+    let mut n: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| w.chars().all(|c| c.is_ascii_digit()) && !(*i > 0 && words[i - 1] == "v"))
+        .map(|(_, w)| w.as_str())
+        .collect();
+    n.sort_unstable();
+    n
 }
 
 /// How alike two labels are; the same words in the same order (up to case and
@@ -289,6 +338,13 @@ mod tests {
     fn renamed_ids_score_by_kind_of_change() {
         assert!(ids("message_input", "msg_input") > 0.6, "abbreviation");
         assert!(ids("title", "title_v2") > 0.6, "version suffix");
+        assert!(ids("fab", "fab_v2") > 0.6, "a kind-only id, version suffix");
+        assert!(ids("fab", "Fab") > 0.6, "a kind-only id, casing");
+        assert_eq!(ids("button1", "button2"), 0.0, "OK is not Cancel");
+        assert!(
+            ids("button1", "button") < 0.5,
+            "numbers of a kind-only id agree"
+        );
         assert!(
             ids("add_to_cart", "btn_add_cart") > 0.6,
             "prefix and a dropped word"
