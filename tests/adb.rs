@@ -866,6 +866,18 @@ fn capture_logs() -> (
     (buf, tracing::subscriber::set_default(sub))
 }
 
+struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Debug mode logs every ADB command droidpilot sends, with its exit code; what is typed
 /// (a password, through `input text` or the ADB keyboard) never reaches the log.
 #[tokio::test]

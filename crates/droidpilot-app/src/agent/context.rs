@@ -673,6 +673,7 @@ mod tests {
             text: text.into(),
             actions: Vec::new(),
             bounds: crate::domain::Bounds::new(0, 0, 10, 10),
+            source: Default::default(),
         };
         let page = vec![el("Button", "Save"), el("Text", "Title")];
         let with_dialog = [page.clone(), vec![el("Button", "OK")]].concat();
