@@ -595,11 +595,11 @@ impl std::io::Write for Sink {
     }
 }
 
-/// Debug mode: at trace, each request body and raw reply is logged, in every provider's
-/// wire format; the key, the task's secrets (a password it types) and the screenshot's
-/// bytes never are.
+/// Debug mode: at trace, each request body is logged, in every provider's wire format;
+/// the key, the task's secrets and the screenshot's bytes never are, and a reply's body
+/// (which carries a password the model types) is not logged at all.
 #[tokio::test]
-async fn trace_logs_requests_and_raw_replies_without_keys_secrets_or_images() {
+async fn trace_logs_requests_without_keys_secrets_or_images_and_never_a_reply_body() {
     let replies = [
         (ProviderKind::Openai, openai_tool_reply()),
         (ProviderKind::Anthropic, anthropic_tool_reply()),
@@ -610,8 +610,8 @@ async fn trace_logs_requests_and_raw_replies_without_keys_secrets_or_images() {
         // The model types the password (a tool call's argument, in each provider's JSON).
         let reply = reply
             .to_string()
-            .replace(r#"\"element\":3"#, r#"\"text\":\"Hunter2-pass\""#)
-            .replace(r#""element":3"#, r#""text":"Hunter2-pass""#);
+            .replace(r#"\"element\":3"#, r#"\"text\":\"Zebra9-typed\""#)
+            .replace(r#""element":3"#, r#""text":"Zebra9-typed""#);
         Mock::given(method("POST"))
             .respond_with(ResponseTemplate::new(200).set_body_string(reply.clone()))
             .mount(&server)
@@ -621,6 +621,8 @@ async fn trace_logs_requests_and_raw_replies_without_keys_secrets_or_images() {
         req.messages
             .push(Message::user_text("The password is Hunter2-pass."));
         let m = model(p, "m", &server, "sk-live-SECRETKEY0042");
+        // The declared secret is masked in the request; the reply types a password
+        // nothing has declared, and its body is never logged.
         droidpilot::llm::debug_log::masking(vec!["Hunter2-pass".into()], m.chat(&req))
             .await
             .unwrap();
@@ -629,16 +631,16 @@ async fn trace_logs_requests_and_raw_replies_without_keys_secrets_or_images() {
         for want in [
             "model request",
             "model request body",
-            "model raw reply",
+            "model reply",
             "The password is ••••",
         ] {
             assert!(log.contains(want), "{p}: {want} missing in\n{log}");
         }
         assert!(
-            reply.contains("Hunter2-pass"),
-            "{p}: the reply carries the secret"
+            reply.contains("Zebra9-typed"),
+            "{p}: the reply carries the password"
         );
-        for never in ["Hunter2", "SECRETKEY", "iVBORw0KGgo"] {
+        for never in ["Hunter2", "Zebra9", "SECRETKEY", "iVBORw0KGgo"] {
             assert!(!log.contains(never), "{p}: {never} in\n{log}");
         }
     }

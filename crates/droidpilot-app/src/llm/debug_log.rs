@@ -1,5 +1,9 @@
 //! Debug mode's model log: at `debug`, one line per model request and reply (provider,
-//! URL, bytes, status, latency); at `trace`, the request body and the raw reply too.
+//! URL, bytes, status, latency); at `trace`, the request body too. A reply's body is never
+//! logged: it carries what the model is about to type, a password among it, before
+//! anything knows that text is one (the model's reasoning may repeat it), so it cannot be
+//! masked; the reply's effect is on the step's record instead, with typed passwords
+//! masked there.
 //!
 //! What is logged never carries a key (keys travel in sensitive headers, and any key
 //! text in a body is redacted as errors are, `error::redact`), the screenshot's base64
@@ -91,10 +95,7 @@ pub fn reply(provider: ProviderKind, text: &str, latency_ms: u128, key: Option<&
         latency_ms,
         "model reply"
     );
-    if tracing::enabled!(target: "droidpilot::llm", tracing::Level::TRACE) {
-        let body = loggable(text.as_bytes(), key);
-        tracing::trace!(target: "droidpilot::llm", %body, "model raw reply");
-    }
+    let _ = key;
 }
 
 #[cfg(test)]

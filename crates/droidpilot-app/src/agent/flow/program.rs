@@ -324,14 +324,14 @@ mod tests {
             ("main.yaml", "appId: a\n---\n- runFlow: sub.yaml\n"),
             (
                 "sub.yaml",
-                "appId: a\n---\n- repeat:\n    times: 2\n    commands:\n      - setOrientation: LANDSCAPE_LEFT\n",
+                "appId: a\n---\n- repeat:\n    times: 2\n    commands:\n      - setAirplaneMode: enabled\n",
             ),
         ]);
         let e = load(None, Some(&ws), Some("main.yaml"), &BTreeMap::new()).unwrap_err();
         assert_eq!(e.field, "files.sub.yaml");
         assert!(
             e.message
-                .starts_with("sub.yaml line 6: `setOrientation` cannot run here"),
+                .starts_with("sub.yaml line 6: `setAirplaneMode` cannot run here"),
             "{e}"
         );
     }

@@ -15,13 +15,12 @@ use crate::llm::{ChatModel, ChatRequest, ImageData, Message, Part, PriceTable};
 
 // Each says once what the role gets and what it answers; the document's field names
 // say the rest.
-const PLANNER_SYSTEM: &str = "You are the planning agent of an assistant that operates an Android phone one step at a time; \
-you do not act, it reads your plan as guidance. From the task, the screen (and a screenshot when attached), \
-the installed apps and, when re-planning, what went wrong and the previous plan, propose 2 or 3 different approaches. \
-Answer with one JSON object only: {\"approaches\": [{\"name\": \"short\", \"description\": \"one or two sentences\", \
-\"steps_summary\": [\"step\"], \"confidence\": 0.0-1.0}], \"recommended\": <index>, \"diagnosis\": \"re-planning: what went wrong\", \
-\"split_screen\": {\"top\": \"app\", \"bottom\": \"app\", \"reason\": \"one sentence\"}}; split_screen only when the task is best done \
-with two apps on screen at once (reading one while writing in the other).";
+const PLANNER_SYSTEM: &str = "You plan for an agent that operates an Android phone one step at a time; it reads your plan as guidance. \
+From the task, the screen (and a screenshot when attached), the installed apps and, when re-planning, what went wrong \
+and the previous plan, propose 2 or 3 different approaches. Answer with one JSON object only: \
+{\"approaches\": [{\"name\": \"short\", \"description\": \"one or two sentences\", \"steps_summary\": [\"step\"], \
+\"confidence\": 0.0-1.0}], \"recommended\": <index>, \"diagnosis\": \"re-planning: what went wrong\", \
+\"split_screen\": {\"top\": \"app\", \"bottom\": \"app\", \"reason\": \"why\"} only if two apps must be on screen at once}";
 
 const PROGRESS_SYSTEM: &str = "Is the agent operating an Android phone making meaningful progress on its task? \
 Repeating an action, going back and forth between screens, or working in an unrelated app is not progress. \
@@ -227,12 +226,13 @@ mod tests {
     }
 
     /// Each role's fixed prompt stays small (o200k; 170, 80 and 85 before they were
-    /// compacted, the planner's said the answer's shape twice) and the progress checker
+    /// compacted, the planner's said the answer's shape twice; the planner's
+    /// `split_screen` recommendation adds about 25) and the progress checker
     /// reads the steps as the history's one-line form, not a JSON object a step.
     #[test]
     fn role_prompts_are_small_and_progress_reads_history_lines() {
         let n = crate::screen::count_o200k;
-        assert!(n(PLANNER_SYSTEM) <= 140, "{}", n(PLANNER_SYSTEM));
+        assert!(n(PLANNER_SYSTEM) <= 165, "{}", n(PLANNER_SYSTEM));
         assert!(n(PROGRESS_SYSTEM) <= 60, "{}", n(PROGRESS_SYSTEM));
         assert!(n(VERIFIER_SYSTEM) <= 85, "{}", n(VERIFIER_SYSTEM));
         let screen = crate::screen::ScreenRepresentation {

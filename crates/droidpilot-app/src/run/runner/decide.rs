@@ -188,8 +188,16 @@ impl Runner {
         ctx: &AgentContext,
     ) -> Result<Result<Decision, AgentError>, StoreError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        // Debug mode's model log masks the task's secrets (`llm::debug_log`).
-        let secrets = agent.secrets();
+        // Debug mode's model log masks the task's secrets (`llm::debug_log`) and every
+        // text typed so far: a password aimed at a field that was not found stays in the
+        // history as typed. Texts under 4 characters would mask most of the log.
+        let mut secrets = agent.secrets();
+        secrets.extend(ctx.history.steps().filter_map(|r| match &r.action {
+            crate::domain::Action::Type { text, .. } if text.chars().count() >= 4 => {
+                Some(text.clone())
+            }
+            _ => None,
+        }));
         let deciding = crate::llm::retry::with_retry_sink(tx, self.decide(agent, ctx));
         let deciding = crate::llm::debug_log::masking(secrets, deciding);
         tokio::pin!(deciding);
