@@ -255,7 +255,6 @@ pub async fn step_screenshot(
     State(s): State<AppState>,
     Path((id, n)): Path<(TaskId, u32)>,
 ) -> Result<axum::response::Response, ApiError> {
-    use axum::response::IntoResponse;
     let step = s.store.step(id, n).await?;
     let none = || {
         ApiError::new(
@@ -265,14 +264,7 @@ pub async fn step_screenshot(
             "The screen was secure (black) or the capture failed; the step's `screen` field says which.",
         )
     };
-    let sha = step.screenshot.ok_or_else(none)?;
-    let (art, bytes) = s
-        .artifacts
-        .get(&sha)
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?
-        .ok_or_else(none)?;
-    Ok(([(header::CONTENT_TYPE, art.media_type)], bytes).into_response())
+    artifact_response(&s, step.screenshot, none).await
 }
 
 /// Debug mode: the UI hierarchy XML a step was decided on, kept when the server runs with
@@ -286,7 +278,6 @@ pub async fn step_hierarchy(
     State(s): State<AppState>,
     Path((id, n)): Path<(TaskId, u32)>,
 ) -> Result<axum::response::Response, ApiError> {
-    use axum::response::IntoResponse;
     let step = s.store.step(id, n).await?;
     let none = || {
         ApiError::new(
@@ -296,13 +287,24 @@ pub async fn step_hierarchy(
             "Hierarchies are kept only while the server runs with `[runner] debug_artifacts = true` (or the tree could not be read at that step).",
         )
     };
-    let sha = step.screen.and_then(|sc| sc.hierarchy).ok_or_else(none)?;
+    artifact_response(&s, step.screen.and_then(|sc| sc.hierarchy), none).await
+}
+
+/// A step's stored artifact `sha` as the body, with its media type; `none` when the step
+/// kept none or the artifact is gone.
+async fn artifact_response(
+    s: &AppState,
+    sha: Option<String>,
+    none: impl Fn() -> ApiError,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let sha = sha.ok_or_else(&none)?;
     let (art, bytes) = s
         .artifacts
         .get(&sha)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
-        .ok_or_else(none)?;
+        .ok_or_else(&none)?;
     Ok(([(header::CONTENT_TYPE, art.media_type)], bytes).into_response())
 }
 

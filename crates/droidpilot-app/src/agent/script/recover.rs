@@ -143,16 +143,6 @@ fn request(ctx: &AgentContext, failed: &FailedStep, err: &StepError) -> ChatRequ
     )
 }
 
-/// The seed's recovery context as one JSON document.
-pub fn recovery_context(
-    ctx: &AgentContext,
-    script: &Script,
-    index: usize,
-    err: &StepError,
-) -> Value {
-    context(ctx, &script_step(ctx, script, index, err), err)
-}
-
 /// A script step as the recovery context shows it, with its matching hints.
 fn script_step(ctx: &AgentContext, script: &Script, index: usize, err: &StepError) -> FailedStep {
     let step: &ScriptStep = &script.steps[index];
