@@ -800,8 +800,17 @@ async fn split_screen_over_adb_follows_the_android_version() {
     let dump = String::from_utf8_lossy(&o.stdout);
     assert!(dump.contains("com.android.systemui:id/docked_divider_handle"));
     assert!(dump.contains("package=\"com.google.android.keep\""));
-    let windows = dev.windows().await.unwrap();
-    assert_eq!(windows[0].package, "com.google.android.apps.messaging");
+    // Read from `dumpsys window` over adb: both halves with their frames, the top one
+    // focused, as the phone lays them out.
+    let got: Vec<_> = (dev.windows().await.unwrap().into_iter())
+        .map(|w| (w.package, w.bounds, w.focused))
+        .collect();
+    let want: Vec<_> = (sim.app_windows().into_iter())
+        .map(|w| (w.app.package().to_string(), w.bounds, w.focused))
+        .collect();
+    assert_eq!(got, want, "the split windows over adb");
+    assert_eq!(got[0].0, "com.google.android.apps.messaging");
+    assert!(got[0].2 && !got[1].2, "{got:?}");
 
     // Android 11: the windowing modes, typed by hand with the real adb too.
     sim.reset();

@@ -177,6 +177,35 @@ pub struct WindowState {
     pub windows: Vec<ActiveWindow>,
 }
 
+/// The activities' windows of `state`, one per app, top-left first, the one holding or
+/// owning the focus marked (a dialog's app when a dialog has it). `full` stands in for a
+/// frame the device did not give.
+pub fn app_windows(state: &WindowState, full: Option<Bounds>) -> Vec<AppWindow> {
+    let focus = state.windows.iter().find(|w| w.focused).map(|w| &w.package);
+    let mut out: Vec<AppWindow> = Vec::new();
+    for w in state
+        .windows
+        .iter()
+        .filter(|w| w.kind == "BASE_APPLICATION")
+    {
+        if out.iter().any(|a| a.package == w.package) {
+            continue;
+        }
+        let bounds = match (w.bounds, full) {
+            (Some([l, t, r, b]), _) => Bounds::new(l, t, r, b),
+            (None, Some(f)) => f,
+            (None, None) => continue,
+        };
+        out.push(AppWindow {
+            package: w.package.clone(),
+            bounds,
+            focused: focus == Some(&w.package),
+        });
+    }
+    out.sort_by_key(|a| (a.bounds.top, a.bounds.left));
+    out
+}
+
 /// An installed app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AppInfo {
@@ -368,16 +397,19 @@ pub trait Device: Send + Sync {
     }
 
     /// The app windows on screen, with their packages and bounds: two in split-screen.
-    /// The default is the focused app over the whole screen (none on the launcher is not
-    /// told apart), from `current_app` and `info`.
+    /// Read from `window_state` (the activities' windows, in reading order), so every
+    /// backend that lists its windows has this too; a window whose frame the device did
+    /// not say is taken as the whole screen.
     async fn windows(&self) -> Result<Vec<AppWindow>, DeviceError> {
-        let app = self.current_app().await?;
-        let size = self.info().await?.screen;
-        Ok(vec![AppWindow {
-            package: app.package,
-            bounds: Bounds::new(0, 0, size.width as i32, size.height as i32),
-            focused: true,
-        }])
+        let state = self.window_state().await?;
+        let full = match state.windows.iter().any(|w| w.bounds.is_none()) {
+            true => {
+                let s = self.info().await?.screen;
+                Some(Bounds::new(0, 0, s.width as i32, s.height as i32))
+            }
+            false => None,
+        };
+        Ok(app_windows(&state, full))
     }
 
     /// A cheap liveness probe for the pool's health checks (an `echo` over adb).
@@ -456,5 +488,70 @@ mod is_black_tests {
             data: ScreenshotData::Png(Bytes::from_static(b"\x89PNG\r\n\x1a\nnot really")),
         };
         assert!(!broken.is_black());
+    }
+}
+
+#[cfg(test)]
+mod app_windows_tests {
+    use super::*;
+
+    fn w(package: &str, kind: &str, bounds: Option<[i32; 4]>, focused: bool) -> ActiveWindow {
+        ActiveWindow {
+            package: package.into(),
+            title: package.into(),
+            kind: kind.into(),
+            bounds,
+            focused,
+        }
+    }
+
+    /// Two halves listed top-most first (the bottom one above), a dialog of the bottom
+    /// app holding the focus: the halves come out top first, the dialog's app focused,
+    /// bars and keyboard left out.
+    #[test]
+    fn the_halves_in_reading_order_with_the_dialogs_app_focused() {
+        let state = WindowState {
+            keyboard_shown: Some(false),
+            windows: vec![
+                w(
+                    "com.android.systemui",
+                    "STATUS_BAR",
+                    Some([0, 0, 1080, 63]),
+                    false,
+                ),
+                w("b.app", "APPLICATION", Some([100, 1500, 980, 1900]), true),
+                w(
+                    "b.app",
+                    "BASE_APPLICATION",
+                    Some([0, 1220, 1080, 2400]),
+                    false,
+                ),
+                w("a.app", "BASE_APPLICATION", Some([0, 0, 1080, 1180]), false),
+            ],
+        };
+        let got = app_windows(&state, None);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!((got[0].package.as_str(), got[0].focused), ("a.app", false));
+        assert_eq!((got[1].package.as_str(), got[1].focused), ("b.app", true));
+        assert_eq!(got[1].bounds, Bounds::new(0, 1220, 1080, 2400));
+    }
+
+    /// A device that lists no frames: the one activity takes the whole screen.
+    #[test]
+    fn a_window_without_a_frame_is_the_whole_screen() {
+        let state = WindowState {
+            keyboard_shown: None,
+            windows: vec![w("a.app", "BASE_APPLICATION", None, true)],
+        };
+        let full = Bounds::new(0, 0, 720, 1600);
+        let got = app_windows(&state, Some(full));
+        assert_eq!(
+            got,
+            vec![AppWindow {
+                package: "a.app".into(),
+                bounds: full,
+                focused: true
+            }]
+        );
     }
 }

@@ -52,7 +52,7 @@ use droidpilot_core::domain::{AppRef, Key, Orientation, PixelPoint, ScreenSize};
 
 use droidpilot_core::device::ScreenshotData;
 use droidpilot_core::device::{
-    AppInfo, AppWindow, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot,
+    AppInfo, CurrentApp, Device, DeviceError, DeviceInfo, ScreenState, Screenshot,
 };
 
 pub use faults::{IDLE_STATE_ERROR, NULL_ROOT_ERROR, SimFaults};
@@ -1149,21 +1149,6 @@ impl Device for SimDevice {
         self.charge(DeviceOp::Am, 0).await;
         self.pace(LAUNCH_MS, true).await;
         r
-    }
-
-    async fn windows(&self) -> Result<Vec<AppWindow>, DeviceError> {
-        self.charge(DeviceOp::Dumpsys, 0).await;
-        let mut g = self.lock();
-        self.begin(&mut g)?;
-        let cx = self.ctx(&g.faults);
-        Ok(split::active_windows(&g.st, &cx)
-            .into_iter()
-            .map(|w| AppWindow {
-                package: w.app.package().into(),
-                bounds: w.bounds,
-                focused: w.focused,
-            })
-            .collect())
     }
 
     /// Waiting on the virtual phone is its clock moving; real time passes only when the

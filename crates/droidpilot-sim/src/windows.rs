@@ -6,6 +6,7 @@
 
 use droidpilot_core::device::{ActiveWindow, CurrentApp, WindowState};
 
+use crate::split::DIVIDER_BACKGROUND_ID;
 use crate::state::{IME_PACKAGE, SYSTEMUI};
 use crate::widget::{Screen, Window};
 
@@ -18,11 +19,18 @@ pub fn state(screen: &Screen, app: &CurrentApp) -> WindowState {
         .rev()
         .map(|w| window(w, app))
         .collect();
-    // The focus: the top-most dialog, else the activity (never a bar, toast or keyboard).
+    // The focus: the top-most dialog, else the focused app's activity (in split-screen
+    // the other half is an activity too), never a bar, toast or keyboard.
+    let activity = |w: &ActiveWindow| w.kind == "BASE_APPLICATION";
     let focus = windows
         .iter()
         .position(|w| w.kind == "APPLICATION")
-        .or_else(|| windows.iter().position(|w| w.kind == "BASE_APPLICATION"));
+        .or_else(|| {
+            windows
+                .iter()
+                .position(|w| activity(w) && w.package == app.package)
+        })
+        .or_else(|| windows.iter().position(activity));
     if let Some(i) = focus {
         windows[i].focused = true;
     }
@@ -50,6 +58,10 @@ fn title_and_type(w: &Window, app: &CurrentApp) -> (String, &'static str) {
         return ("InputMethod".into(), "INPUT_METHOD");
     }
     if w.package == SYSTEMUI {
+        let first_child = w.root.children.first().map(|c| c.id.as_str());
+        if first_child == Some(DIVIDER_BACKGROUND_ID) {
+            return ("DockedStackDivider".into(), "DOCK_DIVIDER");
+        }
         return match root_id {
             "com.android.systemui:id/status_bar_container" => ("StatusBar".into(), "STATUS_BAR"),
             "com.android.systemui:id/home_handle" => ("NavigationBar0".into(), "NAVIGATION_BAR"),
@@ -112,5 +124,37 @@ mod tests {
             focused[0].title.starts_with("com.android.chrome/"),
             "{focused:?}"
         );
+    }
+
+    /// Split-screen: both apps' activities listed with their halves' frames, the focused
+    /// app's one holding the focus (not simply the top-most), and the divider as the
+    /// window manager names it; `Device::windows` reads the two halves from that.
+    #[tokio::test]
+    async fn split_screen_lists_both_activities_and_the_divider() {
+        let sim = SimDevice::new(SimConfig::default()).unwrap();
+        let pkg = |p: &str| AppRef::Package(p.into());
+        sim.split_screen(
+            &pkg("com.google.android.apps.messaging"),
+            &pkg("com.google.android.keep"),
+        )
+        .await
+        .unwrap();
+        let s = sim.window_state().await.unwrap();
+        let activities: Vec<&ActiveWindow> = (s.windows.iter())
+            .filter(|w| w.kind == "BASE_APPLICATION")
+            .collect();
+        assert_eq!(activities.len(), 2, "{s:?}");
+        assert!(s.windows.iter().any(|w| w.kind == "DOCK_DIVIDER"), "{s:?}");
+        let focused: Vec<&ActiveWindow> = s.windows.iter().filter(|w| w.focused).collect();
+        assert_eq!(focused.len(), 1, "{s:?}");
+        assert_eq!(focused[0].package, "com.google.android.apps.messaging");
+
+        let got: Vec<_> = (sim.windows().await.unwrap().into_iter())
+            .map(|w| (w.package, w.bounds, w.focused))
+            .collect();
+        let want: Vec<_> = (sim.app_windows().into_iter())
+            .map(|w| (w.app.package().to_string(), w.bounds, w.focused))
+            .collect();
+        assert_eq!(got, want);
     }
 }
