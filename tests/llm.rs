@@ -1491,8 +1491,8 @@ mod agents {
                     "{p}: the screen is sent"
                 );
                 assert!(
-                    sent.contains("#devices"),
-                    "{p}: with the elements' selectors"
+                    sent.contains("] #devices"),
+                    "{p}: with the elements' selectors, a line each keyed by the screen's [n]: {sent}"
                 );
             }
         }

@@ -20,8 +20,8 @@ use crate::script::{Script, ScriptStep};
 const SYSTEM: &str = "You repair a UI automation script that failed on an Android phone. \
 You get a JSON document: failed_step (the script step), error (error_type, message, the \
 selector that failed, the screen state), current_screen (the screen as text, one element \
-per line: [n] Kind \"label\" flags), elements (the same elements with the selectors that \
-name them: use only these), recovery_hints from the script's author, goal_context and \
+per line: [n] Kind \"label\" flags), elements (the selectors that name each [n], \
+best first: use only these), recovery_hints from the script's author, goal_context and \
 history (the last steps). Answer with ONE JSON object and nothing else:\n\
 {\"action_type\": \"execute_action\" | \"modify_selector\" | \"skip_step\" | \"abort\" | \"ask_user\",\n \
 \"action\": {\"action\": \"tap\", \"selector\": \"#id\"}   (execute_action: one action to run now, e.g. to close an obstacle or do the step another way),\n \
@@ -189,17 +189,19 @@ fn context(ctx: &AgentContext, failed: &FailedStep, err: &StepError) -> Value {
 }
 
 /// The screen's elements with the selectors that name them (the model answers with
-/// these), at most `MAX_ELEMENTS`.
-fn selectors_of(screen: &crate::screen::ScreenRepresentation) -> Vec<Value> {
-    screen
-        .actionable_elements
-        .iter()
-        .take(MAX_ELEMENTS)
-        .map(|e| {
-            json!({"n": e.element_id, "type": e.kind, "text": e.text, "selector": e.selector,
-                   "also": e.alternative_selectors})
-        })
-        .collect()
+/// these), at most `MAX_ELEMENTS`: one line each, `[n] selector | alternative…`, keyed
+/// by the `[n]` of `current_screen`, which already says each one's kind and label (as
+/// JSON objects they cost about twice the tokens for nothing more).
+fn selectors_of(screen: &crate::screen::ScreenRepresentation) -> String {
+    let mut out = String::new();
+    for e in screen.actionable_elements.iter().take(MAX_ELEMENTS) {
+        out += &format!("[{}] {}", e.element_id, e.selector);
+        for alt in &e.alternative_selectors {
+            out += &format!(" | {alt}");
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Elements listed with their selectors in the recovery context.
