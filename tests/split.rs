@@ -179,6 +179,63 @@ async fn an_action_outside_its_window_is_refused_and_recorded() {
     );
 }
 
+/// `scroll_to_find` searches inside its own window: the top window (Messages) finds
+/// its conversation, the bottom window (Notes) does not find it in Messages' half and
+/// says so; a custom action nothing can keep inside one window (stopping an app) is
+/// refused, and the split stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_actions_stay_inside_their_window() {
+    let t = split_tasks().remove(0);
+    let find =
+        json!({"action": "scroll_to_find", "selector": ":text(\"Alice Martin\")", "max_swipes": 2});
+    let stop = json!({"action": "stop_app", "package": "com.google.android.apps.messaging"});
+    let finish = json!({"action": "finish", "success": true, "answer": "ok"});
+    let agent = split_agent(
+        &t,
+        replay(vec![find.clone(), finish.clone()]),
+        replay(vec![find, stop, finish]),
+    );
+    let (_, steps, phone) = run(&t, agent).await;
+    let searches: Vec<&Step> = (steps.iter())
+        .filter(|s| {
+            s.action
+                .as_ref()
+                .is_some_and(|a| a.name() == "scroll_to_find")
+        })
+        .collect();
+    assert_eq!(searches.len(), 2, "{steps:?}");
+    let within =
+        |s: &Step| serde_json::to_value(s.action.as_ref().unwrap()).unwrap()["within"].clone();
+    let (top, bottom) = (searches[0], searches[1]);
+    assert!(
+        windows(top).contains(&("top".into(), "acted".into())),
+        "{top:?}"
+    );
+    assert_eq!(top.outcome.status, "ok", "{top:?}");
+    assert!(
+        within(top).is_array() && within(top) != within(bottom),
+        "{top:?}"
+    );
+    let why = bottom.outcome.error.clone().unwrap_or_default();
+    assert!(
+        bottom.outcome.status != "ok" && why.contains("is not on screen"),
+        "{bottom:?}"
+    );
+    let refused: Vec<&Step> = (steps.iter())
+        .filter(|s| s.outcome.status == "rejected")
+        .collect();
+    assert_eq!(refused.len(), 1, "{steps:?}");
+    let why = refused[0].outcome.error.clone().unwrap_or_default();
+    assert!(
+        why.contains("`stop_app` cannot be kept inside the bottom window"),
+        "{why}"
+    );
+    assert!(
+        phone.state().split.is_some(),
+        "both apps still side by side"
+    );
+}
+
 /// The agent object is checked at submission, each mistake named by its path.
 #[test]
 fn split_specs_are_checked_by_field() {

@@ -11,7 +11,8 @@
 //! element, a selector's match) is refused, a rejected step naming the window, and the
 //! window is told; a scroll or swipe with no target is made a swipe inside the window;
 //! a key or untargeted typing first taps the window to give it the focus, as a person
-//! would. Each step carries a `window` annotation. A window that finishes is done; the
+//! would; `scroll_to_find` searches inside the window (`within` its bounds), and any
+//! other custom action is refused, as nothing keeps it inside one window. Each step carries a `window` annotation. A window that finishes is done; the
 //! task finishes when both have, succeeded when both did, with both answers.
 
 use async_trait::async_trait;
@@ -21,9 +22,11 @@ use utoipa::ToSchema;
 use super::context::{AgentContext, History, StepRecord};
 use super::spec::{AgentDefaults, AgentKind, AgentSpec, SpecError, build_recording_agent};
 use super::{Agent, AgentError, Decision, ParseError};
+use crate::device::scroll_find::swipe_within;
 use crate::domain::action::{CustomAction, SwipePath, TargetField};
 use crate::domain::{Action, Annotation, Bounds, Direction, NormPoint, PixelPoint, Target};
-use crate::run::split_screen;
+use crate::run::{scroll_find, split_screen};
+use serde_json::json;
 
 /// One window of a split-screen task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -369,35 +372,6 @@ fn fit(action: &Action, ctx: &AgentContext, size: (i32, i32)) -> Fit {
     }
 }
 
-/// A swipe inside `b`: the finger moves `dir` (a scroll moves it the other way).
-fn swipe_in(b: Bounds, dir: Direction, scroll: bool, size: (i32, i32)) -> Action {
-    use Direction::*;
-    let finger = match (dir, scroll) {
-        (d, false) => d,
-        (Down, true) => Up,
-        (Up, true) => Down,
-        (Left, true) => Right,
-        (Right, true) => Left,
-    };
-    let (cx, cy) = ((b.left + b.right) / 2, (b.top + b.bottom) / 2);
-    let (dx, dy) = (b.width() * 3 / 10, b.height() * 3 / 10);
-    let (from, to) = match finger {
-        Up => ((cx, cy + dy), (cx, cy - dy)),
-        Down => ((cx, cy - dy), (cx, cy + dy)),
-        Left => ((cx + dx, cy), (cx - dx, cy)),
-        Right => ((cx - dx, cy), (cx + dx, cy)),
-    };
-    let n =
-        |(x, y): (i32, i32)| NormPoint::clamped(x as f64 / size.0 as f64, y as f64 / size.1 as f64);
-    Action::Swipe {
-        path: SwipePath::Points {
-            start: n(from),
-            end: n(to),
-        },
-        duration_ms: Some(400),
-    }
-}
-
 /// A tap that gives window `b` the focus: on its toolbar, left of centre, below the
 /// status bar (a title, never a button, on the apps' bars).
 fn focus_tap(b: Bounds, size: (i32, i32)) -> Action {
@@ -430,10 +404,28 @@ impl SplitAgent {
         let Some(b) = bounds else {
             return Ok(self.acted(w, d, "acted", None));
         };
+        if let Action::Custom(c) = &mut d.action {
+            return match c.name == scroll_find::NAME {
+                true => {
+                    let within = json!([b.left, b.top, b.right, b.bottom]);
+                    c.args.insert("within".into(), within);
+                    self.focused = w;
+                    Ok(self.acted(w, d, "acted", Some("searched inside the window".into())))
+                }
+                false => {
+                    let reason = format!(
+                        "the custom action `{}` cannot be kept inside the {} window ({}); \
+                         use taps, typing, scrolls and scroll_to_find there",
+                        c.name, HALVES[w], self.windows[w].app
+                    );
+                    Err(self.refuse(w, d, reason))
+                }
+            };
+        }
         match fit(&d.action, ctx, size) {
             Fit::Free => Ok(self.acted(w, d, "acted", None)),
             Fit::Rewrite(dir, scroll) => {
-                d.action = swipe_in(b, dir, scroll, size);
+                d.action = swipe_within(b, dir, scroll, size);
                 Ok(self.acted(w, d, "acted", Some("made a swipe inside the window".into())))
             }
             Fit::Focus if self.focused == w => Ok(self.acted(w, d, "acted", None)),
@@ -449,7 +441,13 @@ impl SplitAgent {
                     self.focused = w;
                     Ok(self.acted(w, d, "acted", None))
                 }
-                Some(&(x, y)) => Err(self.refuse(w, d, b, (x, y))),
+                Some(&(x, y)) => {
+                    let reason = format!(
+                        "the point ({x}, {y}) is outside the {} window ({}), [{},{}][{},{}]; act only inside your window",
+                        HALVES[w], self.windows[w].app, b.left, b.top, b.right, b.bottom
+                    );
+                    Err(self.refuse(w, d, reason))
+                }
             },
         }
     }
@@ -466,13 +464,9 @@ impl SplitAgent {
         d
     }
 
-    /// An action outside its window: a rejected step (the runner records it), and the
-    /// window's agent is told.
-    fn refuse(&mut self, w: usize, d: Decision, b: Bounds, (x, y): (i32, i32)) -> AgentError {
-        let reason = format!(
-            "the point ({x}, {y}) is outside the {} window ({}), [{},{}][{},{}]; act only inside your window",
-            HALVES[w], self.windows[w].app, b.left, b.top, b.right, b.bottom
-        );
+    /// An action that would not stay in its window: a rejected step (the runner records
+    /// it), and the window's agent is told why.
+    fn refuse(&mut self, w: usize, d: Decision, reason: String) -> AgentError {
         self.windows[w].history.push_step(StepRecord {
             step: 0,
             thinking: d.thinking.clone(),

@@ -7,7 +7,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::domain::{Action, Bounds, Direction, Target};
+use crate::domain::action::SwipePath;
+use crate::domain::{Action, Bounds, Direction, NormPoint, Target};
+use crate::screen::resolve::visible_chain;
 use crate::screen::{Screen, Selector, content_hash};
 
 /// Scrolls when a caller gives no `max_swipes`.
@@ -26,6 +28,11 @@ pub struct ScrollToFind {
     /// Capped at `MAX_SWIPES`; `DEFAULT_SWIPES` when absent.
     #[serde(default)]
     pub max_swipes: Option<u32>,
+    /// The region searched, `[left, top, right, bottom]` in pixels: the scrolls are
+    /// swipes inside it and only a match whose centre lies in it counts (a split-screen
+    /// window's search never scrolls or finds in the other window).
+    #[serde(default)]
+    pub within: Option<[i32; 4]>,
 }
 
 fn down() -> Direction {
@@ -82,11 +89,38 @@ impl ScrollToFind {
         self.max_swipes.unwrap_or(DEFAULT_SWIPES).min(MAX_SWIPES)
     }
 
-    /// The scroll each round does.
-    pub fn scroll(&self) -> Action {
-        Action::Scroll {
-            direction: self.direction,
-            container: None,
+    /// The scroll each round does on a screen of `size` pixels: a swipe inside the
+    /// region when there is one.
+    pub fn scroll(&self, size: (i32, i32)) -> Action {
+        match self.region() {
+            Some(b) => swipe_within(b, self.direction, true, size),
+            None => Action::Scroll {
+                direction: self.direction,
+                container: None,
+            },
+        }
+    }
+
+    fn region(&self) -> Option<Bounds> {
+        self.within.map(|[l, t, r, b]| Bounds::new(l, t, r, b))
+    }
+
+    /// Where the target is on `screen`: one match (in the region, when there is one).
+    fn found(&self, screen: &Screen, target: &Target) -> Option<Bounds> {
+        let Some(region) = self.region() else {
+            return screen.resolve(target).ok();
+        };
+        let sel = Selector::parse(&self.selector).ok()?;
+        let tree = &screen.tree;
+        let visible = region.intersect(&screen.elements.screen);
+        let hits: Vec<Bounds> = (screen.find(&sel).nodes.iter())
+            .filter(|&&n| visible_chain(tree, n, &visible))
+            .map(|&n| tree.nodes[n].bounds.intersect(&visible))
+            .filter(|b| region.contains(b.center()))
+            .collect();
+        match hits.as_slice() {
+            [one] => Some(*one),
+            _ => None,
         }
     }
 
@@ -122,7 +156,7 @@ pub enum Next {
 impl Search<'_> {
     pub fn next(&mut self, screen: &Screen) -> Next {
         let swipes = self.swipes;
-        if let Ok(bounds) = screen.resolve(&self.target) {
+        if let Some(bounds) = self.request.found(screen, &self.target) {
             return Next::Done(Found::At { swipes, bounds });
         }
         // Digits count: a list of times or numbered rows moves when only they change.
@@ -135,7 +169,39 @@ impl Search<'_> {
         }
         self.last_layout = Some(layout);
         self.swipes += 1;
-        Next::Scroll(self.request.scroll())
+        let b = screen.elements.screen;
+        Next::Scroll(self.request.scroll((b.right.max(1), b.bottom.max(1))))
+    }
+}
+
+/// A swipe inside `b` on a screen of `size` pixels, across 60% of it through its
+/// centre: the finger moves `dir`, or the other way for a scroll (`down` shows what is
+/// below).
+pub fn swipe_within(b: Bounds, dir: Direction, scroll: bool, size: (i32, i32)) -> Action {
+    use Direction::*;
+    let finger = match (dir, scroll) {
+        (d, false) => d,
+        (Down, true) => Up,
+        (Up, true) => Down,
+        (Left, true) => Right,
+        (Right, true) => Left,
+    };
+    let (cx, cy) = ((b.left + b.right) / 2, (b.top + b.bottom) / 2);
+    let (dx, dy) = (b.width() * 3 / 10, b.height() * 3 / 10);
+    let (from, to) = match finger {
+        Up => ((cx, cy + dy), (cx, cy - dy)),
+        Down => ((cx, cy - dy), (cx, cy + dy)),
+        Left => ((cx + dx, cy), (cx - dx, cy)),
+        Right => ((cx - dx, cy), (cx + dx, cy)),
+    };
+    let n =
+        |(x, y): (i32, i32)| NormPoint::clamped(x as f64 / size.0 as f64, y as f64 / size.1 as f64);
+    Action::Swipe {
+        path: SwipePath::Points {
+            start: n(from),
+            end: n(to),
+        },
+        duration_ms: Some(400),
     }
 }
 
@@ -159,6 +225,33 @@ mod tests {
 
     fn request(args: serde_json::Value) -> ScrollToFind {
         ScrollToFind::parse(args.as_object().unwrap()).unwrap()
+    }
+
+    /// With a region, a match outside it does not count, and the scroll is a swipe
+    /// inside it (the finger moving up for `down`).
+    #[test]
+    fn a_region_keeps_the_search_and_its_scrolls_inside() {
+        let r = request(
+            serde_json::json!({"selector": ":text(\"Row 1\")", "within": [0, 1200, 1080, 2400]}),
+        );
+        let mut s = r.start();
+        let Next::Scroll(Action::Swipe {
+            path: SwipePath::Points { start, end },
+            ..
+        }) = s.next(&screen(&["Row 1", "Row 2"]))
+        else {
+            panic!("Row 1 lies above the region: not found, and a swipe follows");
+        };
+        assert!(start.y() > end.y() && end.y() >= 0.5, "{start:?} → {end:?}");
+        let rows: Vec<String> = (0..20).map(|i| format!("Row {i}")).collect();
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let r = request(
+            serde_json::json!({"selector": ":text(\"Row 15\")", "within": [0, 1200, 1080, 2400]}),
+        );
+        assert!(matches!(
+            r.start().next(&screen(&rows)),
+            Next::Done(Found::At { swipes: 0, .. })
+        ));
     }
 
     #[test]
