@@ -918,3 +918,102 @@ fn flow_test_runs_a_folder_writes_junit_and_fails_when_a_flow_fails() {
     let stdout = ok(cmd);
     assert!(stdout.contains("passed: 1 passed, 0 failed"), "{stdout}");
 }
+
+/// The Bluetooth row is called "Bluetooth" on the phone; this flow still says "Bluetooth
+/// radio", as it would after an app update renamed the row.
+const RENAMED_ROW: &str =
+    "appId: com.android.settings\n---\n- launchApp\n- tapOn: \"Bluetooth radio\"\n";
+
+/// `flow test --recovery` on a server with no model it can call: refused before anything
+/// runs, saying which option needs what, and the command fails. `--heal` alone is refused
+/// by the command line.
+#[test]
+fn flow_test_recovery_without_a_model_is_refused_and_fails() {
+    let dir = workdir(
+        "[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n\
+         [devices.adb]\nenabled = false\n",
+    );
+    let flows = dir.path().join("flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    std::fs::write(flows.join("renamed.yaml"), RENAMED_ROW).unwrap();
+    let out = droidpilot(dir.path())
+        .args(["flow", "test", "flows", "--recovery"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("`recovery` needs a model the server can call")
+            && stderr.contains("OPENAI_API_KEY")
+            && stderr.contains("or run the flows without `recovery`"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("flow run "), "nothing ran: {stdout}");
+    let out = droidpilot(dir.path())
+        .args(["flow", "test", "flows", "--heal"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("--recovery"), "{stderr}");
+}
+
+/// `flow test --recovery --heal` with the server's model (a stand-in provider answering
+/// with the renamed row's selector): the flow passes through AI in the middle, its file
+/// is written back healed, and the healed folder then passes with no model at all.
+#[test]
+fn flow_test_recovery_fixes_a_renamed_selector_and_heal_writes_the_flow_back() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let answer = serde_json::json!({"action_type": "modify_selector",
+        "new_selector": ":text(\"Bluetooth\")", "reason": "the row is called Bluetooth now",
+        "confidence": "high"});
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000,
+                "model": "fixer", "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": answer.to_string()}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+            })))
+            .mount(&server)
+            .await;
+        server
+    });
+    let sims = "[[devices.sim]]\nserial = \"sim-1\"\nwidth = 540\nheight = 1200\n\
+                [devices.adb]\nenabled = false\n[runner]\nsettle_timeout_ms = 200\n";
+    let dir = workdir(&format!(
+        "{sims}[agent.navigator]\nprovider = \"openai\"\nmodel = \"fixer\"\nbase_url = \"{}/v1\"\n",
+        server.uri()
+    ));
+    let flows = dir.path().join("flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    std::fs::write(flows.join("renamed.yaml"), RENAMED_ROW).unwrap();
+    let mut cmd = droidpilot(dir.path());
+    cmd.env("OPENAI_API_KEY", "sk-test-key").args([
+        "flow",
+        "test",
+        "flows",
+        "--recovery",
+        "--heal",
+    ]);
+    let stdout = ok(cmd);
+    assert!(stdout.contains("passed   renamed.yaml"), "{stdout}");
+    assert!(stdout.contains("healed: "), "{stdout}");
+    let healed = std::fs::read_to_string(flows.join("renamed.yaml")).unwrap();
+    assert!(
+        healed.contains("- tapOn: 'Bluetooth|Bluetooth radio'"),
+        "{healed}"
+    );
+    // The healed folder on a server with no model: passes on its own.
+    let plain = workdir(sims);
+    let mut cmd = droidpilot(plain.path());
+    cmd.arg("flow").arg("test").arg(&flows);
+    let stdout = ok(cmd);
+    assert!(stdout.contains("passed: 1 passed, 0 failed"), "{stdout}");
+    rt.block_on(async move { drop(server) });
+}

@@ -53,6 +53,14 @@ pub struct TestArgs {
     /// Run a failed flow again up to this many times.
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
+    /// When a command's element is not found, ask the server's model for a fix (AI in the
+    /// middle); needs a model the server can call.
+    #[arg(long)]
+    pub recovery: bool,
+    /// With --recovery: write each flow the model fixed back into DIR as Maestro YAML
+    /// (the new selector, the old one kept as an alternative).
+    #[arg(long, requires = "recovery")]
+    pub heal: bool,
     /// The report's format (with --output).
     #[arg(long, value_enum, requires = "output")]
     pub format: Option<Format>,
@@ -74,10 +82,14 @@ pub struct TestArgs {
 pub async fn flow(cmd: FlowCommand) -> anyhow::Result<bool> {
     let FlowCommand::Test(args) = cmd;
     let request = request(&args)?;
-    let run = match &args.server {
+    let known: HashSet<String> = request.files.keys().cloned().collect();
+    let (run, answers) = match &args.server {
         Some(url) => remote(url, &args, request).await?,
         None => local(&args, request).await?,
     };
+    if args.heal {
+        write_healed(&args.dir, &known, &answers)?;
+    }
     println!(
         "{}: {}",
         run.status.as_str(),
@@ -102,6 +114,8 @@ fn request(args: &TestArgs) -> anyhow::Result<NewFlowRun> {
         shards: args.shards,
         devices: args.devices.clone(),
         retries: args.retries,
+        recovery: args.recovery,
+        heal: args.heal,
         ..Default::default()
     })
 }
@@ -149,8 +163,44 @@ fn print_flow(f: &FlowResult) {
     }
 }
 
+/// Each flow's last task's answer (a healed flow's files are there), by the run's flows.
+type Answers = Vec<Option<String>>;
+
+/// With --heal: the flow files each flow's task wrote back (`{"healed": {path: YAML}}` in
+/// its answer), written over the workspace's own files. Only a path the folder already
+/// has is written.
+fn write_healed(dir: &Path, known: &HashSet<String>, answers: &Answers) -> anyhow::Result<()> {
+    let mut healed = BTreeMap::new();
+    for answer in answers.iter().flatten() {
+        let Ok(v) = serde_json::from_str::<Value>(answer) else {
+            continue;
+        };
+        for (path, text) in v["healed"].as_object().into_iter().flatten() {
+            if let (true, Some(text)) = (known.contains(path), text.as_str()) {
+                healed.insert(path.clone(), text.to_string());
+            }
+        }
+    }
+    for (path, text) in &healed {
+        std::fs::write(dir.join(path), text)?;
+        println!("healed: {}", dir.join(path).display());
+    }
+    if healed.is_empty() {
+        println!("healed: nothing (no selector was fixed)");
+    }
+    Ok(())
+}
+
+/// The task ids of each flow's last attempt.
+fn last_tasks(run: &FlowRun) -> Vec<crate::domain::TaskId> {
+    run.flows
+        .iter()
+        .filter_map(|f| f.attempts.last().map(|a| a.task_id))
+        .collect()
+}
+
 /// In this process: the configured devices, the scheduler, the run's events.
-async fn local(args: &TestArgs, req: NewFlowRun) -> anyhow::Result<FlowRun> {
+async fn local(args: &TestArgs, req: NewFlowRun) -> anyhow::Result<(FlowRun, Answers)> {
     let mut config = Config::load(
         Path::new("config"),
         &Overrides {
@@ -179,8 +229,12 @@ async fn local(args: &TestArgs, req: NewFlowRun) -> anyhow::Result<FlowRun> {
         std::fs::write(out, text)?;
         println!("report: {}", out.display());
     }
+    let mut answers = Vec::new();
+    for id in last_tasks(&run) {
+        answers.push(core.store.get_task(id).await?.answer);
+    }
     core.shutdown(Duration::from_secs(5)).await;
-    Ok(run)
+    Ok((run, answers))
 }
 
 /// Submits the run and prints each flow as it ends; the run as it ended.
@@ -211,7 +265,7 @@ async fn follow(core: &Arc<Core>, req: NewFlowRun) -> anyhow::Result<FlowRun> {
 }
 
 /// On a server: `POST /v1/flow-runs`, then its state every second until it ends.
-async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<FlowRun> {
+async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<(FlowRun, Answers)> {
     let base = url.trim_end_matches('/');
     let http = reqwest::Client::new();
     let auth = |r: reqwest::RequestBuilder| match std::env::var("DROIDPILOT_TOKEN") {
@@ -225,6 +279,12 @@ async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<F
     }
     if !req.devices.is_empty() {
         body["devices"] = json!(req.devices);
+    }
+    if req.recovery {
+        body["recovery"] = json!(true);
+    }
+    if req.heal {
+        body["heal"] = json!(true);
     }
     let resp = auth(http.post(format!("{base}/v1/flow-runs")).json(&body))
         .send()
@@ -263,7 +323,16 @@ async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<F
             println!("report: {}", out.display());
         }
     }
-    Ok(run)
+    let mut answers = Vec::new();
+    if args.heal {
+        for id in last_tasks(&run) {
+            let resp = auth(http.get(format!("{base}/v1/tasks/{id}")))
+                .send()
+                .await?;
+            answers.push(checked(resp).await?["answer"].as_str().map(str::to_string));
+        }
+    }
+    Ok((run, answers))
 }
 
 /// The body of a 2xx, or the server's error shape as the error.

@@ -447,3 +447,86 @@ async fn the_bench_suite_of_forty_flows_passes_sharded_over_four_phones() {
         .collect();
     assert_eq!(phones.len(), 4, "{phones:?}");
 }
+
+/// `recovery` gives every flow of a run AI in the middle with the server's own model:
+/// a renamed row (the flow still says "Bluetooth radio") is found through the model's
+/// answer and the flow passes; with `heal`, its task's result holds the healed file.
+#[tokio::test]
+async fn recovery_runs_each_flow_with_the_servers_model_and_heal_returns_the_flow() {
+    let renamed = "appId: com.android.settings\n---\n- launchApp\n- tapOn: \"Bluetooth radio\"\n";
+    let answer = json!({"action_type": "modify_selector", "new_selector": ":text(\"Bluetooth\")",
+                        "reason": "the row is called Bluetooth now", "confidence": "high"});
+    let (server, _) = crate::run::model(vec![(200, answer.to_string())]).await;
+    let base = format!("{}/v1", server.uri());
+    let app = bare_app(&[
+        ("DROIDPILOT_AGENT__NAVIGATOR__BASE_URL", base.as_str()),
+        ("DROIDPILOT_AGENT__NAVIGATOR__MODEL", "fixer"),
+    ])
+    .await;
+    add_phone(&app, "p1", None).await;
+    let files = json!({"renamed.yaml": renamed});
+    let run = start(
+        &app,
+        json!({"files": files, "recovery": true, "heal": true}),
+    )
+    .await;
+    let done = wait_run(&app, run["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "passed", "{done}");
+    let task = flow(&done, "renamed.yaml")["attempts"][0]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let task: Value = app
+        .get(&format!("/v1/tasks/{task}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(task["agent"]["recovery"], true, "{task}");
+    assert_eq!(task["model_calls"], 1, "{task}");
+    let answer: Value = serde_json::from_str(task["answer"].as_str().unwrap()).unwrap();
+    let healed = answer["healed"]["renamed.yaml"].as_str().unwrap();
+    assert!(
+        healed.contains("- tapOn: 'Bluetooth|Bluetooth radio'"),
+        "{healed}"
+    );
+}
+
+/// `recovery` on a server that cannot call its model is refused before anything runs,
+/// in the run's words; `heal` needs `recovery`; the `.zip` form takes them as flags.
+#[tokio::test]
+async fn recovery_without_a_usable_model_and_heal_alone_are_refused() {
+    let app = bare_app(&[
+        ("DROIDPILOT_AGENT__NAVIGATOR__PROVIDER", "anthropic"),
+        ("DROIDPILOT_AGENT__NAVIGATOR__MODEL", "claude"),
+    ])
+    .await;
+    add_phone(&app, "p1", None).await;
+    let files = json!({"a.yaml": FIRST});
+    let r = app
+        .post_json("/v1/flow-runs", &json!({"files": files, "recovery": true}))
+        .await;
+    let (status, code, msg, hint) = error_of(r).await;
+    assert_eq!((status, code.as_str()), (422, "missing_model_key"), "{msg}");
+    assert!(
+        msg.starts_with("`recovery` needs a model the server can call")
+            && msg.contains("ANTHROPIC_API_KEY"),
+        "{msg}"
+    );
+    assert!(hint.contains("without `recovery`"), "{hint}");
+    let r = app
+        .post_json("/v1/flow-runs", &json!({"files": files, "heal": true}))
+        .await;
+    let (status, code, msg, _) = error_of(r).await;
+    assert_eq!((status, code.as_str()), (422, "invalid_flow_run"), "{msg}");
+    assert!(msg.contains("`heal` needs `recovery`"), "{msg}");
+    let (status, code, _, _) =
+        error_of(post_zip(&app, "?recovery=true", zip_of(&[("a.yaml", FIRST)])).await).await;
+    assert_eq!((status, code.as_str()), (422, "missing_model_key"));
+    let (status, _, msg, _) =
+        error_of(post_zip(&app, "?recovery=maybe", zip_of(&[("a.yaml", FIRST)])).await).await;
+    assert_eq!(status, 400);
+    assert!(msg.contains("`recovery`"), "{msg}");
+    let list: Value = app.get("/v1/flow-runs").await.json().await.unwrap();
+    assert_eq!(list["runs"], json!([]), "nothing started");
+}

@@ -1,11 +1,13 @@
 //! The dashboard end to end: its files as served (headers, caching), the WebSocket's
 //! token-as-subprotocol auth for browsers, and the page itself driven by Playwright in the
-//! Debian Chromium against a real server with `sim-1`.
+//! Debian Chromium against a real server with `sim-1` (and the suite-run view against
+//! one with `sim-1` and `sim-2`).
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod browser;
+mod flow_runs;
 mod serving;
 mod ws_auth;
 

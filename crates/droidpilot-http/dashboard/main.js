@@ -1,5 +1,6 @@
 // The page's entry: the sign-in form, the hash router (#/devices, #/devices/<id> the
-// phone panel, #/tasks, #/tasks/<id>, #/tasks/<id>/replay, #/scripts, #/scripts/<id>) and the live-connection indicator. Each view's
+// phone panel, #/tasks, #/tasks/<id>, #/tasks/<id>/replay, #/scripts, #/scripts/<id>,
+// #/flow-runs, #/flow-runs/<id>) and the live-connection indicator. Each view's
 // render returns a cleanup that stops its pollers and closes its socket.
 
 import { api, token, Live } from "./api.js";
@@ -10,6 +11,7 @@ import { renderTask } from "./task.js";
 import { renderReplay } from "./replay.js";
 import { renderPhone } from "./phone.js";
 import { renderScripts, renderScript } from "./scripts.js";
+import { renderFlowRuns, renderFlowRun } from "./flowruns.js";
 
 const main = document.getElementById("main");
 const liveEl = document.getElementById("live");
@@ -33,6 +35,8 @@ function routeOf(hash) {
   if (parts[0] === "devices" && parts[1]) return ["phone", decodeURIComponent(parts[1])];
   if (parts[0] === "scripts" && parts[1]) return ["script", parts[1]];
   if (parts[0] === "scripts") return ["scripts"];
+  if (parts[0] === "flow-runs" && parts[1]) return ["flow-run", parts[1]];
+  if (parts[0] === "flow-runs") return ["flow-runs"];
   return ["devices"];
 }
 
@@ -42,7 +46,8 @@ async function route() {
   document.getElementById("flash").hidden = true;
   const [view, id] = routeOf(location.hash);
   for (const a of document.querySelectorAll("[data-nav]")) {
-    const section = { devices: "devices", phone: "devices", scripts: "scripts", script: "scripts" }[view] || "tasks";
+    const section = { devices: "devices", phone: "devices", scripts: "scripts", script: "scripts",
+      "flow-runs": "flow-runs", "flow-run": "flow-runs" }[view] || "tasks";
     a.classList.toggle("active", a.dataset.nav === section);
   }
   document.getElementById("signout").hidden = !token.get();
@@ -54,6 +59,8 @@ async function route() {
     else if (view === "phone") cleanup = await renderPhone(ctx, id);
     else if (view === "scripts") cleanup = await renderScripts(ctx);
     else if (view === "script") cleanup = await renderScript(ctx, id);
+    else if (view === "flow-runs") cleanup = await renderFlowRuns(ctx);
+    else if (view === "flow-run") cleanup = await renderFlowRun(ctx, id);
     else cleanup = await renderReplay(ctx, id);
   } catch (e) {
     if (e.status === 401) return; // the sign-in form is showing

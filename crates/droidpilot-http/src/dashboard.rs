@@ -52,6 +52,7 @@ const ASSETS: &[Asset] = &[
     asset!("phone.js", JS),
     asset!("inspector.js", JS),
     asset!("scripts.js", JS),
+    asset!("flowruns.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

@@ -48,6 +48,10 @@ pub struct ZipParams {
     /// Each flow task's timeout in seconds (1–86400).
     #[param(minimum = 1, maximum = 86400)]
     timeout_seconds: Option<u64>,
+    /// AI in the middle with the server's model (`true`/`false`).
+    recovery: Option<bool>,
+    /// With `recovery`: healed flow files in each task's result.
+    heal: Option<bool>,
 }
 
 fn bad_query(message: String, hint: &str) -> ApiError {
@@ -145,6 +149,10 @@ fn zip_options(pairs: &[(String, String)]) -> Result<NewFlowRun, ApiError> {
         v.parse()
             .map_err(|_| bad_query(format!("`{k}` is `{v}`"), "Give a whole number."))
     }
+    fn flag(k: &str, v: &str) -> Result<bool, ApiError> {
+        v.parse()
+            .map_err(|_| bad_query(format!("`{k}` is `{v}`"), "Give true or false."))
+    }
     let mut o = NewFlowRun::default();
     let mut env = BTreeMap::new();
     for (k, v) in pairs {
@@ -156,6 +164,8 @@ fn zip_options(pairs: &[(String, String)]) -> Result<NewFlowRun, ApiError> {
             "exclude_tags" => o.exclude_tags = list(v),
             "max_steps" => o.max_steps = Some(number(k, v, 1000)?),
             "timeout_seconds" => o.timeout_seconds = Some(number(k, v, 86_400)?),
+            "recovery" => o.recovery = flag(k, v)?,
+            "heal" => o.heal = flag(k, v)?,
             "env" => {
                 let (key, value) = v
                     .split_once('=')
@@ -171,7 +181,7 @@ fn zip_options(pairs: &[(String, String)]) -> Result<NewFlowRun, ApiError> {
             other => {
                 return Err(bad_query(
                     format!("unknown query parameter `{other}`"),
-                    "Known: shards, devices, retries, include_tags, exclude_tags, env, max_steps, timeout_seconds.",
+                    "Known: shards, devices, retries, include_tags, exclude_tags, env, max_steps, timeout_seconds, recovery, heal.",
                 ));
             }
         }

@@ -116,7 +116,7 @@ FLOW_RUNS = Route("GET", "/v1/flow-runs", ("limit", "cursor"))
 START_FLOW_RUN = Route(
     "POST",
     "/v1/flow-runs",
-    ("shards", "devices", "retries", "include_tags", "exclude_tags", "env", "max_steps", "timeout_seconds"),
+    ("shards", "devices", "retries", "include_tags", "exclude_tags", "env", "max_steps", "timeout_seconds", "recovery", "heal"),
 )
 FLOW_RUN = Route("GET", "/v1/flow-runs/{id}")
 CANCEL_FLOW_RUN = Route("POST", "/v1/flow-runs/{id}/cancel")

@@ -70,6 +70,15 @@ pub struct NewFlowRun {
     /// Each flow task's timeout (default the server's task default).
     #[schema(minimum = 1, maximum = 86400)]
     pub timeout_seconds: Option<u64>,
+    /// AI in the middle: a command whose element cannot be found asks the server's
+    /// default model (its `[agent]` navigator) for a fix, as `recovery: true` does for a
+    /// flow task. Refused when the server cannot call that model.
+    #[serde(default)]
+    pub recovery: bool,
+    /// With `recovery`: each flow task's result carries its flow files rewritten with the
+    /// selectors the model found (the old one kept as an alternative), as Maestro YAML.
+    #[serde(default)]
+    pub heal: bool,
 }
 
 /// The runs this process drives, by id: their cancel switches.
@@ -210,6 +219,12 @@ fn check_shape(core: &Core, req: &NewFlowRun) -> Result<u32, AppError> {
             "Send the workspace's files ({\"files\": {\"login.yaml\": \"appId: …\"}}) or a .zip body (Content-Type: application/zip).",
         ));
     }
+    if req.heal && !req.recovery {
+        return Err(invalid(
+            "`heal` needs `recovery`",
+            "Add `recovery: true`: a flow is healed with the selectors AI in the middle found.",
+        ));
+    }
     if req.retries > MAX_RETRIES {
         return Err(invalid(
             format!("`retries` is {}; at most {MAX_RETRIES}", req.retries),
@@ -276,15 +291,40 @@ async fn flow_spec(core: &Core, req: &NewFlowRun, path: &str) -> Result<TaskSpec
         .iter()
         .filter(|(p, _)| program.flows.contains_key(*p) || program.scripts.contains_key(*p))
         .collect();
+    let mut agent = json!({"kind": "flow", "files": files, "entry": path, "env": req.env});
+    if req.recovery {
+        agent["recovery"] = json!(true);
+    }
+    if req.heal {
+        agent["heal"] = json!(true);
+    }
     let task = NewTask {
         instruction: Some(format!("Run the Maestro flow {path}")),
-        agent: Some(json!({"kind": "flow", "files": files, "entry": path, "env": req.env})),
+        agent: Some(agent),
         max_steps: Some(req.max_steps.unwrap_or(DEFAULT_FLOW_STEPS)),
         timeout_seconds: req.timeout_seconds,
         metadata: Some(json!({"flow": path})),
         ..Default::default()
     };
-    super::tasks::prepare(core, task).await
+    super::tasks::prepare(core, task)
+        .await
+        .map_err(|e| recovery_refused(e, req.recovery))
+}
+
+/// A flow's task refused for want of a model key, when the run asked for `recovery`:
+/// said in the run's words (the option, not the task's agent).
+fn recovery_refused(e: AppError, recovery: bool) -> AppError {
+    if !recovery || e.code != "missing_model_key" {
+        return e;
+    }
+    AppError::invalid(
+        "missing_model_key",
+        format!(
+            "`recovery` needs a model the server can call: {}",
+            e.message
+        ),
+        "Give the server a model it can call (its [agent] provider and model, the provider's key in the server's environment), or run the flows without `recovery`.",
+    )
 }
 
 /// One stored run.
