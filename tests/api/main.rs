@@ -6,6 +6,7 @@ mod common;
 
 mod actions;
 mod apps;
+mod chain;
 mod control;
 mod crash;
 mod dashboard;

@@ -82,6 +82,7 @@ EventType = Literal[
     "step.decided",
     "step.executed",
     "step.annotated",
+    "agent.grounding_fallback",
     "step.stuck",
     "model.retry",
     "action.retry",

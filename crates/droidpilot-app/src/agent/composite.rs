@@ -11,15 +11,19 @@
 //!  "verifier": {"model": "gpt-4o"},
 //!  "planning": {"progress_every": 3, "failure_threshold": 3, "last_resort_steps": 5}}
 //! {"kind": "chain", "agents": [{…pre…}, {…main…}, {…validator…}]}
+//! {"kind": "chain", "decide": "judge",
+//!  "agents": [{…filter…, "role": "filter"}, {…a…}, {…b…}, {…c…}, {…, "role": "judge"}]}
 //! ```
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::chain::ChainAgent;
+use super::chain::{ChainAgent, Member};
+use super::consensus::{ChainRole, RoleModel};
 use super::planned::{PlannedAgent, Roles};
 use super::spec::{AgentDefaults, AgentKind, AgentSpec, SpecError, build_recording_agent};
 use super::{Agent, AgentError};
+use crate::domain::ChainDecide;
 use crate::llm::{ChatModel, LlmError, ModelConfig, ProviderKind, build_model_with_key};
 
 /// A model for a role: any provider; absent fields come from the acting agent's model.
@@ -161,12 +165,76 @@ pub(super) fn validate_chain(spec: &AgentSpec, defaults: &AgentDefaults) -> Resu
     }
     for (i, a) in agents.iter().enumerate() {
         let at = format!("agents[{i}]");
-        if a.validate(defaults).map_err(|e| e.nested(&at))? == AgentKind::Chain {
+        let plain = AgentSpec {
+            role: None,
+            ..a.clone()
+        };
+        let kind = plain.validate(defaults).map_err(|e| e.nested(&at))?;
+        if kind == AgentKind::Chain {
             return Err(SpecError::new(
                 format!("{at}.kind"),
                 "a chain cannot hold a chain; list its agents instead",
             ));
         }
+        let role = a.role.unwrap_or_default();
+        if role != ChainRole::Propose && !matches!(kind, AgentKind::Navigator | AgentKind::Vision) {
+            return Err(SpecError::new(
+                format!("{at}.role"),
+                "a judge or a filter answers with its model: make it a navigator or a vision agent",
+            ));
+        }
+    }
+    validate_decide(spec, agents)
+}
+
+/// `decide` and `tie` agree with the agents' roles: a judge chain has one judge, only a
+/// judge chain has one, and there are at least two proposals to choose from.
+fn validate_decide(spec: &AgentSpec, agents: &[AgentSpec]) -> Result<(), SpecError> {
+    let decide = spec.decide.unwrap_or_default();
+    let role = |a: &AgentSpec| a.role.unwrap_or_default();
+    let judges: Vec<usize> = (0..agents.len())
+        .filter(|&i| role(&agents[i]) == ChainRole::Judge)
+        .collect();
+    let proposers = agents
+        .iter()
+        .filter(|a| role(a) == ChainRole::Propose)
+        .count();
+    if spec.tie.is_some() && decide != ChainDecide::Majority {
+        return Err(SpecError::new(
+            "tie",
+            "is for \"decide\": \"majority\" only (it says whose action a tie takes)",
+        ));
+    }
+    match (decide, judges.as_slice()) {
+        (ChainDecide::Judge, []) => {
+            return Err(SpecError::new(
+                "decide",
+                "a judge chain needs its judge: set \"role\": \"judge\" on one of `agents` (a navigator or vision agent)",
+            ));
+        }
+        (ChainDecide::Judge, [_]) => {}
+        (ChainDecide::Judge, [_, second, ..]) => {
+            return Err(SpecError::new(
+                format!("agents[{second}].role"),
+                "a chain has one judge",
+            ));
+        }
+        (_, [j, ..]) => {
+            return Err(SpecError::new(
+                format!("agents[{j}].role"),
+                "a judge picks only with \"decide\": \"judge\"",
+            ));
+        }
+        (_, []) => {}
+    }
+    let needed = if decide == ChainDecide::Last { 1 } else { 2 };
+    if proposers < needed {
+        return Err(SpecError::new(
+            "agents",
+            format!(
+                "this chain needs at least {needed} proposing agents (without a `role`), got {proposers}"
+            ),
+        ));
     }
     Ok(())
 }
@@ -241,13 +309,31 @@ pub(super) fn build_chain(
     spec: &AgentSpec,
     defaults: &AgentDefaults,
 ) -> Result<Box<dyn Agent>, AgentError> {
-    let agents = spec
+    let members = spec
         .agents
         .iter()
         .flatten()
-        .map(|a| build_recording_agent(a, defaults, None))
+        .map(|a| member(a, defaults))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Box::new(ChainAgent::new(agents)))
+    Ok(Box::new(ChainAgent::with_members(
+        members,
+        spec.decide.unwrap_or_default(),
+        spec.tie.unwrap_or_default(),
+    )))
+}
+
+/// A chain's agent: a proposing agent, or a judge's or filter's model.
+fn member(a: &AgentSpec, defaults: &AgentDefaults) -> Result<Member, AgentError> {
+    let role = a.role.unwrap_or_default();
+    if role == ChainRole::Propose {
+        return Ok(Member::Propose(build_recording_agent(a, defaults, None)?));
+    }
+    let kind = a.kind.unwrap_or(defaults.kind);
+    Ok(Member::Role(RoleModel {
+        role,
+        model: model(&a.model_config(kind, defaults), defaults)?,
+        prices: defaults.prices.clone(),
+    }))
 }
 
 /// The first key a composite spec's models lack.
@@ -261,11 +347,13 @@ pub(super) fn missing_key(
         AgentKind::Planned => planned_configs(spec, defaults)
             .iter()
             .find_map(|cfg| defaults.lacks_key(cfg, env)),
-        AgentKind::Chain => spec
-            .agents
-            .iter()
-            .flatten()
-            .find_map(|a| defaults.missing_key(a, env)),
+        AgentKind::Chain => spec.agents.iter().flatten().find_map(|a| {
+            let plain = AgentSpec {
+                role: None,
+                ..a.clone()
+            };
+            defaults.missing_key(&plain, env)
+        }),
         _ => None,
     }
 }

@@ -1,6 +1,8 @@
 //! The grounding fallback: when the navigator's target cannot be resolved from the
-//! element map (no such id, or only a description), a `Grounder` is asked for the
-//! point on the screenshot. `ModelGrounder` asks a vision model in one of the vision
+//! element map (no such id, or only a description), or its answer carries a
+//! `confidence` below the agent's `grounding_below`, a `Grounder` is asked for the
+//! point on the screenshot (a `grounding_fallback` annotation on the step, published as
+//! `agent.grounding_fallback`). `ModelGrounder` asks a vision model in one of the vision
 //! formats and keeps the point of the tap it answers with.
 
 use std::sync::Arc;
@@ -105,5 +107,24 @@ impl Grounder for ModelGrounder {
             model_calls: meter.calls,
             calls: meter.log,
         })
+    }
+}
+
+/// Where a grounded point is, for the step's record: the point, and the element there.
+pub fn describe_point(p: NormPoint, obs: &super::Observation) -> String {
+    let at = format!("point ({:.3}, {:.3})", p.x(), p.y());
+    let Some((w, h)) = obs.screenshot.as_ref().and_then(|s| s.dimensions()) else {
+        return at;
+    };
+    let px = crate::domain::PixelPoint {
+        x: (p.x() * f64::from(w)) as i32,
+        y: (p.y() * f64::from(h)) as i32,
+    };
+    let el = (obs.screen.actionable_elements.iter())
+        .filter(|e| e.bounds.contains(px))
+        .min_by_key(|e| i64::from(e.bounds.width()) * i64::from(e.bounds.height()));
+    match el {
+        Some(e) => format!("{at}, element {} {} \"{}\"", e.element_id, e.kind, e.text),
+        None => at,
     }
 }

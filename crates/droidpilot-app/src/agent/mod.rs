@@ -6,6 +6,7 @@
 
 pub mod chain;
 pub mod composite;
+pub mod consensus;
 pub mod context;
 pub mod flow;
 pub mod grounding;

@@ -18,7 +18,7 @@ use super::grounding::{Grounder, GroundingRequest};
 use super::parse_error::ParseError;
 use super::recording::{RECORDING_PROMPT, Recording};
 use super::{Agent, AgentContext, AgentError, Decision, McpTool, Meter, ProducedScript};
-use crate::domain::ActionParser;
+use crate::domain::{ActionParser, GroundingReason};
 use crate::llm::{
     ChatModel, ChatRequest, Message, Part, PriceTable, Role, ToolCall, ToolChoice, ToolSpec,
 };
@@ -193,6 +193,8 @@ pub struct NavigatorAgent {
     prices: PriceTable,
     screenshot: bool,
     grounder: Option<Arc<dyn Grounder>>,
+    /// `grounding_below`: a `tap` whose `confidence` is below this is grounded instead.
+    grounding_below: Option<f64>,
     /// Set with `"record": true`: the script being recorded (`recording.rs`).
     recording: Option<Recording>,
 }
@@ -257,6 +259,7 @@ impl NavigatorAgent {
             prices,
             screenshot,
             grounder: None,
+            grounding_below: None,
             recording: None,
         }
     }
@@ -323,6 +326,58 @@ impl NavigatorAgent {
         self.system
             .push_str("- For an element without an id, describe it in `description`.\n");
         self
+    }
+
+    /// Re-grounds a `tap` (or held tap) whose `confidence` is below `threshold`: the
+    /// tool takes a `confidence` (0–1), offered only here so that the navigator's
+    /// fixed prompt stays the same without it.
+    pub fn with_grounding_below(mut self, threshold: f64) -> Self {
+        self.grounding_below = Some(threshold);
+        if let Some(tap) = self.tools.iter_mut().find(|t| t.name == "tap")
+            && let Some(Value::Object(props)) = tap.parameters.get_mut("properties")
+        {
+            props.insert("confidence".into(), json!({"type": "number"}));
+        }
+        self.system
+            .push_str("- In `tap`, give `confidence`: 0–1, how sure you are of the element.\n");
+        self
+    }
+
+    /// A tap the navigator is not sure of (`confidence` below `grounding_below`) on an
+    /// element it named: the element's words become the grounder's description.
+    fn unsure(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        confidence: Option<f64>,
+        description: Option<&str>,
+        screen: &crate::screen::ScreenRepresentation,
+    ) -> Option<Interpreted> {
+        let c = confidence?;
+        if !matches!(name, "tap" | "long_press") || self.grounder.is_none() {
+            return None;
+        }
+        if c >= self.grounding_below? {
+            return None;
+        }
+        let el = self.find_element(args, screen, name).ok()?;
+        let before = format!("element {} {} \"{}\"", el.element_id, el.kind, el.text);
+        let description = match description {
+            Some(d) => d.to_string(),
+            None if el.text.is_empty() => format!("the {} at {:?}", el.kind, el.bounds),
+            None => format!("the {} \"{}\"", el.kind, el.text),
+        };
+        let mut args = args.clone();
+        args.remove("element");
+        args.remove("selector");
+        Some(Interpreted::Ground {
+            name: name.into(),
+            args,
+            description,
+            reason: GroundingReason::LowConfidence,
+            confidence: Some(c),
+            before,
+        })
     }
 
     pub fn build_request(&self, ctx: &AgentContext) -> ChatRequest {
@@ -396,6 +451,10 @@ impl NavigatorAgent {
             Some(Value::String(d)) if !d.trim().is_empty() => Some(d),
             _ => None,
         };
+        let confidence = args.remove("confidence").and_then(|v| v.as_f64());
+        if let Some(g) = self.unsure(name, &args, confidence, description.as_deref(), screen) {
+            return Ok(g);
+        }
         if let Some(Value::Number(n)) = args.get("element") {
             let id = n.as_u64();
             let known = id.is_some_and(|id| {
@@ -406,11 +465,15 @@ impl NavigatorAgent {
             });
             if !known {
                 if let Some(d) = description.filter(|_| self.grounder.is_some()) {
+                    let before = format!("element {n} (not on this screen): \"{d}\"");
                     args.remove("element");
                     return Ok(Interpreted::Ground {
                         name: name.into(),
                         args,
+                        before,
                         description: d,
+                        reason: GroundingReason::Unresolved,
+                        confidence,
                     });
                 }
                 return Err(ParseError::InvalidField {
@@ -429,7 +492,10 @@ impl NavigatorAgent {
                 (Some(d), true) => Ok(Interpreted::Ground {
                     name: name.into(),
                     args,
+                    before: format!("\"{d}\""),
                     description: d,
+                    reason: GroundingReason::Unresolved,
+                    confidence,
                 }),
                 _ => Err(ParseError::MissingField {
                     action: name.into(),
@@ -529,6 +595,10 @@ enum Interpreted {
         name: String,
         args: Map<String, Value>,
         description: String,
+        reason: GroundingReason,
+        confidence: Option<f64>,
+        /// The target as the navigator named it.
+        before: String,
     },
 }
 
@@ -561,6 +631,7 @@ impl Agent for NavigatorAgent {
         let mut retries = 0u32;
         let mut info_rounds = 0u32;
         let mut record_rounds = 0u32;
+        let mut fallback = None;
         loop {
             let reply = meter.call(self.model.as_ref(), &req).await?;
             let raw = render_calls(&reply.text, &reply.tool_calls);
@@ -587,6 +658,9 @@ impl Agent for NavigatorAgent {
                     name,
                     mut args,
                     description,
+                    reason,
+                    confidence,
+                    before,
                 }) => {
                     let shot = ctx.observation.screenshot.as_ref().ok_or_else(|| {
                         AgentError::Grounding(format!(
@@ -603,6 +677,12 @@ impl Agent for NavigatorAgent {
                         })
                         .await?;
                     meter.absorb(&g.calls);
+                    fallback = Some(crate::domain::Annotation::GroundingFallback {
+                        reason,
+                        confidence,
+                        before,
+                        after: super::grounding::describe_point(g.point, &ctx.observation),
+                    });
                     args.insert("coordinate".into(), json!([g.point.x(), g.point.y()]));
                     self.to_action(&name, args).map(Outcome::Act)
                 }
@@ -610,7 +690,9 @@ impl Agent for NavigatorAgent {
             };
             let (feedback, is_error) = match outcome {
                 Ok(Outcome::Act(action)) => {
-                    return Ok(meter.decision(thinking, action, raw, retries));
+                    let mut d = meter.decision(thinking, action, raw, retries);
+                    d.annotations.extend(fallback.take());
+                    return Ok(d);
                 }
                 Ok(Outcome::Recorded) if record_rounds < MAX_INFO_ROUNDS => {
                     record_rounds += 1;

@@ -45,7 +45,8 @@ pub enum AgentKind {
     /// An acting agent (`fast`) with a planner, a progress checker and a completion
     /// verifier (seed 002).
     Planned,
-    /// Several agents in order at each step; the last one's action is taken (seed 000).
+    /// Several agents in order at each step; the last one's action, the majority's or a
+    /// judge's is taken (seed 000).
     Chain,
     /// Runs a Maestro flow with Maestro's semantics, no model.
     Flow,
@@ -182,6 +183,23 @@ pub struct AgentSpec {
     /// (its configured model's settings when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<crate::llm::ScreenshotEncoding>,
+    /// Chains only: how the step's action is chosen from the agents' proposals: `last`
+    /// (default), `majority`, or `judge` (the agent with `"role": "judge"` picks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decide: Option<crate::domain::ChainDecide>,
+    /// Chains with `"decide": "majority"`: whose action is taken when no action has the
+    /// most proposals: `last` (default) or `first` proposing agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie: Option<crate::domain::TieRule>,
+    /// A chain's agents only: `propose` (default), `filter` (changes the observation the
+    /// agents after it get, proposes nothing) or `judge` (picks a proposal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<super::consensus::ChainRole>,
+    /// Navigators only: an answer whose `confidence` is below this (0–1) has its target
+    /// located by the grounding model (`[agent.grounding]`) instead. Off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub grounding_below: Option<f64>,
 }
 
 /// Whether a task's agent object asks for OCR (`"ocr": true`).
@@ -355,6 +373,7 @@ impl AgentSpec {
         let kind = self.kind.unwrap_or(defaults.kind);
         self.refuse_composite_fields(kind)?;
         self.check_screenshot(kind)?;
+        self.check_grounding_below(kind, defaults)?;
         if kind != AgentKind::Flow {
             self.refuse_flow_fields()?;
         }
@@ -513,6 +532,36 @@ impl AgentSpec {
         )
     }
 
+    /// `grounding_below`: a navigator's, between 0 and 1, with a grounding model to ask.
+    fn check_grounding_below(
+        &self,
+        kind: AgentKind,
+        defaults: &AgentDefaults,
+    ) -> Result<(), SpecError> {
+        let Some(t) = self.grounding_below else {
+            return Ok(());
+        };
+        if kind != AgentKind::Navigator {
+            return Err(SpecError::new(
+                "grounding_below",
+                "is for navigators only (the grounding model locates a navigator's target)",
+            ));
+        }
+        if !(0.0..=1.0).contains(&t) {
+            return Err(SpecError::new(
+                "grounding_below",
+                format!("is a confidence between 0 and 1, got {t}"),
+            ));
+        }
+        if defaults.grounding.is_none() {
+            return Err(SpecError::new(
+                "grounding_below",
+                "needs a grounding model, and this server has none: configure [agent.grounding] (a vision model), or remove the field",
+            ));
+        }
+        Ok(())
+    }
+
     /// `screenshot` only on the agents that send one, with settings that make sense.
     fn check_screenshot(&self, kind: AgentKind) -> Result<(), SpecError> {
         let Some(enc) = &self.screenshot else {
@@ -561,6 +610,23 @@ impl AgentSpec {
                     "is for planned agents only (\"kind\": \"planned\")",
                 ));
             }
+        }
+        for (f, set) in [
+            ("decide", self.decide.is_some()),
+            ("tie", self.tie.is_some()),
+        ] {
+            if set && kind != AgentKind::Chain {
+                return Err(SpecError::new(
+                    f,
+                    "is for chains only (\"kind\": \"chain\")",
+                ));
+            }
+        }
+        if self.role.is_some() {
+            return Err(SpecError::new(
+                "role",
+                "is for the agents of a chain only (set it in one of `agents`)",
+            ));
         }
         if self.windows.is_some() && kind != AgentKind::Split {
             return Err(SpecError::new(
@@ -987,6 +1053,9 @@ pub fn build_recording_agent(
                     defaults.grounding_format,
                     defaults.prices.clone(),
                 )));
+                if let Some(t) = spec.grounding_below {
+                    nav = nav.with_grounding_below(t);
+                }
             }
             if let Some(goal) = record {
                 nav = nav.with_recording(goal);
@@ -1117,7 +1186,7 @@ mod tests {
         assert_eq!(err(json!({"base_url": "gpu:8000"})).field, "base_url");
         assert_eq!(
             err(json!({"modle": "x"})).to_string(),
-            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal, windows, ocr, screenshot"
+            "agent.modle: unknown field (did you mean `model`?); fields: kind, format, provider, model, base_url, server, actions, on_error, script, script_id, script_version, inputs, recovery, planner, fast, verifier, planning, agents, flow, files, entry, env, heal, windows, ocr, screenshot, decide, tie, role, grounding_below"
         );
         assert_eq!(
             err(json!({"kind": "replay", "actions": [], "on_error": "ignore"})).to_string(),

@@ -201,6 +201,105 @@ pub enum Annotation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         proposed: Option<String>,
     },
+    /// A chain with `decide` set to `majority` or `judge` chose among its agents'
+    /// proposals: who proposed what, which was taken and why.
+    Consensus {
+        decide: ChainDecide,
+        /// Every proposing agent's action, in chain order (numbered from 1 as `chosen`).
+        proposals: Vec<Proposal>,
+        /// The number (from 1) of the proposal taken.
+        chosen: u32,
+        /// `majority`: the most proposals meant that action; `tie`: no single action had
+        /// the most (or none was proposed twice) and `tie_rule` chose; `judge`: the judge
+        /// agent chose.
+        outcome: ConsensusOutcome,
+        /// How many proposals meant the action taken.
+        votes: u32,
+        /// The rule that chose on a tie.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tie_rule: Option<TieRule>,
+        /// The judge agent, and its answer as it wrote it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judge: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judge_answer: Option<String>,
+    },
+    /// A chain's filter agent changed the observation the agents after it received.
+    ObservationChanged {
+        by: String,
+        /// Element ids left out of the next agents' element list.
+        dropped: Vec<u32>,
+        /// A note added for them (after the task, with the guidance).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// The navigator's target was located by the grounding model instead (also published
+    /// as `agent.grounding_fallback`).
+    GroundingFallback {
+        reason: GroundingReason,
+        /// The confidence the navigator gave its answer (0–1), when it gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        /// The target as the navigator named it (`element 3 "Send"`, a description).
+        before: String,
+        /// Where the grounding model put it: the point, and the element there if any.
+        after: String,
+    },
+}
+
+/// One chain agent's proposal at a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Proposal {
+    /// The agent (`navigator openai:gpt-4o-mini`), with its place in the chain.
+    pub agent: String,
+    /// Its action, as JSON text.
+    pub action: String,
+    /// Its reasoning, if it gave any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub thinking: String,
+}
+
+/// How a chain turns its agents' proposals into the step's action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainDecide {
+    /// Each agent sees the proposals before it; the last one's action is taken.
+    #[default]
+    Last,
+    /// Every agent proposes on its own; the action most of them mean is taken.
+    Majority,
+    /// Every agent proposes; the chain's judge agent picks one.
+    Judge,
+}
+
+/// What a majority chain takes when no action has the most proposals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TieRule {
+    /// The last proposing agent's action (as `decide: last` would).
+    #[default]
+    Last,
+    /// The first proposing agent's action.
+    First,
+}
+
+/// How a consensus was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsensusOutcome {
+    Majority,
+    Tie,
+    Judge,
+}
+
+/// Why the navigator's target went to the grounding model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GroundingReason {
+    /// The navigator answered with a confidence below the agent's `grounding_below`.
+    LowConfidence,
+    /// The navigator's target is not on the screen (an unknown id, only a description).
+    Unresolved,
 }
 
 /// What the stale-screen check did with a target that changed under the decision.
@@ -229,6 +328,10 @@ pub enum ModelRole {
     Grounder,
     /// A script's AI-in-the-middle recovery.
     Recovery,
+    /// A chain's filter agent (changes the observation the next agents get).
+    Filter,
+    /// A chain's judge agent (picks one of the proposals).
+    Judge,
 }
 
 impl ModelRole {

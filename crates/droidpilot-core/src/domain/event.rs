@@ -226,6 +226,22 @@ pub enum TaskEvent {
         step: u32,
         annotation: super::Annotation,
     },
+    /// The navigator's target was located by the grounding model: its answer's confidence
+    /// was below the agent's `grounding_below`, or its target was not on the screen.
+    /// Published with the step (which carries the same as a `grounding_fallback`
+    /// annotation), before its `step.executed`.
+    #[serde(rename = "agent.grounding_fallback")]
+    GroundingFallback {
+        task_id: TaskId,
+        step: u32,
+        reason: super::GroundingReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        /// The target as the navigator named it.
+        before: String,
+        /// Where the grounding model put it.
+        after: String,
+    },
     /// The runner's stuck detector fired: the same screen, or the same element tapped,
     /// too many times in a row. `response` says what the runner did about it.
     #[serde(rename = "step.stuck")]
@@ -369,6 +385,7 @@ impl TaskEvent {
             StepDecided { .. } => "step.decided",
             StepExecuted { .. } => "step.executed",
             StepAnnotated { .. } => "step.annotated",
+            GroundingFallback { .. } => "agent.grounding_fallback",
             StepStuck { .. } => "step.stuck",
             ModelRetry { .. } => "model.retry",
             ActionRetry { .. } => "action.retry",

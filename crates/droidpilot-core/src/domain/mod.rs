@@ -4,8 +4,8 @@
 pub mod action;
 pub mod annotation;
 pub use annotation::{
-    Annotation, Approach, ModelCall, ModelRole, Plan, PlanTrigger, SplitRecommendation,
-    StaleOutcome,
+    Annotation, Approach, ChainDecide, ConsensusOutcome, GroundingReason, ModelCall, ModelRole,
+    Plan, PlanTrigger, Proposal, SplitRecommendation, StaleOutcome, TieRule,
 };
 pub mod element;
 pub mod geometry;

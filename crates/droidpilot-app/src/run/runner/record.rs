@@ -14,7 +14,7 @@ use crate::agent::Decision;
 use crate::agent::context::{Note, StepRecord};
 use crate::device::{Device, DeviceError};
 use crate::domain::{
-    Action, CoordinateTransform, ScreenSize, Step, StepOutcome, StepScreen, StepStatus,
+    Action, Annotation, CoordinateTransform, ScreenSize, Step, StepOutcome, StepScreen, StepStatus,
     StepTimings, TaskEvent, TaskId,
 };
 use crate::screen::Screen;
@@ -501,6 +501,22 @@ fn sealed(step: &mut Step, step_start: Instant) -> Vec<TaskEvent> {
             annotation: a.clone(),
         })
         .collect();
+    events.extend(step.annotations.iter().filter_map(|a| match a {
+        Annotation::GroundingFallback {
+            reason,
+            confidence,
+            before,
+            after,
+        } => Some(TaskEvent::GroundingFallback {
+            task_id: step.task_id,
+            step: step.n,
+            reason: *reason,
+            confidence: *confidence,
+            before: before.clone(),
+            after: after.clone(),
+        }),
+        _ => None,
+    }));
     events.push(executed_event(step));
     events
 }
