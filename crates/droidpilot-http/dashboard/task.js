@@ -8,7 +8,7 @@ import { h, fill, badge, flash, duration, when, actionText, isTerminal, inBrowse
 import { annotatedShot } from "./overlay.js";
 import { takeover } from "./takeover.js";
 
-const STEP_EVENTS = new Set(["step.observed", "step.decided", "step.executed", "step.annotated", "step.stuck", "model.retry", "action.retry"]);
+const STEP_EVENTS = new Set(["step.observed", "step.decided", "step.executed", "step.annotated", "step.stuck", "model.retry", "action.retry", "agent.grounding_fallback"]);
 
 function stepMs(t) {
   if (!t) return 0;
