@@ -454,6 +454,10 @@ pub struct BenchFlowsArgs {
     /// The virtual phones' latency profile (`fast`, `pixel-8`, `budget`).
     #[arg(long, default_value = "pixel-8")]
     pub profile: String,
+    /// Phones hand over raw pixels (the virtual phone's own form) and droidpilot encodes
+    /// the PNG it keeps; by default they send PNG, as `screencap -p` does.
+    #[arg(long)]
+    pub raw_frames: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -472,6 +476,7 @@ pub async fn bench_flows(args: BenchFlowsArgs) -> anyhow::Result<()> {
         dir: args.dir,
         phones: args.phones.max(1),
         profile,
+        raw_frames: args.raw_frames,
     })
     .await
     .map_err(|e| anyhow::anyhow!(e))?;

@@ -32,6 +32,7 @@ pub mod flows;
 pub mod noop_model;
 pub mod ocr;
 pub mod oracle;
+pub mod phone_time;
 pub mod real_drift;
 pub mod replay;
 pub mod rss;

@@ -816,6 +816,15 @@ pub(crate) fn check_action(
 ) -> Action {
     Action::Custom(crate::domain::action::CustomAction {
         name: flow_check::NAME.into(),
-        args: flow_check::args(until, sel, timeout_ms, fail),
+        args: flow_check::args(until, sel, timeout_ms, fail, None),
+    })
+}
+
+/// The `flow_check` action that waits for the screen to hold still, `seen` being the
+/// content hash of the screen the step was decided on (its first equal read settles it).
+pub(crate) fn settle_action(timeout_ms: u64, seen: Option<u64>) -> Action {
+    Action::Custom(crate::domain::action::CustomAction {
+        name: flow_check::NAME.into(),
+        args: flow_check::args(Until::Settled, None, timeout_ms, false, seen),
     })
 }

@@ -9,7 +9,10 @@ use droidpilot_maestro::ast::{
 use droidpilot_maestro::expr::{ExprError, JsValue};
 use rand::Rng;
 
-use super::{ANIMATION_MS, FlowAgent, LOOKUP_MS, OPTIONAL_LOOKUP_MS, Run, check_action, program};
+use super::{
+    ANIMATION_MS, FlowAgent, LOOKUP_MS, OPTIONAL_LOOKUP_MS, Run, check_action, program,
+    settle_action,
+};
 use crate::agent::AgentContext;
 use crate::domain::action::{SwipePath, TargetField};
 use crate::domain::{Action, AppRef, Bounds, Direction, Key, NormPoint, Orientation, Target};
@@ -342,7 +345,7 @@ fn tap(a: &mut FlowAgent, cmd: &Command, t: &Tap, ctx: &AgentContext) -> Result<
                 .push("the screen did not change: tapping again (retryTapIfNoChange)".into());
             return Ok(Run::Emit(tap_action(t.kind, p)));
         }
-        return settle(a, t.wait_to_settle_ms);
+        return settle(a, t.wait_to_settle_ms, ctx);
     }
     let p = match &t.target {
         MTarget::Element(sel) => match locate(a, cmd, sel, ctx)? {
@@ -357,17 +360,12 @@ fn tap(a: &mut FlowAgent, cmd: &Command, t: &Tap, ctx: &AgentContext) -> Result<
     Ok(Run::Emit(tap_action(t.kind, p)))
 }
 
-/// `waitToSettleTimeoutMs`: one settle wait, when given.
-fn settle(a: &mut FlowAgent, ms: Option<u64>) -> Result<Run, String> {
+/// `waitToSettleTimeoutMs`: one settle wait, when given, from the screen observed.
+fn settle(a: &mut FlowAgent, ms: Option<u64>, ctx: &AgentContext) -> Result<Run, String> {
     match ms {
         Some(ms) if !a.tries.settled => {
             a.tries.settled = true;
-            Ok(Run::Emit(check_action(
-                Until::Settled,
-                None,
-                ms.min(30_000),
-                false,
-            )))
+            Ok(Run::Emit(settle_action(ms.min(30_000), screen_key(ctx))))
         }
         _ => Ok(Run::Done),
     }
@@ -395,7 +393,7 @@ fn norm(tree: &UiTree, p: [u32; 2]) -> Result<NormPoint, String> {
 fn swipe(a: &mut FlowAgent, cmd: &Command, s: &Swipe, ctx: &AgentContext) -> Result<Run, String> {
     if a.tries.taps > 0 {
         acted_ok(ctx)?;
-        return settle(a, s.wait_to_settle_ms);
+        return settle(a, s.wait_to_settle_ms, ctx);
     }
     let tree = tree(ctx)?;
     let path = match &s.motion {
@@ -467,7 +465,7 @@ fn scroll_until(
     if let Some(n) = find(ctx, &sel)?
         && shown_percent(tree(ctx)?, n) >= s.visibility_percentage
     {
-        return settle(a, s.wait_to_settle_ms);
+        return settle(a, s.wait_to_settle_ms, ctx);
     }
     let max = (timeout / 1000).max(1) as u32;
     if a.tries.stale >= 2 || a.tries.scrolls >= max {
@@ -646,7 +644,8 @@ pub(super) fn leaf(a: &mut FlowAgent, cmd: &Command, ctx: &AgentContext) -> Resu
         }
         CommandKind::WaitForAnimationToEnd(t) => {
             let ms = t.unwrap_or(ANIMATION_MS);
-            once(a, ctx, || check_action(Until::Settled, None, ms, false))
+            let seen = screen_key(ctx);
+            once(a, ctx, || settle_action(ms, seen))
         }
         CommandKind::Back => once(a, ctx, || Action::Key { key: Key::Back }),
         CommandKind::PressKey(k) => {
