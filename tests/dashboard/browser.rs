@@ -17,10 +17,10 @@ fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-struct Browser {
-    node: PathBuf,
-    chromium: PathBuf,
-    playwright: PathBuf,
+pub(crate) struct Browser {
+    pub node: PathBuf,
+    pub chromium: PathBuf,
+    pub playwright: PathBuf,
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -32,7 +32,7 @@ fn which(name: &str) -> Option<PathBuf> {
 }
 
 /// What the test needs, or a loud skip (a failure when `DROIDPILOT_REQUIRE_BROWSER=1`).
-fn browser() -> Option<Browser> {
+pub(crate) fn browser() -> Option<Browser> {
     let env_path = |k: &str| std::env::var_os(k).map(PathBuf::from);
     let node = which("node");
     let chromium = env_path("DROIDPILOT_CHROMIUM").or_else(|| which("chromium"));

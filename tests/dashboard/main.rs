@@ -6,6 +6,7 @@
 mod common;
 
 mod browser;
+mod replay_video;
 mod serving;
 mod ws_auth;
 
