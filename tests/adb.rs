@@ -930,3 +930,106 @@ async fn debug_mode_logs_each_adb_command_with_typed_text_masked() {
     // base64 of the text, as the ADB keyboard is sent it
     assert!(!log.contains("SHVudGVy"), "{log}");
 }
+
+/// The MP4 `adb pull` fetched: its one video track's codec, size, sample count and length.
+fn read_mp4(path: &str) -> (mp4::MediaType, (u16, u16), u32, Duration) {
+    let bytes = std::fs::read(path).unwrap();
+    let r = mp4::Mp4Reader::read_header(std::io::Cursor::new(&bytes), bytes.len() as u64)
+        .expect("an MP4 file");
+    let t = r.tracks().values().next().expect("a track");
+    let media = t.media_type().expect("a known codec");
+    (
+        media,
+        (t.width(), t.height()),
+        t.sample_count(),
+        r.duration(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screenrecord_over_adb_writes_an_mp4_until_its_limit_or_an_interrupt() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let local = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (w, h) = (
+        sim.info().await.unwrap().screen.width,
+        sim.info().await.unwrap().screen.height,
+    );
+
+    // A time limit ends it by itself; the file is an H.264 MP4 of the screen's size.
+    let o = server.adb(&[
+        "-s",
+        &serial,
+        "shell",
+        "screenrecord",
+        "--time-limit",
+        "1",
+        "/sdcard/a.mp4",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let o = server.adb(&["-s", &serial, "pull", "/sdcard/a.mp4", &local("a.mp4")]);
+    assert!(o.status.success(), "adb pull a.mp4: {o:?}");
+    let (media, size, frames, length) = read_mp4(&local("a.mp4"));
+    assert_eq!(media, mp4::MediaType::H264);
+    assert_eq!(size, (w as u16, h as u16));
+    assert_eq!(frames, 1, "a still screen is one frame");
+    assert!(length >= Duration::from_secs(1), "{length:?}");
+
+    // Without a limit it runs until `pkill -INT screenrecord`; a change on screen is a
+    // second frame.
+    let mut rec = Command::new("adb")
+        .args([
+            "-P",
+            &server.port.to_string(),
+            "-s",
+            &serial,
+            "shell",
+            "screenrecord",
+            "/sdcard/b.mp4",
+        ])
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    sim.launch_app(&AppRef::Label("Settings".into()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let o = server.adb(&["-s", &serial, "shell", "pkill", "-INT", "screenrecord"]);
+    assert!(o.status.success(), "pkill found the recording: {o:?}");
+    let status = tokio::task::spawn_blocking(move || rec.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        status.success(),
+        "screenrecord ends cleanly on SIGINT: {status:?}"
+    );
+    let o = server.adb(&["-s", &serial, "pull", "/sdcard/b.mp4", &local("b.mp4")]);
+    assert!(o.status.success(), "adb pull b.mp4: {o:?}");
+    let (_, _, frames, length) = read_mp4(&local("b.mp4"));
+    assert!(frames >= 2, "the launcher, then Settings: {frames} frames");
+    assert!(length < Duration::from_secs(60), "{length:?}");
+    let o = server.adb(&["-s", &serial, "shell", "pkill", "-INT", "screenrecord"]);
+    assert!(!o.status.success(), "nothing left to interrupt");
+
+    // Android's bounds: at most 180 s.
+    let o = server.adb(&[
+        "-s",
+        &serial,
+        "shell",
+        "screenrecord",
+        "--time-limit",
+        "181",
+        "/sdcard/c.mp4",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("[1,180]"),
+        "{o:?}"
+    );
+    adbd.shutdown();
+}

@@ -22,6 +22,7 @@ mod limits;
 mod model_keys;
 mod ocr;
 mod planned;
+mod replay_mp4;
 mod retention;
 mod rotate;
 mod run;

@@ -8,6 +8,7 @@ mod common;
 
 mod browser;
 mod flow_runs;
+mod replay_video;
 mod serving;
 mod ws_auth;
 

@@ -159,6 +159,7 @@ def test_steps_screenshots_trajectory_and_export(client: Client) -> None:
         assert json.load(member)["task"]["id"] == task.id
     assert f"{task.id}/screenshots/0001.png" in names
     assert client.replay_gif(task.id, width=120).startswith(b"GIF8")
+    assert client.replay_mp4(task.id, width=120)[4:8] == b"ftyp"
 
 
 def test_the_coordinator_contract(client: Client) -> None:

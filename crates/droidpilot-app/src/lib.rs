@@ -14,7 +14,7 @@
 //! The layers below are re-exported under their usual names (`domain`, `screen`,
 //! `script`, `store`, `adbd`), so a path reads the same in every crate above the core.
 
-pub use droidpilot_core::{domain, screen, script};
+pub use droidpilot_core::{domain, screen, script, video};
 pub use droidpilot_sim::adbd;
 pub use droidpilot_store as store;
 

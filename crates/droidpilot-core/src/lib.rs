@@ -4,9 +4,11 @@
 //! geometry, tasks, steps, events and their ids), `screen` (a UI dump parsed into elements,
 //! selectors, what changed between two screens), `script` (the script document and the
 //! Maestro importer: pure data over domain and screen), and `device` (the `Device` trait
-//! every phone backend implements, and the screenshot type). See ARCHITECTURE.md.
+//! every phone backend implements, and the screenshot type). `video` (RGBA frames to an
+//! H.264 MP4) stands apart: pure computation for the replay and the simulated phone. See ARCHITECTURE.md.
 
 pub mod device;
 pub mod domain;
 pub mod screen;
 pub mod script;
+pub mod video;

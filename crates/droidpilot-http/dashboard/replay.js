@@ -50,15 +50,17 @@ export async function renderReplay({ main }, id) {
   document.addEventListener("keydown", onKey);
 
   const gifPath = `/v1/tasks/${id}/replay.gif?width=360&frame_ms=800`;
+  const mp4 = () => h("button", { type: "button", class: "mp4-download",
+    onclick: () => download(`/v1/tasks/${id}/replay.mp4?width=360`, `${id}.mp4`).catch(flash) }, "Download MP4");
   fill(gif,
     h("button", { type: "button", onclick: async () => {
       try {
         fill(gif, h("img", { src: await blobUrl(gifPath), alt: "the run as an animated GIF", class: "gif-img" }),
-          h("button", { type: "button", onclick: () => download(gifPath, `${id}.gif`).catch(flash) }, "Download GIF"));
+          h("button", { type: "button", onclick: () => download(gifPath, `${id}.gif`).catch(flash) }, "Download GIF"), mp4());
       } catch (e) {
         flash(e.status === 404 ? "This server cannot make a GIF of this run." : e);
       }
-    } }, "Show as GIF"));
+    } }, "Show as GIF"), mp4());
 
   fill(main,
     h("h1", {}, task.instruction), badge(task.status), " ",

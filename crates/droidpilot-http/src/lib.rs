@@ -10,7 +10,7 @@
 // The application's modules under their usual names, so paths read `crate::core::Core`
 // here as in the application itself.
 use droidpilot_app::{
-    agent, apps, config, core, device, domain, run, screen, script, service, store,
+    agent, apps, config, core, device, domain, run, screen, script, service, store, video,
 };
 
 pub mod cluster;
@@ -30,6 +30,7 @@ pub mod openapi;
 pub mod presets;
 pub mod remote;
 pub mod replay_gif;
+pub mod replay_mp4;
 pub mod scope;
 pub mod scripts;
 pub mod state;
@@ -143,6 +144,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::estimate))
         .routes(routes!(tasks::steps_csv))
         .routes(routes!(tasks::replay_gif))
+        .routes(routes!(tasks::replay_mp4))
         .routes(routes!(tasks::result))
         .routes(routes!(scripts::create_script, scripts::list_scripts))
         .routes(routes!(

@@ -4,8 +4,7 @@
 //! `MAX_FRAMES` frames (evenly sampled, the last step always kept) and `MAX_BYTES` of
 //! output (frames past it are dropped, and the GIF ends there).
 //!
-//! An MP4 is not offered: no pure-Rust H.264 encoder crate is in the tree, and shelling out
-//! to ffmpeg would add a runtime dependency a fresh machine lacks.
+//! The same frames, marks included, make the MP4 (`replay_mp4`).
 
 use image::codecs::gif::{GifEncoder, Repeat};
 use image::{Delay, Frame, Rgba, RgbaImage};
@@ -81,7 +80,7 @@ impl std::io::Write for Counted<'_> {
 }
 
 /// One frame: the screenshot scaled to `width`, with the action drawn on it.
-fn frame(f: &StepFrame, width: u32) -> Result<RgbaImage, String> {
+pub(crate) fn frame(f: &StepFrame, width: u32) -> Result<RgbaImage, String> {
     let img = image::load_from_memory_with_format(&f.png, image::ImageFormat::Png)
         .map_err(|e| format!("bad screenshot: {e}"))?
         .to_rgba8();

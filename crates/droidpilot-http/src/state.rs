@@ -25,6 +25,8 @@ pub struct AppState {
     pub frames: Arc<super::frames::FrameCache>,
     /// Phones people hold by hand from the dashboard's phone panel.
     pub controls: Arc<crate::service::remote::Controls>,
+    /// Finished tasks' replay videos, so a player's range requests do not re-encode.
+    pub replays: Arc<super::replay_mp4::Cache>,
 }
 
 impl AppState {
@@ -60,6 +62,7 @@ impl AppState {
             started_at: Instant::now(),
             frames: Arc::new(super::frames::FrameCache::new(frame_interval)),
             controls: crate::service::remote::Controls::new(control_ttl),
+            replays: Arc::default(),
         }
     }
 }

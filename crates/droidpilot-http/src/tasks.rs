@@ -451,8 +451,7 @@ pub struct GifParams {
 }
 
 /// The run as an animated GIF: one frame per step screenshot (at most 120, evenly
-/// spread), scaled to `width`, with each step's tap point or swipe drawn in red. No MP4:
-/// there is no encoder for it without ffmpeg.
+/// spread), scaled to `width`, with each step's tap point or swipe drawn in red.
 #[utoipa::path(
     get, path = "/v1/tasks/{id}/replay.gif", tag = "tasks",
     params(("id" = String, Path, description = "Task id (UUID)"), GifParams),
@@ -467,7 +466,7 @@ pub async fn replay_gif(
     Path(id): Path<TaskId>,
     Query(p): Query<GifParams>,
 ) -> Result<axum::response::Response, ApiError> {
-    use super::replay_gif::{StepFrame, pick, render};
+    use super::replay_gif::{StepFrame, render};
     use axum::response::IntoResponse;
     let width = p.width.unwrap_or(360);
     let frame_ms = p.frame_ms.unwrap_or(800);
@@ -480,19 +479,11 @@ pub async fn replay_gif(
         ));
     }
     let steps = s.store.steps(id).await?;
-    let mut frames = Vec::new();
-    for step in pick(&steps) {
-        let Some(sha) = &step.screenshot else {
-            continue;
-        };
-        let got = s.artifacts.get(sha).await;
-        if let Ok(Some((art, png))) = got
-            && art.media_type == "image/png"
-        {
-            let detail = step.outcome.detail.clone();
-            frames.push(StepFrame { png, detail });
-        }
-    }
+    let frames: Vec<StepFrame> = step_frames(&s, &steps)
+        .await
+        .into_iter()
+        .map(|(_, f)| f)
+        .collect();
     if frames.is_empty() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -514,4 +505,97 @@ pub async fn replay_gif(
         gif,
     )
         .into_response())
+}
+
+/// The steps the replay shows (`replay_gif::pick`) that have a stored PNG screenshot,
+/// each with its frame to draw.
+async fn step_frames<'a>(
+    s: &AppState,
+    steps: &'a [crate::domain::Step],
+) -> Vec<(&'a crate::domain::Step, super::replay_gif::StepFrame)> {
+    let mut frames = Vec::new();
+    for step in super::replay_gif::pick(steps) {
+        let Some(sha) = &step.screenshot else {
+            continue;
+        };
+        if let Ok(Some((art, png))) = s.artifacts.get(sha).await
+            && art.media_type == "image/png"
+        {
+            let detail = step.outcome.detail.clone();
+            frames.push((step, super::replay_gif::StepFrame { png, detail }));
+        }
+    }
+    frames
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct Mp4Params {
+    /// Video width in pixels, 64–1080 (default 360; never wider than the screenshots;
+    /// rounded down to even).
+    #[param(minimum = 64, maximum = 1080)]
+    width: Option<u32>,
+}
+
+/// The run as an H.264 MP4: the GIF's frames (step screenshots, at most 120, with each
+/// tap or swipe drawn in red), each held for the real time until the next step (0.2–5 s;
+/// the last 2 s). Answers single `Range` requests (206), so a `<video>` can seek.
+#[utoipa::path(
+    get, path = "/v1/tasks/{id}/replay.mp4", tag = "tasks",
+    params(("id" = String, Path, description = "Task id (UUID)"), Mp4Params),
+    responses(
+        (status = 200, content_type = "video/mp4", body = Vec<u8>),
+        (status = 206, description = "The byte range asked for", content_type = "video/mp4", body = Vec<u8>),
+        (status = 400, description = "A bad `width`", body = ErrorResponse),
+        (status = 404, description = "No such task", body = ErrorResponse),
+        (status = 409, description = "No step has a screenshot yet (`no_screenshots`)", body = ErrorResponse),
+        (status = 416, description = "The range starts past the video's end"),
+    )
+)]
+pub async fn replay_mp4(
+    State(s): State<AppState>,
+    Path(id): Path<TaskId>,
+    Query(p): Query<Mp4Params>,
+    headers: HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    let width = p.width.unwrap_or(360);
+    if !(64..=1080).contains(&width) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("width {width} is out of range"),
+            "Use 64 ≤ width ≤ 1080.",
+        ));
+    }
+    let task = s.store.get_task(id).await?;
+    let name = format!("{id}.mp4");
+    if let Some(video) = s.replays.get(id, width) {
+        return Ok(super::replay_mp4::respond(video, &headers, &name));
+    }
+    let video = bytes::Bytes::from(render_mp4(&s, id, width).await?);
+    if task.status.is_terminal() {
+        s.replays.put(id, width, video.clone());
+    }
+    Ok(super::replay_mp4::respond(video, &headers, &name))
+}
+
+/// Encodes a task's replay video from its step screenshots.
+async fn render_mp4(s: &AppState, id: TaskId, width: u32) -> Result<Vec<u8>, ApiError> {
+    let steps = s.store.steps(id).await?;
+    let picked = step_frames(s, &steps).await;
+    if picked.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "no_screenshots",
+            format!("task {id} has no step screenshots to record yet"),
+            "Screenshots are kept for steps whose screen was not secure; wait for the task's first step.",
+        ));
+    }
+    let (shown, frames): (Vec<_>, Vec<_>) = picked.into_iter().unzip();
+    let ms = super::replay_mp4::durations(&shown);
+    let frames: Vec<_> = frames.into_iter().zip(ms).collect();
+    tokio::task::spawn_blocking(move || super::replay_mp4::render(frames, width))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(ApiError::internal)
 }

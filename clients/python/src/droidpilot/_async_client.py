@@ -221,6 +221,10 @@ class AsyncClient:
         )
         return data
 
+    async def replay_mp4(self, task_id: str, *, width: int | None = None) -> bytes:
+        data: bytes = await self._call(r.REPLAY_MP4(id=task_id, params={"width": width}))
+        return data
+
     async def result(self, task_id: str) -> MobileTaskResult:
         return MobileTaskResult.from_dict(await self._call(r.RESULT(id=task_id)))
 

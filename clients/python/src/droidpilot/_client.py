@@ -239,6 +239,11 @@ class Client:
         data: bytes = self._call(r.REPLAY_GIF(id=task_id, params={"width": width, "frame_ms": frame_ms}))
         return data
 
+    def replay_mp4(self, task_id: str, *, width: int | None = None) -> bytes:
+        """The run as an H.264 MP4, each step's screen held for its real time."""
+        data: bytes = self._call(r.REPLAY_MP4(id=task_id, params={"width": width}))
+        return data
+
     def result(self, task_id: str) -> MobileTaskResult:
         """The coordinator's result of an ended task (``ConflictError`` before it ends)."""
         return MobileTaskResult.from_dict(self._call(r.RESULT(id=task_id)))

@@ -44,6 +44,10 @@ pub struct PhoneState {
     /// The app `am start --windowingMode 3` put in split-screen's primary window, until
     /// `--windowingMode 4` names the secondary.
     pub split_primary: Option<String>,
+    /// `screenrecord` commands running, and `pkill -INT screenrecord` calls so far (a
+    /// recording stops when this changes).
+    pub screenrecords: usize,
+    pub interrupts: u64,
 }
 
 impl PhoneState {
@@ -72,6 +76,8 @@ impl PhoneState {
             density_override: None,
             executed: Vec::new(),
             split_primary: None,
+            screenrecords: 0,
+            interrupts: 0,
         }
     }
 
@@ -83,7 +89,7 @@ impl PhoneState {
 /// The command table for one served device.
 pub struct Commands {
     device: Arc<dyn Device>,
-    state: Arc<Mutex<PhoneState>>,
+    pub(super) state: Arc<Mutex<PhoneState>>,
 }
 
 fn out(s: impl Into<String>) -> CmdOutput {
@@ -154,7 +160,7 @@ impl Commands {
         Self { device, state }
     }
 
-    fn st(&self) -> std::sync::MutexGuard<'_, PhoneState> {
+    pub(super) fn st(&self) -> std::sync::MutexGuard<'_, PhoneState> {
         // A poisoned lock only means a handler panicked mid-update; the state is still usable.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -187,6 +193,8 @@ impl Commands {
             "head" => head(args, stdin),
             "wm" => self.wm(args).await,
             "screencap" => self.screencap(args).await,
+            "screenrecord" => self.screenrecord(args).await,
+            "pkill" => self.pkill(args),
             "uiautomator" => self.uiautomator(args).await,
             "input" => self.input(args).await,
             "am" => self.am(args).await,
@@ -285,7 +293,7 @@ impl Commands {
     }
 
     /// The screen as the logical display shows it: resized when `wm size` is overridden.
-    async fn capture(&self) -> Result<droidpilot_core::device::Screenshot, DeviceError> {
+    pub(super) async fn capture(&self) -> Result<droidpilot_core::device::Screenshot, DeviceError> {
         let shot = self.device.screenshot().await?;
         let Some(mut o) = self.st().size_override else {
             return Ok(shot);

@@ -3,13 +3,15 @@
 //!
 //! Pieces: `packet` (message codec), `shell_v2` (shell protocol framing), `cmdline` (the
 //! POSIX-style command line, never executing anything), `commands` (built-in Android
-//! commands over the `Device` trait plus adbd-local state), `server` (connections, streams,
+//! commands over the `Device` trait plus adbd-local state), `screenrecord` (a real MP4 of the
+//! screen, `pkill -INT screenrecord` to stop it), `server` (connections, streams,
 //! services), `sync` (the `sync:` file service behind `adb pull`/`push`); `droidpilot sim`
 //! serves it from `cli::sim`.
 
 pub mod cmdline;
 pub mod commands;
 pub mod packet;
+pub mod screenrecord;
 pub mod server;
 
 pub use server::{Adbd, AdbdOptions, serve};
