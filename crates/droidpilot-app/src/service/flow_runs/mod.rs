@@ -182,6 +182,7 @@ async fn prepare(core: &Core, req: NewFlowRun) -> Result<(FlowRun, Plan), AppErr
         exclude_tags: req.exclude_tags,
         env: req.env.keys().cloned().collect(),
         continue_on_failure: ws.config.continue_on_failure,
+        workspace: None,
         flows,
         created_at: chrono::Utc::now(),
         finished_at: None,
