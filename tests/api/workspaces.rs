@@ -240,8 +240,11 @@ async fn a_version_that_does_not_import_is_refused_naming_the_file_and_line_and_
     .await;
     assert_eq!(status, 422);
     assert!(msg.contains("not a path inside the workspace"), "{msg}");
-    let (status, code, _, _) = post(json!({"name": "  ", "files": {"a.yaml": PASSES}})).await;
-    assert_eq!((status, code.as_str()), (422, "invalid_name"));
+    let long = format!(" {} ", "n".repeat(199));
+    for name in ["  ", long.as_str()] {
+        let (status, code, _, _) = post(json!({"name": name, "files": {"a.yaml": PASSES}})).await;
+        assert_eq!((status, code.as_str()), (422, "invalid_name"), "{name:?}");
+    }
     let (status, _, msg, _) =
         post(json!({"name": "w", "files": {"a.yaml": PASSES}, "flies": 1})).await;
     assert_eq!(status, 422);

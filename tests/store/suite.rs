@@ -732,12 +732,16 @@ async fn workspace_versions_are_kept_with_their_files_and_pages_hold_the_latest_
         [a.clone(), a2.clone()]
     );
     let p1 = store.list_workspaces(None, 1).await.unwrap();
-    assert_eq!(p1.workspaces, [b.clone()], "newest first");
+    assert_eq!(p1.workspaces, std::slice::from_ref(&b), "newest first");
     let p2 = store
         .list_workspaces(p1.next_cursor.as_deref(), 1)
         .await
         .unwrap();
-    assert_eq!(p2.workspaces, [a2.clone()], "the latest version of each");
+    assert_eq!(
+        p2.workspaces,
+        std::slice::from_ref(&a2),
+        "the latest version of each"
+    );
     assert!(p2.next_cursor.is_none());
     assert!(matches!(
         store.list_workspaces(Some("nope"), 1).await,

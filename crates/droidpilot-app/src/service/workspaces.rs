@@ -58,11 +58,13 @@ fn invalid(message: impl Into<String>, hint: impl Into<String>) -> AppError {
 /// The name, trimmed, or the refusal of an empty or long one.
 pub fn check_name(name: &str) -> Result<String, AppError> {
     let n = name.trim();
-    if n.is_empty() || n.chars().count() > MAX_NAME_CHARS {
+    // Counted before trimming, as the OpenAPI `maxLength` counts.
+    if n.is_empty() || name.chars().count() > MAX_NAME_CHARS {
         return Err(AppError::invalid(
             "invalid_name",
             format!(
-                "`name` has {} characters; it takes 1 to {MAX_NAME_CHARS}",
+                "`name` has {} characters ({} without the spaces around it); it takes 1 to {MAX_NAME_CHARS}",
+                name.chars().count(),
                 n.chars().count()
             ),
             "Name the workspace after the app or suite it tests, e.g. \"checkout smoke\".",
