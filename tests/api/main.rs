@@ -33,3 +33,4 @@ mod streaming;
 mod takeover;
 mod tasks;
 mod webhook_hosts;
+mod workspaces;

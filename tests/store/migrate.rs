@@ -134,6 +134,22 @@ async fn filled(s: &SqliteStore) -> droidpilot::domain::TaskId {
     s.add_script_version(sc.id, &doc, ScriptSource::Uploaded)
         .await
         .unwrap();
+    let files =
+        std::collections::BTreeMap::from([("a.yaml".to_string(), "appId: a\n".to_string())]);
+    s.create_workspace(droidpilot::domain::StoredWorkspace {
+        info: droidpilot::domain::WorkspaceVersion {
+            id: droidpilot::domain::WorkspaceId::new(),
+            version: 1,
+            name: "ws".into(),
+            source: droidpilot::domain::WorkspaceSource::Uploaded,
+            created_at: chrono::Utc::now(),
+            files: vec![],
+            config: Default::default(),
+        },
+        files,
+    })
+    .await
+    .unwrap();
     t.id
 }
 
@@ -173,6 +189,7 @@ async fn a_sqlite_database_moves_to_postgres_whole_and_verified() {
     assert_eq!(row("steps"), "3 3");
     assert_eq!(row("events"), "4 4");
     assert_eq!(row("scripts"), "2 2");
+    assert_eq!(row("workspaces"), "1 1");
     assert!(
         !out.contains(db.url.rsplit_once('@').unwrap().0),
         "no password: {out}"
@@ -194,6 +211,11 @@ async fn a_sqlite_database_moves_to_postgres_whole_and_verified() {
             src.events_since(&stream, 0, 100).await.unwrap()
         );
     }
+    let ws = src.list_workspaces(None, 10).await.unwrap().workspaces[0].id;
+    assert_eq!(
+        dst.workspace(ws, None).await.unwrap(),
+        src.workspace(ws, None).await.unwrap()
+    );
     let page = src.list_scripts(None, 10).await.unwrap();
     let sid = page.scripts[0].id;
     assert_eq!(

@@ -663,6 +663,130 @@ async fn script_versions_are_kept_and_pages_hold_the_latest_of_each(store: S) {
     ));
 }
 
+fn workspace_draft(name: &str, text: &str) -> droidpilot::domain::StoredWorkspace {
+    use droidpilot::domain::{
+        StoredWorkspace, WorkspaceFile, WorkspaceFlow, WorkspaceId, WorkspaceSource,
+        WorkspaceSummary, WorkspaceVersion,
+    };
+    let files = std::collections::BTreeMap::from([("a.yaml".to_string(), text.to_string())]);
+    StoredWorkspace {
+        info: WorkspaceVersion {
+            id: WorkspaceId::new(),
+            version: 0,
+            name: name.into(),
+            source: WorkspaceSource::Uploaded,
+            created_at: chrono::Utc::now(),
+            files: vec![WorkspaceFile {
+                path: "a.yaml".into(),
+                bytes: text.len() as u64,
+                flow: true,
+            }],
+            config: WorkspaceSummary {
+                flows: vec![WorkspaceFlow {
+                    path: "a.yaml".into(),
+                    name: "a".into(),
+                    tags: vec!["smoke".into()],
+                }],
+                tags: vec!["smoke".into()],
+                globs: vec!["*".into()],
+                ..Default::default()
+            },
+        },
+        files,
+    }
+}
+
+// Workspaces are versioned like scripts: versions kept with their files (text with NUL
+// and non-ASCII included), the latest of each listed newest first, deleted whole.
+both!(workspace_versions_are_kept_with_their_files_and_pages_hold_the_latest_of_each);
+async fn workspace_versions_are_kept_with_their_files_and_pages_hold_the_latest_of_each(store: S) {
+    use droidpilot::domain::{FlowRunId, WorkspaceSource};
+    let a = store
+        .create_workspace(workspace_draft("a", "appId: x\n---\n- back\n"))
+        .await
+        .unwrap();
+    let b = store
+        .create_workspace(workspace_draft("b", "x"))
+        .await
+        .unwrap();
+    assert_eq!((a.version, a.name.as_str()), (1, "a"));
+    assert_ne!(a.id, b.id);
+    let mut healed = workspace_draft("a", "nul \u{0} and é \u{ffff}");
+    let run = FlowRunId::new();
+    healed.info.source = WorkspaceSource::Healed { flow_run: run };
+    let a2 = store.add_workspace_version(a.id, healed).await.unwrap();
+    assert_eq!((a2.id, a2.version), (a.id, 2));
+    assert_eq!(a2.source, WorkspaceSource::Healed { flow_run: run });
+    let latest = store.workspace(a.id, None).await.unwrap();
+    assert_eq!(latest.info, a2);
+    assert_eq!(latest.files["a.yaml"], "nul \u{0} and é \u{ffff}");
+    let first = store.workspace(a.id, Some(1)).await.unwrap();
+    assert_eq!(first.info, a);
+    assert_eq!(first.files["a.yaml"], "appId: x\n---\n- back\n");
+    assert!(matches!(
+        store.workspace(a.id, Some(9)).await,
+        Err(StoreError::WorkspaceVersionNotFound { version: 9, .. })
+    ));
+    assert_eq!(
+        store.workspace_versions(a.id).await.unwrap(),
+        [a.clone(), a2.clone()]
+    );
+    let p1 = store.list_workspaces(None, 1).await.unwrap();
+    assert_eq!(p1.workspaces, std::slice::from_ref(&b), "newest first");
+    let p2 = store
+        .list_workspaces(p1.next_cursor.as_deref(), 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        p2.workspaces,
+        std::slice::from_ref(&a2),
+        "the latest version of each"
+    );
+    assert!(p2.next_cursor.is_none());
+    assert!(matches!(
+        store.list_workspaces(Some("nope"), 1).await,
+        Err(StoreError::InvalidCursor(_))
+    ));
+    store.delete_workspace(a.id).await.unwrap();
+    for r in [
+        store.workspace(a.id, Some(1)).await.map(|_| ()),
+        store.workspace_versions(a.id).await.map(|_| ()),
+        store.delete_workspace(a.id).await,
+        store
+            .add_workspace_version(a.id, workspace_draft("a", "x"))
+            .await
+            .map(|_| ()),
+    ] {
+        assert!(matches!(r, Err(StoreError::WorkspaceNotFound(_))), "{r:?}");
+    }
+    assert_eq!(store.workspace(b.id, None).await.unwrap().info, b);
+}
+
+// New versions of one workspace at once get distinct numbers.
+both!(concurrent_workspace_versions_get_distinct_numbers);
+async fn concurrent_workspace_versions_get_distinct_numbers(store: S) {
+    let a = store
+        .create_workspace(workspace_draft("a", "x"))
+        .await
+        .unwrap();
+    let mut handles = Vec::new();
+    for _ in 0..4 {
+        let s = store.clone();
+        handles.push(tokio::spawn(async move {
+            s.add_workspace_version(a.id, workspace_draft("a", "y"))
+                .await
+                .unwrap()
+                .version
+        }));
+    }
+    let mut got = Vec::new();
+    for h in handles {
+        got.push(h.await.unwrap());
+    }
+    got.sort();
+    assert_eq!(got, [2, 3, 4, 5]);
+}
+
 // New versions of one script at once (two instances healing it) get distinct numbers.
 both!(concurrent_script_versions_get_distinct_numbers);
 async fn concurrent_script_versions_get_distinct_numbers(store: S) {
@@ -1192,6 +1316,10 @@ async fn flow_runs_are_saved_replaced_listed_and_found_running(s: Arc<dyn Store>
         exclude_tags: vec![],
         env: vec!["USER".into()],
         continue_on_failure: true,
+        workspace: Some(droidpilot::domain::WorkspaceRef {
+            id: droidpilot::domain::WorkspaceId::new(),
+            version: 3,
+        }),
         flows: vec![FlowResult::pending(
             "a.yaml",
             "a",

@@ -52,6 +52,42 @@ def test_a_stored_script_document_runs(client: Client) -> None:
     assert client.wait(client.scripts.run(stored.id).id, timeout=60).status == "succeeded"
 
 
+def test_a_stored_workspace_is_versioned_downloaded_and_run(client: Client) -> None:
+    import io
+    import time
+    import zipfile
+
+    flow = "appId: com.android.settings\ntags: [smoke]\n---\n- launchApp\n"
+    v1 = client.workspaces.create("py-suite", {"home.yaml": flow})
+    assert v1.version == 1 and v1.source == {"kind": "uploaded"}
+    assert [f.path for f in v1.config.flows] == ["home.yaml"] and v1.config.tags == ["smoke"]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("suite/home.yaml", flow)
+        z.writestr("suite/again.yaml", flow)
+    v2 = client.workspaces.add_version_zip(v1.id, buf.getvalue())
+    assert v2.version == 2 and v2.name == "py-suite"
+    assert [v.version for v in client.workspaces.versions(v1.id)] == [1, 2]
+    assert client.workspaces.version(v1.id, 1).contents == {"home.yaml": flow}
+    with zipfile.ZipFile(io.BytesIO(client.workspaces.download(v1.id, 2))) as z:
+        assert sorted(z.namelist()) == ["again.yaml", "home.yaml"]
+    assert v1.id in {w.id for w in client.workspaces.list(limit=100).workspaces}
+    with pytest.raises(droidpilot.ValidationError) as e:
+        client.workspaces.add_version(v1.id, {"bad.yaml": "appId: a\n---\n- flyToTheMoon: true\n"})
+    assert "bad.yaml line 3" in str(e.value)
+
+    run = client.flow_runs.start_workspace(v1.id, version=1, devices=["sim-1"])
+    assert run.workspace is not None and (run.workspace.id, run.workspace.version) == (v1.id, 1)
+    for _ in range(600):
+        if client.flow_runs.get(run.id).status != "running":
+            break
+        time.sleep(0.1)
+    assert client.flow_runs.get(run.id).status == "passed"
+    client.workspaces.delete(v1.id)
+    with pytest.raises(droidpilot.NotFoundError):
+        client.workspaces.get(v1.id)
+
+
 def test_devices_add_act_read_and_remove(client: Client) -> None:
     added = client.devices.add(sim="sim-py")
     assert added.id == "sim-py" and added.backend == "sim"

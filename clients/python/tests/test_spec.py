@@ -168,6 +168,8 @@ def test_both_clients_offer_the_same_calls() -> None:
         (droidpilot.Client, droidpilot.AsyncClient),
         (_client.Scripts, _async_client.AsyncScripts),
         (_client.Devices, _async_client.AsyncDevices),
+        (_client.Workspaces, _async_client.AsyncWorkspaces),
+        (_client.FlowRuns, _async_client.AsyncFlowRuns),
     ]
     for sync, asyn in pairs:
         public = {n for n in vars(sync) if not n.startswith("_")}

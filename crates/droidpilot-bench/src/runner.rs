@@ -806,6 +806,54 @@ impl Store for TimedStore {
     async fn running_flow_runs(&self) -> Result<Vec<crate::domain::FlowRun>, StoreError> {
         store_call!(self, "running_flow_runs", self.inner.running_flow_runs())
     }
+    async fn create_workspace(
+        &self,
+        draft: crate::domain::StoredWorkspace,
+    ) -> Result<crate::domain::WorkspaceVersion, StoreError> {
+        store_call!(self, "create_workspace", self.inner.create_workspace(draft))
+    }
+    async fn add_workspace_version(
+        &self,
+        id: crate::domain::WorkspaceId,
+        draft: crate::domain::StoredWorkspace,
+    ) -> Result<crate::domain::WorkspaceVersion, StoreError> {
+        store_call!(
+            self,
+            "add_workspace_version",
+            self.inner.add_workspace_version(id, draft)
+        )
+    }
+    async fn workspace(
+        &self,
+        id: crate::domain::WorkspaceId,
+        version: Option<u32>,
+    ) -> Result<crate::domain::StoredWorkspace, StoreError> {
+        store_call!(self, "workspace", self.inner.workspace(id, version))
+    }
+    async fn workspace_versions(
+        &self,
+        id: crate::domain::WorkspaceId,
+    ) -> Result<Vec<crate::domain::WorkspaceVersion>, StoreError> {
+        store_call!(
+            self,
+            "workspace_versions",
+            self.inner.workspace_versions(id)
+        )
+    }
+    async fn list_workspaces(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<crate::domain::WorkspacePage, StoreError> {
+        store_call!(
+            self,
+            "list_workspaces",
+            self.inner.list_workspaces(cursor, limit)
+        )
+    }
+    async fn delete_workspace(&self, id: crate::domain::WorkspaceId) -> Result<(), StoreError> {
+        store_call!(self, "delete_workspace", self.inner.delete_workspace(id))
+    }
     async fn delete_script(&self, id: ScriptId) -> Result<(), StoreError> {
         store_call!(self, "delete_script", self.inner.delete_script(id))
     }

@@ -37,6 +37,7 @@ pub mod state;
 pub mod streams;
 pub mod takeover;
 pub mod tasks;
+pub mod workspaces;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -178,6 +179,20 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(flow_runs::cancel_flow_run))
         .routes(routes!(flow_runs::flow_run_report))
         .routes(routes!(flow_runs::flow_run_events))
+        .routes(routes!(
+            workspaces::create_workspace,
+            workspaces::list_workspaces
+        ))
+        .routes(routes!(
+            workspaces::get_workspace,
+            workspaces::delete_workspace
+        ))
+        .routes(routes!(
+            workspaces::workspace_versions,
+            workspaces::add_workspace_version
+        ))
+        .routes(routes!(workspaces::workspace_version))
+        .routes(routes!(workspaces::workspace_zip))
         .split_for_parts();
     openapi::finish(&mut api);
     (router, api)

@@ -25,6 +25,7 @@ use crate::store::StoredEvent;
         (name = "health", description = "Probes and metrics"),
         (name = "dashboard", description = "What the dashboard's forms offer"),
         (name = "flows", description = "Maestro workspaces run across the pool: flow runs, their reports and events"),
+        (name = "workspaces", description = "Maestro workspaces stored on the server and versioned like scripts"),
     ),
     // Events travel on SSE and the WebSocket, not as a JSON body: listed here so a
     // dashboard or a coordinator can generate a client for them.
@@ -35,6 +36,7 @@ use crate::store::StoredEvent;
         TaskEvent,
         crate::script::ScriptId,
         crate::domain::FlowRunId,
+        crate::domain::WorkspaceId,
         super::scripts::ExportFormat,
         crate::service::flow_runs::ReportFormat,
         super::devices::ScreenFormat
@@ -143,6 +145,9 @@ pub fn finish(api: &mut utoipa::openapi::OpenApi) {
             }
             if path.starts_with("/v1/flow-runs/{id}") {
                 id_is_a_uuid(op, "FlowRunId");
+            }
+            if path.starts_with("/v1/workspaces/{id}") {
+                id_is_a_uuid(op, "WorkspaceId");
             }
             if path.starts_with("/v1/devices/{id}/") {
                 add_error(op, "502", "The device or its adb server failed the command");

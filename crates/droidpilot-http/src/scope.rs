@@ -125,6 +125,10 @@ mod tests {
             (Method::POST, "/v1/scripts", Scope::Admin),
             (Method::PUT, "/v1/scripts/x", Scope::Admin),
             (Method::POST, "/v1/scripts/import", Scope::Admin),
+            (Method::POST, "/v1/workspaces", Scope::Admin),
+            (Method::POST, "/v1/workspaces/x/versions", Scope::Admin),
+            (Method::DELETE, "/v1/workspaces/x", Scope::Admin),
+            (Method::GET, "/v1/workspaces/x/versions/1/zip", Scope::Read),
             (Method::POST, "/v1/something/new", Scope::Admin),
         ];
         for (m, p, want) in cases {

@@ -1,8 +1,8 @@
 //! Persistence behind one `Store` trait: tasks, steps, artifacts, events, interventions,
-//! scripts and devices. Callers hold an `Arc<dyn Store>` from `location::open`, which picks
-//! the backend from the configured location: `sqlite::SqliteStore` (one file, the default)
-//! or `postgres::PostgresStore` (a server several instances share). Both pass the same
-//! suite (`tests/store.rs`).
+//! scripts, stored workspaces and devices. Callers hold an `Arc<dyn Store>` from
+//! `location::open`, which picks the backend from the configured location:
+//! `sqlite::SqliteStore` (one file, the default) or `postgres::PostgresStore` (a server
+//! several instances share). Both pass the same suite (`tests/store.rs`).
 
 pub mod cluster;
 mod commit;
@@ -14,6 +14,7 @@ pub mod patient;
 mod pg_text;
 pub mod postgres;
 mod postgres_cluster;
+mod postgres_workspaces;
 pub mod row;
 pub mod sqlite;
 mod step_row;
@@ -23,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use droidpilot_core::domain::{
-    FlowRun, FlowRunId, FlowRunPage, Intervention, Step, Task, TaskId, TaskSpec, TaskStatus,
+    FlowRun, FlowRunId, FlowRunPage, Intervention, Step, StoredWorkspace, Task, TaskId, TaskSpec,
+    TaskStatus, WorkspaceId, WorkspacePage, WorkspaceVersion,
 };
 use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
@@ -68,6 +70,13 @@ pub enum StoreError {
     #[error("script {id} has no version {version}")]
     ScriptVersionNotFound {
         id: droidpilot_core::script::ScriptId,
+        version: u32,
+    },
+    #[error("workspace {0} not found")]
+    WorkspaceNotFound(droidpilot_core::domain::WorkspaceId),
+    #[error("workspace {id} has no version {version}")]
+    WorkspaceVersionNotFound {
+        id: droidpilot_core::domain::WorkspaceId,
         version: u32,
     },
     #[error("flow run {0} not found")]
@@ -303,6 +312,38 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<FlowRunPage, StoreError>;
     /// Runs stored as `running`, oldest first (at start-up, those a stopped process left).
     async fn running_flow_runs(&self) -> Result<Vec<FlowRun>, StoreError>;
+    // ---- Stored Maestro workspaces, versioned like scripts ----
+    /// Stores a new workspace as version 1: the draft's id, version and time are set here.
+    async fn create_workspace(
+        &self,
+        draft: StoredWorkspace,
+    ) -> Result<WorkspaceVersion, StoreError>;
+    /// Stores the next version of a workspace (the draft's id, version and time are set
+    /// here); the earlier versions are kept.
+    async fn add_workspace_version(
+        &self,
+        id: WorkspaceId,
+        draft: StoredWorkspace,
+    ) -> Result<WorkspaceVersion, StoreError>;
+    /// One version with its files, or the latest when `version` is None.
+    async fn workspace(
+        &self,
+        id: WorkspaceId,
+        version: Option<u32>,
+    ) -> Result<StoredWorkspace, StoreError>;
+    /// Every version of a workspace (without the files' text), oldest first.
+    async fn workspace_versions(
+        &self,
+        id: WorkspaceId,
+    ) -> Result<Vec<WorkspaceVersion>, StoreError>;
+    /// The latest version of each workspace, newest workspace first.
+    async fn list_workspaces(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<WorkspacePage, StoreError>;
+    /// Deletes every version.
+    async fn delete_workspace(&self, id: WorkspaceId) -> Result<(), StoreError>;
     /// Flushes and closes (WAL checkpoint) for a clean shutdown.
     async fn close(&self);
 

@@ -150,6 +150,17 @@ const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "workspaces",
+        cols: &[
+            ("id", Text),
+            ("version", Int32),
+            ("name", Text),
+            ("body", Json),
+            ("files", Json),
+            ("created_at", Time),
+        ],
+    },
+    Table {
         name: "app_knowledge",
         cols: &[
             ("package", Text),

@@ -259,6 +259,45 @@ impl Store for PatientStore {
     async fn running_flow_runs(&self) -> Result<Vec<FlowRun>, StoreError> {
         patient!(self.running_flow_runs())
     }
+    async fn create_workspace(
+        &self,
+        draft: droidpilot_core::domain::StoredWorkspace,
+    ) -> Result<droidpilot_core::domain::WorkspaceVersion, StoreError> {
+        self.inner.create_workspace(draft).await
+    }
+    async fn add_workspace_version(
+        &self,
+        id: droidpilot_core::domain::WorkspaceId,
+        draft: droidpilot_core::domain::StoredWorkspace,
+    ) -> Result<droidpilot_core::domain::WorkspaceVersion, StoreError> {
+        self.inner.add_workspace_version(id, draft).await
+    }
+    async fn workspace(
+        &self,
+        id: droidpilot_core::domain::WorkspaceId,
+        version: Option<u32>,
+    ) -> Result<droidpilot_core::domain::StoredWorkspace, StoreError> {
+        patient!(self.workspace(id, version))
+    }
+    async fn workspace_versions(
+        &self,
+        id: droidpilot_core::domain::WorkspaceId,
+    ) -> Result<Vec<droidpilot_core::domain::WorkspaceVersion>, StoreError> {
+        patient!(self.workspace_versions(id))
+    }
+    async fn list_workspaces(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<droidpilot_core::domain::WorkspacePage, StoreError> {
+        patient!(self.list_workspaces(cursor, limit))
+    }
+    async fn delete_workspace(
+        &self,
+        id: droidpilot_core::domain::WorkspaceId,
+    ) -> Result<(), StoreError> {
+        self.inner.delete_workspace(id).await
+    }
     async fn close(&self) {
         self.inner.close().await
     }

@@ -389,3 +389,33 @@ impl IntoDomain for FlowRunRow {
         Ok(self.body.0)
     }
 }
+
+/// One row of `workspaces` read for a list: the version without its files' text.
+#[derive(FromRow)]
+pub struct WorkspaceRow {
+    body: Json<droidpilot_core::domain::WorkspaceVersion>,
+}
+
+impl IntoDomain for WorkspaceRow {
+    type Domain = droidpilot_core::domain::WorkspaceVersion;
+    fn into_domain(self) -> Result<Self::Domain, StoreError> {
+        Ok(self.body.0)
+    }
+}
+
+/// One row of `workspaces` with its files' text.
+#[derive(FromRow)]
+pub struct WorkspaceFilesRow {
+    body: Json<droidpilot_core::domain::WorkspaceVersion>,
+    files: Json<std::collections::BTreeMap<String, String>>,
+}
+
+impl IntoDomain for WorkspaceFilesRow {
+    type Domain = droidpilot_core::domain::StoredWorkspace;
+    fn into_domain(self) -> Result<Self::Domain, StoreError> {
+        Ok(droidpilot_core::domain::StoredWorkspace {
+            info: self.body.0,
+            files: self.files.0,
+        })
+    }
+}

@@ -28,9 +28,11 @@ use droidpilot_core::domain::{
     FlowRun, FlowRunId, FlowRunPage, Intervention, Step, Task, TaskEvent, TaskId, TaskSpec,
     TaskStatus,
 };
+use droidpilot_core::domain::{StoredWorkspace, WorkspaceId, WorkspacePage, WorkspaceVersion};
 use droidpilot_core::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 
 mod group_commit;
+mod workspaces;
 
 use group_commit::GroupCommit;
 
@@ -953,6 +955,48 @@ impl Store for SqliteStore {
             .fetch_all(&self.pool)
             .await?;
         rows.iter().map(read::<FlowRunRow, _>).collect()
+    }
+
+    async fn create_workspace(
+        &self,
+        draft: StoredWorkspace,
+    ) -> Result<WorkspaceVersion, StoreError> {
+        workspaces::create(&self.pool, draft).await
+    }
+
+    async fn add_workspace_version(
+        &self,
+        id: WorkspaceId,
+        draft: StoredWorkspace,
+    ) -> Result<WorkspaceVersion, StoreError> {
+        workspaces::add_version(self, id, draft).await
+    }
+
+    async fn workspace(
+        &self,
+        id: WorkspaceId,
+        version: Option<u32>,
+    ) -> Result<StoredWorkspace, StoreError> {
+        workspaces::get(&self.pool, id, version).await
+    }
+
+    async fn workspace_versions(
+        &self,
+        id: WorkspaceId,
+    ) -> Result<Vec<WorkspaceVersion>, StoreError> {
+        workspaces::versions(&self.pool, id).await
+    }
+
+    async fn list_workspaces(
+        &self,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<WorkspacePage, StoreError> {
+        workspaces::list(&self.pool, cursor, limit).await
+    }
+
+    async fn delete_workspace(&self, id: WorkspaceId) -> Result<(), StoreError> {
+        workspaces::delete(&self.pool, id).await
     }
 
     async fn close(&self) {

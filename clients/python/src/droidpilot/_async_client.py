@@ -56,6 +56,9 @@ from ._models import (
     TaskPage,
     TaskSummary,
     Trajectory,
+    WorkspaceContents,
+    WorkspacePage,
+    WorkspaceVersion,
 )
 from ._watch import WatchState, subscribe_message
 
@@ -82,6 +85,7 @@ class AsyncClient:
         self.scripts = AsyncScripts(self)
         self.devices = AsyncDevices(self)
         self.flow_runs = AsyncFlowRuns(self)
+        self.workspaces = AsyncWorkspaces(self)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -511,6 +515,65 @@ class AsyncScripts:
         return Task.from_dict(await self._c._call(r.RUN_SCRIPT(id=script_id, json=body)))
 
 
+class AsyncWorkspaces:
+    """``Client.workspaces``, awaitable."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._c = client
+
+    async def create(self, name: str, files: dict[str, str]) -> WorkspaceVersion:
+        """Stores a workspace given as files (path → text) as version 1."""
+        body = {"name": name, "files": files}
+        return WorkspaceVersion.from_dict(await self._c._call(r.CREATE_WORKSPACE(json=body)))
+
+    async def create_zip(self, name: str, archive: bytes) -> WorkspaceVersion:
+        """Stores a zipped workspace folder as version 1."""
+        call = r.CREATE_WORKSPACE(
+            content=archive, headers={"content-type": "application/zip"}, params={"name": name}
+        )
+        return WorkspaceVersion.from_dict(await self._c._call(call))
+
+    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> WorkspacePage:
+        return WorkspacePage.from_dict(await self._c._call(r.WORKSPACES(params={"limit": limit, "cursor": cursor})))
+
+    async def get(self, workspace_id: str) -> WorkspaceVersion:
+        """The latest version: files and what config.yaml selects."""
+        return WorkspaceVersion.from_dict(await self._c._call(r.WORKSPACE(id=workspace_id)))
+
+    async def delete(self, workspace_id: str) -> None:
+        await self._c._call(r.DELETE_WORKSPACE(id=workspace_id))
+
+    async def versions(self, workspace_id: str) -> builtins.list[WorkspaceVersion]:
+        return [WorkspaceVersion.from_dict(v) for v in await self._c._call(r.WORKSPACE_VERSIONS(id=workspace_id))]
+
+    async def add_version(
+        self, workspace_id: str, files: dict[str, str], name: str | None = None
+    ) -> WorkspaceVersion:
+        """Stores every file of a new version; the old versions are kept."""
+        body: dict[str, Any] = {"files": files, **({"name": name} if name else {})}
+        return WorkspaceVersion.from_dict(await self._c._call(r.ADD_WORKSPACE_VERSION(id=workspace_id, json=body)))
+
+    async def add_version_zip(
+        self, workspace_id: str, archive: bytes, name: str | None = None
+    ) -> WorkspaceVersion:
+        call = r.ADD_WORKSPACE_VERSION(
+            id=workspace_id,
+            content=archive,
+            headers={"content-type": "application/zip"},
+            params={"name": name},
+        )
+        return WorkspaceVersion.from_dict(await self._c._call(call))
+
+    async def version(self, workspace_id: str, version: int) -> WorkspaceContents:
+        """One version with its files' text."""
+        return WorkspaceContents.from_dict(await self._c._call(r.WORKSPACE_VERSION(id=workspace_id, n=version)))
+
+    async def download(self, workspace_id: str, version: int) -> bytes:
+        """One version as a ``.zip``."""
+        data: bytes = await self._c._call(r.WORKSPACE_ZIP(id=workspace_id, n=version))
+        return data
+
+
 class AsyncFlowRuns:
     """Flow runs: a Maestro workspace run across the pool, its results, reports and
     events."""
@@ -523,6 +586,12 @@ class AsyncFlowRuns:
         ``exclude_tags``, ``shards`` or ``devices``, ``retries``… as ``POST /v1/flow-runs``
         takes them."""
         return FlowRun.from_dict(await self._c._call(r.START_FLOW_RUN(json={"files": files, **options})))
+
+    async def start_workspace(self, workspace_id: str, version: int | None = None, **options: Any) -> FlowRun:
+        """Runs a stored workspace's version (the latest by default); the options as for
+        ``start``. The run records the version (``FlowRun.workspace``)."""
+        body = {"workspace": workspace_id, **({"version": version} if version else {}), **options}
+        return FlowRun.from_dict(await self._c._call(r.START_FLOW_RUN(json=body)))
 
     async def start_zip(self, archive: bytes, **options: Any) -> FlowRun:
         """Runs a zipped workspace folder; the options go in the query (``env`` as a list

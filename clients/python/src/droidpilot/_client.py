@@ -54,6 +54,9 @@ from ._models import (
     TaskPage,
     TaskSummary,
     Trajectory,
+    WorkspaceContents,
+    WorkspacePage,
+    WorkspaceVersion,
 )
 from ._watch import WatchState, subscribe_message
 
@@ -85,6 +88,7 @@ class Client:
         self.scripts = Scripts(self)
         self.devices = Devices(self)
         self.flow_runs = FlowRuns(self)
+        self.workspaces = Workspaces(self)
 
     def close(self) -> None:
         self._http.close()
@@ -567,6 +571,66 @@ class Scripts:
         return Task.from_dict(self._c._call(r.RUN_SCRIPT(id=script_id, json=body)))
 
 
+class Workspaces:
+    """Stored Maestro workspaces, versioned like scripts: upload (files or a ``.zip``),
+    versions, files, download, delete. ``flow_runs.start_workspace`` runs one."""
+
+    def __init__(self, client: Client) -> None:
+        self._c = client
+
+    def create(self, name: str, files: dict[str, str]) -> WorkspaceVersion:
+        """Stores a workspace given as files (path → text) as version 1."""
+        body = {"name": name, "files": files}
+        return WorkspaceVersion.from_dict(self._c._call(r.CREATE_WORKSPACE(json=body)))
+
+    def create_zip(self, name: str, archive: bytes) -> WorkspaceVersion:
+        """Stores a zipped workspace folder as version 1."""
+        call = r.CREATE_WORKSPACE(
+            content=archive, headers={"content-type": "application/zip"}, params={"name": name}
+        )
+        return WorkspaceVersion.from_dict(self._c._call(call))
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> WorkspacePage:
+        return WorkspacePage.from_dict(self._c._call(r.WORKSPACES(params={"limit": limit, "cursor": cursor})))
+
+    def get(self, workspace_id: str) -> WorkspaceVersion:
+        """The latest version: files and what config.yaml selects."""
+        return WorkspaceVersion.from_dict(self._c._call(r.WORKSPACE(id=workspace_id)))
+
+    def delete(self, workspace_id: str) -> None:
+        self._c._call(r.DELETE_WORKSPACE(id=workspace_id))
+
+    def versions(self, workspace_id: str) -> builtins.list[WorkspaceVersion]:
+        return [WorkspaceVersion.from_dict(v) for v in self._c._call(r.WORKSPACE_VERSIONS(id=workspace_id))]
+
+    def add_version(
+        self, workspace_id: str, files: dict[str, str], name: str | None = None
+    ) -> WorkspaceVersion:
+        """Stores every file of a new version; the old versions are kept."""
+        body: dict[str, Any] = {"files": files, **({"name": name} if name else {})}
+        return WorkspaceVersion.from_dict(self._c._call(r.ADD_WORKSPACE_VERSION(id=workspace_id, json=body)))
+
+    def add_version_zip(
+        self, workspace_id: str, archive: bytes, name: str | None = None
+    ) -> WorkspaceVersion:
+        call = r.ADD_WORKSPACE_VERSION(
+            id=workspace_id,
+            content=archive,
+            headers={"content-type": "application/zip"},
+            params={"name": name},
+        )
+        return WorkspaceVersion.from_dict(self._c._call(call))
+
+    def version(self, workspace_id: str, version: int) -> WorkspaceContents:
+        """One version with its files' text."""
+        return WorkspaceContents.from_dict(self._c._call(r.WORKSPACE_VERSION(id=workspace_id, n=version)))
+
+    def download(self, workspace_id: str, version: int) -> bytes:
+        """One version as a ``.zip``."""
+        data: bytes = self._c._call(r.WORKSPACE_ZIP(id=workspace_id, n=version))
+        return data
+
+
 class FlowRuns:
     """Flow runs: a Maestro workspace run across the pool, its results, reports and
     events."""
@@ -579,6 +643,12 @@ class FlowRuns:
         ``exclude_tags``, ``shards`` or ``devices``, ``retries``… as ``POST /v1/flow-runs``
         takes them."""
         return FlowRun.from_dict(self._c._call(r.START_FLOW_RUN(json={"files": files, **options})))
+
+    def start_workspace(self, workspace_id: str, version: int | None = None, **options: Any) -> FlowRun:
+        """Runs a stored workspace's version (the latest by default); the options as for
+        ``start``. The run records the version (``FlowRun.workspace``)."""
+        body = {"workspace": workspace_id, **({"version": version} if version else {}), **options}
+        return FlowRun.from_dict(self._c._call(r.START_FLOW_RUN(json=body)))
 
     def start_zip(self, archive: bytes, **options: Any) -> FlowRun:
         """Runs a zipped workspace folder; the options go in the query (``env`` as a list

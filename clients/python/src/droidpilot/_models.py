@@ -609,6 +609,80 @@ class FlowResult(Model):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkspaceRef(Model):
+    """The stored workspace and version a flow run ran."""
+
+    __schema__ = "WorkspaceRef"
+    id: str
+    version: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkspaceFile(Model):
+    __schema__ = "WorkspaceFile"
+    path: str
+    bytes: int
+    flow: bool
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkspaceFlow(Model):
+    __schema__ = "WorkspaceFlow"
+    path: str
+    name: str
+    tags: list[str]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkspaceSummary(Model):
+    """What a stored workspace's config.yaml selects, read at upload with no tags given."""
+
+    __schema__ = "WorkspaceSummary"
+    flows: list[WorkspaceFlow]
+    tags: list[str]
+    globs: list[str]
+    include_tags: list[str]
+    exclude_tags: list[str]
+    flows_order: list[str]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkspaceVersion(Model):
+    """One version of a stored workspace: its files (no text) and its summary."""
+
+    __schema__ = "WorkspaceVersion"
+    id: str
+    version: int
+    name: str
+    source: JSON
+    created_at: datetime
+    files: list[WorkspaceFile]
+    config: WorkspaceSummary
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkspaceContents(Model):
+    """One version of a stored workspace with its files' text (``contents``: path → text)."""
+
+    __schema__ = "WorkspaceContents"
+    id: str
+    version: int
+    name: str
+    source: JSON
+    created_at: datetime
+    files: list[WorkspaceFile]
+    config: WorkspaceSummary
+    contents: dict[str, str]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkspacePage(Model):
+    __schema__ = "WorkspacePage"
+    workspaces: list[WorkspaceVersion]
+    next_cursor: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FlowRun(Model):
     """A Maestro workspace run across the pool: options, status and each flow's result."""
 
@@ -627,6 +701,7 @@ class FlowRun(Model):
     env: list[str] = dataclasses.field(default_factory=list)
     finished_at: datetime | None = None
     duration_ms: int | None = None
+    workspace: WorkspaceRef | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -155,6 +155,18 @@ impl From<StoreError> for AppError {
                 format!("script {id} not found"),
                 "List scripts with GET /v1/scripts; ids are returned by POST /v1/scripts.",
             ),
+            StoreError::WorkspaceNotFound(id) => Self::new(
+                NotFound,
+                "workspace_not_found",
+                format!("workspace {id} not found"),
+                "List workspaces with GET /v1/workspaces; ids are returned by POST /v1/workspaces.",
+            ),
+            StoreError::WorkspaceVersionNotFound { id, version } => Self::new(
+                NotFound,
+                "workspace_version_not_found",
+                format!("workspace {id} has no version {version}"),
+                "GET /v1/workspaces/{id}/versions lists the versions it has.",
+            ),
             StoreError::FlowRunNotFound(id) => Self::new(
                 NotFound,
                 "flow_run_not_found",

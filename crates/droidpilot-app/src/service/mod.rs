@@ -13,6 +13,7 @@ pub mod remote;
 pub mod scripts;
 pub mod takeover;
 pub mod tasks;
+pub mod workspaces;
 
 pub use error::{AppError, ErrorKind};
 pub use manual::manual_step;

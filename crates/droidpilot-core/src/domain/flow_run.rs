@@ -200,6 +200,9 @@ pub struct FlowRun {
     pub env: Vec<String>,
     /// config.yaml's `executionOrder.continueOnFailure`.
     pub continue_on_failure: bool,
+    /// The stored workspace and version it ran; absent when the files came with the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<super::WorkspaceRef>,
     /// Every selected flow, `flowsOrder` first, then by path.
     pub flows: Vec<FlowResult>,
     pub created_at: DateTime<Utc>,

@@ -31,6 +31,11 @@ pub use flow_run::{
 };
 pub mod retry;
 pub use retry::RetryPolicy;
+pub mod workspace;
+pub use workspace::{
+    StoredWorkspace, WorkspaceContents, WorkspaceFile, WorkspaceFlow, WorkspaceId, WorkspacePage,
+    WorkspaceRef, WorkspaceSource, WorkspaceSummary, WorkspaceVersion,
+};
 pub mod intervention;
 pub mod step;
 pub use intervention::{Intervention, InterventionKind};

@@ -44,6 +44,12 @@ pub struct NewFlowRun {
     /// `.zip` body the files come from the archive instead.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// Run a stored workspace (`POST /v1/workspaces`) instead of `files`.
+    #[schema(value_type = Option<String>, format = Uuid)]
+    pub workspace: Option<crate::domain::WorkspaceId>,
+    /// The stored workspace's version (default: the latest). Only with `workspace`.
+    #[schema(minimum = 1)]
+    pub version: Option<u32>,
     /// `-e KEY=VALUE` values, set before each flow's own `env`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -125,8 +131,10 @@ pub(crate) struct Plan {
 
 /// Checks a run request, stores the run and starts it. The run is returned as stored
 /// (every flow `pending`); its progress is on its stream and `GET /v1/flow-runs/{id}`.
-pub async fn submit(core: &Arc<Core>, req: NewFlowRun) -> Result<FlowRun, AppError> {
-    let (run, plan) = prepare(core, req).await?;
+pub async fn submit(core: &Arc<Core>, mut req: NewFlowRun) -> Result<FlowRun, AppError> {
+    let stored = super::workspaces::resolve(core, &mut req).await?;
+    let (mut run, plan) = prepare(core, req).await?;
+    run.workspace = stored;
     core.store.save_flow_run(&run).await?;
     let cancel = core.flow_runs.add(run.id);
     let c = core.clone();
@@ -191,6 +199,7 @@ async fn prepare(core: &Core, req: NewFlowRun) -> Result<(FlowRun, Plan), AppErr
         exclude_tags: req.exclude_tags,
         env: req.env.keys().cloned().collect(),
         continue_on_failure: ws.config.continue_on_failure,
+        workspace: None,
         flows,
         created_at: chrono::Utc::now(),
         finished_at: None,
@@ -204,7 +213,7 @@ async fn prepare(core: &Core, req: NewFlowRun) -> Result<(FlowRun, Plan), AppErr
 }
 
 /// A flow's `name`, else its file name without the extension (as `flowsOrder` names it).
-fn flow_name(path: &str, name: Option<&str>) -> String {
+pub(crate) fn flow_name(path: &str, name: Option<&str>) -> String {
     name.map(str::to_string).unwrap_or_else(|| {
         let file = path.rsplit('/').next().unwrap_or(path);
         file.rsplit_once('.').map_or(file, |(s, _)| s).to_string()

@@ -202,6 +202,7 @@ mod tests {
             exclude_tags: vec![],
             env: vec![],
             continue_on_failure: true,
+            workspace: None,
             flows: vec![bad, ok],
             created_at: chrono::Utc::now(),
             finished_at: None,

@@ -80,6 +80,43 @@ pub fn files_from_zip(bytes: &[u8]) -> Result<BTreeMap<String, String>, AppError
     Ok(strip_common_folder(files))
 }
 
+/// Files sent as JSON, under the `.zip` caps: each path checked and made plain
+/// (`./a.yaml` is `a.yaml`) as an archive's is, two paths naming one file refused.
+pub fn check_files(files: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AppError> {
+    if files.len() > MAX_ENTRIES {
+        return Err(bad_zip(format!(
+            "the workspace has {} files; at most {MAX_ENTRIES} are taken",
+            files.len()
+        )));
+    }
+    let mut out = BTreeMap::new();
+    let mut total = 0u64;
+    for (raw, text) in files {
+        let path = safe_path(&raw)?;
+        let bytes = text.len() as u64;
+        if bytes > MAX_FILE_BYTES {
+            return Err(bad_zip(format!(
+                "`{raw}` is larger than {} KiB",
+                MAX_FILE_BYTES / 1024
+            )));
+        }
+        total += bytes;
+        if total > MAX_TOTAL_BYTES {
+            return Err(bad_zip(format!(
+                "the workspace holds more than {} MiB",
+                MAX_TOTAL_BYTES / (1024 * 1024)
+            )));
+        }
+        if out.insert(path.clone(), text).is_some() {
+            return Err(bad_zip(format!("two files are `{path}`")));
+        }
+    }
+    if out.is_empty() {
+        return Err(bad_zip("the workspace is empty: no files"));
+    }
+    Ok(out)
+}
+
 /// `raw` as a workspace path, or the refusal of one that would leave the archive.
 fn safe_path(raw: &str) -> Result<String, AppError> {
     let unix = raw.replace('\\', "/");
@@ -92,7 +129,7 @@ fn safe_path(raw: &str) -> Result<String, AppError> {
         || parts.is_empty();
     if escapes || raw.contains('\0') {
         return Err(bad_zip(format!(
-            "`{raw}` in the .zip is not a path inside the workspace (no `..`, absolute paths or drive letters)"
+            "`{raw}` is not a path inside the workspace (no `..`, absolute paths or drive letters)"
         )));
     }
     Ok(parts.join("/"))
