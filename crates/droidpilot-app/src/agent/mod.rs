@@ -7,6 +7,7 @@
 pub mod chain;
 pub mod composite;
 pub mod context;
+pub mod custom_tool;
 pub mod flow;
 pub mod grounding;
 pub mod navigator;
