@@ -59,3 +59,46 @@ pub fn to_action(
     action.insert("action".into(), name);
     Ok(parser.parse(&Value::Object(action))?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn login() -> CustomActionDef {
+        serde_json::from_value(json!({
+            "name": "login",
+            "description": "Sign in.",
+            "params": ["user", {"name": "password", "secret": true}],
+            "steps": [{"action": "type", "selector": "#user", "text": "${user}"}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_tool_lists_each_action_with_its_parameters() {
+        let t = tool(&[login()]);
+        assert_eq!(t.name, TOOL);
+        assert_eq!(
+            t.description,
+            "Run an app action. login(user, password): Sign in."
+        );
+        assert_eq!(t.parameters["properties"]["name"]["enum"], json!(["login"]));
+    }
+
+    #[test]
+    fn a_call_is_the_custom_action_it_names_and_an_unknown_name_is_refused() {
+        let mut parser = ActionParser::new();
+        register(&mut parser, &[login()]);
+        let args = json!({"name": "login", "args": {"user": "ana", "password": "pw"}});
+        let Value::Object(args) = args else { panic!() };
+        let Action::Custom(c) = to_action(&parser, args).unwrap() else {
+            panic!("not a custom action")
+        };
+        assert_eq!((c.name.as_str(), &c.args["user"]), ("login", &json!("ana")));
+        let Value::Object(other) = json!({"name": "logout"}) else {
+            panic!()
+        };
+        let e = to_action(&parser, other).unwrap_err().to_string();
+        assert!(e.contains("logout"), "{e}");
+    }
+}
