@@ -552,6 +552,14 @@ async fn a_tap_on_an_element_or_a_coordinate_is_touched_through_the_transform() 
     );
 }
 
+/// Why the configuration in `dir` does not load.
+fn refused(dir: &std::path::Path) -> String {
+    match droidpilot::config::Config::load_with_env(dir, &Default::default(), Vec::new()) {
+        Ok(_) => panic!("the configuration loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
 #[test]
 fn a_bad_actions_table_is_refused_at_load_naming_the_action_and_step() {
     let dir = tempfile::tempdir().unwrap();
@@ -565,30 +573,18 @@ steps = [
 ]
 "##;
     std::fs::write(dir.path().join("local.toml"), bad).unwrap();
-    let err =
-        droidpilot::config::Config::load_with_env(dir.path(), &Default::default(), Vec::new())
-            .err()
-            .expect("refused")
-            .to_string();
+    let err = refused(dir.path());
     assert!(
         err.contains("actions.custom `login`, steps[1]") && err.contains("${pasword}"),
         "{err}"
     );
     let collides = "[[actions.custom]]\nname = \"tap\"\nsteps = [{ action = \"back\" }]\n";
     std::fs::write(dir.path().join("local.toml"), collides).unwrap();
-    let err =
-        droidpilot::config::Config::load_with_env(dir.path(), &Default::default(), Vec::new())
-            .err()
-            .expect("refused")
-            .to_string();
+    let err = refused(dir.path());
     assert!(err.contains("`tap`"), "{err}");
     let internal = "[[actions.hooks]]\nurl = \"http://127.0.0.1:9/hook\"\n";
     std::fs::write(dir.path().join("local.toml"), internal).unwrap();
-    let err =
-        droidpilot::config::Config::load_with_env(dir.path(), &Default::default(), Vec::new())
-            .err()
-            .expect("refused")
-            .to_string();
+    let err = refused(dir.path());
     assert!(
         err.contains("allowed_hosts") && err.contains("loopback"),
         "{err}"

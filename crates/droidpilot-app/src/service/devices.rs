@@ -310,7 +310,7 @@ async fn custom_on_device(
             })
         })
     });
-    let mut shown = serde_json::Map::from(def.masked_args(&c.args));
+    let mut shown = def.masked_args(&c.args);
     shown.insert("action".into(), Value::String(c.name.clone()));
     Ok(DeviceActed {
         action: Value::Object(shown),
