@@ -322,6 +322,16 @@ pub async fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> anyhow::Re
         env!("CARGO_PKG_VERSION"),
         if devices.is_empty() { "none yet".to_string() } else { devices.join(", ") }
     );
+    #[cfg(unix)]
+    crate::serve::reload_actions_on_sighup(server.actions(), {
+        let args = ServeArgs {
+            config: args.config.clone(),
+            bind: args.bind,
+            data_dir: args.data_dir.clone(),
+            insecure_no_auth: args.insecure_no_auth,
+        };
+        move || load_config(&args, log_format)
+    });
     let pool = server.pool();
     let result = server.run(crate::server::shutdown_signal()).await;
     // An adb server we started would outlive us as a system-wide daemon; stop it.

@@ -11,6 +11,7 @@ mod control;
 mod crash;
 mod dashboard;
 mod devices;
+mod extend;
 mod flow_recovery;
 mod flow_runs;
 mod flows;

@@ -110,6 +110,8 @@ pub struct Core {
     pub apps: crate::apps::AppKnowledge,
     /// The flow runs this process drives (`service::flow_runs`), for cancels.
     pub flow_runs: Arc<crate::service::flow_runs::ActiveRuns>,
+    /// The operator's `[actions]` in force (replaced by `serve`'s reload on SIGHUP).
+    pub actions: Arc<crate::run::extend::LiveActions>,
     /// Taken by `start_scheduler`.
     scheduler: Mutex<Option<Scheduler>>,
     /// The running scheduler (which joins its runners before it returns).
@@ -173,10 +175,13 @@ impl Core {
         )
         .with_pool(pool.clone())
         .with_apps(apps.clone())
+        .with_transform(Arc::new(config.devices.transform))
         // The navigator offers `scroll_to_find`; every runner can do it.
         .with_hook(Arc::new(CustomActionHook {
             name: crate::run::scroll_find::NAME.into(),
-            handler: Arc::new(crate::run::scroll_find::ScrollToFindAction),
+            handler: Arc::new(crate::run::scroll_find::ScrollToFindAction {
+                transform: Arc::new(config.devices.transform),
+            }),
         }))
         // A Maestro flow's waits (`agent::flow`).
         .with_hook(Arc::new(CustomActionHook {
@@ -196,6 +201,8 @@ impl Core {
             name: crate::run::split_screen::NAME.into(),
             handler: Arc::new(crate::run::split_screen::SplitScreenAction),
         }));
+        let actions = Arc::new(crate::run::extend::LiveActions::new(config.actions.clone()));
+        runner.actions = actions.clone();
         runner.mcp = registry.clone();
         runner.ocr = Arc::new(crate::ocr::Ocr::new(config.ocr.clone()));
         mcp.settled(Duration::from_secs(config.mcp.startup_wait_secs))
@@ -207,7 +214,7 @@ impl Core {
         let secrets = Arc::new(SecretVault::default());
         let agents = parts
             .agents
-            .unwrap_or_else(|| agent_factory(config, registry, secrets.clone()));
+            .unwrap_or_else(|| agent_factory(config, registry, secrets.clone(), actions.clone()));
         let scheduler = Scheduler {
             runner: runner.clone(),
             pool: pool.clone(),
@@ -235,6 +242,7 @@ impl Core {
             secrets,
             apps,
             flow_runs: Arc::default(),
+            actions,
             scheduler: Mutex::new(Some(scheduler)),
             scheduler_task: Mutex::new(None),
             stopping: watch::channel(false).0,
@@ -476,10 +484,16 @@ async fn join_cluster(
 /// does not hold fails, naming the field). The stored `agent` is the typed spec that
 /// `service::tasks` checked at submission, read back by serde; `build_recording_agent`
 /// checks its cross-field rules again (the configuration may have changed since).
-fn agent_factory(config: &Config, mcp: McpRegistry, secrets: Arc<SecretVault>) -> AgentFactory {
+fn agent_factory(
+    config: &Config,
+    mcp: McpRegistry,
+    secrets: Arc<SecretVault>,
+    actions: Arc<crate::run::extend::LiveActions>,
+) -> AgentFactory {
     let configured = config.agent.clone();
     Arc::new(move |task: &Task| {
         let mut defaults = configured.clone();
+        defaults.custom_actions = actions.current().custom.clone();
         let mut tools = mcp.tools();
         let extra = configured.mcp_tools.iter();
         let extra: Vec<_> = extra

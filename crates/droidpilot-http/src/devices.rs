@@ -560,7 +560,8 @@ pub async fn act(
     let with_screen = q.screen_state().map_err(err)?;
     let dev = device(&s, &id).map_err(err)?;
     busy_check(&s, &id, q.force).map_err(err)?;
-    let action = device_action(&body).map_err(err)?;
+    let action = service::devices::device_action_with(&body, &s.actions.current())
+        .map_err(|e| err(e.into()))?;
     let acted = service::devices::act_on_device(&s, dev.as_ref(), &action)
         .await
         .map_err(|e| err(e.into()))?;

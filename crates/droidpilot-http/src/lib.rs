@@ -400,6 +400,11 @@ impl Server {
         })
     }
 
+    /// The operator's `[actions]` in force (`serve` replaces them on SIGHUP).
+    pub fn actions(&self) -> Arc<crate::run::extend::LiveActions> {
+        self.core.actions.clone()
+    }
+
     /// The device pool (tests and embedders add devices they hold).
     pub fn pool(&self) -> DevicePool {
         self.core.pool.clone()

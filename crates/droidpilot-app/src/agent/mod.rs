@@ -8,6 +8,7 @@ pub mod chain;
 pub mod composite;
 pub mod consensus;
 pub mod context;
+pub mod custom_tool;
 pub mod flow;
 pub mod grounding;
 pub mod navigator;

@@ -264,6 +264,15 @@ impl NavigatorAgent {
         }
     }
 
+    /// Offers the operator's custom actions as the `custom_action` tool (none: no tool).
+    pub fn with_custom_actions(mut self, defs: &[crate::run::extend::CustomActionDef]) -> Self {
+        if !defs.is_empty() {
+            super::custom_tool::register(&mut self.parser, defs);
+            self.tools.push(super::custom_tool::tool(defs));
+        }
+        self
+    }
+
     /// Records the run as a script: adds `record_step` and `finalize_script`.
     pub fn with_recording(mut self, goal: &str) -> Self {
         self.tools.extend(Recording::tools());
@@ -438,6 +447,10 @@ impl NavigatorAgent {
                 )));
             }
             _ => {}
+        }
+        if name == super::custom_tool::TOOL && self.tools.iter().any(|t| t.name == name) {
+            let a = super::custom_tool::to_action(&self.parser, args)?;
+            return Ok(Interpreted::Done(Outcome::Act(a)));
         }
         if !BUILTIN_TOOLS.contains(&name) {
             let mut allowed: Vec<&str> = (self.tools.iter())

@@ -823,6 +823,10 @@ pub struct AgentDefaults {
     /// (`apps::AppKnowledge`), once per app version; off: by their labels.
     #[serde(default = "default_true")]
     pub app_descriptions: bool,
+    /// The operator's custom actions (`[actions]`, as in force when the task starts):
+    /// offered to navigators as the `custom_action` tool.
+    #[serde(skip)]
+    pub custom_actions: Vec<crate::run::extend::CustomActionDef>,
 }
 
 fn default_true() -> bool {
@@ -848,6 +852,7 @@ impl Default for AgentDefaults {
             allowed_base_urls: Vec::new(),
             operator_urls: Vec::new(),
             app_descriptions: true,
+            custom_actions: Vec::new(),
         }
     }
 }
@@ -1060,7 +1065,7 @@ pub fn build_recording_agent(
             if let Some(goal) = record {
                 nav = nav.with_recording(goal);
             }
-            Box::new(nav)
+            Box::new(nav.with_custom_actions(&defaults.custom_actions))
         }
     })
 }

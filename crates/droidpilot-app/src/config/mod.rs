@@ -46,6 +46,10 @@ pub struct Config {
     /// and the devices that always use it.
     #[serde(default)]
     pub ocr: crate::ocr::OcrConfig,
+    /// Operator-defined custom actions and action hooks (`[[actions.custom]]`,
+    /// `[[actions.hooks]]`), checked at load; `serve` reloads them on SIGHUP.
+    #[serde(default)]
+    pub actions: crate::run::extend::ActionsConfig,
     /// Which models the user's own layers name (`local.toml`, `--config`, `DROIDPILOT_*`):
     /// the defaults' models are examples until chosen (or given a key).
     #[serde(skip)]
@@ -111,6 +115,10 @@ pub struct DevicesConfig {
     pub adb: AdbConfig,
     pub health_interval_secs: u64,
     pub quarantine_after: u32,
+    /// How a point becomes the pixel a device is touched at, on every path (tasks, REST,
+    /// `scroll_to_find`, flows, take-over): scale and offset in normalized space.
+    #[serde(default)]
+    pub transform: crate::domain::AffineTransform,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -452,6 +460,7 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        self.devices.transform.check().map_err(ConfigError::Value)?;
         if self.server.tokens.iter().any(|t| t.secret().len() < 8) {
             return Err(ConfigError::Value(
                 "server.tokens: every token must have at least 8 characters (generate one with `openssl rand -hex 32`)".into(),

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use super::{Device, DeviceError};
 use crate::domain::action::{SwipePath, TargetField};
 use crate::domain::{
-    Action, Bounds, CoordinateTransform, Direction, PixelPoint, ScreenSize, Target,
+    Action, Bounds, CoordinateTransform, Direction, LinearTransform, NormPoint, PixelPoint,
+    ScreenSize, Target,
 };
 use crate::screen::pipeline::{ReprOptions, Screen};
 use crate::screen::resolve::ResolveError;
@@ -176,9 +177,31 @@ fn target_bounds(t: &Target, ctx: &ExecContext<'_>) -> Result<Bounds, ExecError>
     })
 }
 
+/// The one place a point becomes the pixel the device is touched at: every tap, press
+/// and swipe point goes through the runner's coordinate transform here. Points are in
+/// the screen as observed (normalized); the transform says where the device is touched.
+pub fn touch(p: NormPoint, ctx: &ExecContext<'_>) -> PixelPoint {
+    ctx.transform.to_pixel(p, ctx.size)
+}
+
+/// `touch` for a point in the observed screen's pixels (an element's centre, a `pixel`
+/// target, a swipe over an element's bounds).
+fn touch_px(p: PixelPoint, ctx: &ExecContext<'_>) -> PixelPoint {
+    touch(LinearTransform.to_normalized(p, ctx.size), ctx)
+}
+
+/// Where a target is touched (through `touch`).
 fn target_point(t: &Target, ctx: &ExecContext<'_>) -> Result<PixelPoint, ExecError> {
     match t {
-        Target::Coordinate(p) => Ok(ctx.transform.to_pixel(*p, ctx.size)),
+        Target::Coordinate(p) => Ok(touch(*p, ctx)),
+        other => Ok(touch_px(screen_point(other, ctx)?, ctx)),
+    }
+}
+
+/// A target's point in the observed screen's pixels (not yet through the transform).
+fn screen_point(t: &Target, ctx: &ExecContext<'_>) -> Result<PixelPoint, ExecError> {
+    match t {
+        Target::Coordinate(p) => Ok(LinearTransform.to_pixel(*p, ctx.size)),
         Target::Pixel([x, y]) => {
             if *x >= ctx.size.width || *y >= ctx.size.height {
                 return Err(ExecError::OffScreen {
@@ -314,14 +337,11 @@ pub async fn execute(
         }
         Action::Swipe { path, duration_ms } => {
             let (from, to) = match path {
-                SwipePath::Points { start, end } => (
-                    ctx.transform.to_pixel(*start, ctx.size),
-                    ctx.transform.to_pixel(*end, ctx.size),
-                ),
+                SwipePath::Points { start, end } => (touch(*start, ctx), touch(*end, ctx)),
                 SwipePath::Direction { direction, target } => {
                     let area = match target {
                         Some(TargetField(t @ (Target::Coordinate(_) | Target::Pixel(_)))) => {
-                            let c = target_point(t, ctx)?;
+                            let c = screen_point(t, ctx)?;
                             let full = full_screen(ctx.size);
                             Bounds::new(
                                 full.left,
@@ -333,7 +353,8 @@ pub async fn execute(
                         Some(TargetField(t)) => target_bounds(t, ctx)?,
                         None => full_screen(ctx.size),
                     };
-                    directional_swipe(area, *direction, false)
+                    let (from, to) = directional_swipe(area, *direction, false);
+                    (touch_px(from, ctx), touch_px(to, ctx))
                 }
             };
             let ms = duration_ms.unwrap_or(DEFAULT_SWIPE_MS);
@@ -346,7 +367,7 @@ pub async fn execute(
         } => {
             let area = match container {
                 Some(TargetField(t @ (Target::Coordinate(_) | Target::Pixel(_)))) => {
-                    let c = target_point(t, ctx)?;
+                    let c = screen_point(t, ctx)?;
                     Bounds::new(c.x - 200, c.y - 400, c.x + 200, c.y + 400)
                         .intersect(&full_screen(ctx.size))
                 }
@@ -354,6 +375,7 @@ pub async fn execute(
                 None => default_scroll_area(ctx),
             };
             let (from, to) = directional_swipe(area, *direction, true);
+            let (from, to) = (touch_px(from, ctx), touch_px(to, ctx));
             device.swipe(from, to, DEFAULT_SWIPE_MS).await?;
             json!({"from": pt(from), "to": pt(to)})
         }

@@ -6,6 +6,7 @@
 pub mod app_control;
 pub mod artifacts;
 pub mod events;
+pub mod extend;
 pub mod finish;
 pub mod flow_check;
 pub mod hooks;

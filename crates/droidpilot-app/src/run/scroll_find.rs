@@ -9,13 +9,15 @@ use super::middleware::CustomActionHandler;
 use crate::device::Device;
 use crate::device::exec::{self, ExecContext};
 use crate::device::scroll_find::{Found, NOT_FOUND_HINT, Next, ScrollToFind};
-use crate::domain::LinearTransform;
 use crate::screen::{ReprOptions, Screen};
 
 /// The action's name, as agents emit it.
 pub const NAME: &str = "scroll_to_find";
 
-pub struct ScrollToFindAction;
+pub struct ScrollToFindAction {
+    /// The runner's coordinate transform (its swipes' points go through it).
+    pub transform: std::sync::Arc<dyn crate::domain::CoordinateTransform>,
+}
 
 #[async_trait]
 impl CustomActionHandler for ScrollToFindAction {
@@ -37,7 +39,7 @@ impl CustomActionHandler for ScrollToFindAction {
             let ctx = ExecContext {
                 screen: Some(&screen),
                 size,
-                transform: &LinearTransform,
+                transform: self.transform.as_ref(),
             };
             exec::execute(device, &action, &ctx)
                 .await

@@ -316,7 +316,7 @@ pub struct WebhookSender {
     allow: AllowList,
 }
 
-fn install_crypto() {
+pub(crate) fn install_crypto() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         // Another part of the process may have installed one already; that is fine.

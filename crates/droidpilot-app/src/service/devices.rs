@@ -11,7 +11,7 @@ use crate::core::Core;
 use crate::device::Device;
 use crate::device::exec::{self, ExecContext, ExecError, ExecOutcome};
 use crate::device::pool::{DeviceState, DeviceSummary, PoolError};
-use crate::domain::{Action, ActionParser, LinearTransform, ScreenSize};
+use crate::domain::{Action, ActionParser, ScreenSize};
 use crate::screen::inspect::{Inspection, SelectorTest};
 use crate::screen::{ReprOptions, Screen, ScreenRepresentation};
 use crate::store::cluster::FarmDevice;
@@ -199,6 +199,32 @@ pub async fn inspect(
 /// Parses one action a caller sends straight to a device, refusing the ones that belong
 /// to a task (finish, ask_user, mcp_call, custom).
 pub fn device_action(body: &Value) -> Result<Action, AppError> {
+    device_action_with(body, &Default::default())
+}
+
+/// `device_action`, also taking the operator's custom actions (`[[actions.custom]]`),
+/// their arguments checked against their parameters.
+pub fn device_action_with(
+    body: &Value,
+    actions: &crate::run::extend::ActionsConfig,
+) -> Result<Action, AppError> {
+    let action = actions
+        .parser()
+        .parse(body)
+        .map_err(|e| AppError::invalid(e.code(), e.caller_message(), e.hint()))?;
+    if let Action::Custom(c) = &action
+        && let Some(def) = actions.custom(&c.name)
+    {
+        def.bind(&c.args).map_err(|e| {
+            let hint = format!(
+                "Send {{\"action\": \"{}\", …}} with {}.",
+                def.name,
+                def.signature()
+            );
+            AppError::invalid("invalid_action", e, hint)
+        })?;
+        return Ok(action);
+    }
     let action = ActionParser::new()
         .parse(body)
         .map_err(|e| AppError::invalid(e.code(), e.caller_message(), e.hint()))?;
@@ -234,20 +260,60 @@ pub async fn act_on_device(
     action: &Action,
 ) -> Result<DeviceActed, AppError> {
     let start = Instant::now();
+    if let Action::Custom(c) = action {
+        return custom_on_device(core, dev, c, start).await;
+    }
     let (screen, _, size) = read_screen(dev).await?;
+    // The runner's coordinate transform: a REST point lands where a task's would.
+    let transform = core.runner.transform.as_ref();
     let ctx = ExecContext {
         screen: Some(&screen),
         size,
-        transform: &LinearTransform,
+        transform,
     };
     let result = exec::execute(dev, action, &ctx).await;
     if matches!(action, Action::Rotate { .. }) && result.is_ok() {
         core.pool.refresh_screen(dev).await;
     }
     // Text typed into a password field is not echoed (nor logged, nor stored).
-    let shown = screen.mask_typed(action, size, &LinearTransform);
+    let shown = screen.mask_typed(action, size, transform);
     Ok(DeviceActed {
         action: serde_json::to_value(shown.as_ref().unwrap_or(action)).unwrap_or(Value::Null),
+        result,
+        duration_ms: start.elapsed().as_millis() as u64,
+    })
+}
+
+/// An operator's custom action sent straight to a device: its primitives run through
+/// the runner's transform; secret parameters are not echoed.
+async fn custom_on_device(
+    core: &Core,
+    dev: &dyn Device,
+    c: &crate::domain::action::CustomAction,
+    start: Instant,
+) -> Result<DeviceActed, AppError> {
+    let actions = core.actions.current();
+    let Some(def) = actions.custom(&c.name) else {
+        return Err(AppError::invalid(
+            "not_a_device_action",
+            format!("`{}` is not a custom action of this server", c.name),
+            "The server's [[actions.custom]] changed; list them again.",
+        ));
+    };
+    let result = def.run(dev, &c.args, core.runner.transform.as_ref()).await;
+    let result = result.map(|detail| ExecOutcome { detail }).map_err(|f| {
+        f.cause.unwrap_or_else(|| {
+            ExecError::Device(crate::device::DeviceError::CommandFailed {
+                command: c.name.clone(),
+                exit_code: 1,
+                stderr: f.message,
+            })
+        })
+    });
+    let mut shown = def.masked_args(&c.args);
+    shown.insert("action".into(), Value::String(c.name.clone()));
+    Ok(DeviceActed {
+        action: Value::Object(shown),
         result,
         duration_ms: start.elapsed().as_millis() as u64,
     })

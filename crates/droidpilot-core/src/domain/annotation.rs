@@ -193,6 +193,22 @@ pub enum Annotation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// An action hook (`[[actions.hooks]]`) was asked about the step's action before it
+    /// ran (`decision`: `continue`, `skip`, `rewrite`, or `error` when the call failed),
+    /// or told its outcome after (`told`, or `error`).
+    ActionHook {
+        /// The hook's URL, without credentials or query.
+        hook: String,
+        /// `before` or `after`.
+        when: String,
+        decision: String,
+        /// A skip's reason, or what failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// A rewrite's action as it ran (JSON text, secrets masked).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<String>,
+    },
     /// A chain passed the step from one agent to the next.
     Switch {
         from: String,

@@ -194,9 +194,90 @@ impl CoordinateTransform for LinearTransform {
     }
 }
 
+/// Scale and offset in normalized space, then `LinearTransform`: the operator's
+/// transform (`[devices.transform]`), for a touch space that differs from the screen the
+/// model reads (a mirrored or letterboxed display, a non-uniform scale). A point
+/// `(x, y)` goes to `(x·scale_x + offset_x, y·scale_y + offset_y)`, clamped into the
+/// screen. The identity (the default) is `LinearTransform` exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AffineTransform {
+    pub scale_x: f64,
+    pub scale_y: f64,
+    pub offset_x: f64,
+    pub offset_y: f64,
+}
+
+impl Default for AffineTransform {
+    fn default() -> Self {
+        Self {
+            scale_x: 1.0,
+            scale_y: 1.0,
+            offset_x: 0.0,
+            offset_y: 0.0,
+        }
+    }
+}
+
+impl AffineTransform {
+    pub fn is_identity(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Errors name the key: scales must be positive, every number finite.
+    pub fn check(&self) -> Result<(), String> {
+        let all = [self.scale_x, self.scale_y, self.offset_x, self.offset_y];
+        if all.iter().any(|v| !v.is_finite()) || self.scale_x <= 0.0 || self.scale_y <= 0.0 {
+            return Err(
+                "devices.transform: scale_x and scale_y must be above 0 and every value finite"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl CoordinateTransform for AffineTransform {
+    fn to_pixel(&self, p: NormPoint, size: ScreenSize) -> PixelPoint {
+        let moved = NormPoint::clamped(
+            p.x * self.scale_x + self.offset_x,
+            p.y * self.scale_y + self.offset_y,
+        );
+        LinearTransform.to_pixel(moved, size)
+    }
+    fn to_normalized(&self, p: PixelPoint, size: ScreenSize) -> NormPoint {
+        let n = LinearTransform.to_normalized(p, size);
+        NormPoint::clamped(
+            (n.x - self.offset_x) / self.scale_x,
+            (n.y - self.offset_y) / self.scale_y,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_affine_transform_scales_then_offsets_and_its_identity_is_linear() {
+        let size = ScreenSize::new(1080, 2400).unwrap();
+        let p = NormPoint::new(0.5, 0.25).unwrap();
+        assert_eq!(
+            AffineTransform::default().to_pixel(p, size),
+            LinearTransform.to_pixel(p, size)
+        );
+        let t = AffineTransform {
+            scale_x: 0.5,
+            offset_x: 0.1,
+            offset_y: 0.05,
+            ..Default::default()
+        };
+        // x: 0.5·0.5 + 0.1 = 0.35 → 378; y: 0.25 + 0.05 = 0.3 → 720.
+        assert_eq!(t.to_pixel(p, size), PixelPoint { x: 378, y: 720 });
+        let back = t.to_normalized(PixelPoint { x: 378, y: 720 }, size);
+        assert!((back.x - 0.5).abs() < 1e-3 && (back.y - 0.25).abs() < 1e-3);
+        assert!(AffineTransform { scale_y: 0.0, ..t }.check().is_err());
+    }
     use proptest::prelude::*;
 
     const PHONE: ScreenSize = ScreenSize {

@@ -14,7 +14,8 @@ pub mod shell;
 pub use action::{Action, ActionError, ActionParser, AppRef, Direction, Key, Orientation, Target};
 pub use element::{ActionableElement, ElementAction, ElementSource};
 pub use geometry::{
-    Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint, ScreenSize,
+    AffineTransform, Bounds, CoordinateTransform, LinearTransform, NormPoint, PixelPoint,
+    ScreenSize,
 };
 pub mod task;
 pub use task::{

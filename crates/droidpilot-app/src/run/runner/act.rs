@@ -181,7 +181,14 @@ impl Runner {
         draft: &mut StepDraft,
     ) -> Phase<Acted> {
         let at = st.at();
-        let action = match self.hooks.before_act(at, decision.action.clone()).await {
+        let action = match self
+            .ask_hooks(st, device, decision.action.clone(), obs, draft)
+            .await
+        {
+            Ok(a) => a,
+            Err(told) => return Ok(Continue(told)),
+        };
+        let action = match self.hooks.before_act(at, action).await {
             Verdict::Run(a) => a,
             Verdict::Skip(reason) => {
                 draft.skipped(&reason);
@@ -305,6 +312,7 @@ impl Runner {
             let outcome = result.clone().map_err(|e| e.to_string());
             self.hooks.after_act(st.at(), &action, &outcome).await;
         }
+        self.tell_hooks(st, device, &result, &latest, draft).await;
         Some((action, result, latest))
     }
 
@@ -361,7 +369,15 @@ impl Runner {
         size: ScreenSize,
     ) -> (Result<Value, ExecError>, Observed, Vec<Retry>) {
         if let Action::Custom(c) = action {
-            let r = match self.hooks.run_action(device, &c.name, &c.args).await {
+            let configured = self.actions.current();
+            let r = match configured.custom(&c.name) {
+                Some(def) => Some(
+                    (def.run(device, &c.args, self.transform.as_ref()).await)
+                        .map_err(|f| f.message),
+                ),
+                None => self.hooks.run_action(device, &c.name, &c.args).await,
+            };
+            let r = match r {
                 Some(r) => r.map_err(|e| {
                     ExecError::Device(DeviceError::CommandFailed {
                         command: c.name.clone(),

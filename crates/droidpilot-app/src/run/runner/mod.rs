@@ -21,6 +21,7 @@ mod ask;
 mod budget;
 mod config;
 mod decide;
+mod extend;
 mod manual;
 mod observe;
 mod reconnect;
@@ -90,6 +91,8 @@ pub struct Runner {
     pub apps: Option<crate::apps::AppKnowledge>,
     /// OCR merged into observations of the devices that want it (`ocr`, `observe`).
     pub ocr: Arc<crate::ocr::Ocr>,
+    /// The operator's `[actions]`: custom actions and HTTP hooks (`run::extend`).
+    pub actions: Arc<crate::run::extend::LiveActions>,
 }
 
 /// How the loop ended.
@@ -178,12 +181,19 @@ impl Runner {
             takeovers: Arc::new(TakeOvers::default()),
             apps: None,
             ocr: Arc::new(crate::ocr::Ocr::new(Default::default())),
+            actions: Arc::default(),
         }
     }
 
     /// Lists the installed apps to agents with what each can do (`apps`).
     pub fn with_apps(mut self, apps: crate::apps::AppKnowledge) -> Self {
         self.apps = Some(apps);
+        self
+    }
+
+    /// Turns points into pixels with `t` (on every path through this runner).
+    pub fn with_transform(mut self, t: Arc<dyn CoordinateTransform>) -> Self {
+        self.transform = t;
         self
     }
 
@@ -388,6 +398,7 @@ impl Runner {
     ) -> StepDraft {
         let mut draft = StepDraft::new(st.task().id, st.step(), start, obs, st.size());
         draft.hide(agent.secrets());
+        draft.custom = Some(self.actions.current());
         if let Some(screen) = &obs.screen {
             draft.guard_passwords(PasswordGuard {
                 screen: screen.clone(),

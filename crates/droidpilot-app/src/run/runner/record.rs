@@ -68,6 +68,8 @@ pub(super) struct StepDraft {
     typed_password: Option<String>,
     /// The device action's failed attempts that were tried again (`act.rs`).
     pub retries: Vec<super::act::Retry>,
+    /// The operator's custom actions: their secret parameters are masked.
+    pub custom: Option<std::sync::Arc<crate::run::extend::ActionsConfig>>,
 }
 
 /// The screen a step acts on, to recognise a `type` into a password field: such text is
@@ -162,6 +164,7 @@ impl StepDraft {
             fixed_index: None,
             typed_password: None,
             retries: Vec::new(),
+            custom: None,
         }
     }
 
@@ -212,6 +215,9 @@ impl StepDraft {
     /// Text typed into a password field is masked in the action, and scrubbed from the
     /// thinking and the model's raw reply.
     pub fn set_action(&mut self, a: &Action) {
+        if let Some(masked) = self.mask_custom(a) {
+            return self.set_action(&masked);
+        }
         let redacted = self.guard.as_ref().and_then(|g| g.redact(a));
         self.typed_password = redacted.as_ref().map(|(_, text)| text.clone());
         match redacted.or_else(|| self.redact_secret(a)) {
@@ -226,6 +232,22 @@ impl StepDraft {
             scrub(&mut self.step.raw, secret);
             scrub(&mut self.step.thinking, secret);
         }
+    }
+
+    /// A configured custom action with its secret parameters as `••••` (their values
+    /// then masked anywhere in the step). None: nothing to hide.
+    fn mask_custom(&mut self, a: &Action) -> Option<Action> {
+        let Action::Custom(c) = a else { return None };
+        let def = self.custom.as_ref()?.custom(&c.name)?;
+        let values = def.secret_values(&c.args);
+        if values.is_empty() {
+            return None;
+        }
+        self.secrets.extend(values);
+        Some(Action::Custom(crate::domain::action::CustomAction {
+            name: c.name.clone(),
+            args: def.masked_args(&c.args),
+        }))
     }
 
     /// A `type` whose text holds one of the agent's secrets, as `••••`.
