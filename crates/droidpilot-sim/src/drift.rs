@@ -10,6 +10,9 @@
 //!   home-screen icon grid moves up by the same amount.
 //! - `changed_labels`: the text of buttons is reworded (`Send` → `Send message`, `Save` →
 //!   `Save changes`); labels without a known rewording get a seeded suffix.
+//! - `release_layout`: what a release that renames ids and strings does to the layout
+//!   around them, per app at the frequencies mined from real releases (`Release`): a new
+//!   row under the toolbar, taller list rows, or nothing.
 
 use droidpilot_core::domain::Bounds;
 
@@ -39,10 +42,25 @@ pub fn shift_for(seed: u64, package: &str) -> i32 {
 /// top while it is up), to which bottom bars stay anchored.
 pub fn move_app_content(root: &mut Widget, cx: &Ctx, bottom: i32, seed: u64, package: &str) {
     let dy = cx.d(shift_for(seed, package));
+    let top = cx.content_top();
+    let banner = Widget::text_view(
+        Bounds::new(0, top, cx.w, top + dy),
+        "What's new: this app was updated",
+    )
+    .id(BANNER_ID)
+    .bg(SURFACE)
+    .fg(SUBTLE)
+    .size(TextSize::Small);
+    push_content(root, cx, bottom, banner);
+}
+
+/// Inserts `row` under the toolbar and pushes the page's content down by its height;
+/// bars anchored to `bottom` stay.
+fn push_content(root: &mut Widget, cx: &Ctx, bottom: i32, row: Widget) {
+    let dy = row.frame.height();
     let Some(content) = root.find_mut("android:id/content") else {
         return;
     };
-    let top = cx.content_top();
     // Bars anchored to the bottom of the app's area (above the keyboard when it is up):
     // what ends there, as a compose bar does, or a floating button 60 above it. Told by
     // where a widget ends, not where it starts: on a short screen with the keyboard up a
@@ -53,17 +71,53 @@ pub fn move_app_content(root: &mut Widget, cx: &Ctx, bottom: i32, seed: u64, pac
             c.shift(dy);
         }
     }
-    let banner = Widget::text_view(
-        Bounds::new(0, top, cx.w, top + dy),
-        "What's new: this app was updated",
-    )
-    .id(BANNER_ID)
-    .bg(SURFACE)
-    .fg(SUBTLE)
-    .size(TextSize::Small);
-    content.children.insert(1, banner);
+    content.children.insert(1, row);
     let screen = Bounds::new(0, 0, cx.w, cx.h);
     root.clip(&screen);
+}
+
+/// The layout change a release makes in an app around its renamed ids and strings
+/// (`release_layout`). Mined from the commits that renamed an id in
+/// `tests/fixtures/drift-real/pairs.tsv`: of 995 layout files (38 apps) whose ids a
+/// commit renamed, the same commit added a view to 30%, changed only paddings, margins or
+/// sizes in 14%, and left the rest of the layout as it was in 54%.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Ids and strings renamed, nothing moved.
+    Same,
+    /// A new row (a view added) under the toolbar pushes the page's content down.
+    NewRow,
+    /// List rows' vertical paddings grow (`SPACING` in all).
+    Spacing,
+}
+
+/// How much taller a list row gets under `Release::Spacing`, in design pixels: 8 dp more
+/// padding above and below.
+pub const SPACING: i32 = 42;
+
+/// The resource-id of the row `Release::NewRow` adds.
+pub const RELEASE_ROW_ID: &str = "sync_status";
+
+/// The layout change a release brings to `package` (seeded, at the mined frequencies).
+pub fn release_layout(seed: u64, package: &str) -> Release {
+    match mix(seed, &format!("release/{package}")) % 100 {
+        0..30 => Release::NewRow,
+        30..44 => Release::Spacing,
+        _ => Release::Same,
+    }
+}
+
+/// Adds `Release::NewRow`'s row: one row under the toolbar, the page below it.
+pub fn release_row(root: &mut Widget, cx: &Ctx, bottom: i32) {
+    let top = cx.content_top();
+    let row = Widget::text_view(
+        Bounds::new(cx.d(48), top, cx.w, top + cx.d(ROW)),
+        "Backed up to your account",
+    )
+    .id(RELEASE_ROW_ID)
+    .fg(SUBTLE)
+    .size(TextSize::Small);
+    push_content(root, cx, bottom, row);
 }
 
 /// Moves the launcher's home-screen icon grid up (see the module doc).
@@ -321,6 +375,79 @@ mod tests {
         slow.advance_clock(2_000);
         assert!(!slow.hierarchy_now().contains(crate::ui::SYNC_ID));
         assert_eq!(at(&slow), at(&clean), "loaded: back in place");
+    }
+
+    /// A release's layout change is drawn per app at the frequencies mined from real
+    /// releases (a view added 30%, paddings or sizes only 14%, nothing else 54%).
+    #[test]
+    fn release_layouts_follow_the_mined_frequencies() {
+        let mut n = [0; 3];
+        for seed in 0..300 {
+            for app in ["a.one", "b.two", "c.three", "d.four"] {
+                n[release_layout(seed, app) as usize] += 1;
+            }
+        }
+        let pct = |i: usize| n[i] * 100 / 1200;
+        assert!((25..=35).contains(&pct(1)), "new row {n:?}");
+        assert!((10..=18).contains(&pct(2)), "spacing {n:?}");
+        assert!((49..=60).contains(&pct(0)), "same {n:?}");
+    }
+
+    /// The seed whose release gives `app` the layout `kind`.
+    fn seed_for(app: AppId, kind: Release) -> u64 {
+        (0..)
+            .find(|s| release_layout(*s, app.package()) == kind)
+            .unwrap()
+    }
+
+    fn release_phone(seed: u64) -> SimDevice {
+        SimDevice::new(SimConfig {
+            seed,
+            faults: SimFaults {
+                release_layout: true,
+                ..SimFaults::default()
+            },
+            ..SimConfig::default()
+        })
+        .unwrap()
+    }
+
+    fn centre_and_half(bounds: &str) -> (i32, i32) {
+        let (t, b) = (top(bounds), bottom(bounds));
+        ((t + b) / 2, (b - t) / 2)
+    }
+
+    /// Under a release's new row or larger paddings a contact's row is no longer where a
+    /// tap recorded before the update would land: its centre moved by more than half its
+    /// height. A release without a layout change leaves it where it was.
+    #[test]
+    fn a_release_layout_moves_a_rows_centre_beyond_its_half_height() {
+        let name = "Carol White";
+        let at = |seed: u64, release: bool| {
+            let p = if release {
+                release_phone(seed)
+            } else {
+                phone(SimFaults::default())
+            };
+            p.apply(Cmd::Launch {
+                app: AppId::Contacts,
+            });
+            let xml = p.hierarchy_now();
+            centre_and_half(&bounds_of(&xml, name).expect("the row"))
+        };
+        let (clean, half) = at(7, false);
+        for kind in [Release::NewRow, Release::Spacing] {
+            let seed = seed_for(AppId::Contacts, kind);
+            let (moved, _) = at(seed, true);
+            assert!(moved - clean > half, "{kind:?}: {clean} -> {moved}");
+            let xml = release_phone(seed).hierarchy_now();
+            assert!(
+                !xml.contains(RELEASE_ROW_ID),
+                "the launcher keeps its layout"
+            );
+        }
+        let (same, _) = at(seed_for(AppId::Contacts, Release::Same), true);
+        assert_eq!(same, clean);
     }
 
     #[test]

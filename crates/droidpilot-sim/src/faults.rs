@@ -53,6 +53,10 @@ pub struct SimFaults {
     /// Destructive actions (delete an alarm, a contact, a note; remove from the cart)
     /// ask first ("Delete alarm?" Cancel / Delete); Cancel keeps the item.
     pub confirm_destructive: bool,
+    /// The layout changes a release makes around the ids and strings it renames, per app
+    /// (seeded) at the frequencies mined from real releases: a new row under the
+    /// toolbar (30% of apps), list rows with larger paddings (14%), or none.
+    pub release_layout: bool,
     /// The connection drops after this many commands; `reconnect()` restores it.
     pub disconnect_after: Option<u64>,
     /// Screenshots of secure screens (FLAG_SECURE, e.g. the shop's checkout) come out

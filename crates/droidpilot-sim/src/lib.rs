@@ -18,7 +18,7 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `split` (two apps in split-screen windows), `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels, a release's layout changes), `reflow` (rows grow for text that wraps), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `split` (two apps in split-screen windows), `tasks` (scored tasks with checkers and reference solutions).
 
 pub mod adbd;
 pub mod apps;
@@ -29,6 +29,7 @@ pub mod identity;
 pub mod latency;
 pub mod locale;
 pub mod redesign;
+pub mod reflow;
 pub mod renames;
 pub mod render;
 pub mod split;
@@ -349,6 +350,7 @@ impl SimDevice {
         cx.grid = faults.list_to_grid.then_some(self.cfg.seed);
         cx.overflow = faults.overflow_menu.then_some(self.cfg.seed);
         cx.confirm = faults.confirm_destructive.then_some(self.cfg.seed);
+        cx.release = faults.release_layout.then_some(self.cfg.seed);
         cx
     }
 

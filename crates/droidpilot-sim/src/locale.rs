@@ -116,6 +116,7 @@ pub const GERMAN: &[(&str, &str)] = &[
     ("Delete note?", "Notiz löschen?"),
     ("Remove from cart?", "Aus dem Warenkorb entfernen?"),
     ("Action", "Aktion"),
+    ("Backed up to your account", "In deinem Konto gesichert"),
     // App names
     ("Clock", "Uhr"),
     ("Contacts", "Kontakte"),
@@ -411,16 +412,25 @@ fn money_de(s: &str) -> Option<String> {
     Some(out)
 }
 
+/// What the phone shows for the English string `s` in `locale`, or None when it shows
+/// `s` as it is. Layout measures text with it (`Ctx::shown`), so a longer translation
+/// wraps and grows its row.
+pub fn localize(s: &str, locale: Locale) -> Option<String> {
+    if locale == Locale::En {
+        return None;
+    }
+    let de = german(s);
+    let money = money_de(de.as_deref().unwrap_or(s));
+    money.or(de)
+}
+
 /// Translates a window's tree into `locale` (see the module doc).
 pub fn translate(w: &mut super::widget::Widget, locale: Locale) {
     if locale == Locale::En {
         return;
     }
     for s in [&mut w.text, &mut w.desc, &mut w.hint] {
-        if let Some(de) = german(s) {
-            *s = de;
-        }
-        if let Some(de) = money_de(s) {
+        if let Some(de) = localize(s, locale) {
             *s = de;
         }
     }

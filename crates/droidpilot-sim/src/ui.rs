@@ -51,6 +51,11 @@ pub struct Ctx {
     pub overflow: Option<u64>,
     /// Seed of the `confirm_destructive` drift: destructive actions ask first.
     pub confirm: Option<u64>,
+    /// Seed of the `release_layout` drift: the layout changes a release makes around its
+    /// renames, per app (see `drift::release_layout`).
+    pub release: Option<u64>,
+    /// Device pixels a list row grows by (a release's larger paddings); 0 for none.
+    pub row_pad: i32,
     /// Where the keyboard's top lies in this layout's coordinates, when it is not the
     /// screen's (a split-screen window: `split`); `i32::MAX` for a window it never covers.
     pub ime_top: Option<i32>,
@@ -79,8 +84,16 @@ impl Ctx {
             grid: None,
             overflow: None,
             confirm: None,
+            release: None,
+            row_pad: 0,
             ime_top: None,
         }
+    }
+    /// What the phone shows for an app's string `s`: renamed by the rename map, then
+    /// translated into the phone's language (layout measures text with it).
+    pub fn shown(&self, s: &str) -> String {
+        let s = self.renames.strings.get(s).map_or(s, String::as_str);
+        super::locale::localize(s, self.locale).unwrap_or_else(|| s.to_string())
     }
     /// Design pixels → device pixels.
     pub fn d(&self, v: i32) -> i32 {
@@ -270,8 +283,9 @@ fn rows_in_order(mut slots: Vec<Option<Widget>>, order: Vec<usize>) -> Vec<Widge
 }
 
 /// Stacks a list's rows from `y` (relative to the list's `top`) into `laid`, and returns
-/// where they end: taller under a larger font, and under the "list to grid" drift as
-/// cells, two or three a line (seeded), in the same order.
+/// where they end: taller under a larger font, a release's paddings and a label that
+/// wraps (`reflow`), and under the "list to grid" drift as cells, two or three a line
+/// (seeded), in the same order.
 fn lay_rows(
     cx: &Ctx,
     key: &str,
@@ -286,11 +300,17 @@ fn lay_rows(
     };
     let (mut col, mut line) = (0, 0);
     for mut r in rows {
+        // Rows are laid out at y = 0: a larger font, a release's larger paddings and a
+        // label that wraps make them taller.
+        r.shift(-r.frame.top);
         if cx.font_scale != 1.0 {
-            // Rows are laid out at y = 0: a larger font makes them taller.
-            r.shift(-r.frame.top);
             r.scale_y(cx.font_scale);
         }
+        let h = r.frame.height();
+        if cx.row_pad > 0 && h > 0 {
+            r.scale_y((h + cx.row_pad) as f32 / h as f32);
+        }
+        super::reflow::grow_row(&mut r, cx);
         if cols > 1 {
             r.scale_x(1.0 / cols as f32, col * cx.w / cols);
         }
@@ -562,7 +582,8 @@ fn dialog_window(d: &Dialog, cx: &Ctx) -> Window {
             y += cx.d(120);
         }
         if !d.message.is_empty() {
-            let lines = super::render::wrap_count(&d.message, (right - left - cx.d(120)) as usize);
+            let shown = cx.shown(&d.message);
+            let lines = super::render::wrap_count(&shown, (right - left - cx.d(120)) as usize);
             let h = cx.d(60) * lines.max(1) as i32 + cx.d(30);
             panel_kids.push(
                 Widget::text_view(
@@ -892,10 +913,21 @@ fn scroll_page(root: &mut Widget, cx: &Ctx, st: &PhoneState, app: AppId) {
 /// An app's window: its page built, then the drifts an app update brings, in order
 /// (touch keys stamped first, when `stamp`).
 fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
+    use super::drift::{Release, release_layout};
+    let release = cx
+        .release
+        .map_or(Release::Same, |s| release_layout(s, app.package()));
+    let new_row = if release == Release::NewRow { ROW } else { 0 };
     let app_cx = Ctx {
         list_inset: cx
             .moved
-            .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package()))),
+            .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package())))
+            + cx.d(new_row),
+        row_pad: if release == Release::Spacing {
+            cx.d(super::drift::SPACING)
+        } else {
+            0
+        },
         ..cx.clone()
     };
     let (mut root, sec) = apps::build(app, st, &app_cx);
@@ -909,6 +941,10 @@ fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
     if let Some(seed) = cx.moved {
         let bottom = cx.bottom(st);
         super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
+    }
+    if release == Release::NewRow {
+        let bottom = cx.bottom(st);
+        super::drift::release_row(&mut root, cx, bottom);
     }
     if let Some(seed) = cx.overflow {
         super::redesign::overflow(&mut root, cx, seed, app.package());

@@ -317,6 +317,22 @@ impl Widget {
         }
     }
 
+    /// Opens a gap of `dy` pixels at `y`, as a layout does when something in it grows
+    /// there: what starts at or below `y` moves down, what spans it grows.
+    pub fn open_gap(&mut self, y: i32, dy: i32) {
+        if self.frame.top >= y {
+            self.shift(dy);
+            return;
+        }
+        if self.frame.bottom >= y {
+            self.frame.bottom += dy;
+            self.bounds.bottom += dy;
+        }
+        for c in &mut self.children {
+            c.open_gap(y, dy);
+        }
+    }
+
     /// Stretches the widget and its subtree vertically by `f` around y = 0 (a row laid
     /// out at the top, grown with the font size).
     pub fn scale_y(&mut self, f: f32) {

@@ -136,7 +136,9 @@ pub enum DriftKind {
     German,
     /// The ids and labels of the flow's own recorded screens renamed the way 41
     /// open-source apps renamed theirs between releases (`real_drift::rename_map`, by
-    /// the mined kinds at their observed frequencies, seeded).
+    /// the mined kinds at their observed frequencies, seeded), with the layout changes
+    /// the same releases made around them (`release_layout`: a new row, taller rows, or
+    /// none, per app at the mined frequencies).
     RealRenames,
 }
 
@@ -202,6 +204,8 @@ impl DriftKind {
         f.overflow_menu |= self == DriftKind::OverflowMenu;
         f.whats_new_dialog |= self == DriftKind::WhatsNew;
         f.confirm_destructive |= self == DriftKind::ConfirmDestructive;
+        // A release that renames ids and strings changes the layout around them too.
+        f.release_layout = self.real_renames();
         let on = |k: DriftKind| self == k || self == DriftKind::All;
         let combo = self == DriftKind::IdsListsMoved;
         let update = self == DriftKind::AppUpdate;
@@ -616,7 +620,17 @@ mod tests {
         assert!(configured(DriftKind::IconButtons).faults.icon_buttons);
         assert_eq!(configured(DriftKind::FontScale).font_scale, LARGEST_FONT);
         let all = configured(DriftKind::Realistic);
-        assert_eq!(all.faults, SimFaults::redesign());
+        let release = SimFaults {
+            release_layout: true,
+            ..SimFaults::default()
+        };
+        assert_eq!(
+            all.faults,
+            SimFaults {
+                release_layout: true,
+                ..SimFaults::redesign()
+            }
+        );
         assert_eq!(all.font_scale, LARGEST_FONT);
         let de = configured(DriftKind::German);
         assert_eq!(de.locale, Locale::De);
@@ -627,10 +641,9 @@ mod tests {
         // Real renames are per flow (its own screens' ids and labels), applied by the run.
         assert!(DriftKind::RealRenames.real_renames() && DriftKind::Realistic.real_renames());
         assert!(!DriftKind::German.real_renames() && !DriftKind::RenamedIds.real_renames());
-        assert_eq!(
-            configured(DriftKind::RealRenames).faults,
-            SimFaults::default()
-        );
+        // and so is the layout a release changes around them: the sim's `release_layout`.
+        assert_eq!(configured(DriftKind::RealRenames).faults, release);
+        assert!(!configured(DriftKind::AppUpdate).faults.release_layout);
         for d in DriftKind::REALISTIC_SUITE {
             assert!(!DriftKind::DRIFT_SUITE.contains(d) || *d == DriftKind::None);
         }

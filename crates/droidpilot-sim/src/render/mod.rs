@@ -27,6 +27,28 @@ use super::widget::{PILL, Screen, Symbol, TextSize, WHITE, Widget};
 use canvas::Canvas;
 use text::Face;
 
+/// The line height in device pixels of `size` text: Material's 14, 16 and 22 sp at 420
+/// dpi, grown by Android's font size `font` on a screen scaled `s` from design pixels.
+pub fn line_height(size: TextSize, font: f32, s: f32) -> i32 {
+    let design = match size {
+        TextSize::Small => 42.0,
+        TextSize::Normal => 49.0,
+        TextSize::Title => 66.0,
+    };
+    ((design * font * s).round() as i32).max(6)
+}
+
+/// How many lines `s` takes in `width` pixels at line height `px`, measured with the
+/// font the painter draws it in (Roboto Medium when `bold`): what layout asks when a
+/// longer text (a translation, a reworded label) may need another line.
+pub fn lines(s: &str, width: i32, bold: bool, px: i32) -> usize {
+    let face = if bold { Face::Medium } else { Face::Regular };
+    if s.is_empty() || text::width(face, px, s) <= width {
+        return 1;
+    }
+    text::wrap(s, width, face, px).len()
+}
+
 /// Horizontal placement of text inside its box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Align {
@@ -110,12 +132,7 @@ impl Painter<'_> {
 
     /// The line height of a text size: Material's 14, 16 and 22 sp at 420 dpi.
     fn line_px(&self, size: TextSize) -> i32 {
-        let design = match size {
-            TextSize::Small => 42.0,
-            TextSize::Normal => 49.0,
-            TextSize::Title => 66.0,
-        };
-        ((design * self.font * self.s).round() as i32).max(6)
+        line_height(size, self.font, self.s)
     }
 
     fn style(&self, w: &Widget, color: [u8; 3], align: Align) -> Style {

@@ -400,6 +400,10 @@ mod tests {
                     confirm_destructive: true,
                     ..Default::default()
                 },
+                crate::SimFaults {
+                    release_layout: true,
+                    ..Default::default()
+                },
             ] {
                 let failed = unsolvable(SimConfig {
                     seed,
@@ -430,6 +434,7 @@ mod tests {
             ..with(crate::SimFaults {
                 changed_labels: true,
                 renamed_ids: true,
+                release_layout: true,
                 ..crate::SimFaults::redesign()
             })
         })
