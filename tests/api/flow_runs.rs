@@ -492,6 +492,67 @@ async fn recovery_runs_each_flow_with_the_servers_model_and_heal_returns_the_flo
     );
 }
 
+/// `heal` on a run of a stored workspace: the healed flow goes back to the workspace as
+/// its next version (its source the run), the other files as they were, and the run's
+/// reason says which version; the version that ran is kept unchanged.
+#[tokio::test]
+async fn healing_a_stored_workspace_stores_the_healed_flow_as_its_next_version() {
+    let renamed = "appId: com.android.settings\n---\n- launchApp\n- tapOn: \"Bluetooth radio\"\n";
+    let answer = json!({"action_type": "modify_selector", "new_selector": ":text(\"Bluetooth\")",
+                        "reason": "the row is called Bluetooth now", "confidence": "high"});
+    let (server, _) = crate::run::model(vec![(200, answer.to_string())]).await;
+    let base = format!("{}/v1", server.uri());
+    let app = bare_app(&[
+        ("DROIDPILOT_AGENT__NAVIGATOR__BASE_URL", base.as_str()),
+        ("DROIDPILOT_AGENT__NAVIGATOR__MODEL", "fixer"),
+    ])
+    .await;
+    add_phone(&app, "p1", None).await;
+    let files = json!({"renamed.yaml": renamed, "first.yaml": FIRST});
+    let r = app
+        .post_json("/v1/workspaces", &json!({"name": "suite", "files": files}))
+        .await;
+    assert_eq!(r.status(), 201);
+    let v1: Value = r.json().await.unwrap();
+    let ws = v1["id"].as_str().unwrap().to_string();
+    let run = start(
+        &app,
+        json!({"workspace": ws, "recovery": true, "heal": true}),
+    )
+    .await;
+    let run_id = run["id"].as_str().unwrap().to_string();
+    let done = wait_run(&app, &run_id).await;
+    assert_eq!(done["status"], "passed", "{done}");
+    assert!(
+        done["reason"]
+            .as_str()
+            .unwrap()
+            .contains("version 2 of the workspace"),
+        "{done}"
+    );
+    let get = |path: String| {
+        let app = &app;
+        async move { app.get(&path).await.json::<Value>().await.unwrap() }
+    };
+    let v2 = get(format!("/v1/workspaces/{ws}/versions/2")).await;
+    assert_eq!(
+        v2["source"],
+        json!({"kind": "healed", "flow_run": run_id}),
+        "{v2}"
+    );
+    let healed = v2["contents"]["renamed.yaml"].as_str().unwrap();
+    assert!(
+        healed.contains("- tapOn: 'Bluetooth|Bluetooth radio'"),
+        "{healed}"
+    );
+    assert_eq!(v2["contents"]["first.yaml"], FIRST, "untouched files kept");
+    let v1 = get(format!("/v1/workspaces/{ws}/versions/1")).await;
+    assert_eq!(
+        v1["contents"]["renamed.yaml"], renamed,
+        "the version that ran is kept"
+    );
+}
+
 /// `recovery` on a server that cannot call its model is refused before anything runs,
 /// in the run's words; `heal` needs `recovery`; the `.zip` form takes them as flags.
 #[tokio::test]

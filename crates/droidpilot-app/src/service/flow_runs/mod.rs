@@ -127,6 +127,8 @@ fn invalid(message: impl Into<String>, hint: impl Into<String>) -> AppError {
 pub(crate) struct Plan {
     pub specs: Vec<TaskSpec>,
     pub ordered: usize,
+    /// `heal`: the flows' healed files go back to the stored workspace as a new version.
+    pub heal: bool,
 }
 
 /// Checks a run request, stores the run and starts it. The run is returned as stored
@@ -208,6 +210,7 @@ async fn prepare(core: &Core, req: NewFlowRun) -> Result<(FlowRun, Plan), AppErr
     let plan = Plan {
         specs,
         ordered: ws.sequence.len(),
+        heal: req.heal,
     };
     Ok((run, plan))
 }

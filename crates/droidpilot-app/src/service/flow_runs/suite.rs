@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::Plan;
 use crate::core::Core;
 use crate::domain::{
-    FlowAttempt, FlowFailure, FlowResult, FlowRun, FlowRunStatus, FlowStatus, Task, TaskEvent,
-    TaskId, TaskStatus,
+    FlowAttempt, FlowFailure, FlowResult, FlowRun, FlowRunId, FlowRunStatus, FlowStatus, Task,
+    TaskEvent, TaskId, TaskStatus, WorkspaceRef, WorkspaceSource,
 };
 use crate::run::events::{FeedItem, Filter};
 
@@ -265,6 +265,7 @@ impl Suite {
             })
             .await;
         }
+        let healed = self.store_healed().await;
         let mut run = self.run.lock().await;
         run.status = if interrupted {
             FlowRunStatus::Interrupted
@@ -275,7 +276,7 @@ impl Suite {
         } else {
             FlowRunStatus::Failed
         };
-        run.reason = Some(summary(&run));
+        run.reason = Some(summary(&run) + &healed);
         run.finished_at = Some(chrono::Utc::now());
         run.duration_ms = Some(self.started.elapsed().as_millis() as u64);
         if let Err(e) = self.core.store.save_flow_run(&run).await {
@@ -294,6 +295,69 @@ impl Suite {
         if let Err(e) = self.core.bus.publish(&stream, ev).await {
             tracing::warn!(error = %e, "could not record a flow run event");
         }
+    }
+}
+
+impl Suite {
+    /// With `heal`, on a run of a stored workspace: the files the flows' tasks healed
+    /// (`{"healed": {path: YAML}}` in a task's answer) over the version that ran, stored
+    /// as the workspace's next version. What happened, for the run's reason.
+    async fn store_healed(&self) -> String {
+        let (ws, run_id, tasks) = {
+            let run = self.run.lock().await;
+            let tasks: Vec<TaskId> = (run.flows.iter())
+                .filter_map(|f| f.attempts.last().map(|a| a.task_id))
+                .collect();
+            (run.workspace.clone(), run.id, tasks)
+        };
+        let Some(ws) = ws.filter(|_| self.plan.heal) else {
+            return String::new();
+        };
+        let mut healed = std::collections::BTreeMap::new();
+        for id in tasks {
+            let Ok(task) = self.core.store.get_task(id).await else {
+                continue;
+            };
+            let answer = (task.answer.as_deref()).and_then(|a| serde_json::from_str(a).ok());
+            let answer: serde_json::Value = answer.unwrap_or_default();
+            for (path, text) in answer["healed"].as_object().into_iter().flatten() {
+                if let Some(text) = text.as_str() {
+                    healed.insert(path.clone(), text.to_string());
+                }
+            }
+        }
+        if healed.is_empty() {
+            return String::new();
+        }
+        match self.new_version(&ws, run_id, healed).await {
+            Ok(v) => format!("; the healed flows are version {v} of the workspace"),
+            Err(e) => {
+                tracing::warn!(error = %e, run = %run_id, "could not store the healed workspace");
+                format!("; the healed flows could not be stored: {e}")
+            }
+        }
+    }
+
+    async fn new_version(
+        &self,
+        ws: &WorkspaceRef,
+        run: FlowRunId,
+        healed: std::collections::BTreeMap<String, String>,
+    ) -> Result<u32, crate::service::AppError> {
+        let mut files = self
+            .core
+            .store
+            .workspace(ws.id, Some(ws.version))
+            .await?
+            .files;
+        for (path, text) in healed {
+            if let Some(f) = files.get_mut(&path) {
+                *f = text;
+            }
+        }
+        let source = WorkspaceSource::Healed { flow_run: run };
+        let v = super::super::workspaces::add_version(&self.core, ws.id, None, files, source);
+        Ok(v.await?.version)
     }
 }
 
