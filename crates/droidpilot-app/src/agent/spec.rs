@@ -330,7 +330,10 @@ impl AgentSpec {
     /// The replay list, parsed, with every selector checked; a bad action is named by its
     /// index, in words for the person who wrote the list.
     pub fn replay_actions(&self) -> Result<Vec<Action>, SpecError> {
-        let parser = ActionParser::new();
+        let mut parser = ActionParser::new();
+        for name in crate::run::EVERY_RUNNER {
+            parser.register(name).expect("not a built-in action's name");
+        }
         self.actions
             .iter()
             .flatten()

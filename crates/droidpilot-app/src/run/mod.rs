@@ -18,6 +18,15 @@ pub mod relay;
 pub mod runner;
 pub mod scheduler;
 pub mod scroll_find;
+
+/// The custom actions the core registers on every runner, which a replay's action list
+/// may name as well (`flow_check` is the flow agent's own).
+pub const EVERY_RUNNER: &[&str] = &[
+    scroll_find::NAME,
+    app_control::STOP,
+    app_control::CLEAR,
+    split_screen::NAME,
+];
 pub mod split_screen;
 pub mod stop;
 pub mod stuck;
