@@ -308,7 +308,7 @@ impl Suite {
             let tasks: Vec<TaskId> = (run.flows.iter())
                 .filter_map(|f| f.attempts.last().map(|a| a.task_id))
                 .collect();
-            (run.workspace.clone(), run.id, tasks)
+            (run.workspace, run.id, tasks)
         };
         let Some(ws) = ws.filter(|_| self.plan.heal) else {
             return String::new();
