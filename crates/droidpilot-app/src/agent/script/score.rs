@@ -22,7 +22,8 @@
 //! The score is the weighted sum over the attributes the step recorded, divided by their
 //! total, so 1 is a perfect match. A winner needs `ACCEPT`, a `MARGIN` over the
 //! runner-up, and one identifying attribute (`id`, `label` or `row`) that agrees (more
-//! than half alike): a class and a place alone never identify an element. A step
+//! than half alike; an id also keeps more than half of what the recorded one says,
+//! `similar::id_kept`): a class and a place alone never identify an element. A step
 //! recorded with a `witness` (its locator is shared by several rows) also needs one of
 //! the witness texts in the winner's row.
 //!
@@ -179,15 +180,17 @@ pub fn present(tree: &UiTree, candidates: &[usize], p: &Profile) -> bool {
 /// A candidate's score, the attributes that agreed, and whether one of them identifies.
 fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
     let node = &tree.nodes[n];
-    let mut parts: Vec<(&str, f32, f32)> = Vec::new();
-    if !p.ids.is_empty() {
-        let s = p
-            .ids
-            .iter()
-            .map(|id| (!node.resource_id.is_empty()).then(|| similar::ids(id, &node.resource_id)))
-            .map(Option::unwrap_or_default)
-            .fold(0.0, f32::max);
-        parts.push(("id", W_ID, s));
+    // (attribute, weight, similarity, agreement): an attribute agrees when its agreement
+    // is over one half; only an id's differs from its similarity (see `similar::id_kept`).
+    let mut parts: Vec<(&str, f32, f32, f32)> = Vec::new();
+    if !p.ids.is_empty() && !node.resource_id.is_empty() {
+        let have = &node.resource_id;
+        let best =
+            |f: fn(&str, &str) -> f32| p.ids.iter().map(|id| f(id, have)).fold(0.0, f32::max);
+        let s = best(similar::ids);
+        parts.push(("id", W_ID, s, s.min(best(similar::id_kept))));
+    } else if !p.ids.is_empty() {
+        parts.push(("id", W_ID, 0.0, 0.0));
     }
     if !p.labels.is_empty() {
         let own = [&node.text, &node.content_desc, &node.hint];
@@ -196,12 +199,18 @@ fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
             .iter()
             .flat_map(|l| own.iter().map(move |o| similar::labels(l, o)))
             .fold(0.0, f32::max);
-        parts.push(("label", W_LABEL, s));
+        {
+            let v = s;
+            parts.push(("label", W_LABEL, v, v));
+        }
     }
     if !p.row.is_empty() {
         let texts = row_texts(tree, n);
         let found = p.row.iter().filter(|r| has(&texts, r)).count();
-        parts.push(("row", W_ROW, found as f32 / p.row.len() as f32));
+        {
+            let v = found as f32 / p.row.len() as f32;
+            parts.push(("row", W_ROW, v, v));
+        }
     }
     if !p.anchor_ids.is_empty() {
         let group = group_ids(tree, n);
@@ -210,25 +219,37 @@ fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
             .iter()
             .flat_map(|a| group.iter().map(move |g| similar::ids(a, g)))
             .fold(0.0, f32::max);
-        parts.push(("row", W_ROW, s));
+        {
+            let v = s;
+            parts.push(("row", W_ROW, v, v));
+        }
     }
     if !p.classes.is_empty() {
         let c = node.short_class();
         let s = p.classes.iter().map(|k| class(k, c)).fold(0.0, f32::max);
-        parts.push(("class", W_CLASS, s));
+        {
+            let v = s;
+            parts.push(("class", W_CLASS, v, v));
+        }
     }
     if let Some(path) = &p.path {
-        parts.push(("path", W_PATH, path_sim(path, &node.path)));
+        {
+            let v = path_sim(path, &node.path);
+            parts.push(("path", W_PATH, v, v));
+        }
     }
     if let Some(place) = p.place {
-        parts.push(("place", W_PLACE, place_sim(tree, n, place)));
+        {
+            let v = place_sim(tree, n, place);
+            parts.push(("place", W_PLACE, v, v));
+        }
     }
-    let total: f32 = parts.iter().map(|(_, w, _)| w).sum();
-    let got: f32 = parts.iter().map(|(_, w, s)| w * s).sum();
+    let total: f32 = parts.iter().map(|(_, w, _, _)| w).sum();
+    let got: f32 = parts.iter().map(|(_, w, s, _)| w * s).sum();
     let agreed: Vec<String> = parts
         .iter()
-        .filter(|(_, _, s)| *s > 0.5)
-        .map(|(a, _, _)| a.to_string())
+        .filter(|(_, _, _, a)| *a > 0.5)
+        .map(|(a, _, _, _)| a.to_string())
         .collect();
     let identity = agreed
         .iter()
@@ -366,6 +387,36 @@ mod tests {
         assert_eq!(s.tree.nodes[won.node].text, "Reset to Factory Settings");
         assert_eq!(won.agreed, ["label"]);
         assert!(won.margin >= MARGIN);
+    }
+
+    /// A step that names its button by id alone, on a screen whose only id sharing a
+    /// word with it is another element's (the cart's icon, `actionCart`, sharing
+    /// "cart" with `add_to_cart`): no winner, as the id lost what the old one said it
+    /// does. The button under a renamed id that keeps its words wins.
+    #[test]
+    fn an_id_that_lost_its_words_is_another_element() {
+        let node = |id: &str, top: u32| {
+            format!(
+                r#"<node index="0" text="" resource-id="com.shop:id/{id}" class="android.widget.Button" package="com.shop" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"/>"#,
+                b = top + 200
+            )
+        };
+        let screen = |ids: &[&str]| {
+            let nodes: String = (ids.iter().enumerate())
+                .map(|(i, id)| node(id, 200 * i as u32))
+                .collect();
+            let xml = format!(
+                r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.shop" content-desc="" bounds="[0,0][1080,2400]">{nodes}</node></hierarchy>"#
+            );
+            Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+        };
+        assert_eq!(
+            best_for(&screen(&["actionCart", "home"]), &["#add_to_cart"], &[]),
+            None
+        );
+        let s = screen(&["actionCart", "btnAddCart"]);
+        let won = best_for(&s, &["#add_to_cart"], &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].resource_id, "com.shop:id/btnAddCart");
     }
 
     /// Two rows share `switch_widget` and nothing else was recorded: no guess. With the

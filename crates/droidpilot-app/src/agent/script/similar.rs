@@ -242,15 +242,17 @@ fn weighted(a: &[String], wa: &[f32], b: &[String], wb: &[f32]) -> f32 {
     if a == b {
         return 1.0;
     }
-    let side = |x: &[String], wx: &[f32], y: &[String]| -> (f32, f32) {
-        x.iter().zip(wx).fold((0.0, 0.0), |(got, all), (w, k)| {
-            let best = y.iter().map(|v| word(w, v)).fold(0.0, f32::max);
-            (got + best * k, all + k)
-        })
-    };
-    let (ga, na) = side(a, wa, b);
-    let (gb, nb) = side(b, wb, a);
+    let (ga, na) = covered(a, wa, b);
+    let (gb, nb) = covered(b, wb, a);
     (ga + gb) / (na + nb)
+}
+
+/// How much of `x`'s weight finds a match in `y`, and `x`'s whole weight.
+fn covered(x: &[String], wx: &[f32], y: &[String]) -> (f32, f32) {
+    x.iter().zip(wx).fold((0.0, 0.0), |(got, all), (w, k)| {
+        let best = y.iter().map(|v| word(w, v)).fold(0.0, f32::max);
+        (got + best * k, all + k)
+    })
 }
 
 /// How alike two ids are. An id made only of words that say little (`fab`, `button1`)
@@ -258,24 +260,43 @@ fn weighted(a: &[String], wa: &[f32], b: &[String], wb: &[f32]) -> f32 {
 /// (not a version's, `v2`) must agree, as `button1` (OK) is not `button2` (Cancel).
 pub fn ids(a: &str, b: &str) -> f32 {
     let (a, b) = (id_words(a), id_words(b));
-    let (ka, kb) = (kind_only(&a), kind_only(&b));
-    if (ka || kb) && numbers(&a) != numbers(&b) {
+    if (kind_only(&a) || kind_only(&b)) && numbers(&a) != numbers(&b) {
         return 0.0;
     }
-    let weights = |w: &[String], kind: bool| -> Vec<f32> {
-        w.iter()
-            .enumerate()
-            .map(|(i, x)| {
-                let version = i > 0 && w[i - 1] == "v" || x == "v";
-                if kind && !version && !x.chars().all(|c| c.is_ascii_digit()) {
-                    1.0
-                } else {
-                    id_weight(x)
-                }
-            })
-            .collect()
-    };
-    weighted(&a, &weights(&a, ka), &b, &weights(&b, kb))
+    weighted(&a, &id_weights(&a), &b, &id_weights(&b))
+}
+
+/// How much of what the `recorded` id says the id `have` still says, from 0 to 1. A
+/// renamed id keeps the words that say what the element does (`add_to_cart` →
+/// `btnAddCart`); one that shares a word but lost the rest (`add_to_cart` and
+/// `actionCart`: only "cart") names another element, however alike the two look.
+pub fn id_kept(recorded: &str, have: &str) -> f32 {
+    let (a, b) = (id_words(recorded), id_words(have));
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    if (kind_only(&a) || kind_only(&b)) && numbers(&a) != numbers(&b) {
+        return 0.0;
+    }
+    let (got, all) = covered(&a, &id_weights(&a), &b);
+    got / all.max(f32::EPSILON)
+}
+
+/// Each id word's weight: a quarter for filler and version numbers, unless the id is
+/// made only of such words (then they are all it says).
+fn id_weights(w: &[String]) -> Vec<f32> {
+    let kind = kind_only(w);
+    w.iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let version = i > 0 && w[i - 1] == "v" || x == "v";
+            if kind && !version && !x.chars().all(|c| c.is_ascii_digit()) {
+                1.0
+            } else {
+                id_weight(x)
+            }
+        })
+        .collect()
 }
 
 /// Whether every word of an id says little (`fab`, `button`, `1`).
@@ -324,6 +345,18 @@ pub fn contains(have: &str, want: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a renamed id keeps of the old one: all of it when words are recased,
+    /// abbreviated or joined, most of it when a word is added; little when only a shared
+    /// word is left.
+    #[test]
+    fn an_id_keeps_what_the_old_one_said() {
+        assert!(id_kept("add_to_cart", "btnAddCart") > 0.85);
+        assert!(id_kept("checkout_button", "proceed_checkout") > 0.75);
+        assert!(id_kept("send_button", "sendBtn") > 0.9);
+        assert!(id_kept("add_to_cart", "actionCart") < 0.5);
+        assert!(id_kept("button1", "button2") == 0.0);
+    }
 
     #[test]
     fn ids_split_on_case_separators_and_digits() {
