@@ -19,6 +19,7 @@ use utoipa::IntoParams;
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path, Query};
 use super::state::AppState;
+use super::tasks::PageParams;
 use crate::domain::{FlowRun, FlowRunId, FlowRunPage, TaskEvent};
 use crate::run::events::{FeedItem, Filter};
 use crate::service;
@@ -199,36 +200,17 @@ fn zip_options(pairs: &[(String, String)]) -> Result<NewFlowRun, ApiError> {
     Ok(o)
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct ListParams {
-    /// Page size, 1–500 (default 50).
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<u32>,
-    /// `next_cursor` from the previous page.
-    #[param(min_length = 1)]
-    cursor: Option<String>,
-}
-
 /// Flow runs, newest first, one page at a time.
 #[utoipa::path(
-    get, path = "/v1/flow-runs", tag = "flows", params(ListParams),
+    get, path = "/v1/flow-runs", tag = "flows", params(PageParams),
     responses((status = 200, body = FlowRunPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
 )]
 pub async fn list_flow_runs(
     State(s): State<AppState>,
-    Query(p): Query<ListParams>,
+    Query(p): Query<PageParams>,
 ) -> Result<Json<FlowRunPage>, ApiError> {
     let limit = super::tasks::page_limit(p.limit)?;
-    if p.cursor.as_deref() == Some("") {
-        return Err(bad_query(
-            "`cursor` is empty".into(),
-            "Pass `next_cursor` from the previous page, or leave it out.",
-        ));
-    }
-    Ok(Json(
-        s.store.list_flow_runs(p.cursor.as_deref(), limit).await?,
-    ))
+    Ok(Json(s.store.list_flow_runs(p.cursor()?, limit).await?))
 }
 
 /// A flow run: its options, status and each flow's result (status, phone, attempts with

@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path};
 use super::state::AppState;
+use super::tasks::PageParams;
 use crate::domain::{Task, TaskId};
 use crate::script::{Script, ScriptId, ScriptPage, ScriptRecord, ScriptSource};
 use crate::service;
@@ -113,25 +114,14 @@ fn location(rec: &ScriptRecord) -> HeaderMap {
     h
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct ListParams {
-    /// Page size, 1–500 (default 50).
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<u32>,
-    /// `next_cursor` from the previous page.
-    #[param(min_length = 1)]
-    cursor: Option<String>,
-}
-
 /// The latest version of each script, newest first, one page at a time.
 #[utoipa::path(
-    get, path = "/v1/scripts", tag = "scripts", params(ListParams),
+    get, path = "/v1/scripts", tag = "scripts", params(PageParams),
     responses((status = 200, body = ScriptPage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
 )]
 pub async fn list_scripts(
     State(s): State<AppState>,
-    Query(p): Query<ListParams>,
+    Query(p): Query<PageParams>,
 ) -> Result<Json<ScriptPage>, ApiError> {
     let limit = super::tasks::page_limit(p.limit)?;
     Ok(Json(

@@ -58,6 +58,34 @@ pub struct TaskSummaryPage {
     pub next_cursor: Option<String>,
 }
 
+/// The paging query of the lists that take nothing else (scripts, workspaces, flow
+/// runs): a page size and the cursor of the previous page.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PageParams {
+    /// Page size, 1–500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<u32>,
+    /// `next_cursor` from the previous page.
+    #[param(min_length = 1)]
+    pub cursor: Option<String>,
+}
+
+impl PageParams {
+    /// The cursor, an empty one refused as a bad query.
+    pub(super) fn cursor(&self) -> Result<Option<&str>, ApiError> {
+        match self.cursor.as_deref() {
+            Some("") => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                "`cursor` is empty",
+                "Pass `next_cursor` from the previous page, or leave it out.",
+            )),
+            c => Ok(c),
+        }
+    }
+}
+
 /// A list's page size: 1–500, 50 when absent.
 pub(super) fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
     let limit = limit.unwrap_or(50);

@@ -16,6 +16,7 @@ use utoipa::IntoParams;
 use super::error::{ApiError, ErrorResponse};
 use super::extract::{Json, Path, Query};
 use super::state::AppState;
+use super::tasks::PageParams;
 use crate::domain::{
     WorkspaceContents, WorkspaceId, WorkspacePage, WorkspaceSource, WorkspaceVersion,
 };
@@ -134,38 +135,17 @@ pub async fn create_workspace(
     Ok((StatusCode::CREATED, location(&v), Json(v)))
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct ListParams {
-    /// Page size, 1–500 (default 50).
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<u32>,
-    /// `next_cursor` from the previous page.
-    #[param(min_length = 1)]
-    cursor: Option<String>,
-}
-
 /// The latest version of each workspace, newest first, one page at a time.
 #[utoipa::path(
-    get, path = "/v1/workspaces", tag = "workspaces", params(ListParams),
+    get, path = "/v1/workspaces", tag = "workspaces", params(PageParams),
     responses((status = 200, body = WorkspacePage), (status = 400, description = "Bad parameter or cursor", body = ErrorResponse))
 )]
 pub async fn list_workspaces(
     State(s): State<AppState>,
-    Query(p): Query<ListParams>,
+    Query(p): Query<PageParams>,
 ) -> Result<Json<WorkspacePage>, ApiError> {
     let limit = super::tasks::page_limit(p.limit)?;
-    if p.cursor.as_deref() == Some("") {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_query",
-            "`cursor` is empty",
-            "Pass `next_cursor` from the previous page, or leave it out.",
-        ));
-    }
-    Ok(Json(
-        s.store.list_workspaces(p.cursor.as_deref(), limit).await?,
-    ))
+    Ok(Json(s.store.list_workspaces(p.cursor()?, limit).await?))
 }
 
 /// A workspace's latest version: its files (paths and sizes) and what config.yaml
