@@ -139,6 +139,34 @@ pub struct Recorded<'a> {
     pub place: Option<[f64; 2]>,
     /// The structure of the screen the step acted on (`ScriptStep::layout`).
     pub layout: Option<&'a str>,
+    /// Ids the script names for its other steps' targets and not for this one
+    /// (`named_ids`): the script's author (or its recording) told those elements apart
+    /// from this one, so a look-alike carrying one of them is another element.
+    pub elsewhere: &'a [String],
+}
+
+/// The ids (short form) the selectors name as their target: `#id`, and the target of
+/// `anchor >> #id` (an anchor is a neighbour, not the element).
+pub fn named_ids(selectors: &[String]) -> Vec<String> {
+    fn target(s: &Selector) -> Option<String> {
+        match s {
+            Selector::Id(id) => Some(
+                id.rsplit_once(":id/")
+                    .map_or(id.as_str(), |(_, s)| s)
+                    .to_string(),
+            ),
+            Selector::Near { target: t, .. } => target(t),
+            _ => None,
+        }
+    }
+    let mut ids: Vec<String> = selectors
+        .iter()
+        .filter_map(|s| Selector::parse(s).ok())
+        .filter_map(|s| target(&s))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 /// Primary, then alternatives (each must match exactly one visible node). A locator
@@ -229,6 +257,70 @@ fn fits(screen: &Screen, node: usize, label: &Selector) -> bool {
 pub fn fuzzy(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Option<Found> {
     let found = matched(screen, selectors, recorded).or_else(|| by_structure(screen, recorded))?;
     (!under_keyboard(&screen.tree, found.node)).then_some(found)
+}
+
+/// A toolbar action an update moved into the overflow menu, named by its id alone, among
+/// the items of the menu that opened (the app windows after the first `before`): a menu
+/// row shows its item's title and carries no id of the item (Android's popup rows are
+/// `title` text views), so each row's title is compared with the id's words. The title
+/// must keep more than half of what the id says (`similar::id_kept`: `action_cart` and
+/// "Cart, 1 items"), one clear winner (`score::MARGIN`), never an id the script names for
+/// another step.
+pub fn menu_item(screen: &Screen, recorded: &Recorded<'_>, before: usize) -> Option<Found> {
+    let ids = named_ids(recorded.selectors);
+    let tree = &screen.tree;
+    let menus: Vec<usize> = tree.app_windows().skip(before).collect();
+    if ids.is_empty() || menus.is_empty() {
+        return None;
+    }
+    let mut all: Vec<(usize, f32)> = (0..tree.nodes.len())
+        .filter(|&n| menus.contains(&root_of(tree, n)) && tree.nodes[n].is_actionable())
+        .filter(|&n| visible_chain(tree, n, &screen.elements.screen))
+        .filter(|&n| {
+            !recorded
+                .elsewhere
+                .iter()
+                .any(|e| e == tree.nodes[n].short_id())
+        })
+        .map(|n| {
+            let title = title(tree, n);
+            let kept = ids.iter().map(|id| super::similar::id_kept(id, &title));
+            (n, kept.fold(0.0, f32::max))
+        })
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (node, kept) = *all.first()?;
+    let margin = kept - all.get(1).map_or(0.0, |r| r.1);
+    if kept <= 0.5 || margin < score::MARGIN {
+        return None;
+    }
+    let (primary, _) = SelectorIndex::new(tree).recommend(node);
+    Some(Found {
+        selector: primary.to_string(),
+        node,
+        fallback: Fallback::Fuzzy,
+        matched: Some(MatchInfo {
+            score: round(kept),
+            margin: round(margin),
+            agreed: vec!["id_as_title".to_string()],
+        }),
+    })
+}
+
+/// What a menu row says: its own text or description, else its texts inside.
+fn title(tree: &UiTree, n: usize) -> String {
+    let own = &tree.nodes[n];
+    if !own.text.trim().is_empty() {
+        return own.text.clone();
+    }
+    if !own.content_desc.trim().is_empty() {
+        return own.content_desc.clone();
+    }
+    tree.subtree(n)
+        .map(|c| tree.nodes[c].text.trim())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The structure of the live screen, as `record::layout` computes it from a recording:
@@ -370,7 +462,13 @@ fn matched(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Op
                 || !node.text.is_empty()
                 || !node.content_desc.is_empty())
     };
-    let all: Vec<usize> = (0..tree.nodes.len()).filter(|&n| on(n)).collect();
+    let another = |n: usize| {
+        let id = tree.nodes[n].short_id();
+        !id.is_empty() && recorded.elsewhere.iter().any(|e| e == id)
+    };
+    let all: Vec<usize> = (0..tree.nodes.len())
+        .filter(|&n| on(n) && !another(n))
+        .collect();
     let won = score::best(tree, &all, &profile)?;
     let (primary, _) = SelectorIndex::new(tree).recommend(won.node);
     Some(Found {
@@ -975,6 +1073,7 @@ mod tests {
             witness: &witness,
             place: None,
             layout: None,
+            elsewhere: &[],
         };
         let f = by_selectors(&ok, &sels, &recorded).expect("the row as recorded");
         assert_eq!(f.selector, sels[0]);
@@ -1001,5 +1100,86 @@ mod tests {
         assert!(unique(&gone, "#switch_widget").is_some(), "one switch left");
         assert_eq!(by_selectors(&gone, &sels, &recorded), None);
         assert_eq!(fuzzy(&gone, &sels, &recorded), None);
+    }
+
+    /// A product page: the toolbar's cart moved into the overflow menu (only its
+    /// "More options" button is left there) and the page's own "Add to cart" button.
+    fn product_page() -> Screen {
+        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="shop" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="shop:id/overflow_menu" class="android.widget.ImageButton" package="shop" content-desc="More options" clickable="true" enabled="true" bounds="[960,60][1080,180]"/><node index="1" text="Add to cart" resource-id="shop:id/add_to_cart" class="android.widget.Button" package="shop" content-desc="" clickable="true" enabled="true" bounds="[60,2000][1020,2160]"/></node></hierarchy>"#;
+        Screen::from_xml(xml, &ReprOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn an_id_the_script_names_for_another_step_is_another_element() {
+        let sels = ["#action_cart".to_string()];
+        let alone = Recorded {
+            selectors: &sels,
+            ..Default::default()
+        };
+        // Nothing else to go on: `add_to_cart` keeps what `action_cart` says ("cart").
+        assert!(fuzzy(&product_page(), &sels, &alone).is_some());
+        // The script taps `#add_to_cart` at another step: its author told the two apart.
+        let elsewhere = named_ids(&["#add_to_cart".to_string(), ":text(\"Pay\")".to_string()]);
+        assert_eq!(elsewhere, ["add_to_cart"]);
+        let told_apart = Recorded {
+            selectors: &sels,
+            elsewhere: &elsewhere,
+            ..Default::default()
+        };
+        assert_eq!(fuzzy(&product_page(), &sels, &told_apart), None);
+    }
+
+    #[test]
+    fn the_ids_selectors_name_are_their_targets_not_their_anchors() {
+        let sels = [
+            "#hour >> #input".to_string(),
+            "app:id/save_button".to_string(),
+            "#save_button".to_string(),
+            ":desc(\"Cart\")".to_string(),
+        ];
+        assert_eq!(named_ids(&sels), ["input", "save_button"]);
+    }
+
+    /// `product_page` with its overflow menu open: a popup window whose rows show their
+    /// items' titles under the menu's shared `title` id.
+    fn product_page_menu(titles: &[&str]) -> Screen {
+        let rows: String = titles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let top = 200 + 150 * i;
+                format!(
+                    r#"<node index="{i}" text="{t}" resource-id="shop:id/title" class="android.widget.TextView" package="shop" content-desc="" clickable="true" enabled="true" bounds="[600,{top}][1060,{}]"/>"#,
+                    top + 150
+                )
+            })
+            .collect();
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="shop" content-desc="" bounds="[0,0][1080,2400]"><node index="1" text="Add to cart" resource-id="shop:id/add_to_cart" class="android.widget.Button" package="shop" content-desc="" clickable="true" enabled="true" bounds="[60,2000][1020,2160]"/></node><node index="0" text="" resource-id="" class="android.widget.ListView" package="shop" content-desc="" bounds="[600,200][1060,{}]">{rows}</node></hierarchy>"#,
+            200 + 150 * titles.len()
+        );
+        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn a_toolbar_action_named_by_its_id_is_found_by_its_title_in_the_overflow_menu() {
+        let sels = ["#action_cart".to_string()];
+        let elsewhere = ["add_to_cart".to_string()];
+        let recorded = Recorded {
+            selectors: &sels,
+            elsewhere: &elsewhere,
+            ..Default::default()
+        };
+        let menu = product_page_menu(&["Settings", "Cart, 1 items", "Help"]);
+        let f = menu_item(&menu, &recorded, 1).expect("the cart's row");
+        assert_eq!(menu.tree.nodes[f.node].text, "Cart, 1 items");
+        assert_eq!(f.matched.unwrap().agreed, ["id_as_title"]);
+        // Only in the menu that opened: the page's own window is never searched this way.
+        assert_eq!(menu_item(&menu, &recorded, 2), None);
+        // Two rows that say as much are no clear winner; a title that says less is none.
+        let two = product_page_menu(&["Cart", "Cart, 1 items"]);
+        assert_eq!(menu_item(&two, &recorded, 1), None);
+        let other = product_page_menu(&["Settings", "Help"]);
+        assert_eq!(menu_item(&other, &recorded, 1), None);
     }
 }

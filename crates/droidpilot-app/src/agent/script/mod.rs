@@ -274,6 +274,20 @@ impl ScriptAgent {
     /// The selectors to try for the current step, best first. An index-path primary
     /// goes after the alternatives: in a reordered list it matches the wrong row
     /// uniquely, while the row's text still finds the right one.
+    /// The ids the script's other steps name as their targets and this step (`written`)
+    /// does not: elements the script tells apart from this step's (`Recorded::elsewhere`).
+    fn named_elsewhere(&self, written: &[String]) -> Vec<String> {
+        let own = find::named_ids(written);
+        let others: Vec<String> = (self.script.steps.iter().enumerate())
+            .filter(|(i, _)| *i != self.at)
+            .flat_map(|(_, s)| s.selector.iter().chain(&s.alternative_selectors))
+            .map(|s| self.sub(s))
+            .collect();
+        let mut ids = find::named_ids(&others);
+        ids.retain(|id| !own.contains(id));
+        ids
+    }
+
     fn selectors(&self) -> Vec<String> {
         let step = &self.script.steps[self.at];
         let healed = self.tries.healed.iter().map(|(s, _)| s.clone());
@@ -796,11 +810,13 @@ impl ScriptAgent {
         if self.interrupted(screen) && find::covered(screen, &selectors) {
             return self.missing(screen, &selectors);
         }
+        let elsewhere = self.named_elsewhere(&written);
         let recorded = Recorded {
             selectors: &written,
             witness: &step.witness,
             place: step.parameters.coordinate,
             layout: step.layout.as_deref(),
+            elsewhere: &elsewhere,
         };
         let found = find::by_selectors(screen, &selectors, &recorded)
             .map(|mut f| {
@@ -818,6 +834,13 @@ impl ScriptAgent {
                 (self.script.fuzzy && !covered)
                     .then(|| find::fuzzy(screen, &selectors, &recorded))
                     .flatten()
+            })
+            .or_else(|| match self.tries.overflow {
+                // The overflow menu this step opened: a toolbar action named by its id.
+                Overflow::Opened(before) if self.script.fuzzy => {
+                    find::menu_item(screen, &recorded, before)
+                }
+                _ => None,
             });
         match (found, step.action) {
             (Some(f), StepAction::WaitForGone)
