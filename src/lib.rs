@@ -14,7 +14,7 @@
 
 pub use droidpilot_app::{
     adbd, agent, apps, cluster, config, core, device, domain, fuzzing, llm, ocr, outbound, run,
-    screen, script, service, store,
+    screen, script, service, store, video,
 };
 
 pub use droidpilot_bench as bench;

@@ -1033,3 +1033,199 @@ async fn screenrecord_over_adb_writes_an_mp4_until_its_limit_or_an_interrupt() {
     );
     adbd.shutdown();
 }
+
+/// A core whose only phone is the ADB one the test hands the runner, recording in
+/// segments of `segment_secs`.
+async fn recording_core(dir: &std::path::Path, segment_secs: u64) -> droidpilot::core::Core {
+    let overrides = droidpilot::config::Overrides {
+        data_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    };
+    let mut config =
+        droidpilot::config::Config::load_with_env(dir, &overrides, Vec::new()).unwrap();
+    config.devices.sim.clear();
+    config.devices.adb.enabled = false;
+    config.devices.screenrecord_segment_secs = segment_secs;
+    config.runner.settle_timeout_ms = 300;
+    config.runner.settle_poll_ms = 20;
+    droidpilot::core::Core::build(&config).await.unwrap()
+}
+
+/// A `record_video` task, claimed for `serial`.
+async fn recorded_task(core: &droidpilot::core::Core, serial: &str) -> droidpilot::domain::Task {
+    use droidpilot::domain::{NewTask, TaskSpec};
+    let spec = TaskSpec::parse(NewTask {
+        instruction: Some("open Settings and go home".into()),
+        record_video: Some(true),
+        ..Default::default()
+    })
+    .unwrap();
+    let task = core.store.create_task(spec).await.unwrap();
+    assert!(core.store.start_task(task.id, serial).await.unwrap());
+    core.store.get_task(task.id).await.unwrap()
+}
+
+/// The stored segments' bytes, each checked to be an H.264 MP4 of the phone's size.
+async fn stored_segments(
+    core: &droidpilot::core::Core,
+    task: &droidpilot::domain::Task,
+    size: (u32, u32),
+) -> Vec<(Vec<u8>, u64)> {
+    let first = task.recording.first().expect("a stored segment").started_at;
+    let mut parts = Vec::new();
+    for seg in &task.recording {
+        let (art, mp4) = core.artifacts.get(&seg.sha256).await.unwrap().unwrap();
+        assert_eq!(art.media_type, "video/mp4");
+        let info = droidpilot::video::probe(&mp4).expect("the segment's boxes read back");
+        assert_eq!((info.width, info.height), size);
+        assert_eq!(info.duration_ms, seg.duration_ms);
+        let offset = (seg.started_at - first).num_milliseconds() as u64;
+        parts.push((mp4, offset));
+    }
+    parts
+}
+
+/// The task's `task.recording` event: its problems.
+async fn recording_problems(
+    core: &droidpilot::core::Core,
+    id: droidpilot::domain::TaskId,
+) -> Vec<String> {
+    use droidpilot::domain::TaskEvent;
+    let events = core
+        .store
+        .events_since(&id.to_string(), 0, 1000)
+        .await
+        .unwrap();
+    let mut found = events.into_iter().filter_map(|e| match e.event {
+        TaskEvent::Recording { problems, .. } => Some(problems),
+        _ => None,
+    });
+    found.next().expect("a task.recording event")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_task_on_an_adb_phone_stores_screenrecord_segments_covering_the_run() {
+    use droidpilot::agent::replay::ReplayAgent;
+    use droidpilot::domain::{Action, Key};
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    // One-second segments: the run below crosses at least two boundaries.
+    let core = recording_core(dir.path(), 1).await;
+    let task = recorded_task(&core, &serial).await;
+    let dev: Arc<dyn Device> = Arc::new(AdbDevice::new(
+        serial.clone(),
+        AdbOptions::local(server.port),
+    ));
+    let agent = ReplayAgent::new(vec![
+        Action::LaunchApp {
+            app: AppRef::Label("Settings".into()),
+        },
+        Action::Wait { ms: 1500 },
+        Action::Key { key: Key::Home },
+        Action::Wait { ms: 1500 },
+    ]);
+    let (_tx, stop) = tokio::sync::watch::channel(droidpilot::run::stop::StopSignal::None);
+    let done = core
+        .runner
+        .run(task, dev, Box::new(agent), stop)
+        .await
+        .unwrap();
+    assert_eq!(done.status.as_str(), "succeeded", "{:?}", done.reason);
+    assert_eq!(
+        recording_problems(&core, done.id).await,
+        Vec::<String>::new()
+    );
+    let done = core.store.get_task(done.id).await.unwrap();
+    assert!(
+        done.recording.len() >= 2,
+        "1 s segments over a 3 s run: {:?}",
+        done.recording
+    );
+    let info = sim.info().await.unwrap().screen;
+    let parts = stored_segments(&core, &done, (info.width, info.height)).await;
+    let refs: Vec<(&[u8], u64)> = parts.iter().map(|(b, o)| (b.as_slice(), *o)).collect();
+    let joined = droidpilot::video::join(&refs).expect("the segments join");
+    let whole = droidpilot::video::probe(&joined).unwrap();
+    assert!(
+        whole.duration_ms >= 3000,
+        "the recording covers the run's two 1.5 s waits: {whole:?}"
+    );
+    assert!(
+        whole.frames >= 3,
+        "the launcher, Settings, the launcher: {whole:?}"
+    );
+    // The segments were removed from the phone once pulled, and nothing records any more.
+    let o = server.adb(&["-s", &serial, "shell", "pkill", "-INT", "screenrecord"]);
+    assert!(!o.status.success(), "no screenrecord left running");
+    for seg in 0..done.recording.len() {
+        let f = format!("/sdcard/droidpilot-{}-{seg}.mp4", done.id);
+        let o = server.adb(&[
+            "-s",
+            &serial,
+            "pull",
+            &f,
+            &dir.path().join("x").to_string_lossy(),
+        ]);
+        assert!(!o.status.success(), "{f} is still on the phone");
+    }
+    core.shutdown(Duration::from_secs(5)).await;
+    adbd.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_recorded_task_leaves_a_playable_recording() {
+    use droidpilot::agent::replay::ReplayAgent;
+    use droidpilot::domain::Action;
+    use droidpilot::run::stop::StopSignal;
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let core = recording_core(dir.path(), 180).await;
+    let task = recorded_task(&core, &serial).await;
+    let dev: Arc<dyn Device> = Arc::new(AdbDevice::new(
+        serial.clone(),
+        AdbOptions::local(server.port),
+    ));
+    let agent = ReplayAgent::new(vec![
+        Action::LaunchApp {
+            app: AppRef::Label("Settings".into()),
+        },
+        Action::Wait { ms: 60_000 },
+    ]);
+    let (tx, stop) = tokio::sync::watch::channel(StopSignal::None);
+    let canceller = {
+        let sim = sim.clone();
+        tokio::spawn(async move {
+            while sim.current_app().await.unwrap().package != "com.android.settings" {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            tx.send(StopSignal::Cancel).unwrap();
+            tx
+        })
+    };
+    let done = core
+        .runner
+        .run(task, dev, Box::new(agent), stop)
+        .await
+        .unwrap();
+    drop(canceller.await.unwrap());
+    assert_eq!(done.status.as_str(), "cancelled", "{:?}", done.reason);
+    let done = core.store.get_task(done.id).await.unwrap();
+    assert_eq!(done.recording.len(), 1, "{:?}", done.recording);
+    let info = sim.info().await.unwrap().screen;
+    let parts = stored_segments(&core, &done, (info.width, info.height)).await;
+    let video = droidpilot::video::probe(&parts[0].0).unwrap();
+    assert!(video.frames >= 1 && video.duration_ms > 0, "{video:?}");
+    let o = server.adb(&["-s", &serial, "shell", "pkill", "-INT", "screenrecord"]);
+    assert!(!o.status.success(), "the cancel stopped screenrecord");
+    core.shutdown(Duration::from_secs(5)).await;
+    adbd.shutdown();
+}

@@ -207,3 +207,101 @@ async fn the_replay_mp4_answers_ranges_and_refuses_what_it_cannot_show() {
     assert_eq!((status, code.as_str()), (409, "no_screenshots"));
     app.stop().await;
 }
+
+/// A `record_video` task on the virtual phone: the phone records its own frames, one per
+/// change of its screen (not one per step), stored as the task's recording and served as
+/// `replay.mp4` (the default when there is one); the step video stays at `source=steps`.
+#[tokio::test]
+async fn a_recorded_sim_task_serves_its_own_frames_a_frame_per_screen_change() {
+    let app = bare_app(&[]).await;
+    add_phone(&app, "sim-1", None).await;
+    let mut actions = vec![json!({"action": "launch_app", "package": "com.android.settings"})];
+    actions.extend((0..5).map(|_| json!({"action": "wait", "ms": 100})));
+    actions.push(json!({"action": "home"}));
+    let body = json!({"instruction": "record", "record_video": true,
+        "agent": {"kind": "replay", "actions": actions}});
+    let id = submit(&app, body).await;
+    let task = wait_done(&app, &id).await;
+    assert_eq!(task["status"], "succeeded");
+    assert_eq!(task["record_video"], true);
+    let segments = task["recording"].as_array().expect("a recording");
+    assert_eq!(
+        segments.len(),
+        1,
+        "the virtual phone has no time limit: {segments:?}"
+    );
+    assert_eq!(segments[0]["width"], 540);
+    let steps = task["steps"].as_u64().unwrap();
+
+    let r = app.get(&format!("/v1/tasks/{id}/replay.mp4")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "video/mp4");
+    let mp4 = r.bytes().await.unwrap().to_vec();
+    let info = droidpilot::video::probe(&mp4).expect("an MP4");
+    assert_eq!((info.width, info.height), (540, 1200));
+    assert_eq!(
+        u64::from(info.frames),
+        u64::from(u32_at(find(&find(&mp4, &STBL), &["stsz"]), 8))
+    );
+    // The launcher, Settings, the launcher again: the waits changed nothing on screen.
+    assert!(
+        info.frames >= 3 && u64::from(info.frames) < steps,
+        "{} frames for {steps} steps",
+        info.frames
+    );
+    let same = app
+        .get(&format!("/v1/tasks/{id}/replay.mp4?source=recording"))
+        .await;
+    assert_eq!(same.bytes().await.unwrap().to_vec(), mp4);
+    let from_steps = app
+        .get(&format!("/v1/tasks/{id}/replay.mp4?source=steps"))
+        .await;
+    assert_eq!(from_steps.status(), 200);
+    let from_steps = from_steps.bytes().await.unwrap().to_vec();
+    assert_eq!(droidpilot::video::probe(&from_steps).unwrap().width, 360);
+    let ranged = app
+        .client
+        .get(app.url(&format!("/v1/tasks/{id}/replay.mp4")))
+        .header("range", "bytes=0-7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ranged.status(), 206);
+    assert_eq!(&ranged.bytes().await.unwrap()[..], &mp4[..8]);
+
+    let (status, code, msg, _) = error_of(
+        app.get(&format!(
+            "/v1/tasks/{id}/replay.mp4?source=recording&width=300"
+        ))
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (400, "invalid_query"), "{msg}");
+    let (status, _, msg, _) = error_of(
+        app.get(&format!("/v1/tasks/{id}/replay.mp4?source=screen"))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(msg.contains("screen") && msg.contains("recording"), "{msg}");
+    let body = json!({"instruction": "plain", "agent": {"kind": "replay", "actions": [{"action": "home"}]}});
+    let plain = submit(&app, body).await;
+    wait_done(&app, &plain).await;
+    let (status, code, _, _) = error_of(
+        app.get(&format!("/v1/tasks/{plain}/replay.mp4?source=recording"))
+            .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "no_recording"));
+    let (status, _, msg, _) = error_of(
+        app.post_json(
+            "/v1/tasks",
+            &json!({"instruction": "x", "record_video": "yes"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 422, "a body of the wrong shape");
+    assert!(msg.contains("record_video"), "{msg}");
+    app.stop().await;
+}

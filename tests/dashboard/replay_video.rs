@@ -1,6 +1,7 @@
 //! The replay MP4 plays in the Debian Chromium: `replay_video.cjs` loads a finished sim
 //! task's `replay.mp4` in a `<video>` element, checks its duration and picture size, and
-//! seeks to the end without a media error (seeking needs the server's `Range` answers).
+//! seeks to the end without a media error (seeking needs the server's `Range` answers):
+//! the video built from the steps, and the phone's own recording (`record_video`).
 //! The server here has no token, as a loopback server may, so the element fetches the
 //! video itself. Skips or fails without a browser as `browser.rs` does.
 
@@ -22,7 +23,7 @@ async fn the_replay_mp4_plays_and_seeks_in_chromium() {
         {"action": "swipe", "start": [0.5, 0.8], "end": [0.5, 0.3]},
         {"action": "home"}
     ]);
-    let body = json!({"instruction": "video", "device_id": "sim-1",
+    let body = json!({"instruction": "video", "device_id": "sim-1", "record_video": true,
         "agent": {"kind": "replay", "actions": actions}});
     let r = app.post_json("/v1/tasks", &body).await;
     assert_eq!(r.status(), 201);
@@ -52,6 +53,7 @@ async fn the_replay_mp4_plays_and_seeks_in_chromium() {
         .arg(&script)
         .env("DROIDPILOT_URL", app.url("/"))
         .env("DROIDPILOT_TASK", &id)
+        .env("DROIDPILOT_QUERIES", "width=360,source=recording")
         .env("DROIDPILOT_CHROMIUM", &b.chromium)
         .env("DROIDPILOT_PLAYWRIGHT_CORE", &b.playwright)
         .env("DROIDPILOT_PROFILE", profile.path())

@@ -501,6 +501,42 @@ async fn a_tasks_agent_object_is_replaced_whole(s: S) {
     assert_eq!(s.get_task(t.id).await.unwrap().spec.agent, Some(agent));
 }
 
+both!(a_tasks_recording_is_kept_and_deleted_with_it);
+/// A `record_video` task's segments: stored on the task, read back, and their artifacts
+/// deleted with the task.
+async fn a_tasks_recording_is_kept_and_deleted_with_it(s: S) {
+    let mut spec = spec("rec");
+    spec.record_video = true;
+    let t = s.create_task(spec).await.unwrap();
+    assert!(t.spec.record_video && t.recording.is_empty());
+    let video = Artifact {
+        sha256: "cd".repeat(32),
+        kind: "screenrecord".into(),
+        media_type: "video/mp4".into(),
+        path: "artifacts/cd/cdcd.mp4".into(),
+        bytes: 4321,
+    };
+    s.put_artifact(&video).await.unwrap();
+    let seg = droidpilot::domain::RecordingSegment {
+        sha256: video.sha256.clone(),
+        bytes: 4321,
+        started_at: "2026-01-02T03:04:05.123Z".parse().unwrap(),
+        duration_ms: 2500,
+        width: 540,
+        height: 1200,
+    };
+    s.set_task_recording(t.id, std::slice::from_ref(&seg))
+        .await
+        .unwrap();
+    assert_eq!(s.get_task(t.id).await.unwrap().recording, vec![seg]);
+    assert!(s.start_task(t.id, "sim-1").await.unwrap());
+    s.finish_task(t.id, TaskStatus::Succeeded, None, None)
+        .await
+        .unwrap();
+    assert_eq!(s.delete_task(t.id).await.unwrap(), vec![video.clone()]);
+    assert_eq!(s.artifact(&video.sha256).await.unwrap(), None);
+}
+
 both!(recover_running_interrupts_or_requeues);
 async fn recover_running_interrupts_or_requeues(s: S) {
     let mut running = Vec::new();

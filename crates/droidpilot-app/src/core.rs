@@ -176,6 +176,7 @@ impl Core {
         .with_pool(pool.clone())
         .with_apps(apps.clone())
         .with_transform(Arc::new(config.devices.transform))
+        .with_record_segments(config.devices.screenrecord_segment_secs)
         // The navigator offers `scroll_to_find`; every runner can do it.
         .with_hook(Arc::new(CustomActionHook {
             name: crate::run::scroll_find::NAME.into(),

@@ -698,6 +698,17 @@ impl Store for TimedStore {
     ) -> Result<(), StoreError> {
         store_call!(self, "set_task_agent", self.inner.set_task_agent(id, agent))
     }
+    async fn set_task_recording(
+        &self,
+        id: TaskId,
+        segments: &[crate::domain::RecordingSegment],
+    ) -> Result<(), StoreError> {
+        store_call!(
+            self,
+            "set_task_recording",
+            self.inner.set_task_recording(id, segments)
+        )
+    }
     async fn finish_task(
         &self,
         id: TaskId,

@@ -296,6 +296,39 @@ impl DeviceError {
     }
 }
 
+/// How a task's screen recording is made (`Device::record_screen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// The longest one segment runs before the recording restarts in a new one (Android's
+    /// `screenrecord` stops at 180 s).
+    pub segment_secs: u64,
+    /// A name for the recording's files on the phone (the task id).
+    pub tag: String,
+}
+
+/// One finished segment: an H.264 MP4 and when it started.
+#[derive(Debug, Clone)]
+pub struct VideoSegment {
+    pub mp4: Bytes,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// What a recording left: its segments in order, and what went wrong on the way (a
+/// segment that could not be pulled, a restart that failed) in words.
+#[derive(Debug, Clone, Default)]
+pub struct RecordedVideo {
+    pub segments: Vec<VideoSegment>,
+    pub problems: Vec<String>,
+}
+
+/// A screen recording in progress. Dropping it stops its work without finishing the
+/// files; `stop` finishes them.
+#[async_trait]
+pub trait ScreenRecording: Send {
+    /// Stops recording and returns the segments.
+    async fn stop(self: Box<Self>) -> RecordedVideo;
+}
+
 /// The one interface every device backend implements. All coordinates are pixels.
 ///
 /// Implementations must be cheap to share (`Arc<dyn Device>`) and safe to call from
@@ -343,6 +376,15 @@ pub trait Device: Send + Sync {
     /// Force-stops an app (`am force-stop`): its next launch starts at its first screen.
     async fn stop_app(&self, package: &str) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported(format!("stopping {package}")))
+    }
+
+    /// Starts recording the screen until the returned recording is stopped.
+    async fn record_screen(
+        &self,
+        opts: &RecordOptions,
+    ) -> Result<Box<dyn ScreenRecording>, DeviceError> {
+        let _ = opts;
+        Err(DeviceError::Unsupported("recording the screen".into()))
     }
 
     /// Clears an app's data (`pm clear`), which stops it too: it starts as installed.

@@ -13,6 +13,9 @@
 //! Settings: screen-content mode, rate control off (a fixed quantiser: a replay is a few
 //! held screens, so a bit rate means nothing), and no frame skipping (every frame counts).
 //!
+//! `probe` reads a file's boxes back; `join` remuxes segments of one stream (a phone's
+//! `screenrecord` restarts every 180 s) into one file by copying samples.
+//!
 //! Muxer: the `mp4` crate writes `ftyp`, `mdat` and then `moov` (one `avc1` track,
 //! millisecond timescale, one sample per frame with its duration in `stts`). Every frame is
 //! a key frame: a replay is a handful of held screens, so the size difference is small and
@@ -168,9 +171,37 @@ fn nal_units(b: &[u8]) -> Vec<&[u8]> {
     out
 }
 
+/// One sample to write: its length-prefixed NAL units, how long it shows, whether it is
+/// a key frame, and its composition offset (ms).
+struct Sample {
+    bytes: Vec<u8>,
+    ms: u32,
+    sync: bool,
+    offset: i32,
+}
+
 /// Writes the MP4: one `avc1` track, a millisecond timescale, every sample a sync sample.
 fn mux(
     samples: Vec<(Vec<u8>, u32)>,
+    width: u32,
+    height: u32,
+    p: Params,
+) -> Result<Vec<u8>, String> {
+    let samples = samples
+        .into_iter()
+        .map(|(bytes, ms)| Sample {
+            bytes,
+            ms,
+            sync: true,
+            offset: 0,
+        })
+        .collect();
+    mux_samples(samples, width, height, p)
+}
+
+/// Writes the MP4: one `avc1` track at a millisecond timescale.
+fn mux_samples(
+    samples: Vec<Sample>,
     width: u32,
     height: u32,
     p: Params,
@@ -209,19 +240,151 @@ fn mux(
     })
     .map_err(err)?;
     let mut start = 0u64;
-    for (bytes, ms) in samples {
+    for s in samples {
         let sample = mp4::Mp4Sample {
             start_time: start,
-            duration: ms,
-            rendering_offset: 0,
-            is_sync: true,
-            bytes: bytes.into(),
+            duration: s.ms,
+            rendering_offset: s.offset,
+            is_sync: s.sync,
+            bytes: s.bytes.into(),
         };
         w.write_sample(1, &sample).map_err(err)?;
-        start += u64::from(ms);
+        start += u64::from(s.ms);
     }
     w.write_end().map_err(err)?;
     Ok(w.into_writer().into_inner())
+}
+
+/// What an MP4 file holds: its video track's size, length and frame count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VideoInfo {
+    pub width: u32,
+    pub height: u32,
+    pub duration_ms: u64,
+    pub frames: u32,
+}
+
+fn video_track<R: std::io::Read + std::io::Seek>(
+    r: &mp4::Mp4Reader<R>,
+) -> Result<&mp4::Mp4Track, String> {
+    let mut tracks: Vec<&mp4::Mp4Track> = r
+        .tracks()
+        .values()
+        .filter(|t| t.media_type().ok() == Some(mp4::MediaType::H264))
+        .collect();
+    tracks.sort_by_key(|t| t.track_id());
+    tracks
+        .first()
+        .copied()
+        .ok_or_else(|| "no H.264 video track".to_string())
+}
+
+/// Reads an MP4's boxes and describes its first H.264 track.
+pub fn probe(mp4: &[u8]) -> Result<VideoInfo, String> {
+    let r = mp4::Mp4Reader::read_header(Cursor::new(mp4), mp4.len() as u64)
+        .map_err(|e| format!("not a readable MP4: {e}"))?;
+    let t = video_track(&r)?;
+    Ok(VideoInfo {
+        width: u32::from(t.width()),
+        height: u32::from(t.height()),
+        duration_ms: t.duration().as_millis() as u64,
+        frames: t.sample_count(),
+    })
+}
+
+/// One segment's samples in milliseconds from the joined video's start.
+struct Track {
+    width: u32,
+    height: u32,
+    sps: Vec<u8>,
+    pps: Vec<u8>,
+    samples: Vec<mp4::Mp4Sample>,
+    timescale: u32,
+}
+
+fn read_track(mp4: &[u8]) -> Result<Track, String> {
+    let err = |e: mp4::Error| format!("MP4: {e}");
+    let mut r = mp4::Mp4Reader::read_header(Cursor::new(mp4), mp4.len() as u64).map_err(err)?;
+    let t = video_track(&r)?;
+    let (id, timescale) = (t.track_id(), t.timescale().max(1));
+    let (width, height) = (u32::from(t.width()), u32::from(t.height()));
+    let sps = t.sequence_parameter_set().map_err(err)?.to_vec();
+    let pps = t.picture_parameter_set().map_err(err)?.to_vec();
+    let count = t.sample_count();
+    let mut samples = Vec::with_capacity(count as usize);
+    for n in 1..=count {
+        samples.extend(r.read_sample(id, n).map_err(err)?);
+    }
+    Ok(Track {
+        width,
+        height,
+        sps,
+        pps,
+        samples,
+        timescale,
+    })
+}
+
+/// Joins MP4 segments into one MP4 without re-encoding: their H.264 samples are copied in
+/// order, each segment placed at its `offset_ms` from the first one's start (a gap
+/// between segments, the moment a recording restarted, holds the previous frame). Only
+/// segments whose stream parameters agree (size, SPS, PPS) can share one track: the
+/// error names the first segment that differs.
+pub fn join(segments: &[(&[u8], u64)]) -> Result<Vec<u8>, String> {
+    let tracks: Vec<(Track, u64)> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, (b, off))| {
+            read_track(b)
+                .map(|t| (t, *off))
+                .map_err(|e| format!("segment {i}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let (first, _) = tracks.first().ok_or("no segments to join")?;
+    for (i, (t, _)) in tracks.iter().enumerate().skip(1) {
+        if (t.width, t.height, &t.sps, &t.pps)
+            != (first.width, first.height, &first.sps, &first.pps)
+        {
+            return Err(format!(
+                "segment {i} was encoded with other stream parameters ({}×{} after {}×{}), so it cannot be joined to the ones before it",
+                t.width, t.height, first.width, first.height
+            ));
+        }
+    }
+    // Every sample's start in ms on the joined timeline, then durations from the starts.
+    let mut timed: Vec<(u64, &mp4::Mp4Sample, i32)> = Vec::new();
+    let mut ends = 0u64;
+    for (t, off) in &tracks {
+        let ms = |v: u64| v * 1000 / u64::from(t.timescale);
+        let begin = (*off).max(ends);
+        for s in &t.samples {
+            let offset_ms = (i64::from(s.rendering_offset) * 1000 / i64::from(t.timescale)) as i32;
+            timed.push((begin + ms(s.start_time), s, offset_ms));
+        }
+        if let Some(last) = t.samples.last() {
+            ends = begin + ms(last.start_time + u64::from(last.duration));
+        }
+    }
+    let p = Params {
+        sps: first.sps.clone(),
+        pps: first.pps.clone(),
+    };
+    let n = timed.len();
+    let mut samples = Vec::with_capacity(n);
+    for k in 0..n {
+        let next = timed.get(k + 1).map_or(ends, |s| s.0);
+        let ms = next
+            .saturating_sub(timed[k].0)
+            .clamp(1, u64::from(u32::MAX)) as u32;
+        let s = timed[k].1;
+        samples.push(Sample {
+            bytes: s.bytes.to_vec(),
+            ms,
+            sync: s.is_sync,
+            offset: timed[k].2,
+        });
+    }
+    mux_samples(samples, first.width, first.height, p)
 }
 
 #[cfg(test)]

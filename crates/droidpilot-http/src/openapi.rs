@@ -39,7 +39,8 @@ use crate::store::StoredEvent;
         crate::domain::WorkspaceId,
         super::scripts::ExportFormat,
         crate::service::flow_runs::ReportFormat,
-        super::devices::ScreenFormat
+        super::devices::ScreenFormat,
+        super::tasks::VideoSource
     )),
     modifiers(&BearerAuth),
 )]

@@ -4,6 +4,11 @@
 //! even size, encoded by `core::video`. A finished task's video is kept in a small cache
 //! (per task and width), so the `<video>` element's range requests do not re-encode it.
 //!
+//! A `record_video` task's own screen recording is served instead (`recording`) when the
+//! caller asks for it or leaves the choice to the server: its segments joined into one
+//! file, cached under the same key with width 0. It has no tap marks: they would have to
+//! be drawn on decoded frames and the video encoded again.
+//!
 //! Range requests: a browser seeks a video only when its server answers `Range`
 //! (without it Chromium's `seekable` is empty and a seek lands back at 0). The video is
 //! bytes in memory, so tower-http's `ServeFile`, which ranges files on disk, does not fit;
@@ -16,8 +21,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use crate::domain::{Step, TaskId};
+use crate::domain::{Step, Task, TaskId};
+use crate::error::ApiError;
 use crate::replay_gif::{self, StepFrame};
+use crate::state::AppState;
 use crate::video::{VideoFrame, encode_mp4};
 
 /// The longest a frame is held: a step that waited minutes shows for this long.
@@ -68,6 +75,94 @@ pub fn render(frames: Vec<(StepFrame, u32)>, width: u32) -> Result<Vec<u8>, Stri
     }
     let (w, h) = size.ok_or("no frames to encode")?;
     encode_mp4(video, w, h, MAX_BYTES)
+}
+
+/// The cache key's width for a task's screen recording (served at its own size).
+const RECORDING: u32 = 0;
+
+/// A task's screen recording (`record_video`) as one MP4: its segments read from the
+/// artifact store and joined by `video::join` (remuxed, not re-encoded), each placed at
+/// its start time after the first one's. Segments whose stream parameters differ cannot
+/// share a track: that is a 409 naming the segment, and the step video still answers.
+pub async fn recording(s: &AppState, task: &Task) -> Result<Bytes, ApiError> {
+    if let Some(v) = s.replays.get(task.id, RECORDING) {
+        return Ok(v);
+    }
+    let Some(first) = task.recording.first() else {
+        return Err(no_recording(task));
+    };
+    let mut parts = Vec::with_capacity(task.recording.len());
+    for seg in &task.recording {
+        let got = s
+            .artifacts
+            .get(&seg.sha256)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let Some((_, mp4)) = got else {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "recording_gone",
+                format!(
+                    "a segment of task {}'s recording is no longer stored",
+                    task.id
+                ),
+                "Artifacts expire with `[storage] retention`; ask for `source=steps` (screenshots expire the same way).",
+            ));
+        };
+        let offset = (seg.started_at - first.started_at)
+            .num_milliseconds()
+            .max(0) as u64;
+        parts.push((mp4, offset));
+    }
+    let video = if parts.len() == 1 {
+        parts.pop().map(|(b, _)| b).unwrap_or_default()
+    } else {
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<(&[u8], u64)> = parts.iter().map(|(b, o)| (b.as_slice(), *o)).collect();
+            crate::video::join(&refs)
+        })
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "recording_segments_differ",
+                format!(
+                    "task {}'s recording cannot be joined into one video: {e}",
+                    task.id
+                ),
+                "Ask for `source=steps`, the video built from the step screenshots.",
+            )
+        })?
+    };
+    let video = Bytes::from(video);
+    if task.status.is_terminal() {
+        s.replays.put(task.id, RECORDING, video.clone());
+    }
+    Ok(video)
+}
+
+fn no_recording(task: &Task) -> ApiError {
+    let (message, hint) = if !task.spec.record_video {
+        (
+            format!("task {} was not recorded", task.id),
+            "Submit the task with `\"record_video\": true`, or ask for `source=steps`.",
+        )
+    } else if !task.status.is_terminal() {
+        (
+            format!("task {}'s recording is stored when the task ends", task.id),
+            "Wait for `task.recording` on the task's events, or ask for `source=steps`.",
+        )
+    } else {
+        (
+            format!(
+                "task {}'s recording failed; its `task.recording` event says why",
+                task.id
+            ),
+            "Ask for `source=steps`, the video built from the step screenshots.",
+        )
+    };
+    ApiError::new(StatusCode::CONFLICT, "no_recording", message, hint)
 }
 
 /// Finished tasks' videos, most recent first, at most `CACHE_ENTRIES`.

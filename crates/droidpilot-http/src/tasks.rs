@@ -556,27 +556,43 @@ async fn step_frames<'a>(
     frames
 }
 
+/// What `replay.mp4` is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VideoSource {
+    /// The step screenshots, with the taps and swipes drawn.
+    Steps,
+    /// The phone's screen recording (`record_video`), as recorded: no marks drawn.
+    Recording,
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct Mp4Params {
-    /// Video width in pixels, 64–1080 (default 360; never wider than the screenshots;
-    /// rounded down to even).
+    /// Video width in pixels of the step video, 64–1080 (default 360; never wider than
+    /// the screenshots; rounded down to even). The recording is served at its own size.
     #[param(minimum = 64, maximum = 1080)]
     width: Option<u32>,
+    /// `steps` or `recording`; by default the recording when the task has one and no
+    /// `width` is given, else the steps.
+    #[param(value_type = Option<VideoSource>)]
+    source: Option<VideoSource>,
 }
 
-/// The run as an H.264 MP4: the GIF's frames (step screenshots, at most 120, with each
-/// tap or swipe drawn in red), each held for the real time until the next step (0.2–5 s;
-/// the last 2 s). Answers single `Range` requests (206), so a `<video>` can seek.
+/// The run as an H.264 MP4. `source=recording`: the phone's own screen recording of a
+/// `record_video` task (its segments joined into one file), at the phone's frame times,
+/// with no tap marks. `source=steps`: the GIF's frames (step screenshots, at most 120,
+/// with each tap or swipe drawn in red), each held for the real time until the next step
+/// (0.2–5 s; the last 2 s). Answers single `Range` requests (206), so a `<video>` can seek.
 #[utoipa::path(
     get, path = "/v1/tasks/{id}/replay.mp4", tag = "tasks",
     params(("id" = String, Path, description = "Task id (UUID)"), Mp4Params),
     responses(
         (status = 200, content_type = "video/mp4", body = Vec<u8>),
         (status = 206, description = "The byte range asked for", content_type = "video/mp4", body = Vec<u8>),
-        (status = 400, description = "A bad `width`", body = ErrorResponse),
+        (status = 400, description = "A bad `width` or `source`, or `width` with `source=recording`", body = ErrorResponse),
         (status = 404, description = "No such task", body = ErrorResponse),
-        (status = 409, description = "No step has a screenshot yet (`no_screenshots`)", body = ErrorResponse),
+        (status = 409, description = "No step has a screenshot yet (`no_screenshots`), or no recording is stored (`no_recording`), or its segments cannot be joined (`recording_segments_differ`)", body = ErrorResponse),
         (status = 416, description = "The range starts past the video's end"),
     )
 )]
@@ -597,6 +613,25 @@ pub async fn replay_mp4(
     }
     let task = s.store.get_task(id).await?;
     let name = format!("{id}.mp4");
+    let source = p
+        .source
+        .unwrap_or(if task.recording.is_empty() || p.width.is_some() {
+            VideoSource::Steps
+        } else {
+            VideoSource::Recording
+        });
+    if source == VideoSource::Recording {
+        if p.width.is_some() {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                "`width` applies to the step video, not the recording",
+                "Leave out `width` with `source=recording` (the recording is served at the phone's size), or ask for `source=steps`.",
+            ));
+        }
+        let video = super::replay_mp4::recording(&s, &task).await?;
+        return Ok(super::replay_mp4::respond(video, &headers, &name));
+    }
     if let Some(video) = s.replays.get(id, width) {
         return Ok(super::replay_mp4::respond(video, &headers, &name));
     }

@@ -18,7 +18,7 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels, a release's layout changes), `reflow` (rows grow for text that wraps), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `split` (two apps in split-screen windows), `tasks` (scored tasks with checkers and reference solutions).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels, a release's layout changes), `reflow` (rows grow for text that wraps), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `split` (two apps in split-screen windows), `tasks` (scored tasks with checkers and reference solutions), `record` (the phone's own screen recording, a frame per change).
 
 pub mod adbd;
 pub mod apps;
@@ -28,6 +28,7 @@ pub mod faults;
 pub mod identity;
 pub mod latency;
 pub mod locale;
+pub mod record;
 pub mod redesign;
 pub mod reflow;
 pub mod renames;
@@ -205,6 +206,8 @@ struct Inner {
     seed: u64,
     /// The touches that hit a widget, oldest first (`identity`), the last `TOUCH_LOG`.
     touched: std::collections::VecDeque<Touched>,
+    /// The screen recording's feed while one runs (`record`).
+    recorder: Option<tokio::sync::mpsc::UnboundedSender<record::Msg>>,
 }
 
 /// How many touches `SimDevice::touched` keeps.
@@ -259,6 +262,7 @@ impl SimDevice {
                 jitter: ChaCha8Rng::seed_from_u64(cfg.seed ^ JITTER_SEED),
                 touched: Default::default(),
                 seed: cfg.seed,
+                recorder: None,
             }),
             counters: SimCounters::default(),
             renames: std::sync::Arc::new(cfg.renames.clone()),
@@ -492,7 +496,31 @@ impl SimDevice {
             g.disconnected = true;
             return Err(self.disconnected());
         }
+        self.record_frame(g);
         Ok(())
+    }
+
+    /// Hands a running recording the screen as this command finds it.
+    fn record_frame(&self, g: &mut Inner) {
+        let Some(tx) = g.recorder.as_ref() else {
+            return;
+        };
+        let seen = self.seen(g);
+        if tx.send(record::Msg::Frame(Box::new(seen))).is_err() {
+            g.recorder = None;
+        }
+    }
+
+    /// The screen now, as the recording sees it (what a screenshot would show).
+    fn seen(&self, g: &Inner) -> record::Seen {
+        let screen = ui::build(&g.st, &self.ctx(&g.faults));
+        let black = !g.st.awake || (g.faults.secure_black && screen.secure());
+        record::Seen {
+            at: std::time::Instant::now(),
+            screen,
+            black,
+            size: self.size(),
+        }
     }
     fn disconnected(&self) -> DeviceError {
         DeviceError::Disconnected {
@@ -992,6 +1020,19 @@ impl Device for SimDevice {
         self.charge(DeviceOp::Dump, 0).await;
         self.pace(OBSERVE_MS, false).await;
         result
+    }
+
+    async fn record_screen(
+        &self,
+        _opts: &droidpilot_core::device::RecordOptions,
+    ) -> Result<Box<dyn droidpilot_core::device::ScreenRecording>, DeviceError> {
+        let mut g = self.lock();
+        if g.disconnected {
+            return Err(self.disconnected());
+        }
+        let (rec, tx) = record::SimRecording::start(self.seen(&g));
+        g.recorder = Some(tx);
+        Ok(Box::new(rec))
     }
 
     async fn tap(&self, p: PixelPoint) -> Result<(), DeviceError> {

@@ -36,6 +36,15 @@ pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use step_row::StepRow;
 
+/// The artifacts a task's stored `recording` column names (its MP4 segments); an
+/// unreadable column names none.
+pub(crate) fn recording_artifacts(json: Option<&str>) -> Vec<String> {
+    let segments: Vec<droidpilot_core::domain::RecordingSegment> = json
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default();
+    segments.into_iter().map(|s| s.sha256).collect()
+}
+
 /// A task's status as a backend read it (`None`: no such task): parsed, or the error that
 /// says which. Both backends read it this way before a cancel or a delete.
 pub(crate) fn stored_status(id: TaskId, status: Option<String>) -> Result<TaskStatus, StoreError> {
@@ -215,6 +224,13 @@ pub trait Store: Send + Sync + 'static {
     /// password field is masked once it has run.
     async fn set_task_agent(&self, id: TaskId, agent: &serde_json::Value)
     -> Result<(), StoreError>;
+    /// Replaces a task's screen recording (its segments, stored as artifacts beforehand);
+    /// deleting the task deletes those artifacts unless a step shows them.
+    async fn set_task_recording(
+        &self,
+        id: TaskId,
+        segments: &[droidpilot_core::domain::RecordingSegment],
+    ) -> Result<(), StoreError>;
     /// Moves a task between non-terminal states (`running` ⇄ `waiting_for_user`).
     async fn set_task_status(
         &self,

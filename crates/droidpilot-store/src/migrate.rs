@@ -72,6 +72,8 @@ const TABLES: &[Table] = &[
             ("cancel_requested", Bool),
             ("max_tokens", Int),
             ("max_cost_usd", Real),
+            ("record_video", Bool),
+            ("recording", Json),
         ],
     },
     Table {

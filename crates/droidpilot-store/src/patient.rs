@@ -123,6 +123,13 @@ impl Store for PatientStore {
     ) -> Result<(), StoreError> {
         patient!(self.set_task_agent(id, agent))
     }
+    async fn set_task_recording(
+        &self,
+        id: TaskId,
+        segments: &[droidpilot_core::domain::RecordingSegment],
+    ) -> Result<(), StoreError> {
+        patient!(self.set_task_recording(id, segments))
+    }
     async fn set_task_status(
         &self,
         id: TaskId,

@@ -145,7 +145,8 @@ where
 const TASK_SELECT: &str = "SELECT id, status, instruction, priority, max_steps, timeout_seconds, device_id, \
      constraints::text AS constraints, agent::text AS agent, external_id, session_id, metadata::text AS metadata, \
      assigned_device, created_at, started_at, finished_at, reason, answer, steps, tokens_in, tokens_out, cost_usd, \
-     cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd, tokens_cached FROM tasks";
+     cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd, tokens_cached, \
+     record_video, recording::text AS recording FROM tasks";
 
 const STEP_SELECT: &str = "SELECT task_id, n, started_at, thinking, action::text AS action, raw, rejected::text AS rejected, \
      result::text AS result, screen::text AS screen, screenshot, timings::text AS timings, tokens_in, tokens_out, tokens_cached, cost_usd, \
@@ -191,8 +192,8 @@ impl Store for PostgresStore {
         let id = TaskId::new();
         sqlx::query(
             "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
-             agent, external_id, session_id, metadata, created_at, webhook_url, record, max_tokens, max_cost_usd) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::jsonb, $13, $14, $15, $16, $17)",
+             agent, external_id, session_id, metadata, created_at, webhook_url, record, max_tokens, max_cost_usd, \
+             record_video) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::jsonb, $13, $14, $15, $16, $17, $18)",
         )
         .bind(id.to_string())
         .bind(TaskStatus::Queued.as_str())
@@ -211,6 +212,7 @@ impl Store for PostgresStore {
         .bind(spec.record)
         .bind(spec.max_tokens.map(|n| n.min(i64::MAX as u64) as i64))
         .bind(spec.max_cost_usd)
+        .bind(spec.record_video)
         .execute(&self.pool)
         .await?;
         self.get_task(id).await
@@ -258,6 +260,19 @@ impl Store for PostgresStore {
     ) -> Result<(), StoreError> {
         sqlx::query("UPDATE tasks SET agent = $1::jsonb WHERE id = $2")
             .bind(to_json(&Some(agent)))
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn set_task_recording(
+        &self,
+        id: TaskId,
+        segments: &[droidpilot_core::domain::RecordingSegment],
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET recording = $1::jsonb WHERE id = $2")
+            .bind(to_json(&Some(segments)))
             .bind(id.to_string())
             .execute(&self.pool)
             .await?;
@@ -717,12 +732,18 @@ impl Store for PostgresStore {
         if !status.is_terminal() {
             return Err(StoreError::NotEnded { id, status });
         }
-        let shots: Vec<String> = sqlx::query_scalar(
+        let mut shots: Vec<String> = sqlx::query_scalar(
             "SELECT DISTINCT screenshot FROM steps WHERE task_id = $1 AND screenshot IS NOT NULL",
         )
         .bind(id.to_string())
         .fetch_all(&mut *tx)
         .await?;
+        let recording: Option<String> =
+            sqlx::query_scalar("SELECT recording::text FROM tasks WHERE id = $1")
+                .bind(id.to_string())
+                .fetch_one(&mut *tx)
+                .await?;
+        shots.extend(super::recording_artifacts(recording.as_deref()));
         for sql in [
             "DELETE FROM events WHERE stream = $1",
             "DELETE FROM streams WHERE stream = $1",

@@ -30,7 +30,7 @@ use sqlx::{Decode, Encode, FromRow, Type};
 use super::pg_text::{dec, dec_json, enc, enc_json};
 use super::{Artifact, StoreError, StoredEvent};
 use droidpilot_core::domain::task::DeviceConstraints;
-use droidpilot_core::domain::{Intervention, Task, TaskEvent, TaskSpec};
+use droidpilot_core::domain::{Intervention, RecordingSegment, Task, TaskEvent, TaskSpec};
 use droidpilot_core::script::ScriptRecord;
 
 /// Free text (`instruction`, `reason`, a step's `thinking`…).
@@ -228,6 +228,8 @@ pub struct TaskRow {
     cost_usd: f64,
     cancel_requested: bool,
     model_calls: i64,
+    record_video: bool,
+    recording: Option<Json<Vec<RecordingSegment>>>,
 }
 
 impl IntoDomain for TaskRow {
@@ -251,6 +253,7 @@ impl IntoDomain for TaskRow {
                 record: self.record,
                 max_tokens: self.max_tokens.map(|n| n as u64),
                 max_cost_usd: self.max_cost_usd,
+                record_video: self.record_video,
             },
             assigned_device: text(self.assigned_device),
             created_at: self.created_at,
@@ -265,6 +268,7 @@ impl IntoDomain for TaskRow {
             cost_usd: self.cost_usd,
             cancel_requested: self.cancel_requested,
             model_calls: self.model_calls as u64,
+            recording: json(self.recording).unwrap_or_default(),
         })
     }
 }

@@ -231,7 +231,8 @@ fn to_json<T: serde::Serialize>(v: &Option<T>) -> Option<String> {
 
 const TASK_COLUMNS: &str = "id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, agent, \
      external_id, session_id, metadata, assigned_device, created_at, started_at, finished_at, reason, answer, steps, \
-     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd, tokens_cached";
+     tokens_in, tokens_out, cost_usd, cancel_requested, webhook_url, record, model_calls, max_tokens, max_cost_usd, tokens_cached, \
+     record_video, recording";
 
 const STEP_SELECT_ALL: &str = "SELECT task_id, n, started_at, thinking, action, raw, rejected, result, screen, screenshot, timings, tokens_in, tokens_out, tokens_cached, cost_usd, model_calls, replay, calls, annotations, actor \
      FROM steps WHERE task_id = ? ORDER BY n";
@@ -274,8 +275,8 @@ impl Store for SqliteStore {
         let now = Utc::now();
         sqlx::query(
             "INSERT INTO tasks (id, status, instruction, priority, max_steps, timeout_seconds, device_id, constraints, \
-             agent, external_id, session_id, metadata, created_at, webhook_url, record, max_tokens, max_cost_usd) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             agent, external_id, session_id, metadata, created_at, webhook_url, record, max_tokens, max_cost_usd, \
+             record_video) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(id.to_string())
         .bind(TaskStatus::Queued.as_str())
@@ -294,6 +295,7 @@ impl Store for SqliteStore {
         .bind(spec.record as i64)
         .bind(spec.max_tokens.map(|n| n.min(i64::MAX as u64) as i64))
         .bind(spec.max_cost_usd)
+        .bind(spec.record_video as i64)
         .execute(&self.pool)
         .await?;
         self.get_task(id).await
@@ -306,6 +308,19 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         sqlx::query("UPDATE tasks SET agent = ? WHERE id = ?")
             .bind(agent.to_string())
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn set_task_recording(
+        &self,
+        id: TaskId,
+        segments: &[droidpilot_core::domain::RecordingSegment],
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET recording = ? WHERE id = ?")
+            .bind(to_json(&Some(segments)))
             .bind(id.to_string())
             .execute(&self.pool)
             .await?;
@@ -778,12 +793,18 @@ impl Store for SqliteStore {
         if !status.is_terminal() {
             return Err(StoreError::NotEnded { id, status });
         }
-        let shots: Vec<String> = sqlx::query_scalar(
+        let mut shots: Vec<String> = sqlx::query_scalar(
             "SELECT DISTINCT screenshot FROM steps WHERE task_id = ? AND screenshot IS NOT NULL",
         )
         .bind(id.to_string())
         .fetch_all(&mut *tx)
         .await?;
+        let recording: Option<String> =
+            sqlx::query_scalar("SELECT recording FROM tasks WHERE id = ?")
+                .bind(id.to_string())
+                .fetch_one(&mut *tx)
+                .await?;
+        shots.extend(super::recording_artifacts(recording.as_deref()));
         for sql in [
             "DELETE FROM events WHERE stream = ?",
             "DELETE FROM interventions WHERE task_id = ?",

@@ -225,8 +225,8 @@ class AsyncClient:
         )
         return data
 
-    async def replay_mp4(self, task_id: str, *, width: int | None = None) -> bytes:
-        data: bytes = await self._call(r.REPLAY_MP4(id=task_id, params={"width": width}))
+    async def replay_mp4(self, task_id: str, *, width: int | None = None, source: str | None = None) -> bytes:
+        data: bytes = await self._call(r.REPLAY_MP4(id=task_id, params={"width": width, "source": source}))
         return data
 
     async def result(self, task_id: str) -> MobileTaskResult:

@@ -243,9 +243,10 @@ class Client:
         data: bytes = self._call(r.REPLAY_GIF(id=task_id, params={"width": width, "frame_ms": frame_ms}))
         return data
 
-    def replay_mp4(self, task_id: str, *, width: int | None = None) -> bytes:
-        """The run as an H.264 MP4, each step's screen held for its real time."""
-        data: bytes = self._call(r.REPLAY_MP4(id=task_id, params={"width": width}))
+    def replay_mp4(self, task_id: str, *, width: int | None = None, source: str | None = None) -> bytes:
+        """The run as an H.264 MP4: ``source="steps"`` (each step's screen held for its real
+        time, taps drawn) or ``"recording"`` (a ``record_video`` task's screen recording)."""
+        data: bytes = self._call(r.REPLAY_MP4(id=task_id, params={"width": width, "source": source}))
         return data
 
     def result(self, task_id: str) -> MobileTaskResult:

@@ -78,6 +78,7 @@ EventType = Literal[
     "task.question_closed",
     "task.finished",
     "script.saved",
+    "task.recording",
     "step.observed",
     "step.decided",
     "step.executed",
@@ -183,6 +184,8 @@ class Task(Model):
     max_tokens: int | None = None
     metadata: JSON | None = None
     record: bool = False
+    record_video: bool = False
+    recording: list[JSON] | None = None
     webhook_url: str | None = None
     answer: str | None = None
     assigned_device: str | None = None

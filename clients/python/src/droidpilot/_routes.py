@@ -99,7 +99,7 @@ STEPS_CSV = Route("GET", "/v1/tasks/{id}/steps.csv", expect="text")
 EXPORT = Route("GET", "/v1/tasks/{id}/export", expect="bytes")
 RESULT = Route("GET", "/v1/tasks/{id}/result")
 REPLAY_GIF = Route("GET", "/v1/tasks/{id}/replay.gif", ("width", "frame_ms"), expect="bytes")
-REPLAY_MP4 = Route("GET", "/v1/tasks/{id}/replay.mp4", ("width",), expect="bytes")
+REPLAY_MP4 = Route("GET", "/v1/tasks/{id}/replay.mp4", ("width", "source"), expect="bytes")
 EVENTS = Route("GET", "/v1/tasks/{id}/events", ("since",))
 WS = Route("GET", "/v1/ws")
 

@@ -119,6 +119,14 @@ pub struct DevicesConfig {
     /// `scroll_to_find`, flows, take-over): scale and offset in normalized space.
     #[serde(default)]
     pub transform: crate::domain::AffineTransform,
+    /// The longest segment of a `record_video` task's recording, 1–180 s: a phone's
+    /// `screenrecord` stops at 180 s, so the recording restarts in a new segment.
+    #[serde(default = "default_segment_secs")]
+    pub screenrecord_segment_secs: u64,
+}
+
+fn default_segment_secs() -> u64 {
+    180
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -522,6 +530,12 @@ impl Config {
             return Err(ConfigError::Value(
                 "server.request_timeout_secs must be at least 1".into(),
             ));
+        }
+        if !(1..=180).contains(&self.devices.screenrecord_segment_secs) {
+            return Err(ConfigError::Value(format!(
+                "devices.screenrecord_segment_secs must be 1-180 (Android's screenrecord stops at 180 s), not {}",
+                self.devices.screenrecord_segment_secs
+            )));
         }
         self.agent
             .check_screenshot_encodings()

@@ -165,6 +165,16 @@ pub enum TaskEvent {
         /// `recorded` or `healed`.
         how: String,
     },
+    /// A `record_video` task's screen recording ended (with the task, a cancel or a
+    /// suspension): the segments stored (also `Task::recording`) and, as warnings, what
+    /// went wrong (a recording that fails never fails its task).
+    #[serde(rename = "task.recording")]
+    Recording {
+        task_id: TaskId,
+        segments: Vec<super::task::RecordingSegment>,
+        /// Empty when the whole run was recorded.
+        problems: Vec<String>,
+    },
     /// The screen was read for a step.
     #[serde(rename = "step.observed")]
     StepObserved {
@@ -381,6 +391,7 @@ impl TaskEvent {
             QuestionClosed { .. } => "task.question_closed",
             Finished(_) => Self::FINISHED,
             ScriptSaved { .. } => "script.saved",
+            Recording { .. } => "task.recording",
             StepObserved { .. } => "step.observed",
             StepDecided { .. } => "step.decided",
             StepExecuted { .. } => "step.executed",

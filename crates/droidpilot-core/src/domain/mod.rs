@@ -19,7 +19,8 @@ pub use geometry::{
 };
 pub mod task;
 pub use task::{
-    AgentSummary, NewTask, ScriptId, Task, TaskId, TaskSpec, TaskSpecError, TaskStatus, TaskSummary,
+    AgentSummary, NewTask, RecordingSegment, ScriptId, Task, TaskId, TaskSpec, TaskSpecError,
+    TaskStatus, TaskSummary,
 };
 pub mod eta;
 pub use eta::{Estimate, EtaBasis, TaskEstimate};

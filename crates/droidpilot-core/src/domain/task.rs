@@ -149,6 +149,9 @@ pub struct TaskSpec {
     /// (priced models only); absent: the server's `runner.max_cost_usd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// Record the phone's screen while the task runs (see `Task::recording`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record_video: bool,
 }
 
 fn serialize_redacted_url<S: serde::Serializer>(
@@ -246,6 +249,9 @@ pub struct NewTask {
     /// they have, the task fails with `budget_exceeded` at the next step boundary.
     #[schema(exclusive_minimum = 0)]
     pub max_cost_usd: Option<f64>,
+    /// Record the phone's screen while the task runs (`screenrecord` on an ADB phone, the
+    /// virtual phone's own frames); served as `GET /v1/tasks/{id}/replay.mp4?source=recording`.
+    pub record_video: Option<bool>,
 }
 
 /// Why a task request was refused; each names the field.
@@ -347,6 +353,7 @@ impl TaskSpec {
             max_cost_usd: req.max_cost_usd,
             webhook_url: req.webhook_url,
             record: req.record.unwrap_or(false),
+            record_video: req.record_video.unwrap_or(false),
             instruction,
             priority,
             max_steps,
@@ -389,6 +396,24 @@ pub struct Task {
     /// Model calls made so far (0 for a replay that needed no AI).
     #[serde(default)]
     pub model_calls: u64,
+    /// The screen recording of a `record_video` task, one MP4 artifact per segment in
+    /// order (a phone's `screenrecord` stops at 180 s, so a longer run is several).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recording: Vec<RecordingSegment>,
+}
+
+/// One MP4 of a task's screen recording, stored as an artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RecordingSegment {
+    /// The artifact holding the MP4 (content-addressed by its sha256).
+    pub sha256: String,
+    pub bytes: u64,
+    /// When the segment started recording.
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// The video's own length.
+    pub duration_ms: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 /// A task as a list shows it: what it is and how it ended, without the large fields

@@ -195,6 +195,7 @@ impl Commands {
             "screencap" => self.screencap(args).await,
             "screenrecord" => self.screenrecord(args).await,
             "pkill" => self.pkill(args),
+            "rm" => self.rm(args),
             "uiautomator" => self.uiautomator(args).await,
             "input" => self.input(args).await,
             "am" => self.am(args).await,

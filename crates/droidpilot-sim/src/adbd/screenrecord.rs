@@ -5,7 +5,8 @@
 //! `pkill -INT screenrecord` from another shell, or the shell session that runs it closing
 //! (adbd's SIGHUP). Either way the MP4 is finished and written to the file, as the real
 //! tool does on SIGINT/SIGHUP. `--size WxH` scales the frames; `--bit-rate` and
-//! `--verbose` are accepted; any other option prints the usage and fails (status 2).
+//! `--verbose` are accepted; any other option prints the usage and fails (status 2). `rm`
+//! removes a recording once it was pulled.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -186,6 +187,22 @@ impl Commands {
             .ok_or("screenshot has the wrong size")?;
         let scaled = image::imageops::resize(&img, w, h, image::imageops::FilterType::Triangle);
         Ok((scaled.into_raw(), (w, h)))
+    }
+
+    /// `rm [-f] FILE…`: removes files (a recording once it was pulled); a missing file is
+    /// an error unless `-f`, as toybox says it.
+    pub(super) fn rm(&self, args: &[String]) -> CmdOutput {
+        let force = args.iter().any(|a| a.starts_with('-') && a.contains('f'));
+        let mut st = self.st();
+        let mut o = CmdOutput::default();
+        for f in args.iter().filter(|a| !a.starts_with('-')) {
+            if st.files.remove(f.as_str()).is_none() && !force {
+                o.stderr
+                    .extend_from_slice(format!("rm: {f}: No such file or directory\n").as_bytes());
+                o.code = 1;
+            }
+        }
+        o
     }
 
     /// `pkill [-INT|-2|-SIGINT|…] screenrecord`: interrupts running recordings (status 1

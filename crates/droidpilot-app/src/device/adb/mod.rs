@@ -11,6 +11,7 @@
 
 pub mod gaps;
 pub mod host;
+mod record;
 pub mod split;
 mod windows;
 mod worker;
@@ -756,6 +757,17 @@ impl Device for AdbDevice {
         self.shell_ok(&format!("am force-stop {}", quote(package)))
             .await
             .map(|_| ())
+    }
+
+    async fn record_screen(
+        &self,
+        opts: &crate::device::RecordOptions,
+    ) -> Result<Box<dyn crate::device::ScreenRecording>, DeviceError> {
+        Ok(Box::new(record::AdbRecording::start(
+            &self.serial,
+            &self.opts,
+            opts,
+        )))
     }
 
     async fn clear_app_data(&self, package: &str) -> Result<(), DeviceError> {

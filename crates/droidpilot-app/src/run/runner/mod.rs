@@ -31,6 +31,7 @@ mod settle;
 mod stale;
 mod state;
 mod verify;
+mod video;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -93,6 +94,8 @@ pub struct Runner {
     pub ocr: Arc<crate::ocr::Ocr>,
     /// The operator's `[actions]`: custom actions and HTTP hooks (`run::extend`).
     pub actions: Arc<crate::run::extend::LiveActions>,
+    /// The longest segment of a `record_video` task's recording (`video`), in seconds.
+    pub record_segment_secs: u64,
 }
 
 /// How the loop ended.
@@ -182,7 +185,14 @@ impl Runner {
             apps: None,
             ocr: Arc::new(crate::ocr::Ocr::new(Default::default())),
             actions: Arc::default(),
+            record_segment_secs: 180,
         }
+    }
+
+    /// Records `record_video` tasks in segments of at most `secs` seconds.
+    pub fn with_record_segments(mut self, secs: u64) -> Self {
+        self.record_segment_secs = secs;
+        self
     }
 
     /// Lists the installed apps to agents with what each can do (`apps`).
@@ -256,11 +266,17 @@ impl Runner {
             .then(|| self.ocr.ask(device.serial()));
         let max_pause = std::time::Duration::from_secs(self.cfg.max_pause_secs);
         self.takeovers.register(id, self.bus.clone(), max_pause);
+        let recording = self.start_recording(&task, &device).await;
         // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
         // process's hold on it: the task fails with the panic's message.
         let looping = self.run_loop(&task, device.as_ref(), agent.as_mut(), stop);
         let ran = std::panic::AssertUnwindSafe(looping).catch_unwind().await;
         self.takeovers.unregister(id);
+        if let Some(rec) = recording
+            && let Err(e) = self.finish_recording(&task, rec).await
+        {
+            tracing::warn!(task = %id, error = %e, "the screen recording could not be stored");
+        }
         let end = match ran {
             Ok(Ok(end)) => end,
             // A write that failed (after `PatientStore`'s retries) ends the task here:
