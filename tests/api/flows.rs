@@ -356,8 +356,8 @@ async fn clear_state_resets_the_app_and_launch_app_starts_afresh() {
 
 /// `launchApp` (with Maestro's default `stopApp`) stops and starts the app in one step and
 /// reads the screen once, after the launch, never the launcher in between (nothing decides
-/// on it); the launch is still checked: the app is restarted on its first screen, and an
-/// app that is not installed fails the command naming its line. Counted by the phone.
+/// on it); the launch is still checked: the app is restarted on its first screen, and a
+/// flow for an app that is not installed fails naming it. Counted by the phone.
 #[tokio::test]
 async fn launch_app_reads_the_screen_once_after_the_launch() {
     let app = bare_app(&[]).await;
@@ -387,7 +387,7 @@ async fn launch_app_reads_the_screen_once_after_the_launch() {
     let done = run_flow(&app, missing, json!({})).await;
     assert_eq!(done["status"], "failed", "{done}");
     let reason = done["reason"].as_str().unwrap();
-    assert!(reason.contains("flow.yaml line 3 (launchApp"), "{reason}");
+    assert!(reason.contains("com.example.missing"), "{reason}");
 }
 
 /// A phone `p` whose lists show a "Syncing…" row above their rows for `ms` of phone time.
