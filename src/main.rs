@@ -74,6 +74,7 @@ fn main() -> std::process::ExitCode {
                 Ok(false) => Err(anyhow::anyhow!("a flow did not pass")),
                 Err(e) => Err(e),
             },
+            Command::Workspace(cmd) => droidpilot::cli::workspace::workspace(cmd).await,
             Command::Run(args) => match droidpilot::cli::run::run(args).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(anyhow::anyhow!("the task did not succeed")),

@@ -1017,3 +1017,171 @@ fn flow_test_recovery_fixes_a_renamed_selector_and_heal_writes_the_flow_back() {
     assert!(stdout.contains("passed: 1 passed, 0 failed"), "{stdout}");
     rt.block_on(async move { drop(server) });
 }
+
+/// A server on the virtual phone for the `workspace` and `flow test --workspace` commands.
+fn flow_server() -> (tempfile::TempDir, Proc, String) {
+    let port = free_port();
+    let dir = workdir(&format!(
+        "{}[runner]\nsettle_timeout_ms = 200\n",
+        serve_toml(port, "enabled = false")
+    ));
+    let proc = serve(dir.path(), port);
+    (dir, proc, format!("http://127.0.0.1:{port}"))
+}
+
+/// `droidpilot ARGS --server URL` in `dir`: its exit status, stdout and stderr.
+fn against(dir: &Path, url: &str, args: &[&str]) -> (bool, String, String) {
+    let out = droidpilot(dir)
+        .args(args)
+        .args(["--server", url])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The workspace id in `workspace push`'s line (`ID version N: …`).
+fn pushed_id(stdout: &str) -> String {
+    stdout
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+const WIFI_FLOW: &str =
+    "appId: com.android.settings\n---\n- launchApp\n- assertVisible: \"Wi-Fi\"\n";
+const NOWHERE_FLOW: &str =
+    "appId: com.android.settings\n---\n- launchApp\n- assertVisible: \"Nowhere\"\n";
+
+/// `workspace push` stores a folder as a new workspace, a `.zip` as its next version, and
+/// a version that does not import is refused with the server's message (file and line)
+/// and a non-zero exit, nothing stored; `versions` and `list` show what is stored.
+#[test]
+fn workspace_push_stores_versions_and_shows_a_refused_one_as_the_server_says() {
+    let (dir, _server, url) = flow_server();
+    let flows = dir.path().join("settings");
+    std::fs::create_dir_all(flows.join("sub")).unwrap();
+    std::fs::write(flows.join("wifi.yaml"), WIFI_FLOW).unwrap();
+    let (ok, stdout, stderr) = against(dir.path(), &url, &["workspace", "push", "settings"]);
+    assert!(ok, "{stdout}\n{stderr}");
+    let id = pushed_id(&stdout);
+    assert!(
+        stdout.starts_with(&format!("{id} version 1: settings (1 flows, 1 files")),
+        "{stdout}"
+    );
+    // The next version as a .zip, with --json.
+    let zip = dir.path().join("v2.zip");
+    let mut w = zip::ZipWriter::new(std::fs::File::create(&zip).unwrap());
+    for (name, body) in [("wifi.yaml", WIFI_FLOW), ("nowhere.yaml", NOWHERE_FLOW)] {
+        w.start_file(name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        std::io::Write::write_all(&mut w, body.as_bytes()).unwrap();
+    }
+    w.finish().unwrap();
+    let push = ["workspace", "push", "v2.zip", "--workspace", &id, "--json"];
+    let (ok, stdout, stderr) = against(dir.path(), &url, &push);
+    assert!(ok, "{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (v["id"].as_str(), v["version"].as_u64()),
+        (Some(id.as_str()), Some(2))
+    );
+    assert_eq!(v["name"], "settings", "a new version keeps the name");
+    // A flow that does not import: the server's 422, as it said it, and a failed command.
+    std::fs::write(
+        flows.join("sub/bad.yaml"),
+        "appId: a\n---\n- launchApp\n- flyToTheMoon: now\n",
+    )
+    .unwrap();
+    let push = ["workspace", "push", "settings", "--workspace", &id];
+    let (ok, stdout, stderr) = against(dir.path(), &url, &push);
+    assert!(!ok, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("422 Unprocessable Entity")
+            && stderr.contains("sub/bad.yaml line 4")
+            && stderr.contains("hint: "),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = against(dir.path(), &url, &["workspace", "versions", &id]);
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "nothing stored for the refused version: {stdout}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("{id} version 2: settings (2 flows")),
+        "{stdout}"
+    );
+    let (ok, stdout, _) = against(dir.path(), &url, &["workspace", "list"]);
+    assert!(
+        ok && stdout.contains(&format!("{id} version 2: settings")),
+        "{stdout}"
+    );
+    // An unknown workspace: the server's 404, and a failed command.
+    let unknown = "01900000-0000-7000-8000-000000000000";
+    let (ok, _, stderr) = against(dir.path(), &url, &["workspace", "versions", unknown]);
+    assert!(!ok && stderr.contains("404 Not Found"), "{stderr}");
+}
+
+/// `flow test --workspace ID[@V]` runs a stored version on the server: each flow printed,
+/// the JUnit report written, the exit code zero when every flow passed and non-zero when
+/// one failed; a folder and --workspace together are refused before anything runs.
+#[test]
+fn flow_test_runs_a_stored_workspace_version_on_the_server() {
+    let (dir, _server, url) = flow_server();
+    let flows = dir.path().join("flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    std::fs::write(flows.join("wifi.yaml"), WIFI_FLOW).unwrap();
+    let (ok, stdout, stderr) = against(dir.path(), &url, &["workspace", "push", "flows"]);
+    assert!(ok, "{stderr}");
+    let id = pushed_id(&stdout);
+    std::fs::write(flows.join("nowhere.yaml"), NOWHERE_FLOW).unwrap();
+    let push = ["workspace", "push", "flows", "--workspace", &id];
+    assert!(against(dir.path(), &url, &push).0);
+    // The latest version (2) has a failing flow.
+    let latest = [
+        "flow",
+        "test",
+        "--workspace",
+        &id,
+        "--format",
+        "junit",
+        "--output",
+        "r.xml",
+    ];
+    let (ok, stdout, stderr) = against(dir.path(), &url, &latest);
+    assert!(!ok, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("passed   wifi.yaml")
+            && stdout.contains("failed   nowhere.yaml")
+            && stdout.contains("nowhere.yaml line 4"),
+        "{stdout}"
+    );
+    let xml = std::fs::read_to_string(dir.path().join("r.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(
+        doc.descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .count(),
+        2
+    );
+    // Version 1 only has the passing flow.
+    let first = format!("{id}@1");
+    let (ok, stdout, stderr) = against(dir.path(), &url, &["flow", "test", "--workspace", &first]);
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("passed: 1 passed, 0 failed"), "{stdout}");
+    // A folder and a stored workspace: refused, nothing run.
+    let both = ["flow", "test", "flows", "--workspace", &id];
+    let (ok, stdout, stderr) = against(dir.path(), &url, &both);
+    assert!(!ok && !stdout.contains("flow run "), "{stdout}");
+    assert!(
+        stderr.contains("both a folder (flows) and --workspace") && stderr.contains("hint: "),
+        "{stderr}"
+    );
+}

@@ -1,7 +1,8 @@
 //! `droidpilot flow test DIR`: run a Maestro workspace across the phones as `maestro test`
 //! would, as a flow run (`service::flow_runs`): in this process with the configured
 //! devices (like `droidpilot run`), or on a running server with `--server URL`
-//! (`POST /v1/flow-runs`, the token from `DROIDPILOT_TOKEN`). Prints each flow as it ends
+//! (`POST /v1/flow-runs` through `remote::Remote`), where `--workspace ID[@V]` runs a
+//! stored workspace instead of a folder. Prints each flow as it ends
 //! and a summary, writes a JUnit or HTML report with `--format … --output FILE`, and exits
 //! non-zero when a flow did not pass.
 
@@ -15,9 +16,11 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, Overrides};
 use crate::core::Core;
-use crate::domain::{FlowResult, FlowRun, FlowRunStatus, FlowStatus, TaskEvent};
+use crate::domain::{FlowResult, FlowRun, FlowRunStatus, FlowStatus, TaskEvent, WorkspaceId};
 use crate::run::events::{FeedItem, Filter};
 use crate::service::flow_runs::{NewFlowRun, ReportFormat};
+
+use super::remote::{Remote, checked};
 
 #[derive(Debug, Subcommand)]
 pub enum FlowCommand {
@@ -33,8 +36,13 @@ pub enum Format {
 
 #[derive(Debug, clap::Args)]
 pub struct TestArgs {
-    /// The workspace folder (flows and config.yaml).
-    pub dir: PathBuf,
+    /// The workspace folder (flows and config.yaml); or --workspace for a stored one.
+    #[arg(required_unless_present = "workspace")]
+    pub dir: Option<PathBuf>,
+    /// Run a workspace stored on the server (`droidpilot workspace push`) instead of a
+    /// folder: its id, and `@N` for version N (default: the latest). Needs --server.
+    #[arg(long, value_name = "ID[@V]", requires = "server", value_parser = parse_stored)]
+    pub workspace: Option<Stored>,
     /// Run this many flows at once, each on a free phone.
     #[arg(long, conflicts_with = "devices")]
     pub shards: Option<u32>,
@@ -78,6 +86,33 @@ pub struct TestArgs {
     pub data_dir: Option<PathBuf>,
 }
 
+/// `--workspace ID[@V]`: a stored workspace and, if given, its version.
+#[derive(Debug, Clone, Copy)]
+pub struct Stored {
+    pub id: WorkspaceId,
+    pub version: Option<u32>,
+}
+
+fn parse_stored(s: &str) -> Result<Stored, String> {
+    let (id, version) = match s.split_once('@') {
+        Some((id, v)) => (id, Some(v)),
+        None => (s, None),
+    };
+    let id = id.parse().map_err(|_| {
+        format!("`{id}` is not a workspace id (a UUID, as `droidpilot workspace list` shows)")
+    })?;
+    let version = match version {
+        Some(v) => Some(
+            v.parse::<u32>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| format!("`@{v}`: a version is a number from 1 (ID@2)"))?,
+        ),
+        None => None,
+    };
+    Ok(Stored { id, version })
+}
+
 /// Runs the command; whether every flow passed.
 pub async fn flow(cmd: FlowCommand) -> anyhow::Result<bool> {
     let FlowCommand::Test(args) = cmd;
@@ -87,8 +122,10 @@ pub async fn flow(cmd: FlowCommand) -> anyhow::Result<bool> {
         Some(url) => remote(url, &args, request).await?,
         None => local(&args, request).await?,
     };
-    if args.heal {
-        write_healed(&args.dir, &known, &answers)?;
+    // A stored workspace's healed flows are its next version, on the server (the run's
+    // reason names it); a folder's are written back into it.
+    if let (true, Some(dir)) = (args.heal, &args.dir) {
+        write_healed(dir, &known, &answers)?;
     }
     println!(
         "{}: {}",
@@ -98,8 +135,18 @@ pub async fn flow(cmd: FlowCommand) -> anyhow::Result<bool> {
     Ok(run.status == FlowRunStatus::Passed)
 }
 
-/// The request: the folder's files and the options.
+/// The request: the folder's files or the stored workspace, and the options.
 fn request(args: &TestArgs) -> anyhow::Result<NewFlowRun> {
+    let (files, workspace) = match (&args.dir, args.workspace) {
+        (Some(dir), Some(ws)) => anyhow::bail!(
+            "both a folder ({}) and --workspace {} were given: a run has one workspace\nhint: drop DIR to run the stored workspace, or drop --workspace to upload and run the folder",
+            dir.display(),
+            ws.id
+        ),
+        (Some(dir), None) => (read_dir(dir)?, None),
+        (None, Some(ws)) => (BTreeMap::new(), Some(ws)),
+        (None, None) => anyhow::bail!("give a workspace folder (DIR) or --workspace ID"),
+    };
     let mut env = BTreeMap::new();
     for e in &args.env {
         let (k, v) = crate::maestro::workspace::parse_env_arg(e)
@@ -107,7 +154,9 @@ fn request(args: &TestArgs) -> anyhow::Result<NewFlowRun> {
         env.insert(k, v);
     }
     Ok(NewFlowRun {
-        files: read_dir(&args.dir)?,
+        files,
+        workspace: workspace.map(|w| w.id),
+        version: workspace.and_then(|w| w.version),
         env,
         include_tags: args.include_tags.clone(),
         exclude_tags: args.exclude_tags.clone(),
@@ -266,38 +315,14 @@ async fn follow(core: &Arc<Core>, req: NewFlowRun) -> anyhow::Result<FlowRun> {
 
 /// On a server: `POST /v1/flow-runs`, then its state every second until it ends.
 async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<(FlowRun, Answers)> {
-    let base = url.trim_end_matches('/');
-    let http = reqwest::Client::new();
-    let auth = |r: reqwest::RequestBuilder| match std::env::var("DROIDPILOT_TOKEN") {
-        Ok(t) if !t.is_empty() => r.bearer_auth(t),
-        _ => r,
-    };
-    let mut body = json!({"files": req.files, "env": req.env, "include_tags": req.include_tags,
-        "exclude_tags": req.exclude_tags, "retries": req.retries});
-    if let Some(n) = req.shards {
-        body["shards"] = json!(n);
-    }
-    if !req.devices.is_empty() {
-        body["devices"] = json!(req.devices);
-    }
-    if req.recovery {
-        body["recovery"] = json!(true);
-    }
-    if req.heal {
-        body["heal"] = json!(true);
-    }
-    let resp = auth(http.post(format!("{base}/v1/flow-runs")).json(&body))
-        .send()
-        .await?;
-    let created: Value = checked(resp).await?;
+    let server = Remote::new(url);
+    let created = server.post("/v1/flow-runs", &remote_body(&req)).await?;
     let id = created["id"].as_str().unwrap_or_default().to_string();
-    println!("flow run {id} on {base}");
+    println!("flow run {id} on {}", server.base());
     let mut printed = HashSet::new();
     let run: FlowRun = loop {
-        let resp = auth(http.get(format!("{base}/v1/flow-runs/{id}")))
-            .send()
-            .await?;
-        let run: FlowRun = serde_json::from_value(checked(resp).await?)?;
+        let run: FlowRun =
+            serde_json::from_value(server.get(&format!("/v1/flow-runs/{id}")).await?)?;
         for f in run.flows.iter().filter(|f| f.status.is_done()) {
             if printed.insert(f.path.clone()) {
                 print_flow(f);
@@ -313,8 +338,9 @@ async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<(
             Format::Junit => "junit",
             Format::Html => "html",
         };
-        let resp = auth(http.get(format!("{base}/v1/flow-runs/{id}/report?format={f}")))
-            .send()
+        let path = format!("/v1/flow-runs/{id}/report");
+        let resp = server
+            .send(server.request(reqwest::Method::GET, &path, &[("format", f)]))
             .await?;
         if !resp.status().is_success() {
             let _: Value = checked(resp).await?;
@@ -326,28 +352,38 @@ async fn remote(url: &str, args: &TestArgs, req: NewFlowRun) -> anyhow::Result<(
     let mut answers = Vec::new();
     if args.heal {
         for id in last_tasks(&run) {
-            let resp = auth(http.get(format!("{base}/v1/tasks/{id}")))
-                .send()
-                .await?;
-            answers.push(checked(resp).await?["answer"].as_str().map(str::to_string));
+            let task = server.get(&format!("/v1/tasks/{id}")).await?;
+            answers.push(task["answer"].as_str().map(str::to_string));
         }
     }
     Ok((run, answers))
 }
 
-/// The body of a 2xx, or the server's error shape as the error.
-async fn checked(resp: reqwest::Response) -> anyhow::Result<Value> {
-    let status = resp.status();
-    let body: Value = resp.json().await.unwrap_or(Value::Null);
-    if status.is_success() {
-        return Ok(body);
+/// `POST /v1/flow-runs`'s body: the stored workspace, or the folder's files, and the
+/// options that were given.
+fn remote_body(req: &NewFlowRun) -> Value {
+    let mut body = json!({"env": req.env, "include_tags": req.include_tags,
+        "exclude_tags": req.exclude_tags, "retries": req.retries});
+    match req.workspace {
+        Some(ws) => {
+            body["workspace"] = json!(ws);
+            if let Some(v) = req.version {
+                body["version"] = json!(v);
+            }
+        }
+        None => body["files"] = json!(req.files),
     }
-    let e = &body["error"];
-    anyhow::bail!(
-        "{status}: {}\nhint: {}",
-        e["message"]
-            .as_str()
-            .unwrap_or("the server refused the request"),
-        e["hint"].as_str().unwrap_or("")
-    )
+    if let Some(n) = req.shards {
+        body["shards"] = json!(n);
+    }
+    if !req.devices.is_empty() {
+        body["devices"] = json!(req.devices);
+    }
+    if req.recovery {
+        body["recovery"] = json!(true);
+    }
+    if req.heal {
+        body["heal"] = json!(true);
+    }
+    body
 }

@@ -12,10 +12,12 @@ pub mod eval;
 pub mod flow;
 pub mod mcp;
 pub mod migrate_store;
+pub mod remote;
 pub mod run;
 pub mod screen;
 pub mod script;
 pub mod sim;
+pub mod workspace;
 
 use crate::config::{Config, LogFormat, Overrides};
 use crate::server::ServeOptions;
@@ -80,6 +82,9 @@ pub enum Command {
     /// Maestro flows: run a workspace folder across the phones (`flow test DIR`).
     #[command(subcommand)]
     Flow(flow::FlowCommand),
+    /// Maestro workspaces stored on a running server: push a folder or .zip as a new workspace or version, list them.
+    #[command(subcommand)]
+    Workspace(workspace::WorkspaceCommand),
     /// Serve droidpilot as an MCP server over stdio (for Claude Code, Claude Desktop, Cursor): the same core as `serve`.
     Mcp(mcp::McpArgs),
     /// Copy a SQLite database into an empty PostgreSQL one, verified by counting rows.

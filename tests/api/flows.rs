@@ -354,6 +354,42 @@ async fn clear_state_resets_the_app_and_launch_app_starts_afresh() {
     assert!(why.contains("line 13 (launchApp"), "{why}");
 }
 
+/// `launchApp` (with Maestro's default `stopApp`) stops and starts the app in one step and
+/// reads the screen once, after the launch, never the launcher in between (nothing decides
+/// on it); the launch is still checked: the app is restarted on its first screen, and a
+/// flow for an app that is not installed fails naming it. Counted by the phone.
+#[tokio::test]
+async fn launch_app_reads_the_screen_once_after_the_launch() {
+    let app = bare_app(&[]).await;
+    let phone = add_phone(&app, "p", None).await;
+    let flow = "appId: com.android.settings\n---\n- launchApp\n- tapOn: Bluetooth\n- launchApp\n- assertVisible: Wi-Fi\n";
+    let before = phone.counts();
+    let done = run_flow(&app, flow, json!({})).await;
+    let used = phone.counts().since(&before);
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(
+        phone.state().settings.bluetooth,
+        "the tap between the launches ran"
+    );
+    // The task's first look, then the settled screen after each launch and the tap.
+    assert_eq!((used.dumps, used.screencaps), (4, 4), "{used:?}");
+    let recorded = steps(&app, done["id"].as_str().unwrap()).await;
+    let launches = recorded
+        .iter()
+        .filter(|s| {
+            s["thinking"]
+                .as_str()
+                .is_some_and(|t| t.contains("(launchApp"))
+        })
+        .count();
+    assert_eq!(launches, 2, "one step per launchApp: {recorded:?}");
+    let missing = "appId: com.example.missing\n---\n- launchApp\n- assertVisible: Wi-Fi\n";
+    let done = run_flow(&app, missing, json!({})).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(reason.contains("com.example.missing"), "{reason}");
+}
+
 /// A phone `p` whose lists show a "Syncing…" row above their rows for `ms` of phone time.
 async fn slow_phone(app: &TestApp, ms: u64) {
     use droidpilot::device::sim::{SimConfig, SimDevice, SimFaults};

@@ -10,6 +10,7 @@ mod browser;
 mod flow_runs;
 mod replay_video;
 mod serving;
+mod workspaces;
 mod ws_auth;
 
 /// The token every server in this binary requires.

@@ -39,7 +39,7 @@ function tick(main) {
 }
 
 /** A table cell with its column's name, shown beside the value when rows stack (narrow windows). */
-const cell = (label, cls, ...children) => h("td", { class: cls, dataset: { label } }, h("div", { class: "v" }, ...children));
+export const cell = (label, cls, ...children) => h("td", { class: cls, dataset: { label } }, h("div", { class: "v" }, ...children));
 
 function runRow(run) {
   const c = counts(run);

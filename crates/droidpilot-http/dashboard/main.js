@@ -1,6 +1,6 @@
 // The page's entry: the sign-in form, the hash router (#/devices, #/devices/<id> the
 // phone panel, #/tasks, #/tasks/<id>, #/tasks/<id>/replay, #/scripts, #/scripts/<id>,
-// #/flow-runs, #/flow-runs/<id>) and the live-connection indicator. Each view's
+// #/flow-runs, #/flow-runs/<id>, #/workspaces, #/workspaces/<id>) and the live-connection indicator. Each view's
 // render returns a cleanup that stops its pollers and closes its socket.
 
 import { api, token, Live } from "./api.js";
@@ -12,6 +12,7 @@ import { renderReplay } from "./replay.js";
 import { renderPhone } from "./phone.js";
 import { renderScripts, renderScript } from "./scripts.js";
 import { renderFlowRuns, renderFlowRun } from "./flowruns.js";
+import { renderWorkspaces, renderWorkspace } from "./workspaces.js";
 
 const main = document.getElementById("main");
 const liveEl = document.getElementById("live");
@@ -37,6 +38,8 @@ function routeOf(hash) {
   if (parts[0] === "scripts") return ["scripts"];
   if (parts[0] === "flow-runs" && parts[1]) return ["flow-run", parts[1]];
   if (parts[0] === "flow-runs") return ["flow-runs"];
+  if (parts[0] === "workspaces" && parts[1]) return ["workspace", parts[1]];
+  if (parts[0] === "workspaces") return ["workspaces"];
   return ["devices"];
 }
 
@@ -47,7 +50,7 @@ async function route() {
   const [view, id] = routeOf(location.hash);
   for (const a of document.querySelectorAll("[data-nav]")) {
     const section = { devices: "devices", phone: "devices", scripts: "scripts", script: "scripts",
-      "flow-runs": "flow-runs", "flow-run": "flow-runs" }[view] || "tasks";
+      "flow-runs": "flow-runs", "flow-run": "flow-runs", workspaces: "workspaces", workspace: "workspaces" }[view] || "tasks";
     a.classList.toggle("active", a.dataset.nav === section);
   }
   document.getElementById("signout").hidden = !token.get();
@@ -61,6 +64,8 @@ async function route() {
     else if (view === "script") cleanup = await renderScript(ctx, id);
     else if (view === "flow-runs") cleanup = await renderFlowRuns(ctx);
     else if (view === "flow-run") cleanup = await renderFlowRun(ctx, id);
+    else if (view === "workspaces") cleanup = await renderWorkspaces(ctx);
+    else if (view === "workspace") cleanup = await renderWorkspace(ctx, id);
     else cleanup = await renderReplay(ctx, id);
   } catch (e) {
     if (e.status === 401) return; // the sign-in form is showing

@@ -53,6 +53,7 @@ const ASSETS: &[Asset] = &[
     asset!("inspector.js", JS),
     asset!("scripts.js", JS),
     asset!("flowruns.js", JS),
+    asset!("workspaces.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

@@ -155,28 +155,11 @@ fn once(
     Ok(Run::Done)
 }
 
-/// Several device actions in order, each checked before the next.
-fn in_order(
-    a: &mut FlowAgent,
-    ctx: &AgentContext,
-    mut actions: Vec<Action>,
-) -> Result<Run, String> {
-    let i = a.tries.taps as usize;
-    if i > 0 {
-        acted_ok(ctx)?;
-    }
-    if i >= actions.len() {
-        return Ok(Run::Done);
-    }
-    a.tries.taps += 1;
-    Ok(Run::Emit(actions.swap_remove(i)))
-}
-
-/// `stop_app` / `clear_app_data` on `package`.
-fn app_action(name: &str, package: &str) -> Action {
+/// `stop_app` / `clear_app_data` on `package`, launching it afterwards with `launch`.
+fn app_action(name: &str, package: &str, launch: bool) -> Action {
     Action::Custom(crate::domain::action::CustomAction {
         name: name.into(),
-        args: crate::run::app_control::args(package),
+        args: crate::run::app_control::args(package, launch),
     })
 }
 
@@ -652,26 +635,25 @@ pub(super) fn leaf(a: &mut FlowAgent, cmd: &Command, ctx: &AgentContext) -> Resu
             let key = program::key(*k).ok_or(format!("pressKey {k:?} is not available here"))?;
             once(a, ctx, || Action::Key { key })
         }
+        // Stopping (or clearing) and launching are one step: the screen between them,
+        // the launcher, is never read.
         CommandKind::LaunchApp(l) => {
             let app = app_of(a, &l.app_id)?;
-            let mut steps = Vec::new();
-            if l.clear_state {
-                steps.push(app_action(CLEAR, &app));
-            } else if l.stop_app {
-                steps.push(app_action(STOP, &app));
-            }
-            steps.push(Action::LaunchApp {
-                app: AppRef::Package(app),
-            });
-            in_order(a, ctx, steps)
+            once(a, ctx, || match (l.clear_state, l.stop_app) {
+                (true, _) => app_action(CLEAR, &app, true),
+                (false, true) => app_action(STOP, &app, true),
+                (false, false) => Action::LaunchApp {
+                    app: AppRef::Package(app),
+                },
+            })
         }
         CommandKind::StopApp(app) | CommandKind::KillApp(app) => {
             let app = app_of(a, app)?;
-            once(a, ctx, || app_action(STOP, &app))
+            once(a, ctx, || app_action(STOP, &app, false))
         }
         CommandKind::ClearState(app) => {
             let app = app_of(a, app)?;
-            once(a, ctx, || app_action(CLEAR, &app))
+            once(a, ctx, || app_action(CLEAR, &app, false))
         }
         CommandKind::ClearKeychain => Ok(Run::Done),
         CommandKind::OpenLink { link, .. } => {

@@ -128,13 +128,20 @@ impl Runner {
         before: &Observed,
         size: ScreenSize,
     ) -> Settled {
-        if !action.expects_screen_change() || before.layout.is_none() {
+        let relaunched = crate::run::app_control::launches(action);
+        if !(action.expects_screen_change() || relaunched) || before.layout.is_none() {
             return Settled::default();
         }
         // The tree could not be read after the action: the next step observes afresh.
         let Some(obs) = self.read_idle(device, size).await else {
             return Settled::default();
         };
+        // The app was stopped and started again: the screen it left is not what the launch
+        // is measured against (its first screen often looks the same), and the dump
+        // waited for the launched app to go idle.
+        if relaunched {
+            return Settled::read(obs, true);
+        }
         // The tree with its digits (a counter, a price: text the layout hash leaves out
         // but a picture would show), read without decoding one.
         if obs.content != before.content {
