@@ -68,6 +68,11 @@ pub const STATUS_BAR: i32 = 84;
 pub const TOOLBAR: i32 = 168;
 pub const ROW: i32 = 168;
 pub const KEYBOARD: i32 = 880;
+/// The density the design pixels are drawn at: 1080 of them are 411 dp.
+pub const DESIGN_DPI: f32 = 420.0;
+/// Below this height in design pixels (a phone shorter than 16:9 in dp) an app's page
+/// scrolls, as on a landscape phone.
+const SHORT: i32 = 1900;
 
 impl Ctx {
     pub fn new(w: u32, h: u32) -> Self {
@@ -945,7 +950,8 @@ fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
         super::identity::stamp(&mut root);
     }
     // A split-screen window (its own keyboard line) is as short as a landscape phone.
-    if cx.w > cx.h || cx.w.min(cx.h) > 1080 || cx.ime_top.is_some() {
+    let short = (cx.h as f32 / cx.s) < SHORT as f32;
+    if cx.w > cx.h || cx.w.min(cx.h) > 1080 || short || cx.ime_top.is_some() {
         scroll_page(&mut root, cx, st, app);
     }
     if let Some(seed) = cx.moved {
