@@ -11,8 +11,10 @@
 //! - `changed_labels`: the text of buttons is reworded (`Send` → `Send message`, `Save` →
 //!   `Save changes`); labels without a known rewording get a seeded suffix.
 //! - `release_layout`: what a release that renames ids and strings does to the layout
-//!   around them, per app at the frequencies mined from real releases (`Release`): a new
-//!   row under the toolbar, taller list rows, or nothing.
+//!   around them, per app at the frequencies mined from real releases (`Release`, `MINED`):
+//!   a view added where those releases added one (under the toolbar, in the middle of the
+//!   page, after its views, or a line in every list row: `Place`), taller list rows, or
+//!   nothing.
 
 use droidpilot_core::domain::Bounds;
 
@@ -78,46 +80,258 @@ fn push_content(root: &mut Widget, cx: &Ctx, bottom: i32, row: Widget) {
 
 /// The layout change a release makes in an app around its renamed ids and strings
 /// (`release_layout`). Mined from the commits that renamed an id in
-/// `tests/fixtures/drift-real/pairs.tsv`: of 995 layout files (38 apps) whose ids a
-/// commit renamed, the same commit added a view to 30%, changed only paddings, margins or
-/// sizes in 14%, and left the rest of the layout as it was in 54%.
+/// `tests/fixtures/drift-real/pairs.tsv`, file by file (995 layout files, 38 apps), into
+/// `tests/fixtures/drift-real/layout/changes.tsv` by `mining/layout.py`: whether the same
+/// commit added a view, and where (`MINED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Release {
-    /// Ids and strings renamed, nothing moved.
+    /// Ids and strings renamed, nothing moved: no other change, views removed (the sim
+    /// keeps every view a task needs), or a view added beside or over the others.
     Same,
-    /// A new row (a view added) under the toolbar pushes the page's content down.
-    NewRow,
+    /// A view added where it takes vertical room (`Place`).
+    NewView(Place),
     /// List rows' vertical paddings grow (`SPACING` in all).
     Spacing,
 }
+
+/// Where a release's added view goes, as the mined commits put it: in the screen's own
+/// layout or in a list row's, before the views that were there (`First`), between them
+/// (`Middle`) or after them (`Last`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A row under the toolbar: the page's content moves down.
+    ScreenFirst,
+    /// A row between the page's views near its middle: what is below moves down.
+    ScreenMiddle,
+    /// A row after the page's views: a list's viewport ends that much higher.
+    ScreenLast,
+    /// A line in every list row: above its texts, between its first text and the rest,
+    /// or below them; every row grows by the line, the rows below move down.
+    RowFirst,
+    RowMiddle,
+    RowLast,
+}
+
+/// What the mined commits did to the layout files whose ids they renamed, one entry per
+/// kind, with the number of files (of 995) it happened to. An added view counts by the
+/// first one in the file; `only` (a new container's first child) counts as first; a view
+/// added in a horizontal row, or placed over the others (a frame, a constraint layout
+/// with no constraint to a sibling), takes no vertical room. A test recounts this from
+/// the fixture.
+pub const MINED: [(&str, Release, u32); 11] = [
+    (
+        "screen vertical first",
+        Release::NewView(Place::ScreenFirst),
+        21,
+    ),
+    (
+        "screen vertical middle",
+        Release::NewView(Place::ScreenMiddle),
+        74,
+    ),
+    (
+        "screen vertical last",
+        Release::NewView(Place::ScreenLast),
+        26,
+    ),
+    ("row vertical first", Release::NewView(Place::RowFirst), 2),
+    ("row vertical middle", Release::NewView(Place::RowMiddle), 7),
+    ("row vertical last", Release::NewView(Place::RowLast), 7),
+    ("added beside or over", Release::Same, 122),
+    ("spacing", Release::Spacing, 103),
+    ("removed", Release::Same, 85),
+    ("none", Release::Same, 548),
+    ("unparsed", Release::Same, 0),
+];
 
 /// How much taller a list row gets under `Release::Spacing`, in design pixels: 8 dp more
 /// padding above and below.
 pub const SPACING: i32 = 42;
 
-/// The resource-id of the row `Release::NewRow` adds.
+/// The resource-id of the row `Release::NewView` adds to a screen.
 pub const RELEASE_ROW_ID: &str = "sync_status";
+
+/// The resource-id of the line `Release::NewView` adds to each list row.
+pub const RELEASE_LINE_ID: &str = "item_status";
 
 /// The layout change a release brings to `package` (seeded, at the mined frequencies).
 pub fn release_layout(seed: u64, package: &str) -> Release {
-    match mix(seed, &format!("release/{package}")) % 100 {
-        0..30 => Release::NewRow,
-        30..44 => Release::Spacing,
-        _ => Release::Same,
+    let total: u32 = MINED.iter().map(|m| m.2).sum();
+    let mut at = (mix(seed, &format!("release/{package}")) % u64::from(total)) as u32;
+    for (_, release, n) in MINED {
+        if at < n {
+            return release;
+        }
+        at -= n;
+    }
+    Release::Same
+}
+
+/// The room a release's new screen row takes from a list, in device pixels: a row under
+/// the toolbar or after the page's views shortens the list's viewport by its height (as
+/// a real layout gives it room), as does one in the middle, which the list makes room for
+/// by ending higher too.
+pub fn list_room(release: Release, cx: &Ctx) -> i32 {
+    match release {
+        Release::NewView(Place::ScreenFirst | Place::ScreenMiddle | Place::ScreenLast) => cx.d(ROW),
+        _ => 0,
     }
 }
 
-/// Adds `Release::NewRow`'s row: one row under the toolbar, the page below it.
-pub fn release_row(root: &mut Widget, cx: &Ctx, bottom: i32) {
-    let top = cx.content_top();
-    let row = Widget::text_view(
+fn release_widget(cx: &Ctx, top: i32) -> Widget {
+    Widget::text_view(
         Bounds::new(cx.d(48), top, cx.w, top + cx.d(ROW)),
         "Backed up to your account",
     )
     .id(RELEASE_ROW_ID)
     .fg(SUBTLE)
-    .size(TextSize::Small);
-    push_content(root, cx, bottom, row);
+    .size(TextSize::Small)
+}
+
+/// Adds a release's new screen row where `place` says; `bottom` is the bottom of the
+/// app's area (bars anchored there stay). Row places are laid out by the list
+/// (`release_line`).
+pub fn release_row(root: &mut Widget, cx: &Ctx, bottom: i32, place: Place) {
+    match place {
+        Place::ScreenFirst => push_content(root, cx, bottom, release_widget(cx, cx.content_top())),
+        Place::ScreenMiddle => insert_middle(root, cx, bottom),
+        Place::ScreenLast => insert_last(root, cx, bottom),
+        _ => {}
+    }
+}
+
+/// Whether a widget is a bar anchored to the bottom of the app's area (see
+/// `push_content`).
+fn is_anchored(b: &Bounds, cx: &Ctx, bottom: i32) -> bool {
+    (bottom - cx.d(60) - 1..=bottom).contains(&b.bottom)
+}
+
+/// Every widget's shown bounds under `w`, with whether it has no children.
+fn frames(w: &Widget, out: &mut Vec<(Bounds, bool)>) {
+    for c in &w.children {
+        out.push((c.bounds, c.children.is_empty()));
+        frames(c, out);
+    }
+}
+
+/// The page's views under the toolbar, as (frame, is a leaf), bars anchored at the bottom
+/// left out.
+fn page_frames(content: &Widget, cx: &Ctx, bottom: i32) -> Vec<(Bounds, bool)> {
+    let mut out = Vec::new();
+    for c in content.children.iter().skip(1) {
+        if !is_anchored(&c.frame, cx, bottom) {
+            out.push((c.bounds, c.children.is_empty()));
+            frames(c, &mut out);
+        }
+    }
+    out
+}
+
+/// A row between the page's views: at the first top at or below the middle of the page
+/// where no view shorter than half the page is cut (a list or a scrolling page may
+/// span it: it makes room).
+fn insert_middle(root: &mut Widget, cx: &Ctx, bottom: i32) {
+    let dy = cx.d(ROW);
+    let Some(content) = root.find_mut("android:id/content") else {
+        return;
+    };
+    let top = cx.content_top();
+    let mid = (top + bottom) / 2;
+    let all = page_frames(content, cx, bottom);
+    let cuts = |y: i32| {
+        all.iter()
+            .any(|(b, _)| b.top < y && y < b.bottom && b.height() * 2 < bottom - top)
+    };
+    let mut tops: Vec<i32> = all
+        .iter()
+        .map(|(b, _)| b.top)
+        .filter(|t| *t >= mid)
+        .collect();
+    tops.sort_unstable();
+    let Some(y) = tops.into_iter().find(|&y| !cuts(y) && y + dy <= bottom) else {
+        return insert_last(root, cx, bottom);
+    };
+    for c in content.children.iter_mut().skip(1) {
+        if !is_anchored(&c.frame, cx, bottom) {
+            open_below(c, y, dy);
+        }
+    }
+    content.children.insert(1, release_widget(cx, y));
+    root.clip(&Bounds::new(0, 0, cx.w, cx.h));
+}
+
+/// Opens a gap of `dy` at `y`: what starts there or below moves down, what spans it
+/// grows (a view that ends at `y` stays as it is, unlike `Widget::open_gap`).
+fn open_below(w: &mut Widget, y: i32, dy: i32) {
+    if w.frame.top >= y {
+        w.shift(dy);
+    } else if w.frame.bottom > y {
+        w.frame.bottom += dy;
+        w.bounds.bottom += dy;
+        for c in &mut w.children {
+            open_below(c, y, dy);
+        }
+    }
+}
+
+/// A row after the page's views: below the lowest one, when it fits above the bars
+/// anchored at the bottom (a floating button floats over it; a long page has it below
+/// the fold, where it moves nothing).
+fn insert_last(root: &mut Widget, cx: &Ctx, bottom: i32) {
+    let dy = cx.d(ROW);
+    let Some(content) = root.find_mut("android:id/content") else {
+        return;
+    };
+    let bars = content
+        .children
+        .iter()
+        .skip(1)
+        .filter(|c| is_anchored(&c.frame, cx, bottom) && c.frame.width() * 2 > cx.w)
+        .map(|c| c.frame.top)
+        .min()
+        .unwrap_or(bottom);
+    let all = page_frames(content, cx, bottom);
+    let y = all
+        .iter()
+        .map(|(b, _)| b.bottom)
+        .max()
+        .unwrap_or(cx.content_top())
+        .max(cx.content_top());
+    if y + dy <= bars {
+        content.children.insert(1, release_widget(cx, y));
+    }
+}
+
+/// Adds a release's new line to a list row laid out from its own top (`Place::Row*`):
+/// above its views, after its first text, or below them; the row grows by the line and
+/// what is below the line in it moves down.
+pub fn release_line(row: &mut Widget, cx: &Ctx, place: Place) {
+    let line = super::render::line_height(TextSize::Small, cx.font_scale, cx.s);
+    let first = row
+        .children
+        .iter()
+        .find(|c| !c.text.is_empty())
+        .map(|c| c.frame);
+    let y = match place {
+        Place::RowFirst => row.frame.top,
+        Place::RowMiddle => first.map_or(row.frame.bottom, |b| b.bottom.min(row.frame.bottom)),
+        Place::RowLast => row.frame.bottom,
+        _ => return,
+    };
+    for c in &mut row.children {
+        open_below(c, y, line);
+    }
+    row.frame.bottom += line;
+    row.bounds.bottom += line;
+    let left = first.map_or(cx.d(48), |b| b.left);
+    let right = first
+        .map_or(row.frame.right - cx.d(48), |b| b.right)
+        .max(left + 1);
+    let l = Widget::text_view(Bounds::new(left, y, right, y + line), "Updated")
+        .id(RELEASE_LINE_ID)
+        .fg(SUBTLE)
+        .size(TextSize::Small);
+    row.children.push(l);
 }
 
 /// Moves the launcher's home-screen icon grid up (see the module doc).
@@ -378,19 +592,55 @@ mod tests {
     }
 
     /// A release's layout change is drawn per app at the frequencies mined from real
-    /// releases (a view added 30%, paddings or sizes only 14%, nothing else 54%).
+    /// releases (`MINED`): every kind within two points of its share.
     #[test]
     fn release_layouts_follow_the_mined_frequencies() {
-        let mut n = [0; 3];
-        for seed in 0..300 {
-            for app in ["a.one", "b.two", "c.three", "d.four"] {
-                n[release_layout(seed, app) as usize] += 1;
-            }
+        let total: u32 = MINED.iter().map(|m| m.2).sum();
+        let apps = ["a.one", "b.two", "c.three", "d.four"];
+        let n = 4000;
+        let drawn: Vec<Release> = (0..n / 4)
+            .flat_map(|seed| apps.map(|app| release_layout(seed, app)))
+            .collect();
+        let mut kinds: Vec<Release> = MINED.iter().map(|m| m.1).collect();
+        kinds.dedup();
+        for kind in kinds {
+            let want: u32 = MINED.iter().filter(|m| m.1 == kind).map(|m| m.2).sum();
+            let got = drawn.iter().filter(|r| **r == kind).count() as f64 / n as f64;
+            let want = f64::from(want) / f64::from(total);
+            assert!((got - want).abs() < 0.02, "{kind:?}: {got:.3} vs {want:.3}");
         }
-        let pct = |i: usize| n[i] * 100 / 1200;
-        assert!((25..=35).contains(&pct(1)), "new row {n:?}");
-        assert!((10..=18).contains(&pct(2)), "spacing {n:?}");
-        assert!((49..=60).contains(&pct(0)), "same {n:?}");
+    }
+
+    /// `MINED` is what the fixture says: recounted from the mined layout changes, a file
+    /// by its first added view.
+    #[test]
+    fn the_mined_table_is_the_fixtures() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/drift-real/layout/changes.tsv"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut count = std::collections::BTreeMap::<String, u32>::new();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            if !seen.insert((f[0], f[1], f[2])) {
+                continue;
+            }
+            let key = match (f[4], f[6]) {
+                ("added", "vertical") => {
+                    let pos = if f[7] == "only" { "first" } else { f[7] };
+                    format!("{} vertical {pos}", f[3])
+                }
+                ("added", _) => "added beside or over".into(),
+                (kind, _) => kind.into(),
+            };
+            *count.entry(key).or_default() += 1;
+        }
+        for (key, _, n) in MINED {
+            assert_eq!(count.remove(key).unwrap_or(0), n, "{key}");
+        }
+        assert!(count.is_empty(), "kinds the table lacks: {count:?}");
     }
 
     /// The seed whose release gives `app` the layout `kind`.
@@ -417,37 +667,126 @@ mod tests {
         ((t + b) / 2, (b - t) / 2)
     }
 
-    /// Under a release's new row or larger paddings a contact's row is no longer where a
-    /// tap recorded before the update would land: its centre moved by more than half its
-    /// height. A release without a layout change leaves it where it was.
-    #[test]
-    fn a_release_layout_moves_a_rows_centre_beyond_its_half_height() {
-        let name = "Carol White";
-        let at = |seed: u64, release: bool| {
-            let p = if release {
-                release_phone(seed)
-            } else {
-                phone(SimFaults::default())
-            };
-            p.apply(Cmd::Launch {
-                app: AppId::Contacts,
-            });
-            let xml = p.hierarchy_now();
-            centre_and_half(&bounds_of(&xml, name).expect("the row"))
+    const PLACES: [Place; 6] = [
+        Place::ScreenFirst,
+        Place::ScreenMiddle,
+        Place::ScreenLast,
+        Place::RowFirst,
+        Place::RowMiddle,
+        Place::RowLast,
+    ];
+
+    /// The contact list under a release: the centre of the first and of a lower row
+    /// (`Alice Martin`, `Grace Hopper`).
+    fn contacts(release: Option<Release>) -> ((i32, i32), (i32, i32), String) {
+        let p = match release {
+            Some(kind) => release_phone(seed_for(AppId::Contacts, kind)),
+            None => phone(SimFaults::default()),
         };
-        let (clean, half) = at(7, false);
-        for kind in [Release::NewRow, Release::Spacing] {
-            let seed = seed_for(AppId::Contacts, kind);
-            let (moved, _) = at(seed, true);
-            assert!(moved - clean > half, "{kind:?}: {clean} -> {moved}");
-            let xml = release_phone(seed).hierarchy_now();
-            assert!(
-                !xml.contains(RELEASE_ROW_ID),
-                "the launcher keeps its layout"
-            );
+        p.apply(Cmd::Launch {
+            app: AppId::Contacts,
+        });
+        let xml = p.hierarchy_now();
+        let at = |name: &str| centre_and_half(&bounds_of(&xml, name).expect(name));
+        (at("Alice Martin"), at("Grace Hopper"), xml)
+    }
+
+    /// Each place moves what it says and nothing else: a row under the toolbar or a line
+    /// in every row moves the rows; a row in the middle leaves the first row and moves a
+    /// lower one; a row after the page's views moves no row. A release without a layout
+    /// change leaves them where they were.
+    #[test]
+    fn each_place_moves_what_is_below_it() {
+        let (first, low, _) = contacts(None);
+        for place in PLACES {
+            let (f, l, xml) = contacts(Some(Release::NewView(place)));
+            let shows = xml.contains(RELEASE_ROW_ID) || xml.contains(RELEASE_LINE_ID);
+            assert!(shows, "{place:?}: the added view is shown");
+            let moved = |a: (i32, i32), b: (i32, i32)| b.0 - a.0 > a.1;
+            let (first_moved, low_moved) = (moved(first, f), moved(low, l));
+            match place {
+                Place::ScreenFirst => assert!(first_moved && low_moved, "{place:?}"),
+                Place::ScreenMiddle => assert!(!first_moved && low_moved, "{place:?}"),
+                Place::ScreenLast => assert!(f == first && l == low, "{place:?}"),
+                Place::RowFirst => assert!(f.0 > first.0 && low_moved, "{place:?}"),
+                Place::RowMiddle | Place::RowLast => {
+                    assert!(f.0 >= first.0 && low_moved, "{place:?}")
+                }
+            }
         }
-        let (same, _) = at(seed_for(AppId::Contacts, Release::Same), true);
-        assert_eq!(same, clean);
+        assert_eq!(contacts(Some(Release::Same)).0, first);
+        let (f, l, _) = contacts(Some(Release::Spacing));
+        assert!(l.0 - low.0 > low.1 && f.0 >= first.0);
+    }
+
+    /// Every place keeps the screen valid in every app, on a phone, a short phone, a
+    /// tablet and in landscape: nothing outside the screen, and no two texts of the app
+    /// that were apart on the clean phone on top of each other.
+    #[test]
+    fn every_place_lays_out_without_overlap_or_overflow() {
+        use crate::widget::Widget;
+        fn overlaps(ws: &[&Widget]) -> std::collections::BTreeSet<(String, String)> {
+            let texts: Vec<_> = ws
+                .iter()
+                .filter(|w| !w.text.is_empty() && w.children.is_empty() && !w.drawn_only)
+                .collect();
+            let mut out = std::collections::BTreeSet::new();
+            for a in &texts {
+                for b in &texts {
+                    let (fa, fb) = (a.bounds, b.bounds);
+                    let inter = fa.left.max(fb.left) < fa.right.min(fb.right)
+                        && fa.top.max(fb.top) < fa.bottom.min(fb.bottom);
+                    if inter && a.text < b.text {
+                        out.insert((a.text.clone(), b.text.clone()));
+                    }
+                }
+            }
+            out
+        }
+        for (width, height) in [(1080, 2400), (1080, 1920), (1600, 2560), (2400, 1080)] {
+            for app in [AppId::Contacts, AppId::Settings, AppId::Notes, AppId::Shop] {
+                let cfg = |seed, release_layout| SimConfig {
+                    seed,
+                    width,
+                    height,
+                    faults: SimFaults {
+                        release_layout,
+                        ..SimFaults::default()
+                    },
+                    ..SimConfig::default()
+                };
+                let clean = SimDevice::new(cfg(7, false)).unwrap();
+                clean.apply(Cmd::Launch { app });
+                let app_widgets = |screen: &crate::widget::Screen| {
+                    let mut out = Vec::new();
+                    for w in screen.windows.iter().filter(|w| w.package == app.package()) {
+                        w.root.walk(&mut out);
+                    }
+                    overlaps(&out)
+                };
+                let clean = app_widgets(&clean.screen());
+                for place in PLACES {
+                    let p =
+                        SimDevice::new(cfg(seed_for(app, Release::NewView(place)), true)).unwrap();
+                    p.apply(Cmd::Launch { app });
+                    let screen = p.screen();
+                    let all = screen.all();
+                    let case = format!("{app:?} {place:?} {width}x{height}");
+                    for w in &all {
+                        let b = w.bounds;
+                        assert!(
+                            b.top >= 0
+                                && b.left >= 0
+                                && b.bottom <= height as i32
+                                && b.right <= width as i32,
+                            "{case}: {w:?} off the screen"
+                        );
+                    }
+                    let new: Vec<_> = app_widgets(&screen).difference(&clean).cloned().collect();
+                    assert!(new.is_empty(), "{case}: overlapping texts {new:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -116,6 +116,11 @@ pub struct SimConfig {
     pub font_scale: f32,
     /// Resource-ids and UI strings renamed, as by an app update (see `renames`).
     pub renames: RenameMap,
+    /// Lay the screens out at `density` as Android does (a dp is density/160 pixels), so
+    /// a 360 dp phone shows less per line than the 411 dp one the apps were drawn for and
+    /// text wraps sooner; off (the default), the 1080-wide design stretches to the
+    /// screen's shorter side.
+    pub density_layout: bool,
 }
 
 /// How much real time the virtual phone's commands take (see `SimConfig::pacing`).
@@ -147,11 +152,23 @@ impl Default for SimConfig {
             locale: Locale::En,
             font_scale: 1.0,
             renames: RenameMap::default(),
+            density_layout: false,
         }
     }
 }
 
 impl SimConfig {
+    /// Device pixels per design pixel: the apps are drawn for a 1080-pixel-wide phone at
+    /// 420 dpi (411 dp), laid out at the phone's density (`density_layout`) or stretched
+    /// to its shorter side.
+    pub fn design_scale(&self) -> f32 {
+        if self.density_layout {
+            self.density as f32 / ui::DESIGN_DPI
+        } else {
+            self.width.min(self.height) as f32 / 1080.0
+        }
+    }
+
     pub fn validate(&self) -> Result<(), DeviceError> {
         if !(320..=4096).contains(&self.width) || !(320..=8192).contains(&self.height) {
             return Err(DeviceError::InvalidInput(format!(
@@ -177,6 +194,12 @@ impl SimConfig {
             return Err(DeviceError::InvalidInput(format!(
                 "sim font_scale {} is out of range; use 0.5 to 3.0 (1.0 is the default, 1.3 Android's largest preset)",
                 self.font_scale
+            )));
+        }
+        if self.density_layout && !(120..=640).contains(&self.density) {
+            return Err(DeviceError::InvalidInput(format!(
+                "sim density {} is out of range for density_layout; use 120 to 640 dpi (420 is the default)",
+                self.density
             )));
         }
         self.renames.validate().map_err(DeviceError::InvalidInput)?;
@@ -343,6 +366,7 @@ impl SimDevice {
     fn ctx(&self, faults: &SimFaults) -> ui::Ctx {
         let (w, h) = self.size();
         let mut cx = ui::Ctx::new(w, h);
+        cx.s = self.cfg.design_scale();
         cx.reorder = faults.reorder_lists.then_some(self.cfg.seed);
         cx.extra_delay_ms = faults.delayed_elements_ms;
         cx.moved = faults.moved_elements.then_some(self.cfg.seed);

@@ -56,6 +56,9 @@ pub struct Ctx {
     pub release: Option<u64>,
     /// Device pixels a list row grows by (a release's larger paddings); 0 for none.
     pub row_pad: i32,
+    /// Where a release adds a line to every list row (`drift::Place::Row*`); None for
+    /// none.
+    pub row_line: Option<super::drift::Place>,
     /// Where the keyboard's top lies in this layout's coordinates, when it is not the
     /// screen's (a split-screen window: `split`); `i32::MAX` for a window it never covers.
     pub ime_top: Option<i32>,
@@ -65,6 +68,11 @@ pub const STATUS_BAR: i32 = 84;
 pub const TOOLBAR: i32 = 168;
 pub const ROW: i32 = 168;
 pub const KEYBOARD: i32 = 880;
+/// The density the design pixels are drawn at: 1080 of them are 411 dp.
+pub const DESIGN_DPI: f32 = 420.0;
+/// Below this height in design pixels (a phone shorter than 16:9 in dp) an app's page
+/// scrolls, as on a landscape phone.
+const SHORT: i32 = 1900;
 
 impl Ctx {
     pub fn new(w: u32, h: u32) -> Self {
@@ -86,6 +94,7 @@ impl Ctx {
             confirm: None,
             release: None,
             row_pad: 0,
+            row_line: None,
             ime_top: None,
         }
     }
@@ -311,6 +320,9 @@ fn lay_rows(
             r.scale_y((h + cx.row_pad) as f32 / h as f32);
         }
         super::reflow::grow_row(&mut r, cx);
+        if let Some(place) = cx.row_line {
+            super::drift::release_line(&mut r, cx, place);
+        }
         if cols > 1 {
             r.scale_x(1.0 / cols as f32, col * cx.w / cols);
         }
@@ -913,20 +925,23 @@ fn scroll_page(root: &mut Widget, cx: &Ctx, st: &PhoneState, app: AppId) {
 /// An app's window: its page built, then the drifts an app update brings, in order
 /// (touch keys stamped first, when `stamp`).
 fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
-    use super::drift::{Release, release_layout};
+    use super::drift::{Place, Release, release_layout};
     let release = cx
         .release
         .map_or(Release::Same, |s| release_layout(s, app.package()));
-    let new_row = if release == Release::NewRow { ROW } else { 0 };
     let app_cx = Ctx {
         list_inset: cx
             .moved
             .map_or(0, |seed| cx.d(super::drift::shift_for(seed, app.package())))
-            + cx.d(new_row),
+            + super::drift::list_room(release, cx),
         row_pad: if release == Release::Spacing {
             cx.d(super::drift::SPACING)
         } else {
             0
+        },
+        row_line: match release {
+            Release::NewView(p @ (Place::RowFirst | Place::RowMiddle | Place::RowLast)) => Some(p),
+            _ => None,
         },
         ..cx.clone()
     };
@@ -935,16 +950,17 @@ fn app_window(app: AppId, st: &PhoneState, cx: &Ctx, stamp: bool) -> Window {
         super::identity::stamp(&mut root);
     }
     // A split-screen window (its own keyboard line) is as short as a landscape phone.
-    if cx.w > cx.h || cx.w.min(cx.h) > 1080 || cx.ime_top.is_some() {
+    let short = (cx.h as f32 / cx.s) < SHORT as f32;
+    if cx.w > cx.h || cx.w.min(cx.h) > 1080 || short || cx.ime_top.is_some() {
         scroll_page(&mut root, cx, st, app);
     }
     if let Some(seed) = cx.moved {
         let bottom = cx.bottom(st);
         super::drift::move_app_content(&mut root, cx, bottom, seed, app.package());
     }
-    if release == Release::NewRow {
+    if let Release::NewView(place) = release {
         let bottom = cx.bottom(st);
-        super::drift::release_row(&mut root, cx, bottom);
+        super::drift::release_row(&mut root, cx, bottom, place);
     }
     if let Some(seed) = cx.overflow {
         super::redesign::overflow(&mut root, cx, seed, app.package());

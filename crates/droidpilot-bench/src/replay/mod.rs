@@ -20,6 +20,7 @@
 //! the JSON) rather than guessed. `options.rs` parses the flags once; `report.rs` prints.
 
 pub mod counts;
+pub mod farm;
 pub mod options;
 mod report;
 mod run;
@@ -170,6 +171,12 @@ impl DriftKind {
         DriftKind::Realistic,
         DriftKind::German,
     ];
+
+    /// Whether the realistic suite replays this drift on another phone of the device farm
+    /// (`farm`): every drift but `none`, the control on the recording phone.
+    pub fn on_farm(self) -> bool {
+        self != DriftKind::None && DriftKind::REALISTIC_SUITE.contains(&self)
+    }
 
     /// Whether this drift renames the flow's ids and labels by the real-world patterns:
     /// `real_renames` alone, and the redesign at once (`realistic`).
@@ -478,7 +485,8 @@ pub async fn bench_replay(
     opts: &ReplayBenchOptions,
     progress: &dyn Fn(&str),
 ) -> Result<ReplayReport, ReplayBenchError> {
-    let env = run::env(opts.seed, opts.screen, opts.overlay.clone()).await?;
+    let mut env = run::env(opts.seed, opts.screen, opts.overlay.clone()).await?;
+    env.farm = opts.suite == Suite::Realistic;
     let external = opts
         .flows
         .iter()

@@ -34,6 +34,9 @@ pub(super) struct Env {
     pub seed: u64,
     pub screen: ScreenSize,
     pub overlay: Overlay,
+    /// Whether replay phones are drawn from the device farm (`farm`; the realistic
+    /// suite's).
+    pub farm: bool,
     runner: Runner,
     pub store: Arc<dyn Store>,
     _core: Core,
@@ -96,6 +99,7 @@ pub(super) async fn env(
         seed,
         screen,
         overlay,
+        farm: false,
         runner: (*core.runner).clone(),
         store: core.store.clone(),
         _core: core,
@@ -122,6 +126,9 @@ fn phone(env: &Env, which: Phone<'_>, t: &SimTask) -> Result<Arc<SimDevice>, Rep
     };
     if let Phone::Drifted(drift, renames) = which {
         drift.configure(&mut cfg);
+        if env.farm && drift.on_farm() {
+            super::farm::pick(env.seed, t.id, drift.name()).configure(&mut cfg);
+        }
         if drift.real_renames() {
             cfg.renames = renames.clone();
         }

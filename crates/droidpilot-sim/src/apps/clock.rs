@@ -147,21 +147,25 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
     match page {
         Some(Page::AlarmEdit) => {
             let top = cx.content_top();
+            // The pickers and buttons are drawn for 1080 design pixels; on a narrower phone
+            // (fewer dp) they stay centred instead of running off the right edge.
+            let dx = ((cx.w - cx.d(1080)) / 2).min(0);
+            let x = |v: i32| cx.d(v) + dx;
             let kids = vec![
                 Widget::text_view(
                     Bounds::new(cx.d(60), top + cx.d(40), cx.w - cx.d(60), top + cx.d(160)),
                     "Set alarm time (24-hour)",
                 )
                 .fg(SUBTLE),
-                picker(cx, st, "hour", field::ALARM_HOUR, 24, cx.d(160)),
+                picker(cx, st, "hour", field::ALARM_HOUR, 24, x(160)),
                 Widget::text_view(
-                    Bounds::new(cx.d(470), top + cx.d(370), cx.d(610), top + cx.d(540)),
+                    Bounds::new(x(470), top + cx.d(370), x(610), top + cx.d(540)),
                     ":",
                 )
                 .size(TextSize::Title),
-                picker(cx, st, "minute", field::ALARM_MINUTE, 60, cx.d(620)),
+                picker(cx, st, "minute", field::ALARM_MINUTE, 60, x(620)),
                 Widget::button(
-                    Bounds::new(cx.d(120), top + cx.d(800), cx.d(500), top + cx.d(940)),
+                    Bounds::new(x(120), top + cx.d(800), x(500), top + cx.d(940)),
                     "Cancel",
                     Cmd::Back,
                 )
@@ -169,7 +173,7 @@ pub fn build(st: &PhoneState, cx: &Ctx, page: Option<&Page>) -> Widget {
                 .bg([241, 243, 244])
                 .fg(super::super::widget::ACCENT),
                 Widget::button(
-                    Bounds::new(cx.d(580), top + cx.d(800), cx.d(960), top + cx.d(940)),
+                    Bounds::new(x(580), top + cx.d(800), x(960), top + cx.d(940)),
                     "OK",
                     Cmd::AlarmSave,
                 )

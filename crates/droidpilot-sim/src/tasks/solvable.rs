@@ -196,8 +196,22 @@ async fn scroll(p: &SimDevice, down: bool) -> bool {
         return false;
     }
     let b = list.bounds;
-    // Near the right edge, clear of number pickers, which a swipe would turn.
-    let (x, q) = (b.right - b.width() / 20, b.height() / 4);
+    // Near an edge, clear of number pickers, which a swipe would turn (on a narrow phone
+    // the right edge may be a picker's).
+    let pickers: Vec<_> = screen
+        .all()
+        .into_iter()
+        .filter(|w| {
+            w.scroll
+                .as_ref()
+                .is_some_and(|s| s.key.starts_with("picker:"))
+        })
+        .map(|w| w.bounds)
+        .collect();
+    let clear = |x: i32| !pickers.iter().any(|p| (p.left..=p.right).contains(&x));
+    let edges = [b.right - b.width() / 20, b.left + b.width() / 20];
+    let x = edges.into_iter().find(|&x| clear(x)).unwrap_or(edges[0]);
+    let q = b.height() / 4;
     let (from, to) = if down {
         (b.bottom - q, b.top + q)
     } else {
@@ -316,8 +330,7 @@ pub async fn solvable(t: &SimTask, drifted: SimConfig) -> Result<(), String> {
                     return Err(format!("{}: picker `{key}` not found", t.id));
                 };
                 // Recorded on the 1080-wide phone: the same distance in design pixels.
-                let c = p.config();
-                let k = c.width.min(c.height) as f32 / 1080.0;
+                let k = p.config().design_scale();
                 let from = w.bounds.center();
                 let to = PixelPoint {
                     x: from.x + (dx as f32 * k) as i32,
@@ -462,6 +475,36 @@ mod tests {
                     .join("\n")
             );
         }
+    }
+
+    /// The device farm's phones laid out at their density (`density_layout`): the
+    /// narrowest and shortest (320 dp, 16:9), a 360 dp phone at 16:9 and at 2:1, and a
+    /// tablet (`tests/fixtures/device-farm/farm.tsv`). Every task is solved on each.
+    #[tokio::test]
+    async fn every_task_stays_solvable_on_the_farms_phones_at_their_density() {
+        let mut all = Vec::new();
+        for (width, height, density) in [
+            (720, 1280, 320),
+            (1080, 2160, 480),
+            (1600, 2560, 360),
+            (1080, 1920, 480),
+        ] {
+            let failed = unsolvable(SimConfig {
+                width,
+                height,
+                density,
+                density_layout: true,
+                ..SimConfig::default()
+            })
+            .await;
+            for f in failed {
+                all.push(format!(
+                    "{width}x{height}@{density}: {}",
+                    f.lines().next().unwrap()
+                ));
+            }
+        }
+        assert!(all.is_empty(), "{}", all.join("\n"));
     }
 
     #[tokio::test]
