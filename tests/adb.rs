@@ -1033,3 +1033,58 @@ async fn screenrecord_over_adb_writes_an_mp4_until_its_limit_or_an_interrupt() {
     );
     adbd.shutdown();
 }
+
+/// An app's string resources over real adb, as on a phone: `pm path` names the APK, the
+/// sync service pulls it, its `resources.arsc` is read (English and German, whatever the
+/// phone shows), and a second read of the same version pulls nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apps_string_resources_are_read_from_its_pulled_apk() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let shop = "com.droidpilot.shop";
+    // The real adb finds and pulls the APK like any phone's.
+    let path = server.adb(&["-s", &serial, "shell", "pm", "path", shop]);
+    let path = String::from_utf8_lossy(&path.stdout)
+        .trim()
+        .replace("package:", "");
+    assert_eq!(path, format!("/data/app/{shop}/base.apk"));
+    let local = std::env::temp_dir().join(format!("droidpilot-apk-{}.apk", std::process::id()));
+    let pulled = server.adb(&["-s", &serial, "pull", &path, local.to_str().unwrap()]);
+    assert!(pulled.status.success(), "adb pull: {pulled:?}");
+    let bytes = std::fs::read(&local).unwrap();
+    let _ = std::fs::remove_file(&local);
+    assert!(
+        zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .is_ok_and(|mut z| z.by_name("resources.arsc").is_ok())
+    );
+
+    let dev = AdbDevice::new(serial, AdbOptions::local(server.port));
+    let strings = dev.app_strings(shop).await.unwrap();
+    assert_eq!(strings.version_code.as_deref(), Some("1"));
+    assert_eq!(strings.locales[""]["add_to_cart"], "Add to cart");
+    assert_eq!(strings.locales["de"]["add_to_cart"], "In den Warenkorb");
+    assert_eq!(
+        strings,
+        sim.app_strings(shop).await.unwrap(),
+        "what the phone itself says"
+    );
+    let again = dev.app_strings(shop).await.unwrap();
+    assert_eq!(again, strings);
+    let paths = adbd
+        .executed()
+        .iter()
+        .filter(|a| a.len() > 1 && a[0] == "pm" && a[1] == "path")
+        .count();
+    assert_eq!(
+        paths, 2,
+        "one pm path from adb, one read by the device; the second read cached"
+    );
+    assert!(matches!(
+        dev.app_strings("com.example.absent").await,
+        Err(DeviceError::AppNotFound(_))
+    ));
+    adbd.shutdown();
+}
