@@ -1107,6 +1107,12 @@ async fn recording_problems(
 async fn a_recorded_task_on_an_adb_phone_stores_screenrecord_segments_covering_the_run() {
     use droidpilot::agent::replay::ReplayAgent;
     use droidpilot::domain::{Action, Key};
+
+/// An app's string resources over real adb, as on a phone: `pm path` names the APK, the
+/// sync service pulls it, its `resources.arsc` is read (English and German, whatever the
+/// phone shows), and a second read of the same version pulls nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apps_string_resources_are_read_from_its_pulled_apk() {
     if !adb_available() {
         return;
     }
@@ -1227,5 +1233,48 @@ async fn a_cancelled_recorded_task_leaves_a_playable_recording() {
     let o = server.adb(&["-s", &serial, "shell", "pkill", "-INT", "screenrecord"]);
     assert!(!o.status.success(), "the cancel stopped screenrecord");
     core.shutdown(Duration::from_secs(5)).await;
+
+    let shop = "com.droidpilot.shop";
+    // The real adb finds and pulls the APK like any phone's.
+    let path = server.adb(&["-s", &serial, "shell", "pm", "path", shop]);
+    let path = String::from_utf8_lossy(&path.stdout)
+        .trim()
+        .replace("package:", "");
+    assert_eq!(path, format!("/data/app/{shop}/base.apk"));
+    let local = std::env::temp_dir().join(format!("droidpilot-apk-{}.apk", std::process::id()));
+    let pulled = server.adb(&["-s", &serial, "pull", &path, local.to_str().unwrap()]);
+    assert!(pulled.status.success(), "adb pull: {pulled:?}");
+    let bytes = std::fs::read(&local).unwrap();
+    let _ = std::fs::remove_file(&local);
+    assert!(
+        zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .is_ok_and(|mut z| z.by_name("resources.arsc").is_ok())
+    );
+
+    let dev = AdbDevice::new(serial, AdbOptions::local(server.port));
+    let strings = dev.app_strings(shop).await.unwrap();
+    assert_eq!(strings.version_code.as_deref(), Some("1"));
+    assert_eq!(strings.locales[""]["add_to_cart"], "Add to cart");
+    assert_eq!(strings.locales["de"]["add_to_cart"], "In den Warenkorb");
+    assert_eq!(
+        strings,
+        sim.app_strings(shop).await.unwrap(),
+        "what the phone itself says"
+    );
+    let again = dev.app_strings(shop).await.unwrap();
+    assert_eq!(again, strings);
+    let paths = adbd
+        .executed()
+        .iter()
+        .filter(|a| a.len() > 1 && a[0] == "pm" && a[1] == "path")
+        .count();
+    assert_eq!(
+        paths, 2,
+        "one pm path from adb, one read by the device; the second read cached"
+    );
+    assert!(matches!(
+        dev.app_strings("com.example.absent").await,
+        Err(DeviceError::AppNotFound(_))
+    ));
     adbd.shutdown();
 }

@@ -200,3 +200,29 @@ async fn the_navigator_reads_what_each_app_can_do() {
         acting[0]
     );
 }
+
+/// `GET /v1/devices/{id}/apps/{package}/strings`: the app's string resources per locale
+/// from its APK; a malformed package is a 400, an app the phone lacks a 422.
+#[tokio::test]
+async fn an_apps_string_resources_are_served_per_locale() {
+    let app = spawn_app_with_toml("", &[]).await;
+    let r = app
+        .get("/v1/devices/sim-1/apps/com.droidpilot.shop/strings")
+        .await;
+    assert_eq!(r.status(), 200);
+    let s: Value = r.json().await.unwrap();
+    assert_eq!(s["package"], "com.droidpilot.shop");
+    assert_eq!(s["version_code"], "1");
+    assert_eq!(s["locales"][""]["add_to_cart"], "Add to cart");
+    assert_eq!(s["locales"]["de"]["add_to_cart"], "In den Warenkorb");
+    let bad = app
+        .get("/v1/devices/sim-1/apps/not%20a%20package/strings")
+        .await;
+    assert_eq!(bad.status(), 400);
+    let e: Value = bad.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "invalid_package");
+    let absent = app
+        .get("/v1/devices/sim-1/apps/com.example.absent/strings")
+        .await;
+    assert_eq!(absent.status(), 422);
+}

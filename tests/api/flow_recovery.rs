@@ -74,7 +74,7 @@ async fn a_renamed_element_is_recovered_by_the_model_and_recorded_on_the_step() 
             .contains("AI recovery: flow.yaml line 5"),
         "{done}"
     );
-    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let all = steps(&app, &id).await;
     let tap = all
         .iter()
         .find(|s| s["action"]["action"] == "tap")
@@ -274,4 +274,43 @@ async fn a_healed_flow_imported_as_a_script_is_stored_as_its_next_version() {
         "{exported}"
     );
     assert!(exported.contains("# the row we switch\n"), "{exported}");
+}
+
+/// A flow written in English on a phone whose UI is German: `tapOn: "Airplane mode"`
+/// finds the row by the settings app's own German string for it (read from its APK),
+/// with no model, and the step says which resource key translated it.
+#[tokio::test]
+async fn an_english_flow_finds_its_labels_on_a_german_phone() {
+    use droidpilot::device::sim::{SimConfig, SimDevice, locale::Locale};
+    let app = bare_app(&[]).await;
+    let phone = std::sync::Arc::new(
+        SimDevice::new(SimConfig {
+            serial: "p".into(),
+            width: 540,
+            height: 1200,
+            locale: Locale::De,
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    app.pool.add_device(phone.clone(), "sim").await.unwrap();
+    let flow = "appId: com.android.settings\n---\n- launchApp\n- tapOn: \"Airplane mode\"\n";
+    let id = submit(
+        &app,
+        json!({"instruction": "airplane mode on", "device_id": "p", "max_steps": 20,
+               "agent": {"kind": "flow", "flow": flow}}),
+    )
+    .await;
+    let done = wait_done(&app, &id).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(phone.state().settings.airplane);
+    let all = steps(&app, &id).await;
+    let step = all
+        .iter()
+        .find(|s| s["replay"]["fallback"] == "translated")
+        .expect("a translated step");
+    let t = &step["replay"]["matched"]["translated"][0];
+    assert_eq!(t["from"], "Airplane mode");
+    assert_eq!(t["to"], "Flugmodus");
+    assert_eq!(t["keys"], json!(["airplane_mode"]));
 }

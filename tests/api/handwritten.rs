@@ -90,3 +90,64 @@ async fn every_handwritten_script_completes_its_task_on_a_clean_phone() {
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
+
+/// A script written by hand in English, naming labels (`:text("Add to cart")`), on a
+/// phone whose UI is German: the label is found as the app's own German string for the
+/// same resource (read from its APK), the step says which key translated it, and the
+/// task completes with no model call.
+#[tokio::test]
+async fn an_english_handwritten_script_completes_on_a_german_phone() {
+    use droidpilot::device::sim::{SimConfig, SimDevice, locale::Locale};
+    let app = bare_app(&[]).await;
+    let task = "shop.cart_earbuds";
+    let phone = std::sync::Arc::new(
+        SimDevice::new(SimConfig {
+            serial: "de-1".into(),
+            width: 540,
+            height: 1200,
+            locale: Locale::De,
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    phone.reset_to(&sim_task(task).unwrap());
+    app.pool.add_device(phone.clone(), "sim").await.unwrap();
+    let shop = "com.droidpilot.shop";
+    let doc = json!({"name": "earbuds by label", "goal": "Add the wireless earbuds to the cart", "app": shop,
+    "steps": [
+        {"action": "launch_app", "parameters": {"package": shop}},
+        {"action": "tap", "selector": "#permission_deny_button", "optional": true,
+         "wait_condition": {"selector": "#permission_deny_button", "timeout_ms": 5000}},
+        {"action": "tap", "selector": ":text(\"Wireless Earbuds\")",
+         "expect": {"visible": [":text(\"Add to cart\")"]}},
+        {"action": "wait", "parameters": {"ms": 2000}},
+        {"action": "tap", "selector": "#promo_dismiss", "optional": true},
+        {"action": "tap", "selector": ":text(\"Add to cart\")"},
+        {"action": "tap", "selector": "#promo_dismiss", "optional": true}
+    ]});
+    let id = submit(
+        &app,
+        json!({"instruction": task, "device_id": "de-1", "max_steps": 40,
+               "agent": {"kind": "script", "script": doc}}),
+    )
+    .await;
+    let done = wait_done(&app, &id).await;
+    assert_eq!(done["status"], "succeeded", "{}", done["reason"]);
+    assert!(sim_task(task).unwrap().check(&phone.state()));
+    assert_eq!(done["model_calls"], 0);
+    let steps: Vec<Value> = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let translated: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["replay"]["fallback"] == "translated")
+        .collect();
+    let t = &translated.first().expect("a translated step")["replay"]["matched"]["translated"][0];
+    assert_eq!(t["from"], "Add to cart");
+    assert_eq!(t["to"], "In den Warenkorb");
+    assert_eq!(t["keys"], json!(["add_to_cart"]));
+    assert_eq!(t["locale"], "de-DE");
+}

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use crate::appstrings::AppStrings;
 use crate::domain::{AppRef, Bounds, Key, Orientation, PixelPoint, ScreenSize};
 
 /// What a device is, as far as callers care.
@@ -400,6 +401,14 @@ pub trait Device: Send + Sync {
         Err(DeviceError::Unsupported(format!(
             "rotating to {}",
             o.name()
+        )))
+    }
+
+    /// Every string resource of an installed app, per locale (its APK's
+    /// `resources.arsc`), so replay can find a label recorded in another language.
+    async fn app_strings(&self, package: &str) -> Result<AppStrings, DeviceError> {
+        Err(DeviceError::Unsupported(format!(
+            "reading the string resources of {package}"
         )))
     }
 

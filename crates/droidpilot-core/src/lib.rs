@@ -5,8 +5,10 @@
 //! selectors, what changed between two screens), `script` (the script document and the
 //! Maestro importer: pure data over domain and screen), and `device` (the `Device` trait
 //! every phone backend implements, and the screenshot type). `video` (RGBA frames to an
-//! H.264 MP4) stands apart: pure computation for the replay and the simulated phone. See ARCHITECTURE.md.
+//! H.264 MP4) stands apart: pure computation for the replay and the simulated phone; so does
+//! `appstrings` (an app's string resources read from its `resources.arsc`). See ARCHITECTURE.md.
 
+pub mod appstrings;
 pub mod device;
 pub mod domain;
 pub mod screen;

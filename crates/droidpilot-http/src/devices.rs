@@ -475,6 +475,30 @@ pub async fn apps(
     Ok(Json(s.apps.describe(apps).await))
 }
 
+/// Every string resource of an installed app, per locale (`""` is its default
+/// `values/`), read from its APK's `resources.arsc`: what replay uses to find a label a
+/// script names in another language than the phone shows. 501 where the device backend
+/// cannot read an app's APK; 422 when the app is not installed.
+#[utoipa::path(get, path = "/v1/devices/{id}/apps/{package}/strings", tag = "devices",
+    params(("id" = String, Path), ("package" = String, Path, description = "An installed app's package (`com.example.shop`).")),
+    responses((status = 200, body = crate::device::AppStrings), (status = 400, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse), (status = 501, body = ErrorResponse),
+        (status = 502, body = ErrorResponse), (status = 503, body = ErrorResponse), (status = 504, body = ErrorResponse)))]
+pub async fn app_strings(
+    State(s): State<AppState>,
+    Path((id, package)): Path<(String, String)>,
+) -> Result<Json<crate::device::AppStrings>, ApiError> {
+    if !crate::domain::action::is_package_name(&package) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_package",
+            format!("`{package}` is not an Android package name"),
+            "Use the package as GET /v1/devices/{id}/apps lists it, e.g. com.android.settings.",
+        ));
+    }
+    Ok(Json(device(&s, &id)?.app_strings(&package).await?))
+}
+
 /// Where the phone is and what it shows besides the tree: locale, language, country,
 /// time zone, whether the soft keyboard is shown, and the visible windows (top first,
 /// each with its package, type and bounds).

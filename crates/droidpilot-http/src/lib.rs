@@ -163,6 +163,7 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(devices::hierarchy))
         .routes(routes!(devices::screen))
         .routes(routes!(devices::apps))
+        .routes(routes!(devices::app_strings))
         .routes(routes!(devices::context))
         .routes(routes!(devices::act))
         .routes(routes!(remote::take))

@@ -18,9 +18,10 @@
 //!
 //! Submodules: `state` (data and reducer), `ui` (system chrome, launcher, recents),
 //! `apps/` (one file per app), `widget` (tree, XML, hit-testing), `render` (pixels),
-//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels, a release's layout changes), `reflow` (rows grow for text that wraps), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `split` (two apps in split-screen windows), `tasks` (scored tasks with checkers and reference solutions), `record` (the phone's own screen recording, a frame per change).
+//! `faults`, `latency` (per-command real time and counters), `drift` (moved elements, changed labels, a release's layout changes), `reflow` (rows grow for text that wraps), `redesign` (icon buttons, grids, overflow menu, new dialogs), `identity` (what a touch hit, before drift; the apps' data for diffing), `locale` (the UI language), `renames` (id and string rename maps), `split` (two apps in split-screen windows), `tasks` (scored tasks with checkers and reference solutions), `record` (the phone's own screen recording, a frame per change), `apk` (each app's string resources as a real `resources.arsc` in a `base.apk`).
 
 pub mod adbd;
+pub mod apk;
 pub mod apps;
 pub mod cpu;
 pub mod drift;
@@ -1203,6 +1204,23 @@ impl Device for SimDevice {
         self.charge(DeviceOp::Am, 0).await;
         self.pace(LAUNCH_MS, true).await;
         Ok(())
+    }
+
+    /// The app's string resources, read back from the `resources.arsc` its APK ships
+    /// (`apk`): English defaults and German, whatever the phone's language.
+    async fn app_strings(
+        &self,
+        package: &str,
+    ) -> Result<droidpilot_core::appstrings::AppStrings, DeviceError> {
+        let app = app_of(&AppRef::Package(package.to_string()))?
+            .filter(|a| a.package() == package)
+            .ok_or_else(|| DeviceError::AppNotFound(format!("{package} has no APK here")))?;
+        self.charge(DeviceOp::Pm, 0).await;
+        let mut s =
+            droidpilot_core::appstrings::AppStrings::from_arsc(package, &apk::resources_arsc(app))
+                .map_err(|e| DeviceError::Protocol(e.to_string()))?;
+        s.version_code = Some(SIM_APP_VERSION.into());
+        Ok(s)
     }
 
     /// The app starts as on a new virtual phone (its data and pages reset).

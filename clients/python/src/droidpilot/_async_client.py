@@ -31,6 +31,7 @@ from ._common import (
 from ._common import base_url as base_url_of
 from ._models import (
     ActionResult,
+    AppStrings,
     CancelResult,
     DescribedApp,
     Device,
@@ -689,6 +690,12 @@ class AsyncDevices:
 
     async def apps(self, device_id: str) -> builtins.list[DescribedApp]:
         return [DescribedApp.from_dict(a) for a in await self._c._call(r.DEVICE_APPS(id=device_id))]
+
+    async def app_strings(self, device_id: str, package: str) -> AppStrings:
+        """The app's string resources per locale, read from its APK."""
+        return AppStrings.from_dict(
+            await self._c._call(r.DEVICE_APP_STRINGS(id=device_id, package=package))
+        )
 
     async def context(self, device_id: str) -> PhoneContext:
         """The phone's locale, language, country, time zone, keyboard and visible windows."""

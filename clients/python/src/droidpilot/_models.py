@@ -792,6 +792,17 @@ class DescribedApp(Model):
 
 
 AppInfo = DescribedApp
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AppStrings(Model):
+    """An installed app's string resources: locale (``""`` for the default values) →
+    resource key → value."""
+
+    __schema__ = "AppStrings"
+    package: str
+    version_code: str | None = None
+    locales: dict[str, dict[str, str]]
 """The former name of ``DescribedApp``."""
 
 

@@ -4,6 +4,7 @@
 //! Every output ends as a validated `Action`; a reply that does not parse gets one
 //! self-correction attempt with the error text, counted in `Decision::retries`.
 
+pub mod appstrings;
 pub mod chain;
 pub mod composite;
 pub mod consensus;
@@ -160,6 +161,10 @@ pub trait Agent: Send {
     fn required_app(&self) -> Option<&str> {
         None
     }
+    /// Given before the first step: where this task reads an app's string resources,
+    /// for replay's labels across phone languages (`appstrings`). Agents that replay
+    /// labels keep it.
+    fn give_app_strings(&mut self, _source: appstrings::AppStringsSource) {}
     /// Whether the agent reads the device context (installed apps…): the runner only
     /// lists a phone's apps for agents that do.
     fn wants_device_context(&self) -> bool {

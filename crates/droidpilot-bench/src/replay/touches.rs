@@ -115,6 +115,9 @@ impl Agent for Attributing {
     fn required_app(&self) -> Option<&str> {
         self.inner.required_app()
     }
+    fn give_app_strings(&mut self, source: crate::agent::appstrings::AppStringsSource) {
+        self.inner.give_app_strings(source)
+    }
     fn wants_device_context(&self) -> bool {
         self.inner.wants_device_context()
     }

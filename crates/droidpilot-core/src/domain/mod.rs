@@ -43,5 +43,5 @@ pub mod step;
 pub use intervention::{Intervention, InterventionKind};
 pub use step::{
     Fallback, MatchInfo, RecoveryType, ReplayInfo, ReplayRole, Step, StepOutcome, StepScreen,
-    StepStatus, StepTimings,
+    StepStatus, StepTimings, Translated,
 };

@@ -121,8 +121,26 @@ pub struct MatchInfo {
     pub score: f32,
     /// The winner's score minus the runner-up's.
     pub margin: f32,
-    /// The attributes that agreed (`id`, `text`, `desc`, `class`, `row`, `path`, `place`).
+    /// The attributes that agreed (`id`, `text`, `desc`, `class`, `row`, `path`, `place`,
+    /// `string`: a label found through the app's string resources).
     pub agreed: Vec<String>,
+    /// Labels the step names in another language than the phone shows, each found
+    /// through the app's string resources (`Fallback::Translated`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub translated: Vec<Translated>,
+}
+
+/// A label a step names, found on screen as another value of the same string resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Translated {
+    /// The label as the step names it.
+    pub from: String,
+    /// The label as the phone shows it (the resource's value in the phone's locale).
+    pub to: String,
+    /// The app's resource key(s) that have both values (`add_to_cart`).
+    pub keys: Vec<String>,
+    /// The phone's locale the value was taken for (`de-DE`).
+    pub locale: String,
 }
 
 /// What AI in the middle answered for a failed script step (seed 001's `RecoveryAction`
@@ -173,6 +191,9 @@ pub enum Fallback {
     Healed,
     /// The step's recorded coordinate (no selector).
     Coordinate,
+    /// A label the step names in one language, found as the same string resource's value
+    /// in the phone's language (`MatchInfo::translated` says which).
+    Translated,
 }
 
 /// A recorded step.

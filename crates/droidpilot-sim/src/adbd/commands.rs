@@ -833,7 +833,14 @@ impl Commands {
             }
             (Some("path"), Some(pkg)) => match self.packages().await {
                 Ok(p) if p.iter().any(|x| x == pkg) => {
-                    out(format!("package:/data/app/{pkg}/base.apk\n"))
+                    let path = format!("/data/app/{pkg}/base.apk");
+                    // The app's APK, for `adb pull` (`apk`): a phone's app has one.
+                    if let Some(app) = crate::AppId::find(pkg).filter(|a| a.package() == pkg) {
+                        self.st()
+                            .files
+                            .insert(path.clone(), crate::apk::base_apk(app));
+                    }
+                    out(format!("package:{path}\n"))
                 }
                 Ok(_) => CmdOutput::err(1, Vec::new()),
                 Err(e) => device_err("pm", &e),

@@ -145,9 +145,32 @@ pub struct FlowAgent {
     origin: Option<(crate::script::ScriptId, u32)>,
     /// The healed flow as that script's next version, for the runner to store.
     produced: Option<super::ProducedScript>,
+    /// Where the task reads an app's string resources; the foreground app's, read once
+    /// a command's text was missing (`wants_strings`), for `step::translated`.
+    strings: Option<super::appstrings::AppStringsSource>,
+    loaded: Option<super::appstrings::Loaded>,
+    wants_strings: bool,
 }
 
 impl FlowAgent {
+    /// Reads the foreground app's string resources after a command's text was not on
+    /// screen (once per app and task).
+    async fn load_strings(&mut self, ctx: &AgentContext) {
+        if !std::mem::take(&mut self.wants_strings) {
+            return;
+        }
+        let (Some(source), Some(app)) = (self.strings.clone(), ctx.device.app.clone()) else {
+            return;
+        };
+        if self
+            .loaded
+            .as_ref()
+            .is_none_or(|l| l.strings.package != app)
+        {
+            self.loaded = source.load(&app).await;
+        }
+    }
+
     pub fn new(program: Program) -> Result<Self, AgentError> {
         let scope = Scope::new()
             .map_err(|e| AgentError::Spec(super::SpecError::new("flow", e.to_string())))?;
@@ -172,6 +195,9 @@ impl FlowAgent {
             ai_pending: None,
             origin: None,
             produced: None,
+            strings: None,
+            loaded: None,
+            wants_strings: false,
         })
     }
 
@@ -737,7 +763,12 @@ impl FlowAgent {
 
 #[async_trait]
 impl Agent for FlowAgent {
+    fn give_app_strings(&mut self, source: super::appstrings::AppStringsSource) {
+        self.strings = Some(source);
+    }
+
     async fn next(&mut self, ctx: &AgentContext) -> Result<Decision, AgentError> {
+        self.load_strings(ctx).await;
         if !self.started
             && let Err(e) = self.start()
         {

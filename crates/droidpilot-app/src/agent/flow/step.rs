@@ -15,7 +15,10 @@ use super::{
 };
 use crate::agent::AgentContext;
 use crate::domain::action::{SwipePath, TargetField};
-use crate::domain::{Action, AppRef, Bounds, Direction, Key, NormPoint, Orientation, Target};
+use crate::domain::{
+    Action, AppRef, Bounds, Direction, Fallback, Key, MatchInfo, NormPoint, Orientation,
+    ReplayInfo, ReplayRole, Target,
+};
 use crate::run::app_control::{CLEAR, STOP};
 use crate::run::flow_check::Until;
 use crate::screen::UiTree;
@@ -189,6 +192,13 @@ fn locate(
     if let Some(n) = find(ctx, &sel)? {
         return Ok(Ok(n));
     }
+    if let Some((t, info)) = translated(a, cmd, &sel)
+        && let Some(n) = find(ctx, &t)?
+    {
+        a.replay_next = Some(info);
+        return Ok(Ok(n));
+    }
+    a.wants_strings |= sel.text.is_some();
     let t = timeout(cmd);
     if !a.tries.waited {
         a.tries.waited = true;
@@ -201,6 +211,30 @@ fn locate(
     );
     a.stuck(cmd, &sel, &msg);
     Err(msg)
+}
+
+/// `sel` with its `text` as the phone's language shows it: the same string resource's
+/// value in the phone's locale (`agent::appstrings`; exact and case-insensitive, as
+/// Maestro compares text), and the step's record of it.
+fn translated(a: &FlowAgent, cmd: &Command, sel: &Selector) -> Option<(Selector, ReplayInfo)> {
+    let t = a.loaded.as_ref()?.text(sel.text.as_deref()?, true)?;
+    let mut out = sel.clone();
+    out.text = Some(droidpilot_maestro::selector::literal(&t.to));
+    let info = ReplayInfo {
+        index: cmd.line as u32,
+        role: ReplayRole::Action,
+        selector: Some(describe_sel(&out)),
+        fallback: Fallback::Translated,
+        interruptions_dismissed: 0,
+        recovery: None,
+        matched: Some(MatchInfo {
+            score: 1.0,
+            margin: 1.0,
+            agreed: vec!["string".into()],
+            translated: vec![t],
+        }),
+    };
+    Some((out, info))
 }
 
 /// `assertVisible` / `assertNotVisible` / `extendedWaitUntil`: holds now, or after one

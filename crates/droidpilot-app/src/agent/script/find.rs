@@ -413,6 +413,7 @@ fn by_structure(screen: &Screen, recorded: &Recorded<'_>) -> Option<Found> {
             score: 1.0,
             margin: 1.0,
             agreed,
+            translated: Vec::new(),
         }),
     })
 }
@@ -479,6 +480,7 @@ fn matched(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Op
             score: round(won.score),
             margin: round(won.margin),
             agreed: won.agreed,
+            translated: Vec::new(),
         }),
     })
 }

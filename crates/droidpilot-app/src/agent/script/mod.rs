@@ -52,8 +52,9 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::appstrings::{AppStringsSource, Loaded, names_label};
 use super::{Agent, AgentContext, AgentError, Decision, Meter, ProducedScript};
-use crate::domain::{Action, ActionParser, Fallback, ReplayInfo, ReplayRole};
+use crate::domain::{Action, ActionParser, Fallback, MatchInfo, ReplayInfo, ReplayRole};
 use crate::llm::PriceTable;
 use crate::screen::Screen;
 use crate::script::model::StepAction;
@@ -192,6 +193,10 @@ pub struct ScriptAgent {
     /// Whether an app's own pop-up may be dismissed by rule at this step: the previous
     /// step was verified, or could not have brought a dialog up.
     app_dialogs: bool,
+    /// Where the task reads an app's string resources, and the foreground app's once a
+    /// label was missing (`agent::appstrings`).
+    strings: Option<AppStringsSource>,
+    loaded: Option<Loaded>,
 }
 
 /// One pass of the state machine: an action to return, or go round again.
@@ -221,6 +226,8 @@ impl ScriptAgent {
             caused: Vec::new(),
             dialog_now: None,
             app_dialogs: true,
+            strings: None,
+            loaded: None,
         }
     }
 
@@ -451,7 +458,7 @@ impl ScriptAgent {
             && (e
                 .visible
                 .iter()
-                .all(|s| find::expected(screen, &self.sub(s), self.script.fuzzy))
+                .all(|s| self.expected(screen, &self.sub(s)))
                 // The screen the recording saw after this step, in other words.
                 || (self.script.fuzzy
                     && find::shows_layout_after(
@@ -460,6 +467,78 @@ impl ScriptAgent {
                         next.and_then(|n| n.layout.as_deref()),
                     )))
             && e.gone.iter().all(|s| !find::present(screen, &self.sub(s)))
+    }
+
+    /// An `expect` selector on screen: as written (or through the matcher), or with its
+    /// labels as the phone's language shows them.
+    fn expected(&self, screen: &Screen, sel: &str) -> bool {
+        find::expected(screen, sel, self.script.fuzzy)
+            || self
+                .translate(sel)
+                .is_some_and(|(t, _)| find::visible(screen, &t.to_string()))
+    }
+
+    /// `sel` with its labels in the phone's language, from the app's string resources.
+    fn translate(
+        &self,
+        sel: &str,
+    ) -> Option<(crate::screen::Selector, Vec<crate::domain::Translated>)> {
+        let loaded = self.loaded.as_ref()?;
+        loaded.selector(&crate::screen::Selector::parse(sel).ok()?)
+    }
+
+    /// The target by a selector whose labels are written in another language than the
+    /// phone's: the same string resource's value in the phone's locale, found exactly.
+    fn by_translation(
+        &self,
+        screen: &Screen,
+        selectors: &[String],
+        recorded: &Recorded<'_>,
+    ) -> Option<Found> {
+        selectors.iter().find_map(|s| {
+            let (sel, translated) = self.translate(s)?;
+            let mut f = find::by_selectors(screen, &[sel.to_string()], recorded)?;
+            f.fallback = Fallback::Translated;
+            f.matched = Some(MatchInfo {
+                score: 1.0,
+                margin: 1.0,
+                agreed: vec!["string".into()],
+                translated,
+            });
+            Some(f)
+        })
+    }
+
+    /// Reads the foreground app's string resources when the current step names a label
+    /// that is not on screen (once per app and task; nothing when the device cannot say).
+    async fn load_strings(&mut self, ctx: &AgentContext) {
+        let (Some(source), Some(screen), Some(app)) = (
+            self.strings.clone(),
+            ctx.observation.tree.as_deref(),
+            ctx.device.app.clone(),
+        ) else {
+            return;
+        };
+        if self.at >= self.script.steps.len()
+            || self
+                .loaded
+                .as_ref()
+                .is_some_and(|l| l.strings.package == app)
+        {
+            return;
+        }
+        let step = &self.script.steps[self.at];
+        let expects = step
+            .expect
+            .iter()
+            .flat_map(|e| e.visible.iter().map(|s| self.sub(s)));
+        let missing = self.selectors().into_iter().chain(expects).any(|s| {
+            crate::screen::Selector::parse(&s).is_ok_and(|p| names_label(&p))
+                && !find::visible(screen, &s)
+        });
+        if missing {
+            self.loaded = source.load(&app).await;
+        }
     }
 
     fn expect_error(&self) -> StepError {
@@ -827,6 +906,7 @@ impl ScriptAgent {
                 };
                 f
             })
+            .or_else(|| self.by_translation(screen, &selectors, &recorded))
             .or_else(|| {
                 // The target is there, behind a dialog: that dialog is the obstacle, not
                 // a renamed target (the matcher would pick a look-alike inside it).
@@ -1515,6 +1595,7 @@ impl Agent for ScriptAgent {
         let prices = self.prices.clone();
         // A script's only model calls are AI-in-the-middle recoveries.
         let mut meter = Meter::for_role(&prices, crate::domain::ModelRole::Recovery);
+        self.load_strings(ctx).await;
         for _ in 0..64 {
             let pass = if self.at >= self.script.steps.len() {
                 self.finish(ctx)
@@ -1598,6 +1679,10 @@ impl Agent for ScriptAgent {
 
     /// A script that names its `app` needs it installed; a run on a phone without it
     /// fails before step 1 (`app_not_installed`) instead of failing on a missing target.
+    fn give_app_strings(&mut self, source: AppStringsSource) {
+        self.strings = Some(source);
+    }
+
     fn required_app(&self) -> Option<&str> {
         self.script.app.as_deref()
     }

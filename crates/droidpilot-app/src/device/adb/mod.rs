@@ -4,11 +4,13 @@
 //! Owns `AdbDevice` (the `Device` implementation: a blocking worker thread per device for
 //! commands and a second one for screenshots, so a screencap runs beside a 2 s
 //! `uiautomator dump` on its own stream over the same transport; a deadline on every
-//! call), `AdbHost` (the server: discovery, `adb connect`), `split.rs` (split-screen by the
+//! call), `AdbHost` (the server: discovery, `adb connect`), `apk.rs` (an app's string resources
+//! from its pulled APK), `split.rs` (split-screen by the
 //! phone's Android version), and, in
 //! `gaps.rs`, every workaround for the crate's gaps. Every piece of model or user text that
 //! goes onto a device command line is quoted with `domain::shell::quote`.
 
+mod apk;
 pub mod gaps;
 pub mod host;
 mod record;
@@ -100,6 +102,8 @@ pub struct AdbDevice {
     capture: Worker,
     /// Whether ADB Keyboard is installed, learned on first use.
     adb_keyboard: Mutex<Option<bool>>,
+    /// Apps' string resources, per package and versionCode (`apk.rs`).
+    strings: apk::StringsCache,
 }
 
 impl std::fmt::Debug for AdbDevice {
@@ -271,6 +275,7 @@ impl AdbDevice {
             worker,
             capture,
             adb_keyboard: Mutex::new(None),
+            strings: apk::StringsCache::default(),
         }
     }
 
@@ -723,6 +728,10 @@ impl Device for AdbDevice {
             )
             .await?;
         Ok(parse_locale(&out))
+    }
+
+    async fn app_strings(&self, package: &str) -> Result<crate::device::AppStrings, DeviceError> {
+        self.read_app_strings(package).await
     }
 
     async fn installed_apps(&self) -> Result<Vec<AppInfo>, DeviceError> {

@@ -269,6 +269,9 @@ impl Runner {
         let recording = self.start_recording(&task, &device).await;
         // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
         // process's hold on it: the task fails with the panic's message.
+        agent.give_app_strings(crate::agent::appstrings::AppStringsSource::new(
+            device.clone(),
+        ));
         let looping = self.run_loop(&task, device.as_ref(), agent.as_mut(), stop);
         let ran = std::panic::AssertUnwindSafe(looping).catch_unwind().await;
         self.takeovers.unregister(id);
