@@ -303,6 +303,7 @@ pub fn menu_item(screen: &Screen, recorded: &Recorded<'_>, before: usize) -> Opt
             score: round(kept),
             margin: round(margin),
             agreed: vec!["id_as_title".to_string()],
+            translated: Vec::new(),
         }),
     })
 }

@@ -132,7 +132,9 @@ fn apk_path(out: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    const APP_NAME: &str = "?";
+    /// The fixture's `app_name`, as an independent reading of its `resources.arsc`
+    /// (a short script over the chunk layout) gives it.
+    const APP_NAME: &str = "YR_Uikit";
 
     #[test]
     fn the_base_apk_is_chosen_among_split_apks() {
@@ -157,6 +159,9 @@ mod tests {
             Some(APP_NAME),
             "{default:?}"
         );
+        // A value with a newline and CJK text, from the UTF-8 pool.
+        let guide = &default["login_personal_info_protection_guide"];
+        assert!(guide.starts_with("\n1.您在我们平台注册账户"), "{guide:?}");
     }
 
     #[test]
