@@ -28,6 +28,7 @@ mod retention;
 mod rotate;
 mod run;
 mod scopes;
+mod script_custom;
 mod script_replay;
 mod scripts;
 mod streaming;

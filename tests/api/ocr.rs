@@ -169,7 +169,13 @@ async fn a_script_that_asked_for_ocr_taps_text_the_tree_does_not_have() {
 }
 
 /// Serves OpenAI tool-call replies in order: each reply is one (tool, arguments).
-struct ToolCalls(Vec<(&'static str, Value)>, std::sync::atomic::AtomicUsize);
+pub(crate) struct ToolCalls(Vec<(&'static str, Value)>, std::sync::atomic::AtomicUsize);
+
+impl ToolCalls {
+    pub(crate) fn new(calls: Vec<(&'static str, Value)>) -> Self {
+        Self(calls, std::sync::atomic::AtomicUsize::new(0))
+    }
+}
 
 impl wiremock::Respond for ToolCalls {
     fn respond(&self, _: &wiremock::Request) -> wiremock::ResponseTemplate {

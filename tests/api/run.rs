@@ -1115,7 +1115,7 @@ async fn an_unmarked_replay_type_into_a_password_field_is_not_kept_in_the_task()
 
 /// Every file droidpilot wrote under `dir` (the database, its WAL if any, screenshots),
 /// checked not to hold `secret`; returns how many were read.
-fn assert_no_file_holds(dir: std::path::PathBuf, secret: &str) -> usize {
+pub(crate) fn assert_no_file_holds(dir: std::path::PathBuf, secret: &str) -> usize {
     let mut files = 0;
     let mut stack = vec![dir];
     while let Some(d) = stack.pop() {

@@ -45,7 +45,7 @@ pub enum CreateScriptBody {
         (status = 201, description = "Stored as version 1", body = ScriptRecord),
         (status = 404, description = "Unknown task", body = ErrorResponse),
         (status = 409, description = "The task has not finished", body = ErrorResponse),
-        (status = 422, description = "Invalid script (the message names the field), or nothing to record", body = ErrorResponse),
+        (status = 422, description = "Invalid script (the message names the field), a custom action the server does not define, or nothing to record", body = ErrorResponse),
     )
 )]
 pub async fn create_script(
@@ -64,6 +64,7 @@ pub async fn create_script(
     } else {
         (Script::from_json(&body)?, ScriptSource::Uploaded)
     };
+    service::scripts::check_custom(&s, &script)?;
     let rec = s.store.create_script(&script, source).await?;
     Ok((StatusCode::CREATED, location(&rec), Json(rec)))
 }
@@ -164,6 +165,7 @@ pub async fn update_script(
     Json(body): Json<Value>,
 ) -> Result<Json<ScriptRecord>, ApiError> {
     let script = Script::from_json(&body)?;
+    service::scripts::check_custom(&s, &script)?;
     Ok(Json(
         s.store
             .add_script_version(id, &script, ScriptSource::Uploaded)
@@ -300,7 +302,8 @@ pub enum ExportFormat {
 }
 
 /// A script as a file: the JSON document, or a Maestro flow (409 when a step has no
-/// Maestro equivalent, naming it).
+/// Maestro equivalent, naming it; a custom step is written as its primitives under a
+/// comment naming the action).
 #[utoipa::path(
     get, path = "/v1/scripts/{id}/export", tag = "scripts",
     params(("id" = String, Path, description = "Script id (UUID)"), ExportParams),
@@ -320,7 +323,7 @@ pub async fn export_script(
     Ok(match p.format.unwrap_or(ExportFormat::Json) {
         ExportFormat::Json => Json(rec.script).into_response(),
         ExportFormat::Maestro => {
-            let yaml = crate::script::maestro::export(&rec.script)?;
+            let yaml = service::scripts::export_maestro(&s, &rec.script)?;
             ([(header::CONTENT_TYPE, "application/yaml")], yaml).into_response()
         }
     })

@@ -323,16 +323,28 @@ impl AgentSpec {
         if self.script_version.is_some() && self.script_id.is_none() {
             return Err(SpecError::new("script_version", "needs script_id"));
         }
-        self.script_and_vars().map(drop)
+        let (script, _) = self.script_and_vars()?;
+        crate::run::extend::scripts::check(&script, &defaults.custom_actions).map_err(|e| {
+            SpecError {
+                specific_hint: Some(e.hint.clone()),
+                ..SpecError::new(format!("script.{}", e.path), e.message)
+            }
+        })
     }
 
     /// Cross-field rules, given the kind the defaults would pick.
     /// The replay list, parsed, with every selector checked; a bad action is named by its
-    /// index, in words for the person who wrote the list.
-    pub fn replay_actions(&self) -> Result<Vec<Action>, SpecError> {
+    /// index, in words for the person who wrote the list. It may name the custom actions
+    /// every runner has and those the operator configured (`defaults.custom_actions`,
+    /// the table in force); a configured one's arguments are checked as a REST call's.
+    pub fn replay_actions(&self, defaults: &AgentDefaults) -> Result<Vec<Action>, SpecError> {
         let mut parser = ActionParser::new();
         for name in crate::run::EVERY_RUNNER {
             parser.register(name).expect("not a built-in action's name");
+        }
+        for def in &defaults.custom_actions {
+            // Checked when the configuration loaded.
+            let _ = parser.register(&def.name);
         }
         self.actions
             .iter()
@@ -349,6 +361,23 @@ impl AgentSpec {
                     specific_hint: Some(e.hint()),
                     ..SpecError::new(format!("actions[{i}]"), e.caller_message())
                 })?;
+                if let Action::Custom(c) = &a
+                    && let Some(def) = defaults.custom_actions.iter().find(|d| d.name == c.name)
+                {
+                    def.bind(&c.args).map_err(|m| {
+                        SpecError::new(format!("actions[{i}]"), m)
+                    })?;
+                    // The list is stored with its task: no place for a secret.
+                    if let Some(p) = def.params.iter().find(|p| p.secret) {
+                        return Err(SpecError {
+                            specific_hint: Some("Name the action in a script step whose secret input supplies the value (docs/scripts.md \"Custom actions\"); a run holds secret inputs in memory only.".into()),
+                            ..SpecError::new(
+                                format!("actions[{i}].{}", p.name),
+                                format!("is a secret parameter of `{}`, and a replay list is stored with its task", def.name),
+                            )
+                        });
+                    }
+                }
                 for (field, sel) in a.selectors() {
                     Selector::parse(sel).map_err(|e| SpecError {
                         specific_hint: Some(e.hint()),
@@ -433,7 +462,7 @@ impl AgentSpec {
                         "replay agents need the list of actions to replay",
                     ));
                 }
-                self.replay_actions()?;
+                self.replay_actions(defaults)?;
             }
             AgentKind::Script => self.validate_script(defaults)?,
             _ => {
@@ -1013,7 +1042,7 @@ pub fn build_recording_agent(
     }
     if kind == AgentKind::Replay {
         return Ok(Box::new(
-            ReplayAgent::new(spec.replay_actions()?)
+            ReplayAgent::new(spec.replay_actions(defaults)?)
                 .on_error(spec.on_error.unwrap_or_default())
                 .with_secrets(spec.replay_secrets()),
         ));

@@ -1,5 +1,6 @@
 //! Script use cases: running a stored script on a phone (a task with agent kind
-//! `script`, the script embedded whole so the task stands alone).
+//! `script`, the script embedded whole so the task stands alone); checking a script's
+//! custom steps against the server's custom actions, and its Maestro export.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +43,25 @@ pub struct RunScript {
     pub webhook_url: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
+}
+
+/// Refuses a script whose `custom` steps the server cannot run with the custom actions
+/// in force (`run::extend::scripts::check`). Used wherever a script is stored.
+pub fn check_custom(core: &Core, script: &Script) -> Result<(), AppError> {
+    let table = core.actions.current();
+    Ok(crate::run::extend::scripts::check(script, &table.custom)?)
+}
+
+/// A script as a Maestro flow, each `custom` step written as its primitives under the
+/// definitions in force (refused, naming the step, when one cannot be).
+pub fn export_maestro(
+    core: &Core,
+    script: &Script,
+) -> Result<String, crate::script::maestro::MaestroError> {
+    let table = core.actions.current();
+    crate::script::maestro::export_with(script, &|call| {
+        crate::run::extend::scripts::expand(call, &table)
+    })
 }
 
 /// Checks a run request (inputs, the device's apps, the agent) and queues its task. Used

@@ -72,10 +72,13 @@ fn agent_spec(s: &Core, spec: &TaskSpec) -> Result<AgentSpec, AppError> {
         Some(v) => AgentSpec::from_json(v),
         None => Ok(AgentSpec::default()),
     };
+    // The custom actions in force: a replay list or a script may name them.
+    let mut defaults = s.config.agent.clone();
+    defaults.custom_actions = s.actions.current().custom.clone();
     read.and_then(|a| {
-        a.validate(&s.config.agent)?;
+        a.validate(&defaults)?;
         if spec.record {
-            check_record(&a, &s.config.agent)?;
+            check_record(&a, &defaults)?;
         }
         Ok(a)
     })

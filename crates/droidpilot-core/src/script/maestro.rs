@@ -26,13 +26,16 @@
 //! `takeScreenshot` (scripts keep no artifacts), `runFlow` of a file or with `when`, id
 //! selectors that are regexes, `index` other than 0, and every other command.
 //! Export refuses steps Maestro cannot say (selectors other than `#id` / `:text`,
-//! coordinates, swipes, long presses, …), naming the step.
+//! coordinates, swipes, long presses, …), naming the step. A `custom` step has no
+//! Maestro command: `export_with` writes its primitives (the server's definition, given
+//! by the caller) under a `# custom action NAME` comment, when each of them maps.
 
 use std::collections::BTreeMap;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
+use super::custom::CustomCall;
 use super::model::{RecoveryHint, Script, ScriptStep, StepAction};
 use crate::domain::action::{Direction, Key};
 
@@ -584,6 +587,22 @@ fn scroll_until(arg: Option<&Node>, line: usize) -> Result<ScriptStep, MaestroEr
 /// `assertVisible` / `assertNotVisible` after it; alternative selectors, descriptions
 /// and recovery hints other than retry blocks have no Maestro form and are left out.
 pub fn export(script: &Script) -> Result<String, MaestroError> {
+    export_with(script, &|c| {
+        Err(format!(
+            "custom action `{}`: its definition is the server's, and none was given",
+            c.name
+        ))
+    })
+}
+
+/// The primitives a custom step runs, as action JSON with the step's params filled in
+/// (the script's own `${var}`s kept), or why they cannot be given.
+pub type Expand<'a> = &'a dyn Fn(&CustomCall) -> Result<Vec<serde_json::Value>, String>;
+
+/// `export`, with a custom step written as the primitives `expand` gives for it, under
+/// a comment naming the action; refused, naming the step, when one of them has no
+/// Maestro form.
+pub fn export_with(script: &Script, expand: Expand<'_>) -> Result<String, MaestroError> {
     // The flow it was imported from, while it still says what the steps do.
     if let Some(src) = &script.maestro
         && import(src).is_ok_and(|s| s == *script)
@@ -614,12 +633,12 @@ pub fn export(script: &Script) -> Result<String, MaestroError> {
                     .unwrap_or(script.steps.len());
                 out.push_str(&format!("- retry:\n    maxRetries: {max}\n    commands:\n"));
                 for j in i..end {
-                    push_step(&mut out, script, j, "      ")?;
+                    push_step(&mut out, script, j, "      ", expand)?;
                 }
                 i = end;
             }
             None => {
-                push_step(&mut out, script, i, "")?;
+                push_step(&mut out, script, i, "", expand)?;
                 i += 1;
             }
         }
@@ -646,6 +665,7 @@ fn push_step(
     script: &Script,
     i: usize,
     indent: &str,
+    expand: Expand<'_>,
 ) -> Result<(), MaestroError> {
     let step = &script.steps[i];
     if let Some(w) = &step.wait_condition {
@@ -654,7 +674,10 @@ fn push_step(
             element(&w.selector, i)?
         ));
     }
-    out.push_str(&format!("{indent}- {}\n", command(script, step, i)?));
+    match &step.custom {
+        Some(call) => out.push_str(&expanded(script, call, i, indent, expand)?),
+        None => out.push_str(&format!("{indent}- {}\n", command(script, step, i)?)),
+    }
     if let Some(e) = &step.expect {
         for s in &e.visible {
             out.push_str(&format!("{indent}- assertVisible: {}\n", element(s, i)?));
@@ -664,6 +687,45 @@ fn push_step(
         }
     }
     Ok(())
+}
+
+/// A custom step as the Maestro commands of its primitives, under a comment naming the
+/// action (a `type` on an element is a `tapOn` and an `inputText`).
+fn expanded(
+    script: &Script,
+    call: &CustomCall,
+    i: usize,
+    indent: &str,
+    expand: Expand<'_>,
+) -> Result<String, MaestroError> {
+    let why = |m: String| {
+        MaestroError {
+        location: format!("steps[{i}]"),
+        code: "not_exportable",
+        message: format!("custom action `{}`{m}", call.name),
+        hint: "A custom step is exported as its primitives, each of which must have a Maestro form (tap/assert on `#id` or `:text(\"…\")`, type, scroll, keys, launch_app, wait); see docs/scripts.md \"Maestro flows\".".into(),
+    }
+    };
+    let mut out = format!("{indent}# custom action {}\n", call.name);
+    let prims = expand(call).map_err(|m| why(format!(": {m}")))?;
+    for (n, v) in prims.iter().enumerate() {
+        let at = |m: &str| why(format!(", its step {}: {m}", n + 1));
+        let step = super::record::primitive_step(v).ok_or_else(|| at("not a device step"))?;
+        let mut steps = vec![step.clone()];
+        if step.action == StepAction::Type && step.selector.is_some() {
+            let mut typed = step.clone();
+            typed.selector = None;
+            steps = vec![
+                ScriptStep::new(StepAction::Tap, step.selector.clone()),
+                typed,
+            ];
+        }
+        for s in &steps {
+            let cmd = command(script, s, i).map_err(|e| at(&e.message))?;
+            out.push_str(&format!("{indent}- {cmd}\n"));
+        }
+    }
+    Ok(out)
 }
 
 /// One step as a Maestro command in flow style (`tapOn: {id: "x", optional: true}`).

@@ -172,3 +172,53 @@ fn bad_yaml_names_a_line() {
     assert_eq!(e.code, "invalid_yaml");
     assert!(e.location.starts_with("line "));
 }
+
+/// A custom step is exported as the primitives its definition gives, under a comment
+/// naming the action; a primitive Maestro cannot say refuses the export, naming both.
+#[test]
+fn a_custom_step_exports_as_its_primitives_or_is_refused() {
+    let mut step = ScriptStep::new(StepAction::Custom, None);
+    step.custom = Some(CustomCall {
+        name: "sign_in".into(),
+        params: [("password".to_string(), "${pw}".to_string())].into(),
+        definition: None,
+    });
+    let script = Script {
+        name: "n".into(),
+        goal: "g".into(),
+        app: None,
+        inputs: [("pw".to_string(), super::super::model::Input::secret())].into(),
+        steps: vec![step],
+        outputs: vec![],
+        summary: None,
+        fuzzy: true,
+        max_recovery_attempts: 3,
+        maestro: None,
+    };
+    let prims = |c: &CustomCall| {
+        Ok(vec![
+            serde_json::json!({"action": "type", "selector": "#password", "text": c.params["password"]}),
+            serde_json::json!({"action": "key", "key": "enter"}),
+        ])
+    };
+    let yaml = export_with(&script, &prims).unwrap();
+    assert!(
+        yaml.ends_with(
+            "---\n# custom action sign_in\n- tapOn: {id: \"password\"}\n- inputText: \"${pw}\"\n- pressKey: Enter\n"
+        ),
+        "{yaml}"
+    );
+    let swipe = |_: &CustomCall| {
+        Ok(vec![
+            serde_json::json!({"action": "swipe", "start": [0.5, 0.2], "end": [0.5, 0.8]}),
+        ])
+    };
+    let e = export_with(&script, &swipe).unwrap_err();
+    assert_eq!(e.location, "steps[0]");
+    assert!(
+        e.message.contains("`sign_in`") && e.message.contains("step 1"),
+        "{e:?}"
+    );
+    let e = export(&script).unwrap_err();
+    assert_eq!(e.code, "not_exportable");
+}

@@ -154,6 +154,10 @@ pub struct ScriptStep {
     pub alternative_selectors: Vec<String>,
     #[serde(default, skip_serializing_if = "StepParameters::is_empty")]
     pub parameters: StepParameters,
+    /// For `"action": "custom"`: the operator's custom action the step runs
+    /// (`script::custom`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<super::custom::CustomCall>,
     /// Waited for before the step (change detection with a timeout, never a fixed sleep).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_condition: Option<WaitCondition>,
@@ -184,7 +188,8 @@ pub struct ScriptStep {
 }
 
 /// The actions a script step may take: the device actions of `Action` (no `finish`,
-/// `ask_user` or `mcp_call`: a script ends when its steps end).
+/// `ask_user` or `mcp_call`: a script ends when its steps end), and `custom`, one of the
+/// server's custom actions (`ScriptStep::custom`).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, schemars::JsonSchema,
 )]
@@ -203,6 +208,7 @@ pub enum StepAction {
     Wait,
     WaitFor,
     WaitForGone,
+    Custom,
 }
 
 impl StepAction {
@@ -221,6 +227,7 @@ impl StepAction {
             Self::Wait => "wait",
             Self::WaitFor => "wait_for",
             Self::WaitForGone => "wait_for_gone",
+            Self::Custom => "custom",
         }
     }
 
@@ -472,6 +479,7 @@ impl ScriptStep {
             selector,
             alternative_selectors: Vec::new(),
             parameters: StepParameters::default(),
+            custom: None,
             wait_condition: None,
             expect: None,
             recovery_hints: Vec::new(),
@@ -499,6 +507,7 @@ impl ScriptStep {
 
     /// Checks one step; `known` are the variables set before it.
     pub fn validate(&self, path: &str, known: &[String]) -> Result<(), ScriptError> {
+        super::custom::check(self, path, known)?;
         for (field, sel) in self.selectors() {
             vars::check_known(&format!("{path}.{field}"), sel, known)?;
             check_selector(&format!("{path}.{field}"), &vars::placeholder(sel))?;
@@ -578,6 +587,9 @@ impl ScriptStep {
     /// healed one; None to use the step's coordinate) is the target, with variables
     /// substituted. The path in an error is relative to the step.
     pub fn to_action(&self, selector: Option<&str>, vars: &Vars) -> Result<Action, ScriptError> {
+        if let Some(call) = self.custom.as_ref().filter(|_| selector.is_none()) {
+            return call.to_action(vars);
+        }
         let sub = |field: &str, s: &str| {
             vars.substitute(s).map_err(|m| ScriptError {
                 path: field.to_string(),

@@ -162,3 +162,36 @@ fn a_secret_input_round_trips_and_has_no_default_and_is_no_output() {
     let e = Script::from_json(&doc(json!({"pw": {"hidden": true}}), json!([]))).unwrap_err();
     assert!(e.message.contains("hidden"), "{}", e.message);
 }
+
+/// A `custom` step carries its call and nothing a target would use; `custom` on another
+/// action, or a built-in action's name, is refused naming the field.
+#[test]
+fn a_custom_step_is_its_call_and_nothing_else() {
+    let ok = Script::from_json(&script(json!([
+        {"action": "custom", "custom": {"name": "sign_in", "params": {"msg": "${msg}"}},
+         "expect": {"visible": ["#done"]}}
+    ])));
+    assert!(ok.is_ok(), "{ok:?}");
+    for (step, path) in [
+        (json!({"action": "custom"}), "steps[0].custom"),
+        (
+            json!({"action": "tap", "selector": "#a", "custom": {"name": "x"}}),
+            "steps[0].custom",
+        ),
+        (
+            json!({"action": "custom", "custom": {"name": "tap"}}),
+            "steps[0].custom.name",
+        ),
+        (
+            json!({"action": "custom", "custom": {"name": "x"}, "parameters": {"text": "a"}}),
+            "steps[0].parameters",
+        ),
+        (
+            json!({"action": "custom", "custom": {"name": "x", "params": {"a": "${nope}"}}}),
+            "steps[0].custom.params.a",
+        ),
+    ] {
+        let e = Script::from_json(&script(json!([step]))).unwrap_err();
+        assert_eq!(e.path, path, "{e}");
+    }
+}

@@ -25,11 +25,17 @@
 //! - Text typed into a password field was recorded as `••••`; it becomes an input
 //!   (`${password}`, `${password_2}`, …) declared without a default, so the secret is
 //!   given at run time and never stored.
+//! - A custom action (the operator's, or one droidpilot registers) becomes a `custom`
+//!   step with its arguments as params; a secret parameter (recorded as `••••`) becomes
+//!   a secret input named after it, and the hash of the definition it ran with is kept.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::model::{Expect, Script, ScriptStep, StepAction};
-use crate::domain::{Step, StepStatus};
+use super::custom::CustomCall;
+use super::model::{Expect, Input, Script, ScriptStep, StepAction};
+use crate::domain::{Action, Step, StepStatus};
 use crate::screen::{ActionableElement, REDACTED};
 
 /// The screen a step acted on, as its record keeps it.
@@ -143,14 +149,17 @@ pub struct RecordError(pub String);
 pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordError> {
     let kept = kept_steps(steps);
     let mut out = Vec::new();
-    let mut passwords = 0;
     let mut inputs = std::collections::BTreeMap::new();
     // The text field the previous step tapped: where a following `type` without a target
     // typed (a pop-up may take the focus away before a replay types).
     let mut field: Option<(String, Vec<String>)> = None;
     for (k, &i) in kept.iter().enumerate() {
         let seen = SeenScreen::of(&steps[i]);
-        let Some(mut step) = to_step(action_json(&steps[i]).as_ref(), &seen) else {
+        let step = match &steps[i].action {
+            Some(Action::Custom(c)) => Some(custom_step(c, &steps[i], &mut inputs)),
+            _ => to_step(action_json(&steps[i]).as_ref(), &seen),
+        };
+        let Some(mut step) = step else {
             continue;
         };
         if step.action == StepAction::Type
@@ -162,14 +171,8 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
         }
         field = tapped_field(&step, &seen);
         if step.parameters.text.as_deref() == Some(REDACTED) {
-            passwords += 1;
-            let name = if passwords == 1 {
-                "password".to_string()
-            } else {
-                format!("password_{passwords}")
-            };
+            let name = secret_input(&mut inputs, "password");
             step.parameters.text = Some(format!("${{{name}}}"));
-            inputs.insert(name, crate::script::model::Input::secret());
         }
         let next = kept
             .get(k + 1)
@@ -205,6 +208,47 @@ pub fn from_steps(instruction: &str, steps: &[Step]) -> Result<Script, RecordErr
         .validate()
         .map_err(|e| RecordError(format!("the recorded script is not valid: {e}")))?;
     Ok(script)
+}
+
+/// A free input named `base` (`base_2`, `base_3`, … when taken), declared secret: a
+/// value recorded as `••••` is given at run time and never stored.
+fn secret_input(inputs: &mut BTreeMap<String, Input>, base: &str) -> String {
+    let name = std::iter::once(base.to_string())
+        .chain((2..).map(|n| format!("{base}_{n}")))
+        .find(|n| !inputs.contains_key(n))
+        .unwrap_or_else(|| base.to_string());
+    inputs.insert(name.clone(), Input::secret());
+    name
+}
+
+/// A custom action the task ran, as a `custom` step: its arguments as params, each
+/// secret one (recorded as `••••`) a secret input of its own, and the hash of the
+/// definition it ran with (`detail.definition`).
+fn custom_step(
+    c: &crate::domain::action::CustomAction,
+    step: &Step,
+    inputs: &mut BTreeMap<String, Input>,
+) -> ScriptStep {
+    let mut params = BTreeMap::new();
+    for (k, v) in &c.args {
+        let value = match v.as_str() {
+            Some(REDACTED) => format!("${{{}}}", secret_input(inputs, k)),
+            Some(s) => s.to_string(),
+            None => v.to_string(),
+        };
+        params.insert(k.clone(), value);
+    }
+    let definition = (step.outcome.detail.as_ref())
+        .and_then(|d| d.get("definition"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut out = ScriptStep::new(StepAction::Custom, None);
+    out.custom = Some(CustomCall {
+        name: c.name.clone(),
+        params,
+        definition,
+    });
+    out
 }
 
 /// The text field a tap step tapped, by its selector and alternatives.
@@ -255,6 +299,12 @@ fn action_json(step: &Step) -> Option<Value> {
 
 fn is_back(a: Option<&Value>) -> bool {
     a.is_some_and(|a| a["action"] == "back" || (a["action"] == "key" && a["key"] == "back"))
+}
+
+/// A primitive action (its JSON, as a custom action's step) as a script step with no
+/// screen behind it: its selector as written. None for what is not a device step.
+pub fn primitive_step(action: &Value) -> Option<ScriptStep> {
+    to_step(Some(action), &SeenScreen::default())
 }
 
 /// One step's action as a script step; None for what is not a device step.

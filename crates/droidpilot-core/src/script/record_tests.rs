@@ -488,3 +488,60 @@ fn a_step_records_its_screens_structure_not_its_words() {
         Some(layout)
     );
 }
+
+/// A custom action the task ran is a `custom` step: its arguments as params, a secret
+/// one (recorded as `••••`) a secret input of its own beside a typed password's, and the
+/// definition's hash from the step's outcome.
+#[test]
+fn a_custom_action_is_recorded_with_its_secret_as_an_input() {
+    let field = vec![el(1, "#pin", &[], [0, 0, 1000, 100])];
+    let mut custom = step(
+        2,
+        "ok",
+        json!({"action": "sign_in", "email": "a@b.c", "password": REDACTED, "tries": 3}),
+        "com.x",
+        "b",
+        vec![],
+    );
+    custom.outcome.detail = Some(json!({"custom": "sign_in", "definition": "0123456789abcdef"}));
+    let steps = vec![
+        step(
+            1,
+            "ok",
+            json!({"action": "type", "selector": "#pin", "text": REDACTED}),
+            "com.x",
+            "a",
+            field,
+        ),
+        custom,
+        step(
+            3,
+            "ok",
+            json!({"action": "finish", "success": true}),
+            "com.y",
+            "c",
+            vec![],
+        ),
+    ];
+    let s = from_steps("sign in", &steps).unwrap();
+    assert_eq!(s.steps[0].parameters.text.as_deref(), Some("${password}"));
+    let c = &s.steps[1];
+    assert_eq!(c.action, StepAction::Custom);
+    let call = c.custom.as_ref().unwrap();
+    assert_eq!(call.name, "sign_in");
+    assert_eq!(call.params["email"], "a@b.c");
+    assert_eq!(call.params["password"], "${password_2}");
+    assert_eq!(call.params["tries"], "3");
+    assert_eq!(call.definition.as_deref(), Some("0123456789abcdef"));
+    assert!(s.inputs["password_2"].secret && s.inputs["password"].secret);
+    assert_eq!(c.expect.as_ref().unwrap().app.as_deref(), Some("com.y"));
+    let action = c.to_action(None, &{
+        let mut v = crate::script::Vars::default();
+        v.set("password_2", "hunter2".into());
+        v
+    });
+    assert_eq!(
+        serde_json::to_value(action.unwrap()).unwrap(),
+        json!({"action": "sign_in", "email": "a@b.c", "password": "hunter2", "tries": "3"})
+    );
+}

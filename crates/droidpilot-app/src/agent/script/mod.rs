@@ -238,12 +238,17 @@ impl ScriptAgent {
     }
 
     /// Whether the current step's action can bring up a dialog that is the flow's
-    /// business (a confirmation it asked for): an action on an element, a key press or a
-    /// swipe. Starting an app or waiting cannot; what an app shows as it starts (a
-    /// "what's new", an onboarding card) is the app's, not the flow's.
+    /// business (a confirmation it asked for): an action on an element, a key press, a
+    /// swipe or a custom action (whose primitives tap and type). Starting an app or
+    /// waiting cannot; what an app shows as it starts (a "what's new", an onboarding
+    /// card) is the app's, not the flow's.
     fn can_open_dialog(&self) -> bool {
         let step = &self.script.steps[self.at];
-        step.action.acts_on_selector() || matches!(step.action, StepAction::Key | StepAction::Swipe)
+        step.action.acts_on_selector()
+            || matches!(
+                step.action,
+                StepAction::Key | StepAction::Swipe | StepAction::Custom
+            )
     }
 
     /// The step is done: `verified` when its `expect` was checked and held.
@@ -1503,13 +1508,15 @@ impl ScriptAgent {
     fn describe_failure(&self, e: &StepError) -> String {
         let step = &self.script.steps[self.at];
         let what = step.description.clone().unwrap_or_else(|| {
+            let target = step
+                .custom
+                .as_ref()
+                .map(|c| &c.name)
+                .or(step.selector.as_ref());
             format!(
                 "{}{}",
                 step.action.name(),
-                step.selector
-                    .as_ref()
-                    .map(|s| format!(" {s}"))
-                    .unwrap_or_default()
+                target.map(|s| format!(" {s}")).unwrap_or_default()
             )
         });
         format!(

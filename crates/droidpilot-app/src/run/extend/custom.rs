@@ -21,7 +21,8 @@
 //! declared parameter, and the name must not be a built-in action's or one the runner
 //! registers itself. At run time the primitives run in order, each against a fresh read
 //! of the screen, through `exec::execute` (so through the runner's coordinate
-//! transform); the result lists them, secret parameters' values masked.
+//! transform); the result lists them, secret parameters' values masked, with the hash
+//! of the definition that ran (`definition`).
 
 use std::collections::BTreeMap;
 
@@ -59,6 +60,9 @@ pub struct CustomActionDef {
     pub params: Vec<ParamDef>,
     /// The steps as action JSON with `${param}` placeholders; each parses once filled.
     steps: Vec<Value>,
+    /// The definition's hash (`definition`): on each result, and kept by a script
+    /// recorded from a step that ran it.
+    pub hash: String,
 }
 
 #[derive(Deserialize)]
@@ -109,13 +113,28 @@ impl TryFrom<RawCustom> for CustomActionDef {
         for (i, step) in steps.iter().enumerate() {
             check_step(step, &params).map_err(|e| format!("{at}, steps[{i}]: {e}"))?;
         }
+        let hash = definition_hash(&name, &params, &steps);
         Ok(Self {
             name,
             description: raw.description,
             params,
             steps,
+            hash,
         })
     }
+}
+
+/// The first 16 hex digits of the SHA-256 of the definition's name, parameters and
+/// steps (JSON objects' keys sorted), so an edit to any of them changes it and a
+/// reload of the same text does not.
+fn definition_hash(name: &str, params: &[ParamDef], steps: &[Value]) -> String {
+    use sha2::Digest;
+    let params: Vec<Value> = params
+        .iter()
+        .map(|p| json!({"name": p.name, "secret": p.secret}))
+        .collect();
+    let doc = json!({"name": name, "params": params, "steps": steps});
+    hex::encode(sha2::Sha256::digest(doc.to_string().as_bytes()))[..16].to_string()
 }
 
 fn params(at: &str, raw: Vec<RawParam>) -> Result<Vec<ParamDef>, String> {
@@ -213,16 +232,11 @@ fn placeholders(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// `v` with each `${name}` replaced by its value.
+/// `v` with each `${name}` of `values` replaced by its value, in one pass (a value
+/// holding `${…}` is left as it is).
 fn fill(v: &Value, values: &BTreeMap<String, String>) -> Value {
     match v {
-        Value::String(s) if s.contains("${") => {
-            let mut s = s.clone();
-            for (k, val) in values {
-                s = s.replace(&format!("${{{k}}}"), val);
-            }
-            Value::String(s)
-        }
+        Value::String(s) if s.contains("${") => Value::String(fill_str(s, values)),
         Value::Array(a) => Value::Array(a.iter().map(|v| fill(v, values)).collect()),
         Value::Object(m) => Value::Object(
             m.iter()
@@ -231,6 +245,30 @@ fn fill(v: &Value, values: &BTreeMap<String, String>) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+fn fill_str(s: &str, values: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start + 2..];
+        match tail
+            .find('}')
+            .and_then(|end| Some((end, values.get(&tail[..end])?)))
+        {
+            Some((end, val)) => {
+                out.push_str(val);
+                rest = &tail[end + 1..];
+            }
+            None => {
+                out.push_str("${");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A call's arguments bound to the parameters.
@@ -274,6 +312,12 @@ impl CustomActionDef {
             values.insert(p.name.clone(), v);
         }
         Ok(Bound { values, secrets })
+    }
+
+    /// The primitives with `values` for the parameters (strings kept as written, so a
+    /// script's `${input}` stays a variable): what a Maestro export writes.
+    pub fn expand(&self, values: &BTreeMap<String, String>) -> Vec<Value> {
+        self.steps.iter().map(|s| fill(s, values)).collect()
     }
 
     /// `(user, password)` as the errors and the agents' tool describe it.
@@ -349,7 +393,7 @@ impl CustomActionDef {
             })?;
             done.push(json!({"action": shown, "detail": outcome.detail}));
         }
-        Ok(json!({"custom": self.name, "steps": done}))
+        Ok(json!({"custom": self.name, "definition": self.hash, "steps": done}))
     }
 }
 

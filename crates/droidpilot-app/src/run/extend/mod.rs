@@ -1,6 +1,7 @@
 //! Extension without Rust: the `[actions]` table. `[[actions.custom]]` are named
 //! sequences of primitive actions with parameters (`custom.rs`), `[[actions.hooks]]` are
-//! HTTP middleware called before and after each action (`hook.rs`).
+//! HTTP middleware called before and after each action (`hook.rs`). Scripts name custom
+//! actions too (`scripts.rs`: checked at submission, expanded for a Maestro export).
 //!
 //! The table is parsed once into typed form when the configuration loads (a bad step,
 //! an unknown placeholder, a name a built-in action holds: refused at start-up, naming
@@ -11,6 +12,7 @@
 
 pub mod custom;
 pub mod hook;
+pub mod scripts;
 
 use std::sync::{Arc, RwLock};
 

@@ -307,6 +307,13 @@ impl Runner {
     /// Stores a script the agent produced (a new one, or a healed version of the one it
     /// replayed) and says so on the task's stream.
     async fn save_script(&self, id: TaskId, p: ProducedScript) -> Result<(), StoreError> {
+        // A recording's custom steps meet the same check as a stored document: a secret
+        // parameter's value written out by the model is never stored.
+        let table = self.actions.current();
+        if let Err(e) = crate::run::extend::scripts::check(&p.script, &table.custom) {
+            tracing::warn!(task = %id, path = %e.path, code = e.code, "recorded script not saved");
+            return Ok(());
+        }
         let store = self.bus.store();
         let (rec, how) = match p.healed_from {
             Some((script_id, from_version)) => {
