@@ -1107,12 +1107,6 @@ async fn recording_problems(
 async fn a_recorded_task_on_an_adb_phone_stores_screenrecord_segments_covering_the_run() {
     use droidpilot::agent::replay::ReplayAgent;
     use droidpilot::domain::{Action, Key};
-
-/// An app's string resources over real adb, as on a phone: `pm path` names the APK, the
-/// sync service pulls it, its `resources.arsc` is read (English and German, whatever the
-/// phone shows), and a second read of the same version pulls nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_apps_string_resources_are_read_from_its_pulled_apk() {
     if !adb_available() {
         return;
     }
@@ -1233,7 +1227,19 @@ async fn a_cancelled_recorded_task_leaves_a_playable_recording() {
     let o = server.adb(&["-s", &serial, "shell", "pkill", "-INT", "screenrecord"]);
     assert!(!o.status.success(), "the cancel stopped screenrecord");
     core.shutdown(Duration::from_secs(5)).await;
+    adbd.shutdown();
+}
 
+/// An app's string resources over real adb, as on a phone: `pm path` names the APK, the
+/// sync service pulls it, its `resources.arsc` is read (English and German, whatever the
+/// phone shows), and a second read of the same version pulls nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apps_string_resources_are_read_from_its_pulled_apk() {
+    if !adb_available() {
+        return;
+    }
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
     let shop = "com.droidpilot.shop";
     // The real adb finds and pulls the APK like any phone's.
     let path = server.adb(&["-s", &serial, "shell", "pm", "path", shop]);

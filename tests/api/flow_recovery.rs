@@ -74,7 +74,7 @@ async fn a_renamed_element_is_recovered_by_the_model_and_recorded_on_the_step() 
             .contains("AI recovery: flow.yaml line 5"),
         "{done}"
     );
-    let all = steps(&app, &id).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
     let tap = all
         .iter()
         .find(|s| s["action"]["action"] == "tap")
