@@ -280,6 +280,7 @@ mod tests {
             tokens_in: 100,
             tokens_out: 20,
             tokens_cached: 64,
+            recording: Vec::new(),
             cost_usd: 0.5,
             cancel_requested: false,
             model_calls: 0,

@@ -426,6 +426,7 @@ mod tests {
             tokens_in: 0,
             tokens_out: 0,
             tokens_cached: 0,
+            recording: Vec::new(),
             cost_usd: 0.0,
             cancel_requested: false,
             model_calls: 0,
