@@ -241,7 +241,7 @@ async fn a_recorded_sim_task_serves_its_own_frames_a_frame_per_screen_change() {
     assert_eq!((info.width, info.height), (540, 1200));
     assert_eq!(
         u64::from(info.frames),
-        u64::from(u32_at(find(&find(&mp4, &STBL), &["stsz"]), 8))
+        u64::from(u32_at(find(find(&mp4, &STBL), &["stsz"]), 8))
     );
     // The launcher, Settings, the launcher again: the waits changed nothing on screen.
     assert!(

@@ -21,9 +21,12 @@ pub const MAX_ARSC_BYTES: u64 = 32 * 1024 * 1024;
 /// The pull's deadline (USB 2 moves ~150 MB in well under this).
 const PULL_DEADLINE: Duration = Duration::from_secs(60);
 
+/// An app's strings with the versionCode they were read at.
+type Versioned = (Option<String>, Arc<AppStrings>);
+
 /// Strings read per package, with the versionCode they were read at.
 #[derive(Debug, Default)]
-pub struct StringsCache(Mutex<HashMap<String, (Option<String>, Arc<AppStrings>)>>);
+pub struct StringsCache(Mutex<HashMap<String, Versioned>>);
 
 impl StringsCache {
     fn get(&self, package: &str, version: &Option<String>) -> Option<Arc<AppStrings>> {
