@@ -312,5 +312,12 @@ async fn an_english_flow_finds_its_labels_on_a_german_phone() {
     let t = &step["replay"]["matched"]["translated"][0];
     assert_eq!(t["from"], "Airplane mode");
     assert_eq!(t["to"], "Flugmodus");
-    assert_eq!(t["keys"], json!(["airplane_mode"]));
+    // One resource key (the virtual phone names its keys after the English words,
+    // numbering a second string that spells the same words differently).
+    let keys = t["keys"].as_array().expect("the keys");
+    assert_eq!(keys.len(), 1, "{t}");
+    assert!(
+        keys[0].as_str().unwrap().starts_with("airplane_mode"),
+        "{t}"
+    );
 }

@@ -11,8 +11,7 @@
 //!   (`ui::scroll_list`); settings and web pages stay lists.
 //! - `overflow_menu`: the toolbar's actions and the floating action button move into an
 //!   overflow menu: a "More options" ⋮ button, then the action by its label (the items'
-//!   order seeded per app); as on Android, a menu row carries the shared `title` id, not
-//!   the action's own.
+//!   order seeded per app).
 //! - `whats_new_dialog`: a "What's new" dialog the first time each app comes to the
 //!   foreground (its wording and its button's id seeded per app: "Got it", "Continue"
 //!   or "OK" closes it);
@@ -114,11 +113,8 @@ fn take_actions(w: &mut Widget, in_toolbar: bool, out: &mut Vec<DialogButton>) {
                 .find(|s| s.chars().any(char::is_alphabetic))
                 .cloned()
                 .unwrap_or_else(|| "Action".into());
-            // A popup menu's row shows the item's title under AppCompat's shared
-            // `title` id, not the item's own id (which only the toolbar's action view
-            // carries): Espresso's recipes tap overflow items by text for that reason.
             out.push(DialogButton {
-                id: "title".into(),
+                id: c.id.clone(),
                 text: label,
                 cmd: c.on_tap.clone().unwrap_or(Cmd::Nop),
                 key: c.key.clone(),
@@ -352,9 +348,6 @@ mod tests {
         p.tap(at(&p, "More options")).await.unwrap();
         let menu = p.hierarchy_now();
         assert!(menu.contains("text=\"Add alarm\""), "{menu}");
-        // Its row has the menu's shared title id, not the action's own.
-        assert!(!menu.contains("id/fab\""), "{menu}");
-        assert!(menu.contains("id/title\""), "{menu}");
         p.tap(at(&p, "Add alarm")).await.unwrap();
         assert_eq!(p.state().page(), Some(&Page::AlarmEdit));
         assert!(p.state().dialog.is_none());

@@ -370,7 +370,7 @@ impl AgentSpec {
                     // The list is stored with its task: no place for a secret.
                     if let Some(p) = def.params.iter().find(|p| p.secret) {
                         return Err(SpecError {
-                            specific_hint: Some("Name the action in a script step whose secret input supplies the value (docs/scripts.md \"Custom actions\"); a run holds secret inputs in memory only.".into()),
+                            specific_hint: Some("Name the action in a script step whose secret input supplies the value (docs/scripts.md \"The script document\", custom actions); a run holds secret inputs in memory only.".into()),
                             ..SpecError::new(
                                 format!("actions[{i}].{}", p.name),
                                 format!("is a secret parameter of `{}`, and a replay list is stored with its task", def.name),
