@@ -1103,6 +1103,42 @@ async fn recording_problems(
     found.next().expect("a task.recording event")
 }
 
+/// A virtual phone behind the simulated adbd and the real adb server, a core recording in
+/// segments of `segment_secs`, a `record_video` task claimed for the phone, and the phone
+/// as an ADB device.
+struct RecordingSetup {
+    server: AdbServer,
+    sim: Arc<SimDevice>,
+    adbd: Adbd,
+    serial: String,
+    dir: tempfile::TempDir,
+    core: droidpilot::core::Core,
+    task: droidpilot::domain::Task,
+    dev: Arc<dyn Device>,
+}
+
+async fn recording_setup(segment_secs: u64) -> RecordingSetup {
+    let server = AdbServer::start();
+    let (sim, adbd, serial) = connected_sim(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let core = recording_core(dir.path(), segment_secs).await;
+    let task = recorded_task(&core, &serial).await;
+    let dev: Arc<dyn Device> = Arc::new(AdbDevice::new(
+        serial.clone(),
+        AdbOptions::local(server.port),
+    ));
+    RecordingSetup {
+        server,
+        sim,
+        adbd,
+        serial,
+        dir,
+        core,
+        task,
+        dev,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_task_on_an_adb_phone_stores_screenrecord_segments_covering_the_run() {
     use droidpilot::agent::replay::ReplayAgent;
@@ -1110,16 +1146,17 @@ async fn a_recorded_task_on_an_adb_phone_stores_screenrecord_segments_covering_t
     if !adb_available() {
         return;
     }
-    let server = AdbServer::start();
-    let (sim, adbd, serial) = connected_sim(&server).await;
-    let dir = tempfile::tempdir().unwrap();
     // One-second segments: the run below crosses at least two boundaries.
-    let core = recording_core(dir.path(), 1).await;
-    let task = recorded_task(&core, &serial).await;
-    let dev: Arc<dyn Device> = Arc::new(AdbDevice::new(
-        serial.clone(),
-        AdbOptions::local(server.port),
-    ));
+    let RecordingSetup {
+        server,
+        sim,
+        adbd,
+        serial,
+        dir,
+        core,
+        task,
+        dev,
+    } = recording_setup(1).await;
     let agent = ReplayAgent::new(vec![
         Action::LaunchApp {
             app: AppRef::Label("Settings".into()),
@@ -1184,15 +1221,16 @@ async fn a_cancelled_recorded_task_leaves_a_playable_recording() {
     if !adb_available() {
         return;
     }
-    let server = AdbServer::start();
-    let (sim, adbd, serial) = connected_sim(&server).await;
-    let dir = tempfile::tempdir().unwrap();
-    let core = recording_core(dir.path(), 180).await;
-    let task = recorded_task(&core, &serial).await;
-    let dev: Arc<dyn Device> = Arc::new(AdbDevice::new(
-        serial.clone(),
-        AdbOptions::local(server.port),
-    ));
+    let RecordingSetup {
+        server,
+        sim,
+        adbd,
+        serial,
+        dir: _dir,
+        core,
+        task,
+        dev,
+    } = recording_setup(180).await;
     let agent = ReplayAgent::new(vec![
         Action::LaunchApp {
             app: AppRef::Label("Settings".into()),
