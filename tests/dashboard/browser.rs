@@ -77,44 +77,75 @@ pub(crate) fn browser() -> Option<Browser> {
 async fn a_person_uses_the_dashboard_in_chromium() {
     let Some(b) = browser() else { return };
     let app = spawn().await;
+    let healed = seed_healed_script(&app).await;
+    run_scenarios(
+        &b,
+        &app.url("/"),
+        "scenarios.cjs",
+        &[("DROIDPILOT_HEALED_SCRIPT", &healed)],
+        std::time::Duration::from_secs(240),
+        "the browser scenarios",
+        11,
+    )
+    .await;
+    println!(
+        "dashboard screenshots: {}",
+        target_dir().join("dashboard-screens").display()
+    );
+    app.stop().await;
+}
+
+/// Runs a scenario file of this folder in Node against the dashboard at `url`, with the
+/// test token, the screenshot folder, a fresh browser profile and `env`, within `limit`;
+/// asserts that it exited 0 and reported `ok 1` … `ok <scenarios>` (`what` names them in
+/// a failure), and returns its output.
+pub(crate) async fn run_scenarios(
+    b: &Browser,
+    url: &str,
+    file: &str,
+    env: &[(&str, &str)],
+    limit: std::time::Duration,
+    what: &str,
+    scenarios: usize,
+) -> String {
     let screens = target_dir().join("dashboard-screens");
     std::fs::create_dir_all(&screens).expect("screens dir");
     let profile = tempfile::tempdir().expect("a fresh browser profile");
-    let healed = seed_healed_script(&app).await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard/scenarios.cjs");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/dashboard")
+        .join(file);
     let run = tokio::process::Command::new(&b.node)
         .arg(&script)
-        .env("DROIDPILOT_URL", app.url("/"))
+        .env("DROIDPILOT_URL", url)
         .env("DROIDPILOT_TOKEN", TOKEN)
         .env("DROIDPILOT_CHROMIUM", &b.chromium)
         .env("DROIDPILOT_PLAYWRIGHT_CORE", &b.playwright)
         .env("DROIDPILOT_SCREENS", &screens)
         .env("DROIDPILOT_PROFILE", profile.path())
-        .env("DROIDPILOT_HEALED_SCRIPT", &healed)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(240), run)
+    let out = tokio::time::timeout(limit, run)
         .await
-        .expect("the browser scenarios finish within 4 minutes")
+        .unwrap_or_else(|_| panic!("{what} did not finish within {} s", limit.as_secs()))
         .expect("node runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
     eprintln!("{stderr}");
-    println!("dashboard screenshots: {}", screens.display());
     assert!(
         out.status.success(),
-        "the browser scenarios failed ({}):\n{stdout}\n{stderr}",
+        "{what} failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    for n in 1..=11 {
+    for n in 1..=scenarios {
         assert!(
             stdout.contains(&format!("ok {n} ")),
             "scenario {n} did not report ok:\n{stdout}"
         );
     }
-    app.stop().await;
+    stdout
 }
 
 /// A script whose version 2 was healed by a replay (a changed selector), stored as the

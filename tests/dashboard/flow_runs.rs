@@ -3,11 +3,8 @@
 //! workspace of one passing and one failing Maestro flow, and watches it in
 //! `#/flow-runs` and `#/flow-runs/<id>`. Screenshots go to `target/dashboard-screens/`.
 
-use std::path::Path;
-use std::process::Stdio;
-
 use crate::TOKEN;
-use crate::browser::{browser, target_dir};
+use crate::browser::{browser, run_scenarios};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_follows_a_suite_run_in_chromium() {
@@ -18,39 +15,15 @@ async fn a_person_follows_a_suite_run_in_chromium() {
         &[("DROIDPILOT_SERVER__TOKENS", TOKEN)],
     )
     .await;
-    let screens = target_dir().join("dashboard-screens");
-    std::fs::create_dir_all(&screens).expect("screens dir");
-    let profile = tempfile::tempdir().expect("a fresh browser profile");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard/flow_runs.cjs");
-    let run = tokio::process::Command::new(&b.node)
-        .arg(&script)
-        .env("DROIDPILOT_URL", app.url("/"))
-        .env("DROIDPILOT_TOKEN", TOKEN)
-        .env("DROIDPILOT_CHROMIUM", &b.chromium)
-        .env("DROIDPILOT_PLAYWRIGHT_CORE", &b.playwright)
-        .env("DROIDPILOT_SCREENS", &screens)
-        .env("DROIDPILOT_PROFILE", profile.path())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(240), run)
-        .await
-        .expect("the suite-run scenarios finish within 4 minutes")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    assert!(
-        out.status.success(),
-        "the suite-run scenarios failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    for n in 1..=4 {
-        assert!(
-            stdout.contains(&format!("ok {n} ")),
-            "scenario {n} did not report ok:\n{stdout}"
-        );
-    }
+    run_scenarios(
+        &b,
+        &app.url("/"),
+        "flow_runs.cjs",
+        &[],
+        std::time::Duration::from_secs(240),
+        "the suite-run scenarios",
+        4,
+    )
+    .await;
     app.stop().await;
 }
