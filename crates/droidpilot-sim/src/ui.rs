@@ -859,6 +859,10 @@ fn lock_screen(st: &PhoneState, cx: &Ctx) -> Window {
     Window::new(SYSTEMUI, root)
 }
 
+/// The height of a field's caret line with its padding, in design pixels: the part of a
+/// focused field a page scrolls into view (a one-line field is about this tall).
+const CARET_LINE: i32 = 150;
+
 /// In landscape, on tablets (a shorter side over 1080 px) and in a split-screen window, a page taller than the app's area (a form, the alarm editor, a product
 /// page) scrolls as one, as a ScrollView does, and a focused field is scrolled above the
 /// keyboard (adjustResize) until the user scrolls it. Pages with a list already scroll; bars anchored to the
@@ -890,13 +894,16 @@ fn scroll_page(root: &mut Widget, cx: &Ctx, st: &PhoneState, app: AppId) {
         app.package(),
         st.stacks.get(&app).map_or(0, Vec::len)
     );
-    // Until the user scrolls the page, the focused field's end (or, if it is taller than
-    // the area, its start) is brought into view.
+    // Until the user scrolls the page, the focused field's caret is brought into view, as
+    // ScrollView does with a TextView's focused rect (the caret's line, not the whole
+    // field): a one-line field whole, a tall multi-line field its first line, so a note's
+    // title above a focused body stays on screen when the line fits.
     let focused = all
         .iter()
         .find(|w| w.flags.contains(Flags::FOCUSED))
         .map_or(0, |w| {
-            (w.frame.bottom + cx.d(40) - bottom).min(w.frame.top - top)
+            let caret = w.frame.bottom.min(w.frame.top + cx.d(CARET_LINE));
+            (caret + cx.d(40) - bottom).min(w.frame.top - top)
         });
     let off = st
         .scroll
@@ -1045,6 +1052,7 @@ pub fn build(st: &PhoneState, cx: &Ctx) -> Screen {
 
 #[cfg(test)]
 mod tests {
+    use crate::widget::Flags;
     use crate::{AppId, Cmd, SimConfig, SimDevice};
 
     #[test]
@@ -1066,6 +1074,43 @@ mod tests {
         let bar = screen.windows.last().unwrap();
         assert_eq!(bar.root.id, handle);
         assert!(!bar.touchable, "touches pass through to the app");
+    }
+
+    /// A new note on a short phone (720×1280 at 320 dpi, 640 dp tall): the body has the
+    /// focus and the keyboard is up. As ScrollView does with a TextView's focused rect
+    /// (its caret line), the page scrolls only as far as the body's first line needs,
+    /// so the title above it stays on screen; scrolling the whole tall body into view
+    /// would push the title off the top.
+    #[test]
+    fn a_focused_tall_field_keeps_the_field_above_it_on_a_short_phone() {
+        let p = SimDevice::new(SimConfig {
+            width: 720,
+            height: 1280,
+            density: 320,
+            density_layout: true,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        p.apply(Cmd::Launch { app: AppId::Notes });
+        p.apply(Cmd::NoteNew);
+        let screen = p.screen();
+        let all = screen.all();
+        let body = all
+            .iter()
+            .find(|w| w.id.ends_with("edit_note_text"))
+            .unwrap();
+        assert!(
+            body.flags.contains(Flags::FOCUSED),
+            "the body has the focus"
+        );
+        assert!(
+            all.iter().any(|w| w.id.ends_with("editable_title")),
+            "the title is on screen"
+        );
+        assert!(
+            p.hierarchy_now().contains("editable_title"),
+            "and in the dump"
+        );
     }
 
     fn rows(p: &SimDevice) -> Vec<(String, i32)> {
