@@ -3,7 +3,9 @@
 //! locale being the `values/` folder's. Replay uses them to find a label a script names in
 //! one language on a phone that shows another: the recorded text is a value of some keys,
 //! and those keys' values in the phone's locale are what the screen shows
-//! (`AppStrings::translate`). Only exact values of resources count, never a guess.
+//! (`AppStrings::translate`). Only exact values of resources count, never a guess; a
+//! value with placeholders counts with its arguments filled in (`format`: "Cart, 2 items"
+//! is `Cart, %1$d items` with 2).
 //!
 //! The reader is written here rather than taken from the `arsc` crate (which the virtual
 //! phone uses to write its APKs): the bytes come from a phone, and that crate panics on
@@ -17,6 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+mod format;
+use format::Format;
 
 /// The locale key of the default values (`res/values/`).
 pub const DEFAULT_LOCALE: &str = "";
@@ -75,6 +80,9 @@ impl AppStrings {
                 }
             }
         }
+        if keys.is_empty() {
+            return self.translate_formatted(text, locale, ignore_case);
+        }
         let values: BTreeSet<&str> = keys
             .iter()
             .filter_map(|k| self.value_in(k, locale))
@@ -89,6 +97,48 @@ impl AppStrings {
             keys: keys.into_iter().collect(),
             from_locale: from?,
             value: value.to_string(),
+        })
+    }
+
+    /// `translate` for a label built from a format string (`Cart, %1$d items`): `text` is
+    /// some resource's value with its arguments filled in (`format::Format::read`), and
+    /// that key's value in `locale` filled with the same arguments is what the phone
+    /// shows. Every reading must give one and the same text.
+    fn translate_formatted(
+        &self,
+        text: &str,
+        locale: &str,
+        ignore_case: bool,
+    ) -> Option<Translation> {
+        let mut keys = BTreeSet::new();
+        let mut values = BTreeSet::new();
+        let mut from = None;
+        for (loc, map) in &self.locales {
+            for (k, v) in map {
+                let Some(args) = Format::parse(v).and_then(|f| f.read(text, ignore_case)) else {
+                    continue;
+                };
+                let there = self.value_in(k, locale).and_then(Format::parse);
+                let Some(filled) = there.and_then(|f| f.fill(&args)) else {
+                    continue;
+                };
+                values.insert(filled);
+                keys.insert(k.clone());
+                from.get_or_insert_with(|| loc.clone());
+            }
+        }
+        if values.len() != 1 {
+            return None;
+        }
+        let value = values.into_iter().next()?;
+        let unchanged = match ignore_case {
+            true => value.to_lowercase() == text.to_lowercase(),
+            false => value == text,
+        };
+        (!unchanged).then(|| Translation {
+            keys: keys.into_iter().collect(),
+            from_locale: from.unwrap_or_default(),
+            value,
         })
     }
 
@@ -420,6 +470,35 @@ mod tests {
         let back = s.translate("In den Warenkorb", "en-US", false).unwrap();
         assert_eq!(back.value, "Add to cart");
         assert_eq!(s.translate("OK", "de-DE", false), None);
+    }
+
+    #[test]
+    fn a_label_built_from_a_format_string_translates_with_its_arguments() {
+        let s = strings(&[
+            ("", "cart_items", "Cart, %1$d items"),
+            ("de", "cart_items", "Warenkorb, %1$d Artikel"),
+            ("", "send_to", "Send to %s"),
+            ("de", "send_to", "An %s senden"),
+        ]);
+        let t = s.translate("Cart, 2 items", "de-DE", false).unwrap();
+        assert_eq!(t.keys, ["cart_items"]);
+        assert_eq!(t.value, "Warenkorb, 2 Artikel");
+        let t = s.translate("Send to Ada Byron", "de", false).unwrap();
+        assert_eq!(t.value, "An Ada Byron senden");
+        assert_eq!(
+            s.translate("Cart, 2 items", "en-US", false),
+            None,
+            "same text"
+        );
+        assert_eq!(s.translate("Basket, 2 items", "de-DE", false), None);
+        // Two formats that read the text differently in German: no guess.
+        let both = strings(&[
+            ("", "a", "Cart, %1$d items"),
+            ("de", "a", "Warenkorb, %1$d Artikel"),
+            ("", "b", "Cart, %1$s items"),
+            ("de", "b", "Korb, %1$s Stück"),
+        ]);
+        assert_eq!(both.translate("Cart, 2 items", "de-DE", false), None);
     }
 
     #[test]

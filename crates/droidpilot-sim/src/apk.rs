@@ -18,7 +18,7 @@ use arsc::{
     Value,
 };
 
-use crate::locale::GERMAN;
+use crate::locale::{GERMAN, GERMAN_AROUND};
 use crate::state::AppId;
 
 /// The source of an app's screens, where its own strings are spelled.
@@ -38,24 +38,42 @@ fn spells(app: AppId, en: &str) -> bool {
     source(app).contains(&format!("\"{en}\""))
 }
 
-/// The English and German strings `app` ships, one pair per key.
-pub fn strings(app: AppId) -> Vec<(String, &'static str, &'static str)> {
+/// Whether `app`'s source builds a label around an argument with this English prefix
+/// and suffix (`format!("Cart, {n} items")`).
+fn formats(app: AppId, pre: &str, suf: &str) -> bool {
+    let src = source(app);
+    match pre.is_empty() {
+        false => src.contains(&format!("\"{pre}{{")),
+        true => src.contains(&format!("}}{suf}\"")),
+    }
+}
+
+/// The English and German strings `app` ships, one pair per key: the phone's exact
+/// translations, and its labels built around an argument as Android format strings
+/// (`Cart, %1$s items` / `Warenkorb, %1$s Artikel`), as an app declares them for
+/// `getString(id, args…)`.
+pub fn strings(app: AppId) -> Vec<(String, String, String)> {
     let apps = <AppId as strum::VariantArray>::VARIANTS;
-    let mut keys: BTreeMap<String, u32> = BTreeMap::new();
-    let mut out = Vec::new();
-    for (en, de) in GERMAN {
+    let exact = GERMAN.iter().map(|(en, de)| {
         let own = spells(app, en);
         let shared = !apps.iter().any(|a| spells(*a, en));
-        if !(own || shared) {
-            continue;
-        }
-        let mut key = key_of(en);
+        (own || shared).then(|| (en.to_string(), de.to_string()))
+    });
+    let around = GERMAN_AROUND.iter().map(|(pre, suf, dpre, dsuf)| {
+        let own = formats(app, pre, suf);
+        let shared = !apps.iter().any(|a| formats(*a, pre, suf));
+        (own || shared).then(|| (format!("{pre}%1$s{suf}"), format!("{dpre}%1$s{dsuf}")))
+    });
+    let mut keys: BTreeMap<String, u32> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (en, de) in exact.chain(around).flatten() {
+        let mut key = key_of(&en.replace("%1$s", ""));
         let n = keys.entry(key.clone()).or_default();
         *n += 1;
         if *n > 1 {
             key = format!("{key}_{n}");
         }
-        out.push((key, *en, *de));
+        out.push((key, en, de));
     }
     out
 }
@@ -126,8 +144,8 @@ pub fn resources_arsc(app: AppId) -> Vec<u8> {
     let n = rows.len();
     let values = rows
         .iter()
-        .map(|r| r.1.to_string())
-        .chain(rows.iter().map(|r| r.2.to_string()))
+        .map(|r| r.1.clone())
+        .chain(rows.iter().map(|r| r.2.clone()))
         .collect();
     let table = Arsc {
         global_string_pool: pool(values),
@@ -191,5 +209,14 @@ mod tests {
         assert_eq!(t.value, "In den Warenkorb");
         let clock = AppStrings::from_arsc("c", &resources_arsc(AppId::Clock)).unwrap();
         assert!(clock.locales[""].values().any(|v| v == "Add alarm"));
+        // A label built around a number ships as a format string.
+        assert_eq!(en["cart_items"], "Cart, %1$s items");
+        assert_eq!(de["cart_items"], "Warenkorb, %1$s Artikel");
+        let t = s.translate("Cart, 1 items", "de-DE", false).unwrap();
+        assert_eq!(t.value, "Warenkorb, 1 Artikel");
+        assert!(
+            !clock.locales[""].contains_key("cart_items"),
+            "the shop's own"
+        );
     }
 }

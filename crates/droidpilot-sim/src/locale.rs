@@ -278,7 +278,7 @@ pub const GERMAN: &[(&str, &str)] = &[
 
 /// Strings with a number or a name in them: English prefix and suffix → German, the
 /// middle kept (`Send to Alice` → `An Alice senden`).
-const GERMAN_AROUND: &[(&str, &str, &str, &str)] = &[
+pub const GERMAN_AROUND: &[(&str, &str, &str, &str)] = &[
     ("Cart, ", " items", "Warenkorb, ", " Artikel"),
     ("Order #", " confirmed", "Bestellung #", " bestätigt"),
     ("Order total ", "", "Gesamtbetrag ", ""),
