@@ -151,3 +151,147 @@ async fn an_english_handwritten_script_completes_on_a_german_phone() {
     assert_eq!(t["keys"], json!(["add_to_cart"]));
     assert_eq!(t["locale"], "de-DE");
 }
+
+/// Runs the hand-written script for `task` inline on a phone in its start state with
+/// `cfg`'s update applied; returns the finished task, its steps and the phone.
+async fn run_updated(
+    task: &str,
+    cfg: droidpilot::device::sim::SimConfig,
+) -> (
+    Value,
+    Vec<Value>,
+    std::sync::Arc<droidpilot::device::sim::SimDevice>,
+) {
+    use droidpilot::device::sim::SimDevice;
+    let app = bare_app(&[]).await;
+    let phone = std::sync::Arc::new(SimDevice::new(cfg).unwrap());
+    phone.reset_to(&sim_task(task).unwrap());
+    app.pool.add_device(phone.clone(), "sim").await.unwrap();
+    let path = folder().join(format!("{task}.json"));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let serial = phone.config().serial.clone();
+    let id = submit(
+        &app,
+        json!({"instruction": task, "device_id": serial, "max_steps": 60,
+               "agent": {"kind": "script", "script": doc}}),
+    )
+    .await;
+    let done = wait_done(&app, &id).await;
+    let steps: Vec<Value> = app
+        .get(&format!("/v1/tasks/{id}/steps"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    (done, steps, phone)
+}
+
+fn updated_phone() -> droidpilot::device::sim::SimConfig {
+    droidpilot::device::sim::SimConfig {
+        serial: "upd-1".into(),
+        width: 540,
+        height: 1200,
+        ..Default::default()
+    }
+}
+
+fn renamed(strings: &[(&str, &str)]) -> droidpilot::device::sim::RenameMap {
+    droidpilot::device::sim::RenameMap {
+        strings: strings
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The shop asks for the notification permission, and once the script's optional step
+/// denies it, a "what's new" notice (one "Got it" button) comes up over the catalogue.
+/// The deny step verifies nothing, so the notice might be its doing and is not dismissed
+/// as an interruption; but it has nothing to decide and the next step's product is
+/// behind it: it is closed with Back and the flow goes on.
+#[tokio::test]
+async fn a_notice_after_the_permission_prompt_is_closed_and_the_flow_goes_on() {
+    use droidpilot::device::sim::SimFaults;
+    let task = "shop.cart_earbuds";
+    let mut cfg = updated_phone();
+    cfg.faults = SimFaults {
+        whats_new_dialog: true,
+        ..SimFaults::default()
+    };
+    let (done, steps, phone) = run_updated(task, cfg).await;
+    assert_eq!(done["status"], "succeeded", "{}", done["reason"]);
+    assert!(sim_task(task).unwrap().check(&phone.state()));
+    assert_eq!(done["model_calls"], 0);
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["replay"]["role"] == "dismiss" && s["action"]["key"] == "back"),
+        "closed with Back"
+    );
+}
+
+/// An update recased a search result's title ("Rust Programming Language" → "Rust
+/// programming language"): the step's `wait_condition` finds it as the step's target is
+/// found, through the element matcher, instead of waiting for the old casing in vain.
+#[tokio::test]
+async fn a_wait_condition_finds_its_recased_label() {
+    let task = "browser.rust_official";
+    let mut cfg = updated_phone();
+    cfg.renames = renamed(&[("Rust Programming Language", "Rust programming language")]);
+    let (done, _, phone) = run_updated(task, cfg).await;
+    assert_eq!(done["status"], "succeeded", "{}", done["reason"]);
+    assert!(sim_task(task).unwrap().check(&phone.state()));
+}
+
+/// An update recased the alarm's time ("6:00 AM" → "6:00 am") and now asks before a
+/// delete. The step's `gone: [":text(\"6:00 AM\")"]` names nothing as written before the
+/// tap either, so it cannot say the alarm went; the matcher still finds the alarm behind
+/// the confirmation, the confirmation naming the step's own action is confirmed by rule,
+/// and only then is the alarm gone. (Taking the vacuous `gone` as the effect left the
+/// confirmation open and the alarm there.)
+#[tokio::test]
+async fn a_gone_expect_whose_label_was_recased_waits_for_the_element_to_go() {
+    use droidpilot::device::sim::SimFaults;
+    let task = "clock.delete_0600";
+    let mut cfg = updated_phone();
+    cfg.renames = renamed(&[("6:00 AM", "6:00 am")]);
+    cfg.faults = SimFaults {
+        confirm_destructive: true,
+        ..SimFaults::default()
+    };
+    let (done, _, phone) = run_updated(task, cfg).await;
+    assert_eq!(done["status"], "succeeded", "{}", done["reason"]);
+    assert!(sim_task(task).unwrap().check(&phone.state()));
+    assert!(phone.state().dialog.is_none(), "nothing left open");
+}
+
+/// A phone of the farm (Huawei Mate 9, 1080×1920 at 480 dpi) at the largest font: the list
+/// needs several scrolls, and the shop's promo comes up during them. The permission step
+/// before verified nothing, so a pop-up right after it might be its doing; this one came
+/// while the scroll step was scrolling and was not on its first screen, so it is an
+/// interruption, closed by rule, and the scroll goes on to the cheapest cable.
+#[tokio::test]
+async fn a_promo_that_comes_up_while_a_step_scrolls_is_closed_as_an_interruption() {
+    let task = "shop.cheapest_usb_c";
+    let mut cfg = updated_phone();
+    (cfg.width, cfg.height, cfg.density) = (1080, 1920, 480);
+    cfg.density_layout = true;
+    cfg.seed = 7;
+    cfg.font_scale = 1.3;
+    let (done, steps, phone) = run_updated(task, cfg).await;
+    assert_eq!(done["status"], "succeeded", "{}", done["reason"]);
+    assert!(sim_task(task).unwrap().check(&phone.state()));
+    let scrolled_then_closed = steps
+        .iter()
+        .skip_while(|s| s["action"]["action"] != "scroll")
+        .any(|s| s["replay"]["role"] == "dismiss");
+    let ran: Vec<String> = steps
+        .iter()
+        .map(|s| format!("{} {}", s["replay"]["role"], s["action"]))
+        .collect();
+    assert!(
+        scrolled_then_closed,
+        "the promo came during the scrolls: {ran:#?}"
+    );
+}

@@ -145,6 +145,26 @@ pub struct Recorded<'a> {
     pub elsewhere: &'a [String],
 }
 
+/// Whether an element with id `have` is another step's target: its id is one the script
+/// names for another step (`elsewhere`), as written or renamed (more alike to that id,
+/// and more than half kept, than to any of this step's `own` ids: `addToCart` is the
+/// `add_to_cart` another step taps, not a look-alike of this step's `action_cart`).
+fn claimed_elsewhere(have: &str, own: &[String], elsewhere: &[String]) -> bool {
+    if have.is_empty() || elsewhere.is_empty() {
+        return false;
+    }
+    if elsewhere.iter().any(|e| e == have) {
+        return true;
+    }
+    let best = |ids: &[String]| {
+        ids.iter()
+            .map(|id| super::similar::ids(id, have).min(super::similar::id_kept(id, have)))
+            .fold(0.0, f32::max)
+    };
+    let theirs = best(elsewhere);
+    theirs > 0.5 && theirs > best(own)
+}
+
 /// The ids (short form) the selectors name as their target: `#id`, and the target of
 /// `anchor >> #id` (an anchor is a neighbour, not the element).
 pub fn named_ids(selectors: &[String]) -> Vec<String> {
@@ -276,12 +296,7 @@ pub fn menu_item(screen: &Screen, recorded: &Recorded<'_>, before: usize) -> Opt
     let mut all: Vec<(usize, f32)> = (0..tree.nodes.len())
         .filter(|&n| menus.contains(&root_of(tree, n)) && tree.nodes[n].is_actionable())
         .filter(|&n| visible_chain(tree, n, &screen.elements.screen))
-        .filter(|&n| {
-            !recorded
-                .elsewhere
-                .iter()
-                .any(|e| e == tree.nodes[n].short_id())
-        })
+        .filter(|&n| !claimed_elsewhere(tree.nodes[n].short_id(), &ids, recorded.elsewhere))
         .map(|n| {
             let title = title(tree, n);
             let kept = ids.iter().map(|id| super::similar::id_kept(id, &title));
@@ -464,10 +479,8 @@ fn matched(screen: &Screen, selectors: &[String], recorded: &Recorded<'_>) -> Op
                 || !node.text.is_empty()
                 || !node.content_desc.is_empty())
     };
-    let another = |n: usize| {
-        let id = tree.nodes[n].short_id();
-        !id.is_empty() && recorded.elsewhere.iter().any(|e| e == id)
-    };
+    let own = named_ids(recorded.selectors);
+    let another = |n: usize| claimed_elsewhere(tree.nodes[n].short_id(), &own, recorded.elsewhere);
     let all: Vec<usize> = (0..tree.nodes.len())
         .filter(|&n| on(n) && !another(n))
         .collect();
@@ -522,6 +535,31 @@ fn resembles(screen: &Screen, sel: &str) -> bool {
         })
         .collect();
     score::present(tree, &all, &profile)
+}
+
+/// Whether the element matcher still finds what `sel` names, behind a dialog or not: an
+/// element on which every identifying attribute the selector names agrees
+/// (`score::lingers`), never a mere look-alike. For a `gone` expect: an update that recased "6:00 AM"
+/// to "6:00 am" has not removed the alarm, while after a row is deleted the rows left
+/// only resemble it (the same button id in another alarm's row is not its button).
+pub fn lingers(screen: &Screen, sel: &str) -> bool {
+    let Ok(parsed) = Selector::parse(sel) else {
+        return false;
+    };
+    let profile = Profile::new(&[parsed], &[], None);
+    let tree = &screen.tree;
+    let all: Vec<usize> = (0..tree.nodes.len())
+        .filter(|&n| {
+            let node = &tree.nodes[n];
+            visible_chain(tree, n, &screen.elements.screen)
+                && !is_keyboard(&tree.nodes[root_of(tree, n)].package)
+                && (node.is_actionable()
+                    || !node.resource_id.is_empty()
+                    || !node.text.is_empty()
+                    || !node.content_desc.is_empty())
+        })
+        .collect();
+    score::lingers(tree, &all, &profile)
 }
 
 /// Whether a node `sel` names is still on screen, behind a dialog or not (for a `gone`
@@ -1108,8 +1146,11 @@ mod tests {
     /// A product page: the toolbar's cart moved into the overflow menu (only its
     /// "More options" button is left there) and the page's own "Add to cart" button.
     fn product_page() -> Screen {
-        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="shop" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="shop:id/overflow_menu" class="android.widget.ImageButton" package="shop" content-desc="More options" clickable="true" enabled="true" bounds="[960,60][1080,180]"/><node index="1" text="Add to cart" resource-id="shop:id/add_to_cart" class="android.widget.Button" package="shop" content-desc="" clickable="true" enabled="true" bounds="[60,2000][1020,2160]"/></node></hierarchy>"#;
-        Screen::from_xml(xml, &ReprOptions::default()).unwrap()
+        Screen::from_xml(product_page_xml(), &ReprOptions::default()).unwrap()
+    }
+
+    fn product_page_xml() -> &'static str {
+        r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="shop" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="shop:id/overflow_menu" class="android.widget.ImageButton" package="shop" content-desc="More options" clickable="true" enabled="true" bounds="[960,60][1080,180]"/><node index="1" text="Add to cart" resource-id="shop:id/add_to_cart" class="android.widget.Button" package="shop" content-desc="" clickable="true" enabled="true" bounds="[60,2000][1020,2160]"/></node></hierarchy>"#
     }
 
     #[test]
@@ -1130,6 +1171,67 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(fuzzy(&product_page(), &sels, &told_apart), None);
+    }
+
+    /// An update renamed the page's `add_to_cart` to `addToCart`: still the element the
+    /// script taps at another step, never this step's look-alike.
+    #[test]
+    fn a_renamed_id_the_script_names_for_another_step_is_another_element() {
+        let xml = product_page_xml().replace("shop:id/add_to_cart", "shop:id/addToCart");
+        let page = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
+        let sels = ["#action_cart".to_string()];
+        let elsewhere = ["add_to_cart".to_string()];
+        let told_apart = Recorded {
+            selectors: &sels,
+            elsewhere: &elsewhere,
+            ..Default::default()
+        };
+        assert_eq!(fuzzy(&page, &sels, &told_apart), None);
+        // This step's own renamed id is still its own.
+        let own = ["#add_to_cart".to_string()];
+        let other = ["action_cart".to_string()];
+        let mine = Recorded {
+            selectors: &own,
+            elsewhere: &other,
+            ..Default::default()
+        };
+        assert!(fuzzy(&page, &own, &mine).is_some());
+    }
+
+    /// Alarm rows whose times an update recased ("6:00 AM" → "6:00 am"), each with its
+    /// delete button and a switch described by its time.
+    fn alarms(times: &[&str]) -> Screen {
+        let rows: String = times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let top = 300 + 200 * i;
+                format!(
+                    r#"<node index="{i}" text="" resource-id="clock:id/alarm_row" class="android.widget.LinearLayout" package="clock" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{t}" resource-id="clock:id/digital_clock" class="android.widget.TextView" package="clock" content-desc="" bounds="[40,{top}][600,{b}]"/><node index="1" text="" resource-id="clock:id/removeAlarm" class="android.widget.ImageButton" package="clock" content-desc="Delete alarm" clickable="true" enabled="true" bounds="[700,{top}][840,{b}]"/><node index="2" text="OFF" resource-id="clock:id/onoff" class="android.widget.Switch" package="clock" content-desc="{t}" clickable="true" enabled="true" bounds="[900,{top}][1040,{b}]"/></node>"#,
+                    b = top + 200
+                )
+            })
+            .collect();
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="clock" content-desc="" bounds="[0,0][1080,2400]">{rows}</node></hierarchy>"#
+        );
+        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn a_recased_label_lingers_until_its_element_goes() {
+        let both = alarms(&["6:00 am", "8:15 am"]);
+        assert!(!present(&both, ":text(\"6:00 AM\")"), "not as written");
+        assert!(lingers(&both, ":text(\"6:00 AM\")"), "but still there");
+        let one = alarms(&["8:15 am"]);
+        assert!(
+            !lingers(&one, ":text(\"6:00 AM\")"),
+            "another time is not it"
+        );
+        // A row's shared id is no witness that the row named by its label is there.
+        let anchored = ":text(\"6:00 AM\") >> #remove_alarm";
+        assert!(lingers(&both, anchored));
+        assert!(!lingers(&one, anchored), "8:15's button is not 6:00's");
     }
 
     #[test]

@@ -130,6 +130,8 @@ struct Tries {
     /// AI in the middle acted for this step (an action, or the element the step's action
     /// ran on): only an `expect` that did not hold before can then say the step worked.
     model_acted: bool,
+    /// The dialog on the first screen the step saw (`None` inside: no dialog).
+    dialog_at_start: Option<Option<String>>,
 }
 
 /// The overflow menu, for a step whose target is not on screen (`overflow.rs`).
@@ -249,6 +251,21 @@ impl ScriptAgent {
                 step.action,
                 StepAction::Key | StepAction::Swipe | StepAction::Custom
             )
+    }
+
+    /// Whether an app's own pop-up may be dismissed by rule now: the previous step was
+    /// verified or could not have brought one up (`app_dialogs`), or this step has since
+    /// scrolled the app and the pop-up was not on its first screen (what the previous
+    /// step brought up was there before this step's gestures reached the app; a promo
+    /// that comes up during a scroll is not the previous step's effect).
+    fn app_dialogs_now(&self) -> bool {
+        self.app_dialogs
+            || (self.tries.scrolls + self.tries.searched > 0
+                && self
+                    .tries
+                    .dialog_at_start
+                    .as_ref()
+                    .is_some_and(|d| *d != self.dialog_now))
     }
 
     /// The step is done: `verified` when its `expect` was checked and held.
@@ -427,7 +444,7 @@ impl ScriptAgent {
             && e.visible
                 .iter()
                 .all(|s| find::present(screen, &self.sub(s)))
-            && e.gone.iter().all(|s| !find::present(screen, &self.sub(s)))
+            && e.gone.iter().all(|s| !self.lingers(screen, &self.sub(s)))
     }
 
     /// A `scroll` with `until` keeps scrolling while its target is not visible.
@@ -437,7 +454,7 @@ impl ScriptAgent {
             return false;
         };
         let max = p.max_scrolls.unwrap_or(10);
-        if find::visible(screen, &until) || self.tries.scrolls >= max {
+        if self.shows(screen, &until) || self.tries.scrolls >= max {
             return false;
         }
         true
@@ -471,7 +488,21 @@ impl ScriptAgent {
                         self.script.steps[self.at].layout.as_deref(),
                         next.and_then(|n| n.layout.as_deref()),
                     )))
-            && e.gone.iter().all(|s| !find::present(screen, &self.sub(s)))
+            && e.gone.iter().all(|s| !self.lingers(screen, &self.sub(s)))
+    }
+
+    /// Whether what a `gone` expect names is still there, behind a dialog or not:
+    /// exactly, or (fuzzy on) as the element matcher's clear winner (`find::lingers`).
+    /// The matcher counts only when the selector as written named nothing on the screen
+    /// the step's action ran on (on the current one before it): an exact `gone` that held
+    /// there already says nothing, while one that named an element then is trusted (a
+    /// note's text that grew by a typed word has gone as written).
+    fn lingers(&self, screen: &Screen, sel: &str) -> bool {
+        if find::present(screen, sel) {
+            return true;
+        }
+        let reference = self.tries.before.as_ref().unwrap_or(screen);
+        self.script.fuzzy && !find::present(reference, sel) && find::lingers(screen, sel)
     }
 
     /// An `expect` selector on screen: as written (or through the matcher), or with its
@@ -481,6 +512,29 @@ impl ScriptAgent {
             || self
                 .translate(sel)
                 .is_some_and(|(t, _)| find::visible(screen, &t.to_string()))
+    }
+
+    /// Whether what a step waits for (its `wait_condition`, a scroll's `until`) is on
+    /// screen, found as a step's target is: exactly, in the phone's language, or (fuzzy
+    /// on) one clear winner of the element matcher, never a mere look-alike (the next
+    /// step acts on what `until` found: scrolling stops at "USB-c cable 0.5m" for
+    /// "USB-C Cable 0.5m", not at "USB-C Cable 1m").
+    fn shows(&self, screen: &Screen, sel: &str) -> bool {
+        if find::visible(screen, sel)
+            || self
+                .translate(sel)
+                .is_some_and(|(t, _)| find::visible(screen, &t.to_string()))
+        {
+            return true;
+        }
+        let written = [sel.to_string()];
+        let recorded = Recorded {
+            selectors: &written,
+            ..Recorded::default()
+        };
+        self.script.fuzzy
+            && !find::covered(screen, &written)
+            && find::fuzzy(screen, &written, &recorded).is_some()
     }
 
     /// `sel` with its labels in the phone's language, from the app's string resources.
@@ -537,10 +591,20 @@ impl ScriptAgent {
             .expect
             .iter()
             .flat_map(|e| e.visible.iter().map(|s| self.sub(s)));
-        let missing = self.selectors().into_iter().chain(expects).any(|s| {
-            crate::screen::Selector::parse(&s).is_ok_and(|p| names_label(&p))
-                && !find::visible(screen, &s)
-        });
+        let waits = step
+            .wait_condition
+            .iter()
+            .map(|w| self.sub(&w.selector))
+            .chain(step.parameters.until.iter().map(|u| self.sub(u)));
+        let missing = self
+            .selectors()
+            .into_iter()
+            .chain(expects)
+            .chain(waits)
+            .any(|s| {
+                crate::screen::Selector::parse(&s).is_ok_and(|p| names_label(&p))
+                    && !find::visible(screen, &s)
+            });
         if missing {
             self.loaded = source.load(&app).await;
         }
@@ -747,7 +811,7 @@ impl ScriptAgent {
     /// After the action: `expect` holds (next step), or wait for it once, or fail.
     fn check_expect(&mut self, screen: &Screen) -> Result<Pass, StepError> {
         let until = self.script.steps[self.at].parameters.until.clone();
-        if let Some(u) = until.filter(|u| !find::visible(screen, &self.sub(u))) {
+        if let Some(u) = until.filter(|u| !self.shows(screen, &self.sub(u))) {
             return Err(err(
                 "element_not_found",
                 format!("scrolled {} times without finding it", self.tries.scrolls),
@@ -826,13 +890,16 @@ impl ScriptAgent {
         if self.tries.held_at_start.is_none() {
             self.tries.held_at_start = Some(self.has_expect() && self.effect_behind_dialog(screen));
         }
+        if self.tries.dialog_at_start.is_none() {
+            self.tries.dialog_at_start = Some(self.dialog_now.clone());
+        }
         if let Some(r) = self.retry_check(screen) {
             return r;
         }
         let step = self.script.steps[self.at].clone();
         if let Some(wc) = &step.wait_condition {
             let sel = self.sub(&wc.selector);
-            if !find::visible(screen, &sel) {
+            if !self.shows(screen, &sel) {
                 if self.tries.waited_condition {
                     return Err(err(
                         "element_not_found",
@@ -858,12 +925,23 @@ impl ScriptAgent {
             .parameters
             .until
             .as_ref()
-            .is_some_and(|u| find::visible(screen, &self.sub(u)))
+            .is_some_and(|u| self.shows(screen, &self.sub(u)))
         {
             self.advance();
             return Ok(Pass::Again);
         }
         let selectors = self.selectors();
+        // A scroll moves what is behind a pop-up only once the pop-up is gone.
+        let scrolls = step.action == StepAction::Scroll;
+        if let Some(pass) = self.notice_in_the_way(screen, &selectors, scrolls) {
+            return Ok(pass);
+        }
+        if scrolls
+            && self.interrupted(screen)
+            && let Some(pass) = self.dismiss(screen, true, Pending::Fresh)
+        {
+            return Ok(pass);
+        }
         let targeted = step.action.acts_on_selector()
             || matches!(step.action, StepAction::WaitFor | StepAction::WaitForGone)
             || step.is_element_drag();
@@ -960,7 +1038,7 @@ impl ScriptAgent {
     /// it), so the matcher never looks there; the dialog is dismissed first.
     fn interrupted(&self, screen: &Screen) -> bool {
         matches!(
-            interrupt::interruption(screen, self.app_dialogs, &self.caused),
+            interrupt::interruption(screen, self.app_dialogs_now(), &self.caused),
             Some(Interruption::Tap { .. } | Interruption::Back { .. })
         )
     }
@@ -1014,6 +1092,9 @@ impl ScriptAgent {
             self.advance();
             return Ok(Pass::Again);
         }
+        if let Some(pass) = self.notice_in_the_way(screen, selectors, true) {
+            return Ok(pass);
+        }
         if let Some(pass) = self.open_overflow(screen) {
             return Ok(pass);
         }
@@ -1025,6 +1106,37 @@ impl ScriptAgent {
             format!("no element matches {}", selectors.join(" or ")),
             Some(selectors[0].clone()),
         ))
+    }
+
+    /// A notice (one labelled button, nothing to decide: a "what's new", a tip) that is
+    /// not to be dismissed by rule (the flow's own action may have brought it up) stands
+    /// between the step and its target: the target is behind it, or (`waited`, the
+    /// target waited for) nothing in it is the target. The flow goes on beneath it, so it
+    /// is closed with Back, which agrees to nothing, once per notice. A choice (a
+    /// confirmation) the flow brought up is never closed by rule.
+    fn notice_in_the_way(
+        &mut self,
+        screen: &Screen,
+        selectors: &[String],
+        waited: bool,
+    ) -> Option<Pass> {
+        let d = interrupt::dialog(screen)?;
+        let back_tried = self.tries.backed.is_some() && self.tries.backed == self.dialog_now;
+        if d.kind != interrupt::Kind::Notice
+            || back_tried
+            || self.tries.dismissals >= MAX_DISMISSALS
+            || !(waited || find::covered(screen, selectors))
+        {
+            return None;
+        }
+        self.tries.backed = self.dialog_now.clone();
+        self.tries.dismissals += 1;
+        self.dismissed += 1;
+        self.pending = Pending::Fresh;
+        let back = Action::Key {
+            key: crate::domain::Key::Back,
+        };
+        Some(Pass::Emit(back, ReplayRole::Dismiss, None))
     }
 
     /// The target may have moved into the toolbar's overflow menu: open it (once per
@@ -1162,7 +1274,7 @@ impl ScriptAgent {
         if self.tries.dismissals >= MAX_DISMISSALS {
             return None;
         }
-        let app_dialogs = (not_asked && self.app_dialogs) || on_top_of_effect;
+        let app_dialogs = (not_asked && self.app_dialogs_now()) || on_top_of_effect;
         let back_tried = self.tries.backed.is_some() && self.tries.backed == self.dialog_now;
         let found = interrupt::interruption_after(screen, app_dialogs, &self.caused, back_tried)?;
         let action = match found {
@@ -1228,7 +1340,7 @@ impl ScriptAgent {
         let aimed = selector.is_some();
         self.tries.absorbable = (!aimed
             && matches!(
-                interrupt::interruption(screen, self.app_dialogs, &self.caused),
+                interrupt::interruption(screen, self.app_dialogs_now(), &self.caused),
                 Some(Interruption::Tap { .. } | Interruption::Back { .. })
             ))
         .then(|| self.dialog_now.clone())

@@ -12,7 +12,7 @@
 //! | attribute | recorded from | compared by | weight |
 //! |---|---|---|---|
 //! | `id` | `#id` | id words (`similar::ids`) | 1.5 |
-//! | `label` | `:text`, `:desc` | label words against the node's text, description or hint (an icon-only button keeps its old text as description) | 1.5 |
+//! | `label` | `:text`, `:desc` | label words against the node's text, description or hint (an icon-only button keeps its old text as description); in the other attribute than the selector names, 0.8 of that | 1.5 |
 //! | `row` | the anchor of `a >> b`, the step's `witness`, a row's several labels | share of them found among the texts of the node's row | 1.5 |
 //! | `row` | an id anchor, `#hour >> #input` | id words (`similar::ids`) against the ids of the node's ancestors and siblings | 1.5 |
 //! | `class` | a selector's class | same class 1, same family (`…Button`) 0.5 | 0.5 |
@@ -37,6 +37,8 @@ use crate::screen::{Selector, UiTree};
 pub const ACCEPT: f32 = 0.5;
 /// How far a winner must be ahead of the runner-up.
 pub const MARGIN: f32 = 0.15;
+/// A label found in the other attribute than the one its selector names (`Profile::factor`).
+const OTHER_ATTRIBUTE: f32 = 0.8;
 
 const W_ID: f32 = 1.5;
 const W_LABEL: f32 = 1.5;
@@ -50,6 +52,10 @@ const W_PLACE: f32 = 0.5;
 pub struct Profile {
     ids: Vec<String>,
     labels: Vec<String>,
+    /// Which attribute the labels were written for: `:text` (the text, or a field's
+    /// hint), `:desc` (the content description), or both.
+    named_text: bool,
+    named_desc: bool,
     row: Vec<String>,
     /// The ids of `#anchor >> target` anchors: the group the element sits in.
     anchor_ids: Vec<String>,
@@ -105,10 +111,12 @@ impl Profile {
         match s {
             Selector::Id(id) => self.ids.push(id.clone()),
             Selector::Text { class, text } => {
+                self.named_text = true;
                 self.labels.push(text.clone());
                 self.classes.extend(class.clone());
             }
             Selector::Desc { class, desc } => {
+                self.named_desc = true;
                 self.labels.push(desc.clone());
                 self.classes.extend(class.clone());
             }
@@ -116,7 +124,10 @@ impl Profile {
             Selector::Path(p) => self.path = Some(p.clone()),
             Selector::Package(_) => {}
             // Words read off the screenshot name the element like its label does.
-            Selector::Ocr(t) => self.labels.push(t.clone()),
+            Selector::Ocr(t) => {
+                (self.named_text, self.named_desc) = (true, true);
+                self.labels.push(t.clone());
+            }
             Selector::Near { anchor, target } => {
                 match anchor.as_ref() {
                     Selector::Text { text, .. } => self.row.push(text.clone()),
@@ -127,6 +138,43 @@ impl Profile {
                 self.add(target);
             }
         }
+    }
+
+    /// How much a label agreeing with a node's text (`text`) or its description counts:
+    /// fully in the attribute the selector named, `OTHER_ATTRIBUTE` in the other (a
+    /// `:text("8:15 AM")` is the time's text view before the switch described "8:15 AM";
+    /// an icon-only button that kept its old text as its description still matches).
+    fn factor(&self, text: bool) -> f32 {
+        let named = if text {
+            self.named_text
+        } else {
+            self.named_desc
+        };
+        let only_other = if text {
+            self.named_desc
+        } else {
+            self.named_text
+        };
+        if named || !only_other {
+            1.0
+        } else {
+            OTHER_ATTRIBUTE
+        }
+    }
+
+    /// The identifying attributes this profile records (`id`, `label`, `row`).
+    pub fn identifying(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if !self.ids.is_empty() {
+            out.push("id");
+        }
+        if !self.labels.is_empty() {
+            out.push("label");
+        }
+        if !(self.row.is_empty() && self.anchor_ids.is_empty()) {
+            out.push("row");
+        }
+        out
     }
 
     /// Whether there is anything that could identify an element.
@@ -156,10 +204,15 @@ pub fn best(tree: &UiTree, candidates: &[usize], p: &Profile) -> Option<Scored> 
         .collect();
     all.sort_by(|a, b| b.1.total_cmp(&a.1));
     let (node, score, agreed, identity) = all.first()?.clone();
-    let runner_up = all.get(1).map_or(0.0, |r| r.1);
-    let margin = score - runner_up;
+    let runner_up = all.get(1);
+    let margin = score - runner_up.map_or(0.0, |r| r.1);
     let witnessed = p.witness.is_empty() || witnessed(tree, node, &p.witness);
-    (identity && witnessed && score >= ACCEPT && margin >= MARGIN).then_some(Scored {
+    // The label itself, word for word (up to case), against a runner-up that only shares
+    // words with it ("Rust programming language" for a recased "Rust Programming
+    // Language", before "Rust (programming language) - Wikipedia"): ahead is enough.
+    let decisive = same_label(tree, node, p) && runner_up.is_none_or(|r| !same_label(tree, r.0, p));
+    let clear = margin >= MARGIN || (decisive && margin > 0.0);
+    (identity && witnessed && score >= ACCEPT && clear).then_some(Scored {
         node,
         score,
         margin,
@@ -174,6 +227,34 @@ pub fn present(tree: &UiTree, candidates: &[usize], p: &Profile) -> bool {
         && candidates.iter().any(|&n| {
             let (s, _, identity) = score(tree, n, p);
             identity && s >= ACCEPT
+        })
+}
+
+/// Whether the node shows one of the profile's labels word for word (case and punctuation
+/// aside) in the attribute its selector names.
+fn same_label(tree: &UiTree, n: usize, p: &Profile) -> bool {
+    let node = &tree.nodes[n];
+    let own = [
+        (&node.text, p.factor(true)),
+        (&node.content_desc, p.factor(false)),
+        (&node.hint, p.factor(true)),
+    ];
+    p.labels.iter().any(|l| {
+        own.iter()
+            .any(|(o, f)| *f == 1.0 && similar::labels(l, o) == 1.0)
+    })
+}
+
+/// Whether some candidate is what the profile names, not a look-alike: `ACCEPT`, and every
+/// identifying attribute the profile records agrees (a row's button id alone is not the
+/// button of the row the profile names). Several may (a label and a switch described by
+/// it): presence, not a target to act on.
+pub fn lingers(tree: &UiTree, candidates: &[usize], p: &Profile) -> bool {
+    let kinds = p.identifying();
+    !kinds.is_empty()
+        && candidates.iter().any(|&n| {
+            let (s, agreed, _) = score(tree, n, p);
+            s >= ACCEPT && kinds.iter().all(|k| agreed.iter().any(|a| a == k))
         })
 }
 
@@ -193,11 +274,15 @@ fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
         parts.push(("id", W_ID, 0.0, 0.0));
     }
     if !p.labels.is_empty() {
-        let own = [&node.text, &node.content_desc, &node.hint];
+        let own = [
+            (&node.text, p.factor(true)),
+            (&node.content_desc, p.factor(false)),
+            (&node.hint, p.factor(true)),
+        ];
         let s = p
             .labels
             .iter()
-            .flat_map(|l| own.iter().map(move |o| similar::labels(l, o)))
+            .flat_map(|l| own.iter().map(move |(o, f)| f * similar::labels(l, o)))
             .fold(0.0, f32::max);
         {
             let v = s;
@@ -459,6 +544,88 @@ mod tests {
         // Its own text alone still finds it.
         let won = best_for(&s, &[":text(\"ON\")"], &[]).unwrap();
         assert_eq!(s.tree.nodes[won.node].text, "On");
+    }
+
+    /// An alarm row whose time is a text view's text and the switch's description, the
+    /// way the Clock app writes it.
+    fn alarm_rows(times: &[&str]) -> Screen {
+        let rows: String = times
+            .iter()
+            .enumerate()
+            .map(|(i, time)| {
+                let top = 200 * i;
+                format!(
+                    r#"<node index="{i}" text="" resource-id="" class="android.widget.LinearLayout" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{time}" resource-id="" class="android.widget.TextView" package="app" content-desc="" bounds="[40,{top}][600,{b}]"/><node index="1" text="OFF" resource-id="" class="android.widget.Switch" package="app" content-desc="{time}" clickable="true" enabled="true" bounds="[880,{top}][1040,{b}]"/></node>"#,
+                    b = top + 200
+                )
+            })
+            .collect();
+        let xml = format!(
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{rows}</node></hierarchy>"#
+        );
+        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+    }
+
+    /// An update recased the times (or a German phone writes `08:15`): `:text("8:15 AM")`
+    /// names what shows the time as its text, not the switch that carries it as its
+    /// description; `:desc` the other way round. A label in the attribute the selector
+    /// did not name still matches when nothing else does (an icon that kept its text as
+    /// its description).
+    #[test]
+    fn a_label_counts_most_in_the_attribute_its_selector_names() {
+        let s = alarm_rows(&["6:00 am", "08:15"]);
+        let won = best_for(&s, &[":text(\"8:15 AM\")"], &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].short_class(), "TextView");
+        let won = best_for(&s, &[":desc(\"6:00 AM\")"], &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].short_class(), "Switch");
+        let icon = settings();
+        let n = icon
+            .tree
+            .nodes
+            .iter()
+            .position(|n| !n.text.is_empty())
+            .unwrap();
+        let text = icon.tree.nodes[n].text.clone();
+        let mut xml_icon = icon.clone();
+        xml_icon.tree.nodes[n].content_desc = text.clone();
+        xml_icon.tree.nodes[n].text.clear();
+        let all: Vec<usize> = (0..xml_icon.tree.nodes.len()).collect();
+        let sels = [Selector::parse(&format!(":text({text:?})")).unwrap()];
+        let won = best(&xml_icon.tree, &all, &Profile::new(&sels, &[], None));
+        assert_eq!(won.map(|w| w.node), Some(n), "found by its description");
+    }
+
+    /// A search results page whose titles an update recased: the title that is the
+    /// recorded label word for word wins over one that only contains its words, though
+    /// the two score within the margin; two titles that are both the label word for
+    /// word stay a tie.
+    #[test]
+    fn the_label_word_for_word_beats_one_that_contains_its_words() {
+        let page = |titles: &[&str]| {
+            let nodes: String = (titles.iter().enumerate())
+                .map(|(i, t)| {
+                    let top = 200 * i;
+                    format!(
+                        r#"<node index="{i}" text="{t}" resource-id="" class="android.view.View" package="web" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"/>"#,
+                        b = top + 200
+                    )
+                })
+                .collect();
+            let xml = format!(
+                r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="web" content-desc="" bounds="[0,0][1080,2400]">{nodes}</node></hierarchy>"#
+            );
+            Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+        };
+        let sel = [":text(\"Rust Programming Language\")"];
+        let s = page(&[
+            "Rust programming language",
+            "Rust (Programming Language) - Wikipedia",
+        ]);
+        let won = best_for(&s, &sel, &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].text, "Rust programming language");
+        assert!(won.margin < MARGIN, "within the margin: {}", won.margin);
+        let twice = page(&["Rust programming language", "Rust Programming language"]);
+        assert_eq!(best_for(&twice, &sel, &[]), None);
     }
 
     /// A class and a place alone never identify an element.
