@@ -1228,6 +1228,11 @@ mod tests {
             !lingers(&one, ":text(\"6:00 AM\")"),
             "another time is not it"
         );
+        let longer = alarms(&["6:00 am tomorrow"]);
+        assert!(
+            !lingers(&longer, ":text(\"6:00 AM\")"),
+            "a label that grew (a typed word) has gone as written"
+        );
         // A row's shared id is no witness that the row named by its label is there.
         let anchored = ":text(\"6:00 AM\") >> #remove_alarm";
         assert!(lingers(&both, anchored));

@@ -245,16 +245,20 @@ fn same_label(tree: &UiTree, n: usize, p: &Profile) -> bool {
     })
 }
 
-/// Whether some candidate is what the profile names, not a look-alike: `ACCEPT`, and every
+/// Whether some candidate is what the profile names, not a look-alike: `ACCEPT`, every
 /// identifying attribute the profile records agrees (a row's button id alone is not the
-/// button of the row the profile names). Several may (a label and a switch described by
-/// it): presence, not a target to act on.
+/// button of the row the profile names), and a label it names is shown word for word
+/// (case and punctuation aside: "6:00 am" is "6:00 AM"; "Milk, eggs, bread, butter" is
+/// not "Milk, eggs, bread", which a typed word made go). Several may (a label and a
+/// switch described by it): presence, not a target to act on.
 pub fn lingers(tree: &UiTree, candidates: &[usize], p: &Profile) -> bool {
     let kinds = p.identifying();
     !kinds.is_empty()
         && candidates.iter().any(|&n| {
             let (s, agreed, _) = score(tree, n, p);
-            s >= ACCEPT && kinds.iter().all(|k| agreed.iter().any(|a| a == k))
+            s >= ACCEPT
+                && kinds.iter().all(|k| agreed.iter().any(|a| a == k))
+                && (p.labels.is_empty() || same_label(tree, n, p))
         })
 }
 
