@@ -906,3 +906,29 @@ async fn an_id_that_names_only_a_widgets_kind_survives_a_rename() {
         .unwrap();
     assert_eq!(fab["replay"]["fallback"], "fuzzy", "{trail:?}");
 }
+
+/// The shop's promo comes up a few seconds in, right after the recorded "Add to cart"
+/// tap, on top of the page where the cart's count already changed (the step's `expect`,
+/// `gone: Cart, 0 items`, holds behind it). The promo says nothing of the tap: it came
+/// up by itself, so the next step closes it by rule instead of taking it for a dialog the
+/// flow asked for and failing to find "Navigate up" behind it.
+#[tokio::test]
+async fn a_pop_up_on_top_of_a_verified_effect_is_closed_by_the_next_step() {
+    const TASK: &str = "shop.case_and_protector";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let done = run_inline(&app, "p", &script).await;
+    let all = steps(&app, done["id"].as_str().unwrap()).await;
+    let ran: Vec<String> = all
+        .iter()
+        .map(|s| format!("{} {}", s["replay"]["role"], s["action"]))
+        .collect();
+    assert_eq!(done["status"], "succeeded", "{} {ran:#?}", done["reason"]);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()));
+    assert!(
+        all.iter().any(|s| s["replay"]["role"] == "dismiss"),
+        "the promo was closed: {ran:#?}"
+    );
+}

@@ -383,7 +383,9 @@ fn same_id(recorded: &[Selector], own: &str) -> bool {
 /// anchors, witness) are each either in that element's row or nowhere on the screen (a
 /// UI language or wording the recording did not see). A recorded text found elsewhere
 /// means the words still work here and the rows moved (a reorder): no match. A step that
-/// recorded no text gives no sign of a changed wording and no structural match.
+/// recorded no text gives no sign of a changed wording and no structural match, and a step
+/// recorded with a `witness` (one of several look-alike rows) needs a witness text in the
+/// element's row: "nowhere on the screen" is also where a reordered row's texts are.
 ///
 /// Ids outlive a translation, so they decide (`same_id`): an app update that swaps a
 /// widget for another of the same class at the same place (an Edit icon for the
@@ -403,6 +405,12 @@ fn by_structure(screen: &Screen, recorded: &Recorded<'_>) -> Option<Found> {
     let node = unique(screen, &path.to_string())?;
     let tree = &screen.tree;
     if !same_id(&parsed, tree.nodes[node].short_id()) {
+        return None;
+    }
+    // A step recorded with a witness acted on one of several look-alike rows: a path
+    // names whichever row is there now (after a reorder, with the recorded row scrolled
+    // off, none of its texts is anywhere), so one of the row's own texts must be there.
+    if !recorded.witness.is_empty() && !score::witnessed(tree, node, recorded.witness) {
         return None;
     }
     let row = score::row_texts(tree, node);
@@ -1062,6 +1070,15 @@ mod tests {
         );
         let removed = rows(&[("Bluetooth", "Aus", "AUS"), ("Flugmodus", "", "AUS")]);
         assert_eq!(by_structure(&removed, &recorded), None, "a row less");
+        // Reordered with the recorded row scrolled off: its texts are nowhere, as after a
+        // translation, but the rows there are others in the same words.
+        let scrolled = rows(&[ENGLISH[1], ENGLISH[2], ("Hotspot", "Off", "OFF")]);
+        assert_eq!(layout(&scrolled), recorded_layout);
+        assert_eq!(
+            by_structure(&scrolled, &recorded),
+            None,
+            "Wi-Fi is not on screen"
+        );
     }
 
     /// An `expect` naming a label checks nothing on a phone that words it otherwise; the

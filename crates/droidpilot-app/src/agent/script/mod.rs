@@ -132,6 +132,9 @@ struct Tries {
     model_acted: bool,
     /// The dialog on the first screen the step saw (`None` inside: no dialog).
     dialog_at_start: Option<Option<String>>,
+    /// The step's `expect` held with a new pop-up on top of its effect, and the pop-up
+    /// says nothing of the step's action (`pop_up_on_effect`): not the flow's.
+    pop_up_on_effect: bool,
 }
 
 /// The overflow menu, for a step whose target is not on screen (`overflow.rs`).
@@ -281,6 +284,7 @@ impl ScriptAgent {
         }
         if self.tries.acted
             && can_open_dialog
+            && !self.tries.pop_up_on_effect
             && let Some(d) = self.dialog_now.clone()
             && !self.caused.contains(&d)
         {
@@ -654,6 +658,7 @@ impl ScriptAgent {
     /// When nothing is new and the app shows what it showed before, the action never
     /// reached the app (`unreached`).
     fn expect_met(&mut self, screen: &Screen) -> Result<Pass, StepError> {
+        self.tries.pop_up_on_effect = self.pop_up_on_effect(screen);
         if self.sets_state() {
             return self.finish_step(true);
         }
@@ -666,6 +671,25 @@ impl ScriptAgent {
             }
         }
         self.finish_step(self.verifiable())
+    }
+
+    /// Whether a pop-up that came up after the step's action sits on top of the effect
+    /// the step's `expect` verified (a `gone` that held, what it expects visible behind
+    /// the pop-up, none of it inside), and says nothing of the action (a promo over the
+    /// page after "Add to cart"; "Delete note?" names the delete and stays the flow's).
+    /// Such a pop-up came up by itself: the next step may close it by rule.
+    fn pop_up_on_effect(&self, screen: &Screen) -> bool {
+        let Some(e) = &self.script.steps[self.at].expect else {
+            return false;
+        };
+        self.dialog_now.is_some()
+            && self.dialog_now != self.tries.dialog_before
+            && !self.tries.expect_before
+            && self.effect_behind_dialog(screen)
+            && e.visible
+                .iter()
+                .all(|s| find::covered(screen, &[self.sub(s)]))
+            && !confirm::names_action(screen, &self.tries.acted_words)
     }
 
     /// The step's action brings about a state rather than a change: launching the app
