@@ -932,3 +932,66 @@ async fn a_pop_up_on_top_of_a_verified_effect_is_closed_by_the_next_step() {
         "the promo was closed: {ran:#?}"
     );
 }
+
+/// The recorded flow taps the brightness slider low. Its step keeps the point within
+/// the slider (`at`), so the replay sets the same level; the slider's centre would set
+/// 50%, which the task's checker refuses.
+#[tokio::test]
+async fn a_tap_on_a_slider_replays_at_the_same_level() {
+    const TASK: &str = "settings.brightness_low";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let tap = script["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["parameters"]["at"].is_array())
+        .expect("a tap within the slider");
+    assert_eq!(tap["action"], "tap");
+    let phone = seeded_phone(&app, "p", TASK, 7).await;
+    let done = run_inline(&app, "p", &script).await;
+    assert_eq!(done["status"], "succeeded", "{}", done["reason"]);
+    assert!(sim_task(TASK).unwrap().check(&phone.state()));
+}
+
+/// An update recased the note menu's "Delete" and now asks "Delete note?" after it. The
+/// recorded step's `gone: Delete` holds once the menu closes, but the confirmation names
+/// the delete (the menu row says so in its child text): it is the flow's business, so
+/// the run never ends "complete" with the note still there.
+#[tokio::test]
+async fn a_confirmation_naming_a_menu_items_action_is_never_taken_for_a_pop_up() {
+    const TASK: &str = "notes.delete_ideas";
+    let app = bare_app(&[]).await;
+    add_phone(&app, "rec", Some(TASK)).await;
+    let script = recorded(&app, "rec", TASK).await;
+    let cfg = SimConfig {
+        serial: "p".into(),
+        width: 540,
+        height: 1200,
+        seed: 7,
+        faults: SimFaults {
+            confirm_destructive: true,
+            ..SimFaults::default()
+        },
+        renames: droidpilot::device::sim::RenameMap {
+            strings: [("Delete".to_string(), "DELETE".to_string())].into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let phone = Arc::new(SimDevice::new(cfg).unwrap());
+    phone.reset_to(&sim_task(TASK).unwrap());
+    app.pool.add_device(phone.clone(), "sim").await.unwrap();
+    let done = run_inline(&app, "p", &script).await;
+    let deleted = sim_task(TASK).unwrap().check(&phone.state());
+    assert_eq!(
+        done["status"] == "succeeded",
+        deleted,
+        "said {} with the note {}: {}",
+        done["status"],
+        if deleted { "deleted" } else { "still there" },
+        done["reason"]
+    );
+    assert!(!(done["status"] == "succeeded" && phone.state().dialog.is_some()));
+}

@@ -754,6 +754,13 @@ fn command(script: &Script, step: &ScriptStep, i: usize) -> Result<String, Maest
             (true, None) => format!("{{text: {el}{opt}}}"),
         }
     };
+    if p.at.is_some() {
+        // Maestro's `point` is a point of the screen, not of the element.
+        return Err(not_exportable(
+            i,
+            "a touch at a point within its element (`parameters.at`)",
+        ));
+    }
     Ok(match step.action {
         StepAction::Tap => format!("tapOn: {}", with_opt(element(sel()?, i)?)),
         StepAction::WaitFor => format!("assertVisible: {}", with_opt(element(sel()?, i)?)),

@@ -222,3 +222,19 @@ fn a_custom_step_exports_as_its_primitives_or_is_refused() {
     let e = export(&script).unwrap_err();
     assert_eq!(e.code, "not_exportable");
 }
+
+/// Maestro's `point` is a point of the screen: a tap at a point within its element
+/// cannot be said, and export refuses it naming the step.
+#[test]
+fn a_touch_at_a_point_within_its_element_is_not_exported() {
+    let script = Script::from_json(&serde_json::json!({
+        "name": "s", "goal": "g",
+        "steps": [{"action": "tap", "selector": "#seekbar", "parameters": {"at": [0.25, 0.5]}}]}))
+    .unwrap();
+    let e = export(&script).unwrap_err();
+    assert_eq!(
+        (e.location.as_str(), e.code),
+        ("steps[0]", "not_exportable")
+    );
+    assert!(e.message.contains("parameters.at"), "{}", e.message);
+}

@@ -308,6 +308,11 @@ pub struct StepParameters {
     pub start: Option<[f64; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<[f64; 2]>,
+    /// `tap`, `long_press` or `double_tap` on an element at this point of its bounds,
+    /// as fractions `[x, y]` in [0, 1]² (a slider's level, a rating's star): the replay
+    /// touches the same place of the element wherever it is now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<[f64; 2]>,
 }
 
 impl StepParameters {
@@ -666,6 +671,37 @@ impl ScriptStep {
         Ok(())
     }
 
+    /// `parameters.at`: a touch on an element, at a point inside it.
+    fn check_at(&self, at: [f64; 2]) -> Result<(), ScriptError> {
+        let touch = matches!(
+            self.action,
+            StepAction::Tap | StepAction::LongPress | StepAction::DoubleTap
+        );
+        if !touch || self.selector.is_none() {
+            return Err(ScriptError::invalid(
+                "parameters.at",
+                format!(
+                    "`at` is a point within the step's element, for a tap, long press or double tap with a selector, not `{}`{}",
+                    self.action.name(),
+                    if self.selector.is_none() {
+                        " without one"
+                    } else {
+                        ""
+                    }
+                ),
+                "Give the element's selector, or use parameters.coordinate for a point of the screen.",
+            ));
+        }
+        if !at.iter().all(|v| (0.0..=1.0).contains(v)) {
+            return Err(ScriptError::invalid(
+                "parameters.at",
+                format!("`at` {at:?} is outside the element"),
+                "Give fractions of the element's width and height, each from 0 to 1.",
+            ));
+        }
+        Ok(())
+    }
+
     fn put_parameters(
         &self,
         obj: &mut Map<String, Value>,
@@ -708,6 +744,9 @@ impl ScriptStep {
                 "a swipe needs both `start` and `end`",
                 "Give both points, or a `direction`.",
             ));
+        }
+        if let Some(at) = p.at {
+            self.check_at(at)?;
         }
         if (p.until.is_some() || p.max_scrolls.is_some()) && self.action != StepAction::Scroll {
             return Err(ScriptError::invalid(

@@ -195,3 +195,34 @@ fn a_custom_step_is_its_call_and_nothing_else() {
         assert_eq!(e.path, path, "{e}");
     }
 }
+
+/// `at` is a point within the step's element: a touch with a selector takes it, and the
+/// step's action is the touch on that selector (the replay aims it inside the element);
+/// anything else is refused by field with a hint.
+#[test]
+fn a_point_within_the_element_is_for_touches_with_a_selector() {
+    let s = Script::from_json(&script(json!([
+        {"action": "tap", "selector": "#seekbar", "parameters": {"at": [0.25, 0.5]}}
+    ])))
+    .unwrap();
+    assert_eq!(s.steps[0].parameters.at, Some([0.25, 0.5]));
+    for (step, why) in [
+        (
+            json!({"action": "key", "parameters": {"key": "back", "at": [0.5, 0.5]}}),
+            "key",
+        ),
+        (
+            json!({"action": "tap", "parameters": {"coordinate": [0.5, 0.5], "at": [0.5, 0.5]}}),
+            "without one",
+        ),
+        (
+            json!({"action": "tap", "selector": "#seekbar", "parameters": {"at": [1.5, 0.5]}}),
+            "outside",
+        ),
+    ] {
+        let e = Script::from_json(&script(json!([step]))).unwrap_err();
+        assert_eq!(e.path, "steps[0].parameters.at", "{why}: {e:?}");
+        assert!(e.message.contains(why), "{}", e.message);
+        assert!(!e.hint.is_empty());
+    }
+}

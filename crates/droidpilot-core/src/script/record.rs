@@ -19,7 +19,8 @@
 //! - A `type` with no target after a tap on a text field types into that field (its
 //!   selector), so a replay refocuses it when a pop-up took the focus away.
 //! - A sideways swipe on an element (a slider's drag) becomes a drag on it, by its
-//!   selector, with points relative to its bounds; other swipes keep screen points.
+//!   selector, with points relative to its bounds; other swipes keep screen points. A
+//!   tap on a slider or rating bar keeps its point within the element (`at`).
 //! - `wait` is dropped (replay waits for each target by change detection); `finish`,
 //!   `ask_user` and `mcp_call` are not device steps.
 //! - Text typed into a password field was recorded as `••••`; it becomes an input
@@ -383,6 +384,7 @@ fn target(a: &Value, seen: &SeenScreen, step: &mut ScriptStep) {
         None
     };
     let Some(e) = element else { return };
+    at_within(e, seen, step);
     step.witness = witness(e, seen);
     if step.action != StepAction::Scroll {
         step.layout = seen.layout();
@@ -398,6 +400,36 @@ fn target(a: &Value, seen: &SeenScreen, step: &mut ScriptStep) {
         // A scroll's selector names its container; the screen's main one is fine too.
         step.alternative_selectors.clear();
     }
+}
+
+/// Whether where a touch lands inside the element is what it does: a slider's level, a
+/// rating's star (Android's `SeekBar` family and Material's `Slider`).
+fn touched_at_a_point(kind: &str) -> bool {
+    ["SeekBar", "Slider", "RatingBar"]
+        .iter()
+        .any(|k| kind.ends_with(k))
+}
+
+/// A tap, long press or double tap on such an element keeps its point as fractions of the
+/// element's bounds (`parameters.at`), so the replay touches the same level wherever the
+/// element is; the element's centre would set another.
+fn at_within(e: &ActionableElement, seen: &SeenScreen, step: &mut ScriptStep) {
+    let touch = matches!(
+        step.action,
+        StepAction::Tap | StepAction::LongPress | StepAction::DoubleTap
+    );
+    let (Some(c), Some([w, h])) = (step.parameters.coordinate, seen.size) else {
+        return;
+    };
+    let b = e.bounds;
+    let (bw, bh) = (b.width() as f64, b.height() as f64);
+    if !touch || !touched_at_a_point(&e.kind) || bw <= 0.0 || bh <= 0.0 {
+        return;
+    }
+    step.parameters.at = Some([
+        ((c[0] * w - b.left as f64) / bw).clamp(0.0, 1.0),
+        ((c[1] * h - b.top as f64) / bh).clamp(0.0, 1.0),
+    ]);
 }
 
 /// A sideways swipe that starts on an element and ends level with it (a slider's drag)

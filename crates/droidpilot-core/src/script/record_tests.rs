@@ -246,6 +246,48 @@ fn a_sideways_drag_on_an_element_is_recorded_on_that_element() {
     assert_eq!(scroll.parameters.end, Some([0.5, 0.2]));
 }
 
+/// A tap on a slider sets the level where it lands: the point is kept within the
+/// element (`at`); a tap on a button keeps none.
+#[test]
+fn a_tap_on_a_slider_keeps_its_point_within_the_slider() {
+    let mut slider = el(
+        1,
+        "#seekbar",
+        &[":desc(\"Brightness\")"],
+        [100, 900, 900, 1000],
+    );
+    slider["type"] = json!("SeekBar");
+    let button = el(2, "#ok", &[], [100, 1500, 900, 1600]);
+    let tap = |x: f64, y: f64| json!({"action": "tap", "coordinate": [x, y]});
+    let steps = vec![
+        step(
+            1,
+            "ok",
+            tap(0.3, 0.475),
+            "a",
+            "h1",
+            vec![slider.clone(), button.clone()],
+        ),
+        step(2, "ok", tap(0.5, 0.775), "a", "h2", vec![slider, button]),
+        step(
+            3,
+            "ok",
+            json!({"action": "finish", "success": true}),
+            "a",
+            "h3",
+            vec![],
+        ),
+    ];
+    let s = from_steps("brightness", &steps).unwrap();
+    assert_eq!(s.steps[0].selector.as_deref(), Some("#seekbar"));
+    let at = s.steps[0].parameters.at.expect("a point within the slider");
+    assert!(
+        (at[0] - 0.25).abs() < 1e-9 && (at[1] - 0.5).abs() < 1e-9,
+        "{at:?}"
+    );
+    assert_eq!(s.steps[1].parameters.at, None, "a button's centre does");
+}
+
 /// `tap` a field, then `type` with no target: the type step types into that field (by
 /// its selector), so a replay refocuses it when a pop-up took the focus away.
 #[test]

@@ -26,10 +26,18 @@ const SAME_WORD: f32 = 0.7;
 /// The words that say what element `n` is: its label's, its description's and its id's
 /// (lower case).
 pub fn target_words(screen: &Screen, n: usize) -> Vec<String> {
-    let node = &screen.tree.nodes[n];
+    let tree = &screen.tree;
+    let node = &tree.nodes[n];
     let mut words = label_words(&node.text);
     words.extend(label_words(&node.content_desc));
     words.extend(id_words(&node.resource_id));
+    // A clickable row or menu item shows its label in a child ("Delete" in a popup
+    // menu's row): what a person reads as the element's name.
+    if node.text.trim().is_empty() && node.content_desc.trim().is_empty() {
+        for c in tree.subtree(n).skip(1) {
+            words.extend(label_words(&tree.nodes[c].text));
+        }
+    }
     words.retain(|w| w.chars().any(char::is_alphabetic));
     words.sort();
     words.dedup();

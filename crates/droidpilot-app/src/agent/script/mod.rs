@@ -676,7 +676,8 @@ impl ScriptAgent {
     /// Whether a pop-up that came up after the step's action sits on top of the effect
     /// the step's `expect` verified (a `gone` that held, what it expects visible behind
     /// the pop-up, none of it inside), and says nothing of the action (a promo over the
-    /// page after "Add to cart"; "Delete note?" names the delete and stays the flow's).
+    /// page after "Add to cart"; "Delete note?" names the delete and stays the flow's; an
+    /// action on an element with no words to compare stays the flow's too).
     /// Such a pop-up came up by itself: the next step may close it by rule.
     fn pop_up_on_effect(&self, screen: &Screen) -> bool {
         let Some(e) = &self.script.steps[self.at].expect else {
@@ -689,6 +690,8 @@ impl ScriptAgent {
             && e.visible
                 .iter()
                 .all(|s| find::covered(screen, &[self.sub(s)]))
+            // What the step acted on must be known to say the pop-up is not about it.
+            && !self.tries.acted_words.is_empty()
             && !confirm::names_action(screen, &self.tries.acted_words)
     }
 
@@ -1345,7 +1348,7 @@ impl ScriptAgent {
             .and_then(|f| self.drag_on(screen, f.node));
         let action = match (&selector, drag) {
             (Some(_), Some(drag)) => drag,
-            (Some(s), None) => self.build(s)?,
+            (Some(s), None) => self.touch_at(self.build(s)?, screen, found.as_ref()),
             (None, _) => self.script.steps[self.at]
                 .to_action(None, &self.vars)
                 .map_err(|e| err("action_failed", e.to_string(), None))?,
@@ -1372,6 +1375,33 @@ impl ScriptAgent {
         .map(|sig| (sig, interrupt::beneath(screen)));
         self.pending = Pending::Acted { store };
         Ok(Pass::Emit(action, ReplayRole::Action, found))
+    }
+
+    /// A touch with `parameters.at` lands at that point of the element found (a slider's
+    /// level), as a point of the screen; any other action is left as built.
+    fn touch_at(&self, action: Action, screen: &Screen, found: Option<&Found>) -> Action {
+        use crate::domain::action::TargetField;
+        let (Some(at), Some(f)) = (self.script.steps[self.at].parameters.at, found) else {
+            return action;
+        };
+        let b = screen.tree.nodes[f.node].bounds;
+        let size = screen.tree.screen_bounds();
+        let (w, h) = (size.width().max(1) as f64, size.height().max(1) as f64);
+        let x = (b.left as f64 + at[0] * b.width() as f64) / w;
+        let y = (b.top as f64 + at[1] * b.height() as f64) / h;
+        let Ok(p) = crate::domain::NormPoint::new(x.clamp(0.0, 1.0), y.clamp(0.0, 1.0)) else {
+            return action;
+        };
+        let point = TargetField(crate::domain::Target::Coordinate(p));
+        match action {
+            Action::Tap { .. } => Action::Tap { target: point },
+            Action::LongPress { duration_ms, .. } => Action::LongPress {
+                target: point,
+                duration_ms,
+            },
+            Action::DoubleTap { .. } => Action::DoubleTap { target: point },
+            other => other,
+        }
     }
 
     /// A drag step's points (fractions of its element's bounds) as a swipe between screen
