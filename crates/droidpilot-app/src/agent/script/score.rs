@@ -56,6 +56,9 @@ pub struct Profile {
     /// hint), `:desc` (the content description), or both.
     named_text: bool,
     named_desc: bool,
+    /// The labels by the attribute their selector names (`:text`, `:desc`).
+    text_labels: Vec<String>,
+    desc_labels: Vec<String>,
     row: Vec<String>,
     /// The ids of `#anchor >> target` anchors: the group the element sits in.
     anchor_ids: Vec<String>,
@@ -99,6 +102,8 @@ impl Profile {
         distinct.dedup();
         if distinct.len() > 1 && (texts > 1 || descs > 1) {
             p.row.append(&mut p.labels);
+            p.text_labels.clear();
+            p.desc_labels.clear();
         }
         for v in [&mut p.ids, &mut p.labels, &mut p.row, &mut p.classes] {
             v.sort();
@@ -112,11 +117,13 @@ impl Profile {
             Selector::Id(id) => self.ids.push(id.clone()),
             Selector::Text { class, text } => {
                 self.named_text = true;
+                self.text_labels.push(text.clone());
                 self.labels.push(text.clone());
                 self.classes.extend(class.clone());
             }
             Selector::Desc { class, desc } => {
                 self.named_desc = true;
+                self.desc_labels.push(desc.clone());
                 self.labels.push(desc.clone());
                 self.classes.extend(class.clone());
             }
@@ -278,16 +285,33 @@ fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
         parts.push(("id", W_ID, 0.0, 0.0));
     }
     if !p.labels.is_empty() {
-        let own = [
-            (&node.text, p.factor(true)),
-            (&node.content_desc, p.factor(false)),
-            (&node.hint, p.factor(true)),
-        ];
-        let s = p
-            .labels
-            .iter()
-            .flat_map(|l| own.iter().map(move |(o, f)| f * similar::labels(l, o)))
-            .fold(0.0, f32::max);
+        let best = |labels: &[String], own: &[(&String, f32)]| {
+            labels
+                .iter()
+                .flat_map(|l| own.iter().map(move |(o, f)| f * similar::labels(l, o)))
+                .fold(0.0, f32::max)
+        };
+        let (text, desc, hint) = (&node.text, &node.content_desc, &node.hint);
+        let s = if p.text_labels.is_empty() || p.desc_labels.is_empty() {
+            let own = [
+                (text, p.factor(true)),
+                (desc, p.factor(false)),
+                (hint, p.factor(true)),
+            ];
+            best(&p.labels, &own)
+        } else {
+            // The element's own text and its own description were both recorded (a
+            // switch's "ON" and its "8:15 AM"): an element showing each in its attribute
+            // agrees fully; one showing only one of them (the time's text view beside
+            // the switch, a menu row that kept the description as its title) less.
+            let in_text = best(&p.text_labels, &[(text, 1.0), (hint, 1.0)]);
+            let in_desc = best(&p.desc_labels, &[(desc, 1.0)]);
+            if in_text > 0.5 && in_desc > 0.5 {
+                (in_text + in_desc) / 2.0
+            } else {
+                OTHER_ATTRIBUTE * best(&p.labels, &[(text, 1.0), (desc, 1.0), (hint, 1.0)])
+            }
+        };
         {
             let v = s;
             parts.push(("label", W_LABEL, v, v));
@@ -522,9 +546,9 @@ mod tests {
 
     /// A switch recorded by its own text and its own description ("ON", "8:15 AM"),
     /// after an update recased its text: never the row around it (tapping the row
-    /// opens the alarm instead of switching it). The row's "8:15 AM" label ties with the
-    /// switch's description, so there is no clear winner either: the step fails rather
-    /// than guess.
+    /// opens the alarm instead of switching it), nor the time's text view beside it,
+    /// which shows one of the two labels and not in the attribute recorded: the switch,
+    /// agreeing on both, is the clear winner.
     #[test]
     fn an_elements_own_text_and_description_stay_its_own() {
         let row = |time: &str, on: &str, top: u32| {
@@ -539,12 +563,15 @@ mod tests {
             row("8:15 AM", "On", 200)
         );
         let s = Screen::from_xml(&xml, &ReprOptions::default()).unwrap();
-        let won = best_for(&s, &[":text(\"ON\")", ":desc(\"8:15 AM\")"], &[]);
-        assert!(
-            won.as_ref()
-                .is_none_or(|w| s.tree.nodes[w.node].short_class() == "Switch"),
-            "{won:?}"
-        );
+        let won = best_for(&s, &[":text(\"ON\")", ":desc(\"8:15 AM\")"], &[]).unwrap();
+        assert_eq!(s.tree.nodes[won.node].short_class(), "Switch");
+        assert_eq!(s.tree.nodes[won.node].content_desc, "8:15 AM");
+        let recased = xml
+            .replace("8:15 AM", "8:15 am")
+            .replace("\"On\"", "\"on\"");
+        let r = Screen::from_xml(&recased, &ReprOptions::default()).unwrap();
+        let won = best_for(&r, &[":text(\"ON\")", ":desc(\"8:15 AM\")"], &[]).unwrap();
+        assert_eq!(r.tree.nodes[won.node].content_desc, "8:15 am");
         // Its own text alone still finds it.
         let won = best_for(&s, &[":text(\"ON\")"], &[]).unwrap();
         assert_eq!(s.tree.nodes[won.node].text, "On");
