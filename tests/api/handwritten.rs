@@ -135,12 +135,7 @@ async fn an_english_handwritten_script_completes_on_a_german_phone() {
     assert_eq!(done["status"], "succeeded", "{}", done["reason"]);
     assert!(sim_task(task).unwrap().check(&phone.state()));
     assert_eq!(done["model_calls"], 0);
-    let steps: Vec<Value> = app
-        .get(&format!("/v1/tasks/{id}/steps"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let steps = crate::scripts::steps(&app, &id).await;
     let translated: Vec<&Value> = steps
         .iter()
         .filter(|s| s["replay"]["fallback"] == "translated")
@@ -177,13 +172,7 @@ async fn run_updated(
     )
     .await;
     let done = wait_done(&app, &id).await;
-    let steps: Vec<Value> = app
-        .get(&format!("/v1/tasks/{id}/steps"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    (done, steps, phone)
+    (done, crate::scripts::steps(&app, &id).await, phone)
 }
 
 fn updated_phone() -> droidpilot::device::sim::SimConfig {

@@ -1215,24 +1215,9 @@ mod tests {
         assert!(fuzzy(&page, &own, &mine).is_some());
     }
 
-    /// Alarm rows whose times an update recased ("6:00 AM" → "6:00 am"), each with its
-    /// delete button and a switch described by its time.
+    /// Alarm rows whose times an update recased ("6:00 AM" → "6:00 am").
     fn alarms(times: &[&str]) -> Screen {
-        let rows: String = times
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let top = 300 + 200 * i;
-                format!(
-                    r#"<node index="{i}" text="" resource-id="clock:id/alarm_row" class="android.widget.LinearLayout" package="clock" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{t}" resource-id="clock:id/digital_clock" class="android.widget.TextView" package="clock" content-desc="" bounds="[40,{top}][600,{b}]"/><node index="1" text="" resource-id="clock:id/removeAlarm" class="android.widget.ImageButton" package="clock" content-desc="Delete alarm" clickable="true" enabled="true" bounds="[700,{top}][840,{b}]"/><node index="2" text="OFF" resource-id="clock:id/onoff" class="android.widget.Switch" package="clock" content-desc="{t}" clickable="true" enabled="true" bounds="[900,{top}][1040,{b}]"/></node>"#,
-                    b = top + 200
-                )
-            })
-            .collect();
-        let xml = format!(
-            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="clock" content-desc="" bounds="[0,0][1080,2400]">{rows}</node></hierarchy>"#
-        );
-        Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
+        super::super::score::tests::alarm_rows(times)
     }
 
     #[test]

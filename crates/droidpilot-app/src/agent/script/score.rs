@@ -471,7 +471,7 @@ pub fn witnessed(tree: &UiTree, n: usize, witness: &[String]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::screen::{ReprOptions, Screen};
 
@@ -577,22 +577,22 @@ mod tests {
         assert_eq!(s.tree.nodes[won.node].text, "On");
     }
 
-    /// An alarm row whose time is a text view's text and the switch's description, the
-    /// way the Clock app writes it.
-    fn alarm_rows(times: &[&str]) -> Screen {
+    /// Alarm rows as the Clock app writes them: the time as a text view's text, a delete
+    /// button, and a switch described by the time.
+    pub(in crate::agent::script) fn alarm_rows(times: &[&str]) -> Screen {
         let rows: String = times
             .iter()
             .enumerate()
             .map(|(i, time)| {
-                let top = 200 * i;
+                let top = 300 + 200 * i;
                 format!(
-                    r#"<node index="{i}" text="" resource-id="" class="android.widget.LinearLayout" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{time}" resource-id="" class="android.widget.TextView" package="app" content-desc="" bounds="[40,{top}][600,{b}]"/><node index="1" text="OFF" resource-id="" class="android.widget.Switch" package="app" content-desc="{time}" clickable="true" enabled="true" bounds="[880,{top}][1040,{b}]"/></node>"#,
+                    r#"<node index="{i}" text="" resource-id="clock:id/alarm_row" class="android.widget.LinearLayout" package="clock" content-desc="" clickable="true" enabled="true" bounds="[0,{top}][1080,{b}]"><node index="0" text="{time}" resource-id="clock:id/digital_clock" class="android.widget.TextView" package="clock" content-desc="" bounds="[40,{top}][600,{b}]"/><node index="1" text="" resource-id="clock:id/removeAlarm" class="android.widget.ImageButton" package="clock" content-desc="Delete alarm" clickable="true" enabled="true" bounds="[700,{top}][840,{b}]"/><node index="2" text="OFF" resource-id="clock:id/onoff" class="android.widget.Switch" package="clock" content-desc="{time}" clickable="true" enabled="true" bounds="[880,{top}][1040,{b}]"/></node>"#,
                     b = top + 200
                 )
             })
             .collect();
         let xml = format!(
-            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]">{rows}</node></hierarchy>"#
+            r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="clock" content-desc="" bounds="[0,0][1080,2400]">{rows}</node></hierarchy>"#
         );
         Screen::from_xml(&xml, &ReprOptions::default()).unwrap()
     }
