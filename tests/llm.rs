@@ -580,7 +580,11 @@ fn capture_logs() -> (
         .with_ansi(false)
         .with_writer(move || Sink(sink.clone()))
         .finish();
-    (buf, tracing::subscriber::set_default(sub))
+    let guard = tracing::subscriber::set_default(sub);
+    // Another test thread may have hit a callsite (and had its interest cached as
+    // "never") while no subscriber listened; this one listens to everything.
+    tracing::callsite::rebuild_interest_cache();
+    (buf, guard)
 }
 
 struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);

@@ -312,10 +312,13 @@ impl Scheduler {
         // Registered before the claim, so a cancel after it always finds the runner's
         // signal (the runner reads the flag only once per poll interval).
         let stop = self.running.insert(task.id);
+        // Likewise the take-over control: a pause as soon as the task shows `running`.
+        self.runner.register_takeover(task.id);
         let (task, agent) = match self.claim(task.id, &lease.id).await {
             Ok(Some(claimed)) => claimed,
             other => {
                 self.running.remove(task.id);
+                self.runner.takeovers.unregister(task.id);
                 return other.map(|_| false);
             }
         };

@@ -47,6 +47,12 @@ pub enum TakeOverError {
     /// Pause asked of a task that is not running (queued, waiting, finished, paused).
     #[error("task {id} is {status}, not running")]
     NotRunning { id: TaskId, status: TaskStatus },
+    /// Pause asked of a task that is `running` with no runner here: its steps are over
+    /// and its end is being recorded, or another instance of a cluster runs it.
+    #[error(
+        "task {id} is running, but no runner here can pause it: its steps are over and its end is being recorded, or another instance runs it"
+    )]
+    Ending { id: TaskId },
     /// Resume or a manual action asked of a task that is not paused.
     #[error("task {id} is {status}, not paused{}", if *.pending { " (a pause was asked for; the runner holds at its next step boundary)" } else { "" })]
     NotPaused {
@@ -106,15 +112,18 @@ pub struct TakeOvers {
 
 impl TakeOvers {
     /// The runner's task can be paused from now until `unregister`, for `max_pause` in
-    /// all; its pauses are stored and published on `bus`.
+    /// all; its pauses are stored and published on `bus`. Registering again keeps the
+    /// control (and a pause already asked for): the scheduler registers before it claims
+    /// the task, so a pause right after the task shows `running` finds it.
     pub(crate) fn register(&self, id: TaskId, bus: EventBus, max_pause: Duration) {
-        let control = Arc::new(Control {
-            hold: Arc::new(tokio::sync::Mutex::new(Hold::default())),
-            paused: watch::Sender::new(false),
-            bus,
-            max_pause,
+        self.lock().entry(id).or_insert_with(|| {
+            Arc::new(Control {
+                hold: Arc::new(tokio::sync::Mutex::new(Hold::default())),
+                paused: watch::Sender::new(false),
+                bus,
+                max_pause,
+            })
         });
-        self.lock().insert(id, control);
     }
 
     pub(crate) fn unregister(&self, id: TaskId) {
@@ -140,6 +149,10 @@ impl TakeOvers {
         let task = bus.store().get_task(id).await?;
         let control = match self.control(id) {
             Some(c) if task.status == TaskStatus::Running => c,
+            // Still `running` in the store, but no runner here holds it.
+            None if task.status == TaskStatus::Running => {
+                return Err(TakeOverError::Ending { id });
+            }
             _ => {
                 return Err(TakeOverError::NotRunning {
                     id,

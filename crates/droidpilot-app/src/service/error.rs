@@ -286,6 +286,12 @@ impl From<TakeOverError> for AppError {
                 message,
                 "Only a running task can be paused; GET /v1/tasks/{id} shows its status.",
             ),
+            TakeOverError::Ending { .. } => Self::new(
+                ErrorKind::Conflict,
+                "task_not_running",
+                message,
+                "GET /v1/tasks/{id} shows its final status in a moment; in a cluster, send the pause to the instance that runs it.",
+            ),
             TakeOverError::NotPaused { pending: true, .. } => Self::new(
                 ErrorKind::Conflict,
                 "task_not_paused",

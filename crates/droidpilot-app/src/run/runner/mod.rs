@@ -241,6 +241,13 @@ impl Runner {
         self
     }
 
+    /// Makes `id` pausable from now on (the scheduler calls it before the claim; `run`
+    /// again, which keeps the same control).
+    pub fn register_takeover(&self, id: TaskId) {
+        let max_pause = std::time::Duration::from_secs(self.cfg.max_pause_secs);
+        self.takeovers.register(id, self.bus.clone(), max_pause);
+    }
+
     /// Runs `task` (already `running` in the store) to its end and returns it as stored.
     /// `task` is as read after its claim: its step count and cancel flag are trusted, not
     /// read again; `stop` was registered before the claim, so no cancel falls between.
@@ -264,8 +271,7 @@ impl Runner {
         // A task that asked for OCR has it on its device's observations while it runs.
         let _ocr = crate::agent::spec::asks_ocr(task.spec.agent.as_ref())
             .then(|| self.ocr.ask(device.serial()));
-        let max_pause = std::time::Duration::from_secs(self.cfg.max_pause_secs);
-        self.takeovers.register(id, self.bus.clone(), max_pause);
+        self.register_takeover(id);
         let recording = self.start_recording(&task, &device).await;
         // A panic anywhere in the loop (an agent, a hook, a bug) ends this task, not the
         // process's hold on it: the task fails with the panic's message.
