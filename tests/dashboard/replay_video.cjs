@@ -8,16 +8,10 @@
 "use strict";
 
 const assert = require("assert");
-const { chromium } = require(process.env.DROIDPILOT_PLAYWRIGHT_CORE);
+const { launch, run } = require("./common.cjs");
 
 async function main() {
-  const ctx = await chromium.launchPersistentContext(process.env.DROIDPILOT_PROFILE, {
-    executablePath: process.env.DROIDPILOT_CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-  });
-  const page = ctx.pages()[0] || (await ctx.newPage());
+  const { ctx, page } = await launch();
   await page.goto(process.env.DROIDPILOT_URL);
   for (const query of (process.env.DROIDPILOT_QUERIES || "width=360").split(",")) {
     await check(page, `/v1/tasks/${process.env.DROIDPILOT_TASK}/replay.mp4?${query}`);
@@ -56,7 +50,4 @@ async function check(page, src) {
   assert.ok(Math.abs(seen.end.at - seen.duration) < 0.05, `the seek reached the end: ${seen.end.at} of ${seen.duration}`);
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+run(main);

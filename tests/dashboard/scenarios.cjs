@@ -5,33 +5,12 @@
 // Assertions are on what a person sees: text, element counts, image sizes.
 "use strict";
 
-const path = require("path");
 const assert = require("assert");
-const { chromium } = require(process.env.DROIDPILOT_PLAYWRIGHT_CORE);
 
-const URL0 = process.env.DROIDPILOT_URL;
-const TOKEN = process.env.DROIDPILOT_TOKEN;
-const SCREENS = process.env.DROIDPILOT_SCREENS;
+const { URL0, TOKEN, launch, watch, signIn, shot, apiCall, noSideways, run } = require("./common.cjs");
 const WAIT = { timeout: 30_000 };
 
-async function shot(page, name) {
-  const file = path.join(SCREENS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  console.log(`   screenshot ${file}`);
-}
-
 /** The API as the page's user would call it, with the token (for setup and checks). */
-async function apiCall(page, p, method = "GET", body) {
-  return page.evaluate(async ([p, method, body, token]) => {
-    const r = await fetch(p, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: r.status, body: await r.json().catch(() => null) };
-  }, [p, method, body, TOKEN]);
-}
-
 /** Submits a replay task through the page's form; resolves to the task id. */
 async function submitReplay(page, instruction, actions) {
   await page.goto(`${URL0}#/tasks`);
@@ -47,36 +26,16 @@ async function submitReplay(page, instruction, actions) {
 
 const statusIs = (page, s) => page.waitForSelector(`.task-head .badge[data-status="${s}"]`, WAIT);
 
-let current = null;
-
 async function main() {
-  const ctx = await chromium.launchPersistentContext(process.env.DROIDPILOT_PROFILE, {
-    executablePath: process.env.DROIDPILOT_CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 900 },
-  });
-  const page = ctx.pages()[0] || (await ctx.newPage());
-  current = page;
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  const consoleErrors = [];
-  // A failed request is logged as "Failed to load resource"; those are checked by status
-  // below (a 404 is a missing file, such as a favicon), the rest are the page's own errors.
-  ctx.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource")
-    && consoleErrors.push(`${m.page() && m.page().url()}: ${m.text()}`));
-  const missing = [];
-  ctx.on("response", (r) => r.status() === 404 && missing.push(r.url()));
+  const { ctx, page } = await launch({ viewport: { width: 1280, height: 900 } });
+  const seen = watch(ctx, page);
   page.on("dialog", (d) => d.accept());
 
   // 1. Load the page and sign in with the token.
   await page.goto(URL0);
   await page.waitForSelector("form.signin", WAIT);
   await shot(page, "1-signin");
-  await page.fill("#token", TOKEN);
-  await page.click("form.signin button[type=submit]");
-  await page.waitForSelector("h1:text('Devices')", WAIT);
+  await signIn(page, WAIT);
   assert.equal(await page.evaluate(() => location.href.includes("dash-test-token")), false, "no token in the URL");
   console.log("ok 1 load the page with a token");
 
@@ -258,9 +217,9 @@ async function main() {
   await inspect(page);
   await scriptsView(page);
 
-  assert.deepEqual(errors, [], "no script errors in the page");
-  assert.deepEqual(consoleErrors, [], `no errors in the console: ${JSON.stringify(consoleErrors)}`);
-  assert.deepEqual(missing, [], `nothing the page loads is missing (the favicon included): ${JSON.stringify(missing)}`);
+  assert.deepEqual(seen.errors, [], "no script errors in the page");
+  assert.deepEqual(seen.consoleErrors, [], `no errors in the console: ${JSON.stringify(seen.consoleErrors)}`);
+  assert.deepEqual(seen.missing, [], `nothing the page loads is missing (the favicon included): ${JSON.stringify(seen.missing)}`);
   await ctx.close();
 }
 
@@ -614,13 +573,4 @@ async function scriptsView(page) {
   console.log("ok 11 find the script, run it, read a healed version's diff, edit, export and import");
 }
 
-main().catch(async (e) => {
-  console.error(e && e.stack ? e.stack : e);
-  if (current) {
-    console.error(`at ${current.url()}`);
-    await shot(current, "failure").catch(() => {});
-    const text = await current.locator("body").innerText().catch(() => "");
-    console.error(`the page showed:\n${text.slice(0, 3000)}`);
-  }
-  process.exit(1);
-});
+run(main, "failure");

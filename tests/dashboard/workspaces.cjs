@@ -3,13 +3,9 @@
 // server with sim-1. Each scenario prints `ok N name` and saves screenshots.
 "use strict";
 
-const path = require("path");
 const assert = require("assert");
-const { chromium } = require(process.env.DROIDPILOT_PLAYWRIGHT_CORE);
 
-const URL0 = process.env.DROIDPILOT_URL;
-const TOKEN = process.env.DROIDPILOT_TOKEN;
-const SCREENS = process.env.DROIDPILOT_SCREENS;
+const { URL0, TOKEN, launch, watch, signIn, shot, apiCall, noSideways, run } = require("./common.cjs");
 const WAIT = { timeout: 60_000 };
 
 const V1 = {
@@ -23,59 +19,12 @@ const V2 = {
   "config.yaml": "flows:\n  - \"*\"\n",
 };
 
-async function shot(page, name) {
-  const file = path.join(SCREENS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  console.log(`   screenshot ${file}`);
-}
-
-async function apiCall(page, p, method = "GET", body) {
-  return page.evaluate(async ([p, method, body, token]) => {
-    const r = await fetch(p, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: r.status, body: await r.json().catch(() => null) };
-  }, [p, method, body, TOKEN]);
-}
-
-/** Nothing scrolls sideways, and the table's right edge is inside the window. */
-async function noSideways(page, table, what) {
-  const vp = page.viewportSize();
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 0, `no sideways scrolling on ${what} at ${vp.width} px (overflow ${overflow} px)`);
-  const box = await page.locator(table).boundingBox();
-  assert.ok(box && box.x >= 0 && box.x + box.width <= vp.width + 1, `${table} fits the ${vp.width} px window: ${JSON.stringify(box)}`);
-  const inner = await page.locator(table).evaluate((t) => t.scrollWidth - t.clientWidth);
-  assert.ok(inner <= 1, `${table} does not overflow itself (${inner} px)`);
-}
-
-let current = null;
-
 async function main() {
-  const ctx = await chromium.launchPersistentContext(process.env.DROIDPILOT_PROFILE, {
-    executablePath: process.env.DROIDPILOT_CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1280, height: 800 },
-    acceptDownloads: true,
-  });
-  const page = ctx.pages()[0] || (await ctx.newPage());
-  current = page;
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  const consoleErrors = [];
-  ctx.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource")
-    && consoleErrors.push(`${m.page() && m.page().url()}: ${m.text()}`));
-  const missing = [];
-  ctx.on("response", (r) => r.status() === 404 && missing.push(r.url()));
+  const { ctx, page } = await launch({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  const seen = watch(ctx, page);
 
   await page.goto(URL0);
-  await page.fill("#token", TOKEN);
-  await page.click("form.signin button[type=submit]");
-  await page.waitForSelector("h1:text('Devices')", WAIT);
+  await signIn(page, WAIT);
 
   // 1. The list: empty, then a stored workspace with its latest version.
   await page.click("header.top nav a[data-nav=workspaces]");
@@ -128,19 +77,8 @@ async function main() {
   await shot(page, "w3-workspace-390");
   console.log("ok 3 any two versions compared, in a phone-sized window too");
 
-  assert.deepEqual(errors, [], "no script errors in the page");
-  assert.deepEqual(consoleErrors, [], `no errors in the console: ${JSON.stringify(consoleErrors)}`);
-  assert.deepEqual(missing, [], `nothing the page loads is missing: ${JSON.stringify(missing)}`);
+  seen.check();
   await ctx.close();
 }
 
-main().catch(async (e) => {
-  console.error(e && e.stack ? e.stack : e);
-  if (current) {
-    console.error(`at ${current.url()}`);
-    await shot(current, "w-failure").catch(() => {});
-    const text = await current.locator("body").innerText().catch(() => "");
-    console.error(`the page showed:\n${text.slice(0, 3000)}`);
-  }
-  process.exit(1);
-});
+run(main, "w-failure");
