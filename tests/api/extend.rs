@@ -17,7 +17,8 @@ use crate::common::{NO_DEVICES, TestApp, error_of, spawn_app_with_toml};
 
 const ACT: &str = "/v1/devices/sim-1/actions";
 
-const SIGN_IN: &str = r##"
+/// The `sign_in` custom action: Settings' account form, the password a secret parameter.
+pub(crate) const SIGN_IN: &str = r##"
 [[actions.custom]]
 name = "sign_in"
 params = ["email", { name = "password", secret = true }]

@@ -20,24 +20,14 @@ use crate::ocr::ToolCalls;
 use crate::run::{add_phone, assert_no_file_holds, submit, wait_done};
 use crate::scripts::{record, steps};
 
-const ACTIONS: &str = r##"
-[[actions.custom]]
-name = "sign_in"
-params = ["email", { name = "password", secret = true }]
-steps = [
-  { action = "launch_app", package = "com.android.settings" },
-  { action = "tap", selector = ':text("Accounts")' },
-  { action = "type", selector = "#email", text = "${email}" },
-  { action = "type", selector = "#password", text = "${password}" },
-  { action = "tap", selector = "#sign_in" },
-]
-
+/// Besides `extend::SIGN_IN`: an action with no parameters.
+const DRAG_DOWN: &str = r##"
 [[actions.custom]]
 name = "drag_down"
 steps = [{ action = "swipe", start = [0.5, 0.3], end = [0.5, 0.8] }]
 "##;
 
-/// A server with `ACTIONS`, no phones of its own, and `models` allowed as base URLs.
+/// A server with `sign_in` and `drag_down`, no phones of its own, and `models` allowed as base URLs.
 async fn app_with_actions(models: &[&MockServer]) -> TestApp {
     let allowed: Vec<String> = models.iter().map(|m| m.uri()).collect();
     let allowed = allowed.join(",");
@@ -49,7 +39,11 @@ async fn app_with_actions(models: &[&MockServer]) -> TestApp {
     if !allowed.is_empty() {
         env.push(("DROIDPILOT_AGENT__ALLOWED_BASE_URLS", allowed.as_str()));
     }
-    spawn_app_with_toml(&format!("{NO_DEVICES}{ACTIONS}"), &env).await
+    spawn_app_with_toml(
+        &format!("{NO_DEVICES}{}{DRAG_DOWN}", crate::extend::SIGN_IN),
+        &env,
+    )
+    .await
 }
 
 fn sign_in_step(password: &str) -> Value {
