@@ -1149,7 +1149,10 @@ impl ScriptAgent {
     ) -> Option<Pass> {
         let d = interrupt::dialog(screen)?;
         let back_tried = self.tries.backed.is_some() && self.tries.backed == self.dialog_now;
+        // Something the step names is in the notice (a long notice's own scroll view).
+        let in_it = selectors.iter().any(|s| find::visible(screen, s));
         if d.kind != interrupt::Kind::Notice
+            || in_it
             || back_tried
             || self.tries.dismissals >= MAX_DISMISSALS
             || !(waited || find::covered(screen, selectors))
