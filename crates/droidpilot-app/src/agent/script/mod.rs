@@ -1896,3 +1896,44 @@ impl Agent for ScriptAgent {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::ReprOptions;
+
+    /// The app's list, and on top a terms notice: a scroll view of text and one "Accept".
+    fn terms_over_list() -> Screen {
+        let xml = r#"<?xml version="1.0"?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[0,0][1080,2400]"><node index="0" text="" resource-id="app:id/list" class="androidx.recyclerview.widget.RecyclerView" package="app" content-desc="" scrollable="true" bounds="[0,200][1080,2400]"><node index="0" text="Phone Case" resource-id="app:id/title" class="android.widget.TextView" package="app" content-desc="" clickable="true" enabled="true" bounds="[0,200][1080,400]"/></node></node><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="app" content-desc="" bounds="[100,500][980,1900]"><node index="0" text="Terms" resource-id="android:id/alertTitle" class="android.widget.TextView" package="app" content-desc="" bounds="[150,500][900,650]"/><node index="1" text="" resource-id="app:id/terms_scroll" class="android.widget.ScrollView" package="app" content-desc="" scrollable="true" bounds="[150,650][930,1650]"><node index="0" text="Long terms text" resource-id="" class="android.widget.TextView" package="app" content-desc="" bounds="[150,650][930,1650]"/></node><node index="2" text="Accept" resource-id="android:id/button1" class="android.widget.Button" package="app" content-desc="" clickable="true" enabled="true" bounds="[600,1700][900,1850]"/></node></hierarchy>"#;
+        Screen::from_xml(xml, &ReprOptions::default()).unwrap()
+    }
+
+    fn agent() -> ScriptAgent {
+        let script = Script::from_json(&json!({"name": "n", "goal": "g",
+            "steps": [{"action": "scroll", "selector": "#list", "parameters": {"direction": "down"}}]}))
+        .unwrap();
+        ScriptAgent::new(script, None, Vars::default())
+    }
+
+    /// A notice stands between a scroll and the list behind it: closed with Back. A step
+    /// that names something inside the notice (its own scroll view) is the notice's
+    /// business: never closed for it.
+    #[test]
+    fn a_notice_is_closed_only_for_a_step_whose_target_is_not_in_it() {
+        let screen = terms_over_list();
+        assert!(screen.has_modal);
+        let behind = ["#list".to_string()];
+        assert!(matches!(
+            agent().notice_in_the_way(&screen, &behind, true),
+            Some(Pass::Emit(
+                Action::Key {
+                    key: crate::domain::Key::Back
+                },
+                ReplayRole::Dismiss,
+                None
+            ))
+        ));
+        let inside = ["#terms_scroll".to_string()];
+        assert!(agent().notice_in_the_way(&screen, &inside, true).is_none());
+    }
+}
