@@ -303,29 +303,22 @@ fn write_config(dir: &std::path::Path, port: u16, actions: &str) {
     .unwrap();
 }
 
-const OPEN_PAGE: &str = r##"
+/// The `open_page` custom action: Home, Settings, the page by its label, then `more`
+/// steps (an operator's edit adds some).
+fn open_page(more: &str) -> String {
+    format!(
+        r##"
 [[actions.custom]]
 name = "open_page"
 params = ["page"]
 steps = [
-  { action = "home" },
-  { action = "launch_app", package = "com.android.settings" },
-  { action = "tap", selector = ':text("${page}")' },
+  {{ action = "home" }},
+  {{ action = "launch_app", package = "com.android.settings" }},
+  {{ action = "tap", selector = ':text("${{page}}")' }},{more}
 ]
-"##;
-
-/// `OPEN_PAGE` edited: it also types into the page's e-mail field.
-const OPEN_PAGE_V2: &str = r##"
-[[actions.custom]]
-name = "open_page"
-params = ["page"]
-steps = [
-  { action = "home" },
-  { action = "launch_app", package = "com.android.settings" },
-  { action = "tap", selector = ':text("${page}")' },
-  { action = "type", selector = "#email", text = "edited@example.com" },
-]
-"##;
+"##
+    )
+}
 
 async fn post(port: u16, path: &str, body: &Value) -> Value {
     let r = reqwest::Client::new()
@@ -354,7 +347,7 @@ async fn a_replay_after_sighup_edited_the_action_runs_the_new_definition_and_say
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    write_config(dir.path(), port, OPEN_PAGE);
+    write_config(dir.path(), port, &open_page(""));
     let server = start(dir.path(), port).await;
     let open = json!({"action": "open_page", "page": "Accounts"});
     let task = json!({"instruction": "open Accounts", "device_id": "sim-1",
@@ -366,7 +359,12 @@ async fn a_replay_after_sighup_edited_the_action_runs_the_new_definition_and_say
     let old = script["steps"][0]["custom"]["definition"].clone();
     assert!(old.is_string(), "{script}");
 
-    write_config(dir.path(), port, OPEN_PAGE_V2);
+    // Edited: it also types into the page's e-mail field.
+    let edited = open_page(
+        r##"
+  { action = "type", selector = "#email", text = "edited@example.com" },"##,
+    );
+    write_config(dir.path(), port, &edited);
     let ok = Command::new("kill")
         .args(["-HUP", &server.0.id().to_string()])
         .status()

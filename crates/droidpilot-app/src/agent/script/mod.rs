@@ -783,10 +783,7 @@ impl ScriptAgent {
             // A form, or a dialog that cannot be closed by rule: the retry finds it.
             _ => return Some(Ok(Pass::Again)),
         };
-        self.tries.dismissals += 1;
-        self.dismissed += 1;
-        self.pending = Pending::Fresh;
-        Some(Ok(Pass::Emit(action, ReplayRole::Dismiss, None)))
+        Some(Ok(self.dismissing(action, Pending::Fresh)))
     }
 
     /// The step's `expect` is missing after its action, the app shows what it showed
@@ -1160,13 +1157,10 @@ impl ScriptAgent {
             return None;
         }
         self.tries.backed = self.dialog_now.clone();
-        self.tries.dismissals += 1;
-        self.dismissed += 1;
-        self.pending = Pending::Fresh;
         let back = Action::Key {
             key: crate::domain::Key::Back,
         };
-        Some(Pass::Emit(back, ReplayRole::Dismiss, None))
+        Some(self.dismissing(back, Pending::Fresh))
     }
 
     /// The target may have moved into the toolbar's overflow menu: open it (once per
@@ -1324,10 +1318,16 @@ impl ScriptAgent {
             },
             Interruption::Keyboard => return None,
         };
+        Some(self.dismissing(action, then))
+    }
+
+    /// Emits `action` as a dismissal, counted for the step and the run, then goes on with
+    /// `then`.
+    fn dismissing(&mut self, action: Action, then: Pending) -> Pass {
         self.tries.dismissals += 1;
         self.dismissed += 1;
         self.pending = then;
-        Some(Pass::Emit(action, ReplayRole::Dismiss, None))
+        Pass::Emit(action, ReplayRole::Dismiss, None)
     }
 
     /// Runs the step's action on `found` (None: an action without a target).

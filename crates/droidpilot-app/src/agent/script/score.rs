@@ -169,6 +169,16 @@ impl Profile {
         }
     }
 
+    /// A node's label attributes (text, description, hint) with what a label agreeing
+    /// with each counts (`factor`).
+    fn label_attributes<'n>(&self, node: &'n crate::screen::UiNode) -> [(&'n String, f32); 3] {
+        [
+            (&node.text, self.factor(true)),
+            (&node.content_desc, self.factor(false)),
+            (&node.hint, self.factor(true)),
+        ]
+    }
+
     /// The identifying attributes this profile records (`id`, `label`, `row`).
     pub fn identifying(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
@@ -240,12 +250,7 @@ pub fn present(tree: &UiTree, candidates: &[usize], p: &Profile) -> bool {
 /// Whether the node shows one of the profile's labels word for word (case and punctuation
 /// aside) in the attribute its selector names.
 fn same_label(tree: &UiTree, n: usize, p: &Profile) -> bool {
-    let node = &tree.nodes[n];
-    let own = [
-        (&node.text, p.factor(true)),
-        (&node.content_desc, p.factor(false)),
-        (&node.hint, p.factor(true)),
-    ];
+    let own = p.label_attributes(&tree.nodes[n]);
     p.labels.iter().any(|l| {
         own.iter()
             .any(|(o, f)| *f == 1.0 && similar::labels(l, o) == 1.0)
@@ -293,11 +298,7 @@ fn score(tree: &UiTree, n: usize, p: &Profile) -> (f32, Vec<String>, bool) {
         };
         let (text, desc, hint) = (&node.text, &node.content_desc, &node.hint);
         let s = if p.text_labels.is_empty() || p.desc_labels.is_empty() {
-            let own = [
-                (text, p.factor(true)),
-                (desc, p.factor(false)),
-                (hint, p.factor(true)),
-            ];
+            let own = p.label_attributes(node);
             best(&p.labels, &own)
         } else {
             // The element's own text and its own description were both recorded (a
